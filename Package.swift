@@ -1,0 +1,55 @@
+// swift-tools-version: 6.0
+// secbridge: Apple's SecureElementCredential session model on PC/SC readers (pcsc-lite) for Linux.
+import PackageDescription
+
+let package = Package(
+    name: "secbridge",
+    products: [
+        .library(name: "PCSC", targets: ["PCSC"]),
+        .library(name: "ISO7816", targets: ["ISO7816"]),
+        .library(name: "Transcript", targets: ["Transcript"]),
+        .library(name: "PN53x", targets: ["PN53x"]),
+        .executable(name: "secbridge", targets: ["secbridge"]),
+        .executable(name: "secbridge-bench", targets: ["secbridge-bench"]),
+    ],
+    targets: [
+        // Layer 1: the C shim over pcsc-lite. Headers only; see Sources/CPCSCLite/shim.h.
+        .systemLibrary(
+            name: "CPCSCLite",
+            pkgConfig: "libpcsclite",
+            providers: [.apt(["libpcsclite-dev"])]
+        ),
+        // Layer 2: contexts, readers, card handles, transmit/control, status change, PCSCError.
+        .target(name: "PCSC", dependencies: ["CPCSCLite"]),
+        // Layer 3: ISO/IEC 7816-4 APDUs, status words, ATR, BER-TLV, the card-APDU transport.
+        .target(name: "ISO7816"),
+        // Layer 5: the transcript format, recording, redaction and replay.
+        .target(name: "Transcript", dependencies: ["ISO7816"]),
+        // Layer 3: ACR122U pseudo-APDUs and PN532 commands.
+        .target(name: "PN53x", dependencies: ["ISO7816"]),
+        // A private pcscd with vpcd and vicc, for tests, benchmarks and demos.
+        .target(name: "PCSCTestSupport", dependencies: ["PCSC"]),
+        // The command tree of the `secbridge` tool, as a library so tests can drive it.
+        .target(name: "SecbridgeCLI", dependencies: ["PCSC", "ISO7816", "Transcript", "PN53x"]),
+        .executableTarget(
+            name: "secbridge",
+            dependencies: ["SecbridgeCLI"],
+            swiftSettings: [.unsafeFlags(["-Osize"])],
+            linkerSettings: [.unsafeFlags(["-static-stdlib"])]
+        ),
+        .executableTarget(
+            name: "secbridge-bench",
+            dependencies: ["PCSC", "ISO7816", "PCSCTestSupport"]
+        ),
+        .testTarget(name: "PCSCTests", dependencies: ["PCSC", "CPCSCLite"]),
+        .testTarget(name: "ISO7816Tests", dependencies: ["ISO7816"]),
+        .testTarget(name: "TranscriptTests", dependencies: ["Transcript", "ISO7816"]),
+        .testTarget(name: "PN53xTests", dependencies: ["PN53x", "ISO7816"]),
+        .testTarget(name: "SecbridgeCLITests", dependencies: ["SecbridgeCLI"]),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: ["PCSC", "ISO7816", "PCSCTestSupport", "SecbridgeCLI"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)
