@@ -28,7 +28,7 @@ let package = Package(
         // Layer 3: ACR122U pseudo-APDUs and PN532 commands.
         .target(name: "PN53x", dependencies: ["ISO7816"]),
         // A private pcscd with vpcd and vicc, for tests, benchmarks and demos.
-        .target(name: "PCSCTestSupport", dependencies: ["PCSC"]),
+        .target(name: "PCSCTestSupport"),
         // The command tree of the `secbridge` tool, as a library so tests can drive it.
         .target(name: "SecbridgeCLI", dependencies: ["PCSC", "ISO7816", "Transcript", "PN53x"]),
         .executableTarget(
