@@ -1,0 +1,65 @@
+#!/bin/sh
+# Installs what secbridge's tests need on Debian 12 and prepares vicc's Python environment.
+#
+# Idempotent: each step checks first and skips work already done, so a second run is fast.
+# Needs root for apt-get (CI runs as root); without root it only checks the packages and builds
+# the virtual environment.
+#
+#   scripts/install-deps.sh            install packages (root) and create the venv
+#   VICC_VENV=/path scripts/...        put the venv elsewhere (default: <repo>/.venv-vicc)
+#
+# A system pcscd started by the package install is left alone: the tests run their own pcscd in
+# a private mount namespace (see Sources/PCSCTestSupport/PrivatePCSCD.swift).
+set -eu
+
+REPO=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)
+VENV=${VICC_VENV:-"$REPO/.venv-vicc"}
+PACKAGES="pcscd libpcsclite-dev pcsc-tools vsmartcard-vpcd vsmartcard-vpicc python3-venv"
+
+step() { printf 'install-deps: %s\n' "$*"; }
+
+missing=""
+for p in $PACKAGES; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+        missing="$missing $p"
+    fi
+done
+
+if [ -z "$missing" ]; then
+    step "packages present: $PACKAGES"
+elif [ "$(id -u)" -ne 0 ]; then
+    step "missing packages:$missing; run this script as root to install them" >&2
+    exit 1
+else
+    step "apt-get update"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    step "apt-get install$missing"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+
+# vicc's module directory: Debian installs it where Python does not search.
+if [ -f /usr/lib/python3/site-packages/virtualsmartcard/virtualsmartcard/VirtualSmartcard.py ]; then
+    step "vicc module present in /usr/lib/python3/site-packages/virtualsmartcard"
+else
+    step "vicc module not found (expected /usr/lib/python3/site-packages/virtualsmartcard/virtualsmartcard)" >&2
+    exit 1
+fi
+
+# The Debian interpreter, never a pyenv shim or the like; never pip into the system Python.
+PY=/usr/bin/python3
+if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c 'import sys; sys.exit(0 if sys.prefix != sys.base_prefix else 1)' 2>/dev/null; then
+    step "venv present: $VENV"
+else
+    step "create venv $VENV from $PY"
+    rm -rf "$VENV"
+    "$PY" -m venv "$VENV"
+fi
+
+if "$VENV/bin/python" -c 'import Crypto.Cipher.DES3' 2>/dev/null; then
+    step "pycryptodome present in $VENV"
+else
+    step "pip install pycryptodome into $VENV"
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check pycryptodome
+fi
+
+step "done; vicc runs as: PYTHONPATH=/usr/lib/python3/site-packages/virtualsmartcard $VENV/bin/python /usr/bin/vicc"
