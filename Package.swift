@@ -20,7 +20,7 @@ let package = Package(
             providers: [.apt(["libpcsclite-dev"])]
         ),
         // Layer 2: contexts, readers, card handles, transmit/control, status change, PCSCError.
-        .target(name: "PCSC", dependencies: ["CPCSCLite"]),
+        .target(name: "PCSC", dependencies: ["CPCSCLite", "ISO7816"]),
         // Layer 3: ISO/IEC 7816-4 APDUs, status words, ATR, BER-TLV, the card-APDU transport.
         .target(name: "ISO7816"),
         // Layer 5: the transcript format, recording, redaction and replay.

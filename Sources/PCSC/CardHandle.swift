@@ -1,0 +1,266 @@
+import ISO7816
+import Synchronization
+
+/// A connection to a card, or with ``ShareMode/direct`` to a reader: transmit APDUs, send control
+/// commands, read attributes and status.
+///
+/// Every method blocks the calling thread for at least an IPC round trip to pcscd, and control
+/// commands to a reader for as long as the reader takes (seconds for an ACR122U escape command that
+/// waits for a terminal); none can be cancelled. Call them from a thread of your own or through a
+/// ``BlockingExecutor``. One handle may be used from several threads: calls are serialized.
+///
+/// The receive buffer is always pcsc-lite's largest (MAX_BUFFER_SIZE_EXTENDED, 65 548 bytes)
+/// whatever Le says, so no answer is ever refused with SCARD_E_INSUFFICIENT_BUFFER (case P04).
+/// The handle disconnects itself (leaving the card) when it is deinitialized.
+public final class CardHandle: CardChannel, @unchecked Sendable {
+    private struct State {
+        var activeProtocol: ProtocolSet
+        var connected = true
+    }
+    /// The context that made the handle; kept alive as long as the handle.
+    public let context: PCSCContext
+    /// The reader's full name.
+    public let readerName: String
+    let raw: SCard.Handle
+    private let state: Mutex<State>
+    /// Serializes use of `receiveBuffer` and of the handle.
+    private let callLock = Mutex(())
+    private let receiveBuffer: UnsafeMutableRawBufferPointer
+
+    init(context: PCSCContext, handle: SCard.Handle, readerName: String, activeProtocol: UInt) {
+        self.context = context
+        self.raw = handle
+        self.readerName = readerName
+        self.state = Mutex(State(activeProtocol: ProtocolSet(rawValue: activeProtocol)))
+        self.receiveBuffer = .allocate(byteCount: PCSCConstants.maxBufferSizeExtended, alignment: 8)
+    }
+
+    deinit {
+        if state.withLock({ $0.connected }) { try? SCard.disconnect(raw, disposition: Disposition.leave.rawValue) }
+        receiveBuffer.deallocate()
+    }
+
+    /// The protocol in use: `.t0`, `.t1`, `.raw`, or `.undefined` for a direct connection.
+    public var activeProtocol: ProtocolSet { state.withLock { $0.activeProtocol } }
+
+    /// ``activeProtocol`` in the terms of ``CardChannel``.
+    public var transmissionProtocol: TransmissionProtocol {
+        let active = activeProtocol
+        if active.contains(.t1) { return .t1 }
+        if active.contains(.t0) { return .t0 }
+        if active.contains(.raw) { return .raw }
+        return .undefined
+    }
+
+    /// Ends the connection.
+    ///
+    /// The corresponding PC/SC function is SCardDisconnect.
+    /// - Parameter disposition: what to do with the card: leave (default), reset, unpower, eject.
+    public func disconnect(_ disposition: Disposition = .leave) throws(PCSCError) {
+        let wasConnected = state.withLock { state in
+            defer { state.connected = false }
+            return state.connected
+        }
+        guard wasConnected else { return }
+        try callLock.withLock { _ throws(PCSCError) in
+            try SCard.disconnect(raw, disposition: disposition.rawValue)
+        }
+    }
+
+    /// Re-establishes the connection, e.g. after SCARD_W_RESET_CARD, or resets the card.
+    ///
+    /// The corresponding PC/SC function is SCardReconnect.
+    /// - Parameters:
+    ///   - share: the new share mode.
+    ///   - protocols: the acceptable protocols.
+    ///   - initialization: leave, reset or unpower the card while reconnecting.
+    public func reconnect(
+        share: ShareMode = .shared, protocols: ProtocolSet = .any, initialization: Disposition = .leave
+    ) throws(PCSCError) {
+        let active = try callLock.withLock { _ throws(PCSCError) in
+            try SCard.reconnect(
+                raw, share: share.rawValue, protocols: protocols.rawValue,
+                initialization: initialization.rawValue)
+        }
+        state.withLock { $0.activeProtocol = ProtocolSet(rawValue: active) }
+    }
+
+    /// The reader's name, the card state, the protocol and the ATR.
+    ///
+    /// The corresponding PC/SC function is SCardStatus.
+    /// - Throws: ``PCSCError`` — SCARD_W_REMOVED_CARD after the card left.
+    public func status() throws(PCSCError) -> CardStatus {
+        let raw = try callLock.withLock { _ throws(PCSCError) in try SCard.status(self.raw) }
+        return CardStatus(
+            readerName: parseMultiString(raw.readerName).first ?? "",
+            state: CardState(rawValue: raw.state),
+            activeProtocol: ProtocolSet(rawValue: raw.protocolValue),
+            atr: raw.atr)
+    }
+
+    /// A reader attribute's raw bytes.
+    ///
+    /// The corresponding PC/SC function is SCardGetAttrib.
+    /// - Throws: ``PCSCError`` — SCARD_E_UNSUPPORTED_FEATURE when the driver does not know it.
+    public func attribute(_ attribute: PCSCAttribute) throws(PCSCError) -> [UInt8] {
+        try callLock.withLock { _ throws(PCSCError) in try SCard.getAttribute(raw, id: attribute.rawValue) }
+    }
+
+    /// SCARD_ATTR_VENDOR_NAME as text (trailing NULs removed).
+    public func vendorName() throws(PCSCError) -> String {
+        let bytes = try attribute(.vendorName)
+        return String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+    }
+
+    /// SCARD_ATTR_MAXINPUT: the largest command the reader accepts, in bytes (little-endian DWORD).
+    public func maxInput() throws(PCSCError) -> Int {
+        let bytes = try attribute(.maxInput)
+        var value = 0
+        for (index, byte) in bytes.prefix(4).enumerated() { value |= Int(byte) << (8 * index) }
+        return value
+    }
+
+    /// Sends a command APDU (or a reader pseudo-APDU) and returns the whole answer, SW1-SW2 included.
+    /// The bytes travel unchanged: no GET RESPONSE or other ISO 7816-4 handling happens here (see
+    /// `ISO7816Transport` for that).
+    ///
+    /// The corresponding PC/SC function is SCardTransmit.
+    /// - Parameter command: 1 to 65 544 bytes.
+    /// - Throws: ``PCSCError`` — SCARD_E_NO_SMARTCARD / SCARD_W_REMOVED_CARD when the card left,
+    ///   SCARD_E_PROTO_MISMATCH on a direct connection, SCARD_E_INVALID_PARAMETER for an empty or
+    ///   oversized command (checked before sending).
+    public func transmit(_ command: [UInt8]) throws(PCSCError) -> [UInt8] {
+        guard !command.isEmpty, command.count <= PCSCConstants.maxBufferSizeExtended - 4 else {
+            throw PCSCError(code: PCSCError.invalidParameter.code, function: "SCardTransmit")
+        }
+        let protocolValue = activeProtocol.rawValue
+        return try callLock.withLock { _ throws(PCSCError) in
+            let length = try command.withUnsafeBytes { bytes in
+                Result { () throws(PCSCError) in
+                    try SCard.transmit(raw, protocolValue: protocolValue, command: bytes, receive: receiveBuffer)
+                }
+            }.get()
+            return Array(receiveBuffer.prefix(length))
+        }
+    }
+
+    /// Sends a control command to the reader and returns its answer.
+    ///
+    /// The corresponding PC/SC function is SCardControl.
+    /// - Parameters:
+    ///   - code: the control code, e.g. 0x42000001 for the CCID escape command, 0x42000D48 for
+    ///     CM_IOCTL_GET_FEATURE_REQUEST.
+    ///   - command: the bytes for the reader, possibly empty, at most 65 548.
+    /// - Throws: ``PCSCError`` — SCARD_E_UNSUPPORTED_FEATURE (0x8010001F) for a code the driver does
+    ///   not know, SCARD_E_NOT_TRANSACTED (0x80100016) when the driver refuses or times out.
+    public func control(code: UInt32, _ command: [UInt8]) throws(PCSCError) -> [UInt8] {
+        guard command.count <= PCSCConstants.maxBufferSizeExtended else {
+            throw PCSCError(code: PCSCError.invalidParameter.code, function: "SCardControl")
+        }
+        return try callLock.withLock { _ throws(PCSCError) in
+            let length = try command.withUnsafeBytes { bytes in
+                Result { () throws(PCSCError) in
+                    try SCard.control(raw, code: code, command: bytes, receive: receiveBuffer)
+                }
+            }.get()
+            return Array(receiveBuffer.prefix(length))
+        }
+    }
+
+    /// The reader's PC/SC part 10 features, from CM_IOCTL_GET_FEATURE_REQUEST (0x42000D48).
+    /// A reader whose driver does not implement control commands (e.g. vpcd) has none: the
+    /// SCARD_E_UNSUPPORTED_FEATURE it answers becomes an empty list.
+    /// - Throws: ``PCSCError`` for other failures; ``FeatureListError`` for a malformed answer.
+    public func features() throws -> [PCSCFeature] {
+        let answer: [UInt8]
+        do {
+            answer = try control(code: PCSCConstants.getFeatureRequest, [])
+        } catch let error where error == .unsupportedFeature {
+            return []
+        }
+        return try PCSCFeature.parseList(answer)
+    }
+
+    /// Runs `body` inside an exclusive transaction on the card; ends the transaction whatever
+    /// `body` does, with `disposition`.
+    ///
+    /// The corresponding PC/SC functions are SCardBeginTransaction and SCardEndTransaction.
+    public func withTransaction<T>(
+        disposition: Disposition = .leave, _ body: () throws -> T
+    ) throws -> T {
+        try callLock.withLock { _ throws(PCSCError) in try SCard.beginTransaction(raw) }
+        do {
+            let result = try body()
+            try callLock.withLock { _ throws(PCSCError) in
+                try SCard.endTransaction(raw, disposition: disposition.rawValue)
+            }
+            return result
+        } catch {
+            try? callLock.withLock { _ throws(PCSCError) in
+                try SCard.endTransaction(raw, disposition: disposition.rawValue)
+            }
+            throw error
+        }
+    }
+}
+
+/// What SCardStatus reports about a connection.
+public struct CardStatus: Sendable, Hashable {
+    public var readerName: String
+    public var state: CardState
+    public var activeProtocol: ProtocolSet
+    public var atr: [UInt8]
+}
+
+/// One PC/SC part 10 feature: its tag and the control code that invokes it.
+///
+/// Layout of the CM_IOCTL_GET_FEATURE_REQUEST answer (PC/SC part 10 §2.2): a list of
+/// `| tag (1) | length (1) = 04 | control code (4, big-endian) |`.
+public struct PCSCFeature: Sendable, Hashable {
+    public var tag: UInt8
+    public var controlCode: UInt32
+
+    /// FEATURE_CCID_ESC_COMMAND (0x13): the code for the reader's escape command. libccid lists it
+    /// only when escape commands are enabled in its Info.plist.
+    public static let ccidEscapeCommandTag: UInt8 = 0x13
+    /// FEATURE_IFD_PIN_PROPERTIES (0x0A).
+    public static let ifdPinPropertiesTag: UInt8 = 0x0A
+    /// FEATURE_GET_TLV_PROPERTIES (0x12).
+    public static let getTLVPropertiesTag: UInt8 = 0x12
+
+    public init(tag: UInt8, controlCode: UInt32) {
+        self.tag = tag
+        self.controlCode = controlCode
+    }
+
+    /// Parses the TLV list of a CM_IOCTL_GET_FEATURE_REQUEST answer.
+    /// - Throws: ``FeatureListError`` for a length other than 4 or a truncated entry.
+    public static func parseList(_ bytes: [UInt8]) throws(FeatureListError) -> [PCSCFeature] {
+        var features: [PCSCFeature] = []
+        var offset = 0
+        while offset < bytes.count {
+            guard offset + 2 <= bytes.count else {
+                throw FeatureListError(offset: offset, reason: "a feature tag without its length byte")
+            }
+            let length = Int(bytes[offset + 1])
+            guard length == 4 else {
+                throw FeatureListError(
+                    offset: offset + 1, reason: "feature length \(length), expected 4 (a control code)")
+            }
+            guard offset + 6 <= bytes.count else {
+                throw FeatureListError(offset: offset, reason: "the feature's 4-byte control code is truncated")
+            }
+            let code = bytes[offset + 2..<offset + 6].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+            features.append(PCSCFeature(tag: bytes[offset], controlCode: code))
+            offset += 6
+        }
+        return features
+    }
+}
+
+/// A malformed CM_IOCTL_GET_FEATURE_REQUEST answer.
+public struct FeatureListError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var offset: Int
+    public var reason: String
+    public var description: String { "malformed feature list at byte \(offset): \(reason)" }
+}
