@@ -1,0 +1,194 @@
+/// An Answer-to-Reset (ISO/IEC 7816-3 §8.2), as a PC/SC reader reports it.
+///
+/// Byte layout:
+/// ```
+/// | TS | T0 | TA1 TB1 TC1 TD1 | TA2 TB2 TC2 TD2 | … | historical bytes (K) | TCK |
+/// ```
+/// T0 = Y1 (b8-b5: which of TA1…TD1 follow) and K (b4-b1: the number of historical bytes). Each TDi
+/// gives Yi+1 (b8-b5) and a protocol T (b4-b1). TCK is present unless only T=0 is announced, and
+/// makes the XOR of T0 … TCK zero. At most 33 bytes.
+public struct ATR: Sendable, Hashable {
+    /// The raw ATR.
+    public let bytes: [UInt8]
+    /// The coding convention announced by TS.
+    public let convention: Convention
+    /// T0.
+    public let t0: UInt8
+    /// The groups of interface bytes, group i holding TAi, TBi, TCi, TDi (i from 1).
+    public let interfaceGroups: [InterfaceGroup]
+    /// The historical bytes, K of them.
+    public let historicalBytes: [UInt8]
+    /// The check byte, present unless only T=0 is announced.
+    public let tck: UInt8?
+    /// Whether the XOR of T0 … TCK is 0 (always true when TCK is absent).
+    public let isChecksumValid: Bool
+
+    /// TS: how the card codes its bits (ISO/IEC 7816-3 §8.1).
+    public enum Convention: UInt8, Sendable {
+        /// TS = 3B.
+        case direct = 0x3B
+        /// TS = 3F (readers report the decoded byte 3F).
+        case inverse = 0x3F
+    }
+
+    /// The interface bytes of one group i (ISO/IEC 7816-3 §8.2.3).
+    public struct InterfaceGroup: Sendable, Hashable {
+        /// The group number i, from 1.
+        public let index: Int
+        public let ta: UInt8?
+        public let tb: UInt8?
+        public let tc: UInt8?
+        public let td: UInt8?
+        /// The protocol TDi announces (its low nibble), if TDi is present.
+        public var announcedProtocol: UInt8? { td.map { $0 & 0x0F } }
+    }
+
+    /// The longest ATR: TS and 32 more bytes.
+    public static let maxLength = 33
+
+    /// Parses an ATR.
+    /// - Parameters:
+    ///   - bytes: the ATR from TS to TCK, 2…33 bytes.
+    ///   - requireValidChecksum: when true (the default) a wrong TCK throws; when false it parses
+    ///     and `isChecksumValid` is false.
+    /// - Throws: `ISO7816Error` with code `invalidTS`, `truncated` (interface bytes, historical
+    ///   bytes or TCK missing), `trailingBytes`, `oversize` (more than 33 bytes) or
+    ///   `checksumMismatch`.
+    public init(parsing bytes: [UInt8], requireValidChecksum: Bool = true) throws(ISO7816Error) {
+        guard bytes.count <= Self.maxLength else {
+            throw ISO7816Error(.oversize, offset: Self.maxLength, "an ATR is at most 33 bytes; got \(bytes.count)")
+        }
+        guard let first = bytes.first else {
+            throw ISO7816Error(.truncated, offset: 0, "an ATR starts with TS; the input is empty")
+        }
+        guard let convention = Convention(rawValue: first) else {
+            throw ISO7816Error(
+                .invalidTS, offset: 0,
+                "TS is \([first].hexString); it must be 3B (direct convention) or 3F (inverse convention)")
+        }
+        guard bytes.count >= 2 else {
+            throw ISO7816Error(.truncated, offset: 1, "an ATR needs T0 after TS; the input ended")
+        }
+        let t0 = bytes[1]
+        let k = Int(t0 & 0x0F)
+        var cursor = 2
+        var y = t0 >> 4
+        var groups: [InterfaceGroup] = []
+        var needsTCK = false
+        var index = 1
+        // Each group consumes at least its TDi byte to continue, and the ATR is at most 33 bytes,
+        // so this loop runs at most 32 times.
+        while true {
+            var values: [UInt8?] = [nil, nil, nil, nil]
+            for bit in 0..<4 where y & (1 << bit) != 0 {
+                guard cursor < bytes.count else {
+                    let name = ["TA", "TB", "TC", "TD"][bit]
+                    throw ISO7816Error(
+                        .truncated, offset: cursor,
+                        "\(name)\(index) is announced; the ATR ended")
+                }
+                values[bit] = bytes[cursor]
+                cursor += 1
+            }
+            let group = InterfaceGroup(index: index, ta: values[0], tb: values[1], tc: values[2], td: values[3])
+            groups.append(group)
+            guard let td = group.td else { break }
+            if td & 0x0F != 0 { needsTCK = true }
+            y = td >> 4
+            index += 1
+        }
+        // A group with no bytes at all (T0 announces nothing) is not kept.
+        if let last = groups.last, last.ta == nil, last.tb == nil, last.tc == nil, last.td == nil {
+            groups.removeLast()
+        }
+        guard bytes.count - cursor >= k else {
+            throw ISO7816Error(
+                .truncated, offset: bytes.count,
+                "T0 announces \(k) historical bytes; only \(bytes.count - cursor) remain")
+        }
+        let historical = Array(bytes[cursor..<(cursor + k)])
+        cursor += k
+        var tck: UInt8? = nil
+        if needsTCK {
+            guard cursor < bytes.count else {
+                throw ISO7816Error(
+                    .truncated, offset: cursor,
+                    "a protocol other than T=0 is announced, so TCK must follow the historical bytes; the ATR ended")
+            }
+            tck = bytes[cursor]
+            cursor += 1
+        }
+        guard cursor == bytes.count else {
+            throw ISO7816Error(
+                .trailingBytes, offset: cursor,
+                "the ATR ends at byte \(cursor); \(bytes.count - cursor) more bytes follow")
+        }
+        var valid = true
+        if tck != nil {
+            var x: UInt8 = 0
+            for b in bytes[1...] { x ^= b }
+            valid = x == 0
+            if !valid && requireValidChecksum {
+                throw ISO7816Error(
+                    .checksumMismatch, offset: cursor - 1,
+                    "TCK is \([tck!].hexString) but the XOR of T0 … TCK is \([x].hexString), not 00; the expected TCK is \([tck! ^ x].hexString)")
+            }
+        }
+        self.bytes = bytes
+        self.convention = convention
+        self.t0 = t0
+        self.interfaceGroups = groups
+        self.historicalBytes = historical
+        self.tck = tck
+        self.isChecksumValid = valid
+    }
+
+    /// The raw ATR.
+    public func serialized() -> [UInt8] { bytes }
+
+    /// The protocols announced by the TDi bytes, in order and without repeats; [0] (T=0) when
+    /// there is no TD1. T=15 (global interface bytes) is not a protocol and is left out.
+    public var protocols: [UInt8] {
+        var result: [UInt8] = []
+        for group in interfaceGroups {
+            if let t = group.announcedProtocol, t != 15, !result.contains(t) { result.append(t) }
+        }
+        return result.isEmpty ? [0] : result
+    }
+
+    /// The historical bytes decoded (ISO/IEC 7816-4 §8.1.1, PC/SC part 3 §3.1.3.2.3).
+    /// - Throws: the errors of `HistoricalBytes.init(parsing:)`.
+    public func decodedHistoricalBytes() throws(ISO7816Error) -> HistoricalBytes {
+        try HistoricalBytes(parsing: historicalBytes)
+    }
+
+    /// The card capabilities from the historical bytes' compact-TLV tag 73, if present and decodable.
+    public var cardCapabilities: CardCapabilities? {
+        (try? decodedHistoricalBytes())?.cardCapabilities
+    }
+
+    /// Builds the ATR a PC/SC reader synthesises for a contactless ISO/IEC 14443-4 card
+    /// (PC/SC part 3 §3.1.3.2.3): `3B 8N 80 01 <N historical bytes> TCK`.
+    ///
+    /// TD1 = 80 (TD2 follows, T=0), TD2 = 01 (T=1), TCK = XOR of T0 … the last historical byte.
+    /// No historical bytes give `3B 80 80 01 01`; one byte 80 gives `3B 81 80 01 80 80`.
+    /// - Parameter historicalBytes: 0…15 bytes (for Type A, the ATS's T1…Tk).
+    /// - Throws: `ISO7816Error` `valueOutOfRange` for more than 15 bytes.
+    public static func contactless(historicalBytes: [UInt8]) throws(ISO7816Error) -> ATR {
+        guard historicalBytes.count <= 15 else {
+            throw ISO7816Error(
+                .valueOutOfRange,
+                "an ATR carries at most 15 historical bytes; got \(historicalBytes.count)")
+        }
+        var out: [UInt8] = [0x3B, 0x80 | UInt8(historicalBytes.count), 0x80, 0x01]
+        out.append(contentsOf: historicalBytes)
+        var x: UInt8 = 0
+        for b in out[1...] { x ^= b }
+        out.append(x)
+        return try ATR(parsing: out)
+    }
+}
+
+extension ATR: CustomStringConvertible {
+    public var description: String { bytes.hexString }
+}
