@@ -1,0 +1,240 @@
+import Foundation
+import Synchronization
+
+/// Something that happened to a reader, a card, or pcscd itself.
+public enum ReaderEvent: Sendable, Hashable, CustomStringConvertible {
+    /// A reader appeared (or was there when monitoring started).
+    case readerAttached(reader: String)
+    /// A reader went away.
+    case readerDetached(reader: String)
+    /// A card or tag entered the reader's field (or was there when monitoring started).
+    case cardInserted(reader: String, atr: [UInt8])
+    /// The card or tag left.
+    case cardRemoved(reader: String)
+    /// pcscd stopped answering (SCARD_E_NO_SERVICE / SCARD_E_SERVICE_STOPPED, case P12).
+    case serviceLost(PCSCError)
+    /// A new context was established after ``serviceLost(_:)``; readers have been re-enumerated.
+    case serviceRestored
+
+    /// The event's kind in the words the CLI and transcripts use, e.g. "card-inserted".
+    public var kind: String {
+        switch self {
+        case .readerAttached: "reader-attached"
+        case .readerDetached: "reader-detached"
+        case .cardInserted: "card-inserted"
+        case .cardRemoved: "card-removed"
+        case .serviceLost: "service-lost"
+        case .serviceRestored: "service-restored"
+        }
+    }
+
+    /// The reader the event concerns, if any.
+    public var reader: String? {
+        switch self {
+        case .readerAttached(let reader), .readerDetached(let reader), .cardInserted(let reader, _),
+            .cardRemoved(let reader):
+            reader
+        case .serviceLost, .serviceRestored: nil
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .readerAttached(let reader): "reader-attached \"\(reader)\""
+        case .readerDetached(let reader): "reader-detached \"\(reader)\""
+        case .cardInserted(let reader, let atr):
+            "card-inserted \"\(reader)\" ATR " + atr.map { hex8($0) }.joined(separator: " ")
+        case .cardRemoved(let reader): "card-removed \"\(reader)\""
+        case .serviceLost(let error): "service-lost \(error.name)"
+        case .serviceRestored: "service-restored"
+        }
+    }
+}
+
+/// Turns two successive SCardGetStatusChange reports for one reader into card events.
+///
+/// The flags say whether a card is present now; the counter in the high 16 bits of `dwEventState`
+/// counts insertions and removals (case P11). A counter that moved by two or more while the flags
+/// still say "present" means the card was swapped between two calls: a removal, then an insertion.
+/// The counter alone is never a state change.
+public func cardEvents(reader: String, previous: ReaderState?, current: ReaderState) -> [ReaderEvent] {
+    let wasPresent = previous?.eventFlags.contains(.present) ?? false
+    let isPresent = current.eventFlags.contains(.present)
+    switch (wasPresent, isPresent) {
+    case (false, true): return [.cardInserted(reader: reader, atr: current.atr)]
+    case (true, false): return [.cardRemoved(reader: reader)]
+    case (true, true):
+        guard let previous else { return [] }
+        let moved = current.eventCounter &- previous.eventCounter
+        if moved >= 2 && moved < 0x8000 || previous.atr != current.atr {
+            return [.cardRemoved(reader: reader), .cardInserted(reader: reader, atr: current.atr)]
+        }
+        return []
+    case (false, false): return []
+    }
+}
+
+/// Watches readers and cards and reports ``ReaderEvent``s as an `AsyncStream`, on a thread of its own.
+///
+/// The monitor uses its own context (a blocked SCardGetStatusChange stalls other calls on the same
+/// context). It watches `\\?PnP?\Notification` for readers that come and go, and each reader for
+/// cards, feeding every report back as the next current state (P11). Each wait is bounded by
+/// ``Configuration/pollInterval``, so a stop is seen within that time even if SCardCancel is lost.
+///
+/// When pcscd stops or restarts (P12), the monitor reports ``ReaderEvent/serviceLost(_:)``, releases
+/// its context, establishes a new one with exponential backoff, re-enumerates the readers (reporting
+/// what changed meanwhile) and reports ``ReaderEvent/serviceRestored``: monitoring resumes by itself.
+///
+/// Events present at the start are reported first: one ``ReaderEvent/readerAttached(reader:)`` per
+/// reader and one ``ReaderEvent/cardInserted(reader:atr:)`` per card already in place.
+public final class ReaderMonitor: Sendable {
+    /// Timing of the monitor. Every wait it makes is bounded by these values.
+    public struct Configuration: Sendable {
+        /// The longest single SCardGetStatusChange wait.
+        public var pollInterval: Duration = .milliseconds(500)
+        /// The first wait before re-establishing a context after pcscd went away.
+        public var initialBackoff: Duration = .milliseconds(100)
+        /// The longest wait between two attempts to re-establish a context.
+        public var maximumBackoff: Duration = .seconds(2)
+        public init() {}
+    }
+
+    private let configuration: Configuration
+    private let stopped = Atomic<Bool>(false)
+    private let currentContext = Mutex<PCSCContext?>(nil)
+    /// The events, in order. The stream finishes when ``stop()`` is called.
+    public let events: AsyncStream<ReaderEvent>
+
+    /// Starts monitoring on a new thread.
+    public init(configuration: Configuration = .init()) {
+        self.configuration = configuration
+        let (stream, continuation) = AsyncStream.makeStream(of: ReaderEvent.self, bufferingPolicy: .unbounded)
+        events = stream
+        let thread = Thread { [self] in
+            run(emit: { continuation.yield($0) })
+            continuation.finish()
+        }
+        continuation.onTermination = { [weak self] _ in self?.stop() }
+        thread.name = "secbridge.monitor"
+        thread.start()
+    }
+
+    /// Stops monitoring: cancels the wait in progress (SCardCancel) and finishes ``events``.
+    /// Returns at once; the thread ends within one poll interval at most.
+    public func stop() {
+        if stopped.exchange(true, ordering: .acquiringAndReleasing) { return }
+        if let context = currentContext.withLock({ $0 }) { try? context.cancel() }
+    }
+
+    private var isStopped: Bool { stopped.load(ordering: .acquiring) }
+
+    private func run(emit: (ReaderEvent) -> Void) {
+        var states: [String: ReaderState] = [:]
+        var backoff = configuration.initialBackoff
+        var lostError: PCSCError?
+        while !isStopped {
+            let context: PCSCContext
+            do {
+                context = try PCSCContext()
+            } catch {
+                // Any failure to establish a context is reported once, then retried with backoff.
+                if lostError == nil {
+                    lostError = error
+                    emit(.serviceLost(error))
+                }
+                sleep(backoff)
+                backoff = min(backoff * 2, configuration.maximumBackoff)
+                continue
+            }
+            currentContext.withLock { $0 = context }
+            if isStopped { break }
+            let error = watch(context: context, states: &states, announceRestore: lostError != nil, emit: emit)
+            currentContext.withLock { $0 = nil }
+            try? context.release()
+            guard let error else { break }  // stopped
+            if lostError == nil {
+                emit(.serviceLost(error))
+            }
+            lostError = error
+            backoff = configuration.initialBackoff
+            sleep(backoff)
+        }
+    }
+
+    /// Watches until stopped (returns nil) or until the context fails (returns the error).
+    private func watch(
+        context: PCSCContext, states: inout [String: ReaderState], announceRestore: Bool,
+        emit: (ReaderEvent) -> Void
+    ) -> PCSCError? {
+        var pnp = ReaderState(readerName: ReaderState.pnpNotification)
+        var firstPass = true
+        while !isStopped {
+            do {
+                // (Re-)enumerate readers: report what came and went.
+                let names = try context.listReaders()
+                for gone in states.keys.filter({ !names.contains($0) }).sorted() {
+                    if states[gone]?.eventFlags.contains(.present) == true { emit(.cardRemoved(reader: gone)) }
+                    emit(.readerDetached(reader: gone))
+                    states[gone] = nil
+                }
+                var fresh: [String] = []
+                for name in names where states[name] == nil {
+                    emit(.readerAttached(reader: name))
+                    states[name] = ReaderState(readerName: name)
+                    fresh.append(name)
+                }
+                if firstPass && announceRestore { emit(.serviceRestored) }
+                firstPass = false
+                // Learn the current state of new readers at once (UNAWARE returns immediately).
+                if !fresh.isEmpty {
+                    var query = fresh.map { ReaderState(readerName: $0) }
+                    _ = try context.getStatusChange(&query, timeout: .zero)
+                    for state in query {
+                        for event in cardEvents(reader: state.readerName, previous: nil, current: state) { emit(event) }
+                        var known = state
+                        known.acknowledge()
+                        states[state.readerName] = known
+                    }
+                }
+                // Wait for a change on any reader or on the PnP entry.
+                let order = names
+                var watched = order.map { states[$0]! } + [pnp]
+                let changed = try context.getStatusChange(&watched, timeout: configuration.pollInterval)
+                if !changed { continue }
+                pnp = watched.removeLast()
+                pnp.acknowledge()
+                for (index, name) in order.enumerated() {
+                    let current = watched[index]
+                    if current.eventFlags.contains(.unknown) { continue }  // gone: the next list reports it
+                    for event in cardEvents(reader: name, previous: states[name], current: current) { emit(event) }
+                    var known = current
+                    known.acknowledge()
+                    states[name] = known
+                }
+            } catch let error where error == .cancelled {
+                return nil
+            } catch let error where error == .unknownReader || error == .readerUnavailable {
+                continue  // a reader left between the list and the wait: enumerate again
+            } catch {
+                return error
+            }
+        }
+        return nil
+    }
+
+    private func sleep(_ duration: Duration) {
+        // Sleep in short slices so that stop() is honoured quickly.
+        var remaining = duration
+        let slice = Duration.milliseconds(50)
+        while remaining > .zero && !isStopped {
+            let step = min(slice, remaining)
+            Thread.sleep(forTimeInterval: Double(step.components.seconds) + Double(step.components.attoseconds) / 1e18)
+            remaining -= step
+        }
+    }
+}
+
+func hex8(_ byte: UInt8) -> String {
+    let digits = String(byte, radix: 16, uppercase: true)
+    return digits.count == 1 ? "0" + digits : digits
+}
