@@ -1,0 +1,205 @@
+/// Sends card APDUs over a `CardChannel` and resolves what ISO/IEC 7816-4 leaves to the terminal:
+/// 61 XX (GET RESPONSE), 6C XX (send again with the right Le), command chaining and the choice of
+/// extended length. The caller sees one command and one response, the same on T=0 and T=1.
+///
+/// **Card APDUs only.** A reader pseudo-APDU (CLA FF, PC/SC part 3 and ACR122U API v2.04 §4–§6)
+/// is passed through untouched: the exact bytes of `serialized()`, no T=0 mapping, no 61 XX or
+/// 6C XX handling, no chaining. Its answer is split as data + SW1 SW2 if it has at least 2 bytes;
+/// for reader commands whose answer has no status word (the ACR122U firmware string "ACR122U207"
+/// ends in 30 37, which is not a SW) call `channel.transmit` directly (acr122-pn532.md §2).
+///
+/// What it does, for a card APDU:
+/// 1. Length: Nc > 255 (or Ne > 256) is sent as one extended APDU when the card announces extended
+///    Lc/Le, the reader's maximum input fits it and the protocol is not T=0; otherwise Nc > 255 is
+///    sent as command chaining (CLA | 10 on all blocks but the last, ISO/IEC 7816-4 §5.1.1.1) when
+///    the card announces chaining; otherwise it throws `commandTooLong` before sending anything
+///    (P06). Ne > 256 without extended length is sent as a short Le 00 and the rest arrives through
+///    61 XX.
+/// 2. T=0: the command goes as its C-TPDU (`CommandAPDU.serializedForT0()`): case 4 sends no Le.
+/// 3. 6C XX: the same command is sent again, once, with Le = XX (ISO/IEC 7816-3 §12.2.2 /
+///    7816-4 §5.6).
+/// 4. 61 XX: GET RESPONSE `| CLA' | C0 | 00 | 00 | P3 |` with P3 = min(remaining Ne, XX) (XX = 00
+///    means 256, P3 256 is sent as 00), repeated while the card answers 61 XX, at most
+///    `maxGetResponses` times; each answer's data is appended (P01, P02). When Ne bytes have
+///    arrived and the card still says 61 XX, the response returns with that 61 XX: the card has
+///    more than was asked for.
+/// 5. Any other status word is returned as it is: a status word is a value, not an error.
+///
+/// Not thread-safe (it holds the channel, which blocks): use it from the thread that owns the
+/// PC/SC card handle.
+public struct ISO7816Transport {
+    /// The link to the card.
+    public let channel: any CardChannel
+    /// What the card can do with lengths (from its ATR, `ATR.cardCapabilities`).
+    public var capabilities: CardCapabilities
+    /// The reader's largest command in bytes (SCARD_ATTR_MAXINPUT, 0x0007A007; 271 on an
+    /// ACR122U); nil when unknown, which counts as short APDUs only (261 bytes).
+    public var readerMaxInput: Int?
+    /// The most GET RESPONSE commands sent for one command (default 256: enough for Ne = 65 536
+    /// in 256-byte pieces).
+    public var maxGetResponses: Int
+
+    /// The longest short APDU: case 4S with Nc = 255.
+    public static let shortAPDUMaxLength = 4 + 1 + 255 + 1
+
+    public init(
+        channel: any CardChannel,
+        capabilities: CardCapabilities = .shortOnly,
+        readerMaxInput: Int? = nil,
+        maxGetResponses: Int = 256
+    ) {
+        self.channel = channel
+        self.capabilities = capabilities
+        self.readerMaxInput = readerMaxInput
+        self.maxGetResponses = maxGetResponses
+    }
+
+    /// How the transport will send a command, decided before anything is sent.
+    public enum Plan: Sendable, Hashable {
+        /// Reader pseudo-APDU, sent untouched.
+        case passThrough
+        /// One APDU (short, or extended when allowed).
+        case single(CommandAPDU)
+        /// Command chaining: the blocks in order, the last with the plain CLA.
+        case chained([CommandAPDU])
+    }
+
+    /// Decides how `command` would be sent, without sending it.
+    /// - Throws: `ISO7816Error` `commandTooLong` when Nc > 255 and neither extended length (card
+    ///   and reader, not T=0) nor chaining (card) is available.
+    public func plan(for command: CommandAPDU) throws(ISO7816Error) -> Plan {
+        if command.isReaderPseudoAPDU { return .passThrough }
+        let isT0 = channel.transmissionProtocol == .t0
+        let maxInput = readerMaxInput ?? Self.shortAPDUMaxLength
+        let needsExtended = command.isExtended
+        if !needsExtended { return .single(command) }
+        // Extended: the card says it can, the reader takes the whole encoding, and T=0 is not in use.
+        let extendedOK = capabilities.supportsExtendedLength && !isT0
+        if extendedOK {
+            let extended = try CommandAPDU(
+                cla: command.cla, ins: command.ins, p1: command.p1, p2: command.p2,
+                data: command.data, ne: command.ne, extended: true)
+            if extended.encodedLength <= maxInput { return .single(extended) }
+        }
+        // Short from here on: Ne > 256 becomes Le 00 and the rest comes through 61 XX.
+        let shortNe = min(command.ne, 256)
+        if command.data.count <= 255 {
+            return .single(try CommandAPDU(cla: command.cla, ins: command.ins, p1: command.p1, p2: command.p2, data: command.data, ne: shortNe))
+        }
+        guard capabilities.supportsCommandChaining else {
+            let why: String
+            if !capabilities.supportsExtendedLength {
+                why = "the card announces neither extended length nor command chaining (card capabilities, ATR tag 73)"
+            } else if isT0 {
+                why = "the channel is T=0, which cannot carry extended APDUs, and the card announces no command chaining"
+            } else {
+                why = "the reader takes at most \(maxInput) bytes (SCARD_ATTR_MAXINPUT\(readerMaxInput == nil ? " unknown, assumed short-only" : "")), the extended APDU is \(command.encodedLength), and the card announces no command chaining"
+            }
+            throw ISO7816Error(
+                .commandTooLong,
+                "the command carries \(command.data.count) data bytes, more than a short APDU's 255, and \(why); nothing was sent")
+        }
+        // Each block must fit the reader too: | header | Lc | ≤255 data | Le |.
+        let blockSize = min(255, maxInput - 6)
+        guard blockSize > 0 else {
+            throw ISO7816Error(.commandTooLong, "the reader's maximum input (\(maxInput) bytes) cannot hold a chained block; nothing was sent")
+        }
+        var blocks: [CommandAPDU] = []
+        blocks.reserveCapacity((command.data.count + blockSize - 1) / blockSize)
+        var start = 0
+        while start < command.data.count {  // bounded: start grows by blockSize > 0
+            let end = min(start + blockSize, command.data.count)
+            let isLast = end == command.data.count
+            blocks.append(
+                try CommandAPDU(
+                    cla: isLast ? command.cla : command.cla | 0x10, ins: command.ins, p1: command.p1, p2: command.p2,
+                    data: Array(command.data[start..<end]), ne: isLast ? shortNe : 0))
+            start = end
+        }
+        return .chained(blocks)
+    }
+
+    /// Sends a command and returns the resolved response.
+    ///
+    /// - Parameter command: a card APDU, or a reader pseudo-APDU (CLA FF) which is passed through.
+    /// - Returns: all response data collected (through GET RESPONSE if needed) and the last SW.
+    /// - Throws: `ISO7816Error` (`commandTooLong` before sending, `responseTooShort`,
+    ///   `getResponseLimit`), or whatever the channel throws.
+    public func transmit(_ command: CommandAPDU) throws -> ResponseAPDU {
+        switch try plan(for: command) {
+        case .passThrough:
+            return try ResponseAPDU(parsing: channel.transmit(command.serialized()))
+        case .single(let apdu):
+            return try exchange(apdu, wantedNe: command.ne)
+        case .chained(let blocks):
+            for block in blocks.dropLast() {
+                let answer = try exchange(block, wantedNe: 0)
+                // A block not accepted ends the chain: the card's answer is the result.
+                guard answer.statusWord.isSuccess else { return answer }
+            }
+            return try exchange(blocks[blocks.count - 1], wantedNe: command.ne)
+        }
+    }
+
+    /// Sends raw command bytes: CLA FF goes through untouched (raw answer); anything else is parsed
+    /// as a command APDU and sent with `transmit(_:)`, the answer serialized back.
+    /// - Throws: the errors of `CommandAPDU(parsing:)` and `transmit(_:)`.
+    public func transmit(bytes: [UInt8]) throws -> [UInt8] {
+        if bytes.first == 0xFF { return try channel.transmit(bytes) }
+        return try transmit(CommandAPDU(parsing: bytes)).serialized()
+    }
+
+    // MARK: One exchange with 6C XX and 61 XX resolved
+
+    func send(_ apdu: CommandAPDU) throws -> ResponseAPDU {
+        let bytes = channel.transmissionProtocol == .t0 ? try apdu.serializedForT0() : apdu.serialized()
+        return try ResponseAPDU(parsing: channel.transmit(bytes))
+    }
+
+    func exchange(_ apdu: CommandAPDU, wantedNe: Int) throws -> ResponseAPDU {
+        var response = try send(apdu)
+        // 6C XX: wrong Le, send the same command once more with Le = XX.
+        if let le = response.statusWord.correctLe {
+            response = try send(apdu.with(ne: le))
+        }
+        guard response.statusWord.sw1 == 0x61 else { return response }
+
+        var data = response.data
+        var sw = response.statusWord
+        let getResponseCLA = Self.getResponseCLA(for: apdu.cla)
+        var iterations = 0
+        // Bounded by maxGetResponses.
+        while let available = sw.bytesAvailable {
+            let remaining = wantedNe == 0 ? available : wantedNe - data.count
+            if remaining <= 0 { break }  // Ne reached; the 61 XX stays in the result
+            guard iterations < maxGetResponses else {
+                throw ISO7816Error(
+                    .getResponseLimit,
+                    "the card still answers \(sw.bytes.hexString) after \(iterations) GET RESPONSE commands (\(data.count) bytes so far); the limit is maxGetResponses = \(maxGetResponses)")
+            }
+            iterations += 1
+            var p3 = min(remaining, available)
+            var next = try send(CommandAPDU(uncheckedCLA: getResponseCLA, ins: 0xC0, p1: 0x00, p2: 0x00, data: [], ne: p3, isExtended: false))
+            if let le = next.statusWord.correctLe, iterations < maxGetResponses {
+                // The card wants another P3 for GET RESPONSE: one more try, counted.
+                iterations += 1
+                p3 = le
+                next = try send(CommandAPDU(uncheckedCLA: getResponseCLA, ins: 0xC0, p1: 0x00, p2: 0x00, data: [], ne: p3, isExtended: false))
+            }
+            data.append(contentsOf: next.data)
+            sw = next.statusWord
+        }
+        return ResponseAPDU(data: data, statusWord: sw)
+    }
+
+    /// The CLA for GET RESPONSE after a command with `cla`: the interindustry class with the same
+    /// logical channel (ISO/IEC 7816-4 §5.4.1), without chaining or secure messaging; 00 after a
+    /// proprietary class.
+    static func getResponseCLA(for cla: UInt8) -> UInt8 {
+        switch cla {
+        case 0x00...0x3F: cla & 0x03  // first interindustry: channel in b2-b1
+        case 0x40...0x7F: cla & 0x4F  // further interindustry: b7 set, channel - 4 in b4-b1
+        default: 0x00
+        }
+    }
+}
