@@ -1,5 +1,3 @@
-import Foundation
-
 /// A dedicated thread that runs blocking work (PC/SC calls) for async callers.
 ///
 /// PC/SC functions block the calling thread for an IPC round trip or, for SCardGetStatusChange and
@@ -12,7 +10,7 @@ import Foundation
 public final class BlockingExecutor: Sendable {
     /// The job queue, guarded by its condition's lock.
     private final class Queue: @unchecked Sendable {
-        let condition = NSCondition()
+        let condition = ConditionLock()
         var jobs: [@Sendable () -> Void] = []
         var stopped = false
     }
@@ -23,7 +21,7 @@ public final class BlockingExecutor: Sendable {
     /// - Parameter name: the thread's name, shown by debuggers and `top -H`.
     public init(name: String) {
         self.name = name
-        let thread = Thread { [queue] in
+        startThread(name: name) { [queue] in
             while true {
                 queue.condition.lock()
                 while queue.jobs.isEmpty && !queue.stopped { queue.condition.wait() }
@@ -33,8 +31,6 @@ public final class BlockingExecutor: Sendable {
                 job()
             }
         }
-        thread.name = name
-        thread.start()
     }
 
     deinit { shutdown() }

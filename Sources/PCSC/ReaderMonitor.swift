@@ -1,4 +1,3 @@
-import Foundation
 import Synchronization
 
 /// Something that happened to a reader, a card, or pcscd itself.
@@ -110,13 +109,11 @@ public final class ReaderMonitor: Sendable {
         self.configuration = configuration
         let (stream, continuation) = AsyncStream.makeStream(of: ReaderEvent.self, bufferingPolicy: .unbounded)
         events = stream
-        let thread = Thread { [self] in
+        continuation.onTermination = { [weak self] _ in self?.stop() }
+        startThread(name: "secbridge-mon") { [self] in
             run(emit: { continuation.yield($0) })
             continuation.finish()
         }
-        continuation.onTermination = { [weak self] _ in self?.stop() }
-        thread.name = "secbridge.monitor"
-        thread.start()
     }
 
     /// Stops monitoring: cancels the wait in progress (SCardCancel) and finishes ``events``.
@@ -228,7 +225,7 @@ public final class ReaderMonitor: Sendable {
         let slice = Duration.milliseconds(50)
         while remaining > .zero && !isStopped {
             let step = min(slice, remaining)
-            Thread.sleep(forTimeInterval: Double(step.components.seconds) + Double(step.components.attoseconds) / 1e18)
+            sleepThread(step)
             remaining -= step
         }
     }
