@@ -1,0 +1,116 @@
+/// Formats bytes as uppercase hex with a space between bytes (house style), e.g. `D5 41 00`.
+///
+/// Internal to the module so that it can never clash with a hex helper another module exports.
+enum PN53xHex {
+    static func format<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
+        let digits: [Character] = Array("0123456789ABCDEF")
+        var parts: [String] = []
+        for byte in bytes {
+            parts.append(String([digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]]))
+        }
+        return parts.joined(separator: " ")
+    }
+
+    static func format(_ byte: UInt8) -> String { format([byte]) }
+}
+
+/// A malformed ACR122U pseudo-APDU, ACR122U reply or PN532 frame.
+///
+/// The code is open (unknown codes still fit); equality compares the code only, so tests and callers
+/// can match on the kind of failure without depending on the wording of the reason.
+public struct PN53xParseError: Error, Sendable, CustomStringConvertible {
+    /// The kind of parse failure. Open: new codes can be added without breaking callers.
+    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+
+        /// The input ended before a field the layout requires.
+        public static let truncated = Code(rawValue: "truncated")
+        /// Bytes follow the end of the structure.
+        public static let trailingBytes = Code(rawValue: "trailingBytes")
+        /// A fixed byte (CLA FF, TFI D4/D5, a constant P1/P2) has the wrong value.
+        public static let unexpectedByte = Code(rawValue: "unexpectedByte")
+        /// A length field (Lc, a TLV length, a PN532 NbTg) disagrees with the data.
+        public static let lengthMismatch = Code(rawValue: "lengthMismatch")
+        /// A field has a value outside its allowed range.
+        public static let invalidValue = Code(rawValue: "invalidValue")
+        /// The pseudo-APDU is well formed but not one this library knows.
+        public static let unknownCommand = Code(rawValue: "unknownCommand")
+
+        public var description: String { rawValue }
+    }
+
+    /// What went wrong.
+    public let code: Code
+    /// The offset, in bytes from the start of the parsed input, of the offending byte.
+    public let offset: Int
+    /// A sentence naming what was wrong and, where it helps, what to do.
+    public let reason: String
+
+    public init(_ code: Code, at offset: Int, _ reason: String) {
+        self.code = code
+        self.offset = offset
+        self.reason = reason
+    }
+
+    public var description: String { "\(code) at offset \(offset): \(reason)" }
+}
+
+extension PN53xParseError: Equatable {
+    /// Compares the codes only.
+    public static func == (lhs: PN53xParseError, rhs: PN53xParseError) -> Bool { lhs.code == rhs.code }
+}
+
+/// A forward-only reader over a byte array for the parsers of this module.
+///
+/// `read*` consumes bytes; every failure is a `PN53xParseError` naming the field and its offset.
+struct PN53xByteReader {
+    let bytes: [UInt8]
+    private(set) var offset = 0
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    var remaining: Int { bytes.count - offset }
+    var isAtEnd: Bool { offset >= bytes.count }
+
+    mutating func readByte(_ field: String) throws(PN53xParseError) -> UInt8 {
+        guard offset < bytes.count else {
+            throw PN53xParseError(.truncated, at: offset, "\(field) is missing: the input ends after \(bytes.count) bytes")
+        }
+        defer { offset += 1 }
+        return bytes[offset]
+    }
+
+    mutating func readBytes(_ count: Int, _ field: String) throws(PN53xParseError) -> [UInt8] {
+        guard count <= remaining else {
+            throw PN53xParseError(
+                .truncated, at: offset,
+                "\(field) needs \(count) bytes but only \(remaining) remain")
+        }
+        defer { offset += count }
+        return Array(bytes[offset..<offset + count])
+    }
+
+    mutating func readRest() -> [UInt8] {
+        defer { offset = bytes.count }
+        return Array(bytes[offset...])
+    }
+
+    mutating func expectByte(_ expected: UInt8, _ field: String) throws(PN53xParseError) {
+        let at = offset
+        let byte = try readByte(field)
+        guard byte == expected else {
+            throw PN53xParseError(
+                .unexpectedByte, at: at,
+                "\(field) must be \(PN53xHex.format(expected)), found \(PN53xHex.format(byte))")
+        }
+    }
+
+    func expectEnd(_ structure: String) throws(PN53xParseError) {
+        guard isAtEnd else {
+            throw PN53xParseError(
+                .trailingBytes, at: offset,
+                "\(remaining) unexpected bytes after the \(structure): \(PN53xHex.format(bytes[offset...]))")
+        }
+    }
+}
