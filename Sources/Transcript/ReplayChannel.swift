@@ -1,0 +1,319 @@
+import ISO7816
+
+/// Why a replay stopped: the transcript's file and line, the expected and actual bytes, and a
+/// reason. Equatable by ``code``.
+public struct ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// An open set of fault kinds.
+    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// The command differs from the recorded one (or the live answer from the recorded one).
+        public static let mismatch = Self(rawValue: "mismatch")
+        /// transmit where control was recorded, another control code, or the reverse.
+        public static let unexpectedCall = Self(rawValue: "unexpected-call")
+        /// The host sent a command after the last recorded exchange.
+        public static let endOfTranscript = Self(rawValue: "end-of-transcript")
+        /// The recording ends after a command, with no answer.
+        public static let noRecordedAnswer = Self(rawValue: "no-recorded-answer")
+        /// A recorded answer holds `??` or `[REDACTED n]`: a replay cannot make those bytes up.
+        public static let unreplayableAnswer = Self(rawValue: "unreplayable-answer")
+        /// Live replay: a command holds `[REDACTED n]`.
+        public static let refusedRedacted = Self(rawValue: "refused-redacted")
+        /// Live replay: a command holds `??`.
+        public static let refusedWildcard = Self(rawValue: "refused-wildcard")
+        /// Live replay: the device failed where an answer was recorded, or answered where a
+        /// failure was recorded, or failed differently.
+        public static let failureMismatch = Self(rawValue: "failure-mismatch")
+        /// ``ReplayChannel/finish()``: recorded exchanges were never asked for.
+        public static let leftover = Self(rawValue: "leftover")
+    }
+
+    public var code: Code
+    public var file: String
+    /// The 1-based line of the transcript concerned.
+    public var line: Int
+    /// The recorded line's text (`> 00 A4 04 00 …`), when there is one.
+    public var expected: String?
+    /// What happened instead, in the same form.
+    public var actual: String?
+    public var reason: String
+
+    public init(code: Code, file: String, line: Int, expected: String? = nil, actual: String? = nil, reason: String) {
+        self.code = code
+        self.file = file
+        self.line = line
+        self.expected = expected
+        self.actual = actual
+        self.reason = reason
+    }
+
+    public static func == (a: Self, b: Self) -> Bool { a.code == b.code }
+
+    /// `file:line: reason`, then the expected and actual lines.
+    public var description: String {
+        var s = "\(file):\(line): \(reason)"
+        if let expected { s += "\n  expected: \(expected)" }
+        if let actual { s += "\n  actual:   \(actual)" }
+        return s
+    }
+}
+
+/// The error a ``ReplayChannel`` throws where the transcript recorded a `!` line.
+public struct ReplayedFailure: Error, Sendable, Hashable, TranscriptDescribableError, CustomStringConvertible {
+    public var transcriptFailure: TranscriptFailure
+    public var file: String
+    public var line: Int
+
+    public var description: String {
+        let f = transcriptFailure
+        return "\(file):\(line): recorded failure \(f.name)" + (f.code.map { " " + HexText.code($0) } ?? "")
+            + (f.message.map { ": " + $0 } ?? "")
+    }
+}
+
+/// One command of the channel layer and what answered it.
+struct RecordedExchange {
+    enum Kind: Equatable {
+        case transmit
+        case control(UInt32)
+    }
+    enum Outcome {
+        case answer(TranscriptBytes, line: Int)
+        case failure(TranscriptFailure, line: Int)
+        case none
+    }
+    var kind: Kind
+    var command: TranscriptBytes
+    var line: Int
+    var outcome: Outcome
+
+    var commandText: String {
+        TranscriptRecord(entry(.outgoing, command)).serialized()
+    }
+
+    func entry(_ d: TranscriptDirection, _ bytes: TranscriptBytes) -> TranscriptEntry {
+        switch kind {
+        case .transmit: .transmit(d, bytes)
+        case .control(let code): .control(code: code, d, bytes)
+        }
+    }
+
+    func text(_ d: TranscriptDirection, _ bytes: [UInt8]) -> String {
+        TranscriptRecord(entry(d, TranscriptBytes(bytes))).serialized()
+    }
+}
+
+extension Transcript {
+    /// The channel-layer exchanges in file order; `channel` nil takes every channel id.
+    func recordedExchanges(channel: String?) -> [RecordedExchange] {
+        var result: [RecordedExchange] = []
+        var pending: [String: Int] = [:]
+        for (index, line) in lines.enumerated() {
+            guard let record = line.record else { continue }
+            if let channel, record.channel != channel { continue }
+            let key = record.channel ?? ""
+            let number = lineNumber(ofBodyIndex: index)
+            switch record.entry {
+            case .transmit(.outgoing, let b):
+                pending[key] = result.count
+                result.append(RecordedExchange(kind: .transmit, command: b, line: number, outcome: .none))
+            case .control(let code, .outgoing, let b):
+                pending[key] = result.count
+                result.append(RecordedExchange(kind: .control(code), command: b, line: number, outcome: .none))
+            case .transmit(.incoming, let b), .control(_, .incoming, let b):
+                if let i = pending.removeValue(forKey: key) { result[i].outcome = .answer(b, line: number) }
+            case .failure(let f):
+                if let i = pending.removeValue(forKey: key) { result[i].outcome = .failure(f, line: number) }
+            case .target, .initiator, .event, .reader:
+                continue
+            }
+        }
+        return result
+    }
+
+    /// The number of the file's last line.
+    var lastLineNumber: Int { lineNumber(ofBodyIndex: lines.count - 1) }
+}
+
+/// A ``CardChannel`` that plays the card's (or reader's) side of a transcript: the host's
+/// commands must come exactly as recorded, in order, and get the recorded answers.
+///
+/// Only the channel layer is replayed (`>`/`<`, `ctl`, `!`); `tgt`/`ini` lines, events and
+/// comments are skipped. In recorded commands, `??` and `[REDACTED n]` bytes match any byte (the
+/// host sends the real PIN; the transcript masked it). A recorded `!` line is thrown as
+/// ``ReplayedFailure`` (or what `makeError` makes of it).
+///
+/// After a mismatch the replay does not move on: the same recorded command is expected again.
+/// Call ``finish()`` at the end to check that nothing recorded was left out.
+public final class ReplayChannel: CardChannel {
+    public let transmissionProtocol: TransmissionProtocol
+    private let exchanges: [RecordedExchange]
+    private let fileName: String
+    private let lastLine: Int
+    private let makeError: (ReplayedFailure) -> any Error
+    private var next = 0
+
+    /// - Parameters:
+    ///   - transcript: a parsed transcript (or one a ``TranscriptBuffer`` holds).
+    ///   - channel: replay only the lines of `@channel`; nil replays every channel-layer line.
+    ///   - transmissionProtocol: what the channel reports; by default the header's `protocol`,
+    ///     else T=1.
+    ///   - makeError: turns a recorded failure into the error thrown (e.g. into a PC/SC error).
+    public init(
+        _ transcript: Transcript, channel: String? = nil, transmissionProtocol: TransmissionProtocol? = nil,
+        makeError: @escaping (ReplayedFailure) -> any Error = { $0 }
+    ) {
+        self.transmissionProtocol = transmissionProtocol ?? transcript.header.transmissionProtocol ?? .t1
+        exchanges = transcript.recordedExchanges(channel: channel)
+        fileName = transcript.fileName
+        lastLine = transcript.lastLineNumber
+        self.makeError = makeError
+    }
+
+    /// Recorded exchanges not yet played.
+    public var remainingExchanges: Int { exchanges.count - next }
+
+    public func transmit(_ command: [UInt8]) throws -> [UInt8] {
+        try play(.transmit, command)
+    }
+
+    public func control(code: UInt32, _ command: [UInt8]) throws -> [UInt8] {
+        try play(.control(code), command)
+    }
+
+    /// Throws ``ReplayError`` `leftover` naming the first recorded command never sent.
+    public func finish() throws(ReplayError) {
+        guard next < exchanges.count else { return }
+        let e = exchanges[next]
+        throw ReplayError(code: .leftover, file: fileName, line: e.line, expected: e.commandText,
+                          reason: "the host stopped early: \(exchanges.count - next) recorded exchange(s) from this line on were never sent")
+    }
+
+    private func play(_ kind: RecordedExchange.Kind, _ command: [UInt8]) throws -> [UInt8] {
+        let probe = RecordedExchange(kind: kind, command: TranscriptBytes(command), line: 0, outcome: .none)
+        let actual = probe.text(.outgoing, command)
+        guard next < exchanges.count else {
+            throw ReplayError(code: .endOfTranscript, file: fileName, line: lastLine, actual: actual,
+                              reason: "the transcript ends here, but the host sent another command")
+        }
+        let e = exchanges[next]
+        guard e.kind == kind else {
+            throw ReplayError(code: .unexpectedCall, file: fileName, line: e.line, expected: e.commandText, actual: actual,
+                              reason: "the host made another kind of call than recorded (transmit vs control, or another control code)")
+        }
+        if let at = e.command.firstMismatch(in: command) {
+            throw ReplayError(code: .mismatch, file: fileName, line: e.line, expected: e.commandText, actual: actual,
+                              reason: "the host sent another command than recorded (first difference at byte \(at))")
+        }
+        switch e.outcome {
+        case .none:
+            throw ReplayError(code: .noRecordedAnswer, file: fileName, line: e.line, expected: e.commandText,
+                              reason: "the recording ends after this command: no answer was recorded (was the recording cut short?)")
+        case .failure(let f, let line):
+            next += 1
+            throw makeError(ReplayedFailure(transcriptFailure: f, file: fileName, line: line))
+        case .answer(let bytes, let line):
+            guard let concrete = bytes.bytes else {
+                throw ReplayError(code: .unreplayableAnswer, file: fileName, line: line,
+                                  expected: TranscriptRecord(e.entry(.incoming, bytes)).serialized(),
+                                  reason: "the recorded answer holds ?? or [REDACTED n]: a replay cannot make those bytes up; write the real bytes")
+            }
+            next += 1
+            return concrete
+        }
+    }
+}
+
+/// Drives a real channel with a transcript's recorded commands and checks its answers.
+///
+/// Before anything is sent, the whole transcript is checked: a command holding `[REDACTED n]` or
+/// `??` is refused (a replayed masked VERIFY would send wrong PIN bytes and spend the card's PIN
+/// tries), and so is a command with no recorded answer. Then each command is sent in order; the
+/// answer must match the recorded one (`??` and redacted answer bytes match anything), and a
+/// recorded `!` must meet a thrown error of the same name (and code, when recorded).
+public enum LiveReplay {
+    /// Checks that every command of the channel layer can be sent as is; sends nothing.
+    /// - Throws: ``ReplayError`` `refusedRedacted`, `refusedWildcard` or `noRecordedAnswer`, at the
+    ///   first such line.
+    public static func check(_ transcript: Transcript, channelID: String? = nil) throws(ReplayError) {
+        for e in transcript.recordedExchanges(channel: channelID) {
+            if e.command.containsRedaction {
+                throw ReplayError(code: .refusedRedacted, file: transcript.fileName, line: e.line, expected: e.commandText,
+                                  reason: "refusing a live replay: this command was redacted, and sending other bytes (e.g. a masked VERIFY) can spend the card's PIN tries; replay it against a simulator, or re-record it without redaction on a test card")
+            }
+            if e.command.containsWildcard {
+                throw ReplayError(code: .refusedWildcard, file: transcript.fileName, line: e.line, expected: e.commandText,
+                                  reason: "refusing a live replay: this command holds ?? wildcard bytes, which cannot be sent; write the real bytes")
+            }
+            if case .none = e.outcome {
+                throw ReplayError(code: .noRecordedAnswer, file: transcript.fileName, line: e.line, expected: e.commandText,
+                                  reason: "refusing a live replay: this command has no recorded answer to compare with; complete or remove it")
+            }
+        }
+    }
+
+    /// Sends the recorded commands to `channel` and compares the answers; stops at the first
+    /// difference.
+    ///
+    /// - Parameters:
+    ///   - transcript: the recording.
+    ///   - channel: the live device.
+    ///   - channelID: replay only the lines of `@channelID`; nil takes every channel-layer line.
+    ///   - describeFailure: how a thrown error is compared with a `!` line.
+    /// - Returns: the number of exchanges replayed.
+    /// - Throws: ``ReplayError``: those of ``check(_:channelID:)`` before anything is sent; then
+    ///   `mismatch` (the answer differs) or `failureMismatch`.
+    @discardableResult
+    public static func run(
+        _ transcript: Transcript, on channel: any CardChannel, channelID: String? = nil,
+        describeFailure: (any Error) -> TranscriptFailure = TranscriptRecorder.defaultFailureDescription
+    ) throws(ReplayError) -> Int {
+        try check(transcript, channelID: channelID)
+        let file = transcript.fileName
+        let exchanges = transcript.recordedExchanges(channel: channelID)
+        for e in exchanges {
+            guard let command = e.command.bytes else { continue }  // excluded by check
+            var answer: [UInt8]?
+            var thrown: TranscriptFailure?
+            do {
+                switch e.kind {
+                case .transmit: answer = try channel.transmit(command)
+                case .control(let code): answer = try channel.control(code: code, command)
+                }
+            } catch {
+                thrown = describeFailure(error)
+            }
+            switch (e.outcome, answer, thrown) {
+            case (.answer(let expected, let line), let answer?, _):
+                if let at = expected.firstMismatch(in: answer) {
+                    throw ReplayError(code: .mismatch, file: file, line: line,
+                                      expected: TranscriptRecord(e.entry(.incoming, expected)).serialized(),
+                                      actual: e.text(.incoming, answer),
+                                      reason: "the device answered differently than recorded (first difference at byte \(at))")
+                }
+            case (.answer(let expected, let line), nil, let thrown?):
+                throw ReplayError(code: .failureMismatch, file: file, line: line,
+                                  expected: TranscriptRecord(e.entry(.incoming, expected)).serialized(),
+                                  actual: TranscriptRecord(.failure(thrown)).serialized(),
+                                  reason: "the device failed where an answer was recorded")
+            case (.failure(let recorded, let line), let answer?, _):
+                throw ReplayError(code: .failureMismatch, file: file, line: line,
+                                  expected: TranscriptRecord(.failure(recorded)).serialized(),
+                                  actual: e.text(.incoming, answer),
+                                  reason: "the device answered where a failure was recorded")
+            case (.failure(let recorded, let line), nil, let thrown?):
+                if thrown.name != recorded.name || (recorded.code != nil && thrown.code != recorded.code) {
+                    throw ReplayError(code: .failureMismatch, file: file, line: line,
+                                      expected: TranscriptRecord(.failure(recorded)).serialized(),
+                                      actual: TranscriptRecord(.failure(thrown)).serialized(),
+                                      reason: "the device failed differently than recorded")
+                }
+            default:
+                continue  // .none is excluded by check
+            }
+        }
+        return exchanges.count
+    }
+}

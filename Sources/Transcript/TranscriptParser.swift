@@ -1,0 +1,733 @@
+import ISO7816
+
+/// Why a transcript text could not be read: the file, the 1-based line and column (in bytes) of
+/// the offending text, and a reason that says what to write instead.
+///
+/// Equatable by ``code`` (house style); compare ``line`` and ``column`` separately when they matter.
+public struct TranscriptParseError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What kind of fault. An open set: compare with the static members.
+    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// Line 1 is not `# secbridge-transcript: 1` (or the file is empty).
+        public static let notATranscript = Self(rawValue: "not-a-transcript")
+        /// The version line names a format this module does not read.
+        public static let unsupportedVersion = Self(rawValue: "unsupported-version")
+        /// The last line has no LF: the file was cut short.
+        public static let truncated = Self(rawValue: "truncated")
+        /// Not UTF-8, a control character or a carriage return.
+        public static let invalidCharacter = Self(rawValue: "invalid-character")
+        /// A space or tab at the end of a line, or two spaces where one belongs.
+        public static let badSpacing = Self(rawValue: "bad-spacing")
+        /// A `#` line that is not `# key: value`, a duplicate key, or an invalid known value.
+        public static let badHeader = Self(rawValue: "bad-header")
+        /// A `#` line after the first body line.
+        public static let misplacedHeader = Self(rawValue: "misplaced-header")
+        /// A malformed `+12.345ms` offset.
+        public static let badOffset = Self(rawValue: "bad-offset")
+        /// A malformed `@id`.
+        public static let badChannel = Self(rawValue: "bad-channel")
+        /// A line kind other than `>`, `<`, `!`, `ctl`, `tgt`, `ini`, `event`, `reader`.
+        public static let unknownLineKind = Self(rawValue: "unknown-line-kind")
+        /// A byte item that is not `HH`, `??` or `[REDACTED n]`.
+        public static let badHex = Self(rawValue: "bad-hex")
+        /// A control code that is not `0x` and eight uppercase hex digits.
+        public static let badControlCode = Self(rawValue: "bad-control-code")
+        /// A malformed `!` line.
+        public static let badFailure = Self(rawValue: "bad-failure")
+        /// An event kind that version 1 does not define and that does not start with `x-`.
+        public static let unknownEventKind = Self(rawValue: "unknown-event-kind")
+        /// A malformed `key="value"` or an invalid value for a known key.
+        public static let badAttribute = Self(rawValue: "bad-attribute")
+        /// An empty or malformed trailing `; note`.
+        public static let badNote = Self(rawValue: "bad-note")
+        /// Lines out of order: an answer without a command, a command whose answer never came,
+        /// a `reader` line without an id or declared twice.
+        public static let badSequence = Self(rawValue: "bad-sequence")
+        /// The file could not be read, or is larger than the limit.
+        public static let unreadable = Self(rawValue: "unreadable")
+    }
+
+    public var code: Code
+    /// The file name given to the parser.
+    public var file: String
+    /// 1-based line number.
+    public var line: Int
+    /// 1-based column, counted in bytes of the line's UTF-8 text.
+    public var column: Int
+    /// What is wrong and what to do.
+    public var reason: String
+
+    public init(code: Code, file: String, line: Int, column: Int, reason: String) {
+        self.code = code
+        self.file = file
+        self.line = line
+        self.column = column
+        self.reason = reason
+    }
+
+    public static func == (a: Self, b: Self) -> Bool { a.code == b.code }
+
+    /// `file:line:column: reason`, the form compilers use.
+    public var description: String { "\(file):\(line):\(column): \(reason)" }
+}
+
+extension Transcript {
+    /// The largest file ``init(contentsOfFile:)`` reads: 256 MiB.
+    public static let maximumFileSize = 256 << 20
+
+    /// Parses the text form (Fixtures/README.md).
+    ///
+    /// - Parameters:
+    ///   - text: the whole file; every line, the last included, ends in LF.
+    ///   - fileName: the name errors cite.
+    /// - Throws: ``TranscriptParseError`` naming the first bad line; never a partial result.
+    public init(parsing text: String, fileName: String = "<transcript>") throws(TranscriptParseError) {
+        self = try TranscriptTextParser(fileName: fileName).parse(Array(text.utf8))
+    }
+
+    /// Reads and parses a file.
+    /// - Throws: ``TranscriptParseError``: `unreadable` when the file cannot be read or exceeds
+    ///   ``maximumFileSize``; `invalidCharacter` (with its line) when it is not UTF-8; any parse error.
+    public init(contentsOfFile path: String) throws(TranscriptParseError) {
+        let bytes: [UInt8]
+        do {
+            bytes = try FileIO.readFile(path, limit: Self.maximumFileSize)
+        } catch {
+            throw TranscriptParseError(code: .unreadable, file: path, line: 0, column: 0, reason: error.reason)
+        }
+        self = try TranscriptTextParser(fileName: path).parse(bytes)
+    }
+}
+
+/// Parses the text form line by line; pure, bounded by the input length.
+struct TranscriptTextParser {
+    let fileName: String
+
+    func parse(_ text: [UInt8]) throws(TranscriptParseError) -> Transcript {
+        // Split on LF; remember whether the last line was terminated.
+        var lines: [ArraySlice<UInt8>] = []
+        var start = 0
+        for (i, b) in text.enumerated() where b == 0x0A {
+            lines.append(text[start..<i])
+            start = i + 1
+        }
+        let unterminated: ArraySlice<UInt8>? = start < text.count ? text[start...] : nil
+
+        if lines.isEmpty && unterminated == nil {
+            throw error(.notATranscript, line: 1, column: 1,
+                        "the file is empty: a transcript starts with the line '# secbridge-transcript: 1'")
+        }
+        var transcript = Transcript(fileName: fileName)
+        var pairing = PairingCheck()
+        var inHeader = true
+        var headerEnd = 0
+        for (index, raw) in lines.enumerated() {
+            let number = index + 1
+            var scanner = TextScanner(Array(raw), file: fileName, line: number)
+            try scanner.checkCharacters()
+            if number == 1 {
+                try scanner.parseVersionLine()
+                continue
+            }
+            if inHeader, raw.first == UInt8(ascii: "#") {
+                let field = try scanner.parseHeaderField()
+                if transcript.header[field.key] != nil || field.key == TranscriptHeader.versionKey {
+                    throw error(.badHeader, line: number, column: 3,
+                                "the header key '\(field.key)' appears twice: keep one line")
+                }
+                transcript.header.fields.append(field)
+                continue
+            }
+            if inHeader {
+                inHeader = false
+                headerEnd = number - 1
+            }
+            if raw.first == UInt8(ascii: "#") {
+                throw error(.misplacedHeader, line: number, column: 1,
+                            "a header line after the body began (line \(headerEnd + 1)): move it to the top, or write a comment as '; text'")
+            }
+            let line = try scanner.parseBodyLine()
+            if let record = line.record, let problem = pairing.accept(record, line: number) {
+                throw error(.badSequence, line: number, column: 1, problem)
+            }
+            transcript.lines.append(line)
+        }
+        if let unterminated {
+            let number = lines.count + 1
+            var scanner = TextScanner(Array(unterminated), file: fileName, line: number)
+            try scanner.checkCharacters(trailingSpace: false)
+            if number == 1 { try scanner.parseVersionLine() }
+            throw error(.truncated, line: number, column: unterminated.count + 1,
+                        "the last line does not end with a newline: the file looks cut short; complete it or remove the partial line")
+        }
+        return transcript
+    }
+
+    private func error(_ code: TranscriptParseError.Code, line: Int, column: Int, _ reason: String) -> TranscriptParseError {
+        TranscriptParseError(code: code, file: fileName, line: line, column: column, reason: reason)
+    }
+}
+
+/// The cross-line rules of the channel layer, per channel id: every answer (`<`, `ctl … <`, `!`)
+/// follows an unanswered command of the same kind; a command is answered before the next one on
+/// the same channel; `reader` lines carry an id declared once. In the APDU layer (`tgt`, `ini`) an
+/// answer needs a command before it, but a command may go unanswered (the field can drop).
+struct PairingCheck {
+    private enum Pending: Equatable {
+        case transmit
+        case control(UInt32)
+    }
+    private var pending: [String: (Pending, Int)] = [:]
+    private var apduPending: [String: Int] = [:]
+    private var readers: [String: Int] = [:]
+
+    /// Nil when `record` may come next, else the reason it may not.
+    mutating func accept(_ record: TranscriptRecord, line: Int) -> String? {
+        let key = record.channel.map { "@" + $0 } ?? ""
+        let on = record.channel.map { " on @\($0)" } ?? ""
+        func command(_ kind: Pending) -> String? {
+            if let (_, at) = pending[key] {
+                return "the command at line \(at)\(on) has no answer: write its '<' or '!' line before the next command"
+            }
+            pending[key] = (kind, line)
+            return nil
+        }
+        func answer(_ kind: Pending?) -> String? {
+            guard let (waiting, at) = pending[key] else {
+                return "an answer with no command before it\(on): write the command line ('>' or 'ctl 0x… >') first"
+            }
+            if let kind, kind != waiting {
+                let want = switch waiting {
+                case .transmit: "'<'"
+                case .control(let c): "'ctl \(HexText.code(c)) <'"
+                }
+                return "this answer does not fit the command at line \(at): that command is answered by \(want)"
+            }
+            pending[key] = nil
+            return nil
+        }
+        switch record.entry {
+        case .transmit(.outgoing, _): return command(.transmit)
+        case .transmit(.incoming, _): return answer(.transmit)
+        case .control(let code, .outgoing, _): return command(.control(code))
+        case .control(let code, .incoming, _): return answer(.control(code))
+        case .failure: return answer(nil)
+        case .target(let d, _), .initiator(let d, _):
+            let isTarget = if case .target = record.entry { true } else { false }
+            let apduKey = (isTarget ? "tgt" : "ini") + key
+            if record.entry.isCommand {
+                apduPending[apduKey] = line
+                return nil
+            }
+            if apduPending.removeValue(forKey: apduKey) == nil {
+                let want = isTarget ? "'tgt <' (the terminal's C-APDU)" : "'ini >' (the host's C-APDU)"
+                return "a '\(isTarget ? "tgt" : "ini") \(d.rawValue)' answer with no command before it\(on): write \(want) first"
+            }
+            return nil
+        case .event: return nil
+        case .reader:
+            guard let id = record.channel else {
+                return "a 'reader' line declares a channel id: write it as 'reader @r0 name=\"…\"'"
+            }
+            if let at = readers[id] {
+                return "reader @\(id) is already declared at line \(at): use another id"
+            }
+            readers[id] = line
+            return nil
+        }
+    }
+}
+
+/// A cursor over one line's bytes. `read*` consumes; `peek*` does not.
+struct TextScanner {
+    private let text: [UInt8]
+    private var position = 0
+    private let file: String
+    private let line: Int
+
+    init(_ text: [UInt8], file: String, line: Int) {
+        self.text = text
+        self.file = file
+        self.line = line
+    }
+
+    // MARK: Whole-line checks
+
+    func checkCharacters(trailingSpace: Bool = true) throws(TranscriptParseError) {
+        for (i, b) in text.enumerated() {
+            if b == 0x0D {
+                throw fail(.invalidCharacter, at: i, "a carriage return: convert the file to LF line endings")
+            }
+            if b < 0x20 || b == 0x7F {
+                throw fail(.invalidCharacter, at: i, "control character 0x\(Self.hex(b)): remove it (write text, hex bytes in uppercase with single spaces)")
+            }
+        }
+        if trailingSpace, let last = text.last, last == UInt8(ascii: " ") {
+            throw fail(.badSpacing, at: text.count - 1, "a space at the end of the line: remove it")
+        }
+    }
+
+    mutating func parseVersionLine() throws(TranscriptParseError) {
+        let prefix = Array("# \(TranscriptHeader.versionKey): ".utf8)
+        guard text.starts(with: prefix) else {
+            throw fail(.notATranscript, at: 0, "not a secbridge transcript: line 1 must be '# secbridge-transcript: 1'")
+        }
+        let version = text[prefix.count...]
+        if Array(version) == Array("\(TranscriptHeader.formatVersion)".utf8) { return }
+        throw fail(.unsupportedVersion, at: prefix.count,
+                   "format version '\(String(decoding: version, as: UTF8.self))' is not one this tool reads (it reads version \(TranscriptHeader.formatVersion)): use the tool that wrote the file, or a newer secbridge")
+    }
+
+    mutating func parseHeaderField() throws(TranscriptParseError) -> TranscriptHeader.Field {
+        guard text.starts(with: Array("# ".utf8)) else {
+            throw fail(.badHeader, at: 1, "a header line is '# key: value' with one space after '#'")
+        }
+        position = 2
+        let keyStart = position
+        while position < text.count, text[position] != UInt8(ascii: ":") { position += 1 }
+        let key = string(keyStart..<position)
+        guard Self.isKey(key) else {
+            throw fail(.badHeader, at: keyStart, "'\(key)' is not a header key: write '# key: value' with a key of lowercase letters, digits and '-'")
+        }
+        guard position + 1 < text.count, text[position + 1] == UInt8(ascii: " ") else {
+            throw fail(.badHeader, at: position, "a header line is '# key: value': put one space after ':' and give a value (remove the line if there is none)")
+        }
+        position += 2
+        if text[position] == UInt8(ascii: " ") {
+            throw fail(.badSpacing, at: position, "two spaces after ':': write one")
+        }
+        let value = string(position..<text.count)
+        switch key {
+        case "origin" where TranscriptOrigin(rawValue: value) == nil:
+            throw fail(.badHeader, at: position, "origin '\(value)' is unknown: write recorded, simulated or imported")
+        case "protocol" where TransmissionProtocol(rawValue: value) == nil:
+            throw fail(.badHeader, at: position, "protocol '\(value)' is unknown: write T=0, T=1, RAW or undefined")
+        case "atr":
+            var sub = TextScanner(Array(value.utf8), file: file, line: line)
+            do {
+                _ = try sub.readConcreteBytesToEnd()
+            } catch {
+                throw TranscriptParseError(code: .badHeader, file: file, line: line, column: position + error.column,
+                                           reason: "atr: " + error.reason)
+            }
+        default: break
+        }
+        return TranscriptHeader.Field(key: key, value: value)
+    }
+
+    // MARK: Body lines
+
+    mutating func parseBodyLine() throws(TranscriptParseError) -> TranscriptLine {
+        if text.isEmpty { return .blank }
+        if text[0] == UInt8(ascii: ";") {
+            if text.count == 1 { return .comment("") }
+            guard text[1] == UInt8(ascii: " "), text.count > 2 else {
+                throw fail(.badNote, at: 1, "a comment is '; text' with one space after ';'")
+            }
+            return .comment(string(2..<text.count))
+        }
+        var offset: TranscriptOffset?
+        var channel: String?
+        if peek() == UInt8(ascii: "+") {
+            offset = try readOffset()
+            try readSeparator()
+        }
+        if peek() == UInt8(ascii: "@") {
+            channel = try readChannel()
+            try readSeparator()
+        }
+        let kindStart = position
+        let word = readWord()
+        let entry: TranscriptEntry
+        switch word {
+        case ">": entry = .transmit(.outgoing, try readPayload())
+        case "<": entry = .transmit(.incoming, try readPayload())
+        case "ctl":
+            try readSeparator()
+            let code = try readControlCode()
+            try readSeparator()
+            let direction = try readDirection()
+            entry = .control(code: code, direction, try readPayload())
+        case "tgt":
+            try readSeparator()
+            let direction = try readDirection()
+            entry = .target(direction, try readPayload())
+        case "ini":
+            try readSeparator()
+            let direction = try readDirection()
+            entry = .initiator(direction, try readPayload())
+        case "!": entry = .failure(try readFailure())
+        case "event":
+            try readSeparator()
+            let kindAt = position
+            let kind = TranscriptEventKind(rawValue: readWord())
+            guard kind.isValid else {
+                throw fail(.unknownEventKind, at: kindAt,
+                           "unknown event kind '\(kind.rawValue)': version 1 knows \(Self.knownEventList); name an extension 'x-…'")
+            }
+            entry = .event(TranscriptEvent(kind, try readAttributes()))
+        case "reader": entry = .reader(try readAttributes())
+        case "":
+            throw fail(.badSpacing, at: kindStart, "expected a line kind here, found a space: separate items with one space")
+        default:
+            throw fail(.unknownLineKind, at: kindStart,
+                       "unknown line kind '\(word)': expected >, <, !, ctl, tgt, ini, event or reader (comments start with ';')")
+        }
+        let note = try readNote()
+        return .record(TranscriptRecord(entry, offset: offset, channel: channel, note: note))
+    }
+
+    private static let knownEventList = TranscriptEventKind.known.map(\.rawValue).sorted().joined(separator: ", ")
+
+    // MARK: Items
+
+    private func peek() -> UInt8? { position < text.count ? text[position] : nil }
+
+    private func atNoteOrEnd() -> Bool {
+        position >= text.count
+            || (text[position] == UInt8(ascii: " ") && position + 1 < text.count && text[position + 1] == UInt8(ascii: ";"))
+    }
+
+    /// Reads up to the next space or the end.
+    private mutating func readWord() -> String {
+        let start = position
+        while position < text.count, text[position] != UInt8(ascii: " ") { position += 1 }
+        return string(start..<position)
+    }
+
+    /// Exactly one space, and then not another.
+    private mutating func readSeparator() throws(TranscriptParseError) {
+        guard peek() == UInt8(ascii: " ") else {
+            if position >= text.count {
+                throw fail(.badSpacing, at: position, "the line ends too early: something must follow here")
+            }
+            throw fail(.badSpacing, at: position, "expected one space here")
+        }
+        position += 1
+        if peek() == UInt8(ascii: " ") {
+            throw fail(.badSpacing, at: position, "two spaces: separate items with one space")
+        }
+        if position >= text.count {
+            throw fail(.badSpacing, at: position, "the line ends too early: something must follow here")
+        }
+    }
+
+    private mutating func readOffset() throws(TranscriptParseError) -> TranscriptOffset {
+        let start = position
+        position += 1  // "+"
+        var mantissa: UInt64 = 0
+        var digits = 0
+        var fraction = 0
+        var intDigits = 0
+        var sawPoint = false
+        while let c = peek() {
+            if c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9") {
+                if !sawPoint && intDigits == 1 && mantissa == 0 {
+                    throw fail(.badOffset, at: position - 1, "an offset has no leading zero: write +\(c - 48)… instead of +0\(c - 48)…")
+                }
+                digits += 1
+                if sawPoint { fraction += 1 } else { intDigits += 1 }
+                guard digits <= 18 else {
+                    throw fail(.badOffset, at: start, "the offset has more than 18 digits: use a larger unit")
+                }
+                mantissa = mantissa * 10 + UInt64(c - 48)
+                position += 1
+            } else if c == UInt8(ascii: ".") && !sawPoint && intDigits > 0 {
+                sawPoint = true
+                position += 1
+            } else {
+                break
+            }
+        }
+        guard intDigits > 0, !sawPoint || fraction > 0 else {
+            throw fail(.badOffset, at: start, "an offset is '+' digits [. digits] unit, e.g. +12.345ms")
+        }
+        guard fraction <= 9 else {
+            throw fail(.badOffset, at: start, "at most 9 digits after the point: use a smaller unit")
+        }
+        let unitStart = position
+        let unitText = readWord()
+        guard let unit = TranscriptOffset.Unit(rawValue: unitText) else {
+            throw fail(.badOffset, at: unitStart, "'\(unitText)' is not a time unit: write s, ms or us right after the number, e.g. +12.345ms")
+        }
+        return TranscriptOffset(mantissa: mantissa, fractionDigits: fraction, unit: unit)
+    }
+
+    private mutating func readChannel() throws(TranscriptParseError) -> String {
+        let start = position
+        position += 1  // "@"
+        let id = readWord()
+        guard Self.isChannelID(id) else {
+            throw fail(.badChannel, at: start, "'@\(id)' is not a channel id: use letters, digits, '_', '.' or '-', e.g. @r0")
+        }
+        return id
+    }
+
+    private mutating func readDirection() throws(TranscriptParseError) -> TranscriptDirection {
+        let start = position
+        let word = readWord()
+        guard let d = TranscriptDirection(rawValue: word) else {
+            throw fail(.unknownLineKind, at: start, "expected '>' (from the host) or '<' (to the host), found '\(word)'")
+        }
+        return d
+    }
+
+    private mutating func readControlCode() throws(TranscriptParseError) -> UInt32 {
+        let start = position
+        let word = readWord()
+        guard let code = Self.parseCode(word) else {
+            throw fail(.badControlCode, at: start,
+                       "'\(word)' is not a control code: write 0x and eight uppercase hex digits, e.g. ctl 0x42000001 >")
+        }
+        return code
+    }
+
+    /// Zero or more byte items after a payload head; stops at the end or at a note.
+    private mutating func readPayload() throws(TranscriptParseError) -> TranscriptBytes {
+        var items: [TranscriptBytes.Item] = []
+        while !atNoteOrEnd() {
+            try readSeparator()
+            items.append(try readByteItem())
+        }
+        return TranscriptBytes(items: items)
+    }
+
+    /// Hex bytes with single spaces and nothing else (header `atr`, attribute `atr`).
+    mutating func readConcreteBytesToEnd() throws(TranscriptParseError) -> [UInt8] {
+        var out: [UInt8] = []
+        while position < text.count {
+            if !out.isEmpty { try readSeparator() }
+            let at = position
+            guard case .byte(let b) = try readByteItem() else {
+                throw fail(.badHex, at: at, "only concrete hex bytes belong here, no ?? or [REDACTED n]")
+            }
+            out.append(b)
+        }
+        if out.isEmpty { throw fail(.badHex, at: 0, "no bytes: write hex bytes such as 3B 80 80 01 01") }
+        return out
+    }
+
+    private mutating func readByteItem() throws(TranscriptParseError) -> TranscriptBytes.Item {
+        let start = position
+        let item: TranscriptBytes.Item
+        if peek() == UInt8(ascii: "[") {
+            let prefix = Array("[REDACTED ".utf8)
+            guard text[position...].starts(with: prefix) else {
+                throw fail(.badHex, at: start, "a redaction mark is written [REDACTED n], n the number of bytes")
+            }
+            position += prefix.count
+            let digitsStart = position
+            var n = 0
+            while let c = peek(), c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9"), position - digitsStart < 6 {
+                n = n * 10 + Int(c - 48)
+                position += 1
+            }
+            guard peek() == UInt8(ascii: "]"), position > digitsStart, text[digitsStart] != UInt8(ascii: "0"),
+                  n <= TranscriptBytes.maximumRedactedCount
+            else {
+                throw fail(.badHex, at: start,
+                           "a redaction mark is written [REDACTED n], n from 1 to \(TranscriptBytes.maximumRedactedCount) with no leading zero")
+            }
+            position += 1
+            item = .redacted(count: n)
+        } else if position + 1 < text.count, text[position] == UInt8(ascii: "?"), text[position + 1] == UInt8(ascii: "?") {
+            position += 2
+            item = .wildcard
+        } else if position + 1 < text.count,
+                  let hi = HexText.value(ofUppercaseDigit: text[position]),
+                  let lo = HexText.value(ofUppercaseDigit: text[position + 1]) {
+            position += 2
+            item = .byte(hi << 4 | lo)
+        } else {
+            let word = readWord()
+            position = start
+            if word.utf8.contains(where: HexText.isLowercaseHexDigit), word.uppercased() != word,
+               word.utf8.count == 2, word.uppercased().utf8.allSatisfy({ HexText.value(ofUppercaseDigit: $0) != nil }) {
+                throw fail(.badHex, at: start, "'\(word)' is lowercase: write hex in uppercase, '\(word.uppercased())'")
+            }
+            throw fail(.badHex, at: start, "'\(word)' is not a byte: write two uppercase hex digits, ?? (any byte) or [REDACTED n]")
+        }
+        if let c = peek(), c != UInt8(ascii: " ") {
+            throw fail(.badHex, at: start, "bytes are two hex digits each, separated by one space")
+        }
+        return item
+    }
+
+    private mutating func readFailure() throws(TranscriptParseError) -> TranscriptFailure {
+        try readSeparator()
+        let nameStart = position
+        let name = readWord()
+        guard Self.isFailureName(name) else {
+            throw fail(.badFailure, at: nameStart,
+                       "'\(name)' is not an error name: write '! NAME [0xCODE] [\"message\"]', e.g. ! SCARD_E_NO_SMARTCARD 0x8010000C")
+        }
+        var failure = TranscriptFailure(name: name)
+        if !atNoteOrEnd(), position + 2 < text.count, text[position + 1] != UInt8(ascii: "\"") {
+            try readSeparator()
+            let codeStart = position
+            let word = readWord()
+            guard let code = Self.parseCode(word) else {
+                throw fail(.badFailure, at: codeStart, "'\(word)' is not an error code: write 0x and eight uppercase hex digits")
+            }
+            failure.code = code
+        }
+        if !atNoteOrEnd() {
+            try readSeparator()
+            guard peek() == UInt8(ascii: "\"") else {
+                throw fail(.badFailure, at: position, "after the error name and code only a quoted message may follow")
+            }
+            failure.message = try readQuoted()
+        }
+        return failure
+    }
+
+    private mutating func readAttributes() throws(TranscriptParseError) -> [TranscriptAttribute] {
+        var attributes: [TranscriptAttribute] = []
+        while !atNoteOrEnd() {
+            try readSeparator()
+            let keyStart = position
+            while let c = peek(), c != UInt8(ascii: "="), c != UInt8(ascii: " ") { position += 1 }
+            let key = string(keyStart..<position)
+            guard Self.isKey(key), peek() == UInt8(ascii: "=") else {
+                throw fail(.badAttribute, at: keyStart,
+                           "an attribute is key=\"value\": a key of lowercase letters, digits and '-', then = and a quoted value")
+            }
+            position += 1
+            guard peek() == UInt8(ascii: "\"") else {
+                throw fail(.badAttribute, at: position, "attribute values are quoted: write \(key)=\"…\"")
+            }
+            let valueStart = position
+            let value = try readQuoted()
+            if attributes.contains(where: { $0.key == key }) {
+                throw fail(.badAttribute, at: keyStart, "the attribute '\(key)' appears twice: keep one")
+            }
+            if key == "atr" {
+                var sub = TextScanner(Array(value.utf8), file: file, line: line)
+                do {
+                    _ = try sub.readConcreteBytesToEnd()
+                } catch {
+                    throw fail(.badAttribute, at: valueStart + error.column, "atr: " + error.reason)
+                }
+            }
+            if key == "protocol", TransmissionProtocol(rawValue: value) == nil {
+                throw fail(.badAttribute, at: valueStart, "protocol \"\(value)\" is unknown: write T=0, T=1, RAW or undefined")
+            }
+            attributes.append(TranscriptAttribute(key, value))
+        }
+        return attributes
+    }
+
+    private mutating func readQuoted() throws(TranscriptParseError) -> String {
+        let start = position
+        position += 1
+        var out: [UInt8] = []
+        while position < text.count {
+            let c = text[position]
+            if c == UInt8(ascii: "\"") {
+                position += 1
+                if let next = peek(), next != UInt8(ascii: " ") {
+                    throw fail(.badAttribute, at: position, "a quoted value ends at its closing quote: put one space before what follows")
+                }
+                return String(decoding: out, as: UTF8.self)
+            }
+            if c == UInt8(ascii: "\\") {
+                guard position + 1 < text.count, text[position + 1] == UInt8(ascii: "\"") || text[position + 1] == UInt8(ascii: "\\") else {
+                    throw fail(.badAttribute, at: position, "unknown escape: inside quotes only \\\" and \\\\ are escapes")
+                }
+                out.append(text[position + 1])
+                position += 2
+                continue
+            }
+            out.append(c)
+            position += 1
+        }
+        throw fail(.badAttribute, at: start, "the quoted text has no closing quote: add \" at its end")
+    }
+
+    private mutating func readNote() throws(TranscriptParseError) -> String? {
+        if position >= text.count { return nil }
+        let rest = text[position...]
+        guard rest.starts(with: Array(" ; ".utf8)), rest.count > 3 else {
+            if rest.starts(with: Array(" ;".utf8)) {
+                throw fail(.badNote, at: position + 1, "a note is ' ; text' with text after it: write some text or remove the ';'")
+            }
+            throw fail(.badSpacing, at: position, "unexpected text after the line's last item: a note is written ' ; text'")
+        }
+        return string(position + 3..<text.count)
+    }
+
+    // MARK: Helpers
+
+    private func string(_ range: Range<Int>) -> String {
+        String(decoding: text[range], as: UTF8.self)
+    }
+
+    private func fail(_ code: TranscriptParseError.Code, at index: Int, _ reason: String) -> TranscriptParseError {
+        TranscriptParseError(code: code, file: file, line: line, column: index + 1, reason: reason)
+    }
+
+    private static func hex(_ b: UInt8) -> String {
+        var s = ""
+        HexText.appendByte(b, to: &s)
+        return s
+    }
+
+    /// `[a-z][a-z0-9-]*`.
+    static func isKey(_ s: String) -> Bool {
+        guard let first = s.utf8.first, (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(first) else { return false }
+        return s.utf8.allSatisfy { c in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(c) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(c)
+                || c == UInt8(ascii: "-")
+        }
+    }
+
+    /// `[A-Za-z0-9_.-]+`.
+    static func isChannelID(_ s: String) -> Bool {
+        !s.isEmpty && s.utf8.allSatisfy { c in
+            isAlphanumeric(c) || c == UInt8(ascii: "_") || c == UInt8(ascii: ".") || c == UInt8(ascii: "-")
+        }
+    }
+
+    /// `[A-Za-z_][A-Za-z0-9_.]*`.
+    static func isFailureName(_ s: String) -> Bool {
+        guard let first = s.utf8.first, isAlphanumeric(first) && !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first)
+            || first == UInt8(ascii: "_") else { return false }
+        return s.utf8.allSatisfy { isAlphanumeric($0) || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".") }
+    }
+
+    private static func isAlphanumeric(_ c: UInt8) -> Bool {
+        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(c) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(c)
+            || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(c)
+    }
+
+    /// `0x` and exactly eight uppercase hex digits.
+    static func parseCode(_ word: String) -> UInt32? {
+        let u = Array(word.utf8)
+        guard u.count == 10, u[0] == UInt8(ascii: "0"), u[1] == UInt8(ascii: "x") else { return nil }
+        var value: UInt32 = 0
+        for c in u[2...] {
+            guard let d = HexText.value(ofUppercaseDigit: c) else { return nil }
+            value = value << 4 | UInt32(d)
+        }
+        return value
+    }
+
+    /// A value in double quotes with `"` and `\` escaped.
+    static func quote(_ s: String) -> String {
+        var out = "\""
+        for c in s.unicodeScalars {
+            if c == "\"" || c == "\\" { out.append("\\") }
+            out.unicodeScalars.append(c)
+        }
+        return out + "\""
+    }
+
+    /// Concrete hex bytes in the project's form, e.g. `3B 80 80 01 01`.
+    static func concreteBytes(_ s: String) throws(TranscriptParseError) -> [UInt8] {
+        var sub = TextScanner(Array(s.utf8), file: "", line: 0)
+        return try sub.readConcreteBytesToEnd()
+    }
+}

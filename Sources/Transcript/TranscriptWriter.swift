@@ -1,0 +1,219 @@
+import Synchronization
+
+/// Why a transcript could not be written. Equatable by ``code``.
+public struct TranscriptWriteError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// An open set of fault kinds.
+    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// The file (or the temporary file of an atomic save) could not be created.
+        public static let cannotCreate = Self(rawValue: "cannot-create")
+        /// write(2) or fsync(2) failed (disk full, I/O error).
+        public static let writeFailed = Self(rawValue: "write-failed")
+        /// The finished temporary file could not be renamed over the target.
+        public static let cannotRename = Self(rawValue: "cannot-rename")
+        /// The line would not parse back (bad characters, an answer without a command, …).
+        public static let invalidLine = Self(rawValue: "invalid-line")
+        /// The writer was closed.
+        public static let closed = Self(rawValue: "closed")
+    }
+
+    public var code: Code
+    /// The transcript file concerned.
+    public var path: String
+    /// The POSIX errno when a system call failed.
+    public var errorNumber: Int32?
+    /// What went wrong and what to do.
+    public var reason: String
+
+    public init(code: Code, path: String, errorNumber: Int32? = nil, reason: String) {
+        self.code = code
+        self.path = path
+        self.errorNumber = errorNumber
+        self.reason = reason
+    }
+
+    public static func == (a: Self, b: Self) -> Bool { a.code == b.code }
+
+    public var description: String { reason }
+}
+
+/// Where recorded lines go: a file (``TranscriptWriter``) or memory (``TranscriptBuffer``).
+///
+/// A sink checks every line before keeping it (it must parse back to the same value, and answers
+/// must follow their commands), so whatever a sink holds is a valid transcript.
+public protocol TranscriptSink: AnyObject, Sendable {
+    /// Appends one body line.
+    /// - Throws: ``TranscriptWriteError``: `invalidLine`, `writeFailed`, `closed`.
+    func append(_ line: TranscriptLine) throws(TranscriptWriteError)
+}
+
+/// The per-line check every sink runs: the line's text parses back to the same value, and the
+/// pairing rules of the parser hold.
+struct LineValidator {
+    private var pairing = PairingCheck()
+    private(set) var nextLineNumber: Int
+    let fileName: String
+
+    init(header: TranscriptHeader, fileName: String) throws(TranscriptWriteError) {
+        self.fileName = fileName
+        let text = Transcript(header: header, fileName: fileName).serialized()
+        do {
+            _ = try Transcript(parsing: text, fileName: fileName)
+        } catch {
+            throw TranscriptWriteError(code: .invalidLine, path: fileName, reason: "invalid header: \(error)")
+        }
+        nextLineNumber = 2 + header.fields.count
+    }
+
+    /// The line's text (without LF) once it passes.
+    mutating func check(_ line: TranscriptLine) throws(TranscriptWriteError) -> String {
+        let text = line.serialized()
+        var scanner = TextScanner(Array(text.utf8), file: fileName, line: nextLineNumber)
+        do {
+            try scanner.checkCharacters()
+            if text.hasPrefix("#") {
+                throw TranscriptParseError(code: .misplacedHeader, file: fileName, line: nextLineNumber, column: 1,
+                                           reason: "a body line may not start with '#'")
+            }
+            let parsed = try scanner.parseBodyLine()
+            guard parsed == line else {
+                throw TranscriptParseError(code: .badSpacing, file: fileName, line: nextLineNumber, column: 1,
+                                           reason: "the line would read back differently (leading spaces or a malformed value): '\(text)'")
+            }
+        } catch {
+            throw TranscriptWriteError(code: .invalidLine, path: fileName, reason: "refusing to write \(error)")
+        }
+        if let record = line.record, let problem = pairing.accept(record, line: nextLineNumber) {
+            throw TranscriptWriteError(code: .invalidLine, path: fileName,
+                                       reason: "refusing to write \(fileName):\(nextLineNumber): \(problem)")
+        }
+        nextLineNumber += 1
+        return text
+    }
+}
+
+/// Appends a transcript to a file one line at a time, each line in the file before `append`
+/// returns.
+///
+/// Each line goes to the kernel with one write(2) call and no user-space buffer: if the process
+/// crashes, every line appended before stays in the file, and the file parses (at worst its last
+/// command has no answer). It does not fsync per line: a power loss may lose the last lines.
+/// Safe to share between threads (a mutex orders lines).
+public final class TranscriptWriter: TranscriptSink {
+    private struct State {
+        var fd: Int32
+        var validator: LineValidator
+    }
+    private let state: Mutex<State>
+    /// The file being written.
+    public let path: String
+
+    /// Creates the file and writes the header.
+    ///
+    /// - Parameters:
+    ///   - path: the new file.
+    ///   - header: its header (the version line is added).
+    ///   - replacingExisting: false (default) refuses an existing file instead of truncating it.
+    /// - Throws: ``TranscriptWriteError``: `invalidLine` (bad header), `cannotCreate`, `writeFailed`.
+    public init(creatingFileAt path: String, header: TranscriptHeader, replacingExisting: Bool = false) throws(TranscriptWriteError) {
+        let validator = try LineValidator(header: header, fileName: path)
+        let fd: Int32
+        do {
+            fd = try FileIO.create(path, exclusive: !replacingExisting)
+        } catch {
+            throw TranscriptWriteError(code: .cannotCreate, path: path, errorNumber: error.errorNumber, reason: error.reason)
+        }
+        do {
+            try FileIO.writeAll(fd, Array(Transcript(header: header, fileName: path).serialized().utf8))
+        } catch {
+            _ = FileIO.closeDescriptor(fd)
+            throw TranscriptWriteError(code: .writeFailed, path: path, errorNumber: error.errorNumber,
+                                       reason: "cannot write the header of \(path): \(error.reason)")
+        }
+        self.path = path
+        state = Mutex(State(fd: fd, validator: validator))
+    }
+
+    deinit {
+        state.withLock { if $0.fd >= 0 { _ = FileIO.closeDescriptor($0.fd) } }
+    }
+
+    /// Writes one line (and its LF) to the file.
+    /// - Throws: ``TranscriptWriteError``: `invalidLine` (nothing written), `writeFailed`, `closed`.
+    public func append(_ line: TranscriptLine) throws(TranscriptWriteError) {
+        try state.withLock { (s: inout State) throws(TranscriptWriteError) in
+            guard s.fd >= 0 else {
+                throw TranscriptWriteError(code: .closed, path: path, reason: "\(path) is closed: open a new writer")
+            }
+            var validator = s.validator
+            let text = try validator.check(line)
+            do throws(FileIO.Failure) {
+                try FileIO.writeAll(s.fd, Array((text + "\n").utf8))
+            } catch {
+                throw TranscriptWriteError(code: .writeFailed, path: path, errorNumber: error.errorNumber,
+                                           reason: "cannot append to \(path): \(error.reason)")
+            }
+            s.validator = validator
+        }
+    }
+
+    /// Closes the file. Later appends throw `closed`; closing twice does nothing.
+    /// - Throws: ``TranscriptWriteError`` `writeFailed` when close(2) reports a deferred write error.
+    public func close() throws(TranscriptWriteError) {
+        try state.withLock { (s: inout State) throws(TranscriptWriteError) in
+            guard s.fd >= 0 else { return }
+            let fd = s.fd
+            s.fd = -1
+            if FileIO.closeDescriptor(fd) != 0 {
+                let e = FileIO.lastError()
+                throw TranscriptWriteError(code: .writeFailed, path: path, errorNumber: e,
+                                           reason: "closing \(path) failed: \(FileIO.describe(e)); the last lines may be lost")
+            }
+        }
+    }
+}
+
+/// Keeps the lines in memory; ``transcript`` gives the result (e.g. to save it atomically).
+public final class TranscriptBuffer: TranscriptSink {
+    private struct State {
+        var transcript: Transcript
+        var validator: LineValidator
+    }
+    private let state: Mutex<State>
+
+    /// - Throws: ``TranscriptWriteError`` `invalidLine` when the header would not parse back.
+    public init(header: TranscriptHeader = TranscriptHeader(), fileName: String = "<memory>") throws(TranscriptWriteError) {
+        let validator = try LineValidator(header: header, fileName: fileName)
+        state = Mutex(State(transcript: Transcript(header: header, fileName: fileName), validator: validator))
+    }
+
+    public func append(_ line: TranscriptLine) throws(TranscriptWriteError) {
+        try state.withLock { (s: inout State) throws(TranscriptWriteError) in
+            _ = try s.validator.check(line)
+            s.transcript.lines.append(line)
+        }
+    }
+
+    /// Everything appended so far.
+    public var transcript: Transcript {
+        state.withLock { $0.transcript }
+    }
+}
+
+extension Transcript {
+    /// Writes the whole transcript to `path` atomically: a temporary file in the same directory,
+    /// flushed to disk (fsync), then renamed over `path`. On failure `path` is unchanged and no
+    /// temporary file is left.
+    ///
+    /// - Throws: ``TranscriptWriteError``: `invalidLine` when a line would not parse back (checked
+    ///   before anything is written), `cannotCreate` (e.g. the directory does not exist or is not
+    ///   writable), `writeFailed`, `cannotRename` (e.g. `path` is a directory).
+    public func write(toFile path: String) throws(TranscriptWriteError) {
+        var validator = try LineValidator(header: header, fileName: path)
+        for line in lines { _ = try validator.check(line) }
+        try FileIO.atomicWrite(Array(serialized().utf8), to: path)
+    }
+}
