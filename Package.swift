@@ -37,9 +37,15 @@ let package = Package(
             swiftSettings: [.unsafeFlags(["-Osize"])],
             linkerSettings: [.unsafeFlags(["-static-stdlib"])]
         ),
+        // The benchmark's C baseline: a plain SCardTransmit loop (not part of the library).
+        .target(
+            name: "CPCSCBaseline",
+            cSettings: [.unsafeFlags(["-I/usr/include/PCSC"])],
+            linkerSettings: [.linkedLibrary("pcsclite")]
+        ),
         .executableTarget(
             name: "secbridge-bench",
-            dependencies: ["PCSC", "ISO7816", "PCSCTestSupport"]
+            dependencies: ["PCSC", "ISO7816", "PCSCTestSupport", "CPCSCBaseline"]
         ),
         .testTarget(name: "PCSCTests", dependencies: ["PCSC", "CPCSCLite"]),
         .testTarget(name: "ISO7816Tests", dependencies: ["ISO7816"]),

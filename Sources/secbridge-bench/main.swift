@@ -1,1 +1,130 @@
-print("bench")
+// secbridge-bench: measures, in one run, what the README reports.
+//
+// 1. APDU round trips per second through pcscd: the Swift PC/SC layer against a plain C loop over
+//    the same reader and card (target: Swift within 5 % of C).
+// 2. Codec throughput: parse + serialize of command and response APDUs on one core
+//    (target: ≥ 5 million per second).
+// 3. CLI start time: `secbridge readers` against `pcsc_scan -r` (target: within 1.5×).
+//
+// It starts its own private pcscd with vpcd and vicc (PCSCTestSupport), so run it as root with the
+// test dependencies installed (scripts/install-deps.sh). Build it in release mode:
+//     swift run -c release secbridge-bench
+// This is a benchmark, not a test: it prints figures and ratios and fails only when it cannot run.
+
+import CPCSCBaseline
+import Foundation
+import ISO7816
+import PCSC
+import PCSCTestSupport
+
+func now() -> ContinuousClock.Instant { ContinuousClock.now }
+func seconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+}
+func format(_ value: Double, _ digits: Int = 2) -> String { String(format: "%.\(digits)f", value) }
+
+var arguments = CommandLine.arguments.dropFirst()
+let apduCount = Int(arguments.first ?? "") ?? 60
+
+// MARK: Codec throughput (no pcscd needed)
+
+func codecThroughput() -> (commands: Double, responses: Double) {
+    let command: [UInt8] = [0x00, 0xA4, 0x04, 0x00, 0x07, 0xD2, 0x76, 0x00, 0x00, 0x85, 0x01, 0x01, 0x00]
+    let response: [UInt8] = [0x00, 0x0F, 0x20, 0x00, 0x7F, 0x00, 0x7F, 0x04, 0x06, 0xE1, 0x04, 0x04, 0x00, 0x00, 0x00, 0x90, 0x00]
+    let iterations = 3_000_000
+    var checksum = 0
+    var start = now()
+    for _ in 0..<iterations {
+        let apdu = try! CommandAPDU(parsing: command)
+        checksum &+= apdu.serialized().count
+    }
+    let commandRate = Double(iterations) / seconds(now() - start)
+    start = now()
+    for _ in 0..<iterations {
+        let apdu = try! ResponseAPDU(parsing: response)
+        checksum &+= apdu.serialized().count
+    }
+    let responseRate = Double(iterations) / seconds(now() - start)
+    precondition(checksum == iterations * (command.count + response.count))
+    return (commandRate, responseRate)
+}
+
+let codec = codecThroughput()
+print("codec: CommandAPDU parse+serialize \(format(codec.commands / 1e6)) M/s, ResponseAPDU parse+serialize \(format(codec.responses / 1e6)) M/s (target ≥ 5 M/s)")
+
+// MARK: Through pcscd
+
+let environment: TestEnvironment
+do {
+    environment = try TestEnvironment.shared.start()
+} catch {
+    print("secbridge-bench: cannot start the private pcscd with vpcd and vicc: \(error)")
+    print("run scripts/install-deps.sh as root first")
+    exit(1)
+}
+let reader = environment.vpcdReaderName
+// SELECT of an AID vicc does not know: answered 6A 82 by the card itself, a full round trip.
+let apdu: [UInt8] = [0x00, 0xA4, 0x04, 0x00, 0x07, 0xD2, 0x76, 0x00, 0x00, 0x85, 0x01, 0x01, 0x00]
+
+func swiftLoop(count: Int) throws -> Double {
+    let context = try PCSCContext()
+    let card = try context.connect(to: reader, share: .shared, protocols: .any)
+    let start = now()
+    for _ in 0..<count { _ = try card.transmit(apdu) }
+    let elapsed = now() - start
+    try card.disconnect()
+    return Double(count) / seconds(elapsed)
+}
+
+func cLoop(count: Int) -> Double {
+    let start = now()
+    let result = apdu.withUnsafeBufferPointer { pcsc_baseline_transmit_loop(reader, $0.baseAddress, $0.count, Int32(count)) }
+    precondition(result == 0, "C loop failed with 0x\(String(result, radix: 16))")
+    return Double(count) / seconds(now() - start)
+}
+
+do {
+    // Interleave runs so that drift in vicc or pcscd affects both alike.
+    var swiftRates: [Double] = []
+    var cRates: [Double] = []
+    for _ in 0..<3 {
+        cRates.append(cLoop(count: apduCount))
+        swiftRates.append(try swiftLoop(count: apduCount))
+    }
+    let swiftRate = swiftRates.sorted()[1]
+    let cRate = cRates.sorted()[1]
+    print("transmit through pcscd (\(reader), \(apduCount) APDUs × 3, median): Swift \(format(swiftRate, 1))/s, C \(format(cRate, 1))/s, Swift/C = \(format(swiftRate / cRate, 3)) (target ≥ 0.95)")
+} catch {
+    print("secbridge-bench: transmit benchmark failed: \(error)")
+    exit(1)
+}
+
+// MARK: CLI start time
+
+func spawnTime(_ executable: String, _ arguments: [String], runs: Int) -> Double? {
+    var times: [Double] = []
+    for _ in 0..<runs {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.environment = environment.environmentForSubprocesses
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        let start = now()
+        do { try process.run() } catch { return nil }
+        process.waitUntilExit()
+        times.append(seconds(now() - start))
+        if process.terminationStatus != 0 { return nil }
+    }
+    return times.sorted()[times.count / 2]
+}
+
+let benchDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+let secbridge = benchDirectory.appendingPathComponent("secbridge").path
+let pcscScan = "/usr/bin/pcsc_scan"
+if let ours = spawnTime(secbridge, ["readers"], runs: 30), let theirs = spawnTime(pcscScan, ["-r"], runs: 30) {
+    print("start time (median of 30): secbridge readers \(format(ours * 1000)) ms, pcsc_scan -r \(format(theirs * 1000)) ms, ratio \(format(ours / theirs)) (target ≤ 1.5)")
+} else {
+    print("start time: could not run \(secbridge) or \(pcscScan) (build secbridge in the same configuration first)")
+}
+exit(0)

@@ -1,1 +1,7 @@
-print("secbridge")
+import SecbridgeCLI
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+exit(SecbridgeCLI.main(arguments: Array(CommandLine.arguments.dropFirst())))

@@ -1,0 +1,74 @@
+import ISO7816
+import PCSC
+
+/// A connection to the card in the reader a command chose, with what the ISO transport needs to
+/// know (card capabilities from the ATR, the reader's maximum input), and the transcript recorder
+/// when `--record` was given.
+final class CardSession {
+    let reader: String
+    let handle: CardHandle
+    /// The channel commands use: the card handle, wrapped by the recorder with `--record`.
+    let channel: any CardChannel
+    let capabilities: CardCapabilities
+    let maxInput: Int?
+    let atr: [UInt8]
+    private let finish: () -> Void
+
+    private init(
+        reader: String, handle: CardHandle, channel: any CardChannel, capabilities: CardCapabilities,
+        maxInput: Int?, atr: [UInt8], finish: @escaping () -> Void
+    ) {
+        self.reader = reader
+        self.handle = handle
+        self.channel = channel
+        self.capabilities = capabilities
+        self.maxInput = maxInput
+        self.atr = atr
+        self.finish = finish
+    }
+
+    /// Chooses the reader (preferring one with a card), connects shared with T=0 or T=1, reads the
+    /// ATR's card capabilities and SCARD_ATTR_MAXINPUT, and starts recording if asked.
+    static func open(
+        context: PCSCContext, reader argument: String?, record path: String?, command: String
+    ) throws(CLIError) -> CardSession {
+        let readers: [String]
+        let states: [ReaderState]
+        do {
+            readers = try context.listReaders()
+            states = try readerStates(context, readers)
+        } catch {
+            throw .failure(describe(error))
+        }
+        let withCard = Set(states.filter { $0.eventFlags.contains(.present) }.map(\.readerName))
+        let reader = try selectReader(argument, in: readers, preferring: { withCard.contains($0) })
+        let handle: CardHandle
+        do {
+            handle = try context.connect(to: reader, share: .shared, protocols: .any)
+        } catch where error == .noSmartcard {
+            throw .failure("no card in '\(reader)': \(describe(error))")
+        } catch {
+            throw .failure("could not connect to '\(reader)': \(describe(error))")
+        }
+        let atr = (try? handle.status().atr) ?? []
+        let capabilities = (try? ATR(parsing: atr, requireValidChecksum: false))?.cardCapabilities ?? .shortOnly
+        let maxInput = try? handle.maxInput()
+        var channel: any CardChannel = handle
+        var finish: () -> Void = {}
+        if let path {
+            let recorder = try TranscriptRecording.start(
+                path: path, inner: handle, reader: reader, atr: atr, command: command)
+            channel = recorder.channel
+            finish = recorder.finish
+        }
+        return CardSession(
+            reader: reader, handle: handle, channel: channel, capabilities: capabilities,
+            maxInput: maxInput.flatMap { $0 > 0 ? $0 : nil }, atr: atr, finish: finish)
+    }
+
+    /// Ends recording and disconnects, leaving the card as it is.
+    func close() {
+        finish()
+        try? handle.disconnect(.leave)
+    }
+}

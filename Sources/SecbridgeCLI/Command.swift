@@ -1,0 +1,75 @@
+/// One node of the command tree: a command with options, or a group of subcommands.
+struct Command: Sendable {
+    let name: String
+    let abstract: String
+    /// Usage line(s) after "secbridge NAME", e.g. "[--reader NAME|INDEX] [--json] HEX…".
+    let usage: String
+    let discussion: String
+    let options: [OptionSpec]
+    let subcommands: [Command]
+    let run: (@Sendable (Invocation) throws -> Int32)?
+
+    init(
+        name: String, abstract: String, usage: String = "", discussion: String = "",
+        options: [OptionSpec] = [], subcommands: [Command] = [],
+        run: (@Sendable (Invocation) throws -> Int32)? = nil
+    ) {
+        self.name = name
+        self.abstract = abstract
+        self.usage = usage
+        self.discussion = discussion
+        self.options = options
+        self.subcommands = subcommands
+        self.run = run
+    }
+
+    /// The help text: abstract, usage, discussion, subcommands and options.
+    func help(path: [String]) -> String {
+        let full = (["secbridge"] + path).joined(separator: " ")
+        var text = "OVERVIEW: \(abstract)\n\nUSAGE: \(full)"
+        if !subcommands.isEmpty {
+            text += " <subcommand>"
+        }
+        if !usage.isEmpty { text += " " + usage }
+        text += "\n"
+        if !discussion.isEmpty { text += "\n" + discussion + "\n" }
+        if !subcommands.isEmpty {
+            text += "\nSUBCOMMANDS:\n"
+            let width = subcommands.map(\.name.count).max() ?? 0
+            for command in subcommands {
+                text += "  " + command.name.padding(width) + "  " + command.abstract + "\n"
+            }
+            text += "\n  See '\(full) <subcommand> --help' for details.\n"
+        }
+        let allOptions = options + [.flag("help", short: "h", "Show help information.")]
+        text += "\nOPTIONS:\n"
+        let labels = allOptions.map { option -> String in
+            var label = option.short.map { "-\($0), " } ?? ""
+            label += "--" + option.name
+            if let value = option.valueName { label += " <\(value)>" }
+            return label
+        }
+        let width = labels.map(\.count).max() ?? 0
+        for (label, option) in zip(labels, allOptions) {
+            text += "  " + label.padding(width) + "  " + option.help + "\n"
+        }
+        return text
+    }
+}
+
+/// What a running command receives: its parsed arguments, the console, and its place in the tree.
+struct Invocation: Sendable {
+    let arguments: ParsedArguments
+    let console: any Console
+    let path: [String]
+
+    var json: Bool { arguments.has("json") }
+
+    func out(_ line: String) { console.out(line + "\n") }
+}
+
+extension String {
+    func padding(_ width: Int) -> String {
+        count >= width ? self : self + String(repeating: " ", count: width - count)
+    }
+}

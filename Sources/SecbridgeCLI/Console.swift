@@ -1,0 +1,73 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Where a command writes: standard output for results, standard error for errors and progress.
+/// Tests inject a ``CapturingConsole``.
+public protocol Console: AnyObject, Sendable {
+    func out(_ text: String)
+    func err(_ text: String)
+    /// Reads one line from standard input (for prompts); nil at end of input.
+    func readLine() -> String?
+}
+
+/// The process's standard streams, unbuffered per line so a pipe sees every event as it happens.
+public final class StandardConsole: Console {
+    public init() {}
+    public func out(_ text: String) { writeAll(STDOUT_FILENO, text) }
+    public func err(_ text: String) { writeAll(STDERR_FILENO, text) }
+
+    /// Writes every byte with write(2), so output is never buffered and never interleaved mid-line.
+    private func writeAll(_ descriptor: Int32, _ text: String) {
+        var text = text
+        text.withUTF8 { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return  // a closed pipe: nothing more can be shown
+                }
+                offset += written
+            }
+        }
+    }
+    public func readLine() -> String? { Swift.readLine() }
+}
+
+/// A console that keeps what was written, for tests.
+public final class CapturingConsole: Console, @unchecked Sendable {
+    private let lock = ConsoleLock()
+    private var outText = ""
+    private var errText = ""
+    private var input: [String]
+
+    public init(input: [String] = []) { self.input = input }
+
+    public var standardOutput: String { lock.withLock { outText } }
+    public var standardError: String { lock.withLock { errText } }
+
+    public func out(_ text: String) { lock.withLock { outText += text } }
+    public func err(_ text: String) { lock.withLock { errText += text } }
+    public func readLine() -> String? {
+        lock.withLock { input.isEmpty ? nil : input.removeFirst() }
+    }
+}
+
+final class ConsoleLock: @unchecked Sendable {
+    private var mutex = pthread_mutex_t()
+    init() { pthread_mutex_init(&mutex, nil) }
+    func withLock<T>(_ body: () -> T) -> T {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        return body()
+    }
+}
+
+/// The value of an environment variable.
+func environmentValue(_ name: String) -> String? {
+    guard let value = getenv(name) else { return nil }
+    return String(cString: value)
+}

@@ -1,0 +1,113 @@
+import ISO7816
+import PCSC
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension SecbridgeCLI {
+    static let monitorCommand = Command(
+        name: "monitor",
+        abstract: "Show reader and card events as they happen.",
+        usage: "[--count N] [--timeout SECONDS] [--json] [--record FILE]",
+        discussion: """
+            Prints readers and cards already present, then each reader attach/detach and card
+            insert/remove until interrupted (Ctrl-C), until N events were shown (--count), or until
+            SECONDS passed (--timeout). When pcscd stops or restarts, monitoring reports it and resumes
+            by itself once pcscd is back.
+
+            Example:
+              $ secbridge monitor --count 2
+              reader-attached "Virtual PCD 00 00"
+              card-inserted "Virtual PCD 00 00" ATR 3B 80 80 01 01
+            """,
+        options: [
+            .value("count", "N", "Stop after N events (1–1000000)."),
+            .value("timeout", "SECONDS", "Stop after SECONDS (at most 86400); exit 0."),
+            .flag("json", "Print one JSON object per line: {event, reader, atr, time}."),
+            .value("record", "FILE", "Record the events to a transcript FILE."),
+        ],
+        run: runMonitor
+    )
+
+    @Sendable static func runMonitor(_ invocation: Invocation) throws -> Int32 {
+        guard invocation.arguments.positional.isEmpty else {
+            throw CLIError.usage("monitor takes no arguments, got '\(invocation.arguments.positional[0])'")
+        }
+        let count = try invocation.arguments.integer("count", in: 1...1_000_000)
+        let timeout = try invocation.arguments.seconds("timeout", limit: 86_400)
+        let recorder = try invocation.arguments.value("record").map { path throws(CLIError) in
+            try TranscriptRecording.startEvents(path: path, command: "monitor")
+        }
+        let monitor = ReaderMonitor()
+        let done = Completion()
+        let start = ContinuousClock.now
+        let console = invocation.console
+        let json = invocation.json
+        // Read events on a task; the main thread waits with a bound (the timeout) or until Ctrl-C.
+        let task = Task.detached {
+            var seen = 0
+            for await event in monitor.events {
+                let elapsed = ContinuousClock.now - start
+                recorder?.record(event)
+                if json {
+                    var members: [(String, JSONValue)] = [("event", .string(event.kind))]
+                    members.append(("reader", event.reader.map { .string($0) } ?? .null))
+                    if case .cardInserted(_, let atr) = event { members.append(("atr", .hex(atr))) }
+                    if case .serviceLost(let error) = event { members.append(("error", .string(error.name))) }
+                    members.append(("time", .string(formatSeconds(elapsed))))
+                    console.out(JSONValue.object(members).serialized() + "\n")
+                } else {
+                    console.out(event.description + "\n")
+                }
+                seen += 1
+                if let count, seen >= count { break }
+            }
+            done.signal()
+        }
+        installInterruptHandler()
+        let deadline = timeout.map { ContinuousClock.now + $0 }
+        while !done.isSignalled && !interrupted() {
+            if let deadline, ContinuousClock.now >= deadline { break }
+            sleepMilliseconds(20)
+        }
+        monitor.stop()
+        task.cancel()
+        recorder?.finish()
+        return exitSuccess
+    }
+
+    static func formatSeconds(_ duration: Duration) -> String {
+        let milliseconds = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+        let fraction = String(milliseconds % 1000)
+        return "\(milliseconds / 1000).\(String(repeating: "0", count: 3 - fraction.count))\(fraction)"
+    }
+}
+
+/// A one-shot flag set from another thread.
+final class Completion: @unchecked Sendable {
+    private let lock = ConsoleLock()
+    private var value = false
+    func signal() { lock.withLock { value = true } }
+    var isSignalled: Bool { lock.withLock { value } }
+}
+
+nonisolated(unsafe) private var interruptFlag: sig_atomic_t = 0
+
+/// Makes SIGINT and SIGTERM set a flag that long-running commands poll, so they can restore the
+/// reader and flush transcripts before exiting.
+func installInterruptHandler() {
+    signal(SIGINT) { _ in interruptFlag = 1 }
+    signal(SIGTERM) { _ in interruptFlag = 1 }
+}
+
+func interrupted() -> Bool { interruptFlag != 0 }
+
+func sleepMilliseconds(_ milliseconds: Int) {
+    var request = timespec(tv_sec: milliseconds / 1000, tv_nsec: (milliseconds % 1000) * 1_000_000)
+    var remaining = timespec()
+    while nanosleep(&request, &remaining) == -1 && errno == EINTR {
+        if interruptFlag != 0 { return }
+        request = remaining
+    }
+}

@@ -1,0 +1,82 @@
+import ISO7816
+import PCSC
+
+/// Establishes a context, turning failure into an error that says what to do.
+func openContext() throws(CLIError) -> PCSCContext {
+    do {
+        return try PCSCContext()
+    } catch {
+        throw .failure(describe(error))
+    }
+}
+
+/// A PC/SC error in the CLI's words: the failing call, the code's name and meaning, and the remedy.
+func describe(_ error: PCSCError) -> String {
+    var text = error.description
+    if error.isServiceLost, let socket = environmentValue("PCSCLITE_CSOCK_NAME") {
+        text += " (PCSCLITE_CSOCK_NAME=\(socket))"
+    }
+    return text
+}
+
+/// Picks a reader by `--reader`: a 0-based index into the list, or a case-insensitive substring of
+/// exactly one reader's name (names are opaque strings, case P13). Without `--reader`, the first
+/// reader whose state satisfies `preferring` (e.g. has a card), else the first reader.
+func selectReader(
+    _ argument: String?, in readers: [String], preferring: ((String) -> Bool)? = nil
+) throws(CLIError) -> String {
+    guard !readers.isEmpty else {
+        throw .failure("no readers are connected to pcscd; plug in a reader (or start one with `secbridge simulate`) and check `secbridge readers`")
+    }
+    let listing = readers.enumerated().map { "  \($0.offset): \($0.element)" }.joined(separator: "\n")
+    guard let argument else {
+        if let preferring, let match = readers.first(where: preferring) { return match }
+        return readers[0]
+    }
+    if let index = Int(argument) {
+        guard readers.indices.contains(index) else {
+            throw .failure("no reader has index \(index); the readers are:\n\(listing)")
+        }
+        return readers[index]
+    }
+    let needle = argument.lowercased()
+    if let exact = readers.first(where: { $0 == argument }) { return exact }
+    let matches = readers.filter { $0.lowercased().contains(needle) }
+    switch matches.count {
+    case 1: return matches[0]
+    case 0: throw .failure("no reader name contains '\(argument)'; the readers are:\n\(listing)")
+    default:
+        throw .failure("'\(argument)' matches \(matches.count) readers; give more of the name or an index:\n\(listing)")
+    }
+}
+
+/// The state and ATR of every reader, asked without connecting (SCardGetStatusChange from UNAWARE).
+func readerStates(_ context: PCSCContext, _ readers: [String]) throws(PCSCError) -> [ReaderState] {
+    var states = readers.map { ReaderState(readerName: $0) }
+    guard !states.isEmpty else { return [] }
+    _ = try context.getStatusChange(&states, timeout: .zero)
+    return states
+}
+
+/// A channel that shows each raw exchange (`> …` / `< …`) as it happens.
+final class TracingChannel: CardChannel {
+    let inner: any CardChannel
+    let trace: (String) -> Void
+    init(_ inner: any CardChannel, trace: @escaping (String) -> Void) {
+        self.inner = inner
+        self.trace = trace
+    }
+    var transmissionProtocol: TransmissionProtocol { inner.transmissionProtocol }
+    func transmit(_ command: [UInt8]) throws -> [UInt8] {
+        trace("> " + command.hexString)
+        let answer = try inner.transmit(command)
+        trace("< " + answer.hexString)
+        return answer
+    }
+    func control(code: UInt32, _ command: [UInt8]) throws -> [UInt8] {
+        trace("ctl 0x" + String(code, radix: 16, uppercase: true) + " > " + command.hexString)
+        let answer = try inner.control(code: code, command)
+        trace("ctl < " + answer.hexString)
+        return answer
+    }
+}

@@ -1,0 +1,87 @@
+import ISO7816
+import PCSC
+
+extension SecbridgeCLI {
+    static let readersCommand = Command(
+        name: "readers",
+        abstract: "List the readers pcscd knows, with card state, ATR and protocol.",
+        usage: "[--json]",
+        discussion: """
+            Each reader is shown with its index (usable as --reader INDEX in other commands), its
+            state, and for a present card its ATR and the protocol a shared connection negotiates.
+
+            Example:
+              $ secbridge readers
+              0: Virtual PCD 00 00
+                 state: present  protocol: T=1
+                 ATR: 3B 80 80 01 01
+            """,
+        options: [.flag("json", "Print a JSON array of {index, name, state, atr, protocol}.")],
+        run: runReaders
+    )
+
+    @Sendable static func runReaders(_ invocation: Invocation) throws -> Int32 {
+        guard invocation.arguments.positional.isEmpty else {
+            throw CLIError.usage("readers takes no arguments, got '\(invocation.arguments.positional[0])'")
+        }
+        let context = try openContext()
+        let readers: [String]
+        let states: [ReaderState]
+        do {
+            readers = try context.listReaders()
+            states = try readerStates(context, readers)
+        } catch {
+            throw CLIError.failure(describe(error))
+        }
+        var entries: [JSONValue] = []
+        for (index, state) in states.enumerated() {
+            let flags = state.eventFlags
+            var protocolName: String?
+            if flags.contains(.present) && !flags.contains(.mute) {
+                // Connect shared to learn the protocol; a card held exclusively by another program
+                // is reported as in use rather than failing the listing.
+                if let handle = try? context.connect(to: state.readerName, share: .shared, protocols: .any) {
+                    protocolName = handle.transmissionProtocol.rawValue
+                    try? handle.disconnect(.leave)
+                } else {
+                    protocolName = "in use"
+                }
+            }
+            let stateWords = stateDescription(flags)
+            if invocation.json {
+                entries.append(.object([
+                    ("index", .int(index)),
+                    ("name", .string(state.readerName)),
+                    ("state", .array(stateWords.map { .string($0) })),
+                    ("atr", state.atr.isEmpty ? .null : .hex(state.atr)),
+                    ("protocol", protocolName.map { .string($0) } ?? .null),
+                ]))
+            } else {
+                invocation.out("\(index): \(state.readerName)")
+                var line = "   state: " + stateWords.joined(separator: ",")
+                if let protocolName { line += "  protocol: \(protocolName)" }
+                invocation.out(line)
+                if !state.atr.isEmpty { invocation.out("   ATR: " + state.atr.hexString) }
+            }
+        }
+        if invocation.json {
+            invocation.out(JSONValue.array(entries).prettySerialized())
+        } else if readers.isEmpty {
+            invocation.console.err("no readers (pcscd is running but reports none)\n")
+        }
+        return SecbridgeCLI.exitSuccess
+    }
+
+    static func stateDescription(_ flags: ReaderStateFlags) -> [String] {
+        var words: [String] = []
+        if flags.contains(.present) { words.append("present") }
+        if flags.contains(.empty) { words.append("empty") }
+        if flags.contains(.mute) { words.append("mute") }
+        if flags.contains(.exclusive) { words.append("exclusive") }
+        if flags.contains(.inUse) { words.append("in-use") }
+        if flags.contains(.unavailable) { words.append("unavailable") }
+        if flags.contains(.unpowered) { words.append("unpowered") }
+        if words.isEmpty { words.append("unknown") }
+        return words
+    }
+}

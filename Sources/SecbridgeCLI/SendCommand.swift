@@ -1,0 +1,139 @@
+import ISO7816
+import PCSC
+
+extension SecbridgeCLI {
+    static let sendCommand = Command(
+        name: "send",
+        abstract: "Send APDUs to the card in a reader, with ISO 7816-4 handling.",
+        usage: "[--reader NAME|INDEX] [--raw] [--json] [--record FILE] HEX…",
+        discussion: """
+            Arguments that are all single bytes form one APDU ("00 A4 04 00 00"); otherwise each
+            argument is one APDU ("00A4040000" "00B0000000", or quoted with spaces). Hex may use
+            spaces, colons or 0x prefixes.
+
+            ISO 7816-4 handling is on by default: 61xx is answered with GET RESPONSE, 6Cxx by sending
+            again with the right Le, long commands use extended length or chaining as the card and
+            reader allow. Reader pseudo-APDUs (CLA FF) always go through untouched. --raw turns the
+            handling off. Each raw exchange is shown (> to the card, < from it), then the status
+            word's meaning. The exit status is 0 when every APDU was exchanged, whatever its SW.
+
+            Example:
+              $ secbridge send 00 A4 04 00 07 D2 76 00 00 85 01 01 00
+              > 00 A4 04 00 07 D2 76 00 00 85 01 01 00
+              < 6A 82
+                SW 6A 82: file or application not found
+            """,
+        options: [
+            .value("reader", short: "r", "NAME|INDEX", "The reader: an index from `secbridge readers` or part of its name."),
+            .flag("raw", "Send the bytes as they are: no GET RESPONSE, no Le correction, no chaining."),
+            .flag("json", "Print a JSON object {reader, protocol, exchanges: [{command, response, data, sw, meaning, raw}]}."),
+            .value("record", "FILE", "Record every exchange to a transcript FILE."),
+        ],
+        run: runSend
+    )
+
+    /// Splits the positional arguments into APDUs (see the command's discussion).
+    static func apdus(from arguments: [String]) throws(CLIError) -> [[UInt8]] {
+        guard !arguments.isEmpty else {
+            throw .usage("give at least one APDU in hex, e.g. `secbridge send 00 A4 04 00 00`")
+        }
+        func parse(_ text: String, what: String) throws(CLIError) -> [UInt8] {
+            let bytes: [UInt8]
+            do {
+                bytes = try HexBytes.parse(text)
+            } catch {
+                throw .usage("\(what) is not valid hex: \(error.reason)")
+            }
+            guard !bytes.isEmpty else { throw .usage("\(what) is empty; an APDU has at least 4 bytes (CLA INS P1 P2)") }
+            return bytes
+        }
+        let allSingleBytes = arguments.allSatisfy { $0.count == 2 }
+        if allSingleBytes {
+            return [try parse(arguments.joined(separator: " "), what: "the APDU")]
+        }
+        var result: [[UInt8]] = []
+        for (index, argument) in arguments.enumerated() {
+            result.append(try parse(argument, what: "APDU \(index + 1) ('\(argument)')"))
+        }
+        return result
+    }
+
+    @Sendable static func runSend(_ invocation: Invocation) throws -> Int32 {
+        let commands = try apdus(from: invocation.arguments.positional)
+        // Validate every APDU before anything is sent.
+        var parsedCommands: [CommandAPDU?] = []
+        for (index, bytes) in commands.enumerated() {
+            if bytes.first == 0xFF {
+                guard bytes.count >= 4 else {
+                    throw CLIError.usage("APDU \(index + 1) has \(bytes.count) bytes; a pseudo-APDU has at least 4 (FF INS P1 P2)")
+                }
+                parsedCommands.append(nil)
+                continue
+            }
+            do {
+                parsedCommands.append(try CommandAPDU(parsing: bytes))
+            } catch {
+                throw CLIError.usage("APDU \(index + 1) (\(bytes.hexString)) is malformed: \(error.reason)")
+            }
+        }
+        let context = try openContext()
+        let session = try CardSession.open(
+            context: context, reader: invocation.arguments.value("reader"),
+            record: invocation.arguments.value("record"), command: "send")
+        defer { session.close() }
+        var exchanges: [JSONValue] = []
+        for (bytes, parsed) in zip(commands, parsedCommands) {
+            var raw: [(String, String)] = []
+            var pending = ""
+            let tracer = TracingChannel(session.channel) { line in
+                if line.hasPrefix("> ") { pending = String(line.dropFirst(2)) }
+                else if line.hasPrefix("< ") { raw.append((pending, String(line.dropFirst(2)))) }
+                if !invocation.json { invocation.out(line) }
+            }
+            let answer: [UInt8]
+            do {
+                if invocation.arguments.has("raw") || parsed == nil {
+                    answer = try tracer.transmit(bytes)
+                } else {
+                    let transport = ISO7816Transport(
+                        channel: tracer, capabilities: session.capabilities, readerMaxInput: session.maxInput)
+                    answer = try transport.transmit(parsed!).serialized()
+                }
+            } catch let error as PCSCError {
+                throw CLIError.failure(describe(error) + (error == .noSmartcard || error == .removedCard ? "" : ""))
+            } catch let error as ISO7816Error {
+                throw CLIError.failure("could not send \(bytes.hexString): \(error.reason)")
+            }
+            let response = answer.count >= 2 ? try? ResponseAPDU(parsing: answer) : nil
+            if invocation.json {
+                var members: [(String, JSONValue)] = [("command", .hex(bytes)), ("response", .hex(answer))]
+                if let response {
+                    members += [
+                        ("data", .hex(response.data)), ("sw", .hex(response.statusWord.bytes)),
+                        ("meaning", .string(response.statusWord.meaning)),
+                    ]
+                }
+                members.append(("raw", .array(raw.map { .object([("command", .string($0.0.replacingSpaces())), ("response", .string($0.1.replacingSpaces()))]) })))
+                exchanges.append(.object(members))
+            } else {
+                if raw.count > 1, let response { invocation.out("= " + response.serialized().hexString) }
+                if let response, parsed != nil || response.statusWord.sw1 == 0x90 || response.statusWord.sw1 == 0x63 || response.statusWord.sw1 == 0x6A {
+                    invocation.out("  SW \(response.statusWord.bytes.hexString): \(response.statusWord.meaning)")
+                }
+            }
+        }
+        if invocation.json {
+            invocation.out(JSONValue.object([
+                ("reader", .string(session.reader)),
+                ("protocol", .string(session.channel.transmissionProtocol.rawValue)),
+                ("exchanges", .array(exchanges)),
+            ]).prettySerialized())
+        }
+        return SecbridgeCLI.exitSuccess
+    }
+}
+
+extension String {
+    /// "00 A4" → "00A4", for JSON hex strings.
+    func replacingSpaces() -> String { String(filter { $0 != " " }) }
+}
