@@ -59,6 +59,11 @@ public struct SelectedAIDMismatchError: Error, Sendable, Equatable, CustomString
     /// The AID (or PIX) the response named.
     public let returned: [UInt8]
 
+    public init(requested: AID, returned: [UInt8]) {
+        self.requested = requested
+        self.returned = returned
+    }
+
     public var description: String {
         "SELECT asked for \(requested) but the card answered with AID \(returned.hexString), which is neither that AID, an extension of it, nor its PIX"
     }

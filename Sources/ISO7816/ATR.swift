@@ -39,6 +39,14 @@ public struct ATR: Sendable, Hashable {
         public let tb: UInt8?
         public let tc: UInt8?
         public let td: UInt8?
+        public init(index: Int, ta: UInt8?, tb: UInt8?, tc: UInt8?, td: UInt8?) {
+            self.index = index
+            self.ta = ta
+            self.tb = tb
+            self.tc = tc
+            self.td = td
+        }
+
         /// The protocol TDi announces (its low nibble), if TDi is present.
         public var announcedProtocol: UInt8? { td.map { $0 & 0x0F } }
     }
