@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "PN53x", targets: ["PN53x"]),
         .executable(name: "secbridge", targets: ["secbridge"]),
         .executable(name: "secbridge-bench", targets: ["secbridge-bench"]),
+        .executable(name: "secbridge-testbed", targets: ["secbridge-testbed"]),
     ],
     targets: [
         // Layer 1: the C shim over pcsc-lite. Headers only; see Sources/CPCSCLite/shim.h.
@@ -47,6 +48,8 @@ let package = Package(
             name: "secbridge-bench",
             dependencies: ["PCSC", "ISO7816", "PCSCTestSupport", "CPCSCBaseline"]
         ),
+        // A private pcscd with vpcd and vicc around a command, for demos and manual tests.
+        .executableTarget(name: "secbridge-testbed", dependencies: ["PCSCTestSupport"]),
         .testTarget(name: "PCSCTests", dependencies: ["PCSC", "CPCSCLite"]),
         .testTarget(name: "ISO7816Tests", dependencies: ["ISO7816"]),
         .testTarget(name: "TranscriptTests", dependencies: ["Transcript", "ISO7816"]),
