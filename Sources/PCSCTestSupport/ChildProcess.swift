@@ -155,7 +155,7 @@ enum Tool {
     static func run(_ executable: String, _ arguments: [String], environment: [String: String],
                     timeout: Duration = .seconds(5)) throws -> ToolOutput {
         let logURL = FileManager.default.temporaryDirectory
-            .appendingPathComponent("secbridge-tool-\(UUID().uuidString).out")
+            .appendingPathComponent("secbridge-tool.\(getpid()).\(UUID().uuidString.prefix(8)).out")
         defer { try? FileManager.default.removeItem(at: logURL) }
         let name = URL(fileURLWithPath: executable).lastPathComponent
         let child = try ChildProcess(name: name, executable: executable, arguments: arguments,

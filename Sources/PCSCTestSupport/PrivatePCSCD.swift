@@ -253,7 +253,7 @@ public final class PrivatePCSCD: Sendable {
     // MARK: - Leftovers
 
     /// Kills pcscd instances that earlier test processes left behind (they crashed before their
-    /// `atexit` ran) and removes their directories.
+    /// `atexit` ran) and removes their directories and tool output files.
     ///
     /// A directory counts as left behind when its `owner.pid` names a process that no longer
     /// exists. Its pcscd is killed only if `/proc/PID/cmdline` mentions that directory, so a reused
@@ -265,12 +265,18 @@ public final class PrivatePCSCD: Sendable {
         let files = FileManager.default
         let names = (try? files.contentsOfDirectory(atPath: base)) ?? []
         var removed: [String] = []
+        // Output files of short tool runs: `secbridge-tool.<owner pid>.<id>.out`.
+        for name in names where name.hasPrefix("secbridge-tool.") {
+            let owner = name.split(separator: ".").dropFirst().first.flatMap { Int32($0) }
+            if let owner, owner != getpid(), !processExists(owner) {
+                try? files.removeItem(atPath: (base as NSString).appendingPathComponent(name))
+            }
+        }
         for name in names where name.hasPrefix("secbridge-pcscd.") {
             let directory = (base as NSString).appendingPathComponent(name)
             guard let owner = readPID(directory + "/owner.pid"), owner != getpid(), !processExists(owner) else { continue }
             if let pid = readPID(directory + "/run/pcscd.pid"),
-               let commandLine = try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline")),
-               String(decoding: commandLine, as: UTF8.self).contains(directory) {
+               commandLine(of: pid).contains(directory) {
                 _ = Glibc.kill(pid, SIGKILL)
             }
             try? files.removeItem(atPath: directory)
@@ -279,9 +285,19 @@ public final class PrivatePCSCD: Sendable {
         return removed
     }
 
+    /// `/proc/PID/cmdline` with NULs as spaces ("" if gone). Read through a handle: procfs files
+    /// report size 0, so size-based reads come back empty.
+    private static func commandLine(of pid: Int32) -> String {
+        guard let handle = FileHandle(forReadingAtPath: "/proc/\(pid)/cmdline") else { return "" }
+        defer { try? handle.close() }
+        let data = (try? handle.readToEnd()) ?? Data()
+        return String(decoding: data.map { $0 == 0 ? 0x20 : $0 }, as: UTF8.self)
+    }
+
     private static func readPID(_ path: String) -> Int32? {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
-        return Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        // pcscd writes "PID\n\0"
+        return Int32(text.trimmingCharacters(in: .whitespacesAndNewlines.union(CharacterSet(charactersIn: "\0"))))
     }
 
     private static func processExists(_ pid: Int32) -> Bool {
