@@ -141,36 +141,47 @@ public struct CommandAPDU: Sendable, Hashable {
 
     /// The command as bytes, ISO/IEC 7816-4 §5.1.
     public func serialized() -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(encodedLength)
-        out.append(cla)
-        out.append(ins)
-        out.append(p1)
-        out.append(p2)
+        let length = encodedLength
         let nc = data.count
-        if isExtended {
-            out.append(0x00)
+        // One allocation of the exact size, filled in place (this is on the hot path).
+        return [UInt8](unsafeUninitializedCapacity: length) { buffer, initialized in
+            buffer[0] = cla
+            buffer[1] = ins
+            buffer[2] = p1
+            buffer[3] = p2
+            var i = 4
+            if isExtended {
+                buffer[i] = 0x00
+                i += 1
+                if nc > 0 {
+                    buffer[i] = UInt8(truncatingIfNeeded: nc >> 8)
+                    buffer[i + 1] = UInt8(truncatingIfNeeded: nc)
+                    i += 2
+                }
+            } else if nc > 0 {
+                buffer[i] = UInt8(truncatingIfNeeded: nc)
+                i += 1
+            }
             if nc > 0 {
-                out.append(UInt8(truncatingIfNeeded: nc >> 8))
-                out.append(UInt8(truncatingIfNeeded: nc))
-                out.append(contentsOf: data)
+                data.withUnsafeBufferPointer { source in
+                    _ = UnsafeMutableBufferPointer(rebasing: buffer[i..<(i + nc)]).initialize(fromContentsOf: source)
+                }
+                i += nc
             }
             if ne > 0 {
-                // 65 536 encodes as 00 00.
-                out.append(UInt8(truncatingIfNeeded: ne >> 8))
-                out.append(UInt8(truncatingIfNeeded: ne))
+                if isExtended {
+                    // 65 536 encodes as 00 00.
+                    buffer[i] = UInt8(truncatingIfNeeded: ne >> 8)
+                    buffer[i + 1] = UInt8(truncatingIfNeeded: ne)
+                    i += 2
+                } else {
+                    // 256 encodes as 00.
+                    buffer[i] = UInt8(truncatingIfNeeded: ne)
+                    i += 1
+                }
             }
-        } else {
-            if nc > 0 {
-                out.append(UInt8(truncatingIfNeeded: nc))
-                out.append(contentsOf: data)
-            }
-            if ne > 0 {
-                // 256 encodes as 00.
-                out.append(UInt8(truncatingIfNeeded: ne))
-            }
+            initialized = i
         }
-        return out
     }
 
     /// The command as the C-TPDU sent on T=0 (ISO/IEC 7816-3 §12.2).

@@ -33,7 +33,9 @@ public struct ISO7816Transport {
     /// What the card can do with lengths (from its ATR, `ATR.cardCapabilities`).
     public var capabilities: CardCapabilities
     /// The reader's largest command in bytes (SCARD_ATTR_MAXINPUT, 0x0007A007; 271 on an
-    /// ACR122U); nil when unknown, which counts as short APDUs only (261 bytes).
+    /// ACR122U); nil when unknown, which counts as short APDUs only (261 bytes). A reader counts
+    /// as extended-capable only when this is above 271 (a short APDU plus the 10-byte CCID
+    /// header) and at least the extended APDU's length.
     public var readerMaxInput: Int?
     /// The most GET RESPONSE commands sent for one command (default 256: enough for Ne = 65 536
     /// in 256-byte pieces).
@@ -73,9 +75,11 @@ public struct ISO7816Transport {
         let maxInput = readerMaxInput ?? Self.shortAPDUMaxLength
         let needsExtended = command.isExtended
         if !needsExtended { return .single(command) }
-        // Extended: the card says it can, the reader takes the whole encoding, and T=0 is not in use.
-        let extendedOK = capabilities.supportsExtendedLength && !isT0
-        if extendedOK {
+        // Extended: the card says it can, T=0 is not in use, and the reader is extended-capable: its
+        // limit is above a short APDU even counting the 10-byte CCID header (261 + 10 = 271, the
+        // ACR122U's value) and it takes the whole encoding.
+        let readerExtended = maxInput > Self.shortAPDUMaxLength + 10
+        if capabilities.supportsExtendedLength && !isT0 && readerExtended {
             let extended = try CommandAPDU(
                 cla: command.cla, ins: command.ins, p1: command.p1, p2: command.p2,
                 data: command.data, ne: command.ne, extended: true)
@@ -93,7 +97,8 @@ public struct ISO7816Transport {
             } else if isT0 {
                 why = "the channel is T=0, which cannot carry extended APDUs, and the card announces no command chaining"
             } else {
-                why = "the reader takes at most \(maxInput) bytes (SCARD_ATTR_MAXINPUT\(readerMaxInput == nil ? " unknown, assumed short-only" : "")), the extended APDU is \(command.encodedLength), and the card announces no command chaining"
+                let extendedLength = 4 + 3 + command.data.count + (command.ne > 0 ? 2 : 0)
+                why = "the reader is not extended-capable (SCARD_ATTR_MAXINPUT \(readerMaxInput.map(String.init) ?? "unknown, assumed short-only"); the extended APDU is \(extendedLength) bytes) and the card announces no command chaining"
             }
             throw ISO7816Error(
                 .commandTooLong,

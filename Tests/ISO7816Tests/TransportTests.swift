@@ -210,6 +210,11 @@ struct TransportTests {
             channel: channel, capabilities: CardCapabilities(compactTLVValue: [0xC8, 0x40, 0x00]), readerMaxInput: 65_544)
         #expect(throws: ISO7816Error(.commandTooLong, "")) { try transport.transmit(command) }
         #expect(channel.sent.isEmpty)
+        do {
+            _ = try transport.plan(for: command)
+        } catch {
+            #expect(error.reason == "the command carries 300 data bytes, more than a short APDU's 255, and the card announces neither extended length nor command chaining (card capabilities, ATR tag 73); nothing was sent")
+        }
     }
 
     @Test("P06: extended-capable card on T=0 without chaining → error, nothing sent")
@@ -221,6 +226,31 @@ struct TransportTests {
             readerMaxInput: 65_544)
         #expect(throws: ISO7816Error(.commandTooLong, "")) { try transport.transmit(command) }
         #expect(channel.sent.isEmpty)
+    }
+
+    @Test("P06: Ne > 256 through an ACR122U (max input 271) stays short even for an extended-capable card")
+    func p06LargeNeOnACR122U() throws {
+        let channel = ScriptedChannel(.t1, bytes: [
+            (hex("00 B0 00 00 00"), Self.data256 + [0x61, 0x00]),
+            (hex("00 C0 00 00 2C"), [UInt8](repeating: 0xEE, count: 44) + [0x90, 0x00]),
+        ])
+        let transport = ISO7816Transport(
+            channel: channel, capabilities: CardCapabilities(compactTLVValue: [0xC0, 0x21, 0xC0]), readerMaxInput: 271)
+        let response = try transport.transmit(CommandAPDU(cla: 0, ins: 0xB0, p1: 0, p2: 0, ne: 300))
+        #expect(response.data.count == 300)
+        #expect(channel.leftovers == 0)
+    }
+
+    @Test("Ne > 256 on an extended-capable card and reader: one case 2E APDU")
+    func largeNeExtended() throws {
+        let channel = ScriptedChannel(.t1, bytes: [
+            (hex("00 B0 00 00 00 01 2C"), [UInt8](repeating: 0xEE, count: 300) + [0x90, 0x00])
+        ])
+        let transport = ISO7816Transport(
+            channel: channel, capabilities: CardCapabilities(compactTLVValue: [0xC0, 0x21, 0xC0]), readerMaxInput: 65_544)
+        let response = try transport.transmit(CommandAPDU(cla: 0, ins: 0xB0, p1: 0, p2: 0, ne: 300))
+        #expect(response.data.count == 300)
+        #expect(channel.sent.count == 1)
     }
 
     @Test("Ne > 256 on a short-only card: Le 00, the rest through 61 XX")
