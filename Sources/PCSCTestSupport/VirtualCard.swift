@@ -68,7 +68,10 @@ public final class VirtualCard: Sendable {
             // Still running: the card counts only if pcscd shows it (after a pcscd restart vicc
             // is about to exit), else the old vicc makes way for a new one.
             let reader = try? PCSCScan.status(environment: pcscEnvironment).first { $0.name == readerName }
-            if let reader, reader.isCardPresent, let atr = reader.atr { return atr }
+            if let reader, reader.isCardPresent, let atr = reader.atr {
+                state.withLock { $0.atr = atr }
+                return atr
+            }
             running.terminate(grace: .seconds(1))
         }
         let python = try HarnessPaths.viccPython()
@@ -97,7 +100,7 @@ public final class VirtualCard: Sendable {
     }
 
     /// Stops vicc (SIGTERM, then SIGKILL) and waits until pcscd no longer reports a card in
-    /// ``readerName`` (when pcscd runs). The card is gone within a few milliseconds.
+    /// ``readerName`` (when pcscd runs). The card is gone within about 0.4 s (pcscd's presence poll).
     /// - Throws: ``HarnessError/Code/timeout`` if the card still shows after `timeout`.
     public func stop(timeout: Duration = .seconds(5)) throws {
         let child = state.withLock { state in
