@@ -1,0 +1,78 @@
+import Foundation
+import PCSC
+import PCSCTestSupport
+import SecbridgeCLI
+import Testing
+
+/// Every suite that uses the shared vpcd reader and its vicc card is nested in this one, so that
+/// `.serialized` covers them all: one test at a time touches the card (swift test runs suites in
+/// parallel otherwise).
+@Suite(.serialized) enum SharedReader {}
+
+/// PC/SC calls block: tests run them here, never on Swift's shared concurrency pool.
+let pcscExecutor = BlockingExecutor(name: "e2e-pcsc")
+
+/// Starts (once) the private pcscd with vpcd and vicc, and returns it.
+func sharedEnvironment() throws -> TestEnvironment {
+    try TestEnvironment.shared.start()
+}
+
+/// Runs blocking work on ``pcscExecutor``.
+func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await pcscExecutor.run(body)
+}
+
+/// Runs the CLI in this process (so it talks to the shared pcscd) and captures its output.
+func runCLI(_ arguments: [String], input: [String] = []) async throws -> (status: Int32, out: String, err: String) {
+    try await blocking {
+        let console = CapturingConsole(input: input)
+        let status = SecbridgeCLI.main(arguments: arguments, console: console)
+        return (status, console.standardOutput, console.standardError)
+    }
+}
+
+/// The `secbridge` binary next to the test bundle (swift test builds it with the tests).
+func secbridgeBinary() throws -> URL {
+    var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    for _ in 0..<4 {
+        let candidate = directory.appendingPathComponent("secbridge")
+        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+        directory = directory.deletingLastPathComponent()
+    }
+    let fallback = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+        .appendingPathComponent(".build/debug/secbridge")
+    guard FileManager.default.isExecutableFile(atPath: fallback.path) else {
+        throw HarnessError(code: .missingDependency, reason: "the secbridge binary was not built; run `swift build` first")
+    }
+    return fallback
+}
+
+/// Runs the `secbridge` binary as a subprocess with `environment` and a bound on its run time.
+func runBinary(_ arguments: [String], environment: [String: String], timeout: Duration = .seconds(20)) async throws
+    -> (status: Int32, out: String, err: String)
+{
+    let binary = try secbridgeBinary()
+    return try await blocking {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        process.environment = environment
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning {
+            if ContinuousClock.now > deadline {
+                process.terminate()
+                break
+            }
+            usleep(10_000)
+        }
+        process.waitUntilExit()
+        let outText = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let errText = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        return (process.terminationStatus, outText, errText)
+    }
+}
