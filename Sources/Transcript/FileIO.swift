@@ -27,12 +27,17 @@ enum FileIO {
 
     /// Reads a whole file, refusing more than `limit` bytes.
     static func readFile(_ path: String, limit: Int) throws(Failure) -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        // O_NONBLOCK: a FIFO or device must not block the open; only regular files are read.
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
             let e = errno
             throw Failure(errorNumber: e, reason: "cannot open \(path): \(describe(e))")
         }
         defer { _ = close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            throw Failure(errorNumber: EINVAL, reason: "\(path) is not a regular file: give the path of a transcript file")
+        }
         var result: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
@@ -52,7 +57,8 @@ enum FileIO {
 
     /// Creates a new file for writing (mode 0644). With `exclusive`, an existing file is an error.
     static func create(_ path: String, exclusive: Bool) throws(Failure) -> Int32 {
-        let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (exclusive ? O_EXCL : O_TRUNC)
+        // O_NONBLOCK: opening a FIFO with no reader fails (ENXIO) instead of waiting forever.
+        let flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK | (exclusive ? O_EXCL : O_TRUNC)
         let fd = open(path, flags, mode_t(0o644))
         guard fd >= 0 else {
             let e = errno

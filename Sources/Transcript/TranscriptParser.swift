@@ -159,7 +159,8 @@ struct TranscriptTextParser {
             let number = lines.count + 1
             var scanner = TextScanner(Array(unterminated), file: fileName, line: number)
             try scanner.checkCharacters(trailingSpace: false)
-            if number == 1 { try scanner.parseVersionLine() }
+            let versionLine = Array("# \(TranscriptHeader.versionKey): \(TranscriptHeader.formatVersion)".utf8)
+            if number == 1 && !versionLine.starts(with: unterminated) { try scanner.parseVersionLine() }
             throw error(.truncated, line: number, column: unterminated.count + 1,
                         "the last line does not end with a newline: the file looks cut short; complete it or remove the partial line")
         }
@@ -230,7 +231,7 @@ struct PairingCheck {
         case .event: return nil
         case .reader:
             guard let id = record.channel else {
-                return "a 'reader' line declares a channel id: write it as 'reader @r0 name=\"…\"'"
+                return "a 'reader' line declares a channel id: write it as '@r0 reader name=\"…\"'"
             }
             if let at = readers[id] {
                 return "reader @\(id) is already declared at line \(at): use another id"
@@ -257,6 +258,17 @@ struct TextScanner {
     // MARK: Whole-line checks
 
     func checkCharacters(trailingSpace: Bool = true) throws(TranscriptParseError) {
+        var parser = Unicode.UTF8.ForwardParser()
+        var iterator = text.makeIterator()
+        var offset = 0
+        decoding: while true {
+            switch parser.parseScalar(from: &iterator) {
+            case .valid(let scalar): offset += scalar.count
+            case .emptyInput: break decoding
+            case .error:
+                throw fail(.invalidCharacter, at: offset, "not UTF-8 text: save the file as UTF-8")
+            }
+        }
         for (i, b) in text.enumerated() {
             if b == 0x0D {
                 throw fail(.invalidCharacter, at: i, "a carriage return: convert the file to LF line endings")
