@@ -9,6 +9,9 @@ let package = Package(
         .library(name: "ISO7816", targets: ["ISO7816"]),
         .library(name: "Transcript", targets: ["Transcript"]),
         .library(name: "PN53x", targets: ["PN53x"]),
+        .library(name: "ACR122Simulator", targets: ["ACR122Simulator"]),
+        // The simulated ACR122U as a pcscd driver (IFD handler): LIBPATH in a reader.conf file.
+        .library(name: "SecbridgeACR122IFD", type: .dynamic, targets: ["ACR122Driver"]),
         .executable(name: "secbridge", targets: ["secbridge"]),
         .executable(name: "secbridge-bench", targets: ["secbridge-bench"]),
         .executable(name: "secbridge-testbed", targets: ["secbridge-testbed"]),
@@ -28,6 +31,10 @@ let package = Package(
         .target(name: "Transcript", dependencies: ["ISO7816"]),
         // Layer 3: ACR122U pseudo-APDUs and PN532 commands.
         .target(name: "PN53x", dependencies: ["ISO7816"]),
+        // Layer 5: a faithful model of the ACR122U (and its CCID driver) with a simulated RF field.
+        .target(name: "ACR122Simulator", dependencies: ["ISO7816", "Transcript"]),
+        // The simulated ACR122U exported as IFD handler entry points for pcscd.
+        .target(name: "ACR122Driver", dependencies: ["ACR122Simulator", "CPCSCLite"]),
         // A private pcscd with vpcd and vicc, for tests, benchmarks and demos.
         .target(name: "PCSCTestSupport"),
         // The command tree of the `secbridge` tool, as a library so tests can drive it.
@@ -54,6 +61,7 @@ let package = Package(
         .testTarget(name: "ISO7816Tests", dependencies: ["ISO7816"]),
         .testTarget(name: "TranscriptTests", dependencies: ["Transcript", "ISO7816"]),
         .testTarget(name: "PN53xTests", dependencies: ["PN53x", "ISO7816"]),
+        .testTarget(name: "ACR122SimulatorTests", dependencies: ["ACR122Simulator", "PN53x", "ISO7816", "Transcript"]),
         .testTarget(name: "SecbridgeCLITests", dependencies: ["SecbridgeCLI"]),
         .testTarget(
             name: "EndToEndTests",
