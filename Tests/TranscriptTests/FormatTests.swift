@@ -16,7 +16,7 @@ struct FormatTests {
         }
     }
 
-    @Test("README example 2 (field case P10): lines read as the right entries")
+    @Test("P10: README example 2 (card emulation) reads as the right entries")
     func emulationExampleValues() throws {
         let text = try readmeTranscripts()[2].text
         let t = try Transcript(parsing: text, fileName: "example2")
@@ -141,7 +141,12 @@ struct FormatTests {
 
     @Test("drip-feed: a cut inside a line is reported truncated, a cut at a line end gives the lines so far")
     func dripFeed() throws {
-        let text = try readmeTranscripts()[2].text
+        for (_, text) in try readmeTranscripts() {
+            try dripFeed(text)
+        }
+    }
+
+    private func dripFeed(_ text: String) throws {
         let full = try Transcript(parsing: text, fileName: "full")
         let bytes = Array(text.utf8)
         for cut in 0..<bytes.count {

@@ -41,7 +41,7 @@ struct RedactionTests {
                expected: "00 82 00 00 20 [REDACTED 32] 28"),
         Vector(id: "ACR122U LOAD KEY", source: "ACR122U API v2.04, Load Authentication Keys: FF 82 00 slot 06 key",
                command: "FF 82 00 00 06 FF FF FF FF FF FF", expected: "FF 82 00 00 06 [REDACTED 6]"),
-        Vector(id: "PN532 MIFARE authentication key A", source: "field case P08 (nfc-pcsc issue 59)",
+        Vector(id: "P08 PN532 MIFARE authentication key A", source: "field case P08 (nfc-pcsc issue 59)",
                command: "FF 00 00 00 0F D4 40 01 60 00 A0 A1 A2 A3 A4 A5 01 02 03 04",
                expected: "FF 00 00 00 0F D4 40 01 60 00 [REDACTED 6] 01 02 03 04"),
         Vector(id: "PN532 MIFARE authentication key B, block 7", source: "PN532 UM0701-02 §7.3.8, made-up key and UID",
