@@ -36,13 +36,14 @@ public final class PrivatePCSCD: Sendable {
     public let socketPath: String
     /// pcscd's log, appended to across restarts.
     public let logURL: URL
-    /// The readers written to `reader.conf.d`, in order.
-    public let readers: [ReaderConfEntry]
+    /// The readers written to `reader.conf.d`, in order (changed by ``restart(readers:timeout:)``).
+    public var readers: [ReaderConfEntry] { state.withLock { $0.readers } }
 
     private struct State {
         var child: ChildProcess?
         var cleanupToken: UUID?
         var readerNames: [String] = []
+        var readers: [ReaderConfEntry] = []
     }
     private let state = Mutex(State())
 
@@ -51,7 +52,7 @@ public final class PrivatePCSCD: Sendable {
     /// - Throws: ``HarnessError`` with `.invalidConfiguration` or `.missingDependency`.
     public init(readers: [ReaderConfEntry]) throws {
         for reader in readers { try reader.validate() }
-        self.readers = readers
+        state.withLock { $0.readers = readers }
         let base = URL(fileURLWithPath: NSTemporaryDirectory(), isDirectory: true)
         directory = base.appendingPathComponent("secbridge-pcscd.\(getpid()).\(UUID().uuidString.prefix(8))")
         socketPath = directory.appendingPathComponent("run/pcscd.comm").path
@@ -158,6 +159,25 @@ public final class PrivatePCSCD: Sendable {
         return try start(timeout: timeout)
     }
 
+    /// Stops pcscd and starts it again at the same ``socketPath`` with other readers: to clients
+    /// (and a reader monitor) the readers that are gone were detached and the new ones attached.
+    /// - Throws: as ``ReaderConfEntry/validate()`` and ``start(timeout:)``.
+    @discardableResult
+    public func restart(readers: [ReaderConfEntry], timeout: Duration = .seconds(10)) throws -> [String] {
+        for reader in readers { try reader.validate() }
+        if let child = state.withLock({ $0.child }) {
+            guard child.terminate(grace: .seconds(5)) else {
+                throw HarnessError(code: .timeout, reason: "pcscd (pid \(child.pid)) did not exit after SIGKILL",
+                                   logTail: child.logTail())
+            }
+        }
+        state.withLock { state in
+            state.child = nil
+            state.readers = readers
+        }
+        return try start(timeout: timeout)
+    }
+
     /// The last lines of pcscd's log.
     public func logTail(lines: Int = 20) -> String { LogFile.tail(of: logURL, lines: lines) }
 
@@ -212,6 +232,9 @@ public final class PrivatePCSCD: Sendable {
             }
             try "\(getpid())\n".write(to: directory.appendingPathComponent("owner.pid"), atomically: true, encoding: .utf8)
             let conf = directory.appendingPathComponent("reader.conf.d")
+            for old in (try? files.contentsOfDirectory(atPath: conf.path)) ?? [] {
+                try files.removeItem(at: conf.appendingPathComponent(old))
+            }
             for (index, reader) in readers.enumerated() {
                 let file = conf.appendingPathComponent(String(format: "%02d-reader", index))
                 try reader.rendered.write(to: file, atomically: true, encoding: .utf8)

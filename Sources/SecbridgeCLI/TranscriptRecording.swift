@@ -6,13 +6,6 @@ import Transcript
 import Glibc
 #endif
 
-extension PCSCError: TranscriptDescribableError {
-    /// `! SCARD_E_NO_SMARTCARD 0x8010000C`: PC/SC failures keep their exact name and code.
-    public var transcriptFailure: TranscriptFailure {
-        TranscriptFailure(name: name, code: code, message: function.map { "\($0) failed" })
-    }
-}
-
 /// `--record FILE` for the CLI: a transcript written as the command runs, one flushed line per event.
 struct TranscriptRecording {
     let channel: any CardChannel
