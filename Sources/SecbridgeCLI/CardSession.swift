@@ -1,5 +1,6 @@
 import ISO7816
 import PCSC
+import Transcript
 
 /// A connection to the card in the reader a command chose, with what the ISO transport needs to
 /// know (card capabilities from the ATR, the reader's maximum input), and the transcript recorder
@@ -12,12 +13,15 @@ final class CardSession {
     let capabilities: CardCapabilities
     let maxInput: Int?
     let atr: [UInt8]
+    /// The transcript recorder with `--record`, for events (a card reset) beside the exchanges.
+    let recorder: TranscriptRecorder?
     private let finish: () -> Void
 
     private init(
         reader: String, handle: CardHandle, channel: any CardChannel, capabilities: CardCapabilities,
-        maxInput: Int?, atr: [UInt8], finish: @escaping () -> Void
+        maxInput: Int?, atr: [UInt8], recorder: TranscriptRecorder?, finish: @escaping () -> Void
     ) {
+        self.recorder = recorder
         self.reader = reader
         self.handle = handle
         self.channel = channel
@@ -55,15 +59,17 @@ final class CardSession {
         let maxInput = try? handle.maxInput()
         var channel: any CardChannel = handle
         var finish: () -> Void = {}
+        var recorder: TranscriptRecorder?
         if let path {
-            let recorder = try TranscriptRecording.start(
+            let recording = try TranscriptRecording.start(
                 path: path, inner: handle, reader: reader, atr: atr, command: command)
-            channel = recorder.channel
-            finish = recorder.finish
+            channel = recording.channel
+            finish = recording.finish
+            recorder = recording.recorder
         }
         return CardSession(
             reader: reader, handle: handle, channel: channel, capabilities: capabilities,
-            maxInput: maxInput.flatMap { $0 > 0 ? $0 : nil }, atr: atr, finish: finish)
+            maxInput: maxInput.flatMap { $0 > 0 ? $0 : nil }, atr: atr, recorder: recorder, finish: finish)
     }
 
     /// Ends recording and disconnects, leaving the card as it is.

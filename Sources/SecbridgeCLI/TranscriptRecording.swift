@@ -17,7 +17,6 @@ struct TranscriptRecording {
         var header = TranscriptHeader(
             tool: "secbridge \(SecbridgeCLI.version) \(command)", origin: .recorded, date: utcTimestamp(), reader: reader,
             atr: atr, transmissionProtocol: transmissionProtocol)
-        if let socket = environmentValue("PCSCLITE_CSOCK_NAME") { header["pcscd-socket"] = socket }
         return header
     }
 

@@ -126,3 +126,21 @@ enum FileIO {
         }
     }
 }
+
+/// A file that could not be read: its path and why, in words that say what to do.
+public struct FileReadError: Error, Sendable, CustomStringConvertible {
+    public var path: String
+    public var reason: String
+    public var description: String { reason }
+}
+
+/// Reads a whole regular file (never a FIFO or device, which could block), refusing more than
+/// `limit` bytes. Used for transcripts and APDU scripts.
+/// - Throws: ``FileReadError`` naming the path and the cause (errno text).
+public func readRegularFile(_ path: String, limit: Int) throws(FileReadError) -> [UInt8] {
+    do {
+        return try FileIO.readFile(path, limit: limit)
+    } catch {
+        throw FileReadError(path: path, reason: error.reason)
+    }
+}
