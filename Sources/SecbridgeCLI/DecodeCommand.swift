@@ -152,7 +152,7 @@ extension SecbridgeCLI {
                 }
             }
             if let storage {
-                invocation.out("contactless storage card: RID \(storage.rid.hexString), standard \([storage.standard].hexString)\(storage.standardText.map { " (\($0))" } ?? ""), name \(String(storage.cardName, radix: 16, uppercase: true))\(storage.cardNameText.map { " (\($0))" } ?? "")")
+                invocation.out("contactless storage card: RID \(storage.rid.hexString), standard \([storage.standard].hexString)\(storage.standardText.map { " (\($0))" } ?? ""), name \([UInt8(storage.cardName >> 8), UInt8(storage.cardName & 0xFF)].hexString)\(storage.cardNameText.map { " (\($0))" } ?? "")")
             }
             if let tck = atr.tck {
                 invocation.out("TCK \([tck].hexString) (\(atr.isChecksumValid ? "valid" : "INVALID: the XOR of T0…TCK is not 0"))")

@@ -1,0 +1,269 @@
+import Testing
+
+@testable import SecbridgeCLI
+
+/// Runs the CLI in process for commands that never reach PC/SC (decode, help, usage errors).
+/// A PC/SC call here would fix this process's pcscd socket before the end-to-end harness sets it.
+func run(_ arguments: [String]) -> (status: Int32, out: String, err: String) {
+    let console = CapturingConsole()
+    let status = SecbridgeCLI.main(arguments: arguments, console: console)
+    return (status, console.standardOutput, console.standardError)
+}
+
+@Suite struct DecodeCommandTests {
+    @Test func decodeAPDUJSONHasTheDocumentedKeys() {
+        // P14: SELECT of the NFC Forum Type 4 Tag application, case 4S.
+        let result = run(["decode", "apdu", "--json", "00", "A4", "04", "00", "07", "D2", "76", "00", "00", "85", "01", "01", "00"])
+        #expect(result.status == 0)
+        #expect(result.err == "")
+        #expect(result.out == """
+            {
+              "case": "4S",
+              "cla": "00",
+              "ins": "A4",
+              "p1": "04",
+              "p2": "00",
+              "nc": 7,
+              "ne": 256,
+              "data": "D2760000850101"
+            }
+
+            """)
+    }
+
+    struct CaseVector: Sendable, CustomTestStringConvertible {
+        let id: String
+        let hex: String
+        let apduCase: String
+        let nc: Int
+        let ne: Int
+        var testDescription: String { id }
+    }
+
+    static let cases: [CaseVector] = [
+        .init(id: "case 1", hex: "00A40000", apduCase: "1", nc: 0, ne: 0),
+        .init(id: "P03 case 2S Le 00 = 256", hex: "00B2011400", apduCase: "2S", nc: 0, ne: 256),
+        .init(id: "case 3S", hex: "00A4000C023F00", apduCase: "3S", nc: 2, ne: 0),
+        .init(id: "P01 case 2S READ BINARY", hex: "00B0000000", apduCase: "2S", nc: 0, ne: 256),
+        .init(id: "case 2E Le 0000 = 65536", hex: "00B00000000000", apduCase: "2E", nc: 0, ne: 65536),
+        .init(id: "case 3E", hex: "00DA00000000023F00", apduCase: "3E", nc: 2, ne: 0),
+        .init(id: "case 4E", hex: "00A40400000002A0000100", apduCase: "4E", nc: 2, ne: 256),
+    ]
+
+    @Test(arguments: cases)
+    func decodeAPDUCases(_ vector: CaseVector) {
+        let result = run(["decode", "apdu", "--json", vector.hex])
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.out.contains("\"case\": \"\(vector.apduCase)\""))
+        #expect(result.out.contains("\"nc\": \(vector.nc),"))
+        #expect(result.out.contains("\"ne\": \(vector.ne),"))
+    }
+
+    @Test func decodeATRJSONFromP05() {
+        // P05: MIFARE Classic 1K storage card ATR synthesised by a PC/SC reader.
+        let result = run(["decode", "atr", "--json", "3B 8F 80 01 80 4F 0C A0 00 00 03 06 03 00 01 00 00 00 00 6A"])
+        #expect(result.status == 0)
+        #expect(result.out.contains(#""protocols": [\#n    "T=0",\#n    "T=1"\#n  ]"#))
+        #expect(result.out.contains(#""historicalBytes": "804F0CA00000030603000100000000""#))
+        #expect(result.out.contains(#""tck": "6A""#))
+        #expect(result.out.contains(#""checksumValid": true"#))
+        #expect(result.out.contains(#""cardNameText": "MIFARE Classic 1K""#))
+    }
+
+    @Test func decodeATRWithBadChecksumSaysSo() {
+        // P05's ISO 14443-4 ATR with TCK changed from 01 to 02.
+        let result = run(["decode", "atr", "3B 80 80 01 02"])
+        #expect(result.status == 0)
+        #expect(result.out.contains("TCK 02 (INVALID: the XOR of T0…TCK is not 0)"))
+    }
+
+    @Test func decodeTLVJSONFromP02() {
+        // P02: the FCP of an IsoApplet SELECT.
+        let result = run(["decode", "tlv", "--json", "6F 15 81 02 02 00 82 01 01 83 02 44 02 86 08 FF 90 90 90 90 90 90 00"])
+        #expect(result.status == 0)
+        #expect(result.out == """
+            [
+              {
+                "tag": "6F",
+                "length": 21,
+                "children": [
+                  {
+                    "tag": "81",
+                    "length": 2,
+                    "value": "0200"
+                  },
+                  {
+                    "tag": "82",
+                    "length": 1,
+                    "value": "01"
+                  },
+                  {
+                    "tag": "83",
+                    "length": 2,
+                    "value": "4402"
+                  },
+                  {
+                    "tag": "86",
+                    "length": 8,
+                    "value": "FF90909090909000"
+                  }
+                ]
+              }
+            ]
+
+            """)
+    }
+
+    @Test func decodeTLVRejectsIndefiniteLength() {
+        // P07: 80 is the indefinite form, not allowed in ISO 7816-4 data objects.
+        let result = run(["decode", "tlv", "61 80 4F 0B"])
+        #expect(result.status == 1)
+        #expect(result.err.hasPrefix("secbridge: error: not valid BER-TLV: "))
+    }
+
+    @Test func decodeResponseShowsMeaning() {
+        let result = run(["decode", "response", "--json", "6A82"])
+        #expect(result.status == 0)
+        #expect(result.out == """
+            {
+              "data": "",
+              "sw": "6A82",
+              "meaning": "file or application not found"
+            }
+
+            """)
+    }
+}
+
+@Suite struct UsageErrorTests {
+    @Test func oddHexIsAUsageErrorWithThePosition() {
+        let result = run(["decode", "apdu", "00A4040"])
+        #expect(result.status == 64)
+        #expect(result.out == "")
+        #expect(result.err.hasPrefix("secbridge: error: the input is not valid hex: "))
+        #expect(result.err.hasSuffix("""
+            USAGE: secbridge decode apdu [--json] HEX…
+            Run 'secbridge decode apdu --help' for more information.
+
+            """))
+    }
+
+    @Test func lcNotMatchingDataIsRejectedBeforeConnecting() {
+        // Lc says 7 bytes, 2 follow.
+        let result = run(["send", "00 A4 04 00 07 D2 76"])
+        #expect(result.status == 64)
+        #expect(result.err.hasPrefix("secbridge: error: APDU 1 (00 A4 04 00 07 D2 76) is malformed: "))
+    }
+
+    @Test func spuriousShortLcZeroIsRejected() {
+        // P03: 00 B2 01 14 00 00 carries a spurious Lc 00.
+        let result = run(["send", "00B201140000"])
+        #expect(result.status == 64)
+        #expect(result.err.contains("short Lc of 00"))
+    }
+
+    @Test func unknownCommandAndOption() {
+        let unknown = run(["frobnicate"])
+        #expect(unknown.status == 64)
+        #expect(unknown.err == """
+            secbridge: error: unknown command 'frobnicate'
+            USAGE: secbridge <subcommand>
+            Run 'secbridge --help' for more information.
+
+            """)
+        let option = run(["readers", "--colour"])
+        #expect(option.status == 64)
+        #expect(option.err.hasPrefix("secbridge: error: unknown option '--colour'\n"))
+    }
+
+    @Test func missingValuesAndBadNumbers() {
+        #expect(run(["send", "--reader"]).err.hasPrefix("secbridge: error: --reader needs a value (NAME|INDEX)\n"))
+        let count = run(["monitor", "--count", "0"])
+        #expect(count.status == 64)
+        #expect(count.err.hasPrefix("secbridge: error: --count takes a whole number from 1 to 1000000, not '0'\n"))
+        let timeout = run(["monitor", "--timeout", "soon"])
+        #expect(timeout.status == 64)
+        #expect(timeout.err.hasPrefix("secbridge: error: --timeout takes a number of seconds greater than 0 and at most 86400, not 'soon'\n"))
+    }
+
+    @Test func sendWithoutAPDU() {
+        let result = run(["send"])
+        #expect(result.status == 64)
+        #expect(result.err.hasPrefix("secbridge: error: give at least one APDU in hex, e.g. `secbridge send 00 A4 04 00 00`\n"))
+    }
+
+    @Test func groupNeedsSubcommand() {
+        let result = run(["decode"])
+        #expect(result.status == 64)
+        #expect(result.err.hasPrefix("secbridge: error: 'secbridge decode' needs a subcommand\n"))
+    }
+
+    @Test func scriptErrorsNameFileAndLine() throws {
+        #expect(throws: CLIError.failure("script.txt:3: 'hello' is not an APDU in hex ('h' at character 0 is not a hex digit (0-9, A-F) or a separator (space, colon, comma)); write one APDU per line, or reset, exit, or a # comment")) {
+            _ = try APDUScript(parsing: "# comment\n00 A4 00 0C 02 3F 00\nhello\n", fileName: "script.txt")
+        }
+        let script = try APDUScript(parsing: "00A4000C023F00 # select MF\n\nreset\n00 B0 00 00 00 // read\nexit\n00 B0 00 00 00\n", fileName: "s")
+        #expect(script.steps == [
+            .apdu([0x00, 0xA4, 0x00, 0x0C, 0x02, 0x3F, 0x00], line: 1), .reset(line: 3),
+            .apdu([0x00, 0xB0, 0x00, 0x00, 0x00], line: 4),
+        ])
+    }
+}
+
+@Suite struct HelpTests {
+    @Test func rootHelpListsEveryCommand() {
+        let result = run(["--help"])
+        #expect(result.status == 0)
+        for command in ["readers", "send", "decode", "monitor", "run", "replay"] {
+            #expect(result.out.contains("\n  \(command) "), "\(command) missing from help")
+        }
+        #expect(result.out.hasPrefix("OVERVIEW: PC/SC and NFC credential sessions on Linux"))
+    }
+
+    @Test(arguments: [
+        ["readers"], ["send"], ["decode"], ["decode", "apdu"], ["decode", "response"], ["decode", "atr"],
+        ["decode", "tlv"], ["monitor"], ["run"], ["replay"],
+    ])
+    func everyCommandHasHelp(_ path: [String]) {
+        let result = run(path + ["--help"])
+        #expect(result.status == 0)
+        #expect(result.out.hasPrefix("OVERVIEW: "))
+        #expect(result.out.contains("USAGE: secbridge \(path.joined(separator: " "))"))
+        #expect(result.out.contains("-h, --help"))
+    }
+
+    @Test func sendHelpGolden() {
+        let result = run(["send", "--help"])
+        #expect(result.out.hasPrefix("""
+            OVERVIEW: Send APDUs to the card in a reader, with ISO 7816-4 handling.
+
+            USAGE: secbridge send [--reader NAME|INDEX] [--raw] [--json] [--record FILE] HEX…
+
+            """))
+        #expect(result.out.hasSuffix("""
+            OPTIONS:
+              -r, --reader <NAME|INDEX>  The reader: an index from `secbridge readers` or part of its name.
+              --raw                      Send the bytes as they are: no GET RESPONSE, no Le correction, no chaining.
+              --json                     Print a JSON object {reader, protocol, exchanges: [{command, response, data, sw, meaning, raw}]}.
+              --record <FILE>            Record every exchange to a transcript FILE.
+              -h, --help                 Show help information.
+
+            """))
+    }
+
+    @Test func readerSelectionP13() throws {
+        let readers = [
+            "Microchip SEC1210 [CCID Interface] (12345678) 00 00",
+            "Microchip SEC1210 [CCID Interface] (12345678) 00 01",
+            "ACS ACR122U PICC Interface 00 00",
+        ]
+        #expect(try selectReader("2", in: readers) == readers[2])
+        #expect(try selectReader("acr122", in: readers) == readers[2])
+        #expect(try selectReader("00 01", in: readers) == readers[1])
+        #expect(throws: CLIError.self) { try selectReader("SEC1210", in: readers) }  // ambiguous
+        #expect(throws: CLIError.self) { try selectReader("7", in: readers) }
+        #expect(throws: CLIError.self) { try selectReader("gemalto", in: readers) }
+        #expect(throws: CLIError.self) { try selectReader(nil, in: []) }
+        #expect(try selectReader(nil, in: readers, preferring: { $0.contains("ACR122") }) == readers[2])
+    }
+}
