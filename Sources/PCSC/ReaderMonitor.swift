@@ -128,32 +128,32 @@ public final class ReaderMonitor: Sendable {
     private func run(emit: (ReaderEvent) -> Void) {
         var states: [String: ReaderState] = [:]
         var backoff = configuration.initialBackoff
-        var lostError: PCSCError?
+        // Set while pcscd is unreachable: the loss is reported once, the restoration once.
+        var lost = false
         while !isStopped {
             let context: PCSCContext
             do {
                 context = try PCSCContext()
             } catch {
                 // Any failure to establish a context is reported once, then retried with backoff.
-                if lostError == nil {
-                    lostError = error
+                if !lost {
+                    lost = true
                     emit(.serviceLost(error))
                 }
                 sleep(backoff)
                 backoff = min(backoff * 2, configuration.maximumBackoff)
                 continue
             }
+            backoff = configuration.initialBackoff
             currentContext.withLock { $0 = context }
             if isStopped { break }
-            let error = watch(context: context, states: &states, announceRestore: lostError != nil, emit: emit)
+            let error = watch(context: context, states: &states, announceRestore: lost, emit: emit)
+            lost = false
             currentContext.withLock { $0 = nil }
             try? context.release()
             guard let error else { break }  // stopped
-            if lostError == nil {
-                emit(.serviceLost(error))
-            }
-            lostError = error
-            backoff = configuration.initialBackoff
+            lost = true
+            emit(.serviceLost(error))
             sleep(backoff)
         }
     }

@@ -96,9 +96,16 @@ nonisolated(unsafe) private var interruptFlag: sig_atomic_t = 0
 
 /// Makes SIGINT and SIGTERM set a flag that long-running commands poll, so they can restore the
 /// reader and flush transcripts before exiting.
+/// The signals are also unblocked: a process started from a thread that blocks them (test
+/// runners do) inherits that mask, and would otherwise never see Ctrl-C.
 func installInterruptHandler() {
     signal(SIGINT) { _ in interruptFlag = 1 }
     signal(SIGTERM) { _ in interruptFlag = 1 }
+    var set = sigset_t()
+    sigemptyset(&set)
+    sigaddset(&set, SIGINT)
+    sigaddset(&set, SIGTERM)
+    pthread_sigmask(SIG_UNBLOCK, &set, nil)
 }
 
 func interrupted() -> Bool { interruptFlag != 0 }

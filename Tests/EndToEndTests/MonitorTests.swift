@@ -1,0 +1,179 @@
+import Foundation
+import PCSC
+import PCSCTestSupport
+import Synchronization
+import Testing
+
+/// A value behind a mutex, shareable by reference (a `Mutex` itself cannot be captured).
+final class Locked<Value: Sendable>: Sendable {
+    private let mutex: Mutex<Value>
+    init(_ value: Value) { mutex = Mutex(value) }
+    func withLock<T>(_ body: (inout Value) -> T) -> T { mutex.withLock { body(&$0) } }
+}
+
+/// Waits for events from a monitor's stream, each wait bounded.
+final class EventCollector: Sendable {
+    private let events = Locked<[ReaderEvent]>([])
+    private let task: Task<Void, Never>
+
+    init(_ monitor: ReaderMonitor) {
+        let events = self.events
+        task = Task.detached {
+            for await event in monitor.events { events.withLock { $0.append(event) } }
+        }
+    }
+
+    deinit { task.cancel() }
+
+    var all: [ReaderEvent] { events.withLock { $0 } }
+
+    /// Waits until an event satisfies `predicate` (at most `timeout`), and returns it.
+    func wait(for description: String, timeout: Duration = .seconds(15), _ predicate: @escaping @Sendable (ReaderEvent) -> Bool)
+        async throws -> ReaderEvent
+    {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let match = events.withLock({ $0.first(where: predicate) }) { return match }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw HarnessError(code: .timeout, reason: "no \(description) event within \(timeout); saw \(all)")
+    }
+
+    func clear() { events.withLock { $0.removeAll() } }
+}
+
+extension SharedReader {
+    /// Monitoring of the shared pcscd: readers and vicc's card coming and going.
+    @Suite struct MonitorTests {
+        @Test func reportsPresentReadersAndCardThenRemovalAndInsertion() async throws {
+            let environment = try sharedEnvironment()
+            let reader = environment.vpcdReaderName
+            let monitor = ReaderMonitor()
+            defer { monitor.stop() }
+            let events = EventCollector(monitor)
+            // Initial state: the reader is attached and vicc's card is in it.
+            _ = try await events.wait(for: "reader-attached") { $0 == .readerAttached(reader: reader) }
+            let inserted = try await events.wait(for: "card-inserted") { $0.kind == "card-inserted" && $0.reader == reader }
+            #expect(inserted == .cardInserted(reader: reader, atr: viccATR))
+            events.clear()
+            try await blocking { try environment.card.stop() }
+            _ = try await events.wait(for: "card-removed") { $0 == .cardRemoved(reader: reader) }
+            _ = try await blocking { try environment.card.start() }
+            let again = try await events.wait(for: "card-inserted again") { $0.kind == "card-inserted" }
+            #expect(again == .cardInserted(reader: reader, atr: viccATR))
+            // Exactly one removal and one insertion (P11: the event counter is not a change by itself).
+            #expect(events.all.filter { $0.reader == reader } == [.cardRemoved(reader: reader), .cardInserted(reader: reader, atr: viccATR)])
+        }
+
+        @Test func stopFinishesTheStream() async throws {
+            _ = try sharedEnvironment()
+            let monitor = ReaderMonitor()
+            let finished = Task { () -> Int in
+                var count = 0
+                for await _ in monitor.events { count += 1 }
+                return count
+            }
+            try await Task.sleep(for: .milliseconds(100))
+            monitor.stop()
+            let count = await finished.value  // returns: the stream finished
+            #expect(count >= 1)
+        }
+    }
+}
+
+/// `secbridge monitor` as a subprocess against a pcscd of its own, which the test stops, restarts
+/// with other readers, and kills: reader arrival and removal, and recovery after pcscd restarts
+/// (case P12), without disturbing the shared pcscd of this process.
+@Suite(.serialized) struct MonitorRecoveryTests {
+    /// A running `secbridge monitor --json`, its output lines collected as they come.
+    final class MonitorProcess: @unchecked Sendable {
+        let process = Process()
+        private let lines = Locked<[String]>([])
+        private let buffer = Locked<String>("")
+
+        init(environment: [String: String]) throws {
+            process.executableURL = try secbridgeBinary()
+            process.arguments = ["monitor", "--json", "--timeout", "60"]
+            process.environment = environment
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            process.standardError = FileHandle.nullDevice
+            pipe.fileHandleForReading.readabilityHandler = { [lines, buffer] handle in
+                let data = handle.availableData
+                guard !data.isEmpty else { return }
+                buffer.withLock { text in
+                    text += String(decoding: data, as: UTF8.self)
+                    while let newline = text.firstIndex(of: "\n") {
+                        let line = String(text[..<newline])
+                        text = String(text[text.index(after: newline)...])
+                        lines.withLock { $0.append(line) }
+                    }
+                }
+            }
+            try process.run()
+        }
+
+        var output: [String] { lines.withLock { $0 } }
+
+        func wait(for needle: String, after index: Int = 0, timeout: Duration = .seconds(20)) async throws -> Int {
+            let deadline = ContinuousClock.now + timeout
+            while ContinuousClock.now < deadline {
+                let current = output
+                if let found = current.indices.first(where: { $0 >= index && current[$0].contains(needle) }) { return found }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            throw HarnessError(code: .timeout, reason: "secbridge monitor printed no line with \(needle) within \(timeout): \(output)")
+        }
+
+        func stop() {
+            if process.isRunning { process.interrupt() }
+            process.waitUntilExit()
+        }
+    }
+
+    @Test func readersComeAndGoAndMonitoringSurvivesRestarts() async throws {
+        _ = try sharedEnvironment()  // makes sure the binaries and dependencies are there
+        let first = ReaderConfEntry.vpcd(port: try FreePort.pick(), friendlyName: "Monitor First")
+        let second = ReaderConfEntry.vpcd(port: try FreePort.pick(), friendlyName: "Monitor Second")
+        let pcscd = try PrivatePCSCD(readers: [first])
+        defer { pcscd.stop() }
+        try await blocking { try pcscd.start() }
+        let monitor = try MonitorProcess(environment: pcscd.environment)
+        defer { monitor.stop() }
+
+        var at = try await monitor.wait(for: #""event":"reader-attached","reader":"Monitor First 00 00""#)
+        // A reader arrives: pcscd comes back with a second vpcd entry.
+        try await blocking { try pcscd.restart(readers: [first, second]) }
+        at = try await monitor.wait(for: #""event":"service-lost""#, after: at)
+        at = try await monitor.wait(for: #""event":"reader-attached","reader":"Monitor Second 00 00""#, after: at)
+        // And leaves.
+        try await blocking { try pcscd.restart(readers: [first]) }
+        at = try await monitor.wait(for: #""event":"reader-detached","reader":"Monitor Second 00 00""#, after: at)
+        // A crash: pcscd killed, then started again at the same socket.
+        let killed = await (try? blocking { pcscd.kill() }) ?? false
+        #expect(killed)
+        at = try await monitor.wait(for: #""event":"service-lost""#, after: at)
+        try await blocking { try pcscd.start() }
+        at = try await monitor.wait(for: #""event":"service-restored""#, after: at)
+        #expect(monitor.process.isRunning)
+        // The first reader never left for good: no detach of it was reported.
+        #expect(!monitor.output.contains { $0.contains(#""event":"reader-detached","reader":"Monitor First 00 00""#) })
+    }
+
+    @Test func noPcscdIsAClearErrorNotAHang() async throws {
+        _ = try sharedEnvironment()
+        var environment = ProcessInfo.processInfo.environment
+        environment["PCSCLITE_CSOCK_NAME"] = "/nonexistent/secbridge-test/pcscd.comm"
+        let readers = try await runBinary(["readers"], environment: environment)
+        #expect(readers.status == 1)
+        #expect(readers.err.hasPrefix("secbridge: error: SCardEstablishContext failed: SCARD_E_NO_SERVICE (0x8010001D)"))
+        #expect(readers.err.contains("PCSCLITE_CSOCK_NAME=/nonexistent/secbridge-test/pcscd.comm"))
+        let send = try await runBinary(["send", "00 A4 00 0C 02 3F 00"], environment: environment)
+        #expect(send.status == 1)
+        #expect(send.err.contains("SCARD_E_NO_SERVICE"))
+        // monitor keeps retrying with backoff and reports the lost service once; --timeout ends it.
+        let monitor = try await runBinary(["monitor", "--json", "--timeout", "1"], environment: environment)
+        #expect(monitor.status == 0)
+        #expect(monitor.out.hasPrefix(#"{"event":"service-lost","reader":null,"error":"SCARD_E_NO_SERVICE""#))
+    }
+}
