@@ -1,10 +1,11 @@
 extension TestEnvironment {
-    /// Readers every first start of the shared pcscd includes, besides the vpcd reader.
+    /// Readers every first start of the shared pcscd includes, besides the vpcd reader: the two
+    /// simulated ACR122U readers of ``SimulatedReaders`` (reader A and reader B, one shared RF field),
+    /// served by the driver library `libSecbridgeACR122IFD.so` this package builds.
     ///
-    /// The extension point for simulated drivers: add an entry here (for example the simulated
-    /// ACR122U driver, `FRIENDLYNAME "ACS ACR122U PICC Interface"` with `LIBPATH` the built
-    /// library and `DEVICENAME` its control endpoint) so the pcscd that serves the whole test
-    /// process has it, whichever suite starts first. Entries are validated: a missing library
-    /// makes the start fail with `.missingDependency`, never a silently absent reader.
-    public static var standardExtraReaders: [ReaderConfEntry] { [] }
+    /// Every test process's private pcscd thus has `Virtual PCD 00 00`/`00 01` and
+    /// `ACS ACR122U PICC Interface 00 00` (A) and `… 01 00` (B). Entries are validated: a missing
+    /// library makes the start fail with `.missingDependency` naming its path (build the package
+    /// first: `swift build`), never a silently absent reader.
+    public static var standardExtraReaders: [ReaderConfEntry] { SimulatedReaders.readerConfEntries }
 }

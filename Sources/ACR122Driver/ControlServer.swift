@@ -1,0 +1,205 @@
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The control endpoint of one simulated reader: a Unix-domain stream socket serving
+/// ``ControlRequest`` lines, one ``ControlReply`` or ``ControlError`` line per request.
+///
+/// One thread accepts; each connection gets a thread of its own (at most ``maximumConnections``;
+/// one more is answered `error busy …` and closed). Every wait is bounded: `accept` and `read` poll
+/// in steps of ``pollStep`` and look at the stop flag between steps, a connection idle for
+/// ``idleTimeout`` is closed, and a reply that cannot be written within ``writeTimeout`` drops the
+/// connection. Writes use MSG_NOSIGNAL: a client that went away never raises SIGPIPE in pcscd.
+/// A malformed or over-long line gets an error line, never a crash.
+final class ControlServer: Sendable {
+    typealias Handler = @Sendable (ControlRequest) throws(ControlError) -> ControlReply
+
+    static let maximumConnections = 8
+    static let pollStep: Int32 = 200  // milliseconds
+    static let idleTimeout: Duration = .seconds(300)
+    static let writeTimeout: Duration = .seconds(5)
+
+    let socketPath: String
+    private let handler: Handler
+    private let stopping = Atomic<Bool>(false)
+    private let connections = Atomic<Int>(0)
+
+    init(socketPath: String, handler: @escaping Handler) {
+        self.socketPath = socketPath
+        self.handler = handler
+    }
+
+    /// Creates the directory (mode 0700) if needed, binds the socket (replacing a stale one) and
+    /// starts the accept thread.
+    /// - Throws: ``ControlServerError`` naming the failing call and errno.
+    func start(directory: String) throws(ControlServerError) {
+        try Self.makeDirectories(directory)
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard descriptor >= 0 else { throw ControlServerError("socket", errno, socketPath) }
+        unlink(socketPath)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let pathBytes = Array(socketPath.utf8)
+        let capacity = MemoryLayout.size(ofValue: address.sun_path)
+        guard pathBytes.count < capacity else {
+            close(descriptor)
+            throw ControlServerError("bind", ENAMETOOLONG, socketPath)
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in pathBytes.enumerated() { raw[index] = byte }
+            raw[pathBytes.count] = 0
+        }
+        let bound = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard bound == 0 else {
+            let code = errno
+            close(descriptor)
+            throw ControlServerError("bind", code, socketPath)
+        }
+        chmod(socketPath, 0o600)
+        guard listen(descriptor, 8) == 0 else {
+            let code = errno
+            close(descriptor)
+            unlink(socketPath)
+            throw ControlServerError("listen", code, socketPath)
+        }
+        let started = PosixThread.detach { [self] in acceptLoop(listening: descriptor) }
+        guard started else {
+            close(descriptor)
+            unlink(socketPath)
+            throw ControlServerError("pthread_create", errno, socketPath)
+        }
+    }
+
+    /// Asks the threads to stop; they notice within ``pollStep``, and the accept thread removes the
+    /// socket file. Does not wait.
+    func stop() {
+        stopping.store(true, ordering: .sequentiallyConsistent)
+    }
+
+    private var isStopping: Bool { stopping.load(ordering: .sequentiallyConsistent) }
+
+    private func acceptLoop(listening: Int32) {
+        defer {
+            close(listening)
+            unlink(socketPath)
+        }
+        while !isStopping {
+            var poller = pollfd(fd: listening, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&poller, 1, Self.pollStep)
+            if ready < 0 && errno != EINTR { DriverLog.write("control socket \(socketPath): poll failed (errno \(errno))"); return }
+            guard ready > 0 else { continue }
+            let client = accept(listening, nil, nil)
+            guard client >= 0 else { continue }
+            _ = fcntl(client, F_SETFD, FD_CLOEXEC)
+            if connections.add(1, ordering: .sequentiallyConsistent).newValue > Self.maximumConnections {
+                connections.subtract(1, ordering: .sequentiallyConsistent)
+                _ = Self.writeLine(client, ControlError(.busy, "more than \(Self.maximumConnections) control connections at once").serialized)
+                close(client)
+                continue
+            }
+            let started = PosixThread.detach { [self] in
+                serve(client)
+                close(client)
+                connections.subtract(1, ordering: .sequentiallyConsistent)
+            }
+            if !started {
+                connections.subtract(1, ordering: .sequentiallyConsistent)
+                close(client)
+            }
+        }
+    }
+
+    /// Reads lines until the client closes, the server stops, or the connection is idle too long.
+    private func serve(_ client: Int32) {
+        var pending: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1024)
+        let clock = ContinuousClock()
+        var idleSince = clock.now
+        while !isStopping {
+            while let newline = pending.firstIndex(of: 0x0A) {
+                let line = String(decoding: pending[..<newline], as: UTF8.self)
+                pending.removeSubrange(...newline)
+                guard Self.writeLine(client, respond(to: line)) else { return }
+                idleSince = clock.now
+            }
+            if pending.count > ControlRequest.maximumLength {
+                _ = Self.writeLine(client, ControlError(.tooLong, "a request line holds at most \(ControlRequest.maximumLength) bytes").serialized)
+                return
+            }
+            if clock.now - idleSince > Self.idleTimeout { return }
+            var poller = pollfd(fd: client, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&poller, 1, Self.pollStep)
+            if ready < 0 && errno != EINTR { return }
+            guard ready > 0 else { continue }
+            let count = chunk.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { return }
+            pending.append(contentsOf: chunk[0..<count])
+        }
+    }
+
+    /// The reply line for one request line; never throws, never traps.
+    func respond(to line: String) -> String {
+        do throws(ControlError) {
+            let request = try ControlRequest(parsing: line)
+            return try handler(request).serialized
+        } catch {
+            return error.serialized
+        }
+    }
+
+    /// Writes `line` + `\n`, waiting at most ``writeTimeout`` in total.
+    /// - Returns: false when the peer is gone or too slow.
+    static func writeLine(_ descriptor: Int32, _ line: String) -> Bool {
+        let bytes = Array((line + "\n").utf8)
+        var offset = 0
+        let clock = ContinuousClock()
+        let deadline = clock.now + writeTimeout
+        while offset < bytes.count {
+            guard clock.now < deadline else { return false }
+            var poller = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
+            let ready = poll(&poller, 1, pollStep)
+            if ready < 0 && errno != EINTR { return false }
+            guard ready > 0 else { continue }
+            let written = bytes[offset...].withUnsafeBytes {
+                send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
+            guard written > 0 else { return false }
+            offset += written
+        }
+        return true
+    }
+
+    /// `mkdir -p` with mode 0700 for the created components.
+    private static func makeDirectories(_ path: String) throws(ControlServerError) {
+        var prefix = ""
+        for component in path.split(separator: "/") {
+            prefix += "/" + component
+            if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
+                throw ControlServerError("mkdir", errno, prefix)
+            }
+        }
+    }
+}
+
+/// The control socket could not be set up.
+struct ControlServerError: Error, Sendable, CustomStringConvertible {
+    var call: String
+    var errorNumber: Int32
+    var path: String
+
+    init(_ call: String, _ errorNumber: Int32, _ path: String) {
+        self.call = call
+        self.errorNumber = errorNumber
+        self.path = path
+    }
+
+    var description: String {
+        let text = strerror(errorNumber).map { String(cString: $0) } ?? "errno \(errorNumber)"
+        return "\(call) \(path): \(text)"
+    }
+}

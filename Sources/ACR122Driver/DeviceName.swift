@@ -1,0 +1,90 @@
+/// The `DEVICENAME` of a simulated ACR122U in a pcscd `reader.conf` file, parsed.
+///
+/// pcscd hands the string to `IFDHCreateChannelByName` unchanged. Syntax: a directory, then
+/// options, each introduced by a colon:
+///
+///     DEVICENAME /tmp/secbridge-acr122.42/a:personality=ccid-escape-enabled:field=desk
+///
+/// | Part | Meaning | Default |
+/// |---|---|---|
+/// | `<directory>` | absolute path, no `:` or whitespace; created if missing (mode 0700). The driver serves the control socket `<directory>/control.sock` in it | required |
+/// | `personality=<name>` | the device's personality at start, see ``SimulatorBinding/personalityNames`` | `ccid-escape-enabled` |
+/// | `field=<name>` | the RF field: readers of one pcscd whose `field` is the same share one field (a peer placed through either is seen by both; one reader's target is the other's card) | the directory, so each reader has a field of its own |
+///
+/// `field` names are letters, digits, `-`, `_` and `.`. Each option may appear once. An unknown
+/// option, a relative directory or a malformed option is rejected: the driver logs the reason to
+/// pcscd's log and `IFDHCreateChannelByName` fails with IFD_COMMUNICATION_ERROR, so a typo never
+/// gives a silently different reader.
+struct DeviceName: Sendable, Hashable {
+    /// The control endpoint's directory (absolute).
+    var directory: String
+    /// The personality name at start, or nil for the default.
+    var personality: String?
+    /// The shared-field name.
+    var field: String
+
+    /// The control socket: `<directory>/control.sock`.
+    var socketPath: String { directory + "/" + Self.socketFileName }
+
+    static let socketFileName = "control.sock"
+    /// `sockaddr_un.sun_path` holds 108 bytes including the terminating NUL.
+    static let maximumSocketPathLength = 107
+
+    /// Parses a `DEVICENAME` string.
+    /// - Throws: ``DeviceNameError`` naming the part that is wrong and what to write instead.
+    init(parsing text: String) throws(DeviceNameError) {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+        let directory = parts[0]
+        guard directory.hasPrefix("/") else {
+            throw DeviceNameError(text, "the directory '\(directory)' must be an absolute path (e.g. /tmp/acr122-0)")
+        }
+        guard !directory.contains(where: { $0 == " " || $0 == "\t" || $0 == "\n" }) else {
+            throw DeviceNameError(text, "the directory must not contain whitespace")
+        }
+        var trimmed = directory
+        while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed.removeLast() }
+        guard trimmed.utf8.count + 1 + Self.socketFileName.utf8.count <= Self.maximumSocketPathLength else {
+            throw DeviceNameError(
+                text, "the socket path \(trimmed)/\(Self.socketFileName) is longer than \(Self.maximumSocketPathLength) bytes (sockaddr_un); use a shorter directory")
+        }
+        self.directory = trimmed
+        self.personality = nil
+        self.field = trimmed
+        var seen: Set<String> = []
+        for option in parts.dropFirst() {
+            guard let equals = option.firstIndex(of: "=") else {
+                throw DeviceNameError(text, "option '\(option)' must be key=value (personality=…, field=…)")
+            }
+            let key = String(option[..<equals])
+            let value = String(option[option.index(after: equals)...])
+            guard seen.insert(key).inserted else {
+                throw DeviceNameError(text, "option '\(key)' is given twice")
+            }
+            guard !value.isEmpty else { throw DeviceNameError(text, "option '\(key)' has an empty value") }
+            switch key {
+            case "personality":
+                personality = value
+            case "field":
+                guard value.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == ".") }) else {
+                    throw DeviceNameError(text, "field name '\(value)' may hold only letters, digits, '-', '_' and '.'")
+                }
+                field = "field:" + value
+            default:
+                throw DeviceNameError(text, "unknown option '\(key)': the options are personality=<name> and field=<name>")
+            }
+        }
+    }
+}
+
+/// A `DEVICENAME` the driver cannot use.
+struct DeviceNameError: Error, Sendable, Hashable, CustomStringConvertible {
+    var deviceName: String
+    var reason: String
+
+    init(_ deviceName: String, _ reason: String) {
+        self.deviceName = deviceName
+        self.reason = reason
+    }
+
+    var description: String { "DEVICENAME '\(deviceName)': \(reason)" }
+}

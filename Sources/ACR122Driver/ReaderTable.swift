@@ -1,0 +1,89 @@
+import ACR122Simulator
+import Synchronization
+
+/// One reader the driver serves: the device pcscd talks to through the entry points, its control
+/// server, and the ATR of its last power-up (for TAG_IFD_ATR).
+final class DriverReader: Sendable {
+    let deviceName: DeviceName
+    let device: any IFDDevice
+    let server: ControlServer
+    private let lastATR = Mutex<[UInt8]>([])
+
+    init(deviceName: DeviceName, device: any IFDDevice, server: ControlServer) {
+        self.deviceName = deviceName
+        self.device = device
+        self.server = server
+    }
+
+    var atr: [UInt8] {
+        get { lastATR.withLock { $0 } }
+        set { lastATR.withLock { $0 = newValue } }
+    }
+}
+
+/// The readers of this pcscd, keyed by `Lun >> 16` (pcsc-lite numbers readers `0xXXXXYYYY`,
+/// XXXX the reader, YYYY the slot; all readers that name this library share its one copy).
+enum ReaderTable {
+    private static let readers = Mutex<[UInt: DriverReader]>([:])
+
+    /// The most readers one pcscd may open on this driver (TAG_IFD_SIMULTANEOUS_ACCESS).
+    static let capacity = 16
+
+    static func reader(_ lun: UInt) -> DriverReader? {
+        readers.withLock { $0[lun >> 16] }
+    }
+
+    /// Opens the reader `lun` on `deviceNameText`: parses it, builds the simulated device and starts
+    /// its control server.
+    /// - Returns: nil after logging why to pcscd's log.
+    static func open(lun: UInt, deviceNameText: String) -> DriverReader? {
+        let key = lun >> 16
+        if let existing = reader(lun) {
+            DriverLog.write("reader \(key) is already open on \(existing.deviceName.directory)")
+            return nil
+        }
+        let name: DeviceName
+        do {
+            name = try DeviceName(parsing: deviceNameText)
+        } catch {
+            DriverLog.write("\(error)")
+            return nil
+        }
+        let count = readers.withLock { $0.count }
+        guard count < capacity else {
+            DriverLog.write("\(name.directory): this driver serves at most \(capacity) readers per pcscd")
+            return nil
+        }
+        let bound: SimulatorBinding
+        do {
+            bound = try SimulatorBinding(deviceName: name)
+        } catch {
+            DriverLog.write("DEVICENAME '\(deviceNameText)': \(error)")
+            return nil
+        }
+        let server = ControlServer(socketPath: name.socketPath) { request throws(ControlError) in
+            try bound.handle(request)
+        }
+        do {
+            try server.start(directory: name.directory)
+        } catch {
+            DriverLog.write("cannot serve the control socket: \(error)")
+            bound.close()
+            return nil
+        }
+        let reader = DriverReader(deviceName: name, device: bound.device, server: server)
+        readers.withLock { $0[key] = reader }
+        DriverLog.write("reader \(key): control socket \(name.socketPath), field \(name.field)")
+        return reader
+    }
+
+    /// Closes the reader `lun`: powers its card down, stops its control server.
+    /// - Returns: false when no such reader is open.
+    static func close(lun: UInt) -> Bool {
+        guard let reader = readers.withLock({ $0.removeValue(forKey: lun >> 16) }) else { return false }
+        reader.device.powerDown()
+        reader.server.stop()
+        SimulatorBinding.release(reader.device)
+        return true
+    }
+}
