@@ -1,0 +1,107 @@
+/// How a simulated ACR122U and its CCID driver behave: the driver's escape gating and firmware
+/// quirks (acr122-pn532.md §1, §2, §3, §5c, §6).
+public struct ACR122Personality: Sendable, Hashable {
+    /// The pcscd driver in front of the reader, which decides the escape (SCardControl) path.
+    public enum Driver: Sendable, Hashable, CaseIterable {
+        /// libccid without `ifdDriverOptions` 0x0001: control code 0x42000001 fails with
+        /// IFD_COMMUNICATION_ERROR (SCARD_E_NOT_TRANSACTED 0x80100016) and the feature request does
+        /// not list FEATURE_CCID_ESC_COMMAND (tag 0x13).
+        case ccidEscapeDisabled
+        /// libccid with `ifdDriverOptions` 0x0001: 0x42000001 carries pseudo-APDUs; the feature
+        /// request lists `13 04 42 00 00 01`.
+        case ccidEscapeEnabled
+        /// ACS acsccid: 0x42000DAC (SCARD_CTL_CODE(3500)) carries pseudo-APDUs, always listed
+        /// (`13 04 42 00 0D AC`).
+        case acsDriver
+    }
+
+    /// Which historical bytes the synthesised ATR of an ISO/IEC 14443-4 card carries (§3).
+    public enum ATRHistoricalBytes: Sendable, Hashable {
+        /// The ATS's T1…Tk, as PC/SC part 3 says and a real ACR122U shows (the default).
+        case atsHistoricalBytes
+        /// The whole ATS, TL included (ACS's ACR122T manual, (U)), cut at 15 bytes.
+        case wholeATS
+    }
+
+    public var driver: Driver
+    /// The firmware string `FF 00 48 00 00` returns: 10 ASCII bytes, no status word.
+    public var firmware: String
+    /// Early firmware (and the Touchatag) talks T=0 to the host: a pseudo-APDU's answer is announced
+    /// with `61 xx` and fetched with `FF C0 00 00 xx`; card connections negotiate T=0.
+    public var legacyT0Firmware: Bool
+    public var atrHistoricalBytes: ATRHistoricalBytes
+    /// GetFirmwareVersion's answer: IC, Ver, Rev, Support (`32 01 06 07` for a PN532 v1.6).
+    public var pn532FirmwareVersion: [UInt8]
+    /// The MCU timeout byte at power-up (FF 00 41 TO 00): 00 none, 01–FE ×5 s, FF wait for the chip.
+    /// The default 01 (5 s) is an assumption (U): the ACR122U API does not state one.
+    public var initialMCUTimeout: UInt8
+    /// libccid's read timeout for an escape command (and, here, for every exchange): 30 s. When it
+    /// passes first, the call fails with IFD_COMMUNICATION_ERROR.
+    public var driverTimeout: Duration
+    /// How long one passive activation attempt of InListPassiveTarget takes (simulated time), so
+    /// that MxRtyPassiveActivation n bounds polling at (n + 1) attempts. 5 ms is an estimate (U).
+    public var passiveActivationAttempt: Duration
+
+    public init(
+        driver: Driver = .ccidEscapeEnabled, firmware: String = "ACR122U207", legacyT0Firmware: Bool = false,
+        atrHistoricalBytes: ATRHistoricalBytes = .atsHistoricalBytes,
+        pn532FirmwareVersion: [UInt8] = [0x32, 0x01, 0x06, 0x07], initialMCUTimeout: UInt8 = 0x01,
+        driverTimeout: Duration = .seconds(30), passiveActivationAttempt: Duration = .milliseconds(5)
+    ) {
+        self.driver = driver
+        self.firmware = firmware
+        self.legacyT0Firmware = legacyT0Firmware
+        self.atrHistoricalBytes = atrHistoricalBytes
+        self.pn532FirmwareVersion = pn532FirmwareVersion
+        self.initialMCUTimeout = initialMCUTimeout
+        self.driverTimeout = driverTimeout
+        self.passiveActivationAttempt = passiveActivationAttempt
+    }
+
+    /// libccid with escape commands refused (the distribution default).
+    public static let ccidEscapeDisabled = ACR122Personality(driver: .ccidEscapeDisabled)
+    /// libccid with `ifdDriverOptions` 0x0001.
+    public static let ccidEscapeEnabled = ACR122Personality(driver: .ccidEscapeEnabled)
+    /// ACS's acsccid driver.
+    public static let acsDriver = ACR122Personality(driver: .acsDriver)
+    /// An early unit talking T=0 (61 xx + FF C0), firmware "ACR122U103", behind libccid with escape
+    /// commands enabled.
+    public static let legacyT0Firmware = ACR122Personality(
+        driver: .ccidEscapeEnabled, firmware: "ACR122U103", legacyT0Firmware: true)
+}
+
+/// pcsc-lite and PC/SC part 10 numbers the simulated driver answers to.
+public enum ACR122DriverConstants {
+    /// `SCARD_CTL_CODE(1)`: libccid's escape command.
+    public static let ccidEscapeCode: UInt32 = 0x4200_0001
+    /// `SCARD_CTL_CODE(3500)`: acsccid's escape command.
+    public static let acsEscapeCode: UInt32 = 0x4200_0DAC
+    /// `CM_IOCTL_GET_FEATURE_REQUEST` = `SCARD_CTL_CODE(3400)` (PC/SC part 10 §2.2).
+    public static let getFeatureRequest: UInt32 = 0x4200_0D48
+    /// `FEATURE_CCID_ESC_COMMAND`.
+    public static let featureCCIDEscCommand: UInt8 = 0x13
+
+    /// `SCARD_ATTR_MAXINPUT` (SCARD_ATTR_VALUE(SCARD_CLASS_VENDOR_DEFINED, 0xA007)).
+    public static let attrMaxInput: UInt32 = 0x0007_A007
+    /// `SCARD_ATTR_VENDOR_NAME`.
+    public static let attrVendorName: UInt32 = 0x0001_0100
+    /// `SCARD_ATTR_ATR_STRING`.
+    public static let attrATRString: UInt32 = 0x0009_0303
+    /// `SCARD_ATTR_ICC_PRESENCE`: 0 absent, 2 present (swallowed).
+    public static let attrICCPresence: UInt32 = 0x0009_0300
+    /// `TAG_IFD_ATR` (ifdhandler.h).
+    public static let tagIFDATR: UInt32 = 0x0303
+    /// `TAG_IFD_SLOTS_NUMBER` (ifdhandler.h).
+    public static let tagIFDSlotsNumber: UInt32 = 0x0FAE
+    /// `TAG_IFD_SIMULTANEOUS_ACCESS` (ifdhandler.h).
+    public static let tagIFDSimultaneousAccess: UInt32 = 0x0FAF
+
+    /// The ACR122U's CCID descriptor: dwMaxCCIDMessageLength 271 (CCID readers/ACR122U_PICC.txt).
+    public static let maxCCIDMessageLength: UInt32 = 271
+    /// libccid's SCARD_ATTR_MAXINPUT: dwMaxCCIDMessageLength − 10 (the CCID header) = 261
+    /// (CCID src/ifdhandler.c, IFDHGetCapabilities).
+    public static let maxInput: UInt32 = maxCCIDMessageLength - 10
+    /// SCARD_PROTOCOL_T0 / SCARD_PROTOCOL_T1 as IFDHSetProtocolParameters receives them.
+    public static let protocolT0: UInt = 1
+    public static let protocolT1: UInt = 2
+}

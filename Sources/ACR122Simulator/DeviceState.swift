@@ -1,0 +1,350 @@
+import ISO7816
+
+/// Something a reader activated: a card, a tag, or another reader's emulation.
+enum ActivatedPeer {
+    case card(ISO14443_4Card)
+    case tag(ISO14443_3Tag)
+    /// Another reader in TgInitAsTarget, with the activation number it had when found.
+    case emulation(DeviceState, session: Int)
+
+    func isSame(as other: ActivatedPeer) -> Bool {
+        switch (self, other) {
+        case (.card(let a), .card(let b)): a === b
+        case (.tag(let a), .tag(let b)): a === b
+        case (.emulation(let a, _), .emulation(let b, _)): a === b
+        default: false
+        }
+    }
+
+    func isPeer(_ peer: any FieldPeer) -> Bool {
+        switch self {
+        case .card(let c): c === peer
+        case .tag(let t): t === peer
+        case .emulation: false
+        }
+    }
+}
+
+/// A target in the initiator's list (InListPassiveTarget's Tg).
+struct ListedTarget {
+    var number: UInt8
+    var peer: ActivatedPeer
+    /// RATS was sent and the ATS received: ISO-DEP is active.
+    var isoDEP: Bool
+    var deselected = false
+    /// Host data collected from InDataExchange frames with MI set.
+    var commandChain: [UInt8] = []
+    /// The rest of an answer longer than one frame.
+    var pendingAnswer: [UInt8] = []
+}
+
+/// The emulation set up by TgInitAsTarget.
+final class TargetState {
+    enum Phase {
+        case waiting
+        case activatedByTerminal(ExternalTerminal)
+        case activatedByReader(DeviceState)
+        case released
+    }
+
+    let session: Int
+    let modes: UInt8
+    /// ATQA as libnfc prints it (MSB first); TgInitAsTarget carries it LSB first.
+    let atqa: UInt16
+    /// 08 + NFCID1t (the PN532 forces the first byte to 08).
+    let uid: [UInt8]
+    let sak: UInt8
+    let historicalBytes: [UInt8]
+    var phase: Phase = .waiting
+    /// The initiator's first command (RATS) once activated.
+    var initiatorCommand: [UInt8] = []
+    /// A C-APDU from a reader initiator not yet taken by TgGetData.
+    var inbox: [UInt8]?
+    /// The rest of a C-APDU longer than one TgGetData frame.
+    var pendingCommand: [UInt8] = []
+    /// The R-APDU the host gave with TgSetData, for a reader initiator.
+    var outbox: [UInt8]?
+    /// Data collected by TgSetMetaData (chaining) before TgSetData.
+    var metaData: [UInt8] = []
+    /// A reader initiator is waiting for the answer to a command the host took.
+    var commandOutstanding = false
+
+    init(session: Int, modes: UInt8, atqa: UInt16, uid: [UInt8], sak: UInt8, historicalBytes: [UInt8]) {
+        self.session = session
+        self.modes = modes
+        self.atqa = atqa
+        self.uid = uid
+        self.sak = sak
+        self.historicalBytes = historicalBytes
+    }
+
+    /// The ATS the PN532 sends for this emulation: `TL 75 33 92 03 T1…Tk` (UM0701-02 §7.3.14;
+    /// acr122-pn532.md §4): FSCI 5 (64 bytes), 106/212/424 both ways, FWI 9, SFGI 2, CID and NAD.
+    var ats: [UInt8] { [UInt8(5 + historicalBytes.count), 0x75, 0x33, 0x92, 0x03] + historicalBytes }
+
+    var isActivated: Bool {
+        switch phase {
+        case .activatedByTerminal, .activatedByReader: true
+        case .waiting, .released: false
+        }
+    }
+}
+
+/// The PN532's role.
+enum ChipRole {
+    case idle
+    case initiator([ListedTarget])
+    case target(TargetState)
+}
+
+/// What a PN532 command produced, before the ACR122U wraps it.
+enum ChipOutcome {
+    /// `D5 cmd+1 …`.
+    case frame([UInt8])
+    /// The chip did not answer in time or refused the frame: the MCU replies 63 00.
+    case failed
+    /// libccid's own timeout passed first: IFD_COMMUNICATION_ERROR.
+    case driverTimeout
+}
+
+/// The mutable state of one simulated ACR122U, only touched with the field locked (hence
+/// `@unchecked Sendable`: the field's lock is the synchronisation).
+final class DeviceState: @unchecked Sendable {
+    let name: String
+    let personality: ACR122Personality
+    let clock: SimulationClock
+
+    // ACR122U MCU
+    var piccParameter: UInt8 = 0xFF
+    var mcuTimeout: UInt8
+    var buzzerOnDetection = true
+    var led: UInt8 = 0
+    var atr: [UInt8]?
+    var negotiatedProtocol: UInt?
+    var pendingGetResponse: [UInt8]?
+    var lateRepliesArmed = 0
+    var lateAnswer: [UInt8]?
+
+    // PN532
+    var rfOn = false
+    var flags: UInt8 = 0x14
+    var registers: [UInt16: UInt8] = [:]
+    var maxRetryATR: UInt8 = 0xFF
+    var maxRetryPSL: UInt8 = 0x01
+    var maxRetryPassive: UInt8 = 0xFF
+    var maxRetryCOM: UInt8 = 0x00
+    var lastError: UInt8 = 0
+    var role: ChipRole = .idle
+    var sessions = 0
+
+    init(name: String, personality: ACR122Personality, clock: SimulationClock) {
+        self.name = name
+        self.personality = personality
+        self.clock = clock
+        mcuTimeout = personality.initialMCUTimeout
+    }
+
+    static let ok: [UInt8] = [0x90, 0x00]
+    static let failed: [UInt8] = [0x63, 0x00]
+    static let notSupported: [UInt8] = [0x6A, 0x81]
+    /// The most data bytes after `D5 cmd+1 status` in one frame (254-byte frames through the ACR122U).
+    static let frameDataLimit = 251
+    /// The largest `D4 cmd params` frame the ACR122U passes on.
+    static let hostFrameLimit = 254
+
+    // MARK: Deadlines
+
+    /// The MCU timeout as a deadline, nil when the MCU waits for the chip (00 or FF).
+    func mcuDeadline() -> Deadline? {
+        guard mcuTimeout != 0x00, mcuTimeout != 0xFF else { return nil }
+        return clock.deadline(after: .seconds(5 * Int(mcuTimeout)))
+    }
+
+    func driverDeadline() -> Deadline {
+        clock.deadline(after: personality.driverTimeout)
+    }
+
+    enum WaitResult { case satisfied, limit, mcuTimeout, driverTimeout }
+
+    /// Waits (releasing the field lock) until `condition` holds or a deadline passes. Bounded: every
+    /// iteration either returns or waits on a deadline that is at most the driver timeout away.
+    func wait(
+        lock: ConditionLock<FieldWorld>, limit: Deadline? = nil, _ condition: () -> Bool
+    ) -> WaitResult {
+        let mcu = mcuDeadline()
+        let driver = driverDeadline()
+        while true {
+            if condition() { return .satisfied }
+            if let limit, limit.hasPassed { return .limit }
+            if let mcu, mcu.hasPassed { return .mcuTimeout }
+            if driver.hasPassed { return .driverTimeout }
+            let next = Deadline.earliest(Deadline.earliest(limit, mcu), driver)
+            lock.wait(until: next)
+        }
+    }
+
+    // MARK: Presence, power
+
+    /// The card automatic polling would report: needs PICC parameter bit 7, and the chip not
+    /// acting as a target.
+    func presentCard(world: FieldWorld) -> ActivatedPeer? {
+        guard piccParameter & 0x80 != 0 else { return nil }
+        if case .target = role { return nil }
+        if case .initiator(let targets) = role, let first = targets.first, stillPresent(first.peer, world: world) {
+            return first.peer
+        }
+        return candidates(world: world, uid: []).first
+    }
+
+    /// Peers InListPassiveTarget could activate: cards and tags in the field, and other readers
+    /// waiting in TgInitAsTarget.
+    func candidates(world: FieldWorld, uid: [UInt8]) -> [ActivatedPeer] {
+        var found: [ActivatedPeer] = []
+        for peer in world.peers {
+            if let card = peer as? ISO14443_4Card, uid.isEmpty || card.identity.uid == uid {
+                found.append(.card(card))
+            } else if let tag = peer as? ISO14443_3Tag, uid.isEmpty || tag.identity.uid == uid {
+                found.append(.tag(tag))
+            }
+        }
+        for other in world.devices where other !== self {
+            if case .target(let t) = other.role, case .waiting = t.phase, uid.isEmpty || t.uid == uid {
+                found.append(.emulation(other, session: t.session))
+            }
+        }
+        return found
+    }
+
+    func stillPresent(_ peer: ActivatedPeer, world: FieldWorld) -> Bool {
+        switch peer {
+        case .card(let c): return world.peers.contains { $0 === c }
+        case .tag(let t): return world.peers.contains { $0 === t }
+        case .emulation(let other, let session):
+            guard world.devices.contains(where: { $0 === other }), case .target(let t) = other.role,
+                  t.session == session else { return false }
+            if case .activatedByReader(let by) = t.phase { return by === self }
+            if case .waiting = t.phase { return true }
+            return false
+        }
+    }
+
+    func powerUp(world: FieldWorld, lock: ConditionLock<FieldWorld>) throws(IFDError) -> [UInt8] {
+        guard let peer = presentCard(world: world) else { throw IFDError.noCard }
+        var target = activate(peer, number: 1, world: world)
+        target.isoDEP = target.isoDEP || isISODEPCapable(peer)
+        role = .initiator([target])
+        rfOn = true
+        let built = Self.atr(for: peer, personality: personality)
+        atr = built
+        negotiatedProtocol = nil
+        pendingGetResponse = nil
+        lock.broadcast()
+        return built
+    }
+
+    func powerDown(world: FieldWorld) {
+        atr = nil
+        negotiatedProtocol = nil
+        pendingGetResponse = nil
+        if case .initiator(let targets) = role {
+            for t in targets { releasePeer(t.peer, world: world) }
+            role = .idle
+        }
+    }
+
+    func isISODEPCapable(_ peer: ActivatedPeer) -> Bool {
+        switch peer {
+        case .card(let c): c.identity.sak & 0x20 != 0
+        case .tag: false
+        case .emulation(let other, _):
+            if case .target(let t) = other.role { t.sak & 0x20 != 0 } else { false }
+        }
+    }
+
+    /// The ATR of acr122-pn532.md §3 / PC/SC part 3.
+    static func atr(for peer: ActivatedPeer, personality: ACR122Personality) -> [UInt8] {
+        func contactless(_ historical: [UInt8]) -> [UInt8] {
+            var bytes: [UInt8] = [0x3B, 0x80 | UInt8(historical.count), 0x80, 0x01] + historical
+            var tck: UInt8 = 0
+            for b in bytes[1...] { tck ^= b }
+            bytes.append(tck)
+            return bytes
+        }
+        func iso4(ats: [UInt8], historical: [UInt8]) -> [UInt8] {
+            switch personality.atrHistoricalBytes {
+            case .atsHistoricalBytes: contactless(Array(historical.prefix(15)))
+            case .wholeATS: contactless(Array(ats.prefix(15)))
+            }
+        }
+        switch peer {
+        case .card(let card):
+            return iso4(ats: card.ats, historical: card.historicalBytes)
+        case .emulation(let other, _):
+            guard case .target(let t) = other.role else { return contactless([]) }
+            return iso4(ats: t.ats, historical: t.historicalBytes)
+        case .tag(let tag):
+            // 80 4F 0C: category, application identifier TLV of 12 bytes: RID A0 00 00 03 06,
+            // SS 03 (ISO 14443A part 3), name C0 C1, 4 RFU bytes.
+            return contactless([
+                0x80, 0x4F, 0x0C, 0xA0, 0x00, 0x00, 0x03, 0x06, 0x03,
+                UInt8(tag.cardName >> 8), UInt8(tag.cardName & 0xFF), 0x00, 0x00, 0x00, 0x00,
+            ])
+        }
+    }
+
+    // MARK: Activation
+
+    /// Activates a peer as target `number` (ISO/IEC 14443-3, then RATS when AutomaticRATS is set
+    /// and the SAK announces ISO/IEC 14443-4).
+    func activate(_ peer: ActivatedPeer, number: UInt8, world: FieldWorld) -> ListedTarget {
+        let sendsRATS = flags & 0x10 != 0 && isISODEPCapable(peer)
+        switch peer {
+        case .card(let card):
+            world.record(.cardActivated(uid: card.identity.uid), reader: name)
+        case .tag(let tag):
+            world.record(.cardActivated(uid: tag.identity.uid), reader: name)
+        case .emulation(let other, _):
+            if case .target(let t) = other.role {
+                world.record(.cardActivated(uid: t.uid), reader: name)
+                if sendsRATS {
+                    t.phase = .activatedByReader(self)
+                    t.initiatorCommand = [0xE0, 0x80]
+                    world.record(.targetActivated(mode: 0x08, initiatorCommand: t.initiatorCommand), reader: other.name)
+                }
+            }
+        }
+        return ListedTarget(number: number, peer: peer, isoDEP: sendsRATS)
+    }
+
+    /// Lets go of an activated peer: a reader's emulation activated by this reader is released.
+    func releasePeer(_ peer: ActivatedPeer, world: FieldWorld) {
+        guard case .emulation(let other, let session) = peer, case .target(let t) = other.role,
+              t.session == session, case .activatedByReader(let by) = t.phase, by === self else { return }
+        t.phase = .released
+        world.record(.targetReleased, reader: other.name)
+    }
+
+    /// Leaves both roles (new TgInitAsTarget, detach, RF reset): peers are let go, a terminal
+    /// talking to this emulation sees the target leave.
+    func leaveRoles(world: FieldWorld) {
+        switch role {
+        case .idle: break
+        case .initiator(let targets):
+            for t in targets { releasePeer(t.peer, world: world) }
+        case .target(let t):
+            if case .activatedByTerminal(let terminal) = t.phase { terminal.targetLeft() }
+            t.phase = .released
+        }
+        role = .idle
+        atr = nil
+    }
+
+    /// A peer left the field.
+    func peerRemoved(_ peer: any FieldPeer, world: FieldWorld) {
+        if case .target(let t) = role, case .activatedByTerminal(let terminal) = t.phase, terminal === peer {
+            terminal.targetLeft()
+            t.phase = .released
+            world.record(.targetReleased, reader: name)
+        }
+    }
+}

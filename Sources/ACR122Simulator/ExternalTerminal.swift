@@ -1,0 +1,291 @@
+import ISO7816
+import Synchronization
+import Transcript
+
+/// An external NFC terminal (a phone reading a tag, a payment terminal): an ISO/IEC 14443-4
+/// initiator that activates a card emulated by a simulated ACR122U in the same field and sends it
+/// C-APDUs from a script, checking each R-APDU.
+///
+/// The terminal activates the first simulated reader in the field that waits in TgInitAsTarget with
+/// a SAK announcing ISO/IEC 14443-4 (bit 0x20): it sends RATS (``Script/rats``, `E0 80` by
+/// default), which TgInitAsTarget returns as the initiator command. It then hands the emulating
+/// host one C-APDU per TgGetData and checks the answer given with TgSetData against the script.
+/// After the last step (or at the first mismatch) it releases the target: the host's next
+/// TgGetData gets status 29. A terminal runs its script once.
+///
+/// It records every exchange (``exchanges``) and the outcome (``result``).
+public final class ExternalTerminal: FieldPeer {
+    /// One command of a script and the answer expected.
+    public struct Step: Sendable, Hashable {
+        /// The C-APDU sent.
+        public var command: [UInt8]
+        /// The R-APDU expected (SW1-SW2 included); `??` bytes match anything; nil accepts any answer.
+        public var expectedResponse: TranscriptBytes?
+
+        public init(command: [UInt8], expectedResponse: TranscriptBytes?) {
+            self.command = command
+            self.expectedResponse = expectedResponse
+        }
+
+        public init(_ command: [UInt8], expect response: [UInt8]) {
+            self.init(command: command, expectedResponse: TranscriptBytes(response))
+        }
+    }
+
+    /// What a terminal does once activated.
+    public struct Script: Sendable, Hashable {
+        /// A name for reports, e.g. "Android Type 4 Tag read".
+        public var name: String
+        /// The RATS sent at activation, `E0 80` (FSDI 8 → FSD 256, CID 0) as phones send it
+        /// (iso14443-t4t-ndef.md §2).
+        public var rats: [UInt8]
+        public var steps: [Step]
+
+        public init(name: String, rats: [UInt8] = [0xE0, 0x80], steps: [Step]) {
+            self.name = name
+            self.rats = rats
+            self.steps = steps
+        }
+    }
+
+    /// How a terminal's run ended, or where it stands.
+    public enum Result: Sendable, Hashable {
+        /// Not activated yet.
+        case waiting
+        /// Activated; `step` is the index of the next step.
+        case running(step: Int)
+        /// Every step answered as expected; the target was released.
+        case passed
+        /// The answer to step `step` (0-based) differed from the script.
+        case mismatch(step: Int, expected: String, actual: [UInt8])
+        /// The emulated target went away (left target mode, reader removed) before step `step` was
+        /// answered.
+        case targetLeft(step: Int)
+    }
+
+    /// One C-APDU and the R-APDU the target gave (nil when it left before answering).
+    public struct Exchange: Sendable, Hashable {
+        public var command: [UInt8]
+        public var response: [UInt8]?
+    }
+
+    private struct State {
+        var result: Result = .waiting
+        var awaitingResponse = false
+        var exchanges: [Exchange] = []
+        var activations = 0
+    }
+
+    public let script: Script
+    private let state = Mutex(State())
+
+    public init(script: Script) {
+        self.script = script
+    }
+
+    /// A terminal replaying a transcript: each `tgt <` C-APDU followed by its `tgt >` R-APDU is one
+    /// step; a transcript without `tgt` lines is read from its `>` / `<` (SCardTransmit) lines.
+    /// - Throws: ``ExternalTerminalError`` when the transcript holds no command to send, or a command
+    ///   with wildcard or redacted bytes (a terminal must send concrete bytes).
+    public convenience init(transcript: Transcript, channel: String? = nil, name: String? = nil) throws(ExternalTerminalError) {
+        let records = transcript.lines.compactMap(\.record).filter { channel == nil || $0.channel == channel }
+        var pairs = Self.pairs(from: records, target: true)
+        if pairs.isEmpty { pairs = Self.pairs(from: records, target: false) }
+        guard !pairs.isEmpty else {
+            throw ExternalTerminalError(reason: "\(transcript.fileName) holds no `tgt <` nor `>` command to send")
+        }
+        var steps: [Step] = []
+        for (command, response) in pairs {
+            guard let bytes = command.bytes else {
+                throw ExternalTerminalError(
+                    reason: "\(transcript.fileName): the command \(command) has wildcard or redacted bytes; a terminal must send concrete bytes")
+            }
+            steps.append(Step(command: bytes, expectedResponse: response))
+        }
+        self.init(script: Script(name: name ?? transcript.fileName, steps: steps))
+    }
+
+    private static func pairs(from records: [TranscriptRecord], target: Bool) -> [(TranscriptBytes, TranscriptBytes?)] {
+        var pairs: [(TranscriptBytes, TranscriptBytes?)] = []
+        for record in records {
+            switch (record.entry, target) {
+            case (.target(.incoming, let bytes), true), (.transmit(.outgoing, let bytes), false):
+                pairs.append((bytes, nil))
+            case (.target(.outgoing, let bytes), true), (.transmit(.incoming, let bytes), false):
+                if let last = pairs.indices.last, pairs[last].1 == nil { pairs[last].1 = bytes }
+            default:
+                continue
+            }
+        }
+        return pairs
+    }
+
+    /// Where the run stands or how it ended.
+    public var result: Result { state.withLock { $0.result } }
+    /// Every exchange so far, oldest first.
+    public var exchanges: [Exchange] { state.withLock { $0.exchanges } }
+    /// How many times a target was activated by this terminal (0 or 1).
+    public var activations: Int { state.withLock { $0.activations } }
+
+    public var peerDescription: String { "external terminal (\(script.name))" }
+
+    // MARK: Driven by the emulating reader (with the field locked)
+
+    /// True while the terminal has not activated any target yet.
+    var wantsActivation: Bool { state.withLock { $0.result == .waiting } }
+
+    /// Activates a target; returns the RATS.
+    func activate() -> [UInt8] {
+        state.withLock {
+            $0.result = .running(step: 0)
+            $0.activations += 1
+        }
+        return script.rats
+    }
+
+    /// What the terminal sends next.
+    enum Next: Equatable {
+        /// A C-APDU.
+        case command([UInt8])
+        /// The terminal released the target (script over): status 29.
+        case released
+        /// The previous C-APDU has not been answered (TgGetData twice): not acceptable now.
+        case awaitingResponse
+        /// Never activated.
+        case notActivated
+    }
+
+    func nextCommand() -> Next {
+        state.withLock { s in
+            switch s.result {
+            case .waiting: return .notActivated
+            case .passed, .mismatch, .targetLeft: return .released
+            case .running(let step):
+                if s.awaitingResponse { return .awaitingResponse }
+                guard step < script.steps.count else {
+                    s.result = .passed
+                    return .released
+                }
+                s.awaitingResponse = true
+                let command = script.steps[step].command
+                s.exchanges.append(Exchange(command: command, response: nil))
+                return .command(command)
+            }
+        }
+    }
+
+    /// The target's R-APDU for the outstanding C-APDU.
+    /// - Returns: false when no C-APDU was outstanding (the host answered without being asked).
+    func deliver(_ response: [UInt8]) -> Bool {
+        state.withLock { s in
+            guard case .running(let step) = s.result, s.awaitingResponse else { return false }
+            s.awaitingResponse = false
+            if let last = s.exchanges.indices.last { s.exchanges[last].response = response }
+            if let expected = script.steps[step].expectedResponse, !expected.matches(response) {
+                s.result = .mismatch(step: step, expected: expected.description, actual: response)
+            } else if step + 1 == script.steps.count {
+                s.result = .passed
+            } else {
+                s.result = .running(step: step + 1)
+            }
+            return true
+        }
+    }
+
+    /// The target left before the script was over.
+    func targetLeft() {
+        state.withLock { s in
+            if case .running(let step) = s.result { s.result = .targetLeft(step: step) }
+        }
+    }
+}
+
+/// A terminal script that cannot be built.
+public struct ExternalTerminalError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var reason: String
+    public var description: String { reason }
+}
+
+// MARK: - The NFC Forum Type 4 Tag reads of phones (iso14443-t4t-ndef.md §4)
+
+extension ExternalTerminal.Script {
+    /// The NDEF Tag Application AID of mapping versions 2.0 and 3.0: `D2 76 00 00 85 01 01`.
+    public static let ndefApplicationAID: [UInt8] = [0xD2, 0x76, 0x00, 0x00, 0x85, 0x01, 0x01]
+
+    /// The capability container of the worked example (mapping 2.0, MLe = MLc = 007F, NDEF file
+    /// E104 of at most 0400 bytes, read/write): `00 0F 20 00 7F 00 7F 04 06 E1 04 04 00 00 00`.
+    public static let exampleCapabilityContainer: [UInt8] = [
+        0x00, 0x0F, 0x20, 0x00, 0x7F, 0x00, 0x7F, 0x04, 0x06, 0xE1, 0x04, 0x04, 0x00, 0x00, 0x00,
+    ]
+
+    /// The NDEF file of the worked example: NLEN 0010 + a URI record for https://example.com.
+    public static let exampleNDEFFile: [UInt8] = [
+        0x00, 0x10, 0xD1, 0x01, 0x0C, 0x55, 0x04, 0x65, 0x78, 0x61, 0x6D, 0x70, 0x6C, 0x65, 0x2E, 0x63, 0x6F, 0x6D,
+    ]
+
+    /// Android's read of the worked example, byte for byte (iso14443-t4t-ndef.md §4):
+    /// SELECT AID (with Le) → SELECT E103 → READ 0F → SELECT E104 → READ 02 (NLEN) → READ from 2.
+    public static let androidType4ReadExample = androidType4Read(
+        capabilityContainer: exampleCapabilityContainer, ndefFile: exampleNDEFFile)
+
+    /// iOS's read of the worked example, byte for byte (iso14443-t4t-ndef.md §4): the first five
+    /// steps as Android, then `00 B0 00 00 10` (NLEN bytes from offset 0) and `00 B0 00 10 02`.
+    public static let iOSType4ReadExample = iOSType4Read(
+        capabilityContainer: exampleCapabilityContainer, ndefFile: exampleNDEFFile)
+
+    /// Android's Type 4 Tag read of a tag holding `capabilityContainer` (file E103) and `ndefFile`
+    /// (NLEN + message, in the file the CC names): after NLEN, reads in chunks of min(MLe, 255)
+    /// bytes (Le is never 00).
+    public static func androidType4Read(capabilityContainer cc: [UInt8], ndefFile: [UInt8]) -> Self {
+        var steps = firstFiveSteps(cc: cc, ndefFile: ndefFile)
+        let chunk = readChunk(cc)
+        var offset = 2
+        while offset < ndefFile.count {
+            let count = min(chunk, ndefFile.count - offset)
+            steps.append(readStep(offset: offset, count: count, file: ndefFile))
+            offset += count
+        }
+        return Self(name: "Android Type 4 Tag read", steps: steps)
+    }
+
+    /// iOS's Type 4 Tag read: the first five steps as Android, then NLEN bytes from offset 0 (the
+    /// NLEN field is read again), then the rest from there on.
+    public static func iOSType4Read(capabilityContainer cc: [UInt8], ndefFile: [UInt8]) -> Self {
+        var steps = firstFiveSteps(cc: cc, ndefFile: ndefFile)
+        let nlen = ndefFile.count >= 2 ? Int(ndefFile[0]) << 8 | Int(ndefFile[1]) : 0
+        let chunk = readChunk(cc)
+        var offset = 0
+        var count = min(nlen, chunk, ndefFile.count)
+        while offset < ndefFile.count, count > 0 {
+            steps.append(readStep(offset: offset, count: count, file: ndefFile))
+            offset += count
+            count = min(chunk, ndefFile.count - offset)
+        }
+        return Self(name: "iOS Type 4 Tag read", steps: steps)
+    }
+
+    private static let ok: [UInt8] = [0x90, 0x00]
+
+    private static func readStep(offset: Int, count: Int, file: [UInt8]) -> ExternalTerminal.Step {
+        .init([0x00, 0xB0, UInt8(offset >> 8), UInt8(offset & 0xFF), UInt8(count)],
+              expect: Array(file[offset..<offset + count]) + ok)
+    }
+
+    private static func readChunk(_ cc: [UInt8]) -> Int {
+        guard cc.count >= 5 else { return 0x0F }
+        let mle = Int(cc[3]) << 8 | Int(cc[4])
+        return max(1, min(mle, 255))
+    }
+
+    /// SELECT AID (with Le), SELECT E103 (P2 0C), READ the CC, SELECT the NDEF file, READ NLEN.
+    private static func firstFiveSteps(cc: [UInt8], ndefFile: [UInt8]) -> [ExternalTerminal.Step] {
+        let fileID: [UInt8] = cc.count >= 11 ? [cc[9], cc[10]] : [0xE1, 0x04]
+        return [
+            .init([0x00, 0xA4, 0x04, 0x00, 0x07] + ndefApplicationAID + [0x00], expect: ok),
+            .init([0x00, 0xA4, 0x00, 0x0C, 0x02, 0xE1, 0x03], expect: ok),
+            .init([0x00, 0xB0, 0x00, 0x00, UInt8(min(cc.count, 255))], expect: cc + ok),
+            .init([0x00, 0xA4, 0x00, 0x0C, 0x02] + fileID, expect: ok),
+            .init([0x00, 0xB0, 0x00, 0x00, 0x02], expect: Array(ndefFile.prefix(2)) + ok),
+        ]
+    }
+}

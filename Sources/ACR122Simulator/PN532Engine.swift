@@ -1,0 +1,429 @@
+import ISO7816
+
+/// The PN532 behind the MCU (PN532 UM0701-02 §7; acr122-pn532.md §4, §5).
+extension DeviceState {
+    /// The result of an APDU exchange with an activated target.
+    enum ExchangeOutcome {
+        case answer([UInt8])
+        /// A PN532 status error (e.g. 01 timeout, 14 MIFARE authentication).
+        case status(UInt8)
+        case mcuTimeout
+        case driverTimeout
+    }
+
+    func runChip(_ frame: [UInt8], world: FieldWorld, lock: ConditionLock<FieldWorld>) -> ChipOutcome {
+        guard frame.count >= 2, frame[0] == 0xD4, frame.count <= Self.hostFrameLimit else { return .failed }
+        let command = frame[1]
+        let p = Array(frame[2...])
+        func reply(_ data: [UInt8]) -> ChipOutcome { .frame([0xD5, command &+ 1] + data) }
+        switch command {
+        case 0x02: // GetFirmwareVersion
+            guard p.isEmpty else { return .failed }
+            return reply(personality.pn532FirmwareVersion)
+        case 0x04: // GetGeneralStatus
+            guard p.isEmpty else { return .failed }
+            return reply(generalStatus(world: world))
+        case 0x06: // ReadRegister
+            guard !p.isEmpty, p.count % 2 == 0 else { return .failed }
+            var values: [UInt8] = []
+            for i in stride(from: 0, to: p.count, by: 2) {
+                values.append(registers[UInt16(p[i]) << 8 | UInt16(p[i + 1])] ?? 0)
+            }
+            return reply(values)
+        case 0x08: // WriteRegister
+            guard !p.isEmpty, p.count % 3 == 0 else { return .failed }
+            for i in stride(from: 0, to: p.count, by: 3) {
+                registers[UInt16(p[i]) << 8 | UInt16(p[i + 1])] = p[i + 2]
+            }
+            return reply([])
+        case 0x12: // SetParameters
+            guard p.count == 1 else { return .failed }
+            flags = p[0]
+            return reply([])
+        case 0x14: // SAMConfiguration
+            guard (1...3).contains(p.count), (0x01...0x04).contains(p[0]) else { return .failed }
+            return reply([])
+        case 0x32: // RFConfiguration
+            return rfConfiguration(p, world: world).map(reply) ?? .failed
+        case 0x4A:
+            return inListPassiveTarget(p, world: world, lock: lock, reply: reply)
+        case 0x40:
+            return inDataExchange(p, world: world, lock: lock, reply: reply)
+        case 0x42: // InCommunicateThru: raw frames are not modelled; every target stays mute.
+            return reply([0x01])
+        case 0x44, 0x52, 0x54:
+            guard p.count == 1 else { return .failed }
+            return reply([deselectReleaseSelect(command, target: p[0], world: world)])
+        case 0x8C:
+            return tgInitAsTarget(p, world: world, lock: lock, reply: reply)
+        case 0x86:
+            guard p.isEmpty else { return .failed }
+            return tgGetData(world: world, lock: lock, reply: reply)
+        case 0x8E:
+            return reply([tgSetData(p, world: world)])
+        case 0x94: // TgSetMetaData: chaining before TgSetData.
+            guard case .target(let t) = role, t.isActivated else { return reply([targetRoleError()]) }
+            t.metaData += p
+            return reply([0x00])
+        case 0x8A: // TgGetTargetStatus: state (00 free, 01 activated, 02 released), BRit (106/106).
+            guard p.isEmpty else { return .failed }
+            guard case .target(let t) = role else { return reply([0x00, 0x00]) }
+            switch t.phase {
+            case .activatedByReader, .activatedByTerminal: return reply([0x01, 0x00])
+            case .released: return reply([0x02, 0x00])
+            case .waiting: return reply([0x00, 0x00])
+            }
+        case 0x88, 0x90:
+            // TgGetInitiatorCommand / TgResponseToInitiator serve non-ISO-DEP targets: not modelled.
+            return reply([targetRoleError()])
+        default:
+            // An unknown command: the PN532 answers a syntax error frame; the MCU reports 63 00 (U).
+            return .failed
+        }
+    }
+
+    /// The status for a target command outside an activated target: 27 (not acceptable now) while
+    /// the chip acts as initiator, else 25 (invalid state: not activated).
+    func targetRoleError() -> UInt8 {
+        if case .initiator(let targets) = role, !targets.isEmpty { return 0x27 }
+        if case .target(let t) = role, case .released = t.phase { return 0x29 }
+        return 0x25
+    }
+
+    /// `Err Field NbTg [Tg BrRx BrTx Type]… SAM` (UM0701-02 §7.2.3).
+    func generalStatus(world: FieldWorld) -> [UInt8] {
+        let externalField = world.peers.contains { $0 is ExternalTerminal }
+            || world.devices.contains { $0 !== self && $0.rfOn }
+        var bytes: [UInt8] = [lastError, externalField ? 0x01 : 0x00]
+        if case .initiator(let targets) = role {
+            let listed = targets.prefix(2)
+            bytes.append(UInt8(listed.count))
+            for t in listed { bytes += [t.number, 0x00, 0x00, 0x00] }
+        } else {
+            bytes.append(0x00)
+        }
+        bytes.append(0x00)
+        return bytes
+    }
+
+    func rfConfiguration(_ p: [UInt8], world: FieldWorld) -> [UInt8]? {
+        guard let item = p.first else { return nil }
+        let data = Array(p.dropFirst())
+        switch item {
+        case 0x01:
+            guard data.count == 1 else { return nil }
+            let on = data[0] & 0x01 != 0
+            if on != rfOn {
+                rfOn = on
+                world.record(on ? .fieldOn : .fieldOff, reader: name)
+                if !on, case .initiator = role { leaveRoles(world: world) }
+            }
+        case 0x02:
+            guard data.count == 3 else { return nil }
+        case 0x04:
+            guard data.count == 1 else { return nil }
+            maxRetryCOM = data[0]
+        case 0x05:
+            guard data.count == 3 else { return nil }
+            (maxRetryATR, maxRetryPSL, maxRetryPassive) = (data[0], data[1], data[2])
+        case 0x0A, 0x0B, 0x0C, 0x0D:
+            // Analog settings: accepted and ignored.
+            guard !data.isEmpty else { return nil }
+        default:
+            return nil
+        }
+        return []
+    }
+
+    // MARK: Initiator
+
+    /// InListPassiveTarget `MaxTg BrTy [InitiatorData]` → `NbTg [Tg SENS_RES SEL_RES len NFCID1 [ATS]]…`
+    /// (UM0701-02 §7.3.5). SENS_RES goes most significant byte first. Blocks for
+    /// (MxRtyPassiveActivation + 1) attempts, or until a target or the MCU timeout with FF.
+    func inListPassiveTarget(
+        _ p: [UInt8], world: FieldWorld, lock: ConditionLock<FieldWorld>, reply: ([UInt8]) -> ChipOutcome
+    ) -> ChipOutcome {
+        guard p.count >= 2, p[0] == 1 || p[0] == 2 else { return .failed }
+        let maxTargets = Int(p[0])
+        let typeA = p[1] == 0x00
+        let uid = typeA ? Array(p.dropFirst(2)) : []
+        guard !typeA || [0, 4, 7, 10].contains(uid.count) else { return .failed }
+        leaveRoles(world: world)
+        if !rfOn {
+            rfOn = true
+            world.record(.fieldOn, reader: name)
+        }
+        var limit: Deadline?
+        if maxRetryPassive != 0xFF {
+            let attempts = Int(maxRetryPassive) + 1
+            limit = clock.deadline(after: personality.passiveActivationAttempt * attempts)
+        }
+        var found: [ActivatedPeer] = []
+        let outcome = wait(lock: lock, limit: limit) {
+            guard typeA else { return false }
+            found = candidates(world: world, uid: uid)
+            return !found.isEmpty
+        }
+        switch outcome {
+        case .satisfied: break
+        case .limit: return reply([0x00])
+        case .mcuTimeout: return .failed
+        case .driverTimeout: return .driverTimeout
+        }
+        var targets: [ListedTarget] = []
+        var bytes: [UInt8] = []
+        for (index, peer) in found.prefix(maxTargets).enumerated() {
+            let target = activate(peer, number: UInt8(index + 1), world: world)
+            targets.append(target)
+            bytes += targetDescription(target)
+        }
+        role = .initiator(targets)
+        lock.broadcast()
+        return reply([UInt8(targets.count)] + bytes)
+    }
+
+    /// `Tg SENS_RES(2, MSB first) SEL_RES NFCIDLength NFCID1 [ATS incl. TL]`.
+    func targetDescription(_ target: ListedTarget) -> [UInt8] {
+        let identity: TypeAIdentity
+        var ats: [UInt8]?
+        switch target.peer {
+        case .card(let c):
+            identity = c.identity
+            ats = c.ats
+        case .tag(let t):
+            identity = t.identity
+        case .emulation(let other, _):
+            guard case .target(let t) = other.role else { return [] }
+            identity = TypeAIdentity(uid: t.uid, atqa: t.atqa, sak: t.sak)
+            ats = t.ats
+        }
+        var bytes: [UInt8] = [target.number, UInt8(identity.atqa >> 8), UInt8(identity.atqa & 0xFF), identity.sak,
+                              UInt8(identity.uid.count)] + identity.uid
+        if target.isoDEP, let ats { bytes += ats }
+        return bytes
+    }
+
+    /// InDataExchange `Tg data` → `Status data` (UM0701-02 §7.3.8), with MI chaining both ways.
+    func inDataExchange(
+        _ p: [UInt8], world: FieldWorld, lock: ConditionLock<FieldWorld>, reply: ([UInt8]) -> ChipOutcome
+    ) -> ChipOutcome {
+        guard let tg = p.first else { return .failed }
+        let number = tg & 0x3F
+        let more = tg & 0x40 != 0
+        guard case .initiator(var targets) = role,
+              let index = targets.firstIndex(where: { $0.number == number && !$0.deselected }) else {
+            return reply([0x27])
+        }
+        var data = Array(p.dropFirst())
+        // The rest of a long answer: sent when the host asks again with no data.
+        if data.isEmpty, !more, !targets[index].pendingAnswer.isEmpty {
+            let out = chunk(&targets[index].pendingAnswer)
+            role = .initiator(targets)
+            return reply(out)
+        }
+        if more {
+            targets[index].commandChain += data
+            role = .initiator(targets)
+            return reply([0x00])
+        }
+        data = targets[index].commandChain + data
+        targets[index].commandChain = []
+        let outcome = exchange(with: &targets[index], data, world: world, lock: lock)
+        var result: ChipOutcome
+        switch outcome {
+        case .answer(let answer):
+            targets[index].pendingAnswer = answer
+            result = reply(chunk(&targets[index].pendingAnswer))
+        case .status(let status):
+            lastError = status
+            result = reply([status])
+        case .mcuTimeout:
+            result = .failed
+        case .driverTimeout:
+            result = .driverTimeout
+        }
+        if case .initiator = role { role = .initiator(targets) }
+        return result
+    }
+
+    /// Takes one frame's worth of `pending`: `status data`, status 40 (MI) when more remains.
+    func chunk(_ pending: inout [UInt8]) -> [UInt8] {
+        let part = Array(pending.prefix(Self.frameDataLimit))
+        pending.removeFirst(part.count)
+        return [pending.isEmpty ? 0x00 : 0x40] + part
+    }
+
+    /// Sends one command to an activated target and waits for its answer.
+    func exchange(
+        with target: inout ListedTarget, _ command: [UInt8], world: FieldWorld, lock: ConditionLock<FieldWorld>
+    ) -> ExchangeOutcome {
+        guard stillPresent(target.peer, world: world) else { return .status(0x01) }
+        switch target.peer {
+        case .card(let card):
+            guard target.isoDEP else { return .status(0x01) }
+            return .answer(card.answer(command))
+        case .tag(let tag):
+            return .status(mifareAuthentication(tag, command))
+        case .emulation(let other, _):
+            guard target.isoDEP, case .target(let t) = other.role else { return .status(0x01) }
+            t.inbox = command
+            t.outbox = nil
+            t.pendingCommand = []
+            lock.broadcast()
+            let outcome = wait(lock: lock) {
+                t.outbox != nil || !self.stillPresent(target.peer, world: world)
+            }
+            switch outcome {
+            case .satisfied:
+                guard let answer = t.outbox else { return .status(0x01) }
+                t.outbox = nil
+                t.commandOutstanding = false
+                return .answer(answer)
+            case .limit, .mcuTimeout: return .mcuTimeout
+            case .driverTimeout: return .driverTimeout
+            }
+        }
+    }
+
+    /// MIFARE Classic authentication `60/61 block key(6) UID(4)`: 00 when the UID matches and the
+    /// key is accepted, 14 otherwise; any other command to a tag stays unanswered (01).
+    func mifareAuthentication(_ tag: ISO14443_3Tag, _ command: [UInt8]) -> UInt8 {
+        guard command.count == 12, command[0] == 0x60 || command[0] == 0x61 else { return 0x01 }
+        let key = Array(command[2..<8])
+        let uid = Array(command[8..<12])
+        guard uid == Array(tag.identity.uid.suffix(4)) || uid == Array(tag.identity.uid.prefix(4)) else { return 0x14 }
+        if let expected = tag.mifareKey, expected != key { return 0x14 }
+        return 0x00
+    }
+
+    /// InDeselect (44), InRelease (52), InSelect (54) for `target` (0 = all) → status.
+    func deselectReleaseSelect(_ command: UInt8, target: UInt8, world: FieldWorld) -> UInt8 {
+        guard case .initiator(var targets) = role else { return target == 0 ? 0x00 : 0x27 }
+        let indices = targets.indices.filter { target == 0 || targets[$0].number == target }
+        guard !indices.isEmpty || target == 0 else { return 0x27 }
+        switch command {
+        case 0x44:
+            for i in indices {
+                targets[i].deselected = true
+                releasePeer(targets[i].peer, world: world)
+            }
+            role = .initiator(targets)
+        case 0x52:
+            for i in indices { releasePeer(targets[i].peer, world: world) }
+            targets.removeAll { target == 0 || $0.number == target }
+            role = targets.isEmpty ? .idle : .initiator(targets)
+        default:
+            for i in indices {
+                guard stillPresent(targets[i].peer, world: world) else { return 0x01 }
+                if case .emulation = targets[i].peer, targets[i].deselected { return 0x01 }
+                targets[i].deselected = false
+            }
+            role = .initiator(targets)
+        }
+        return 0x00
+    }
+
+    // MARK: Target
+
+    /// TgInitAsTarget `Mode SENS_RES(2, LSB first) NFCID1t(3) SEL_RES FeliCa(18) NFCID3t(10) LenGt
+    /// Gt LenTk Tk` → `Mode InitiatorCommand` (UM0701-02 §7.3.14). Blocks until a terminal (or another
+    /// reader) activates the emulation, or the MCU timeout (→ 63 00).
+    func tgInitAsTarget(
+        _ p: [UInt8], world: FieldWorld, lock: ConditionLock<FieldWorld>, reply: ([UInt8]) -> ChipOutcome
+    ) -> ChipOutcome {
+        guard p.count >= 37 else { return .failed }
+        let lengthGt = Int(p[35])
+        guard lengthGt <= 47, p.count >= 37 + lengthGt else { return .failed }
+        let lengthTk = Int(p[36 + lengthGt])
+        guard lengthTk <= 48, p.count == 37 + lengthGt + lengthTk else { return .failed }
+        let modes = p[0]
+        let atqa = UInt16(p[2]) << 8 | UInt16(p[1])
+        let uid: [UInt8] = [0x08] + p[3..<6]
+        let sak = p[6]
+        let historical = Array(p[(37 + lengthGt)...])
+        leaveRoles(world: world)
+        sessions += 1
+        let t = TargetState(session: sessions, modes: modes, atqa: atqa, uid: uid, sak: sak, historicalBytes: historical)
+        role = .target(t)
+        lock.broadcast()
+        let piccAllowed = modes & 0x02 == 0 && sak & 0x20 != 0
+        let outcome = wait(lock: lock) {
+            if t.isActivated { return true }
+            guard piccAllowed, case .target(let current) = self.role, current === t else { return false }
+            if let terminal = world.peers.lazy.compactMap({ $0 as? ExternalTerminal }).first(where: { $0.wantsActivation }) {
+                t.initiatorCommand = terminal.activate()
+                t.phase = .activatedByTerminal(terminal)
+                world.record(.targetActivated(mode: 0x08, initiatorCommand: t.initiatorCommand), reader: self.name)
+                return true
+            }
+            return false
+        }
+        switch outcome {
+        case .satisfied:
+            // Mode 08: 106 kbit/s, ISO/IEC 14443-4 PICC, Type A framing; then the RATS.
+            return reply([0x08] + t.initiatorCommand)
+        case .limit, .mcuTimeout, .driverTimeout:
+            if case .target(let current) = role, current === t, !t.isActivated {
+                role = .idle
+            }
+            return outcome == .driverTimeout ? .driverTimeout : .failed
+        }
+    }
+
+    /// TgGetData → `Status C-APDU` (UM0701-02 §7.3.16): 25 before activation, 29 once released.
+    func tgGetData(world: FieldWorld, lock: ConditionLock<FieldWorld>, reply: ([UInt8]) -> ChipOutcome) -> ChipOutcome {
+        guard case .target(let t) = role, t.isActivated || isReleased(t) else { return reply([targetRoleError()]) }
+        if !t.pendingCommand.isEmpty { return reply(chunk(&t.pendingCommand)) }
+        switch t.phase {
+        case .waiting: return reply([0x25])
+        case .released: return reply([0x29])
+        case .activatedByTerminal(let terminal):
+            switch terminal.nextCommand() {
+            case .command(let apdu):
+                t.pendingCommand = apdu
+                return reply(chunk(&t.pendingCommand))
+            case .released:
+                t.phase = .released
+                world.record(.targetReleased, reader: name)
+                return reply([0x29])
+            case .awaitingResponse: return reply([0x27])
+            case .notActivated: return reply([0x25])
+            }
+        case .activatedByReader:
+            let outcome = wait(lock: lock) { t.inbox != nil || !t.isActivated }
+            switch outcome {
+            case .satisfied:
+                guard let apdu = t.inbox else { return reply([0x29]) }
+                t.inbox = nil
+                t.commandOutstanding = true
+                t.pendingCommand = apdu
+                return reply(chunk(&t.pendingCommand))
+            case .limit, .mcuTimeout: return .failed
+            case .driverTimeout: return .driverTimeout
+            }
+        }
+    }
+
+    func isReleased(_ t: TargetState) -> Bool {
+        if case .released = t.phase { return true }
+        return false
+    }
+
+    /// TgSetData `R-APDU` → `Status` (UM0701-02 §7.3.17).
+    func tgSetData(_ p: [UInt8], world: FieldWorld) -> UInt8 {
+        guard case .target(let t) = role else { return targetRoleError() }
+        let response = t.metaData + p
+        t.metaData = []
+        switch t.phase {
+        case .waiting: return 0x25
+        case .released: return 0x29
+        case .activatedByTerminal(let terminal):
+            return terminal.deliver(response) ? 0x00 : 0x27
+        case .activatedByReader:
+            guard t.commandOutstanding else { return 0x27 }
+            t.outbox = response
+            t.commandOutstanding = false
+            return 0x00
+        }
+    }
+}

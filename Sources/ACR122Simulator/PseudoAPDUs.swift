@@ -1,0 +1,172 @@
+import ISO7816
+
+/// The ACR122U MCU: pseudo-APDUs (ACR122U API v2.04; acr122-pn532.md §2), the T=0 personality,
+/// the escape path of the driver (§1, §5c) and card APDUs to the polled card.
+extension DeviceState {
+    func control(code: UInt32, _ command: [UInt8], world: FieldWorld, lock: ConditionLock<FieldWorld>) throws(IFDError) -> [UInt8] {
+        if code == ACR122DriverConstants.getFeatureRequest {
+            return featureList()
+        }
+        switch (personality.driver, code) {
+        case (.ccidEscapeDisabled, ACR122DriverConstants.ccidEscapeCode):
+            // libccid: "ifd exchange (Escape command) not allowed" → IFD_COMMUNICATION_ERROR.
+            throw IFDError.communicationError
+        case (.ccidEscapeEnabled, ACR122DriverConstants.ccidEscapeCode),
+             (.acsDriver, ACR122DriverConstants.acsEscapeCode):
+            return try pseudoAPDU(command, viaTransmit: false, world: world, lock: lock)
+        default:
+            throw IFDError.notSupported
+        }
+    }
+
+    /// `CM_IOCTL_GET_FEATURE_REQUEST`: `| tag | 04 | control code, big-endian |`… (PC/SC part 10 §2.2).
+    func featureList() -> [UInt8] {
+        let code: UInt32
+        switch personality.driver {
+        case .ccidEscapeDisabled: return []
+        case .ccidEscapeEnabled: code = ACR122DriverConstants.ccidEscapeCode
+        case .acsDriver: code = ACR122DriverConstants.acsEscapeCode
+        }
+        return [ACR122DriverConstants.featureCCIDEscCommand, 0x04,
+                UInt8(code >> 24), UInt8((code >> 16) & 0xFF), UInt8((code >> 8) & 0xFF), UInt8(code & 0xFF)]
+    }
+
+    func transmit(_ command: [UInt8], world: FieldWorld, lock: ConditionLock<FieldWorld>) throws(IFDError) -> [UInt8] {
+        guard atr != nil else { throw IFDError.noCard }
+        if case .initiator(let targets) = role, let first = targets.first, !stillPresent(first.peer, world: world) {
+            throw IFDError.noCard
+        }
+        guard command.first == 0xFF else {
+            return try cardAPDU(command, world: world, lock: lock)
+        }
+        return try pseudoAPDU(command, viaTransmit: true, world: world, lock: lock)
+    }
+
+    /// A card APDU to the card automatic polling activated (ACR122U API v2.04 §4: the reader
+    /// forwards APDUs to an ISO 14443-4 card). A card without ISO-DEP gives 63 00.
+    func cardAPDU(_ command: [UInt8], world: FieldWorld, lock: ConditionLock<FieldWorld>) throws(IFDError) -> [UInt8] {
+        guard case .initiator(var targets) = role, !targets.isEmpty else { throw IFDError.noCard }
+        guard targets[0].isoDEP else { return Self.failed }
+        let outcome = exchange(with: &targets[0], command, world: world, lock: lock)
+        if case .initiator = role { role = .initiator(targets) }
+        switch outcome {
+        case .answer(let response): return response
+        case .status: return Self.failed
+        case .mcuTimeout: return Self.failed
+        case .driverTimeout: throw IFDError.communicationError
+        }
+    }
+
+    /// One pseudo-APDU `| FF | INS | P1 | P2 | Lc/Le | data |`.
+    func pseudoAPDU(_ command: [UInt8], viaTransmit: Bool, world: FieldWorld, lock: ConditionLock<FieldWorld>) throws(IFDError) -> [UInt8] {
+        guard command.count >= 5, command[0] == 0xFF else {
+            // Shorter than a header with P3, or not CLA FF: the MCU rejects it (decision: 63 00).
+            return Self.failed
+        }
+        let ins = command[1], p1 = command[2], p2 = command[3], p3 = command[4]
+        let data = Array(command[5...])
+        switch (ins, p1) {
+        case (0x00, 0x00) where p2 == 0x00:
+            // Direct Transmit: Lc must count the data exactly (decision: 63 00 otherwise).
+            guard Int(p3) == data.count, !data.isEmpty else { return Self.failed }
+            let reply = try directTransmit(data, world: world, lock: lock)
+            if viaTransmit, personality.legacyT0Firmware, reply.count > 2 {
+                // T=0 units announce the answer: 61 xx, fetched with FF C0 00 00 xx.
+                let body = Array(reply.dropLast(2))
+                pendingGetResponse = body
+                return [0x61, UInt8(min(body.count, 255))]
+            }
+            return reply
+        case (0xC0, 0x00) where p2 == 0x00 && data.isEmpty:
+            // Get Response (T=0 units).
+            guard personality.legacyT0Firmware, let pending = pendingGetResponse else { return Self.notSupported }
+            let count = p3 == 0 ? pending.count : min(Int(p3), pending.count)
+            let part = Array(pending.prefix(count))
+            let rest = Array(pending.dropFirst(count))
+            pendingGetResponse = rest.isEmpty ? nil : rest
+            return part + (rest.isEmpty ? Self.ok : [0x61, UInt8(min(rest.count, 255))])
+        case (0x00, 0x48):
+            // Firmware version: the ASCII string alone, no status word.
+            return Array(personality.firmware.utf8)
+        case (0x00, 0x40):
+            guard p3 == 0x04, data.count == 4 else { return Self.failed }
+            return ledAndBuzzer(p2)
+        case (0x00, 0x50) where p2 == 0x00:
+            return [0x90, piccParameter]
+        case (0x00, 0x51) where p3 == 0x00 && data.isEmpty:
+            piccParameter = p2
+            if p2 & 0x80 == 0, atr == nil, case .initiator = role {
+                // Polling stopped: the MCU lets go of what it had polled.
+                leaveRoles(world: world)
+            }
+            return [0x90, piccParameter]
+        case (0x00, 0x41) where p3 == 0x00 && data.isEmpty:
+            mcuTimeout = p2
+            return Self.ok
+        case (0x00, 0x52) where p3 == 0x00 && data.isEmpty:
+            guard p2 == 0x00 || p2 == 0xFF else { return Self.failed }
+            buzzerOnDetection = p2 == 0xFF
+            return Self.ok
+        case (0xCA, 0x00), (0xCA, 0x01):
+            return getData(p1: p1, le: p3, hasData: !data.isEmpty, world: world)
+        default:
+            return Self.notSupported
+        }
+    }
+
+    /// LED/buzzer (`FF 00 40 P2 04 T1 T2 Rep Link` → `90 ss`). P2: bit 0 final red, bit 1 final
+    /// green, bit 2 red mask, bit 3 green mask; a masked LED takes its final state, the other keeps
+    /// its state. Blinking (bits 4–7, T1/T2, repetitions) ends in the final state and is not timed.
+    func ledAndBuzzer(_ p2: UInt8) -> [UInt8] {
+        var state = led
+        if p2 & 0x04 != 0 { state = (state & ~0x01) | (p2 & 0x01) }
+        if p2 & 0x08 != 0 { state = (state & ~0x02) | (p2 & 0x02) }
+        led = state
+        return [0x90, state]
+    }
+
+    /// Get Data (PC/SC part 3): `FF CA 00 00 Le` → UID; `FF CA 01 00 Le` → ATS (6A 81 without ISO-DEP).
+    func getData(p1: UInt8, le: UInt8, hasData: Bool, world: FieldWorld) -> [UInt8] {
+        guard !hasData else { return Self.failed }
+        guard case .initiator(let targets) = role, let target = targets.first,
+              stillPresent(target.peer, world: world) else { return Self.failed }
+        let value: [UInt8]
+        switch (p1, target.peer) {
+        case (0x00, .card(let c)): value = c.identity.uid
+        case (0x00, .tag(let t)): value = t.identity.uid
+        case (0x00, .emulation(let other, _)):
+            guard case .target(let t) = other.role else { return Self.failed }
+            value = t.uid
+        case (0x01, .card(let c)): value = c.ats
+        case (0x01, .emulation(let other, _)):
+            guard case .target(let t) = other.role else { return Self.failed }
+            value = t.ats
+        default:
+            return Self.notSupported
+        }
+        if le != 0, Int(le) < value.count { return [0x6C, UInt8(value.count)] }
+        return value + Self.ok
+    }
+
+    /// Direct Transmit: the PN532 frame `D4 cmd params` → `D5 cmd+1 … 90 00`, or 63 00; with the
+    /// late-reply fault applied.
+    func directTransmit(_ frame: [UInt8], world: FieldWorld, lock: ConditionLock<FieldWorld>) throws(IFDError) -> [UInt8] {
+        let own: [UInt8]
+        switch runChip(frame, world: world, lock: lock) {
+        case .frame(let reply): own = reply + Self.ok
+        case .failed: own = Self.failed
+        case .driverTimeout: throw IFDError.communicationError
+        }
+        if let waiting = lateAnswer {
+            let isFirmwareProbe = frame.count >= 2 && frame[0] == 0xD4 && frame[1] == 0x02
+            lateAnswer = isFirmwareProbe ? nil : own
+            return waiting
+        }
+        if lateRepliesArmed > 0 {
+            lateRepliesArmed -= 1
+            lateAnswer = own
+            throw IFDError.communicationError
+        }
+        return own
+    }
+}
