@@ -37,7 +37,7 @@ extension SecbridgeCLI {
         let count = try invocation.arguments.integer("count", in: 1...1_000_000)
         let timeout = try invocation.arguments.seconds("timeout", limit: 86_400)
         let recorder = try invocation.arguments.value("record").map { path throws(CLIError) in
-            try TranscriptRecording.startEvents(path: path, command: "monitor")
+            try TranscriptRecording.startEvents(path: path, command: "monitor", console: invocation.console)
         }
         let monitor = ReaderMonitor()
         let done = Completion()

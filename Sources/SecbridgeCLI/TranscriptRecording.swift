@@ -41,9 +41,11 @@ struct TranscriptRecording {
     }
 
     /// Starts a recording of reader events only (`secbridge monitor --record`).
-    static func startEvents(path: String, command: String) throws(CLIError) -> EventRecording {
+    static func startEvents(path: String, command: String, console: any Console) throws(CLIError) -> EventRecording {
         let writer = try openWriter(path: path, header: header(reader: nil, atr: nil, transmissionProtocol: nil, command: command))
-        return EventRecording(writer: writer, recorder: TranscriptRecorder(sink: writer))
+        return EventRecording(writer: writer, recorder: TranscriptRecorder(sink: writer)) { error in
+            console.err("secbridge: error: cannot record to '\(path)': \(error.reason)\n")
+        }
     }
 }
 
@@ -51,28 +53,36 @@ struct TranscriptRecording {
 final class EventRecording: Sendable {
     let writer: TranscriptWriter
     let recorder: TranscriptRecorder
-    init(writer: TranscriptWriter, recorder: TranscriptRecorder) {
+    let failure: @Sendable (TranscriptWriteError) -> Void
+    init(writer: TranscriptWriter, recorder: TranscriptRecorder, failure: @escaping @Sendable (TranscriptWriteError) -> Void) {
         self.writer = writer
         self.recorder = recorder
+        self.failure = failure
     }
 
     func record(_ event: ReaderEvent) {
-        var attributes: [TranscriptAttribute] = []
-        if let reader = event.reader { attributes.append(TranscriptAttribute("reader", reader)) }
         let kind: TranscriptEventKind
+        let attributes: [TranscriptAttribute]
         switch event {
-        case .readerAttached: kind = .readerAdded
-        case .readerDetached: kind = .readerRemoved
-        case .cardInserted(_, let atr):
-            kind = .cardInserted
-            attributes.append(TranscriptAttribute("atr", atr.hexString))
-        case .cardRemoved: kind = .cardRemoved
+        case .readerAttached(let reader):
+            (kind, attributes) = (.readerAdded, [TranscriptAttribute("name", reader)])
+        case .readerDetached(let reader):
+            (kind, attributes) = (.readerRemoved, [TranscriptAttribute("name", reader)])
+        case .cardInserted(let reader, let atr):
+            (kind, attributes) = (.cardInserted, [TranscriptAttribute("reader", reader), TranscriptAttribute("atr", atr.hexString)])
+        case .cardRemoved(let reader):
+            (kind, attributes) = (.cardRemoved, [TranscriptAttribute("reader", reader)])
         case .serviceLost(let error):
-            kind = TranscriptEventKind(rawValue: "service-lost")
-            attributes.append(TranscriptAttribute("error", error.name))
-        case .serviceRestored: kind = TranscriptEventKind(rawValue: "service-restored")
+            (kind, attributes) = (.serviceLost, [TranscriptAttribute("error", error.name)])
+        case .serviceRestored:
+            (kind, attributes) = (.serviceRestored, [])
         }
-        try? recorder.recordEvent(kind, attributes)
+        do {
+            try recorder.recordEvent(kind, attributes)
+        } catch {
+            // The file can no longer be written: say so once per event rather than lose it silently.
+            failure(error)
+        }
     }
 
     func finish() { try? writer.close() }

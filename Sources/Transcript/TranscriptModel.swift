@@ -287,12 +287,16 @@ public struct TranscriptEventKind: RawRepresentable, Sendable, Hashable, CustomS
     public static let transactionBegan = Self(rawValue: "transaction-began")
     /// SCardEndTransaction.
     public static let transactionEnded = Self(rawValue: "transaction-ended")
+    /// pcscd stopped answering (SCARD_E_NO_SERVICE, SCARD_E_SERVICE_STOPPED, …); attribute `error`.
+    public static let serviceLost = Self(rawValue: "service-lost")
+    /// A new PC/SC context was established after `service-lost`.
+    public static let serviceRestored = Self(rawValue: "service-restored")
 
     /// The kinds format version 1 defines.
     public static let known: Set<TranscriptEventKind> = [
         .readerAdded, .readerRemoved, .cardInserted, .cardRemoved, .cardReset, .connected,
         .disconnected, .stateChanged, .fieldOn, .fieldOff, .targetActivated, .targetReleased,
-        .transactionBegan, .transactionEnded,
+        .transactionBegan, .transactionEnded, .serviceLost, .serviceRestored,
     ]
 
     /// True for a version 1 kind or an `x-` extension.

@@ -115,6 +115,20 @@ extension SharedReader {
                 """)
         }
 
+        @Test func monitorRecordsEventsToATranscript() async throws {
+            let environment = try sharedEnvironment()
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("secbridge-monitor-\(UUID().uuidString).trn")
+            defer { try? FileManager.default.removeItem(at: file) }
+            let result = try await runCLI(["monitor", "--json", "--count", "1", "--timeout", "10", "--record", file.path])
+            #expect(result.status == 0, "\(result.err)")
+            #expect(result.out.hasPrefix(#"{"event":"reader-attached","reader":""#))
+            let transcript = try Transcript(contentsOfFile: file.path)
+            #expect(transcript.header.tool == "secbridge 0.1.0 monitor")
+            let text = transcript.serialized()
+            #expect(text.contains(" event reader-added name=\""))
+            #expect(environment.readerNames.contains { text.contains("name=\"\($0)\"") })
+        }
+
         @Test func replayRefusesARedactedVerify() async throws {
             _ = try sharedEnvironment()
             let file = FileManager.default.temporaryDirectory.appendingPathComponent("secbridge-verify-\(UUID().uuidString).trn")
