@@ -122,9 +122,14 @@ final class ControlServer: Sendable {
         var idleSince = clock.now
         while !isStopping {
             while let newline = pending.firstIndex(of: 0x0A) {
-                let line = String(decoding: pending[..<newline], as: UTF8.self)
+                let reply: String
+                if newline > ControlRequest.maximumLength {
+                    reply = ControlError(.tooLong, "a request line holds at most \(ControlRequest.maximumLength) bytes").serialized
+                } else {
+                    reply = respond(to: String(decoding: pending[..<newline], as: UTF8.self))
+                }
                 pending.removeSubrange(...newline)
-                guard Self.writeLine(client, respond(to: line)) else { return }
+                guard Self.writeLine(client, reply) else { return }
                 idleSince = clock.now
             }
             if pending.count > ControlRequest.maximumLength {

@@ -5,15 +5,18 @@ import Synchronization
 /// server, and the ATR of its last power-up (for TAG_IFD_ATR).
 final class DriverReader: Sendable {
     let deviceName: DeviceName
-    let device: any IFDDevice
+    let binding: SimulatorBinding
     let server: ControlServer
     private let lastATR = Mutex<[UInt8]>([])
 
-    init(deviceName: DeviceName, device: any IFDDevice, server: ControlServer) {
+    init(deviceName: DeviceName, binding: SimulatorBinding, server: ControlServer) {
         self.deviceName = deviceName
-        self.device = device
+        self.binding = binding
         self.server = server
     }
+
+    /// The device pcscd talks to.
+    var device: any IFDDevice { binding }
 
     var atr: [UInt8] {
         get { lastATR.withLock { $0 } }
@@ -28,6 +31,11 @@ enum ReaderTable {
 
     /// The most readers one pcscd may open on this driver (TAG_IFD_SIMULTANEOUS_ACCESS).
     static let capacity = 16
+
+    /// How many readers this pcscd has opened on the driver so far: a reader's place in that order
+    /// is its place among same-named readers, since pcscd names a reader (`… XX 00`, the lowest
+    /// free XX) just before it opens its channel. Reported by the `ping` verb.
+    private static let opened = Mutex(0)
 
     static func reader(_ lun: UInt) -> DriverReader? {
         readers.withLock { $0[lun >> 16] }
@@ -56,13 +64,17 @@ enum ReaderTable {
         }
         let bound: SimulatorBinding
         do {
-            bound = try SimulatorBinding(deviceName: name)
+            let order = opened.withLock { count in
+                defer { count += 1 }
+                return count
+            }
+            bound = try SimulatorBinding(deviceName: name, openOrder: order)
         } catch {
             DriverLog.write("DEVICENAME '\(deviceNameText)': \(error)")
             return nil
         }
         let server = ControlServer(socketPath: name.socketPath) { request throws(ControlError) in
-            try bound.handle(request)
+            try ControlProtocol.handle(request, binding: bound)
         }
         do {
             try server.start(directory: name.directory)
@@ -71,7 +83,7 @@ enum ReaderTable {
             bound.close()
             return nil
         }
-        let reader = DriverReader(deviceName: name, device: bound.device, server: server)
+        let reader = DriverReader(deviceName: name, binding: bound, server: server)
         readers.withLock { $0[key] = reader }
         DriverLog.write("reader \(key): control socket \(name.socketPath), field \(name.field)")
         return reader
@@ -83,7 +95,7 @@ enum ReaderTable {
         guard let reader = readers.withLock({ $0.removeValue(forKey: lun >> 16) }) else { return false }
         reader.device.powerDown()
         reader.server.stop()
-        SimulatorBinding.release(reader.device)
+        reader.binding.close()
         return true
     }
 }

@@ -1,36 +1,167 @@
 import ACR122Simulator
 import Synchronization
 
-/// Binds one reader's control verbs to its simulated device. (Stand-in until the simulator model
-/// lands: a device with no card that answers the firmware pseudo-APDU through escape.)
-final class SimulatorBinding: Sendable {
-    let device: any IFDDevice
+/// One simulated reader as the driver serves it: an ``IFDDevice`` that forwards to the current
+/// ``SimulatedACR122U`` (a personality switch replaces it, as replugging the reader behind another
+/// driver would), the shared field it sits in, and the control verbs (``ControlProtocol``).
+final class SimulatorBinding: IFDDevice {
+    let deviceName: DeviceName
+    /// 0 for the first reader pcscd opened on this driver, 1 for the next, …
+    let openOrder: Int
+    let field: SharedField
+    private let current: Mutex<(device: SimulatedACR122U, personality: String)>
 
-    init(deviceName: DeviceName) throws(ControlError) {
-        device = StandInDevice()
+    /// Builds the device with the personality `DEVICENAME` names, in the field it names.
+    /// - Throws: ``ControlError`` `bad-argument` for an unknown personality.
+    init(deviceName: DeviceName, openOrder: Int) throws(ControlError) {
+        let personalityName = deviceName.personality ?? PersonalityName.defaultName
+        let personality = try PersonalityName.personality(personalityName, firmware: nil)
+        self.deviceName = deviceName
+        self.openOrder = openOrder
+        field = SharedField.attach(deviceName.field)
+        let device = SimulatedACR122U(field: field.field, personality: personality, name: deviceName.directory)
+        current = Mutex((device, personalityName))
     }
 
-    func handle(_ request: ControlRequest) throws(ControlError) -> ControlReply {
-        switch request.verb {
-        case "ping": return ControlReply([("driver", "secbridge-acr122")])
-        default: throw ControlError(.unknownVerb, "no verb '\(request.verb)'")
+    var device: SimulatedACR122U { current.withLock { $0.device } }
+    var personalityName: String { current.withLock { $0.personality } }
+
+    /// Replaces the device by one with `personality`, in the same field: the old one is detached
+    /// (as unplugged), so LED, PICC parameter, MCU timeout and roles start afresh.
+    func switchPersonality(to personality: ACR122Personality, named name: String) {
+        let fresh = SimulatedACR122U(field: field.field, personality: personality, name: deviceName.directory)
+        let old = current.withLock { current in
+            defer { current = (fresh, name) }
+            return current.device
+        }
+        old.detach()
+    }
+
+    /// Takes the device out of its field and lets go of the field.
+    func close() {
+        device.detach()
+        SharedField.detach(deviceName.field)
+    }
+
+    // MARK: IFDDevice, forwarded
+
+    func isCardPresent() -> Bool { device.isCardPresent() }
+    func powerUp() throws(IFDError) -> [UInt8] { try device.powerUp() }
+    func powerDown() { device.powerDown() }
+    func setProtocol(_ protocolValue: UInt) throws(IFDError) { try device.setProtocol(protocolValue) }
+    func transmit(_ command: [UInt8]) throws(IFDError) -> [UInt8] { try device.transmit(command) }
+    func control(code: UInt32, _ command: [UInt8]) throws(IFDError) -> [UInt8] { try device.control(code: code, command) }
+    func attribute(_ tag: UInt32) -> [UInt8]? { device.attribute(tag) }
+}
+
+/// The personality names of the control protocol and `DEVICENAME`.
+enum PersonalityName {
+    static let defaultName = "ccid-escape-enabled"
+
+    /// | Name | Personality |
+    /// |---|---|
+    /// | `ccid-escape-enabled` | libccid with ifdDriverOptions 0x0001: escape 0x42000001, listed as feature 0x13 |
+    /// | `ccid-escape-disabled` | libccid's default: 0x42000001 refused (SCARD_E_NOT_TRANSACTED), no feature 0x13 |
+    /// | `acs-driver` | ACS acsccid: escape 0x42000DAC, always listed |
+    /// | `legacy-t0` | an early T=0 unit (61 xx + FF C0), firmware ACR122U103, libccid with escape enabled |
+    /// | `atr-whole-ats` | escape enabled; the ATR's historical bytes are the whole ATS (ACR122T manual (U)) |
+    static let all: [(name: String, personality: ACR122Personality)] = [
+        ("ccid-escape-enabled", .ccidEscapeEnabled),
+        ("ccid-escape-disabled", .ccidEscapeDisabled),
+        ("acs-driver", .acsDriver),
+        ("legacy-t0", .legacyT0Firmware),
+        ("atr-whole-ats", ACR122Personality(driver: .ccidEscapeEnabled, atrHistoricalBytes: .wholeATS)),
+    ]
+
+    /// The personality `name`, with the firmware string replaced when `firmware` is given.
+    /// - Throws: ``ControlError`` `bad-argument` naming the known personalities, or for a firmware
+    ///   string that is not 10 printable ASCII characters.
+    static func personality(_ name: String, firmware: String?) throws(ControlError) -> ACR122Personality {
+        guard var personality = all.first(where: { $0.name == name })?.personality else {
+            throw ControlError(.badArgument, "unknown personality '\(name)'; known: \(all.map(\.name).joined(separator: ", "))")
+        }
+        if let firmware {
+            guard firmware.utf8.count == 10, firmware.utf8.allSatisfy({ (0x20...0x7E).contains($0) }) else {
+                throw ControlError(.badArgument, "firmware '\(firmware)' must be 10 printable ASCII characters, e.g. ACR122U215")
+            }
+            personality.firmware = firmware
+        }
+        return personality
+    }
+}
+
+/// A field shared by the readers of this pcscd whose `DEVICENAME` names it, with the peers placed
+/// through any of their control sockets (so one reader's socket can remove what another placed).
+final class SharedField: Sendable {
+    let field: SimulatedField
+    private struct Peers {
+        var byID: [(id: String, peer: any FieldPeer)] = []
+        var counter = 0
+    }
+    private let peers = Mutex(Peers())
+
+    private init() {
+        field = SimulatedField(clock: .realTime)
+    }
+
+    private static let table = Mutex<[String: (field: SharedField, readers: Int)]>([:])
+
+    /// The field `name`, created on first use.
+    static func attach(_ name: String) -> SharedField {
+        table.withLock { table in
+            if let entry = table[name] {
+                table[name] = (entry.field, entry.readers + 1)
+                return entry.field
+            }
+            let field = SharedField()
+            table[name] = (field, 1)
+            return field
         }
     }
 
-    func close() {}
-    static func release(_ device: any IFDDevice) {}
-}
-
-final class StandInDevice: IFDDevice {
-    func isCardPresent() -> Bool { false }
-    func powerUp() throws(IFDError) -> [UInt8] { throw .noCard }
-    func powerDown() {}
-    func setProtocol(_ protocolValue: UInt) throws(IFDError) { throw .noCard }
-    func transmit(_ command: [UInt8]) throws(IFDError) -> [UInt8] { throw .noCard }
-    func control(code: UInt32, _ command: [UInt8]) throws(IFDError) -> [UInt8] {
-        guard code == 0x4200_0001 else { throw .notSupported }
-        if command == [0xFF, 0x00, 0x48, 0x00, 0x00] { return Array("ACR122U207".utf8) }
-        return [0x63, 0x00]
+    /// Forgets the field `name` when its last reader closes.
+    static func detach(_ name: String) {
+        table.withLock { table in
+            guard let entry = table[name] else { return }
+            if entry.readers <= 1 { table[name] = nil } else { table[name] = (entry.field, entry.readers - 1) }
+        }
     }
-    func attribute(_ tag: UInt32) -> [UInt8]? { nil }
+
+    /// Places `peer` under `id` (or `<prefix>-<n>`).
+    /// - Throws: ``ControlError`` `refused` when the id is taken.
+    func place(_ peer: any FieldPeer, id: String?, prefix: String) throws(ControlError) -> String {
+        let chosen = try peers.withLock { peers throws(ControlError) -> String in
+            peers.counter += 1
+            let chosen = id ?? "\(prefix)-\(peers.counter)"
+            guard !peers.byID.contains(where: { $0.id == chosen }) else {
+                throw ControlError(.refused, "a peer with id '\(chosen)' is already in the field; remove it first")
+            }
+            peers.byID.append((chosen, peer))
+            return chosen
+        }
+        field.place(peer)
+        return chosen
+    }
+
+    /// The peer `id`, or nil.
+    func peer(_ id: String) -> (any FieldPeer)? {
+        peers.withLock { $0.byID.first { $0.id == id }?.peer }
+    }
+
+    /// The ids and descriptions of the peers placed through the control sockets.
+    var list: [(id: String, description: String)] {
+        peers.withLock { $0.byID.map { ($0.id, $0.peer.peerDescription) } }
+    }
+
+    /// Removes the peer `id`, or every peer for nil.
+    /// - Returns: the ids removed.
+    func remove(_ id: String?) -> [String] {
+        let removed = peers.withLock { peers in
+            let matching = peers.byID.filter { id == nil || $0.id == id }
+            peers.byID.removeAll { id == nil || $0.id == id }
+            return matching
+        }
+        for (_, peer) in removed { field.remove(peer) }
+        return removed.map(\.id)
+    }
 }

@@ -13,7 +13,8 @@ import Glibc
 ///     DEVICENAME   /tmp/secbridge-acr122.<pid>/a:field=shared
 ///     LIBPATH      <build dir>/libSecbridgeACR122IFD.so
 ///
-/// pcscd names them `ACS ACR122U PICC Interface 00 00` (A, loaded first) and `… 01 00` (B).
+/// pcscd names them `ACS ACR122U PICC Interface 00 00` and `… 01 00` in the order it loads them,
+/// which is not fixed: ``TestEnvironment/simulatedReaderA`` asks the driver.
 public enum SimulatedReaders {
     /// The friendly name a real ACR122U has on the CCID driver.
     public static let friendlyName = "ACS ACR122U PICC Interface"
@@ -85,16 +86,24 @@ public enum SimulatedReaders {
 }
 
 extension TestEnvironment {
-    /// Reader A's PC/SC name, `ACS ACR122U PICC Interface 00 00`.
-    public var simulatedReaderA: String { simulatedReaderNames[0] }
-    /// Reader B's PC/SC name, `ACS ACR122U PICC Interface 01 00`.
-    public var simulatedReaderB: String { simulatedReaderNames[1] }
+    /// Reader A's PC/SC name: `ACS ACR122U PICC Interface 00 00` or `… 01 00`.
+    ///
+    /// pcscd reads `reader.conf.d` in directory order, not by file name, so which of the two
+    /// readers is loaded first (and named `… 00 00`) varies. The driver's `ping` reply tells: the
+    /// reader with the lower `open-order` was opened, and named, first.
+    public var simulatedReaderA: String { simulatedReaderNames.a }
+    /// Reader B's PC/SC name (see ``simulatedReaderA``).
+    public var simulatedReaderB: String { simulatedReaderNames.b }
 
-    /// The simulated readers' names as pcscd listed them, in load order (A first).
-    private var simulatedReaderNames: [String] {
-        let names = readerNames.filter { $0.hasPrefix(SimulatedReaders.friendlyName + " ") }.sorted()
-        let fallback = [SimulatedReaders.friendlyName + " 00 00", SimulatedReaders.friendlyName + " 01 00"]
-        return names.count >= 2 ? names : fallback
+    private var simulatedReaderNames: (a: String, b: String) {
+        var names = readerNames.filter { $0.hasPrefix(SimulatedReaders.friendlyName + " ") }.sorted()
+        if names.count < 2 {
+            names = [SimulatedReaders.friendlyName + " 00 00", SimulatedReaders.friendlyName + " 01 00"]
+        }
+        let orderA = (try? SimulatedReaders.controlA.send("ping", timeout: .seconds(2)))?["open-order"].flatMap { Int($0) }
+        let orderB = (try? SimulatedReaders.controlB.send("ping", timeout: .seconds(2)))?["open-order"].flatMap { Int($0) }
+        if let orderA, let orderB, orderB < orderA { return (names[1], names[0]) }
+        return (names[0], names[1])
     }
 }
 

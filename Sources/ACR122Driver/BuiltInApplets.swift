@@ -1,0 +1,80 @@
+import ACR122Simulator
+import Synchronization
+
+/// The card applications a placed ISO/IEC 14443-4 card can run (`place-card applet=<name>`).
+enum BuiltInApplet: String, CaseIterable, Sendable {
+    /// An NFC Forum Type 4 Tag (mapping 2.0) holding the worked example of iso14443-t4t-ndef.md §4:
+    /// capability container E103 `00 0F 20 00 7F 00 7F 04 06 E1 04 04 00 00 00`, NDEF file E104
+    /// holding a URI record for https://example.com. It answers what the Android and iOS reads send.
+    case t4tNDEF = "t4t-ndef"
+    /// Answers every C-APDU with `90 00`.
+    case ok = "ok"
+    /// Answers a C-APDU with its own bytes followed by `90 00` (for transport tests).
+    case echo = "echo"
+
+    /// A fresh handler (the T4T keeps its selection state per card).
+    func makeHandler() -> @Sendable ([UInt8]) -> [UInt8] {
+        switch self {
+        case .ok:
+            return { _ in [0x90, 0x00] }
+        case .echo:
+            return { $0 + [0x90, 0x00] }
+        case .t4tNDEF:
+            let tag = Type4Tag(
+                capabilityContainer: ExternalTerminal.Script.exampleCapabilityContainer,
+                ndefFile: ExternalTerminal.Script.exampleNDEFFile)
+            return { tag.answer($0) }
+        }
+    }
+}
+
+/// A read-only NFC Forum Type 4 Tag (T4T mapping 2.0; ISO/IEC 7816-4 SELECT and READ BINARY).
+///
+/// | Command | Answer |
+/// |---|---|
+/// | `00 A4 04 00 07 D2 76 00 00 85 01 01 [00]` (SELECT NDEF application) | `90 00` |
+/// | `00 A4 00 0C 02 E1 03` / `… E1 04` (SELECT file, P2 0C or 00, after the application) | `90 00`; other files `6A 82` |
+/// | `00 B0 P1 P2 Le` (READ BINARY at offset P1P2) | up to Le bytes + `90 00`; offset past the end `6B 00` |
+/// | anything else | `6D 00` (INS) / `6E 00` (CLA) / `6A 82` (unknown AID) |
+final class Type4Tag: Sendable {
+    private enum Selection { case none, application, file([UInt8]) }
+    private let selection = Mutex<Selection>(.none)
+    private let files: [[UInt8]: [UInt8]]
+
+    init(capabilityContainer: [UInt8], ndefFile: [UInt8]) {
+        let ndefID: [UInt8] = capabilityContainer.count >= 11 ? [capabilityContainer[9], capabilityContainer[10]] : [0xE1, 0x04]
+        files = [[0xE1, 0x03]: capabilityContainer, ndefID: ndefFile]
+    }
+
+    func answer(_ apdu: [UInt8]) -> [UInt8] {
+        guard apdu.count >= 4 else { return [0x67, 0x00] }
+        guard apdu[0] == 0x00 else { return [0x6E, 0x00] }
+        let (ins, p1, p2) = (apdu[1], apdu[2], apdu[3])
+        let body = Array(apdu.dropFirst(4))
+        return selection.withLock { selection -> [UInt8] in
+            switch ins {
+            case 0xA4:
+                guard let lc = body.first, body.count >= 1 + Int(lc) else { return [0x67, 0x00] }
+                let data = Array(body[1..<(1 + Int(lc))])
+                if p1 == 0x04 {
+                    guard data == ExternalTerminal.Script.ndefApplicationAID else { return [0x6A, 0x82] }
+                    selection = .application
+                    return [0x90, 0x00]
+                }
+                guard p1 == 0x00, p2 == 0x0C || p2 == 0x00 else { return [0x6A, 0x86] }
+                if case .none = selection { return [0x6A, 0x82] }
+                guard files[data] != nil else { return [0x6A, 0x82] }
+                selection = .file(data)
+                return [0x90, 0x00]
+            case 0xB0:
+                guard case .file(let id) = selection, let file = files[id] else { return [0x69, 0x86] }
+                let offset = Int(p1) << 8 | Int(p2)
+                guard offset <= file.count else { return [0x6B, 0x00] }
+                let le = body.first.map { $0 == 0 ? 256 : Int($0) } ?? 256
+                return Array(file[offset..<min(file.count, offset + le)]) + [0x90, 0x00]
+            default:
+                return [0x6D, 0x00]
+            }
+        }
+    }
+}

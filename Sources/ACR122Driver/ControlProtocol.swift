@@ -1,0 +1,258 @@
+import ACR122Simulator
+import ISO7816
+import Transcript
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The control protocol of a simulated ACR122U: one request line, one reply line, on the Unix
+/// stream socket `<DEVICENAME directory>/control.sock` (see ``DeviceName``, ``ControlServer``).
+///
+/// Requests: `verb key=value key="value with spaces" …` (``ControlRequest``). Replies:
+/// `ok key=value …` or `error <code> <reason>` (codes in ``ControlError/Code``). Byte strings are
+/// hex, uppercase with a space between bytes in replies (`uid="04 A1 B2 C3"`); requests also accept
+/// them without spaces. Peers are shared by every reader of the same field, whichever socket placed
+/// them.
+///
+/// | Verb and arguments | Reply fields | Effect |
+/// |---|---|---|
+/// | `ping` | `driver protocol reader field open-order` | — (`open-order` 0 for the first reader pcscd opened on this driver: it is named `… 00 00`, the next `… 01 00`) |
+/// | `help` | `verbs` | — |
+/// | `status` | `personality firmware card led picc mcu-timeout rf peers` | — (`card` = present/absent as pcscd sees it; `led`, `picc`, `mcu-timeout` one hex byte) |
+/// | `place-card uid= [atqa=] [sak=] [ats=] [applet=] [transcript=] [channel=] [id=]` | `peer` | an ISO/IEC 14443-4 card: `applet` one of ``BuiltInApplet`` (default `ok`), or answers from a transcript file; ATQA default `00 04`, SAK `20`, ATS `05 78 80 70 02` |
+/// | `place-tag uid= [atqa=] [sak=] [id=]` | `peer` | an ISO/IEC 14443-3 tag (default ATQA `00 04`, SAK `08`) |
+/// | `place-terminal [script=] [transcript=] [channel=] [id=]` | `peer` | an external terminal; `script` = `android-t4t-read` (default) or `ios-t4t-read`, or the commands of a transcript |
+/// | `remove peer=<id> \| all=yes` | `removed` | takes peers out of the field |
+/// | `peers` | `count list` | — |
+/// | `personality name= [firmware=]` | `personality firmware` | replaces the device (as replugged behind another driver) |
+/// | `fault late-reply=<n>` | `armed` | the next n Direct Transmit commands answer late (acr122-pn532.md §5b) |
+/// | `events [after=<n>]` | `last count events` | the field's events after sequence n, `; `-separated |
+/// | `terminal-result peer=<id> [wait-ms=<0…60000>]` | `result step exchanges activations [expected actual]` | waits (bounded) until the terminal's run ends |
+/// | `card-log peer=<id>` | `count last` | C-APDUs a placed card received |
+enum ControlProtocol {
+    static let version = "1"
+
+    static let verbs = [
+        "ping", "help", "status", "place-card", "place-tag", "place-terminal", "remove", "peers",
+        "personality", "fault", "events", "terminal-result", "card-log",
+    ]
+
+    /// Handles one request for the reader of `binding`.
+    /// - Throws: ``ControlError`` with a reason that says what to send instead.
+    static func handle(_ request: ControlRequest, binding: SimulatorBinding) throws(ControlError) -> ControlReply {
+        switch request.verb {
+        case "ping":
+            try request.allowOnly([])
+            return ControlReply([("driver", "secbridge-acr122"), ("protocol", version),
+                                 ("reader", binding.deviceName.directory), ("field", binding.deviceName.field),
+                                 ("open-order", String(binding.openOrder))])
+        case "help":
+            try request.allowOnly([])
+            return ControlReply([("verbs", verbs.joined(separator: " "))])
+        case "status":
+            try request.allowOnly([])
+            let device = binding.device
+            return ControlReply([
+                ("personality", binding.personalityName),
+                ("firmware", device.personality.firmware),
+                ("card", device.isCardPresent() ? "present" : "absent"),
+                ("led", ControlHex.format([device.ledState])),
+                ("picc", ControlHex.format([device.piccOperatingParameter])),
+                ("mcu-timeout", ControlHex.format([device.mcuTimeout])),
+                ("rf", device.isRFFieldOn ? "on" : "off"),
+                ("peers", String(binding.field.list.count)),
+            ])
+        case "place-card":
+            return try placeCard(request, binding: binding)
+        case "place-tag":
+            try request.allowOnly(["uid", "atqa", "sak", "id"])
+            let uid = try uid(request)
+            let tag = ISO14443_3Tag(uid: uid, atqa: try atqa(request) ?? 0x0004, sak: try byte(request, "sak") ?? 0x08)
+            return ControlReply([("peer", try binding.field.place(tag, id: try peerID(request), prefix: "tag"))])
+        case "place-terminal":
+            return try placeTerminal(request, binding: binding)
+        case "remove":
+            try request.allowOnly(["peer", "all"])
+            let id = request.value("peer")
+            guard (id == nil) != (request.value("all") == nil) else {
+                throw ControlError(.missingArgument, "remove needs peer=<id> or all=yes")
+            }
+            let removed = binding.field.remove(id)
+            if let id, removed.isEmpty {
+                throw ControlError(.refused, "no peer '\(id)' in the field; send 'peers' for the list")
+            }
+            return ControlReply([("removed", removed.joined(separator: " "))])
+        case "peers":
+            try request.allowOnly([])
+            let list = binding.field.list
+            return ControlReply([("count", String(list.count)),
+                                 ("list", list.map { "\($0.id): \($0.description)" }.joined(separator: "; "))])
+        case "personality":
+            try request.allowOnly(["name", "firmware"])
+            let name = try request.required("name")
+            let personality = try PersonalityName.personality(name, firmware: request.value("firmware"))
+            binding.switchPersonality(to: personality, named: name)
+            return ControlReply([("personality", name), ("firmware", personality.firmware)])
+        case "fault":
+            try request.allowOnly(["late-reply"])
+            guard let count = try request.integer("late-reply", in: 1...16) else {
+                throw ControlError(.missingArgument, "fault needs late-reply=<1…16>")
+            }
+            binding.device.injectLateReply(count: count)
+            return ControlReply([("armed", "late-reply \(count)")])
+        case "events":
+            try request.allowOnly(["after"])
+            let after = try request.integer("after", in: 0...Int(Int32.max)) ?? 0
+            let events = binding.field.field.events(after: after)
+            return ControlReply([("last", String(binding.field.field.lastEventSequence)),
+                                 ("count", String(events.count)),
+                                 ("events", events.map(\.description).joined(separator: "; "))])
+        case "terminal-result":
+            return try terminalResult(request, binding: binding)
+        case "card-log":
+            try request.allowOnly(["peer"])
+            let id = try request.required("peer")
+            guard let card = binding.field.peer(id) as? ISO14443_4Card else {
+                throw ControlError(.refused, "no ISO 14443-4 card '\(id)' in the field")
+            }
+            let log = card.receivedAPDUs
+            return ControlReply([("count", String(log.count)), ("last", ControlHex.format(log.last ?? []))])
+        default:
+            throw ControlError(.unknownVerb, "no verb '\(request.verb)'; verbs: \(verbs.joined(separator: ", "))")
+        }
+    }
+
+    // MARK: Peers
+
+    private static func placeCard(_ request: ControlRequest, binding: SimulatorBinding) throws(ControlError) -> ControlReply {
+        try request.allowOnly(["uid", "atqa", "sak", "ats", "applet", "transcript", "channel", "id"])
+        let uid = try uid(request)
+        let atqa = try atqa(request) ?? 0x0004
+        let sak = try byte(request, "sak") ?? 0x20
+        let ats = try request.bytes("ats") ?? [0x05, 0x78, 0x80, 0x70, 0x02]
+        guard !ats.isEmpty, Int(ats[0]) == ats.count, ats.count <= 20 else {
+            throw ControlError(.badArgument, "ats must be a whole ATS whose first byte TL is its length (2…20 bytes), e.g. \"05 78 80 70 02\"")
+        }
+        let card: ISO14443_4Card
+        if let path = request.value("transcript") {
+            guard request.value("applet") == nil else {
+                throw ControlError(.badArgument, "give applet= or transcript=, not both")
+            }
+            card = ISO14443_4Card(uid: uid, atqa: atqa, sak: sak, ats: ats,
+                                  transcript: try loadTranscript(path), channel: request.value("channel"))
+        } else {
+            let name = request.value("applet") ?? BuiltInApplet.ok.rawValue
+            guard let applet = BuiltInApplet(rawValue: name) else {
+                throw ControlError(.badArgument, "unknown applet '\(name)'; known: \(BuiltInApplet.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            card = ISO14443_4Card(uid: uid, atqa: atqa, sak: sak, ats: ats, handler: applet.makeHandler())
+        }
+        return ControlReply([("peer", try binding.field.place(card, id: try peerID(request), prefix: "card"))])
+    }
+
+    private static func placeTerminal(_ request: ControlRequest, binding: SimulatorBinding) throws(ControlError) -> ControlReply {
+        try request.allowOnly(["script", "transcript", "channel", "id"])
+        let terminal: ExternalTerminal
+        if let path = request.value("transcript") {
+            guard request.value("script") == nil else {
+                throw ControlError(.badArgument, "give script= or transcript=, not both")
+            }
+            do {
+                terminal = try ExternalTerminal(transcript: try loadTranscript(path), channel: request.value("channel"))
+            } catch {
+                throw ControlError(.badArgument, "transcript \(path): \(error)")
+            }
+        } else {
+            switch request.value("script") ?? "android-t4t-read" {
+            case "android-t4t-read": terminal = ExternalTerminal(script: .androidType4ReadExample)
+            case "ios-t4t-read": terminal = ExternalTerminal(script: .iOSType4ReadExample)
+            case let other:
+                throw ControlError(.badArgument, "unknown script '\(other)'; known: android-t4t-read, ios-t4t-read")
+            }
+        }
+        return ControlReply([("peer", try binding.field.place(terminal, id: try peerID(request), prefix: "terminal"))])
+    }
+
+    /// The most a `terminal-result` waits.
+    static let maximumWait = 60_000
+
+    private static func terminalResult(_ request: ControlRequest, binding: SimulatorBinding) throws(ControlError) -> ControlReply {
+        try request.allowOnly(["peer", "wait-ms"])
+        let id = try request.required("peer")
+        let waitMilliseconds = try request.integer("wait-ms", in: 0...maximumWait) ?? 0
+        guard let terminal = binding.field.peer(id) as? ExternalTerminal else {
+            throw ControlError(.refused, "no external terminal '\(id)' in the field")
+        }
+        // The terminal has no condition to wait on: look every 5 ms, at most wait-ms in total.
+        let clock = ContinuousClock()
+        let deadline = clock.now + .milliseconds(waitMilliseconds)
+        while !isFinished(terminal.result), clock.now < deadline {
+            var pause = timespec(tv_sec: 0, tv_nsec: 5_000_000)
+            nanosleep(&pause, nil)
+        }
+        var fields: [(String, String)]
+        switch terminal.result {
+        case .waiting: fields = [("result", "waiting"), ("step", "0")]
+        case .running(let step): fields = [("result", "running"), ("step", String(step))]
+        case .passed: fields = [("result", "passed"), ("step", String(terminal.script.steps.count))]
+        case .mismatch(let step, let expected, let actual):
+            fields = [("result", "mismatch"), ("step", String(step)), ("expected", expected), ("actual", ControlHex.format(actual))]
+        case .targetLeft(let step): fields = [("result", "target-left"), ("step", String(step))]
+        }
+        fields += [("exchanges", String(terminal.exchanges.count)), ("activations", String(terminal.activations))]
+        return ControlReply(fields)
+    }
+
+    private static func isFinished(_ result: ExternalTerminal.Result) -> Bool {
+        switch result {
+        case .waiting, .running: false
+        case .passed, .mismatch, .targetLeft: true
+        }
+    }
+
+    // MARK: Arguments
+
+    private static func uid(_ request: ControlRequest) throws(ControlError) -> [UInt8] {
+        guard let uid = try request.bytes("uid") else {
+            throw ControlError(.missingArgument, "\(request.verb) needs uid=<4, 7 or 10 hex bytes>")
+        }
+        guard [4, 7, 10].contains(uid.count) else {
+            throw ControlError(.badArgument, "uid must be 4, 7 or 10 bytes (ISO/IEC 14443-3), got \(uid.count)")
+        }
+        return uid
+    }
+
+    /// ATQA as libnfc prints it, most significant byte first: `atqa="00 04"`.
+    private static func atqa(_ request: ControlRequest) throws(ControlError) -> UInt16? {
+        guard let bytes = try request.bytes("atqa") else { return nil }
+        guard bytes.count == 2 else {
+            throw ControlError(.badArgument, "atqa must be 2 bytes, most significant first (e.g. \"00 04\")")
+        }
+        return UInt16(bytes[0]) << 8 | UInt16(bytes[1])
+    }
+
+    private static func byte(_ request: ControlRequest, _ key: String) throws(ControlError) -> UInt8? {
+        guard let bytes = try request.bytes(key) else { return nil }
+        guard bytes.count == 1 else { throw ControlError(.badArgument, "\(key) must be one hex byte (e.g. 20)") }
+        return bytes[0]
+    }
+
+    private static func peerID(_ request: ControlRequest) throws(ControlError) -> String? {
+        guard let id = request.value("id") else { return nil }
+        guard !id.isEmpty, id.count <= 64, id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else {
+            throw ControlError(.badArgument, "id may hold 1…64 letters, digits, '-' and '_'")
+        }
+        return id
+    }
+
+    private static func loadTranscript(_ path: String) throws(ControlError) -> Transcript {
+        guard path.hasPrefix("/") else {
+            throw ControlError(.badArgument, "transcript path '\(path)' must be absolute (pcscd's working directory is not yours)")
+        }
+        do {
+            return try Transcript(contentsOfFile: path)
+        } catch {
+            throw ControlError(.badArgument, "transcript \(path): \(error)")
+        }
+    }
+}

@@ -1,0 +1,364 @@
+import Foundation
+import ISO7816
+import PCSC
+import PCSCTestSupport
+import PN53x
+import SecbridgeCLI
+import Testing
+
+// The simulated ACR122U driver (libSecbridgeACR122IFD.so) inside the shared private pcscd: what a
+// PC/SC client sees of it (acr122-pn532.md §1, §3, §5, §5c, §8), driven through its control socket.
+
+/// Puts both simulated readers back to their start: no peers in the shared field, default
+/// personality (libccid with escape commands enabled); waits until pcscd sees both readers empty.
+func resetSimulatedReaders() async throws -> TestEnvironment {
+    let environment = try sharedEnvironment()
+    for control in [SimulatedReaders.controlA, SimulatedReaders.controlB] {
+        try control.send("remove all=yes")
+        try control.send("personality name=ccid-escape-enabled")
+    }
+    for reader in [environment.simulatedReaderA, environment.simulatedReaderB] {
+        _ = try await waitForCard(in: reader, present: false)
+    }
+    return environment
+}
+
+/// Waits (at most `timeout`) until pcscd reports a card in `reader` (or none), and returns the
+/// reader's state. pcscd polls IFDHICCPresence about every 400 ms.
+func waitForCard(in reader: String, present: Bool, timeout: Duration = .seconds(5)) async throws -> ReaderState {
+    try await blocking {
+        let context = try PCSCContext()
+        var states = [ReaderState(readerName: reader)]
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        _ = try context.getStatusChange(&states, timeout: .zero)
+        while states[0].eventFlags.contains(.present) != present {
+            let remaining = deadline - clock.now
+            guard remaining > .zero else {
+                throw SimulatedReaderError(code: "timeout", reason: "\(reader): card \(present ? "never appeared" : "never left") within \(timeout)")
+            }
+            states[0].acknowledge()
+            do {
+                _ = try context.getStatusChange(&states, timeout: remaining)
+            } catch let error as PCSCError where error == .timeout {
+                continue
+            }
+        }
+        return states[0]
+    }
+}
+
+/// The worked example of iso14443-t4t-ndef.md §4 ("Full URI read"), as an emulating host answers
+/// it: each command the Android read sends and the R-APDU.
+let type4FullURIRead: [(command: [UInt8], response: [UInt8])] = [
+    (hex("00 A4 04 00 07 D2 76 00 00 85 01 01 00"), hex("90 00")),
+    (hex("00 A4 00 0C 02 E1 03"), hex("90 00")),
+    (hex("00 B0 00 00 0F"), hex("00 0F 20 00 7F 00 7F 04 06 E1 04 04 00 00 00 90 00")),
+    (hex("00 A4 00 0C 02 E1 04"), hex("90 00")),
+    (hex("00 B0 00 00 02"), hex("00 10 90 00")),
+    (hex("00 B0 00 02 10"), hex("D1 01 0C 55 04 65 78 61 6D 70 6C 65 2E 63 6F 6D 90 00")),
+]
+
+func hex(_ text: String) -> [UInt8] {
+    text.split(separator: " ").map { UInt8($0, radix: 16)! }
+}
+
+/// One synthesised-ATR vector: a placed card's ATS and the ATR the reader must report.
+struct ATRVector: Sendable, CustomTestStringConvertible {
+    var id: String
+    var ats: String
+    var atr: [UInt8]
+    var source: String
+    var testDescription: String { id }
+}
+
+extension SharedReader {
+    @Suite struct ACR122DriverTests {
+        @Test func readersAppearWithTheACR122NameAndTheirControlSockets() async throws {
+            let environment = try await resetSimulatedReaders()
+            #expect(Set([environment.simulatedReaderA, environment.simulatedReaderB])
+                == ["ACS ACR122U PICC Interface 00 00", "ACS ACR122U PICC Interface 01 00"])
+            #expect(environment.readerNames.contains(environment.simulatedReaderA))
+            #expect(environment.readerNames.contains(environment.simulatedReaderB))
+            let pingA = try SimulatedReaders.controlA.send("ping")
+            let pingB = try SimulatedReaders.controlB.send("ping")
+            #expect(pingA["driver"] == "secbridge-acr122")
+            #expect(pingA["reader"] == SimulatedReaders.directoryA)
+            #expect(pingB["reader"] == SimulatedReaders.directoryB)
+            #expect(pingA["field"] == pingB["field"])  // one shared field
+            // A PC/SC attribute answered by the device: the ACR122U's SCARD_ATTR_MAXINPUT (261 =
+            // 271-byte CCID messages − 10), case P06.
+            let reader = environment.simulatedReaderA
+            let maxInput = try await blocking {
+                try PCSCContext().connect(to: reader, share: .direct, protocols: []).maxInput()
+            }
+            #expect(maxInput == 261)
+        }
+
+        @Test func noCardSharedConnectFailsAndDirectConnectReachesTheDevice() async throws {
+            let environment = try await resetSimulatedReaders()
+            let reader = environment.simulatedReaderA
+            let (sharedError, directProtocol, features) = try await blocking {
+                let context = try PCSCContext()
+                var sharedError: PCSCError?
+                do {
+                    _ = try context.connect(to: reader, share: .shared, protocols: .any)
+                } catch let error as PCSCError {
+                    sharedError = error
+                }
+                let direct = try context.connect(to: reader, share: .direct, protocols: [])
+                let features = try direct.control(code: ACR122ControlCode.getFeatureRequest, [])
+                return (sharedError, direct.activeProtocol, features)
+            }
+            #expect(sharedError == .noSmartcard)  // 0x8010000C
+            #expect(directProtocol.rawValue == 0)
+            #expect(features == hex("13 04 42 00 00 01"))  // FEATURE_CCID_ESC_COMMAND → 0x42000001
+        }
+
+        @Test func firmwareVersionThroughEscapeIsTenASCIIBytesWithoutStatusWord() async throws {
+            let environment = try await resetSimulatedReaders()
+            let reader = environment.simulatedReaderA
+            let reply = try await blocking {
+                let direct = try PCSCContext().connect(to: reader, share: .direct, protocols: [])
+                return try direct.control(code: ACR122ControlCode.ccidEscape, hex("FF 00 48 00 00"))
+            }
+            #expect(reply == Array("ACR122U207".utf8))
+            #expect(reply.count == 10)
+        }
+
+        @Test func P09_escapeDisabledGivesNotTransactedAndTheLinkNamesIfdDriverOptions() async throws {
+            let environment = try await resetSimulatedReaders()
+            try SimulatedReaders.controlA.send("personality name=ccid-escape-disabled")
+            let reader = environment.simulatedReaderA
+            let (escapeError, features, linkError) = try await blocking {
+                let direct = try PCSCContext().connect(to: reader, share: .direct, protocols: [])
+                var escapeError: PCSCError?
+                do {
+                    _ = try direct.control(code: ACR122ControlCode.ccidEscape, hex("FF 00 48 00 00"))
+                } catch let error as PCSCError {
+                    escapeError = error
+                }
+                let features = try direct.control(code: ACR122ControlCode.getFeatureRequest, [])
+                var linkError: (any Error)?
+                do {
+                    _ = try ACR122Link.open(channel: direct, readerName: reader)
+                } catch {
+                    linkError = error
+                }
+                return (escapeError, features, linkError.map { "\($0)" })
+            }
+            #expect(escapeError == .notTransacted)  // 0x80100016
+            #expect(escapeError?.code == 0x8010_0016)
+            #expect(features.isEmpty)  // no FEATURE_CCID_ESC_COMMAND without the option
+            let text = linkError ?? "no error"
+            #expect(text.contains("ifdDriverOptions"))
+            #expect(text.contains("0x0001"))
+        }
+
+        struct FeatureVector: Sendable, CustomTestStringConvertible {
+            var personality: String
+            var features: [UInt8]
+            var escapeCode: UInt32
+            var otherCode: UInt32
+            var testDescription: String { personality }
+        }
+
+        /// acr122-pn532.md §1: libccid lists 0x42000001 only with the option; acsccid always lists
+        /// 0x42000DAC; the code of the other driver is an unknown control code (P09).
+        static let featureVectors = [
+            FeatureVector(personality: "ccid-escape-enabled", features: hex("13 04 42 00 00 01"),
+                          escapeCode: 0x4200_0001, otherCode: 0x4200_0DAC),
+            FeatureVector(personality: "acs-driver", features: hex("13 04 42 00 0D AC"),
+                          escapeCode: 0x4200_0DAC, otherCode: 0x4200_0001),
+        ]
+
+        @Test(arguments: featureVectors)
+        func P09_featureRequestNamesTheEscapeCodeOfEachDriver(_ vector: FeatureVector) async throws {
+            let environment = try await resetSimulatedReaders()
+            try SimulatedReaders.controlA.send("personality name=\(vector.personality)")
+            let reader = environment.simulatedReaderA
+            let (features, firmware, otherError, link) = try await blocking {
+                let direct = try PCSCContext().connect(to: reader, share: .direct, protocols: [])
+                let features = try direct.control(code: ACR122ControlCode.getFeatureRequest, [])
+                let firmware = try direct.control(code: vector.escapeCode, hex("FF 00 48 00 00"))
+                var otherError: PCSCError?
+                do {
+                    _ = try direct.control(code: vector.otherCode, hex("FF 00 48 00 00"))
+                } catch let error as PCSCError {
+                    otherError = error
+                }
+                let link = try ACR122Link.open(channel: direct, readerName: reader)
+                return (features, firmware, otherError, link.escapeCode)
+            }
+            #expect(features == vector.features)
+            #expect(firmware == Array("ACR122U207".utf8))
+            #expect(otherError == .unsupportedFeature)  // 0x8010001F
+            #expect(link == vector.escapeCode)
+        }
+
+        /// acr122-pn532.md §3 and case P05: `3B 8N 80 01 <historical bytes of the ATS> TCK`.
+        static let atrVectors = [
+            ATRVector(id: "no historical bytes", ats: "05 78 80 70 02", atr: hex("3B 80 80 01 01"),
+                      source: "acr122-pn532.md §3; P05"),
+            ATRVector(id: "DESFire ATS 06 75 77 81 02 80", ats: "06 75 77 81 02 80", atr: hex("3B 81 80 01 80 80"),
+                      source: "acr122-pn532.md §3 (public pcsc_scan log)"),
+        ]
+
+        @Test(arguments: atrVectors)
+        func placedISO14443_4CardIsPresentWithTheSynthesisedATR(_ vector: ATRVector) async throws {
+            let environment = try await resetSimulatedReaders()
+            let reader = environment.simulatedReaderA
+            let placed = try SimulatedReaders.controlA.send("place-card uid=\"04 A1 B2 C3\" ats=\"\(vector.ats)\" applet=echo")
+            let peer = try #require(placed["peer"])
+            let state = try await waitForCard(in: reader, present: true)
+            #expect(state.atr == vector.atr)
+            let (atr, answer, uid) = try await blocking {
+                let card = try PCSCContext().connect(to: reader, share: .shared, protocols: .any)
+                let answer = try card.transmit(hex("00 A4 04 00 07 D2 76 00 00 85 01 01 00"))
+                let uid = try card.transmit(hex("FF CA 00 00 00"))
+                return (try card.status().atr, answer, uid)
+            }
+            #expect(atr == vector.atr)
+            #expect(answer == hex("00 A4 04 00 07 D2 76 00 00 85 01 01 00 90 00"))  // the echo applet
+            #expect(uid == hex("04 A1 B2 C3 90 00"))  // Get UID pseudo-APDU
+            let log = try SimulatedReaders.controlA.send("card-log peer=\(peer)")
+            #expect(log["count"] == "1")
+            #expect(log.bytes("last") == hex("00 A4 04 00 07 D2 76 00 00 85 01 01 00"))
+            try SimulatedReaders.controlA.send("remove peer=\(peer)")
+            _ = try await waitForCard(in: reader, present: false)
+        }
+
+        @Test func cliReadersAndSendWorkAgainstTheSimulatedReader() async throws {
+            let environment = try await resetSimulatedReaders()
+            let reader = environment.simulatedReaderA
+            try SimulatedReaders.controlA.send("place-card uid=\"04 A1 B2 C3\" applet=t4t-ndef id=cli-card")
+            _ = try await waitForCard(in: reader, present: true)
+            let readers = try await runCLI(["readers"])
+            #expect(readers.status == 0)
+            #expect(readers.out.contains(reader))
+            let send = try await runCLI(["send", "--reader", reader, "00 A4 04 00 07 D2 76 00 00 85 01 01 00", "00 A4 00 0C 02 E1 03", "00 B0 00 00 0F"])
+            #expect(send.status == 0, "\(send.err)")
+            #expect(send.out.contains("< 90 00"))
+            #expect(send.out.contains("< 00 0F 20 00 7F 00 7F 04 06 E1 04 04 00 00 00 90 00"))
+            try SimulatedReaders.controlA.send("remove peer=cli-card")
+        }
+
+        @Test func controlSocketAnswersMalformedRequestsWithAnErrorLine() async throws {
+            _ = try await resetSimulatedReaders()
+            let control = SimulatedReaders.controlA
+            #expect(try control.exchange("").hasPrefix("error syntax "))
+            #expect(try control.exchange("place-card uid=\"04 A1").hasPrefix("error syntax "))
+            #expect(try control.exchange("frobnicate").hasPrefix("error unknown-verb "))
+            #expect(try control.exchange("place-card").hasPrefix("error missing-argument "))
+            #expect(try control.exchange("place-card uid=04A1B2").hasPrefix("error bad-argument "))
+            #expect(try control.exchange("place-card uid=04A1B2C3 colour=red").hasPrefix("error bad-argument "))
+            #expect(try control.exchange("personality name=nonesuch").hasPrefix("error bad-argument "))
+            #expect(try control.exchange("remove peer=nobody").hasPrefix("error refused "))
+            #expect(try control.exchange(String(repeating: "x", count: 5000)).hasPrefix("error too-long "))
+            #expect(try control.send("ping")["driver"] == "secbridge-acr122")  // still serving
+        }
+
+        @Test func P10_targetRoleServesATerminalThenIsReleasedAndReinitialised() async throws {
+            let environment = try await resetSimulatedReaders()
+            let reader = environment.simulatedReaderA
+            // The terminal waits in the field until a reader is in TgInitAsTarget.
+            try SimulatedReaders.controlB.send("place-terminal script=android-t4t-read id=phone-1")
+            let (firstActivation, served, afterRelease, deliveries) = try await blocking {
+                let direct = try PCSCContext().connect(to: reader, share: .direct, protocols: [])
+                let chip = PN532(link: try ACR122Link.open(channel: direct, readerName: reader))
+                try chip.prepareForCardEmulation()
+                let activation = try chip.initAsTarget(uid: try EmulatedUID([0x08, 0x12, 0x34, 0x56]))
+                var served: [[UInt8]] = []
+                var deliveries: [PN532TargetSendResult] = []
+                var end: PN532TargetReceiveResult?
+                for _ in 0..<16 {
+                    let result = try chip.receiveCommand()
+                    guard case .command(let apdu) = result else {
+                        end = result
+                        break
+                    }
+                    served.append(apdu)
+                    let answer = type4FullURIRead.first { $0.command == apdu }?.response ?? hex("6D 00")
+                    deliveries.append(try chip.sendResponse(answer))
+                }
+                try chip.release()
+                return (activation, served, end, deliveries)
+            }
+            #expect(firstActivation.mode.rawValue == 0x08)  // 106 kbit/s, ISO 14443-4 PICC, Type A
+            #expect(firstActivation.initiatorCommand == hex("E0 80"))  // RATS, FSD 256, CID 0
+            #expect(served == type4FullURIRead.map(\.command))
+            #expect(deliveries == Array(repeating: .delivered, count: type4FullURIRead.count))
+            guard case .released(let code)? = afterRelease else {
+                Issue.record("expected status 29 after the last step, got \(String(describing: afterRelease))")
+                return
+            }
+            #expect(code.rawValue == 0x29)
+            let result = try SimulatedReaders.controlB.send("terminal-result peer=phone-1 wait-ms=5000")
+            #expect(result["result"] == "passed")
+            #expect(result["exchanges"] == "6")
+            // Re-initialise for a second terminal (an iPhone read): activated again.
+            try SimulatedReaders.controlB.send("place-terminal script=ios-t4t-read id=phone-2")
+            let (second, firstCommand) = try await blocking {
+                let direct = try PCSCContext().connect(to: reader, share: .direct, protocols: [])
+                let chip = PN532(link: try ACR122Link.open(channel: direct, readerName: reader))
+                try chip.prepareForCardEmulation()
+                let activation = try chip.initAsTarget(uid: try EmulatedUID([0x08, 0x12, 0x34, 0x56]))
+                let command = try chip.receiveCommand()
+                try chip.restoreReaderDefaults()
+                return (activation, command)
+            }
+            #expect(second.initiatorCommand == hex("E0 80"))
+            #expect(firstCommand == .command(hex("00 A4 04 00 07 D2 76 00 00 85 01 01 00")))
+            let events = try SimulatedReaders.controlA.send("events")
+            #expect(events["events"]?.contains("target activated mode 08 initiator command E0 80") == true)
+            try SimulatedReaders.controlA.send("remove all=yes")
+        }
+
+        @Test func readerBReadsTheCardReaderAEmulates() async throws {
+            let environment = try await resetSimulatedReaders()
+            let (readerA, readerB) = (environment.simulatedReaderA, environment.simulatedReaderB)
+            // Reader A emulates on its own thread (TgInitAsTarget blocks until B polls).
+            let emulation = Task.detached { () -> [[UInt8]] in
+                try await Self.emulate(on: readerA, answering: 2)
+            }
+            let (target, answers) = try await blocking {
+                let direct = try PCSCContext().connect(to: readerB, share: .direct, protocols: [])
+                let chip = PN532(link: try ACR122Link.open(channel: direct, readerName: readerB))
+                var target: ISO14443ATarget?
+                for _ in 0..<50 where target == nil {  // A reaches TgInitAsTarget within a few polls
+                    target = try chip.pollISO14443A(passiveActivationRetries: 0x10)
+                }
+                let found = try #require(target)
+                let answers = try type4FullURIRead.prefix(2).map { try chip.exchangeAPDU($0.command, target: found.logicalNumber) }
+                try chip.release()
+                return (found, answers)
+            }
+            let served = try await emulation.value
+            #expect(target.uid == hex("08 12 34 56"))
+            #expect(target.sak == 0x20)
+            #expect(target.ats.map { Array($0.prefix(5)) } == hex("05 75 33 92 03"))  // the PN532's own ATS
+            #expect(answers == type4FullURIRead.prefix(2).map(\.response))
+            #expect(served == type4FullURIRead.prefix(2).map(\.command))
+        }
+
+        /// Emulates the worked-example tag on `reader` for `count` C-APDUs; returns them.
+        static func emulate(on reader: String, answering count: Int) async throws -> [[UInt8]] {
+            let executor = BlockingExecutor(name: "e2e-emulation")
+            defer { executor.shutdown() }
+            return try await executor.run {
+                let direct = try PCSCContext().connect(to: reader, share: .direct, protocols: [])
+                let chip = PN532(link: try ACR122Link.open(channel: direct, readerName: reader))
+                try chip.prepareForCardEmulation()
+                _ = try chip.initAsTarget(uid: try EmulatedUID([0x08, 0x12, 0x34, 0x56]))
+                var served: [[UInt8]] = []
+                for _ in 0..<count {
+                    guard case .command(let apdu) = try chip.receiveCommand() else { break }
+                    served.append(apdu)
+                    _ = try chip.sendResponse(type4FullURIRead.first { $0.command == apdu }?.response ?? hex("6D 00"))
+                }
+                try chip.restoreReaderDefaults()
+                return served
+            }
+        }
+    }
+}
