@@ -5,7 +5,7 @@ extension SecbridgeCLI {
     static let readersCommand = Command(
         name: "readers",
         abstract: "List the readers pcscd knows, with card state, ATR and protocol.",
-        usage: "[--json]",
+        usage: "[--json] [--record FILE]",
         discussion: """
             Each reader is shown with its index (usable as --reader INDEX in other commands), its
             state, and for a present card its ATR and the protocol a shared connection negotiates.
@@ -16,7 +16,10 @@ extension SecbridgeCLI {
                  state: present  protocol: T=1
                  ATR: 3B 80 80 01 01
             """,
-        options: [.flag("json", "Print a JSON array of {index, name, state, atr, protocol}.")],
+        options: [
+            .flag("json", "Print a JSON array of {index, name, state, atr, protocol}."),
+            .value("record", "FILE", "Record what was seen (reader-added and card-inserted events) to a transcript FILE."),
+        ],
         run: runReaders
     )
 
@@ -33,6 +36,10 @@ extension SecbridgeCLI {
         } catch {
             throw CLIError.failure(describe(error))
         }
+        let recording = try invocation.arguments.value("record").map { path throws(CLIError) in
+            try TranscriptRecording.startEvents(path: path, command: "readers", console: invocation.console)
+        }
+        defer { recording?.finish() }
         var entries: [JSONValue] = []
         for (index, state) in states.enumerated() {
             let flags = state.eventFlags
@@ -48,6 +55,8 @@ extension SecbridgeCLI {
                 }
             }
             let stateWords = stateDescription(flags)
+            recording?.record(.readerAttached(reader: state.readerName))
+            if flags.contains(.present) { recording?.record(.cardInserted(reader: state.readerName, atr: state.atr)) }
             if invocation.json {
                 entries.append(.object([
                     ("index", .int(index)),

@@ -6,7 +6,7 @@ extension SecbridgeCLI {
     static let replayCommand = Command(
         name: "replay",
         abstract: "Send a transcript's recorded commands to a live reader and compare the answers.",
-        usage: "[--reader NAME|INDEX] [--json] FILE",
+        usage: "[--reader NAME|INDEX] [--json] [--record FILE] FILE",
         discussion: """
             Every recorded command (SCardTransmit `>` and SCardControl `ctl` lines) is sent in
             order; each answer must match the recorded one (`??` bytes match anything). The first
@@ -24,6 +24,7 @@ extension SecbridgeCLI {
         options: [
             .value("reader", short: "r", "NAME|INDEX", "The reader: an index from `secbridge readers` or part of its name."),
             .flag("json", "Print a JSON object {file, reader, exchanges, result, error}."),
+            .value("record", "FILE", "Record the replayed exchanges (what the reader answered now) to a transcript FILE."),
         ],
         run: runReplay
     )
@@ -52,19 +53,30 @@ extension SecbridgeCLI {
         let direct = transcript.header.transmissionProtocol == .undefined
         var argument = invocation.arguments.value("reader")
         if argument == nil, let recorded = transcript.header.reader, readers.contains(recorded) { argument = recorded }
-        let channel: any CardChannel
+        var channel: any CardChannel
         let reader: String
+        var finishRecording: () -> Void = {}
+        defer { finishRecording() }
         if direct {
             reader = try selectReader(argument, in: readers)
+            let handle: CardHandle
             do {
-                channel = try context.connect(to: reader, share: .direct, protocols: .undefined)
+                handle = try context.connect(to: reader, share: .direct, protocols: .undefined)
             } catch {
                 throw CLIError.failure("could not connect to '\(reader)' directly: \(describe(error))")
             }
+            channel = handle
+            if let path = invocation.arguments.value("record") {
+                let recording = try TranscriptRecording.start(path: path, inner: handle, reader: reader, atr: [], command: "replay")
+                channel = recording.channel
+                finishRecording = recording.finish
+            }
         } else {
-            let session = try CardSession.open(context: context, reader: argument, record: nil, command: "replay")
+            let session = try CardSession.open(
+                context: context, reader: argument, record: invocation.arguments.value("record"), command: "replay")
             reader = session.reader
             channel = session.channel
+            finishRecording = session.close
         }
         do {
             let count = try LiveReplay.run(transcript, on: channel)
