@@ -336,7 +336,6 @@ final class DeviceState: @unchecked Sendable {
             t.phase = .released
         }
         role = .idle
-        atr = nil
     }
 
     /// A peer left the field.

@@ -56,6 +56,7 @@ public final class SimulatedACR122U: IFDDevice {
         field.lock.withLock { world in
             guard let index = world.devices.firstIndex(where: { $0 === state }) else { return }
             state.leaveRoles(world: world)
+            state.atr = nil
             world.devices.remove(at: index)
             field.lock.broadcast()
         }

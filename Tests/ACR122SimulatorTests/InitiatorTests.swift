@@ -28,6 +28,18 @@ struct InitiatorTests {
         #expect(text(try reader.control(code: 0x4200_0001, wrapped("D4 40 01 00 B0 00 00 00"))) == "D5 41 27 90 00")
     }
 
+    @Test("with a card connected (T=1), PN532 commands go through SCardTransmit as libnfc sends them")
+    func pn532OverTransmit() throws {
+        let field = fastField()
+        field.place(ISO14443_4Card(uid: hex("04 11 22 33")) { _ in [0x90, 0x00] })
+        let reader = SimulatedACR122U(field: field)
+        let pn532 = PN532(link: ACR122Link(channel: try IFDCardChannel(reader, protocol: .t1)))
+        let target = try #require(try pn532.pollISO14443A())
+        #expect(target.uid == hex("04 11 22 33"))
+        #expect(try pn532.exchangeAPDU(hex("00 A4 04 00 00")) == hex("90 00"))
+        #expect(try reader.transmit(hex("FF CA 00 00 00")) == hex("04 11 22 33 90 00"))
+    }
+
     @Test("long answers and commands are chained with MI (frame cap 251 data bytes)")
     func chaining() throws {
         let field = fastField()
