@@ -94,6 +94,19 @@ extension SharedReader {
             #expect(controlError == .unsupportedFeature)
         }
 
+        @Test func receiveBufferIsNeverTooSmallP04() async throws {
+            let environment = try sharedEnvironment()
+            let reader = environment.vpcdReaderName
+            // P04: GET DATA 9F7F with Le 2C failed with SCARD_E_INSUFFICIENT_BUFFER behind a 12-byte
+            // receive buffer. Ours is always MAX_BUFFER_SIZE_EXTENDED, so the card's answer arrives.
+            let answer = try await blocking {
+                try PCSCContext().connect(to: reader, share: .shared, protocols: .any).transmit([0x80, 0xCA, 0x9F, 0x7F, 0x2C])
+            }
+            #expect(answer.count >= 2)
+            // vicc's iso7816 card does not know class 80 GET DATA: a status word, not a PC/SC error.
+            #expect(answer.suffix(2).first.map { $0 == 0x6A || $0 == 0x6D || $0 == 0x6E || $0 == 0x69 } == true, "\(answer)")
+        }
+
         @Test func unknownReaderIsAnError() async throws {
             _ = try sharedEnvironment()
             let error = try await blocking { () -> PCSCError? in
