@@ -317,6 +317,9 @@ extension SharedReader {
         @Test func readerBReadsTheCardReaderAEmulates() async throws {
             let environment = try await resetSimulatedReaders()
             let (readerA, readerB) = (environment.simulatedReaderA, environment.simulatedReaderB)
+            // B must not poll automatically, or it would activate A's emulation by itself (PICC
+            // parameter bit 7, acr122-pn532.md §2).
+            try await blocking { try stopAutomaticPolling(on: readerB) }
             // Reader A emulates on its own thread (TgInitAsTarget blocks until B polls).
             let emulation = Task.detached { () -> [[UInt8]] in
                 try await Self.emulate(on: readerA, answering: 2)
@@ -331,6 +334,7 @@ extension SharedReader {
                 let found = try #require(target)
                 let answers = try type4FullURIRead.prefix(2).map { try chip.exchangeAPDU($0.command, target: found.logicalNumber) }
                 try chip.release()
+                try chip.restoreReaderDefaults()
                 return (found, answers)
             }
             let served = try await emulation.value

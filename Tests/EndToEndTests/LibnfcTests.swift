@@ -1,0 +1,228 @@
+import Foundation
+import ISO7816
+import PCSC
+import PCSCTestSupport
+import PN53x
+import Testing
+
+// libnfc 1.8.0 (built by scripts/build-libnfc.sh from Debian's source package with its PC/SC
+// drivers) as an independent ACR122 client of the simulated readers: third-party code that drives
+// an ACR122 through pcscd as on a desk (test-infrastructure.md, "An independent ACR122 client").
+
+/// Where scripts/build-libnfc.sh installs the tools: `$LIBNFC_CACHE/install/bin`, else
+/// `<repo>/.build-libnfc/install/bin`.
+enum Libnfc {
+    static let binDirectory: String? = {
+        let cache = ProcessInfo.processInfo.environment["LIBNFC_CACHE"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? HarnessPaths.repositoryRoot?.appendingPathComponent(".build-libnfc").path
+        return cache.map { $0 + "/install/bin" }
+    }()
+
+    static func tool(_ name: String) -> String? {
+        guard let directory = binDirectory else { return nil }
+        let path = directory + "/" + name
+        return FileManager.default.isExecutableFile(atPath: path) ? path : nil
+    }
+
+    /// True when nfc-list and nfc-emulate-forum-tag4 are built.
+    static var isBuilt: Bool { tool("nfc-list") != nil && tool("nfc-emulate-forum-tag4") != nil }
+
+    /// The environment a libnfc tool needs to open `reader` through pcscd: the connstring
+    /// `acr122_pcsc:<reader name>`, no automatic scan, and the private pcscd's socket.
+    static func environment(reader: String, base: [String: String]) -> [String: String] {
+        var environment = base
+        environment["LIBNFC_DEVICE"] = "acr122_pcsc:" + reader
+        environment["LIBNFC_AUTO_SCAN"] = "false"
+        environment["LIBNFC_LOG_LEVEL"] = "1"
+        return environment
+    }
+
+    /// A running libnfc tool whose output goes to a file (no pipe can fill up and block it).
+    final class RunningTool: @unchecked Sendable {
+        let process = Process()
+        let outputURL: URL
+
+        init(_ name: String, _ arguments: [String], environment: [String: String]) throws {
+            guard let path = Libnfc.tool(name) else {
+                throw HarnessError(code: .missingDependency, reason: "\(name) is not built: run scripts/build-libnfc.sh")
+            }
+            outputURL = FileManager.default.temporaryDirectory
+                .appendingPathComponent("secbridge-tool.\(getpid()).\(UUID().uuidString.prefix(8)).out")
+            _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
+            let handle = try FileHandle(forWritingTo: outputURL)
+            process.executableURL = URL(fileURLWithPath: path)
+            process.arguments = arguments
+            process.environment = environment
+            process.standardOutput = handle
+            process.standardError = handle
+            try process.run()
+        }
+
+        /// Waits at most `timeout` for the tool to exit, then SIGTERM, then SIGKILL; returns its
+        /// status and output.
+        func finish(timeout: Duration) -> (status: Int32, output: String) {
+            let clock = ContinuousClock()
+            let deadline = clock.now + timeout
+            while process.isRunning && clock.now < deadline { usleep(10_000) }
+            if process.isRunning {
+                process.terminate()
+                let grace = clock.now + .seconds(2)
+                while process.isRunning && clock.now < grace { usleep(10_000) }
+                if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            }
+            process.waitUntilExit()
+            let output = (try? String(contentsOf: outputURL, encoding: .utf8)) ?? ""
+            try? FileManager.default.removeItem(at: outputURL)
+            return (process.terminationStatus, output)
+        }
+    }
+
+    /// Runs a tool to its end (at most `timeout`).
+    static func run(_ name: String, _ arguments: [String], environment: [String: String],
+                    timeout: Duration = .seconds(20)) throws -> (status: Int32, output: String) {
+        try RunningTool(name, arguments, environment: environment).finish(timeout: timeout)
+    }
+}
+
+/// Sets `reader`'s PICC operating parameter to 00 (no automatic polling), as an initiator must
+/// before another reader in the same field emulates: an auto-polling ACR122U activates any card it
+/// finds, an emulating PN532 included (acr122-pn532.md §2 PICC parameter bit 7).
+func stopAutomaticPolling(on reader: String) throws {
+    let direct = try PCSCContext().connect(to: reader, share: .direct, protocols: [])
+    let link = try ACR122Link.open(channel: direct, readerName: reader)
+    try link.setPICCOperatingParameter([])
+}
+
+extension SharedReader {
+    @Suite(.enabled(if: Libnfc.isBuilt, "libnfc is not built: run scripts/build-libnfc.sh (as root the first time)"))
+    struct LibnfcTests {
+        @Test func nfcListShowsUIDATQAAndSAKOfAPlacedTag() async throws {
+            let environment = try await resetSimulatedReaders()
+            let reader = environment.simulatedReaderA
+            try SimulatedReaders.controlA.send("place-tag uid=\"04 A1 B2 C3\" atqa=\"00 04\" sak=08 id=classic")
+            let toolEnvironment = Libnfc.environment(reader: reader, base: environment.environmentForSubprocesses)
+            let result = try await blocking { try Libnfc.run("nfc-list", ["-t", "1"], environment: toolEnvironment) }
+            #expect(result.status == 0, "\(result.output)")
+            #expect(result.output.contains("1 ISO14443A passive target(s) found"), "\(result.output)")
+            #expect(result.output.contains("UID (NFCID1): 04  a1  b2  c3"), "\(result.output)")
+            #expect(result.output.contains("ATQA (SENS_RES): 00  04"), "\(result.output)")
+            #expect(result.output.contains("SAK (SEL_RES): 08"), "\(result.output)")
+            try SimulatedReaders.controlA.send("remove peer=classic")
+        }
+
+        @Test func nfcListShowsTheATSOfAPlacedISO14443_4Card() async throws {
+            let environment = try await resetSimulatedReaders()
+            let reader = environment.simulatedReaderA
+            try SimulatedReaders.controlA.send("place-card uid=\"04 11 22 33 44 55 66\" atqa=\"03 44\" sak=20 ats=\"06 75 77 81 02 80\" id=desfire")
+            let toolEnvironment = Libnfc.environment(reader: reader, base: environment.environmentForSubprocesses)
+            let result = try await blocking { try Libnfc.run("nfc-list", ["-t", "1"], environment: toolEnvironment) }
+            #expect(result.status == 0, "\(result.output)")
+            #expect(result.output.contains("UID (NFCID1): 04  11  22  33  44  55  66"), "\(result.output)")
+            #expect(result.output.contains("ATQA (SENS_RES): 03  44"), "\(result.output)")
+            #expect(result.output.contains("SAK (SEL_RES): 20"), "\(result.output)")
+            // libnfc prints the ATS without its TL byte.
+            #expect(result.output.contains("ATS: 75  77  81  02  80"), "\(result.output)")
+            try SimulatedReaders.controlA.send("remove peer=desfire")
+        }
+
+        @Test func ourReaderRoleOnBReadsNfcEmulateForumTag4OnA() async throws {
+            let environment = try await resetSimulatedReaders()
+            let (readerA, readerB) = (environment.simulatedReaderA, environment.simulatedReaderB)
+            try await blocking { try stopAutomaticPolling(on: readerB) }
+            let emulator = try Libnfc.RunningTool(
+                "nfc-emulate-forum-tag4", [],
+                environment: Libnfc.environment(reader: readerA, base: environment.environmentForSubprocesses))
+            let reading = try await blocking { () throws -> (ISO14443ATarget?, [[UInt8]]) in
+                let direct = try PCSCContext().connect(to: readerB, share: .direct, protocols: [])
+                let chip = PN532(link: try ACR122Link.open(channel: direct, readerName: readerB))
+                // nfc-emulate-forum-tag4 reaches TgInitAsTarget after its set-up; poll until then
+                // (each poll is bounded by 16 passive activation attempts).
+                var target: ISO14443ATarget?
+                for _ in 0..<200 where target == nil {
+                    target = try chip.pollISO14443A(passiveActivationRetries: 0x10)
+                }
+                guard let target else { return (nil, []) }
+                let commands = [
+                    hex("00 A4 04 00 07 D2 76 00 00 85 01 01 00"),  // SELECT NDEF Tag Application
+                    hex("00 A4 00 0C 02 E1 03"),  // SELECT capability container
+                    hex("00 B0 00 00 0F"),  // READ BINARY CC
+                    hex("00 A4 00 0C 02 E1 04"),  // SELECT NDEF file
+                    hex("00 B0 00 00 02"),  // READ BINARY NLEN
+                    hex("00 B0 00 02 21"),  // READ BINARY the message (NLEN 0x21)
+                ]
+                let answers = try commands.map { try chip.exchangeAPDU($0, target: target.logicalNumber) }
+                try chip.release()
+                try chip.restoreReaderDefaults()
+                return (target, answers)
+            }
+            let emulatorResult = await Task.detached { emulator.finish(timeout: .seconds(10)) }.value
+            let target = try #require(reading.0, "no target found; nfc-emulate-forum-tag4 said: \(emulatorResult.output)")
+            // nfc-emulate-forum-tag4's target: UID 08 00 B0 0B, ATQA 00 04, SAK 20 (libnfc
+            // utils/nfc-emulate-forum-tag4.c); the PN532 answers RATS with ATS 05 75 33 92 03.
+            #expect(target.uid == hex("08 00 B0 0B"))
+            #expect(target.atqa.rawValue == 0x0004)
+            #expect(target.sak == 0x20)
+            #expect(target.ats.map { Array($0.prefix(5)) } == hex("05 75 33 92 03"))
+            let answers = reading.1
+            try #require(answers.count == 6)
+            #expect(answers[0] == hex("90 00"))
+            #expect(answers[1] == hex("90 00"))
+            // Its CC: mapping 2.0, MLe 0054, MLc 00FF, NDEF file E104 of at most FFFE bytes, open access.
+            #expect(answers[2] == hex("00 0F 20 00 54 00 FF 04 06 E1 04 FF FE 00 00 90 00"))
+            #expect(answers[3] == hex("90 00"))
+            #expect(answers[4] == hex("00 21 90 00"))  // NLEN 33
+            #expect(answers[5].count == 0x21 + 2)
+            #expect(answers[5].prefix(3) == [0xD1, 0x02, 0x1C])  // a Smart Poster record, "Sp"
+            #expect(answers[5].suffix(2) == [0x90, 0x00])
+        }
+
+        @Test func nfcListOnBListsOurEmulationOnA() async throws {
+            let environment = try await resetSimulatedReaders()
+            let (readerA, readerB) = (environment.simulatedReaderA, environment.simulatedReaderB)
+            try await blocking { try stopAutomaticPolling(on: readerB) }
+            // Our card emulation on A, on its own thread: TgInitAsTarget blocks until B polls (each
+            // try lasts the MCU timeout, 5 s; at most three tries).
+            let emulation = Task.detached { () throws -> PN532TargetActivation? in
+                let executor = BlockingExecutor(name: "e2e-libnfc-emulation")
+                defer { executor.shutdown() }
+                return try await executor.run {
+                    let direct = try PCSCContext().connect(to: readerA, share: .direct, protocols: [])
+                    let chip = PN532(link: try ACR122Link.open(channel: direct, readerName: readerA))
+                    try chip.prepareForCardEmulation()
+                    defer { try? chip.restoreReaderDefaults() }
+                    for _ in 0..<3 {
+                        do {
+                            let activation = try chip.initAsTarget(
+                                uid: try EmulatedUID([0x08, 0x12, 0x34, 0x56]), historicalBytes: [0x80])
+                            _ = try chip.receiveCommand()  // until nfc-list lets go (status 29)
+                            return activation
+                        } catch ACR122Error.operationFailed {
+                            continue  // the MCU timeout passed with no initiator
+                        }
+                    }
+                    return nil
+                }
+            }
+            let toolEnvironment = Libnfc.environment(reader: readerB, base: environment.environmentForSubprocesses)
+            let listing = try await blocking { () throws -> String in
+                var last = ""
+                for _ in 0..<40 {  // until A has reached TgInitAsTarget
+                    let result = try Libnfc.run("nfc-list", ["-t", "1"], environment: toolEnvironment)
+                    last = result.output
+                    if result.output.contains("1 ISO14443A passive target(s) found") { break }
+                }
+                return last
+            }
+            let activation = try await emulation.value
+            #expect(listing.contains("1 ISO14443A passive target(s) found"), "\(listing)")
+            // libnfc labels a 4-byte UID whose first byte is 08 (a random UID, ISO/IEC 14443-3
+            // §6.5.4; the PN532 forces it in emulation) as NFCID3.
+            #expect(listing.contains("UID (NFCID3): 08  12  34  56"), "\(listing)")
+            #expect(listing.contains("ATQA (SENS_RES): 00  04"), "\(listing)")
+            #expect(listing.contains("SAK (SEL_RES): 20"), "\(listing)")
+            // The PN532's own ATS (FSCI 5, TA 33, TB 92, TC 03) plus our historical byte 80.
+            #expect(listing.contains("ATS: 75  33  92  03  80"), "\(listing)")
+            #expect(activation?.mode.rawValue == 0x08)
+        }
+    }
+}
