@@ -23,6 +23,7 @@ final class ControlServer: Sendable {
     let socketPath: String
     private let handler: Handler
     private let stopping = Atomic<Bool>(false)
+    private let acceptLoopEnded = Atomic<Bool>(false)
     private let connections = Atomic<Int>(0)
 
     init(socketPath: String, handler: @escaping Handler) {
@@ -35,21 +36,23 @@ final class ControlServer: Sendable {
     /// - Throws: ``ControlServerError`` naming the failing call and errno.
     func start(directory: String) throws(ControlServerError) {
         try Self.makeDirectories(directory)
-        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard descriptor >= 0 else { throw ControlServerError("socket", errno, socketPath) }
-        unlink(socketPath)
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let pathBytes = Array(socketPath.utf8)
         let capacity = MemoryLayout.size(ofValue: address.sun_path)
         guard pathBytes.count < capacity else {
-            close(descriptor)
             throw ControlServerError("bind", ENAMETOOLONG, socketPath)
         }
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
             for (index, byte) in pathBytes.enumerated() { raw[index] = byte }
             raw[pathBytes.count] = 0
         }
+        // A socket someone still serves (another pcscd given the same DEVICENAME) is not taken
+        // over; one left by a pcscd that exited is replaced.
+        if Self.isServed(address) { throw ControlServerError("bind", EADDRINUSE, socketPath) }
+        unlink(socketPath)
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard descriptor >= 0 else { throw ControlServerError("socket", errno, socketPath) }
         let bound = withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
@@ -75,10 +78,15 @@ final class ControlServer: Sendable {
         }
     }
 
-    /// Asks the threads to stop; they notice within ``pollStep``, and the accept thread removes the
-    /// socket file. Does not wait.
+    /// Stops accepting: waits (at most 1 s) until the accept thread has closed the socket and
+    /// removed its file, so the path can be served again at once. Connection threads notice within
+    /// ``pollStep`` and close their connections.
     func stop() {
         stopping.store(true, ordering: .sequentiallyConsistent)
+        for _ in 0..<50 where !acceptLoopEnded.load(ordering: .sequentiallyConsistent) {
+            var pause = timespec(tv_sec: 0, tv_nsec: 20_000_000)
+            nanosleep(&pause, nil)
+        }
     }
 
     private var isStopping: Bool { stopping.load(ordering: .sequentiallyConsistent) }
@@ -87,6 +95,7 @@ final class ControlServer: Sendable {
         defer {
             close(listening)
             unlink(socketPath)
+            acceptLoopEnded.store(true, ordering: .sequentiallyConsistent)
         }
         while !isStopping {
             var poller = pollfd(fd: listening, events: Int16(POLLIN), revents: 0)
@@ -179,6 +188,20 @@ final class ControlServer: Sendable {
         return true
     }
 
+    /// Whether a process accepts connections on `address` now.
+    private static func isServed(_ address: sockaddr_un) -> Bool {
+        let probe = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard probe >= 0 else { return false }
+        defer { close(probe) }
+        var address = address
+        let result = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(probe, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        return result == 0
+    }
+
     /// `mkdir -p` with mode 0700 for the created components.
     private static func makeDirectories(_ path: String) throws(ControlServerError) {
         var prefix = ""
@@ -205,6 +228,7 @@ struct ControlServerError: Error, Sendable, CustomStringConvertible {
 
     var description: String {
         let text = strerror(errorNumber).map { String(cString: $0) } ?? "errno \(errorNumber)"
-        return "\(call) \(path): \(text)"
+        let hint = errorNumber == EADDRINUSE ? " (another process serves it: is a second pcscd using the same DEVICENAME?)" : ""
+        return "\(call) \(path): \(text)\(hint)"
     }
 }

@@ -66,6 +66,7 @@ func hex(_ text: String) -> [UInt8] {
 /// One synthesised-ATR vector: a placed card's ATS and the ATR the reader must report.
 struct ATRVector: Sendable, CustomTestStringConvertible {
     var id: String
+    var personality = "ccid-escape-enabled"
     var ats: String
     var atr: [UInt8]
     var source: String
@@ -202,12 +203,16 @@ extension SharedReader {
                       source: "acr122-pn532.md §3; P05"),
             ATRVector(id: "DESFire ATS 06 75 77 81 02 80", ats: "06 75 77 81 02 80", atr: hex("3B 81 80 01 80 80"),
                       source: "acr122-pn532.md §3 (public pcsc_scan log)"),
+            // The switchable variant: the whole ATS, TL included, as historical bytes; TCK 00.
+            ATRVector(id: "whole ATS as historical bytes", personality: "atr-whole-ats", ats: "06 75 77 81 02 80",
+                      atr: hex("3B 86 80 01 06 75 77 81 02 80 00"), source: "acr122-pn532.md §3 (U), ACS ACR122T manual"),
         ]
 
         @Test(arguments: atrVectors)
         func placedISO14443_4CardIsPresentWithTheSynthesisedATR(_ vector: ATRVector) async throws {
             let environment = try await resetSimulatedReaders()
             let reader = environment.simulatedReaderA
+            try SimulatedReaders.controlA.send("personality name=\(vector.personality)")
             let placed = try SimulatedReaders.controlA.send("place-card uid=\"04 A1 B2 C3\" ats=\"\(vector.ats)\" applet=echo")
             let peer = try #require(placed["peer"])
             let state = try await waitForCard(in: reader, present: true)
@@ -226,6 +231,78 @@ extension SharedReader {
             #expect(log.bytes("last") == hex("00 A4 04 00 07 D2 76 00 00 85 01 01 00"))
             try SimulatedReaders.controlA.send("remove peer=\(peer)")
             _ = try await waitForCard(in: reader, present: false)
+        }
+
+        @Test func legacyT0PersonalityAnnouncesDirectTransmitAnswersWith61xx() async throws {
+            let environment = try await resetSimulatedReaders()
+            let reader = environment.simulatedReaderA
+            try SimulatedReaders.controlA.send("personality name=legacy-t0")
+            try SimulatedReaders.controlA.send("place-card uid=\"04 A1 B2 C3\" applet=ok id=t0-card")
+            _ = try await waitForCard(in: reader, present: true)
+            let (active, announced, fetched, firmware, chipVersion) = try await blocking {
+                let card = try PCSCContext().connect(to: reader, share: .shared, protocols: .any)
+                // GetFirmwareVersion through Direct Transmit: `D5 03 IC Ver Rev Support` is 6 bytes.
+                let announced = try card.transmit(hex("FF 00 00 00 02 D4 02"))
+                let fetched = try card.transmit(hex("FF C0 00 00 06"))
+                let link = try ACR122Link.open(channel: card, readerName: reader)
+                let chip = PN532(link: link)  // fetches with FF C0 itself
+                return (card.activeProtocol, announced, fetched, link.firmware?.text, try chip.send(PN532.GetFirmwareVersion()))
+            }
+            #expect(active == .t0)
+            #expect(announced == hex("61 06"))  // acr122-pn532.md §1 step 4, §8: 61 xx on T=0 units
+            #expect(fetched == hex("D5 03 32 01 06 07 90 00"))
+            #expect(firmware == "ACR122U103")
+            #expect(chipVersion == PN532FirmwareVersion(ic: 0x32, version: 0x01, revision: 0x06, support: 0x07))
+            try SimulatedReaders.controlA.send("remove peer=t0-card")
+        }
+
+        @Test func lateReplyFaultIsDetectedAndResynchronised() async throws {
+            let environment = try await resetSimulatedReaders()
+            let reader = environment.simulatedReaderA
+            let (timedOut, desynchronized, afterwards) = try await blocking {
+                let direct = try PCSCContext().connect(to: reader, share: .direct, protocols: [])
+                let chip = PN532(link: try ACR122Link.open(channel: direct, readerName: reader))
+                try SimulatedReaders.controlA.send("fault late-reply=1")
+                var timedOut: PCSCError?
+                do {
+                    try chip.send(PN532.RFConfiguration(.rfField(on: true)))
+                } catch let error as PCSCError {
+                    timedOut = error
+                }
+                var desynchronized: PN532Error?
+                do {
+                    try chip.send(PN532.SetParameters([.automaticRATS]))
+                } catch let error as PN532Error {
+                    desynchronized = error
+                }
+                return (timedOut, desynchronized, try chip.send(PN532.GetFirmwareVersion()))
+            }
+            // acr122-pn532.md §5b: the command times out in the driver (SCARD_E_NOT_TRANSACTED), its
+            // answer arrives for the next one; the client sees the wrong echo, resynchronises with
+            // GetFirmwareVersion and reports the desync; then the link is back in step.
+            #expect(timedOut == .notTransacted)
+            #expect(desynchronized == .desynchronized(sent: .setParameters, received: hex("D5 33")))
+            #expect(afterwards == PN532FirmwareVersion(ic: 0x32, version: 0x01, revision: 0x06, support: 0x07))
+        }
+
+        @Test func statusReportsLEDAndPICCParameterAfterPseudoAPDUs() async throws {
+            let environment = try await resetSimulatedReaders()
+            let reader = environment.simulatedReaderA
+            let before = try SimulatedReaders.controlA.send("status")
+            let (ledReply, piccReply) = try await blocking {
+                let direct = try PCSCContext().connect(to: reader, share: .direct, protocols: [])
+                let led = try direct.control(code: ACR122ControlCode.ccidEscape, hex("FF 00 40 0F 04 00 00 00 00"))
+                let picc = try direct.control(code: ACR122ControlCode.ccidEscape, hex("FF 00 51 7F 00"))
+                return (led, picc)
+            }
+            let after = try SimulatedReaders.controlA.send("status")
+            #expect(before["picc"] == "FF")  // factory default: every polling bit set
+            #expect(before["personality"] == "ccid-escape-enabled")
+            #expect(before["firmware"] == "ACR122U207")
+            #expect(ledReply == hex("90 03"))  // acr122-pn532.md §2: FF 00 40 0F 04 00 00 00 00 → 90 03
+            #expect(after["led"] == "03")
+            #expect(piccReply == hex("90 7F"))
+            #expect(after["picc"] == "7F")  // auto polling off, as nfcpy sets it
         }
 
         @Test func cliReadersAndSendWorkAgainstTheSimulatedReader() async throws {
