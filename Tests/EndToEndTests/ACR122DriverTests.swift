@@ -90,10 +90,12 @@ extension SharedReader {
             // A PC/SC attribute answered by the device: the ACR122U's SCARD_ATTR_MAXINPUT (261 =
             // 271-byte CCID messages − 10), case P06.
             let reader = environment.simulatedReaderA
-            let maxInput = try await blocking {
-                try PCSCContext().connect(to: reader, share: .direct, protocols: []).maxInput()
+            let (maxInput, vendor) = try await blocking {
+                let direct = try PCSCContext().connect(to: reader, share: .direct, protocols: [])
+                return (try direct.maxInput(), try direct.vendorName())
             }
             #expect(maxInput == 261)
+            #expect(vendor == "ACS")  // SCARD_ATTR_VENDOR_NAME, the USB iManufacturer string
         }
 
         @Test func noCardSharedConnectFailsAndDirectConnectReachesTheDevice() async throws {
@@ -303,6 +305,72 @@ extension SharedReader {
             #expect(after["led"] == "03")
             #expect(piccReply == hex("90 7F"))
             #expect(after["picc"] == "7F")  // auto polling off, as nfcpy sets it
+        }
+
+        @Test func cardAndTerminalFromTranscriptFiles() async throws {
+            let environment = try await resetSimulatedReaders()
+            let reader = environment.simulatedReaderA
+            let directory = FileManager.default.temporaryDirectory
+                .appendingPathComponent("secbridge-tool.\(getpid()).\(UUID().uuidString.prefix(8)).transcripts")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            // A card that answers as recorded (Fixtures/README.md format, version 1).
+            let cardFile = directory.appendingPathComponent("card.transcript")
+            try """
+                # secbridge-transcript: 1
+                # origin: simulated
+                > 00 A4 04 00 07 D2 76 00 00 85 01 01 00
+                < 90 00
+                > 00 B0 00 00 02
+                < 00 10 90 00
+
+                """.write(to: cardFile, atomically: true, encoding: .utf8)
+            let placed = try SimulatedReaders.controlA.send("place-card uid=\"04 A1 B2 C3\" transcript=\(cardFile.path)")
+            _ = try await waitForCard(in: reader, present: true)
+            let answers = try await blocking {
+                let card = try PCSCContext().connect(to: reader, share: .shared, protocols: .any)
+                return [try card.transmit(hex("00 A4 04 00 07 D2 76 00 00 85 01 01 00")),
+                        try card.transmit(hex("00 B0 00 00 02")),
+                        try card.transmit(hex("00 B0 00 00 02"))]  // beyond the recording
+            }
+            #expect(answers[0] == hex("90 00"))
+            #expect(answers[1] == hex("00 10 90 00"))
+            #expect(answers[2] == hex("6F 00"))  // no recorded answer left
+            try SimulatedReaders.controlA.send("remove peer=\(try #require(placed["peer"]))")
+            _ = try await waitForCard(in: reader, present: false)
+
+            // A terminal that sends the `tgt <` commands and expects the `tgt >` answers.
+            let terminalFile = directory.appendingPathComponent("terminal.transcript")
+            try """
+                # secbridge-transcript: 1
+                # origin: simulated
+                tgt < 00 A4 04 00 07 D2 76 00 00 85 01 01 00
+                tgt > 90 00
+                tgt < 00 A4 00 0C 02 E1 03
+                tgt > 90 00
+
+                """.write(to: terminalFile, atomically: true, encoding: .utf8)
+            try SimulatedReaders.controlB.send("place-terminal transcript=\(terminalFile.path) id=recorded")
+            let served = try await blocking {
+                let direct = try PCSCContext().connect(to: reader, share: .direct, protocols: [])
+                let chip = PN532(link: try ACR122Link.open(channel: direct, readerName: reader))
+                try chip.prepareForCardEmulation()
+                defer { try? chip.restoreReaderDefaults() }
+                _ = try chip.initAsTarget(uid: try EmulatedUID([0x08, 0x01, 0x02, 0x03]))
+                var served: [[UInt8]] = []
+                for _ in 0..<4 {
+                    guard case .command(let apdu) = try chip.receiveCommand() else { break }
+                    served.append(apdu)
+                    _ = try chip.sendResponse(hex("90 00"))
+                }
+                return served
+            }
+            #expect(served == [hex("00 A4 04 00 07 D2 76 00 00 85 01 01 00"), hex("00 A4 00 0C 02 E1 03")])
+            let result = try SimulatedReaders.controlB.send("terminal-result peer=recorded wait-ms=5000")
+            #expect(result["result"] == "passed")
+            #expect(result["exchanges"] == "2")
+            let relative = try SimulatedReaders.controlA.exchange("place-card uid=04A1B2C3 transcript=card.transcript")
+            #expect(relative.hasPrefix("error bad-argument transcript path 'card.transcript' must be absolute"))
         }
 
         @Test func cliReadersAndSendWorkAgainstTheSimulatedReader() async throws {
