@@ -292,7 +292,7 @@ public struct SimulatedReaderControl: Sendable, Hashable {
             }
             received.append(contentsOf: chunk[0..<count])
         }
-        let end = received.firstIndex(of: 0x0A)!
+        let end = received.firstIndex(of: 0x0A) ?? received.endIndex
         return String(decoding: received[..<end], as: UTF8.self)
     }
 }

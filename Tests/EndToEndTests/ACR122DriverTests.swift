@@ -373,6 +373,37 @@ extension SharedReader {
             #expect(relative.hasPrefix("error bad-argument transcript path 'card.transcript' must be absolute"))
         }
 
+        /// A pcscd of its own (the shared one keeps its readers): DEVICENAME options reach the
+        /// driver, and a DEVICENAME it cannot use is refused with the reason in pcscd's log.
+        @Test func deviceNameOptionsAndRejectionInAPcscdOfItsOwn() async throws {
+            _ = try sharedEnvironment()  // the library path is checked by the shared start
+            let base = SimulatedReaders.baseDirectory + "/own"
+            let good = ReaderConfEntry(friendlyName: SimulatedReaders.friendlyName,
+                                       deviceName: base + "/c:personality=acs-driver:field=own",
+                                       libraryPath: SimulatedReaders.libraryPath)
+            let pcscd = try PrivatePCSCD(readers: [good])
+            defer { pcscd.stop() }
+            let names = try await blocking { try pcscd.start() }
+            #expect(names == ["ACS ACR122U PICC Interface 00 00"])
+            let control = SimulatedReaderControl(socketPath: base + "/c/control.sock")
+            let status = try control.send("status")
+            #expect(status["personality"] == "acs-driver")
+            #expect(try control.send("ping")["field"] == "field:own")
+
+            let bad = ReaderConfEntry(friendlyName: SimulatedReaders.friendlyName,
+                                      deviceName: base + "/d:colour=red", libraryPath: SimulatedReaders.libraryPath)
+            let refused = try PrivatePCSCD(readers: [bad])
+            defer { refused.stop() }
+            var failure: HarnessError?
+            do {
+                _ = try await blocking { try refused.start(timeout: .seconds(2)) }
+            } catch let error as HarnessError {
+                failure = error
+            }
+            #expect(failure?.code == .timeout)  // pcscd runs on, without the reader
+            #expect(refused.logTail(lines: 200).contains("unknown option 'colour': the options are personality=<name> and field=<name>"))
+        }
+
         @Test func cliReadersAndSendWorkAgainstTheSimulatedReader() async throws {
             let environment = try await resetSimulatedReaders()
             let reader = environment.simulatedReaderA
