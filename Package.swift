@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "ISO7816", targets: ["ISO7816"]),
         .library(name: "Transcript", targets: ["Transcript"]),
         .library(name: "PN53x", targets: ["PN53x"]),
+        .library(name: "SecureElementCredential", targets: ["SecureElementCredential"]),
         .library(name: "ACR122Simulator", targets: ["ACR122Simulator"]),
         // The simulated ACR122U as a pcscd driver (IFD handler): LIBPATH in a reader.conf file.
         .library(name: "SecbridgeACR122IFD", type: .dynamic, targets: ["ACR122Driver"]),
@@ -31,6 +32,7 @@ let package = Package(
         .target(name: "Transcript", dependencies: ["ISO7816"]),
         // Layer 3: ACR122U pseudo-APDUs and PN532 commands.
         .target(name: "PN53x", dependencies: ["ISO7816"]),
+        .target(name: "SecureElementCredential", dependencies: ["ISO7816", "PN53x", "Transcript", "PCSC"]),
         // Layer 5: a faithful model of the ACR122U (and its CCID driver) with a simulated RF field.
         .target(name: "ACR122Simulator", dependencies: ["ISO7816", "Transcript"]),
         // The simulated ACR122U exported as IFD handler entry points for pcscd.
@@ -61,6 +63,7 @@ let package = Package(
         .testTarget(name: "ISO7816Tests", dependencies: ["ISO7816"]),
         .testTarget(name: "TranscriptTests", dependencies: ["Transcript", "ISO7816"]),
         .testTarget(name: "PN53xTests", dependencies: ["PN53x", "ISO7816"]),
+        .testTarget(name: "SecureElementCredentialTests", dependencies: ["SecureElementCredential", "ISO7816", "PN53x", "Transcript", "PCSC", "ACR122Simulator"]),
         .testTarget(name: "ACR122SimulatorTests", dependencies: ["ACR122Simulator", "PN53x", "ISO7816", "Transcript"]),
         .testTarget(name: "SecbridgeCLITests", dependencies: ["SecbridgeCLI"]),
         .testTarget(

@@ -1,0 +1,54 @@
+import Synchronization
+
+/// What the authorizer is asked to approve: a transaction that puts `credential` into card
+/// emulation (the UIScene sheet on Apple platforms; session-model.md).
+public struct AuthorizationRequest: Sendable, Hashable {
+    public enum Kind: String, Sendable, Hashable {
+        case performTransaction
+        case performCardEmulationTransactionWithCurrentCredential
+    }
+
+    public var credential: Credential
+    public var kind: Kind
+    /// The reader that will emulate the card.
+    public var readerName: String
+
+    /// One line for a prompt, e.g. `Present "Door badge" (badge-1) on ACS ACR122U PICC Interface 00 00?`.
+    public var prompt: String {
+        "Present \"\(credential.displayName)\" (\(credential.id)) on \(readerName)?"
+    }
+}
+
+/// The answer to an `AuthorizationRequest`.
+public enum AuthorizationDecision: Sendable, Hashable {
+    case approved
+    case declined
+}
+
+/// Decides whether a transaction may present a credential: a terminal prompt in the CLI (with
+/// `--yes` to pre-approve), a policy object in code and tests.
+///
+/// The session bounds the wait by `SessionTimings.authorizationTimeout`: an authorizer that never
+/// answers makes the call fail with `userAuthorizationTimedOut`, and is cancelled (it need not
+/// honour the cancellation; the session does not wait for it).
+public protocol TransactionAuthorizer: Sendable {
+    func authorize(_ request: AuthorizationRequest) async -> AuthorizationDecision
+}
+
+/// An authorizer from a closure, with the two fixed policies.
+public struct PolicyAuthorizer: TransactionAuthorizer {
+    private let decide: @Sendable (AuthorizationRequest) async -> AuthorizationDecision
+
+    public init(_ decide: @escaping @Sendable (AuthorizationRequest) async -> AuthorizationDecision) {
+        self.decide = decide
+    }
+
+    public func authorize(_ request: AuthorizationRequest) async -> AuthorizationDecision {
+        await decide(request)
+    }
+
+    /// Approves everything (the CLI's `--yes`).
+    public static let approveAll = PolicyAuthorizer { _ in .approved }
+    /// Declines everything.
+    public static let declineAll = PolicyAuthorizer { _ in .declined }
+}

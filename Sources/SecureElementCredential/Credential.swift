@@ -1,0 +1,86 @@
+import ISO7816
+import PN53x
+
+/// Where a credential's applets live and answer APDUs (session-model.md, "How the Apple model maps"):
+/// host applets in this process (`HostSecureElement`) or a PC/SC card whose APDUs are relayed
+/// (`CardSecureElement`).
+///
+/// The session opens the secure element when wired mode starts, sends it APDUs (`transceive`) in
+/// wired mode and during card emulation, tells it when a terminal activates the emulated card
+/// (`terminalActivated`), and closes it when the session returns to management. Calls never
+/// overlap; implementations that block (PC/SC) run on their own `BlockingExecutor` thread.
+public protocol SecureElement: AnyObject, Sendable {
+    /// A short description for messages, e.g. "host applets (NFC Forum Type 4 Tag)".
+    var secureElementDescription: String { get }
+    /// Makes the secure element ready (connects a card). Idempotent.
+    /// - Throws: `CredentialSessionError` (`resourceUnavailable` when the card or reader is busy or
+    ///   gone, `instanceDoesNotExist` when it is not there).
+    func open() async throws(CredentialSessionError)
+    /// Sends one C-APDU and returns the R-APDU (data + SW1 SW2).
+    ///
+    /// `| CLA | INS | P1 | P2 | [Lc data] | [Le] |` → `| data | SW1 | SW2 |`
+    /// - Throws: `CredentialSessionError` when the secure element cannot answer at all (a status
+    ///   word is an answer, not an error).
+    func transceive(_ command: [UInt8]) async throws(CredentialSessionError) -> [UInt8]
+    /// A terminal activated the emulated card (or wired mode began): host applets forget their
+    /// selection, as a card does at power-up.
+    func terminalActivated() async
+    /// Releases what `open()` took. Idempotent.
+    func close() async
+}
+
+/// A credential: an identity, a name, the secure element that holds it and its card-emulation
+/// defaults. Two credentials are equal when their identifiers are equal.
+public struct Credential: Sendable, Hashable, CustomStringConvertible {
+    /// A stable identifier, e.g. the credential file's `id`.
+    public let id: String
+    /// A name for people.
+    public let displayName: String
+    /// The secure element that answers for this credential.
+    public let secureElement: any SecureElement
+    /// The target parameters used when card emulation starts without options.
+    public let emulationDefaults: CardEmulationOptions
+
+    public init(
+        id: String, displayName: String? = nil, secureElement: any SecureElement,
+        emulationDefaults: CardEmulationOptions = CardEmulationOptions()
+    ) {
+        self.id = id
+        self.displayName = displayName ?? id
+        self.secureElement = secureElement
+        self.emulationDefaults = emulationDefaults
+    }
+
+    public static func == (lhs: Credential, rhs: Credential) -> Bool { lhs.id == rhs.id }
+    public func hash(into hasher: inout Hasher) { hasher.combine(id) }
+    public var description: String { "\(displayName) (\(id))" }
+}
+
+/// How the emulated card presents itself to a terminal, and how long the emulation may last
+/// (session-model.md, `CardEmulationOptions`: Apple documents no members; these are ours).
+///
+/// The PN532 as target fixes the UID's first byte at 08 (4-byte UID only) and answers RATS itself
+/// with ATS `05 75 33 92 03` + `historicalBytes` (acr122-pn532.md §4).
+public struct CardEmulationOptions: Sendable, Hashable {
+    /// The UID, 08 + 3 bytes (TgInitAsTarget NFCID1t). Default 08 00 B0 0B (libnfc's example).
+    public var uid: EmulatedUID
+    /// ATQA (SENS_RES), default 0x0004.
+    public var atqa: ATQA
+    /// SAK (SEL_RES), default 20 (ISO/IEC 14443-4 compliant).
+    public var sak: UInt8
+    /// Historical bytes appended to the PN532's ATS, at most 48.
+    public var historicalBytes: [UInt8]
+    /// The emulation window; nil uses the session's (60 s by default). Never longer than it.
+    public var timeLimit: Duration?
+
+    public init(
+        uid: EmulatedUID = EmulatedUID(nfcid1t: (0x00, 0xB0, 0x0B)), atqa: ATQA = ATQA(rawValue: 0x0004),
+        sak: UInt8 = 0x20, historicalBytes: [UInt8] = [], timeLimit: Duration? = nil
+    ) {
+        self.uid = uid
+        self.atqa = atqa
+        self.sak = sak
+        self.historicalBytes = historicalBytes
+        self.timeLimit = timeLimit
+    }
+}

@@ -1,0 +1,75 @@
+import Synchronization
+
+/// A transaction run by `transactionTask(_:action:)`: the session's transaction calls, bound to a
+/// configuration (Apple's `CredentialTransaction`).
+public struct CredentialTransaction: Sendable {
+    /// What a transaction task runs against: a session, until `invalidate()`.
+    ///
+    /// `invalidate()` ends wired mode or card emulation and returns the session to management
+    /// (session-model.md, "CredentialTransaction and transactionTask"). A configuration is used once:
+    /// after `invalidate()` its transactions throw `invalidSessionState`; ask the session for a new
+    /// one with `configuration()`.
+    public final class Configuration: Sendable {
+        public let session: CredentialSession
+        private let valid = Mutex(true)
+
+        init(session: CredentialSession) { self.session = session }
+
+        /// Whether `invalidate()` has not been called yet.
+        public var isValid: Bool { valid.withLock { $0 } }
+
+        /// Ends any wired or emulation state and returns the session to management. Idempotent.
+        public func invalidate() async {
+            let wasValid = valid.withLock { v in
+                defer { v = false }
+                return v
+            }
+            if wasValid { await session.invalidateConfiguration() }
+        }
+
+        func checkValid() throws(CredentialSessionError) {
+            guard isValid else {
+                throw CredentialSessionError(
+                    .invalidSessionState, "this transaction configuration was invalidated; ask the session for a new configuration()")
+            }
+        }
+    }
+
+    public let configuration: Configuration
+
+    /// The session's `performTransaction(using:options:)`, while the configuration is valid.
+    public func performTransaction(
+        using credential: Credential, options: CardEmulationOptions? = nil
+    ) async throws(CredentialSessionError) {
+        try configuration.checkValid()
+        try await configuration.session.performTransaction(using: credential, options: options)
+    }
+
+    /// The session's `performCardEmulationTransactionWithCurrentCredential(options:)`, while the
+    /// configuration is valid.
+    public func performCardEmulationTransactionWithCurrentCredential(
+        options: CardEmulationOptions? = nil
+    ) async throws(CredentialSessionError) {
+        try configuration.checkValid()
+        try await configuration.session.performCardEmulationTransactionWithCurrentCredential(options: options)
+    }
+}
+
+/// The contract of SwiftUI's `transactionTask(_:action:)` as a plain async entry point: when
+/// `configuration` is non-nil, runs `action` with a `CredentialTransaction`; when the action
+/// returns or throws, invalidates the configuration (the session goes back to management).
+/// With a nil configuration nothing runs.
+/// - Throws: what `action` throws, after the configuration is invalidated.
+public func transactionTask(
+    _ configuration: CredentialTransaction.Configuration?,
+    action: (CredentialTransaction) async throws -> Void
+) async rethrows {
+    guard let configuration else { return }
+    do {
+        try await action(CredentialTransaction(configuration: configuration))
+    } catch {
+        await configuration.invalidate()
+        throw error
+    }
+    await configuration.invalidate()
+}

@@ -1,0 +1,179 @@
+import ISO7816
+import Synchronization
+
+/// Runs one card-emulation window: arms the target in bounded steps, relays each C-APDU to the
+/// secure element, reports what the device observes, and restores the reader at the end.
+///
+/// It stops when `stop()` is called (within one device step), when the clock reaches `deadline`,
+/// when the reader is lost, or after `maximumConsecutiveErrors` failing steps.
+final class EmulationRunner: Sendable {
+    enum Report: Sendable {
+        case field(FieldStateInfo)
+        case exchanged(command: [UInt8], response: [UInt8])
+        case failed(String)
+        case readerLost(String)
+    }
+
+    let backend: any CardEmulationBackend
+    let secureElement: any SecureElement
+    let parameters: TargetParameters
+    let clock: any SessionClock
+    let deadline: Duration
+    let report: @Sendable (Report) async -> Void
+    static let maximumConsecutiveErrors = 3
+    /// A hard bound on device steps per window, far above what a 60 s window can hold.
+    static let maximumSteps = 100_000
+
+    private let stopped = Mutex(false)
+
+    init(
+        backend: any CardEmulationBackend, secureElement: any SecureElement, parameters: TargetParameters,
+        clock: any SessionClock, deadline: Duration, report: @escaping @Sendable (Report) async -> Void
+    ) {
+        self.backend = backend
+        self.secureElement = secureElement
+        self.parameters = parameters
+        self.clock = clock
+        self.deadline = deadline
+        self.report = report
+    }
+
+    /// Asks the loop to end; it does within one device step.
+    func stop() {
+        stopped.withLock { $0 = true }
+        backend.interrupt()
+    }
+
+    private var shouldContinue: Bool {
+        !stopped.withLock { $0 } && clock.now < deadline && !Task.isCancelled
+    }
+
+    func run() async {
+        var errors = 0
+        var steps = 0
+        var splitter = ResponseSplitter(maximumLength: backend.maximumResponseLength)
+        var active = false
+        while shouldContinue, steps < Self.maximumSteps {
+            steps += 1
+            do {
+                if !active {
+                    switch try await backend.waitForActivation(parameters) {
+                    case .noTerminal:
+                        break
+                    case .activated(let mode, let rats):
+                        active = true
+                        splitter.reset()
+                        await secureElement.terminalActivated()
+                        await report(.field(FieldStateInfo(
+                            state: .fieldPresent,
+                            observation: "TgInitAsTarget returned mode \([mode].hexString), initiator command \(rats.hexString)")))
+                    }
+                } else {
+                    switch try await backend.receiveCommand() {
+                    case .command(let command):
+                        let response = await answer(command, splitter: &splitter)
+                        await report(.exchanged(command: command, response: response))
+                        if case .released(let cause) = try await backend.sendResponse(response) {
+                            active = false
+                            await report(.field(FieldStateInfo(state: .fieldAbsent, observation: "TgSetData: \(cause)")))
+                        }
+                    case .released(let cause):
+                        active = false
+                        await report(.field(FieldStateInfo(state: .fieldAbsent, observation: "TgGetData: \(cause)")))
+                    case .silent:
+                        active = false
+                        await report(.field(FieldStateInfo(
+                            state: .fieldAbsent, observation: "no command from the terminal within one MCU timeout")))
+                    }
+                }
+                errors = 0
+            } catch {
+                let cause = UnderlyingCause(error)
+                if case .pcsc(let code, _) = cause, CredentialSessionError.resourceCodes.contains(code) {
+                    await report(.readerLost("\(cause)"))
+                    break
+                }
+                errors += 1
+                if active {
+                    active = false
+                    await report(.field(FieldStateInfo(state: .fieldAbsent, observation: "the reader failed: \(cause)")))
+                }
+                if errors >= Self.maximumConsecutiveErrors {
+                    await report(.failed("\(errors) device steps failed in a row, the last with \(cause)"))
+                    break
+                }
+            }
+        }
+        if active {
+            await report(.field(FieldStateInfo(state: .fieldAbsent, observation: "card emulation ended")))
+        }
+        try? await backend.restore()
+    }
+
+    /// The R-APDU for one C-APDU: 67 00 above the device's frame limit, GET RESPONSE served from
+    /// a response that did not fit one frame, otherwise the secure element's answer.
+    private func answer(_ command: [UInt8], splitter: inout ResponseSplitter) async -> [UInt8] {
+        if command.count > backend.maximumCommandLength {
+            return StatusWord.wrongLength.bytes
+        }
+        if let pending = splitter.getResponse(command) { return pending }
+        let response: [UInt8]
+        do {
+            response = try await secureElement.transceive(command)
+        } catch {
+            // The secure element could not answer at all: "no precise diagnosis".
+            return [0x6F, 0x00]
+        }
+        return splitter.split(response)
+    }
+}
+
+/// Splits R-APDUs longer than one frame: the first part goes with 61 XX, and GET RESPONSE
+/// (`00 C0 00 00 Le`) fetches the rest (ISO/IEC 7816-4 §5.1.3, §7.6.1). Nothing is truncated.
+struct ResponseSplitter: Sendable {
+    let maximumLength: Int
+    private var remaining: [UInt8] = []
+    private var finalStatus: [UInt8] = []
+
+    init(maximumLength: Int) { self.maximumLength = max(3, maximumLength) }
+
+    mutating func reset() {
+        remaining = []
+        finalStatus = []
+    }
+
+    /// The response as sent: whole when it fits, else the first part + 61 XX.
+    mutating func split(_ response: [UInt8]) -> [UInt8] {
+        guard response.count > maximumLength, response.count >= 2 else {
+            reset()
+            return response
+        }
+        let data = Array(response.dropLast(2))
+        finalStatus = Array(response.suffix(2))
+        let first = maximumLength - 2
+        remaining = Array(data[first...])
+        return Array(data[..<first]) + pendingStatus()
+    }
+
+    /// Serves a GET RESPONSE from the pending data; nil when `command` is not one or nothing waits.
+    mutating func getResponse(_ command: [UInt8]) -> [UInt8]? {
+        guard !remaining.isEmpty, command.count >= 4, command[1] == 0xC0, command[2] == 0, command[3] == 0 else {
+            if !remaining.isEmpty { reset() }
+            return nil
+        }
+        let le = command.count == 5 ? (command[4] == 0 ? 256 : Int(command[4])) : 256
+        let count = min(le, remaining.count, maximumLength - 2)
+        let part = Array(remaining[..<count])
+        remaining.removeFirst(count)
+        if remaining.isEmpty {
+            let status = finalStatus
+            reset()
+            return part + status
+        }
+        return part + pendingStatus()
+    }
+
+    private func pendingStatus() -> [UInt8] {
+        [0x61, remaining.count >= 256 ? 0x00 : UInt8(remaining.count)]
+    }
+}

@@ -1,0 +1,183 @@
+import Synchronization
+
+/// A terminal for `InMemoryEmulationBackend`: the C-APDUs it sends once it has activated the
+/// target, and the R-APDUs it got.
+public final class InMemoryTerminal: Sendable {
+    /// How the terminal leaves after its last command.
+    public enum Departure: Sendable, Hashable {
+        /// It releases the target (the device reports status 29).
+        case release
+        /// It goes away without a word (the device sees one MCU timeout of silence).
+        case silence
+    }
+
+    public let commands: [[UInt8]]
+    public let rats: [UInt8]
+    public let departure: Departure
+    private let log = Mutex<(next: Int, responses: [[UInt8]])>((0, []))
+
+    public init(commands: [[UInt8]], rats: [UInt8] = [0xE0, 0x80], departure: Departure = .release) {
+        self.commands = commands
+        self.rats = rats
+        self.departure = departure
+    }
+
+    /// The R-APDUs received, in order.
+    public var responses: [[UInt8]] { log.withLock { $0.responses } }
+
+    func nextCommand() -> [UInt8]? {
+        log.withLock { l in
+            guard l.next < commands.count else { return nil }
+            defer { l.next += 1 }
+            return commands[l.next]
+        }
+    }
+
+    func received(_ response: [UInt8]) {
+        log.withLock { $0.responses.append(response) }
+    }
+}
+
+/// A card-emulation backend in memory, for state-machine and engine tests: terminals are queued
+/// with `present(_:)`; a wait without one lasts one step on the session's clock (a virtual clock
+/// in tests) or until `interrupt()`. It records every operation in `calls`.
+public final class InMemoryEmulationBackend: CardEmulationBackend {
+    public let readerName: String
+    public let support: EmulationSupport
+    public let maximumCommandLength: Int
+    public let maximumResponseLength: Int
+    private let clock: any SessionClock
+    private let step: Duration
+
+    private enum Wake: Sendable { case terminal, timeout, interrupted }
+
+    private struct State {
+        var queue: [InMemoryTerminal] = []
+        var current: InMemoryTerminal?
+        var calls: [String] = []
+        var waiter: CheckedContinuation<Wake, Never>?
+        var prepared = false
+    }
+
+    private let state = Mutex(State())
+
+    /// - Parameters:
+    ///   - readerName: the name for messages and the one-session-per-reader rule.
+    ///   - clock: the session's clock; a wait without a terminal lasts `step` on it.
+    ///   - step: the MCU timeout being modelled (5 s).
+    ///   - support: `.unsupported` to model a reader that cannot emulate.
+    public init(
+        readerName: String = "in-memory reader", clock: any SessionClock, step: Duration = .seconds(5),
+        support: EmulationSupport = .supported, maximumCommandLength: Int = 252, maximumResponseLength: Int = 252
+    ) {
+        self.readerName = readerName
+        self.clock = clock
+        self.step = step
+        self.support = support
+        self.maximumCommandLength = maximumCommandLength
+        self.maximumResponseLength = maximumResponseLength
+    }
+
+    /// The operations so far: "prepare", "arm", "get", "set", "restore".
+    public var calls: [String] { state.withLock { $0.calls } }
+
+    /// Whether the reader is prepared for emulation and not restored yet.
+    public var isPrepared: Bool { state.withLock { $0.prepared } }
+
+    /// Queues a terminal; it activates the target at the next (or current) wait.
+    public func present(_ terminal: InMemoryTerminal) {
+        let waiter: CheckedContinuation<Wake, Never>? = state.withLock { s in
+            s.queue.append(terminal)
+            defer { s.waiter = nil }
+            return s.waiter
+        }
+        waiter?.resume(returning: .terminal)
+    }
+
+    public func interrupt() {
+        let waiter: CheckedContinuation<Wake, Never>? = state.withLock { s in
+            defer { s.waiter = nil }
+            return s.waiter
+        }
+        waiter?.resume(returning: .interrupted)
+    }
+
+    public func prepare() async throws {
+        state.withLock {
+            $0.calls.append("prepare")
+            $0.prepared = true
+        }
+    }
+
+    public func restore() async throws {
+        state.withLock {
+            $0.calls.append("restore")
+            $0.prepared = false
+            $0.current = nil
+        }
+    }
+
+    public func waitForActivation(_ parameters: TargetParameters) async throws -> ActivationOutcome {
+        if let terminal = takeTerminal(logging: "arm") { return .activated(mode: 0x08, initiatorCommand: terminal.rats) }
+        let deadline = clock.now + step
+        let clock = self.clock
+        let sleeper = Task {
+            try? await clock.sleep(until: deadline)
+            self.wake(.timeout)
+        }
+        let wake = await withCheckedContinuation { (continuation: CheckedContinuation<Wake, Never>) in
+            let ready: Bool = state.withLock { s in
+                if !s.queue.isEmpty { return true }
+                s.waiter = continuation
+                return false
+            }
+            if ready { continuation.resume(returning: .terminal) }
+        }
+        sleeper.cancel()
+        if wake == .terminal, let terminal = takeTerminal(logging: nil) {
+            return .activated(mode: 0x08, initiatorCommand: terminal.rats)
+        }
+        return .noTerminal
+    }
+
+    private func wake(_ reason: Wake) {
+        let waiter: CheckedContinuation<Wake, Never>? = state.withLock { s in
+            defer { s.waiter = nil }
+            return s.waiter
+        }
+        waiter?.resume(returning: reason)
+    }
+
+    private func takeTerminal(logging call: String?) -> InMemoryTerminal? {
+        state.withLock { s in
+            if let call { s.calls.append(call) }
+            guard !s.queue.isEmpty else { return nil }
+            s.current = s.queue.removeFirst()
+            return s.current
+        }
+    }
+
+    public func receiveCommand() async throws -> TargetReceiveOutcome {
+        let terminal: InMemoryTerminal? = state.withLock { s in
+            s.calls.append("get")
+            return s.current
+        }
+        guard let terminal else { return .released(.pn532(status: 0x25, meaning: "not activated")) }
+        if let command = terminal.nextCommand() { return .command(command) }
+        state.withLock { $0.current = nil }
+        switch terminal.departure {
+        case .release: return .released(.pn532(status: 0x29, meaning: "the initiator released the target"))
+        case .silence: return .silent
+        }
+    }
+
+    public func sendResponse(_ response: [UInt8]) async throws -> TargetSendOutcome {
+        let terminal: InMemoryTerminal? = state.withLock { s in
+            s.calls.append("set")
+            return s.current
+        }
+        guard let terminal else { return .released(.pn532(status: 0x29, meaning: "the initiator released the target")) }
+        terminal.received(response)
+        return .delivered
+    }
+}

@@ -1,0 +1,128 @@
+import Synchronization
+
+/// The time base of a session: every duration the session rules use (card-emulation window,
+/// assertion lifetime and rate window, wired idle rule, authorization timeout) is measured on it.
+///
+/// Instants are `Duration`s since the clock's origin. Production uses `ContinuousSessionClock`;
+/// tests use `VirtualSessionClock`, which moves only when the test says so.
+public protocol SessionClock: Sendable {
+    /// The time since the clock's origin.
+    var now: Duration { get }
+    /// Suspends until `now >= deadline`.
+    /// - Throws: `CancellationError` when the task is cancelled first.
+    func sleep(until deadline: Duration) async throws
+}
+
+/// Real time, from `ContinuousClock` (monotonic, counts while the system sleeps).
+public struct ContinuousSessionClock: SessionClock {
+    private let origin: ContinuousClock.Instant
+
+    public init() { origin = ContinuousClock.now }
+
+    public var now: Duration { ContinuousClock.now - origin }
+
+    public func sleep(until deadline: Duration) async throws {
+        try await ContinuousClock().sleep(until: origin.advanced(by: deadline), tolerance: nil)
+    }
+}
+
+/// A clock that moves only in `advance(by:)`: sleepers whose deadline is reached resume then, in
+/// deadline order. No real time passes in tests that use it.
+public final class VirtualSessionClock: SessionClock {
+    private struct Sleeper {
+        var id: UInt64
+        var deadline: Duration
+        var continuation: CheckedContinuation<Void, any Error>
+    }
+
+    private struct State {
+        var now: Duration = .zero
+        var nextID: UInt64 = 0
+        var sleepers: [Sleeper] = []
+    }
+
+    private let state = Mutex(State())
+
+    public init() {}
+
+    public var now: Duration { state.withLock { $0.now } }
+
+    /// The number of tasks sleeping on this clock (for tests that wait for a loop to park).
+    public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
+
+    /// The earliest deadline a task sleeps until, or nil.
+    public var nextDeadline: Duration? { state.withLock { $0.sleepers.map(\.deadline).min() } }
+
+    /// Moves the clock forward and resumes every sleeper whose deadline is reached.
+    /// - Parameter duration: how far; negative values count as zero.
+    public func advance(by duration: Duration) {
+        let due: [Sleeper] = state.withLock { s in
+            s.now += max(duration, .zero)
+            let now = s.now
+            let due = s.sleepers.filter { $0.deadline <= now }.sorted { $0.deadline < $1.deadline }
+            s.sleepers.removeAll { $0.deadline <= now }
+            return due
+        }
+        for sleeper in due { sleeper.continuation.resume() }
+    }
+
+    public func sleep(until deadline: Duration) async throws {
+        let id: UInt64 = state.withLock { s in
+            s.nextID += 1
+            return s.nextID
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let resumeNow: Bool = state.withLock { s in
+                    if s.now >= deadline { return true }
+                    s.sleepers.append(Sleeper(id: id, deadline: deadline, continuation: continuation))
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            let cancelled: Sleeper? = state.withLock { s in
+                guard let index = s.sleepers.firstIndex(where: { $0.id == id }) else { return nil }
+                return s.sleepers.remove(at: index)
+            }
+            cancelled?.continuation.resume(throwing: CancellationError())
+        }
+        try Task.checkCancellation()
+    }
+}
+
+/// Runs two operations at once and returns the first result; the other is cancelled and not
+/// waited for (an authorizer that ignores cancellation cannot hold the caller).
+func firstOf<T: Sendable>(
+    _ first: @escaping @Sendable () async -> T,
+    _ second: @escaping @Sendable () async -> T
+) async -> T {
+    let race = RaceState()
+    return await withCheckedContinuation { (continuation: CheckedContinuation<T, Never>) in
+        @Sendable func finish(_ value: T) {
+            let tasks: [Task<Void, Never>]? = race.state.withLock { s in
+                if s.done { return nil }
+                s.done = true
+                return s.tasks
+            }
+            guard let tasks else { return }
+            continuation.resume(returning: value)
+            for task in tasks { task.cancel() }
+        }
+        let a = Task { finish(await first()) }
+        let b = Task { finish(await second()) }
+        let cancelNow: Bool = race.state.withLock { s in
+            s.tasks = [a, b]
+            return s.done
+        }
+        if cancelNow {
+            a.cancel()
+            b.cancel()
+        }
+    }
+}
+
+/// Who won a `firstOf` race, and the tasks to cancel.
+private final class RaceState: Sendable {
+    let state = Mutex<(done: Bool, tasks: [Task<Void, Never>])>((false, []))
+}
