@@ -40,12 +40,12 @@ private let communicationError = RESPONSECODE(IFD_COMMUNICATION_ERROR)
 /// - Returns: IFD_SUCCESS, or IFD_ERROR_INSUFFICIENT_BUFFER (length 0) when it does not fit.
 private func copyOut(_ bytes: [UInt8], to buffer: UnsafeMutablePointer<UInt8>?, capacity: UInt,
                      length: UnsafeMutablePointer<DWORD>?) -> RESPONSECODE {
-    guard let buffer, UInt(bytes.count) <= capacity else {
+    guard UInt(bytes.count) <= capacity, bytes.isEmpty || buffer != nil else {
         length?.pointee = 0
         return RESPONSECODE(IFD_ERROR_INSUFFICIENT_BUFFER)
     }
     bytes.withUnsafeBufferPointer { source in
-        if let base = source.baseAddress { buffer.update(from: base, count: bytes.count) }
+        if let base = source.baseAddress, let buffer { buffer.update(from: base, count: bytes.count) }
     }
     length?.pointee = DWORD(bytes.count)
     return success
