@@ -1,0 +1,92 @@
+import ISO7816
+import PCSC
+import Synchronization
+
+/// Holds a `CardChannel` that only the executor's thread touches.
+final class ChannelBox: @unchecked Sendable {
+    // @unchecked: `channel` is read and written only in jobs of one BlockingExecutor (one thread).
+    var channel: (any CardChannel)?
+    var close: (@Sendable () -> Void)?
+}
+
+/// A card in a PC/SC reader as the secure element (session-model.md, "Relaying to a PC/SC card"):
+/// wired `transceive` goes to it with SCardTransmit, and card emulation relays the terminal's
+/// C-APDUs to it.
+///
+/// Status words pass through unchanged by default (a terminal speaks ISO/IEC 7816-4 and handles
+/// 61 XX itself). With `resolveStatusWordsLocally`, 61 XX (GET RESPONSE) and 6C XX (resend with
+/// Le = XX) are resolved here with `ISO7816Transport`, for terminals that do not.
+///
+/// Blocking calls run on the element's own `BlockingExecutor` thread, never on the shared pool.
+public final class CardSecureElement: SecureElement {
+    /// Opens the channel (runs on the executor thread); returns it and a closure that releases it.
+    public typealias Connector = @Sendable () throws -> (channel: any CardChannel, close: @Sendable () -> Void)
+
+    public let secureElementDescription: String
+    public let resolveStatusWordsLocally: Bool
+    private let connector: Connector
+    private let executor: BlockingExecutor
+    private let box = ChannelBox()
+
+    public init(description: String, resolveStatusWordsLocally: Bool = false, executor: BlockingExecutor? = nil, connector: @escaping Connector) {
+        self.secureElementDescription = description
+        self.resolveStatusWordsLocally = resolveStatusWordsLocally
+        self.connector = connector
+        self.executor = executor ?? BlockingExecutor(name: "secure element \(description)")
+    }
+
+    /// The card in the PC/SC reader `readerName`, connected SHARED with T=0 or T=1.
+    public static func pcsc(readerName: String, resolveStatusWordsLocally: Bool = false) -> CardSecureElement {
+        CardSecureElement(description: "PC/SC card in \(readerName)", resolveStatusWordsLocally: resolveStatusWordsLocally) {
+            let context = try PCSCContext()
+            let handle = try context.connect(to: readerName, share: .shared, protocols: .any)
+            return (handle, {
+                try? handle.disconnect(.leave)
+                try? context.release()
+            })
+        }
+    }
+
+    public func open() async throws(CredentialSessionError) {
+        let box = self.box
+        let connector = self.connector
+        let description = secureElementDescription
+        do {
+            try await executor.run {
+                guard box.channel == nil else { return }
+                let (channel, close) = try connector()
+                box.channel = channel
+                box.close = close
+            }
+        } catch {
+            throw CredentialSessionError.wrapping(error, as: .instanceDoesNotExist, "opening \(description) failed")
+        }
+    }
+
+    public func transceive(_ command: [UInt8]) async throws(CredentialSessionError) -> [UInt8] {
+        let box = self.box
+        let resolve = resolveStatusWordsLocally
+        do {
+            return try await executor.run {
+                guard let channel = box.channel else {
+                    throw CredentialSessionError(.invalidCredentialState, "the card is not connected; enter wired mode first")
+                }
+                if resolve { return try ISO7816Transport(channel: channel).transmit(bytes: command) }
+                return try channel.transmit(command)
+            }
+        } catch {
+            throw CredentialSessionError.wrapping(error, as: .internalError, "SCardTransmit to \(secureElementDescription) failed")
+        }
+    }
+
+    public func terminalActivated() async {}
+
+    public func close() async {
+        let box = self.box
+        _ = try? await executor.run {
+            box.close?()
+            box.channel = nil
+            box.close = nil
+        }
+    }
+}

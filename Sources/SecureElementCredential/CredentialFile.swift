@@ -1,0 +1,417 @@
+import Foundation
+import ISO7816
+import PN53x
+import Transcript
+
+/// A credential file that cannot be used: an open code, the JSON path of the offending value
+/// (`$.applets[0].records[1].uri`) and a reason. Equal when the codes are equal.
+public struct CredentialFileError: Error, Sendable, Equatable, CustomStringConvertible {
+    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+        /// The file could not be read.
+        public static let unreadable = Code(rawValue: "unreadable")
+        /// The text is not JSON.
+        public static let syntax = Code(rawValue: "syntax")
+        /// A required field is missing.
+        public static let missingField = Code(rawValue: "missingField")
+        /// A field has the wrong JSON type.
+        public static let wrongType = Code(rawValue: "wrongType")
+        /// A field's value is not acceptable (bad hex, an AID of the wrong length, an unknown kind).
+        public static let invalidValue = Code(rawValue: "invalidValue")
+        /// A field this format does not define (a typo?).
+        public static let unknownField = Code(rawValue: "unknownField")
+        /// `secbridge-credential` is not 1.
+        public static let unsupportedVersion = Code(rawValue: "unsupportedVersion")
+    }
+
+    public let code: Code
+    /// The JSON path, `$` for the whole document.
+    public let path: String
+    public let reason: String
+
+    public init(_ code: Code, path: String, _ reason: String) {
+        self.code = code
+        self.path = path
+        self.reason = reason
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+    public var description: String { "\(path): \(reason)" }
+}
+
+/// A credential file (format `secbridge-credential` version 1; Fixtures/credentials/README.md).
+public struct CredentialFile: Sendable {
+    public enum AppletSpec: Sendable {
+        case ndefTag(name: String, message: NDEFMessage?, readOnly: Bool, capabilityContainer: Type4CapabilityContainer?)
+        case declarative(name: String, aids: [AIDRegistration], select: [UInt8], rules: [DeclarativeApplet.Rule], defaultResponse: [UInt8])
+        case transcript(name: String?, file: String, aids: [AIDRegistration], defaultResponse: [UInt8])
+    }
+
+    public enum SecureElementSpec: Sendable {
+        case applets([AppletSpec])
+        case pcscCard(reader: String, resolveStatusWordsLocally: Bool)
+    }
+
+    public var id: String
+    public var name: String
+    public var emulation: CardEmulationOptions
+    public var secureElement: SecureElementSpec
+    /// The directory relative paths (a transcript applet's `file`) are resolved against.
+    public var baseDirectory: String
+
+    /// Parses a credential file's JSON.
+    /// - Throws: `CredentialFileError` naming the JSON path of what is wrong.
+    public init(json: [UInt8], baseDirectory: String = ".") throws(CredentialFileError) {
+        do {
+            let document = try JSONDecoder().decode(Document.self, from: Data(json))
+            id = document.id
+            name = document.name ?? document.id
+            emulation = document.emulation
+            secureElement = document.secureElement
+            self.baseDirectory = baseDirectory
+        } catch let error as DecodingError {
+            throw Self.translate(error)
+        } catch let error as CredentialFileError {
+            throw error
+        } catch {
+            throw CredentialFileError(.invalidValue, path: "$", "\(error)")
+        }
+    }
+
+    /// Reads and parses a credential file.
+    /// - Throws: `CredentialFileError` `unreadable`, or what `init(json:baseDirectory:)` throws.
+    public init(contentsOfFile path: String) throws(CredentialFileError) {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw CredentialFileError(.unreadable, path: "$", "cannot read \(path): no such file, or no permission")
+        }
+        let directory = (path as NSString).deletingLastPathComponent
+        try self.init(json: Array(data), baseDirectory: directory.isEmpty ? "." : directory)
+    }
+
+    /// Builds the credential: its applets (reading transcript files) or its PC/SC card.
+    /// - Parameter pcscCard: makes the secure element for a `pcscCard` file (the CLI passes one
+    ///   that connects through pcscd); nil uses `CardSecureElement.pcsc(readerName:)`.
+    /// - Throws: `CredentialFileError` (a transcript file that cannot be read or used, an NDEF
+    ///   message that does not fit its tag), naming the JSON path.
+    public func makeCredential(
+        pcscCard: (@Sendable (_ reader: String, _ resolveLocally: Bool) -> any SecureElement)? = nil
+    ) throws(CredentialFileError) -> Credential {
+        let element: any SecureElement
+        switch secureElement {
+        case .pcscCard(let reader, let resolve):
+            element = pcscCard?(reader, resolve) ?? CardSecureElement.pcsc(readerName: reader, resolveStatusWordsLocally: resolve)
+        case .applets(let specs):
+            var applets: [any HostApplet] = []
+            for (index, spec) in specs.enumerated() {
+                applets.append(try makeApplet(spec, path: "$.applets[\(index)]"))
+            }
+            element = HostSecureElement(applets: applets)
+        }
+        return Credential(id: id, displayName: name, secureElement: element, emulationDefaults: emulation)
+    }
+
+    private func makeApplet(_ spec: AppletSpec, path: String) throws(CredentialFileError) -> any HostApplet {
+        switch spec {
+        case .ndefTag(let name, let message, let readOnly, let cc):
+            do {
+                return try Type4TagApplet(name: name, message: message, capabilityContainer: cc, readOnly: readOnly)
+            } catch {
+                throw CredentialFileError(.invalidValue, path: path + ".records", error.reason)
+            }
+        case .declarative(let name, let aids, let select, let rules, let defaultResponse):
+            return DeclarativeApplet(name: name, aids: aids, selectResponse: select, rules: rules, defaultResponse: defaultResponse)
+        case .transcript(let name, let file, let aids, let defaultResponse):
+            let full = file.hasPrefix("/") ? file : baseDirectory + "/" + file
+            let transcript: Transcript
+            do {
+                transcript = try Transcript(contentsOfFile: full)
+            } catch {
+                throw CredentialFileError(.invalidValue, path: path + ".file", "\(full): \(error)")
+            }
+            do {
+                return try TranscriptApplet(name: name, transcript: transcript, aids: aids, defaultResponse: defaultResponse)
+            } catch {
+                throw CredentialFileError(.invalidValue, path: path + ".file", error.reason)
+            }
+        }
+    }
+
+    // MARK: Decoding
+
+    static func jsonPath(_ codingPath: [any CodingKey]) -> String {
+        var path = "$"
+        for key in codingPath {
+            if let index = key.intValue { path += "[\(index)]" } else { path += "." + key.stringValue }
+        }
+        return path
+    }
+
+    private static func translate(_ error: DecodingError) -> CredentialFileError {
+        switch error {
+        case .keyNotFound(let key, let context):
+            return CredentialFileError(
+                .missingField, path: jsonPath(context.codingPath + [key]), "the field \"\(key.stringValue)\" is required")
+        case .typeMismatch(let type, let context), .valueNotFound(let type, let context):
+            return CredentialFileError(.wrongType, path: jsonPath(context.codingPath), "expected \(typeName(type))")
+        case .dataCorrupted(let context):
+            if let own = context.underlyingError as? CredentialFileError { return own }
+            if context.codingPath.isEmpty {
+                let detail = (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String
+                return CredentialFileError(.syntax, path: "$", "not valid JSON" + (detail.map { ": \($0)" } ?? ""))
+            }
+            return CredentialFileError(.invalidValue, path: jsonPath(context.codingPath), context.debugDescription)
+        @unknown default:
+            return CredentialFileError(.invalidValue, path: "$", "\(error)")
+        }
+    }
+
+    private static func typeName(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Int.Type, is UInt16.Type: "a number"
+        case is Bool.Type: "true or false"
+        default: "a \(type)"
+        }
+    }
+}
+
+/// Any JSON key, to find fields the format does not define.
+private struct AnyKey: CodingKey {
+    var stringValue: String
+    var intValue: Int?
+    init(_ string: String) { stringValue = string }
+    init?(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) {
+        stringValue = String(intValue)
+        self.intValue = intValue
+    }
+}
+
+/// The decoding context: reads fields by name, turns hex and AIDs into values, and reports
+/// problems with the JSON path.
+private struct Fields {
+    let container: KeyedDecodingContainer<AnyKey>
+
+    init(_ decoder: any Decoder, known: Set<String>) throws {
+        container = try decoder.container(keyedBy: AnyKey.self)
+        for key in container.allKeys where !known.contains(key.stringValue) {
+            throw fail(key.stringValue, .unknownField,
+                       "\"\(key.stringValue)\" is not a field here; known fields: \(known.sorted().joined(separator: ", "))")
+        }
+    }
+
+    func fail(_ key: String, _ code: CredentialFileError.Code, _ reason: String) -> DecodingError {
+        let path = CredentialFile.jsonPath(container.codingPath + [AnyKey(key)])
+        return DecodingError.dataCorrupted(.init(
+            codingPath: container.codingPath + [AnyKey(key)], debugDescription: reason,
+            underlyingError: CredentialFileError(code, path: path, reason)))
+    }
+
+    func has(_ key: String) -> Bool { container.contains(AnyKey(key)) }
+
+    func string(_ key: String) throws -> String { try container.decode(String.self, forKey: AnyKey(key)) }
+    func optionalString(_ key: String) throws -> String? { try container.decodeIfPresent(String.self, forKey: AnyKey(key)) }
+    func optionalBool(_ key: String) throws -> Bool? { try container.decodeIfPresent(Bool.self, forKey: AnyKey(key)) }
+    func optionalInt(_ key: String) throws -> Int? { try container.decodeIfPresent(Int.self, forKey: AnyKey(key)) }
+
+    func hex(_ key: String) throws -> [UInt8] {
+        let text = try string(key)
+        do {
+            return try HexBytes.parse(text)
+        } catch {
+            throw fail(key, .invalidValue, "\"\(text)\" is not hex bytes: \(error.reason)")
+        }
+    }
+
+    func optionalHex(_ key: String) throws -> [UInt8]? { has(key) ? try hex(key) : nil }
+
+    func aids(_ key: String) throws -> [AIDRegistration] {
+        var list = try container.nestedUnkeyedContainer(forKey: AnyKey(key))
+        var out: [AIDRegistration] = []
+        while !list.isAtEnd {
+            let index = list.currentIndex
+            let text = try list.decode(String.self)
+            do {
+                out.append(try AIDRegistration(text: text))
+            } catch {
+                let path = container.codingPath + [AnyKey(key), AnyKey(intValue: index)!]
+                let reason = "\"\(text)\" is not an AID (5 to 16 hex bytes, optionally ending in * for a prefix): \(error.reason)"
+                throw DecodingError.dataCorrupted(.init(
+                    codingPath: path, debugDescription: reason,
+                    underlyingError: CredentialFileError(.invalidValue, path: CredentialFile.jsonPath(path), reason)))
+            }
+        }
+        return out
+    }
+
+    func nested(_ key: String) throws -> any Decoder { try container.superDecoder(forKey: AnyKey(key)) }
+}
+
+private struct Document: Decodable {
+    var id: String
+    var name: String?
+    var emulation: CardEmulationOptions
+    var secureElement: CredentialFile.SecureElementSpec
+
+    init(from decoder: any Decoder) throws {
+        let f = try Fields(decoder, known: ["secbridge-credential", "id", "name", "emulation", "applets", "pcscCard"])
+        let version = try f.container.decode(Int.self, forKey: AnyKey("secbridge-credential"))
+        guard version == 1 else {
+            throw f.fail("secbridge-credential", .unsupportedVersion, "format version \(version) is not supported; this build reads version 1")
+        }
+        id = try f.string("id")
+        guard !id.isEmpty else { throw f.fail("id", .invalidValue, "the id must not be empty") }
+        name = try f.optionalString("name")
+        emulation = f.has("emulation") ? try EmulationSpec(from: f.nested("emulation")).options : CardEmulationOptions()
+        switch (f.has("applets"), f.has("pcscCard")) {
+        case (true, false):
+            var list = try f.container.nestedUnkeyedContainer(forKey: AnyKey("applets"))
+            var applets: [CredentialFile.AppletSpec] = []
+            while !list.isAtEnd { applets.append(try AppletDecoder(from: list.superDecoder()).spec) }
+            guard !applets.isEmpty else { throw f.fail("applets", .invalidValue, "give at least one applet") }
+            secureElement = .applets(applets)
+        case (false, true):
+            let card = try Fields(f.nested("pcscCard"), known: ["reader", "resolveStatusWordsLocally"])
+            secureElement = .pcscCard(
+                reader: try card.string("reader"), resolveStatusWordsLocally: try card.optionalBool("resolveStatusWordsLocally") ?? false)
+        default:
+            throw f.fail("applets", .missingField, "give either \"applets\" (host applets) or \"pcscCard\" (a card in a PC/SC reader), not both")
+        }
+    }
+}
+
+private struct EmulationSpec: Decodable {
+    var options = CardEmulationOptions()
+
+    init(from decoder: any Decoder) throws {
+        let f = try Fields(decoder, known: ["uid", "atqa", "sak", "historicalBytes", "timeLimitSeconds"])
+        if let uid = try f.optionalHex("uid") {
+            do { options.uid = try EmulatedUID(uid) } catch { throw f.fail("uid", .invalidValue, error.reason) }
+        }
+        if let atqa = try f.optionalHex("atqa") {
+            guard atqa.count == 2 else { throw f.fail("atqa", .invalidValue, "ATQA is 2 bytes, most significant first (e.g. \"00 04\")") }
+            options.atqa = ATQA(mostSignificantFirst: (atqa[0], atqa[1]))
+        }
+        if let sak = try f.optionalHex("sak") {
+            guard sak.count == 1 else { throw f.fail("sak", .invalidValue, "SAK is 1 byte (e.g. \"20\")") }
+            options.sak = sak[0]
+        }
+        if let historical = try f.optionalHex("historicalBytes") {
+            guard historical.count <= 48 else { throw f.fail("historicalBytes", .invalidValue, "at most 48 historical bytes") }
+            options.historicalBytes = historical
+        }
+        if let seconds = try f.optionalInt("timeLimitSeconds") {
+            guard (1...60).contains(seconds) else { throw f.fail("timeLimitSeconds", .invalidValue, "1 to 60 seconds") }
+            options.timeLimit = .seconds(seconds)
+        }
+    }
+}
+
+private struct AppletDecoder: Decodable {
+    var spec: CredentialFile.AppletSpec
+
+    init(from decoder: any Decoder) throws {
+        let kind = try Fields(decoder, known: ["type", "name", "records", "readOnly", "maxFileSize", "fileID", "mle", "mlc",
+                                               "aids", "select", "rules", "default", "file"])
+        switch try kind.string("type") {
+        case "ndef-tag":
+            let f = try Fields(decoder, known: ["type", "name", "records", "readOnly", "maxFileSize", "fileID", "mle", "mlc"])
+            var records: [NDEFRecord] = []
+            if f.has("records") {
+                var list = try f.container.nestedUnkeyedContainer(forKey: AnyKey("records"))
+                while !list.isAtEnd { records.append(try RecordSpec(from: list.superDecoder()).record) }
+            }
+            let message: NDEFMessage? = records.isEmpty ? nil : try NDEFMessage(records: records)
+            let readOnly = try f.optionalBool("readOnly") ?? true
+            var cc: Type4CapabilityContainer?
+            if f.has("maxFileSize") || f.has("fileID") || f.has("mle") || f.has("mlc") {
+                let fileID = try f.optionalHex("fileID") ?? [0xE1, 0x04]
+                guard fileID.count == 2 else { throw f.fail("fileID", .invalidValue, "a file id is 2 bytes, e.g. \"E1 04\"") }
+                let mle = UInt16(clamping: try f.optionalInt("mle") ?? 0x7F)
+                let mlc = UInt16(clamping: try f.optionalInt("mlc") ?? 0x7F)
+                let size = UInt16(clamping: try f.optionalInt("maxFileSize") ?? max(0x0400, (message?.serialized().count ?? 0) + 2))
+                do throws(TagFormatError) {
+                    cc = try Type4CapabilityContainer(
+                        mle: mle, mlc: mlc, ndefFileID: UInt16(fileID[0]) << 8 | UInt16(fileID[1]),
+                        maximumNDEFFileSize: size, readOnly: readOnly)
+                } catch {
+                    throw f.fail("maxFileSize", .invalidValue, "the capability container would be refused by Android: \(error.reason)")
+                }
+            }
+            spec = .ndefTag(name: try f.optionalString("name") ?? "NFC Forum Type 4 Tag", message: message, readOnly: readOnly, capabilityContainer: cc)
+        case "declarative":
+            let f = try Fields(decoder, known: ["type", "name", "aids", "select", "rules", "default"])
+            let aids = try f.aids("aids")
+            guard !aids.isEmpty else { throw f.fail("aids", .invalidValue, "a declarative applet needs at least one AID") }
+            var rules: [DeclarativeApplet.Rule] = []
+            if f.has("rules") {
+                var list = try f.container.nestedUnkeyedContainer(forKey: AnyKey("rules"))
+                while !list.isAtEnd { rules.append(try RuleSpec(from: list.superDecoder()).rule) }
+            }
+            spec = .declarative(
+                name: try f.optionalString("name") ?? "declarative applet", aids: aids,
+                select: try f.optionalHex("select") ?? [0x90, 0x00], rules: rules,
+                defaultResponse: try f.optionalHex("default") ?? [0x6D, 0x00])
+            try Self.checkResponse(f, "select", spec)
+        case "transcript":
+            let f = try Fields(decoder, known: ["type", "name", "file", "aids", "default"])
+            spec = .transcript(
+                name: try f.optionalString("name"), file: try f.string("file"),
+                aids: f.has("aids") ? try f.aids("aids") : [], defaultResponse: try f.optionalHex("default") ?? [0x6D, 0x00])
+        case let other:
+            throw kind.fail("type", .invalidValue, "\"\(other)\" is not an applet type; use \"ndef-tag\", \"declarative\" or \"transcript\"")
+        }
+    }
+
+    private static func checkResponse(_ f: Fields, _ key: String, _ spec: CredentialFile.AppletSpec) throws {
+        if case .declarative(_, _, let select, _, let defaultResponse) = spec {
+            if select.count < 2 { throw f.fail("select", .invalidValue, "a response ends with SW1 SW2 (at least 2 bytes)") }
+            if defaultResponse.count < 2 { throw f.fail("default", .invalidValue, "a response ends with SW1 SW2 (at least 2 bytes)") }
+        }
+    }
+}
+
+private struct RuleSpec: Decodable {
+    var rule: DeclarativeApplet.Rule
+
+    init(from decoder: any Decoder) throws {
+        let f = try Fields(decoder, known: ["command", "response"])
+        let text = try f.string("command")
+        let pattern: APDUPattern
+        do { pattern = try APDUPattern(text: text) } catch { throw f.fail("command", .invalidValue, error.reason) }
+        let response = try f.hex("response")
+        guard response.count >= 2 else { throw f.fail("response", .invalidValue, "a response ends with SW1 SW2 (at least 2 bytes)") }
+        rule = DeclarativeApplet.Rule(command: pattern, response: response)
+    }
+}
+
+private struct RecordSpec: Decodable {
+    var record: NDEFRecord
+
+    init(from decoder: any Decoder) throws {
+        let f = try Fields(decoder, known: ["uri", "text", "language", "mime", "payload", "tnf", "type", "id"])
+        if f.has("uri") {
+            record = NDEFRecord.uri(try f.string("uri"))
+        } else if f.has("text") {
+            let text = try f.string("text")
+            let language = try f.optionalString("language") ?? "en"
+            do throws(TagFormatError) {
+                record = try NDEFRecord.text(text, language: language)
+            } catch {
+                throw f.fail("language", .invalidValue, error.reason)
+            }
+        } else if f.has("mime") {
+            record = NDEFRecord(tnf: .mimeMedia, type: Array(try f.string("mime").utf8), payload: try f.optionalHex("payload") ?? [])
+        } else if f.has("tnf") {
+            let tnf = try f.container.decode(Int.self, forKey: AnyKey("tnf"))
+            guard (0...5).contains(tnf) else { throw f.fail("tnf", .invalidValue, "TNF must be 0 … 5 (6 and 7 are for chunks and reserved)") }
+            record = NDEFRecord(
+                tnf: NDEFRecord.TNF(rawValue: UInt8(tnf)), type: try f.optionalHex("type") ?? [], id: try f.optionalHex("id") ?? [],
+                payload: try f.optionalHex("payload") ?? [])
+        } else {
+            throw f.fail("uri", .missingField, "a record needs \"uri\", \"text\", \"mime\" or \"tnf\"")
+        }
+    }
+}

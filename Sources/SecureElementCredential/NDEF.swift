@@ -1,0 +1,256 @@
+import ISO7816
+
+/// A parse or validation error of an NDEF message or a Type 4 Tag capability container: an open
+/// code, the offending offset and a reason. Equal when the codes are equal.
+public struct TagFormatError: Error, Sendable, Equatable, CustomStringConvertible {
+    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// The input ends inside a record or before the structure is complete.
+        public static let truncated = Code(rawValue: "truncated")
+        /// Bytes follow the record that has ME set.
+        public static let trailingBytes = Code(rawValue: "trailingBytes")
+        /// MB missing on the first record or set on a later one.
+        public static let messageBegin = Code(rawValue: "messageBegin")
+        /// A chunked record (CF): not supported here.
+        public static let chunked = Code(rawValue: "chunked")
+        /// A TNF that does not allow what the record holds (empty with data, 6 outside chunks, 7).
+        public static let invalidTNF = Code(rawValue: "invalidTNF")
+        /// A value that is out of range (a field built in code, a CC field Android rejects).
+        public static let valueOutOfRange = Code(rawValue: "valueOutOfRange")
+        /// A payload that does not decode (a text record's language length, bad UTF-8).
+        public static let invalidPayload = Code(rawValue: "invalidPayload")
+    }
+
+    public let code: Code
+    public let offset: Int?
+    public let reason: String
+
+    public init(_ code: Code, offset: Int? = nil, _ reason: String) {
+        self.code = code
+        self.offset = offset
+        self.reason = reason
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+
+    public var description: String {
+        if let offset { return "\(code) at offset \(offset): \(reason)" }
+        return "\(code): \(reason)"
+    }
+}
+
+/// An NDEF record (NFC Forum NDEF 1.0; iso14443-t4t-ndef.md §5).
+///
+/// `| header | TYPE LENGTH | PAYLOAD LENGTH (1 if SR, else 4) | [ID LENGTH] | TYPE | [ID] | PAYLOAD |`
+/// with the header `| MB 80 | ME 40 | CF 20 | SR 10 | IL 08 | TNF (3 bits) |`. MB, ME, SR and IL
+/// follow from the record's place in its message and its contents, so they are not stored.
+public struct NDEFRecord: Sendable, Hashable {
+    /// The type name format, bits 2–0 of the header.
+    public struct TNF: RawRepresentable, Sendable, Hashable {
+        public let rawValue: UInt8
+        public init(rawValue: UInt8) { self.rawValue = rawValue & 0x07 }
+        public static let empty = TNF(rawValue: 0)
+        public static let wellKnown = TNF(rawValue: 1)
+        public static let mimeMedia = TNF(rawValue: 2)
+        public static let absoluteURI = TNF(rawValue: 3)
+        public static let external = TNF(rawValue: 4)
+        public static let unknown = TNF(rawValue: 5)
+        public static let unchanged = TNF(rawValue: 6)
+        public static let reserved = TNF(rawValue: 7)
+    }
+
+    public var tnf: TNF
+    public var type: [UInt8]
+    public var id: [UInt8]
+    public var payload: [UInt8]
+
+    public init(tnf: TNF, type: [UInt8] = [], id: [UInt8] = [], payload: [UInt8] = []) {
+        self.tnf = tnf
+        self.type = type
+        self.id = id
+        self.payload = payload
+    }
+
+    /// The empty record `D0 00 00` (as a whole message).
+    public static let empty = NDEFRecord(tnf: .empty)
+
+    // MARK: URI records (NFC Forum URI RTD)
+
+    /// The URI identifier codes 00…23: the prefix each code abbreviates.
+    public static let uriPrefixes: [String] = [
+        "", "http://www.", "https://www.", "http://", "https://", "tel:", "mailto:",
+        "ftp://anonymous:anonymous@", "ftp://ftp.", "ftps://", "sftp://", "smb://", "nfs://", "ftp://",
+        "dav://", "news:", "telnet://", "imap:", "rtsp://", "urn:", "pop:", "sip:", "sips:", "tftp:",
+        "btspp://", "btl2cap://", "btgoep://", "tcpobex://", "irdaobex://", "file://", "urn:epc:id:",
+        "urn:epc:tag:", "urn:epc:pat:", "urn:epc:raw:", "urn:epc:", "urn:nfc:",
+    ]
+
+    /// A well-known 'U' record; the longest matching prefix is abbreviated by its code.
+    /// `https://example.com` → payload `04 65 78 61 6D 70 6C 65 2E 63 6F 6D`.
+    public static func uri(_ uri: String) -> NDEFRecord {
+        var best = 0
+        for (code, prefix) in uriPrefixes.enumerated() where code > 0 && uri.hasPrefix(prefix) {
+            if prefix.count > uriPrefixes[best].count { best = code }
+        }
+        let rest = uri.dropFirst(uriPrefixes[best].count)
+        return NDEFRecord(tnf: .wellKnown, type: [0x55], payload: [UInt8(best)] + Array(rest.utf8))
+    }
+
+    /// The URI of a well-known 'U' record; nil for other records.
+    /// - Throws: `TagFormatError` `invalidPayload` for an empty payload, an unknown code or bad UTF-8.
+    public func uriValue() throws(TagFormatError) -> String? {
+        guard tnf == .wellKnown, type == [0x55] else { return nil }
+        guard let code = payload.first else { throw TagFormatError(.invalidPayload, "a URI record's payload starts with the identifier code; it is empty") }
+        guard Int(code) < Self.uriPrefixes.count else {
+            throw TagFormatError(.invalidPayload, offset: 0, "URI identifier code \([code].hexString) is reserved (known: 00 … 23)")
+        }
+        guard let rest = String(validating: payload.dropFirst(), as: UTF8.self) else {
+            throw TagFormatError(.invalidPayload, offset: 1, "the URI is not valid UTF-8")
+        }
+        return Self.uriPrefixes[Int(code)] + rest
+    }
+
+    // MARK: Text records (NFC Forum Text RTD)
+
+    /// A well-known 'T' record in UTF-8: `| status (b7 UTF-16 = 0, b5–b0 language length) | language | text |`.
+    /// "Hello" in "en" → payload `02 65 6E 48 65 6C 6C 6F`.
+    /// - Throws: `TagFormatError` `valueOutOfRange` for a language code longer than 63 bytes.
+    public static func text(_ text: String, language: String = "en") throws(TagFormatError) -> NDEFRecord {
+        let lang = Array(language.utf8)
+        guard lang.count <= 0x3F else {
+            throw TagFormatError(.valueOutOfRange, "a language code is at most 63 bytes; \"\(language)\" has \(lang.count)")
+        }
+        return NDEFRecord(tnf: .wellKnown, type: [0x54], payload: [UInt8(lang.count)] + lang + Array(text.utf8))
+    }
+
+    /// The text and language of a well-known 'T' record; nil for other records.
+    /// - Throws: `TagFormatError` `invalidPayload` for a language longer than the payload, UTF-16
+    ///   text (not supported here) or bad UTF-8.
+    public func textValue() throws(TagFormatError) -> (text: String, language: String)? {
+        guard tnf == .wellKnown, type == [0x54] else { return nil }
+        guard let status = payload.first else { throw TagFormatError(.invalidPayload, "a text record needs its status byte") }
+        guard status & 0x80 == 0 else { throw TagFormatError(.invalidPayload, offset: 0, "UTF-16 text records are not supported") }
+        let length = Int(status & 0x3F)
+        guard payload.count >= 1 + length else {
+            throw TagFormatError(.invalidPayload, offset: 0, "the language code is \(length) bytes but the payload holds \(payload.count - 1)")
+        }
+        guard let language = String(validating: payload[1..<(1 + length)], as: UTF8.self),
+              let text = String(validating: payload[(1 + length)...], as: UTF8.self)
+        else { throw TagFormatError(.invalidPayload, offset: 1, "the text record is not valid UTF-8") }
+        return (text, language)
+    }
+}
+
+/// An NDEF message: one or more records, MB on the first, ME on the last (iso14443-t4t-ndef.md §5).
+public struct NDEFMessage: Sendable, Hashable {
+    public var records: [NDEFRecord]
+
+    /// - Throws: `TagFormatError` `valueOutOfRange` with no records, or a type or ID over 255 bytes.
+    public init(records: [NDEFRecord]) throws(TagFormatError) {
+        guard !records.isEmpty else {
+            throw TagFormatError(.valueOutOfRange, "an NDEF message holds at least one record (use NDEFRecord.empty)")
+        }
+        for (i, record) in records.enumerated() where record.type.count > 255 || record.id.count > 255 {
+            throw TagFormatError(.valueOutOfRange, "record \(i): TYPE and ID are at most 255 bytes each")
+        }
+        self.records = records
+    }
+
+    /// The message's bytes.
+    public func serialized() -> [UInt8] {
+        var out: [UInt8] = []
+        for (index, record) in records.enumerated() {
+            var header = record.tnf.rawValue
+            if index == 0 { header |= 0x80 }
+            if index == records.count - 1 { header |= 0x40 }
+            let short = record.payload.count < 256
+            if short { header |= 0x10 }
+            if !record.id.isEmpty { header |= 0x08 }
+            out.append(header)
+            out.append(UInt8(record.type.count))
+            if short {
+                out.append(UInt8(record.payload.count))
+            } else {
+                let n = UInt32(record.payload.count)
+                out += [UInt8(n >> 24), UInt8((n >> 16) & 0xFF), UInt8((n >> 8) & 0xFF), UInt8(n & 0xFF)]
+            }
+            if !record.id.isEmpty { out.append(UInt8(record.id.count)) }
+            out += record.type + record.id + record.payload
+        }
+        return out
+    }
+
+    /// Parses a whole message.
+    /// - Throws: `TagFormatError`: `truncated` (the input ends inside a record, or before a record
+    ///   with ME), `trailingBytes`, `messageBegin`, `chunked`, `invalidTNF`.
+    public init(parsing bytes: [UInt8]) throws(TagFormatError) {
+        var records: [NDEFRecord] = []
+        var i = 0
+        func need(_ n: Int, _ what: String) throws(TagFormatError) {
+            guard bytes.count - i >= n else {
+                throw TagFormatError(.truncated, offset: bytes.count, "the message ends inside \(what) of record \(records.count)")
+            }
+        }
+        // Bounded: every pass consumes at least 3 bytes.
+        while true {
+            let start = i
+            try need(3, "the header")
+            let header = bytes[i]
+            let isFirst = records.isEmpty
+            guard (header & 0x80 != 0) == isFirst else {
+                throw TagFormatError(
+                    .messageBegin, offset: start,
+                    isFirst ? "the first record must have MB (80) set" : "only the first record may have MB (80) set")
+            }
+            guard header & 0x20 == 0 else {
+                throw TagFormatError(.chunked, offset: start, "chunked records (CF, 20) are not supported")
+            }
+            let tnf = NDEFRecord.TNF(rawValue: header)
+            guard tnf != .unchanged, tnf != .reserved else {
+                throw TagFormatError(.invalidTNF, offset: start, "TNF \(tnf.rawValue) is only for chunks (6) or reserved (7)")
+            }
+            let typeLength = Int(bytes[i + 1])
+            i += 2
+            var payloadLength: Int
+            if header & 0x10 != 0 {
+                payloadLength = Int(bytes[i])
+                i += 1
+            } else {
+                try need(4, "the 4-byte PAYLOAD LENGTH")
+                payloadLength = 0
+                for k in 0..<4 { payloadLength = payloadLength << 8 | Int(bytes[i + k]) }
+                i += 4
+            }
+            var idLength = 0
+            if header & 0x08 != 0 {
+                try need(1, "the ID LENGTH")
+                idLength = Int(bytes[i])
+                i += 1
+            }
+            try need(typeLength, "the TYPE")
+            let type = Array(bytes[i..<(i + typeLength)])
+            i += typeLength
+            try need(idLength, "the ID")
+            let id = Array(bytes[i..<(i + idLength)])
+            i += idLength
+            try need(payloadLength, "the PAYLOAD (\(payloadLength) bytes)")
+            let payload = Array(bytes[i..<(i + payloadLength)])
+            i += payloadLength
+            if tnf == .empty, typeLength + idLength + payloadLength > 0 {
+                throw TagFormatError(.invalidTNF, offset: start, "an empty record (TNF 0) has no type, ID or payload")
+            }
+            records.append(NDEFRecord(tnf: tnf, type: type, id: id, payload: payload))
+            if header & 0x40 != 0 { break }
+            if i == bytes.count {
+                throw TagFormatError(.truncated, offset: i, "the message ends before a record with ME (40)")
+            }
+        }
+        guard i == bytes.count else {
+            throw TagFormatError(.trailingBytes, offset: i, "\(bytes.count - i) bytes follow the record with ME (40)")
+        }
+        self.records = records
+    }
+}

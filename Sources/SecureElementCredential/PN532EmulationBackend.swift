@@ -1,0 +1,171 @@
+import ISO7816
+import PCSC
+import PN53x
+
+/// Holds the PN532 client, which only the executor's thread touches.
+final class PN532Box: @unchecked Sendable {
+    // @unchecked: `pn532` (not thread-safe) is used only inside jobs of one BlockingExecutor.
+    let pn532: PN532?
+    let close: (@Sendable () -> Void)?
+    init(pn532: PN532?, close: (@Sendable () -> Void)?) {
+        self.pn532 = pn532
+        self.close = close
+    }
+}
+
+/// Card emulation on an ACR122U: the PN532 in target mode through the PN53x client
+/// (acr122-pn532.md §5, §5b).
+///
+/// - `prepare()`: automatic PICC polling off (`FF 00 51 00 00`), the bounded MCU timeout
+///   (`FF 00 41 TO 00`, default 1 step = 5 s), RF field off, SetParameters 30.
+/// - `waitForActivation`: TgInitAsTarget (modes PassiveOnly | PICCOnly); the ACR122U answers 63 00
+///   when its MCU timeout passes first, which is a step without a terminal.
+/// - `receiveCommand` / `sendResponse`: TgGetData / TgSetData; status 29 or 2B (and 25) mean the
+///   terminal released the target; 63 00 on TgGetData means it fell silent.
+/// - `restore()`: `FF 00 51 FF 00`, so the reader polls for cards again.
+///
+/// Every command blocks at most one MCU timeout and cannot be cancelled, so `interrupt()` does
+/// nothing: the engine stops within one step. All calls run on `executor`.
+public final class PN532EmulationBackend: CardEmulationBackend {
+    public let readerName: String
+    public let support: EmulationSupport
+    public let mcuTimeout: ACR122MCUTimeout
+    /// TgGetData's C-APDU is cut at 252 bytes by the ACR122's frame size (acr122-pn532.md §4).
+    public let maximumCommandLength = PN532HostFrame.maximumParameterLength - 1
+    public let maximumResponseLength = PN532HostFrame.maximumParameterLength
+    private let executor: BlockingExecutor
+    private let box: PN532Box
+
+    /// - Parameters:
+    ///   - pn532: the client over the reader's direct (escape) connection.
+    ///   - mcuTimeout: the step: how long one TgInitAsTarget or TgGetData may block.
+    public init(
+        readerName: String, pn532: PN532, executor: BlockingExecutor, mcuTimeout: ACR122MCUTimeout = .fiveSecondSteps(1),
+        close: (@Sendable () -> Void)? = nil
+    ) {
+        self.readerName = readerName
+        self.support = .supported
+        self.mcuTimeout = mcuTimeout
+        self.executor = executor
+        box = PN532Box(pn532: pn532, close: close)
+    }
+
+    private init(readerName: String, unsupported reason: String, cause: UnderlyingCause?, executor: BlockingExecutor) {
+        self.readerName = readerName
+        self.support = .unsupported(reason: reason, cause: cause)
+        self.mcuTimeout = .fiveSecondSteps(1)
+        self.executor = executor
+        box = PN532Box(pn532: nil, close: nil)
+    }
+
+    deinit {
+        let box = self.box
+        executor.enqueue { box.close?() }
+    }
+
+    /// Opens `channel` (a DIRECT connection to `readerName`) as an ACR122U, or makes a backend
+    /// whose `support` says why this reader cannot emulate: the ACR1252U/ACR1255U family (card
+    /// emulation there is memory images only, acr122-pn532.md §7), a reader whose firmware is not
+    /// an ACR122U, escape commands refused by the CCID driver (P09).
+    /// - Parameter open: connects, on the executor thread; returns the channel and its release.
+    public static func open(
+        readerName: String, executor: BlockingExecutor, mcuTimeout: ACR122MCUTimeout = .fiveSecondSteps(1),
+        channel open: @escaping @Sendable () throws -> (channel: any CardChannel, close: @Sendable () -> Void)
+    ) async -> PN532EmulationBackend {
+        let lowered = readerName.lowercased()
+        if lowered.contains("acr1252") || lowered.contains("acr1255") {
+            return PN532EmulationBackend(
+                readerName: readerName,
+                unsupported: "\(readerName) is an ACR1252U/ACR1255U: its card emulation serves MIFARE Ultralight or FeliCa memory images only, not host-routed ISO 14443-4 APDUs. Use an ACR122U for card emulation; this reader still works for reader sessions",
+                cause: nil, executor: executor)
+        }
+        do {
+            let box = try await executor.run {
+                let (channel, close) = try open()
+                do {
+                    let link = try ACR122Link.open(channel: channel, readerName: readerName)
+                    return PN532Box(pn532: PN532(link: link), close: close)
+                } catch {
+                    close()
+                    throw error
+                }
+            }
+            let backend = PN532EmulationBackend(readerName: readerName, pn532: box.pn532!, executor: executor, mcuTimeout: mcuTimeout, close: box.close)
+            return backend
+        } catch {
+            let cause = UnderlyingCause(error)
+            let reason: String
+            switch error {
+            case ACR122Error.escapeCommandsNotEnabled:
+                reason = "card emulation needs escape commands: " + ACR122Error.escapeCommandsNotEnabledMessage
+            case ACR122Error.notAnACR122, ACR122Error.noEscapeCode:
+                reason = "\(readerName) is not an ACR122-class reader (PN532 behind an ACR122U): card emulation is unavailable; reader sessions still work. \(error)"
+            default:
+                reason = "\(readerName) could not be opened for card emulation: \(cause)"
+            }
+            return PN532EmulationBackend(readerName: readerName, unsupported: reason, cause: cause, executor: executor)
+        }
+    }
+
+    private func run<T: Sendable>(_ body: @escaping @Sendable (PN532) throws -> T) async throws -> T {
+        let box = self.box
+        let name = readerName
+        return try await executor.run {
+            guard let pn532 = box.pn532 else {
+                throw CredentialSessionError(.featureUnavailable, "\(name) cannot emulate a card")
+            }
+            return try body(pn532)
+        }
+    }
+
+    public func prepare() async throws {
+        let timeout = mcuTimeout
+        try await run { pn532 in
+            try pn532.link.setMCUTimeout(timeout)
+            try pn532.prepareForCardEmulation()
+        }
+    }
+
+    public func waitForActivation(_ parameters: TargetParameters) async throws -> ActivationOutcome {
+        try await run { pn532 in
+            do {
+                let activation = try pn532.initAsTarget(
+                    uid: parameters.uid, atqa: parameters.atqa, sak: parameters.sak, historicalBytes: parameters.historicalBytes)
+                return .activated(mode: activation.mode.rawValue, initiatorCommand: activation.initiatorCommand)
+            } catch ACR122Error.operationFailed {
+                // 63 00: the MCU timeout passed with no terminal (ACR122U API v2.04 §6.3).
+                return .noTerminal
+            }
+        }
+    }
+
+    public func receiveCommand() async throws -> TargetReceiveOutcome {
+        try await run { pn532 in
+            do {
+                switch try pn532.receiveCommand() {
+                case .command(let bytes): return .command(bytes)
+                case .notActivated: return .released(.pn532(status: 0x25, meaning: PN532ErrorCode.invalidState.meaning))
+                case .released(let code): return .released(.pn532(status: code.rawValue, meaning: code.meaning))
+                }
+            } catch ACR122Error.operationFailed {
+                return .silent
+            }
+        }
+    }
+
+    public func sendResponse(_ response: [UInt8]) async throws -> TargetSendOutcome {
+        try await run { pn532 in
+            switch try pn532.sendResponse(response) {
+            case .delivered: return .delivered
+            case .notActivated: return .released(.pn532(status: 0x25, meaning: PN532ErrorCode.invalidState.meaning))
+            case .released(let code): return .released(.pn532(status: code.rawValue, meaning: code.meaning))
+            }
+        }
+    }
+
+    public func restore() async throws {
+        try await run { pn532 in try pn532.restoreReaderDefaults() }
+    }
+
+    public func interrupt() {}
+}
