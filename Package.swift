@@ -40,12 +40,21 @@ let package = Package(
         // A private pcscd with vpcd and vicc, for tests, benchmarks and demos.
         .target(name: "PCSCTestSupport"),
         // The command tree of the `secbridge` tool, as a library so tests can drive it.
-        .target(name: "SecbridgeCLI", dependencies: ["PCSC", "ISO7816", "Transcript", "PN53x"]),
+        .target(name: "SecbridgeCLI", dependencies: ["PCSC", "ISO7816", "Transcript", "PN53x", "PCSCTestSupport"]),
         .executableTarget(
             name: "secbridge",
             dependencies: ["SecbridgeCLI"],
             swiftSettings: [.unsafeFlags(["-Osize"])],
-            linkerSettings: [.unsafeFlags(["-static-stdlib"])]
+            // A static standard library and Foundation: `secbridge readers` must start within 1.5×
+            // of `pcsc_scan -r`, and dynamic Foundation alone costs about 10 ms. SwiftPM does not
+            // add Foundation's own static dependencies for -static-stdlib, so they are named here.
+            linkerSettings: [
+                .unsafeFlags(["-static-stdlib"]),
+                .linkedLibrary("CoreFoundation"), .linkedLibrary("_FoundationICU"),
+                .linkedLibrary("_FoundationCShims"), .linkedLibrary("_FoundationCollections"),
+                .linkedLibrary("FoundationInternationalization"), .linkedLibrary("FoundationEssentials"),
+                .linkedLibrary("stdc++"),
+            ]
         ),
         // The benchmark's C baseline: a plain SCardTransmit loop (not part of the library).
         .target(

@@ -46,7 +46,10 @@ public enum SimulatedReaders {
     public static let libraryPath: String = {
         if let override = ProcessInfo.processInfo.environment[libraryVariable], !override.isEmpty { return override }
         var candidates: [String] = []
-        var directory = URL(fileURLWithPath: CommandLine.arguments.first ?? ".").standardizedFileURL
+        // /proc/self/exe names the running binary even when it was started through PATH.
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+            ?? CommandLine.arguments.first ?? "."
+        var directory = URL(fileURLWithPath: executable).standardizedFileURL
             .resolvingSymlinksInPath().deletingLastPathComponent()
         for _ in 0..<4 {
             candidates.append(directory.appendingPathComponent(libraryFileName).path)

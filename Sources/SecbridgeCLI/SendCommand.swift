@@ -7,8 +7,8 @@ extension SecbridgeCLI {
         abstract: "Send APDUs to the card in a reader, with ISO 7816-4 handling.",
         usage: "[--reader NAME|INDEX] [--raw] [--json] [--record FILE] HEX…",
         discussion: """
-            Arguments that are all single bytes form one APDU ("00 A4 04 00 00"); otherwise each
-            argument is one APDU ("00A4040000" "00B0000000", or quoted with spaces). Hex may use
+            Consecutive single-byte arguments form one APDU (00 A4 04 00 00); any other argument is
+            an APDU of its own ("00A4040000" "00B0000000", or quoted with spaces). Hex may use
             spaces, colons or 0x prefixes.
 
             ISO 7816-4 handling is on by default: 61xx is answered with GET RESPONSE, 6Cxx by sending
@@ -47,14 +47,24 @@ extension SecbridgeCLI {
             guard !bytes.isEmpty else { throw .usage("\(what) is empty; an APDU has at least 4 bytes (CLA INS P1 P2)") }
             return bytes
         }
-        let allSingleBytes = arguments.allSatisfy { $0.count == 2 }
-        if allSingleBytes {
-            return [try parse(arguments.joined(separator: " "), what: "the APDU")]
-        }
+        // Consecutive single-byte arguments ("00 A4 04 00 00" unquoted) form one APDU; any other
+        // argument ("00A4040000", or quoted with spaces) is an APDU of its own.
         var result: [[UInt8]] = []
-        for (index, argument) in arguments.enumerated() {
-            result.append(try parse(argument, what: "APDU \(index + 1) ('\(argument)')"))
+        var group: [String] = []
+        func flush() throws(CLIError) {
+            guard !group.isEmpty else { return }
+            result.append(try parse(group.joined(separator: " "), what: "APDU \(result.count + 1) ('\(group.joined(separator: " "))')"))
+            group.removeAll()
         }
+        for argument in arguments {
+            if argument.count == 2 {
+                group.append(argument)
+            } else {
+                try flush()
+                result.append(try parse(argument, what: "APDU \(result.count + 1) ('\(argument)')"))
+            }
+        }
+        try flush()
         return result
     }
 

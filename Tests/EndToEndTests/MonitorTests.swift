@@ -177,3 +177,63 @@ extension SharedReader {
         #expect(monitor.out.hasPrefix(#"{"event":"service-lost","reader":null,"error":"SCARD_E_NO_SERVICE""#))
     }
 }
+
+/// `secbridge simulate` as a user runs it: a private pcscd with the simulated pair, the export line,
+/// control requests on standard input, and a clean stop on Ctrl-C.
+@Suite(.serialized) struct SimulateCommandTests {
+    @Test func simulateServesReadersUntilInterrupted() async throws {
+        _ = try sharedEnvironment()
+        let process = Process()
+        process.executableURL = try secbridgeBinary()
+        process.arguments = ["simulate", "--card", "04A1B2C3", "--applet", "t4t-ndef", "--timeout", "60"]
+        let output = Pipe()
+        let input = Pipe()
+        process.standardOutput = output
+        process.standardInput = input
+        process.standardError = FileHandle.nullDevice
+        let lines = Locked<[String]>([])
+        output.fileHandleForReading.readabilityHandler = { handle in
+            let text = String(decoding: handle.availableData, as: UTF8.self)
+            lines.withLock { $0 += text.split(separator: "\n").map(String.init) }
+        }
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        func waitFor(_ prefix: String) async throws -> String {
+            let deadline = ContinuousClock.now + .seconds(20)
+            while ContinuousClock.now < deadline {
+                if let line = lines.withLock({ $0.first { $0.hasPrefix(prefix) } }) { return line }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            throw HarnessError(code: .timeout, reason: "simulate printed no '\(prefix)' line: \(lines.withLock { $0 })")
+        }
+        let export = try await waitFor("export PCSCLITE_CSOCK_NAME=")
+        let socket = String(export.dropFirst("export PCSCLITE_CSOCK_NAME=".count))
+        _ = try await waitFor("type control requests")
+        var environment = ProcessInfo.processInfo.environment
+        environment["PCSCLITE_CSOCK_NAME"] = socket
+        // pcscd sees the placed card within its ~400 ms presence poll: ask until it does (bounded).
+        var readers = try await runBinary(["readers", "--json"], environment: environment)
+        for _ in 0..<20 where !readers.out.contains("\"present\"") {
+            try await Task.sleep(for: .milliseconds(100))
+            readers = try await runBinary(["readers", "--json"], environment: environment)
+        }
+        #expect(readers.status == 0)
+        #expect(readers.out.contains("\"name\": \"ACS ACR122U PICC Interface 00 00\""))
+        // acr122-pn532.md §3: an ISO 14443-4 card without historical bytes.
+        #expect(readers.out.contains("\"atr\": \"3B80800101\""))
+        // The built-in Type 4 Tag applet answers the NDEF application SELECT.
+        let send = try await runBinary(["send", "--reader", "0", "00A4040007D276000085010100"], environment: environment)
+        #expect(send.status == 0, "\(send.err)")
+        #expect(send.out.contains("< 90 00\n"))
+        // A control request on standard input.
+        input.fileHandleForWriting.write(Data("a peers\n".utf8))
+        _ = try await waitFor("ok count=1")
+        process.interrupt()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(lines.withLock { $0.last } == "stopping the simulated readers")
+        // The private pcscd is gone with it.
+        let after = try await runBinary(["readers"], environment: environment)
+        #expect(after.status == 1)
+    }
+}

@@ -192,6 +192,24 @@ func run(_ arguments: [String]) -> (status: Int32, out: String, err: String) {
         #expect(result.err.hasPrefix("secbridge: error: give at least one APDU in hex, e.g. `secbridge send 00 A4 04 00 00`\n"))
     }
 
+    @Test func sendSplitsArgumentsIntoAPDUs() throws {
+        #expect(try SecbridgeCLI.apdus(from: ["00", "A4", "04", "00", "00"]) == [[0x00, 0xA4, 0x04, 0x00, 0x00]])
+        #expect(try SecbridgeCLI.apdus(from: ["00A4040000", "00 B0 00 00 00"]) == [[0x00, 0xA4, 0x04, 0x00, 0x00], [0x00, 0xB0, 0x00, 0x00, 0x00]])
+        // Single bytes group until a longer argument: three APDUs.
+        #expect(try SecbridgeCLI.apdus(from: ["00", "A4", "04", "00", "00", "00B0000000", "00", "84", "00", "00", "08"]).count == 3)
+        #expect(throws: CLIError.self) { try SecbridgeCLI.apdus(from: ["0x"]) }
+    }
+
+    @Test func simulateRejectsBadOptionsBeforeStarting() {
+        let personality = run(["simulate", "--personality", "acr1252"])
+        #expect(personality.status == 64)
+        #expect(personality.err.hasPrefix("secbridge: error: unknown personality 'acr1252'; use one of ccid-escape-enabled, ccid-escape-disabled, acs-driver, legacy-t0, atr-whole-ats\n"))
+        let uid = run(["simulate", "--card", "04A1B2"])
+        #expect(uid.status == 64)
+        #expect(uid.err.hasPrefix("secbridge: error: --card takes a UID of 4, 7 or 10 bytes (ISO/IEC 14443-3), not 3\n"))
+        #expect(run(["simulate", "--readers", "3"]).status == 64)
+    }
+
     @Test func groupNeedsSubcommand() {
         let result = run(["decode"])
         #expect(result.status == 64)
