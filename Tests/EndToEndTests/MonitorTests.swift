@@ -65,6 +65,25 @@ extension SharedReader {
             #expect(events.all.filter { $0.reader == reader } == [.cardRemoved(reader: reader), .cardInserted(reader: reader, atr: viccATR)])
         }
 
+        @Test func reportsACardPlacedOnTheSimulatedACR122U() async throws {
+            let environment = try sharedEnvironment()
+            let reader = environment.simulatedReaderA
+            let other = environment.simulatedReaderB
+            let monitor = ReaderMonitor()
+            defer { monitor.stop() }
+            let events = EventCollector(monitor)
+            _ = try await events.wait(for: "reader-attached") { $0 == .readerAttached(reader: reader) }
+            events.clear()
+            try await blocking { _ = try SimulatedReaders.controlA.request("place-card", ["uid": "04A1B2C3", "id": "monitor-card"]) }
+            defer { _ = try? SimulatedReaders.controlA.request("remove", ["peer": "monitor-card"]) }
+            // Both readers share one field and poll automatically: each sees the card (acr122-pn532.md §3 ATR).
+            let inserted = try await events.wait(for: "card-inserted") { $0.kind == "card-inserted" && $0.reader == reader }
+            #expect(inserted == .cardInserted(reader: reader, atr: [0x3B, 0x80, 0x80, 0x01, 0x01]))
+            _ = try await events.wait(for: "card-inserted on B") { $0.kind == "card-inserted" && $0.reader == other }
+            try await blocking { _ = try SimulatedReaders.controlA.request("remove", ["peer": "monitor-card"]) }
+            _ = try await events.wait(for: "card-removed") { $0 == .cardRemoved(reader: reader) }
+        }
+
         @Test func stopFinishesTheStream() async throws {
             _ = try sharedEnvironment()
             let monitor = ReaderMonitor()
