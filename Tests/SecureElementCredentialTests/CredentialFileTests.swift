@@ -1,0 +1,106 @@
+import Foundation
+import ISO7816
+import Testing
+@testable import SecureElementCredential
+
+/// Fixtures/credentials in this checkout.
+let credentialsDirectory = URL(fileURLWithPath: #filePath)
+    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    .appendingPathComponent("Fixtures/credentials").path
+
+@Suite("Credential files (Fixtures/credentials/README.md)")
+struct CredentialFileTests {
+    @Test("uri-tag.json serves the full URI read of iso14443-t4t-ndef.md §4 (read-only CC ends 04 00 00 FF)")
+    func uriTag() async throws {
+        let file = try CredentialFile(contentsOfFile: credentialsDirectory + "/uri-tag.json")
+        #expect(file.id == "example-uri-tag")
+        #expect(file.emulation.uid.bytes == hex("08 00 B0 0B"))
+        let element = try file.makeCredential().secureElement
+        for (command, response) in uriReadSequence {
+            let expected = command == "00 B0 00 00 0F" ? "00 0F 20 00 7F 00 7F 04 06 E1 04 04 00 00 FF 90 00" : response
+            #expect(try await element.transceive(hex(command)).hexString == expected)
+        }
+    }
+
+    @Test("text-tag.json holds \"Hello\" (en) in a writable 256-byte NDEF file")
+    func textTag() async throws {
+        let element = try CredentialFile(contentsOfFile: credentialsDirectory + "/text-tag.json").makeCredential().secureElement
+        _ = try await element.transceive(hex("00 A4 04 00 07 D2 76 00 00 85 01 01 00"))
+        _ = try await element.transceive(hex("00 A4 00 0C 02 E1 03"))
+        #expect(try await element.transceive(hex("00 B0 00 00 0F")).hexString == "00 0F 20 00 7F 00 7F 04 06 E1 04 01 00 00 00 90 00")
+        _ = try await element.transceive(hex("00 A4 00 0C 02 E1 04"))
+        #expect(try await element.transceive(hex("00 B0 00 00 0E")).hexString == "00 0C D1 01 08 54 02 65 6E 48 65 6C 6C 6F 90 00")
+        #expect(try await element.transceive(hex("00 D6 00 00 02 00 00")).hexString == "90 00")
+    }
+
+    @Test("access-badge.json: a declarative applet answers by rule", arguments: [
+        ("00 A4 04 00 07 F0 53 42 41 44 47 45 00", "6F 0A 84 07 F0 53 42 41 44 47 45 90 00"),
+        ("80 CA 00 42 00", "00 00 00 42 90 00"),
+        ("80 CA 9F 7F 00", "9F 7F 04 01 02 03 04 90 00"),
+        ("00 84 00 00 08", "11 22 33 44 55 66 77 88 90 00"),
+        ("80 AA 00 00 08 01 02 03 04 05 06 07 08 00", "69 82"),
+        ("80 AA 00 00 04 01 02 03 04", "6D 00"),
+    ])
+    func accessBadge(_ command: String, _ response: String) async throws {
+        let file = try CredentialFile(contentsOfFile: credentialsDirectory + "/access-badge.json")
+        #expect(file.emulation.historicalBytes == hex("80 73 C0 21 C0"))
+        let element = try file.makeCredential().secureElement
+        if !command.hasPrefix("00 A4") { _ = try await element.transceive(hex("00 A4 04 00 07 F0 53 42 41 44 47 45 00")) }
+        #expect(try await element.transceive(hex(command)).hexString == response)
+    }
+
+    @Test("malformed files: a clear error naming the JSON path", arguments: [
+        (#"{"secbridge-credential": 1, "applets": []}"#, CredentialFileError.Code.missingField, "$.id"),
+        (#"{"secbridge-credential": 2, "id": "x", "applets": []}"#, .unsupportedVersion, "$.secbridge-credential"),
+        (#"{"secbridge-credential": 1, "id": "x""#, .syntax, "$"),
+        (#"{"secbridge-credential": 1, "id": "x", "applets": [{"type": "ndef-tag", "readOnly": "yes"}]}"#, .wrongType, "$.applets[0].readOnly"),
+        (#"{"secbridge-credential": 1, "id": "x", "applets": [{"type": "ndef-tag", "recrods": []}]}"#, .unknownField, "$.applets[0].recrods"),
+        (#"{"secbridge-credential": 1, "id": "x", "applets": [{"type": "ndef-tag", "records": [{"uri": "a"}, {"txt": "b"}]}]}"#, .unknownField, "$.applets[0].records[1].txt"),
+        (#"{"secbridge-credential": 1, "id": "x", "applets": [{"type": "declarative", "aids": ["F0 01 02 03 04", "F0 01"]}]}"#, .invalidValue, "$.applets[0].aids[1]"),
+        (#"{"secbridge-credential": 1, "id": "x", "applets": [{"type": "declarative", "aids": ["F0 01 02 03 04"], "rules": [{"command": "80 CA", "response": "9G 00"}]}]}"#, .invalidValue, "$.applets[0].rules[0].response"),
+        (#"{"secbridge-credential": 1, "id": "x", "applets": [{"type": "applet"}]}"#, .invalidValue, "$.applets[0].type"),
+        (#"{"secbridge-credential": 1, "id": "x", "emulation": {"uid": "09 00 00 00"}, "applets": [{"type": "ndef-tag"}]}"#, .invalidValue, "$.emulation.uid"),
+        (#"{"secbridge-credential": 1, "id": "x"}"#, .missingField, "$.applets"),
+        (#"{"secbridge-credential": 1, "id": "x", "pcscCard": {}}"#, .missingField, "$.pcscCard.reader"),
+    ])
+    func malformed(_ json: String, _ code: CredentialFileError.Code, _ path: String) {
+        do {
+            _ = try CredentialFile(json: Array(json.utf8))
+            Issue.record("accepted: \(json)")
+        } catch {
+            #expect(error.code == code, "\(error)")
+            #expect(error.path == path, "\(error)")
+            #expect(!error.reason.isEmpty)
+        }
+    }
+
+    @Test("a transcript applet answers from a recorded transcript, in order")
+    func transcriptApplet() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("secbridge-session-\(getpid())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let transcript = """
+            # secbridge-transcript: 1
+            # origin: recorded
+            tgt < 00 A4 04 00 07 F0 00 00 00 01 02 03 00
+            tgt > 90 00
+            tgt < 80 10 00 00 00
+            tgt > 01 90 00
+            tgt < 80 10 00 00 00
+            tgt > 02 90 00
+
+            """
+        try transcript.write(toFile: directory + "/counter.trn", atomically: true, encoding: .utf8)
+        let json = #"{"secbridge-credential": 1, "id": "t", "applets": [{"type": "transcript", "file": "counter.trn"}]}"#
+        let element = try CredentialFile(json: Array(json.utf8), baseDirectory: directory).makeCredential().secureElement
+        #expect(try await element.transceive(hex("00 A4 04 00 07 F0 00 00 00 01 02 03 00")) == hex("90 00"))
+        #expect(try await element.transceive(hex("80 10 00 00 00")) == hex("01 90 00"))
+        #expect(try await element.transceive(hex("80 10 00 00 00")) == hex("02 90 00"))
+        #expect(try await element.transceive(hex("80 20 00 00 00")) == hex("6D 00"))
+
+        let missing = #"{"secbridge-credential": 1, "id": "t", "applets": [{"type": "transcript", "file": "absent.trn"}]}"#
+        #expect(throws: CredentialFileError(.invalidValue, path: "$.applets[0].file", "")) {
+            try CredentialFile(json: Array(missing.utf8), baseDirectory: directory).makeCredential()
+        }
+    }
+}

@@ -1,0 +1,117 @@
+import ACR122Simulator
+import ISO7816
+import PCSC
+import PN53x
+import Testing
+@testable import SecureElementCredential
+
+/// An IFD error as pcscd would report it.
+struct SimulatedPCSCCode: PCSCErrorCodeProviding {
+    var ifdError: IFDError
+    var pcscCode: UInt32 {
+        switch ifdError {
+        case .noCard: 0x8010_000C
+        case .communicationError: 0x8010_0016
+        case .notSupported: 0x8010_001F
+        case .protocolNotSupported: 0x8010_000F
+        case .responseTimeout: 0x8010_000A
+        case .insufficientBuffer: 0x8010_0008
+        }
+    }
+}
+
+/// A direct (SCARD_SHARE_DIRECT) connection to a simulated reader: control only, as pcscd gives it.
+final class DirectIFDChannel: CardChannel {
+    let device: any IFDDevice
+    init(_ device: any IFDDevice) { self.device = device }
+    var transmissionProtocol: TransmissionProtocol { .undefined }
+    func transmit(_ command: [UInt8]) throws -> [UInt8] {
+        do { return try device.transmit(command) } catch { throw SimulatedPCSCCode(ifdError: error) }
+    }
+    func control(code: UInt32, _ command: [UInt8]) throws -> [UInt8] {
+        do { return try device.control(code: code, command) } catch { throw SimulatedPCSCCode(ifdError: error) }
+    }
+}
+
+@Suite("The ACR122U backend against SimulatedACR122U", .serialized)
+struct SimulatorTests {
+    static func backend(_ reader: SimulatedACR122U) async -> PN532EmulationBackend {
+        await PN532EmulationBackend.open(readerName: reader.name, executor: BlockingExecutor(name: "test \(reader.name)")) {
+            (DirectIFDChannel(reader), {})
+        }
+    }
+
+    @Test("an Android phone (ExternalTerminal) reads the URI tag from our emulation; PICC polling restored afterwards")
+    func androidReadsOurTag() async throws {
+        let field = SimulatedField(clock: SimulationClock(scale: 0.001))
+        let terminal = ExternalTerminal(script: .androidType4ReadExample)
+        field.place(terminal)
+        let reader = SimulatedACR122U(field: field, name: "ACS ACR122U PICC Interface 00 00 (session test)")
+        let backend = await Self.backend(reader)
+        #expect(backend.support == .supported)
+        let credential = Credential(id: "uri-tag", secureElement: try exampleElement())
+        let session = try CredentialSession.startSession(CredentialSessionOptions(
+            credentials: [credential], emulationBackend: backend, authorizer: PolicyAuthorizer.approveAll))
+        var events = session.eventStream.makeAsyncIterator()
+        try await session.enterWiredMode(using: credential)
+        try await session.performTransaction(using: credential)
+        #expect(reader.piccOperatingParameter == 0x00, "automatic PICC polling off during emulation (FF 00 51 00 00)")
+        #expect(reader.mcuTimeout == 0x01, "a bounded MCU timeout of one 5 s step")
+        #expect(await nextEvent(&events, limit: 256, where: isField(.fieldPresent)) != nil)
+        #expect(await nextEvent(&events, limit: 256, where: isField(.fieldAbsent)) != nil)
+        #expect(terminal.result == .passed)
+        #expect(terminal.exchanges.count == 6)
+        try await session.endCardEmulation()
+        #expect(reader.piccOperatingParameter == 0xFF, "restored with FF 00 51 FF 00")
+        await session.invalidate()
+        let kinds = reader.events.map(\.kind)
+        #expect(kinds.contains(.targetActivated(mode: 0x08, initiatorCommand: hex("E0 80"))))
+    }
+
+    @Test("without a terminal the target is re-armed in bounded steps; endCardEmulation returns within one")
+    func reArms() async throws {
+        let field = SimulatedField(clock: SimulationClock(scale: 0.001))
+        let reader = SimulatedACR122U(field: field, name: "ACS ACR122U PICC Interface 01 00 (session test)")
+        let backend = await Self.backend(reader)
+        let credential = Credential(id: "uri-tag", secureElement: try exampleElement())
+        let session = try CredentialSession.startSession(CredentialSessionOptions(
+            credentials: [credential], emulationBackend: backend, authorizer: PolicyAuthorizer.approveAll))
+        try await session.enterWiredMode(using: credential)
+        try await session.performCardEmulationTransactionWithCurrentCredential()
+        // A terminal arriving later still finds an armed target.
+        let terminal = ExternalTerminal(script: .iOSType4ReadExample)
+        var events = session.eventStream.makeAsyncIterator()
+        field.place(terminal)
+        #expect(await nextEvent(&events, limit: 256, where: isField(.fieldAbsent)) != nil)
+        #expect(terminal.result == .passed)
+        try await session.endCardEmulation()
+        #expect(await session.state == .management)
+        #expect(reader.piccOperatingParameter == 0xFF)
+        await session.invalidate()
+    }
+
+    @Test("a reader whose escape commands are refused cannot emulate: featureUnavailable says how to fix it (P09)")
+    func escapeRefused() async throws {
+        let reader = SimulatedACR122U(
+            field: SimulatedField(clock: SimulationClock(scale: 0.001)), personality: .ccidEscapeDisabled,
+            name: "ACS ACR122U PICC Interface 02 00 (session test)")
+        let backend = await Self.backend(reader)
+        guard case .unsupported(let reason, _) = backend.support else {
+            Issue.record("escape commands are refused, yet the backend claims support")
+            return
+        }
+        #expect(reason.contains("ifdDriverOptions"))
+    }
+
+    @Test("an ACR1252U is reader-only for ISO-DEP emulation, with a clear message")
+    func acr1252() async {
+        let backend = await PN532EmulationBackend.open(readerName: "ACS ACR1252 Dual Reader PICC 00 00", executor: BlockingExecutor(name: "t")) {
+            throw PCSCError(code: 0x8010_000C)
+        }
+        guard case .unsupported(let reason, _) = backend.support else {
+            Issue.record("an ACR1252U claims card emulation")
+            return
+        }
+        #expect(reason.contains("memory images"))
+    }
+}
