@@ -115,3 +115,67 @@ struct SimulatorTests {
         #expect(reason.contains("memory images"))
     }
 }
+
+/// A SHARED T=1 connection to the card a simulated reader found by automatic polling.
+final class CardIFDChannel: CardChannel {
+    let device: any IFDDevice
+    init(_ device: any IFDDevice) throws {
+        self.device = device
+        do {
+            _ = try device.powerUp()
+            try device.setProtocol(2)
+        } catch {
+            throw SimulatedPCSCCode(ifdError: error)
+        }
+    }
+    var transmissionProtocol: TransmissionProtocol { .t1 }
+    func transmit(_ command: [UInt8]) throws -> [UInt8] {
+        do { return try device.transmit(command) } catch { throw SimulatedPCSCCode(ifdError: error) }
+    }
+    func control(code: UInt32, _ command: [UInt8]) throws -> [UInt8] {
+        do { return try device.control(code: code, command) } catch { throw SimulatedPCSCCode(ifdError: error) }
+    }
+}
+
+@Suite("Reader sessions (the host as terminal) against SimulatedACR122U")
+struct ReaderSessionTests {
+    static func card() -> ISO14443_4Card {
+        ISO14443_4Card(uid: hex("04 11 22 33 44 55 66")) { command in
+            command == hex("00 A4 04 00 07 D2 76 00 00 85 01 01 00") ? hex("90 00") : hex("6A 82")
+        }
+    }
+
+    @Test("PN532 initiator: polling off, InListPassiveTarget, InDataExchange, InRelease, polling restored")
+    func pn532Initiator() async throws {
+        let field = SimulatedField(clock: SimulationClock(scale: 0.001))
+        let card = Self.card()
+        field.place(card)
+        let reader = SimulatedACR122U(field: field, name: "ACS ACR122U PICC Interface 03 00 (session test)")
+        let session = ReaderSession(readerName: reader.name, path: .pn532Initiator) { (DirectIFDChannel(reader), {}) }
+        let exchanges = try await session.run(script: [hex("00 A4 04 00 07 D2 76 00 00 85 01 01 00"), hex("00 A4 04 00 05 F0 00 00 00 01 00")])
+        #expect(exchanges.map(\.response.hexString) == ["90 00", "6A 82"])
+        #expect(card.receivedAPDUs.count == 2)
+        #expect(reader.piccOperatingParameter == 0xFF)
+    }
+
+    @Test("plain PC/SC: the card found by automatic polling, SCardTransmit")
+    func plainPCSC() async throws {
+        let field = SimulatedField(clock: SimulationClock(scale: 0.001))
+        field.place(Self.card())
+        let reader = SimulatedACR122U(field: field, name: "ACS ACR122U PICC Interface 04 00 (session test)")
+        let session = ReaderSession(readerName: reader.name, path: .pcsc) { (try CardIFDChannel(reader), {}) }
+        let (status, exchanges) = try await session.run { transceiver in
+            try await transceiver.transceive(hex("00 A4 04 00 07 D2 76 00 00 85 01 01 00"))
+        }
+        #expect(status == hex("90 00"))
+        #expect(exchanges.count == 1)
+    }
+
+    @Test("no card in the field: instanceDoesNotExist from the bounded poll")
+    func noCard() async throws {
+        let reader = SimulatedACR122U(field: SimulatedField(clock: SimulationClock(scale: 0.001)), name: "ACS ACR122U PICC Interface 05 00 (session test)")
+        let session = ReaderSession(readerName: reader.name, path: .pn532Initiator) { (DirectIFDChannel(reader), {}) }
+        await #expect(throws: CredentialSessionError(.instanceDoesNotExist, "")) { _ = try await session.run(script: [hex("00 A4 04 00 00")]) }
+        #expect(reader.piccOperatingParameter == 0xFF, "restored even when the poll finds nothing")
+    }
+}

@@ -1,0 +1,147 @@
+import ISO7816
+import PCSC
+import PN53x
+
+/// One exchange of a reader session: the C-APDU sent and the R-APDU received.
+public struct ReaderExchange: Sendable, Hashable, CustomStringConvertible {
+    public var command: [UInt8]
+    public var response: [UInt8]
+    /// `> command` and `< response` lines, house hex.
+    public var description: String { "> \(command.hexString)\n< \(response.hexString)" }
+}
+
+/// The host as terminal: runs a transaction against a card or phone presented to a reader
+/// (session-model.md, "Reader sessions"; not part of Apple's framework).
+///
+/// Two paths, both driven on the session's own `BlockingExecutor` thread:
+/// - `.pcsc`: the reader polls by itself; the card is connected SHARED (T=0 or T=1) and each
+///   C-APDU goes with SCardTransmit. Any PC/SC reader.
+/// - `.pn532Initiator`: an ACR122U on a DIRECT connection; automatic PICC polling off
+///   (`FF 00 51 00 00`), one bounded InListPassiveTarget, each C-APDU with InDataExchange, then
+///   InRelease and `FF 00 51 FF 00`.
+public final class ReaderSession: Sendable {
+    public enum Path: Sendable, Hashable {
+        case pcsc
+        case pn532Initiator
+    }
+
+    /// Opens the connection on the executor thread; returns it and its release.
+    public typealias Connector = @Sendable () throws -> (channel: any CardChannel, close: @Sendable () -> Void)
+
+    public let readerName: String
+    public let path: Path
+    private let executor: BlockingExecutor
+    private let connector: Connector
+
+    public init(readerName: String, path: Path, executor: BlockingExecutor? = nil, connector: @escaping Connector) {
+        self.readerName = readerName
+        self.path = path
+        self.executor = executor ?? BlockingExecutor(name: "reader session \(readerName)")
+        self.connector = connector
+    }
+
+    /// A reader session through pcscd: SHARED with a card for `.pcsc`, DIRECT for `.pn532Initiator`.
+    public static func pcsc(readerName: String, path: Path) -> ReaderSession {
+        ReaderSession(readerName: readerName, path: path) {
+            let context = try PCSCContext()
+            let handle = path == .pcsc
+                ? try context.connect(to: readerName, share: .shared, protocols: .any)
+                : try context.connect(to: readerName, share: .direct, protocols: [])
+            return (handle, {
+                try? handle.disconnect(.leave)
+                try? context.release()
+            })
+        }
+    }
+
+    /// Sends C-APDUs to the presented card.
+    public final class Transceiver: @unchecked Sendable {
+        // @unchecked: used only from the transaction closure, whose calls hop to the executor.
+        fileprivate let send: @Sendable ([UInt8]) async throws -> [UInt8]
+        public private(set) var exchanges: [ReaderExchange] = []
+        fileprivate init(send: @escaping @Sendable ([UInt8]) async throws -> [UInt8]) { self.send = send }
+
+        /// Sends one C-APDU and returns the R-APDU (SW1 SW2 included); the exchange is recorded.
+        public func transceive(_ command: [UInt8]) async throws -> [UInt8] {
+            let response = try await send(command)
+            exchanges.append(ReaderExchange(command: command, response: response))
+            return response
+        }
+    }
+
+    /// Connects, finds the card, runs `transaction`, then releases the card and restores the reader.
+    /// - Returns: what the transaction returns, and every exchange.
+    /// - Throws: `CredentialSessionError` `instanceDoesNotExist` when no card answers the poll;
+    ///   the lower layers' errors wrapped; what `transaction` throws.
+    public func run<T: Sendable>(
+        _ transaction: (Transceiver) async throws -> T
+    ) async throws -> (result: T, exchanges: [ReaderExchange]) {
+        let box = PN532SessionBox()
+        let connector = self.connector
+        let path = self.path
+        let name = readerName
+        do {
+            try await executor.run {
+                let (channel, close) = try connector()
+                box.channel = channel
+                box.close = close
+                if path == .pn532Initiator {
+                    let link = try ACR122Link.open(channel: channel, readerName: name)
+                    let pn532 = PN532(link: link)
+                    box.pn532 = pn532
+                    try link.setPICCOperatingParameter([])
+                    guard try pn532.pollISO14443A() != nil else {
+                        throw CredentialSessionError(.instanceDoesNotExist, "no ISO 14443-A card answered InListPassiveTarget on \(name)")
+                    }
+                }
+            }
+        } catch {
+            await finish(box)
+            throw CredentialSessionError.wrapping(error, as: .instanceDoesNotExist, "opening \(name) failed")
+        }
+        let executor = self.executor
+        let transceiver = Transceiver { command in
+            try await executor.run {
+                if let pn532 = box.pn532 { return try pn532.exchangeAPDU(command) }
+                guard let channel = box.channel else { throw CredentialSessionError(.internalError, "no channel") }
+                return try channel.transmit(command)
+            }
+        }
+        do {
+            let result = try await transaction(transceiver)
+            await finish(box)
+            return (result, transceiver.exchanges)
+        } catch {
+            await finish(box)
+            throw error
+        }
+    }
+
+    /// Runs a script of C-APDUs, stopping early at nothing: every command is sent.
+    public func run(script: [[UInt8]]) async throws -> [ReaderExchange] {
+        try await run { transceiver in
+            for command in script { _ = try await transceiver.transceive(command) }
+        }.exchanges
+    }
+
+    private func finish(_ box: PN532SessionBox) async {
+        _ = try? await executor.run {
+            if let pn532 = box.pn532 {
+                try? pn532.release()
+                try? pn532.restoreReaderDefaults()
+            }
+            box.close?()
+            box.pn532 = nil
+            box.channel = nil
+            box.close = nil
+        }
+    }
+}
+
+/// The reader session's connection, touched only on its executor thread.
+final class PN532SessionBox: @unchecked Sendable {
+    // @unchecked: every field is used only inside jobs of one BlockingExecutor.
+    var channel: (any CardChannel)?
+    var pn532: PN532?
+    var close: (@Sendable () -> Void)?
+}
