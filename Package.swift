@@ -37,6 +37,7 @@ let package = Package(
         .target(name: "ACR122Simulator", dependencies: ["ISO7816", "Transcript"]),
         // The simulated ACR122U exported as IFD handler entry points for pcscd.
         .target(name: "ACR122Driver", dependencies: ["ACR122Simulator", "CPCSCLite"]),
+        .target(name: "InProcessPCSC", dependencies: ["ACR122Driver", "ACR122Simulator", "PCSC", "ISO7816"]),
         // A private pcscd with vpcd and vicc, for tests, benchmarks and demos.
         .target(name: "PCSCTestSupport"),
         // The command tree of the `secbridge` tool, as a library so tests can drive it.
@@ -74,6 +75,7 @@ let package = Package(
         .testTarget(name: "PN53xTests", dependencies: ["PN53x", "ISO7816"]),
         .testTarget(name: "SecureElementCredentialTests", dependencies: ["SecureElementCredential", "ISO7816", "PN53x", "Transcript", "PCSC", "ACR122Simulator"]),
         .testTarget(name: "ACR122SimulatorTests", dependencies: ["ACR122Simulator", "PN53x", "ISO7816", "Transcript"]),
+        .testTarget(name: "InProcessPCSCTests", dependencies: ["InProcessPCSC", "PN53x", "Transcript", "ACR122Simulator", "PCSC", "ISO7816", "PCSCTestSupport"]),
         .testTarget(name: "SecbridgeCLITests", dependencies: ["SecbridgeCLI"]),
         .testTarget(
             name: "EndToEndTests",

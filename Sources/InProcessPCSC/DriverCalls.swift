@@ -1,0 +1,105 @@
+import ACR122Driver
+import CPCSCLite
+import PCSC
+
+/// The IFD handler result codes (pcsc-lite `ifdhandler.h`, RESPONSECODE) this layer reads, as Int.
+enum IFDCode {
+    static let success = Int(IFD_SUCCESS)
+    static let errorTag = Int(IFD_ERROR_TAG)
+    static let errorNotSupported = Int(IFD_ERROR_NOT_SUPPORTED)
+    static let protocolNotSupported = Int(IFD_PROTOCOL_NOT_SUPPORTED)
+    static let communicationError = Int(IFD_COMMUNICATION_ERROR)
+    static let responseTimeout = Int(IFD_RESPONSE_TIMEOUT)
+    static let notSupported = Int(IFD_NOT_SUPPORTED)
+    static let iccPresent = Int(IFD_ICC_PRESENT)
+    static let iccNotPresent = Int(IFD_ICC_NOT_PRESENT)
+    static let noSuchDevice = Int(IFD_NO_SUCH_DEVICE)
+    static let insufficientBuffer = Int(IFD_ERROR_INSUFFICIENT_BUFFER)
+}
+
+/// The one place that calls the ACR122Driver's IFD handler entry points (`IFDH*`, pcsc-lite
+/// `ifdhandler.h` v3.0), as Swift functions: nothing is loaded dynamically. Each wrapper makes one
+/// call with the buffer sizes pcscd uses and hands back the raw RESPONSECODE; the SCARD mapping is
+/// the caller's (``ReaderContext``), per function, as pcscd's `ifdwrapper.c` and `winscard.c` do it.
+///
+/// Callers hold the reader's lock (pcscd's `mMutex`) around every call.
+enum DriverCalls {
+    /// `MAX_ATR_SIZE`: the ATR buffer pcscd passes to IFDHPowerICC.
+    static let maximumATRSize = 33
+    /// `MAX_BUFFER_SIZE`: the attribute buffer pcscd's SCardGetAttrib passes to IFDHGetCapabilities.
+    static let attributeBufferSize = 264
+    /// `MAX_BUFFER_SIZE_EXTENDED`: the receive buffer of pcscd's SCardTransmit and SCardControl.
+    static let receiveBufferSize = 65548
+
+    /// IFDHCreateChannelByName.
+    static func createChannel(lun: UInt, deviceName: String) -> Int {
+        var text = Array(deviceName.utf8CString)
+        return text.withUnsafeMutableBufferPointer { ACR122Driver.IFDHCreateChannelByName(lun, $0.baseAddress) }
+    }
+
+    /// IFDHCloseChannel.
+    static func closeChannel(lun: UInt) -> Int {
+        ACR122Driver.IFDHCloseChannel(lun)
+    }
+
+    /// IFDHICCPresence.
+    static func presence(lun: UInt) -> Int {
+        ACR122Driver.IFDHICCPresence(lun)
+    }
+
+    /// IFDHPowerICC with IFD_POWER_UP, IFD_POWER_DOWN or IFD_RESET; the ATR on success.
+    static func power(lun: UInt, action: Int32) -> (result: Int, atr: [UInt8]) {
+        var buffer = [UInt8](repeating: 0, count: maximumATRSize)
+        var length = UInt(maximumATRSize)
+        let result = buffer.withUnsafeMutableBufferPointer { ACR122Driver.IFDHPowerICC(lun, UInt(action), $0.baseAddress, &length) }
+        return (result, result == IFDCode.success ? Array(buffer.prefix(Int(min(length, UInt(maximumATRSize))))) : [])
+    }
+
+    /// IFDHSetProtocolParameters with an SCARD_PROTOCOL_* value and no PTS flags.
+    static func setProtocol(lun: UInt, _ protocolValue: UInt) -> Int {
+        ACR122Driver.IFDHSetProtocolParameters(lun, protocolValue, 0, 0, 0, 0)
+    }
+
+    /// IFDHTransmitToICC. `headerProtocol` is what pcscd puts in SendPci.Protocol: 0 for T=0, 1 for
+    /// T=1, 4 (SCARD_PROTOCOL_RAW) for raw; SendPci.Length is the client's PCI length (16 bytes, an
+    /// SCARD_IO_REQUEST on LP64).
+    static func transmit(lun: UInt, headerProtocol: UInt, _ command: [UInt8]) -> (result: Int, answer: [UInt8]) {
+        var command = command
+        var buffer = [UInt8](repeating: 0, count: receiveBufferSize)
+        var length = UInt(receiveBufferSize)
+        let header = SCARD_IO_HEADER(Protocol: headerProtocol, Length: UInt(MemoryLayout<SCARD_IO_REQUEST>.size))
+        var received = SCARD_IO_HEADER(Protocol: headerProtocol, Length: UInt(MemoryLayout<SCARD_IO_REQUEST>.size))
+        let count = UInt(command.count)
+        let result = command.withUnsafeMutableBufferPointer { tx in
+            buffer.withUnsafeMutableBufferPointer { rx in
+                ACR122Driver.IFDHTransmitToICC(lun, header, tx.baseAddress, count, rx.baseAddress, &length, &received)
+            }
+        }
+        guard result == IFDCode.success else { return (result, []) }
+        return (result, Array(buffer.prefix(Int(min(length, UInt(receiveBufferSize))))))
+    }
+
+    /// IFDHControl.
+    static func control(lun: UInt, code: UInt32, _ command: [UInt8]) -> (result: Int, answer: [UInt8]) {
+        var command = command
+        var buffer = [UInt8](repeating: 0, count: receiveBufferSize)
+        var returned: UInt = 0
+        let count = UInt(command.count)
+        let result = command.withUnsafeMutableBufferPointer { tx in
+            buffer.withUnsafeMutableBufferPointer { rx in
+                ACR122Driver.IFDHControl(lun, UInt(code), tx.baseAddress, count, rx.baseAddress, UInt(receiveBufferSize), &returned)
+            }
+        }
+        guard result == IFDCode.success else { return (result, []) }
+        return (result, Array(buffer.prefix(Int(min(returned, UInt(receiveBufferSize))))))
+    }
+
+    /// IFDHGetCapabilities with a buffer of `capacity` bytes.
+    static func capability(lun: UInt, tag: UInt32, capacity: Int = attributeBufferSize) -> (result: Int, value: [UInt8]) {
+        var buffer = [UInt8](repeating: 0, count: capacity)
+        var length = UInt(capacity)
+        let result = buffer.withUnsafeMutableBufferPointer { ACR122Driver.IFDHGetCapabilities(lun, UInt(tag), &length, $0.baseAddress) }
+        guard result == IFDCode.success else { return (result, []) }
+        return (result, Array(buffer.prefix(Int(min(length, UInt(capacity))))))
+    }
+}

@@ -1,0 +1,214 @@
+import ACR122Driver
+import PCSC
+import Synchronization
+
+/// Simulated ACR122U readers driven in this process through the ACR122Driver's IFD handler entry
+/// points, with pcscd 1.9.9's rules kept by this layer: for unit tests and for machines where no
+/// private pcscd can start.
+///
+/// A reader is made the way pcscd makes one from a reader.conf entry: a Lun, a DEVICENAME handed to
+/// IFDHCreateChannelByName (`<absolute dir>[:personality=<name>][:field=<name>]`, see
+/// `ACR122Driver/DeviceName.swift`), and the name `<FRIENDLYNAME> XX 00`, XX the lowest index not
+/// used by a reader of the same friendly name in this instance. The driver serves the reader's
+/// control socket `<dir>/control.sock` as it does inside pcscd, so peers are placed the same way.
+///
+///     let readers = InProcessReaders()
+///     let name = try readers.createChannel(deviceName: "/tmp/my-test/a:field=desk")
+///     let direct = try readers.connect(to: name, share: .direct, protocols: .undefined)
+///     let firmware = try direct.control(code: 0x4200_0001, [0xFF, 0x00, 0x48, 0x00, 0x00])
+///
+/// Luns are unique in the process (the driver keeps its readers in one table, at most 16 open at a
+/// time), so several instances may run in parallel, e.g. one per test; give each reader its own
+/// directory. Calls block (see ``InProcessCardHandle``): use a dedicated thread or a PCSC
+/// `BlockingExecutor`. ``close()`` (or deinitialization) closes every channel.
+public final class InProcessReaders: Sendable {
+    /// The friendly name a real ACR122U has on the CCID driver.
+    public static let acr122FriendlyName = "ACS ACR122U PICC Interface"
+
+    private struct Entry: Sendable {
+        var friendlyName: String
+        var reader: ReaderContext
+    }
+    private let entries = Mutex<[Entry]>([])
+
+    public init() {}
+
+    deinit { close() }
+
+    /// Opens a reader on `deviceName` (IFDHCreateChannelByName) and names it.
+    /// - Parameters:
+    ///   - deviceName: the DEVICENAME, e.g. `/tmp/test-42/a:personality=ccid-escape-disabled`.
+    ///   - friendlyName: the reader.conf FRIENDLYNAME.
+    /// - Returns: the reader's name, e.g. "ACS ACR122U PICC Interface 00 00".
+    /// - Throws: ``InProcessReaderError`` — `tooManyReaders` when 16 in-process readers are open in
+    ///   this process, `channelRefused` when the driver refuses the DEVICENAME (it writes the
+    ///   reason to standard error, as it does to pcscd's log).
+    @discardableResult
+    public func createChannel(deviceName: String, friendlyName: String = acr122FriendlyName) throws(InProcessReaderError) -> String {
+        guard let index = LunTable.reserve() else {
+            throw InProcessReaderError(.tooManyReaders, "\(LunTable.capacity) in-process readers are open in this process; close some first")
+        }
+        let lun = UInt(index) << 16
+        let result = DriverCalls.createChannel(lun: lun, deviceName: deviceName)
+        guard result == IFDCode.success else {
+            LunTable.release(index)
+            throw InProcessReaderError(
+                .channelRefused,
+                "IFDHCreateChannelByName refused DEVICENAME '\(deviceName)' (RESPONSECODE \(result)); the driver wrote why to standard error")
+        }
+        return entries.withLock { entries in
+            let taken = Set(entries.filter { $0.friendlyName == friendlyName }.map { $0.reader.index })
+            let number = (0..<LunTable.capacity).first { !taken.contains($0) } ?? entries.count
+            let name = friendlyName + " " + Self.hex(number) + " 00"
+            let reader = ReaderContext(name: name, lun: lun, index: number, deviceName: deviceName)
+            reader.poll(initial: true)
+            entries.append(Entry(friendlyName: friendlyName, reader: reader))
+            return name
+        }
+    }
+
+    /// Closes the reader `name` (IFDHCloseChannel): its card is powered down, its control socket
+    /// closed; calls on its handles then fail with SCARD_E_READER_UNAVAILABLE.
+    /// - Throws: `PCSCError` SCARD_E_UNKNOWN_READER.
+    public func closeChannel(_ name: String) throws(PCSCError) {
+        let removed = entries.withLock { entries -> Entry? in
+            guard let position = entries.firstIndex(where: { $0.reader.name == name }) else { return nil }
+            return entries.remove(at: position)
+        }
+        guard let removed else { throw PCSCError(code: PCSCError.unknownReader.code, function: "IFDHCloseChannel") }
+        Self.close(removed.reader)
+    }
+
+    /// Closes every reader; idempotent.
+    public func close() {
+        let all = entries.withLock { entries in
+            defer { entries.removeAll() }
+            return entries
+        }
+        for entry in all { Self.close(entry.reader) }
+    }
+
+    private static func close(_ reader: ReaderContext) {
+        reader.markClosed()
+        _ = reader.withDriver { DriverCalls.closeChannel(lun: reader.lun) }
+        LunTable.release(Int(reader.lun >> 16))
+    }
+
+    /// The readers' names in the order they were created (pcscd lists readers in its table order).
+    ///
+    /// The corresponding PC/SC function is SCardListReaders.
+    public func listReaders() -> [String] {
+        entries.withLock { $0.map(\.reader.name) }
+    }
+
+    /// Connects to the card in `reader`, or with `.direct` to the reader itself.
+    ///
+    /// The corresponding PC/SC function is SCardConnect. As pcscd 1.9.9 does: the card is powered
+    /// up if needed (IFDHPowerICC) and its protocol selected from the ATR (T=1 first, asked of the
+    /// driver as IFDHSetProtocolParameters(2)); a DIRECT connection needs no card and reports the
+    /// card's protocol, 0 while none was negotiated.
+    /// - Parameters:
+    ///   - reader: a name from ``listReaders()``.
+    ///   - share: exclusive, shared or direct.
+    ///   - protocols: the acceptable protocols; `.undefined` (0) for a direct connection.
+    /// - Throws: `PCSCError` — SCARD_E_UNKNOWN_READER, SCARD_E_NO_SMARTCARD (no card, SHARED or
+    ///   EXCLUSIVE), SCARD_E_SHARING_VIOLATION (an EXCLUSIVE connection holds the reader, or
+    ///   EXCLUSIVE asked while others are connected), SCARD_E_PROTO_MISMATCH (no usable protocol),
+    ///   SCARD_W_UNPOWERED_CARD, SCARD_W_UNRESPONSIVE_CARD.
+    public func connect(
+        to reader: String, share: ShareMode = .shared, protocols: ProtocolSet = .any
+    ) throws(PCSCError) -> InProcessCardHandle {
+        guard let context = self.reader(named: reader) else {
+            throw PCSCError(code: PCSCError.unknownReader.code, function: "SCardConnect")
+        }
+        let (id, active) = try InProcessCardHandle.named("SCardConnect") { () throws(PCSCError) in
+            try context.connect(share: share, protocols: protocols)
+        }
+        return InProcessCardHandle(reader: context, id: id, activeProtocol: active)
+    }
+
+    /// The reader's state after a presence poll, as SCardGetStatusChange reports it: the
+    /// SCARD_ABSENT … SCARD_NEGOTIABLE flags, the event counter, the ATR of the card.
+    /// - Throws: `PCSCError` SCARD_E_UNKNOWN_READER.
+    public func readerStatus(_ reader: String) throws(PCSCError) -> InProcessReaderStatus {
+        guard let context = self.reader(named: reader) else {
+            throw PCSCError(code: PCSCError.unknownReader.code, function: "SCardGetStatusChange")
+        }
+        let record = context.readerSnapshot()
+        return InProcessReaderStatus(flags: record.flags, eventCounter: record.eventCounter, atr: record.atr,
+                                     connections: record.sharing)
+    }
+
+    /// How many calls hold or wait for `reader`'s lock (pcscd's per-reader mutex), for tests and
+    /// diagnostics: a call blocked in the driver counts 1, each call waiting behind it 1 more.
+    public func pendingDriverCalls(on reader: String) -> Int {
+        self.reader(named: reader)?.pendingDriverCalls ?? 0
+    }
+
+    private func reader(named name: String) -> ReaderContext? {
+        entries.withLock { $0.first { $0.reader.name == name }?.reader }
+    }
+
+    private static func hex(_ value: Int) -> String {
+        let digits = String(value, radix: 16, uppercase: true)
+        return digits.count < 2 ? "0" + digits : digits
+    }
+}
+
+/// A reader's state as SCardGetStatusChange would report it.
+public struct InProcessReaderStatus: Sendable, Hashable {
+    /// SCARD_ABSENT, SCARD_PRESENT, SCARD_POWERED, … (the SCardStatus flags).
+    public var flags: CardState
+    /// Insertions and removals seen, modulo 0x10000.
+    public var eventCounter: UInt
+    /// The ATR of the card present, empty without one.
+    public var atr: [UInt8]
+    /// Connections: the number of SHARED and DIRECT ones, or −1 for one EXCLUSIVE.
+    public var connections: Int
+}
+
+/// A reader this layer could not open.
+public struct InProcessReaderError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// An open set of codes.
+    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+        /// The driver's IFDHCreateChannelByName refused the DEVICENAME.
+        public static let channelRefused = Code(rawValue: "channel-refused")
+        /// Every Lun the driver serves in this process is taken.
+        public static let tooManyReaders = Code(rawValue: "too-many-readers")
+    }
+
+    public var code: Code
+    public var reason: String
+
+    public init(_ code: Code, _ reason: String) {
+        self.code = code
+        self.reason = reason
+    }
+
+    public static func == (a: Self, b: Self) -> Bool { a.code == b.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+    public var description: String { "\(code): \(reason)" }
+}
+
+/// The Luns of the in-process readers: the driver's reader table is one per process (keyed by
+/// `Lun >> 16`, at most 16 open), so every instance of ``InProcessReaders`` draws from here.
+enum LunTable {
+    /// The driver's limit (TAG_IFD_SIMULTANEOUS_ACCESS).
+    static let capacity = 16
+    private static let used = Mutex<Set<Int>>([])
+
+    static func reserve() -> Int? {
+        used.withLock { used in
+            guard let free = (0..<capacity).first(where: { !used.contains($0) }) else { return nil }
+            used.insert(free)
+            return free
+        }
+    }
+
+    static func release(_ index: Int) {
+        _ = used.withLock { $0.remove(index) }
+    }
+}

@@ -1,0 +1,4 @@
+import Foundation
+import InProcessPCSC
+import PCSC
+import Testing
