@@ -41,7 +41,10 @@ let package = Package(
         // A private pcscd with vpcd and vicc, for tests, benchmarks and demos.
         .target(name: "PCSCTestSupport"),
         // The command tree of the `secbridge` tool, as a library so tests can drive it.
-        .target(name: "SecbridgeCLI", dependencies: ["PCSC", "ISO7816", "Transcript", "PN53x", "PCSCTestSupport"]),
+        .target(
+            name: "SecbridgeCLI",
+            dependencies: ["PCSC", "ISO7816", "Transcript", "PN53x", "PCSCTestSupport", "SecureElementCredential"]
+        ),
         .executableTarget(
             name: "secbridge",
             dependencies: ["SecbridgeCLI"],

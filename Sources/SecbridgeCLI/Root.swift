@@ -85,5 +85,5 @@ public enum SecbridgeCLI {
     )
 
     /// Commands registered by later layers (monitor, run, replay, …).
-    static var laterCommands: [Command] { [monitorCommand, runCommand, replayCommand, simulateCommand] }
+    static var laterCommands: [Command] { [monitorCommand, runCommand, replayCommand, simulateCommand, demoCommand] }
 }

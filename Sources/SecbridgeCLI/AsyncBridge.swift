@@ -1,0 +1,33 @@
+import PCSC
+
+/// Runs async work from the CLI's synchronous command code and waits for it, at most `timeout`.
+///
+/// The command code runs on the main thread (or a test's executor thread), never on Swift's shared
+/// pool, so blocking it here is allowed; the async work itself runs on the pool, and its blocking
+/// device calls on the executors of the layers below.
+/// - Throws: what `body` throws, or a failure naming `what` when the bound passes first.
+func awaitResult<T: Sendable>(
+    _ what: String, timeout: Duration, _ body: @escaping @Sendable () async throws -> T
+) throws -> T {
+    let box = ResultBox<T>()
+    let task = Task {
+        let result: Result<T, any Error>
+        do { result = .success(try await body()) } catch { result = .failure(error) }
+        box.lock.withLock { box.result = result }
+    }
+    let deadline = ContinuousClock.now + timeout
+    while true {
+        if let result = box.lock.withLock({ box.result }) { return try result.get() }
+        if ContinuousClock.now >= deadline {
+            task.cancel()
+            throw CLIError.failure("\(what) did not finish within \(timeout); the reader may be blocked (run `secbridge readers` to check)")
+        }
+        sleepMilliseconds(5)
+    }
+}
+
+/// A result handed from a task to a waiting thread.
+final class ResultBox<T: Sendable>: @unchecked Sendable {
+    let lock = ConsoleLock()
+    var result: Result<T, any Error>?
+}

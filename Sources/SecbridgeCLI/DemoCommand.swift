@@ -1,0 +1,273 @@
+import ISO7816
+import PCSC
+import PCSCTestSupport
+import PN53x
+import SecureElementCredential
+import Transcript
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension SecbridgeCLI {
+    static let demoCommand = Command(
+        name: "demo",
+        abstract: "The main job: a credential session emulating an NDEF tag on one simulated ACR122U, read by a second.",
+        usage: "[--record FILE] [--credential FILE]",
+        discussion: """
+            Starts two simulated ACR122U readers sharing one RF field in a private pcscd (its own mount
+            namespace), then runs the client sequence of Apple's SecureElementCredential model on
+            reader A: startSession, enterWiredMode, acquirePresentmentAssertion, relinquish,
+            performTransaction (card emulation: the PN532 in target mode), while reader B, as the
+            terminal, reads the NDEF credential with Android's Type 4 Tag read sequence through PN532
+            initiator commands; then endCardEmulation, acquire and relinquish again, invalidate.
+
+            It prints the reader names, the escape control code in use, every state and session
+            event, the terminal's APDUs, the decoded NDEF record, and the transcript of both readers,
+            whose file it names. The credential is a URI tag for https://example.com unless
+            --credential names a credential file. Needs root (or unprivileged user namespaces) for
+            the private pcscd; otherwise it says why and exits 1.
+            """,
+        options: [
+            .value("record", "FILE", "Write the transcript to FILE (default: a new file in /tmp)."),
+            .value("credential", "FILE", "Emulate the credential of this file instead of the built-in URI tag."),
+        ],
+        run: runDemo
+    )
+
+    /// The built-in credential: an NFC Forum Type 4 Tag holding the URI record https://example.com,
+    /// whose capability container and NDEF file are those of iso14443-t4t-ndef.md §4's full URI read.
+    static let demoCredentialJSON = """
+        {
+          "secbridge-credential": 1,
+          "id": "example-uri-tag",
+          "name": "URI tag https://example.com",
+          "emulation": { "uid": "08 00 B0 0B", "atqa": "00 04", "sak": "20" },
+          "applets": [ { "type": "ndef-tag", "readOnly": false, "records": [ { "uri": "https://example.com" } ] } ]
+        }
+        """
+
+    @Sendable static func runDemo(_ invocation: Invocation) throws -> Int32 {
+        guard invocation.arguments.positional.isEmpty else {
+            throw CLIError.usage("demo takes no arguments, got '\(invocation.arguments.positional[0])'")
+        }
+        let credential = try loadCredential(invocation.arguments.value("credential"), fallbackJSON: demoCredentialJSON)
+        let path = invocation.arguments.value("record") ?? "/tmp/secbridge-demo-\(getpid()).trn"
+        let out = invocation.console
+
+        // A private pcscd with the simulated pair; this process talks to it from now on.
+        let entries = SimulatedReaders.readerConfEntries
+        let pcscd: PrivatePCSCD
+        let names: [String]
+        do {
+            pcscd = try PrivatePCSCD(readers: entries)
+            names = try pcscd.start()
+        } catch let error as HarnessError {
+            throw CLIError.failure(
+                "cannot start a private pcscd for the simulated readers: \(error.reason)"
+                    + (error.code == .notPermitted ? "; run as root, or allow unprivileged user namespaces" : ""))
+        }
+        defer { pcscd.stop() }
+        setenv("PCSCLITE_CSOCK_NAME", pcscd.socketPath, 1)
+        let ordered = readerNamesInOrder(names, controls: [("a", SimulatedReaders.controlA), ("b", SimulatedReaders.controlB)])
+        let demo = try DemoRun(
+            emulator: ordered[0], terminal: ordered[1], credential: credential, transcriptPath: path,
+            socket: pcscd.socketPath, console: out)
+        return try awaitResult("the demo", timeout: .seconds(120)) { try await demo.run() }
+    }
+
+    /// A credential from a file, or from built-in JSON.
+    static func loadCredential(_ path: String?, fallbackJSON: String) throws(CLIError) -> Credential {
+        do {
+            let file = try path.map { path throws(CredentialFileError) in try CredentialFile(contentsOfFile: path) }
+                ?? CredentialFile(json: Array(fallbackJSON.utf8))
+            return try file.makeCredential()
+        } catch {
+            throw CLIError.failure("the credential file is not usable: \(error)")
+        }
+    }
+}
+
+/// One run of the demo: the session on reader A, the terminal on reader B, one transcript.
+final class DemoRun: Sendable {
+    let emulator: String
+    let terminal: String
+    let credential: Credential
+    let transcriptPath: String
+    let socket: String
+    let console: any Console
+    let writer: TranscriptWriter
+    let recorder: TranscriptRecorder
+
+    init(emulator: String, terminal: String, credential: Credential, transcriptPath: String, socket: String, console: any Console) throws(CLIError) {
+        self.emulator = emulator
+        self.terminal = terminal
+        self.credential = credential
+        self.transcriptPath = transcriptPath
+        self.socket = socket
+        self.console = console
+        var header = TranscriptHeader(
+            tool: "secbridge \(SecbridgeCLI.version) demo", origin: .simulated, date: utcTimestamp(), reader: emulator,
+            driver: "secbridge simulated ACR122U (libSecbridgeACR122IFD)", firmware: "ACR122U207",
+            transmissionProtocol: .undefined)
+        header["credential"] = credential.id
+        writer = try TranscriptRecording.openWriter(path: transcriptPath, header: header)
+        recorder = TranscriptRecorder(sink: writer)
+    }
+
+    func say(_ line: String) { console.out(line + "\n") }
+
+    /// A DIRECT connection to `reader`, recorded on channel `id`.
+    func directConnection(_ reader: String, id: String) throws -> (channel: any CardChannel, close: @Sendable () -> Void) {
+        let context = try PCSCContext()
+        let handle = try context.connect(to: reader, share: .direct, protocols: .undefined)
+        let channel = RecordingChannel(wrapping: handle, recorder: recorder, channelID: id)
+        return (channel, { try? handle.disconnect(.leave); try? context.release() })
+    }
+
+    /// The escape control code the reader's driver announces (CM_IOCTL_GET_FEATURE_REQUEST, tag 0x13).
+    func escapeControlCode(_ reader: String) throws -> UInt32? {
+        let context = try PCSCContext()
+        let handle = try context.connect(to: reader, share: .direct, protocols: .undefined)
+        defer { try? handle.disconnect(.leave) }
+        return try handle.features().first { $0.tag == PCSCFeature.ccidEscapeCommandTag }?.controlCode
+    }
+
+    func run() async throws -> Int32 {
+        let executorA = BlockingExecutor(name: "demo reader A")
+        let executorB = BlockingExecutor(name: "demo reader B")
+        defer {
+            executorA.shutdown()
+            executorB.shutdown()
+        }
+        say("secbridge demo: a credential session on a simulated ACR122U, read by a second one")
+        say("pcscd: private instance, PCSCLITE_CSOCK_NAME=\(socket)")
+        say("reader A (card emulation): \(emulator)")
+        say("reader B (terminal):       \(terminal)")
+        let emulator = self.emulator
+        let code = try await executorA.run { [self] in try escapeControlCode(emulator) }
+        say("escape control code: " + (code.map { "0x" + String($0, radix: 16, uppercase: true) + " (CM_IOCTL_GET_FEATURE_REQUEST, tag 0x13)" } ?? "none announced"))
+        say("credential: \(credential.displayName) (\(credential.id))")
+        try? recorder.record(.reader([TranscriptAttribute("name", emulator), TranscriptAttribute("role", "card emulation")]), channel: "a")
+        try? recorder.record(.reader([TranscriptAttribute("name", terminal), TranscriptAttribute("role", "terminal")]), channel: "b")
+
+        let backend = await PN532EmulationBackend.open(readerName: emulator, executor: executorA) { [self] in
+            try directConnection(emulator, id: "a")
+        }
+        if case .unsupported(let reason, _) = backend.support {
+            throw CLIError.failure("reader A cannot emulate: \(reason)")
+        }
+        let authorizer = PolicyAuthorizer { [self] request in
+            say("authorization: \(request.prompt) → approved (the demo's policy)")
+            return .approved
+        }
+        let session = try CredentialSession.startSession(
+            CredentialSessionOptions(credentials: [credential], emulationBackend: backend, authorizer: authorizer))
+
+        // Session events, as they come; recorded too.
+        let recorder = self.recorder
+        let events = Task { [self] () -> [String] in
+            var seen: [String] = []
+            for await event in session.eventStream {
+                let text = describe(event)
+                seen.append(text)
+                say("  event: \(text)")
+                switch event {
+                case .apduExchanged(let command, let response):
+                    try? recorder.record(.target(.incoming, TranscriptBytes(command)), channel: "a")
+                    try? recorder.record(.target(.outgoing, TranscriptBytes(response)), channel: "a")
+                case .fieldStateChanged(let info):
+                    try? recorder.recordEvent(info.state == .fieldPresent ? .fieldOn : .fieldOff,
+                                              [TranscriptAttribute("observed", info.observation)], channel: "a")
+                default:
+                    break
+                }
+            }
+            return seen
+        }
+
+        var states: [String] = []
+        func state(_ step: String) async {
+            let now = await session.state
+            states.append("\(step) → \(now)")
+            say("state: \(now)    (after \(step))")
+            try? recorder.recordComment("state \(now) after \(step)")
+        }
+        await state("startSession")
+        let listed = try await session.listCredentials()
+        say("credentials: \(listed.map(\.description).joined(separator: ", "))")
+        try await session.enterWiredMode(using: credential)
+        await state("enterWiredMode(using:)")
+        let assertion = try await session.acquirePresentmentAssertion()
+        say("presentment assertion: \(assertion.state.rawValue)")
+        await assertion.relinquish()
+        say("presentment assertion: \(assertion.state.rawValue) (relinquished)")
+        try await session.performTransaction(using: credential)
+        await state("performTransaction(using:)")
+
+        // Reader B, the terminal: PN532 initiator commands, Android's Type 4 Tag read.
+        say("terminal on reader B: InListPassiveTarget, then Android's Type 4 Tag read")
+        let terminal = self.terminal
+        let readerSession = ReaderSession(readerName: terminal, path: .pn532Initiator, executor: executorB) { [self] in
+            try directConnection(terminal, id: "b")
+        }
+        let (read, exchanges) = try await readerSession.run { transceiver in
+            try await Type4TagReader.read { command in
+                try? recorder.record(.initiator(.outgoing, TranscriptBytes(command)), channel: "b")
+                let response = try await transceiver.transceive(command)
+                try? recorder.record(.initiator(.incoming, TranscriptBytes(response)), channel: "b")
+                return response
+            }
+        }
+        for exchange in exchanges {
+            say("  terminal > \(exchange.command.hexString)")
+            say("  terminal < \(exchange.response.hexString)")
+        }
+        for record in read.message.records {
+            say("NDEF record: \(describe(record))")
+        }
+        try await session.endCardEmulation()
+        await state("endCardEmulation()")
+        let again = try await session.acquirePresentmentAssertion()
+        say("presentment assertion: \(again.state.rawValue)")
+        await again.relinquish()
+        say("presentment assertion: \(again.state.rawValue) (relinquished)")
+        for entry in await session.billingLog {
+            say("billable event \(entry.sequence): credential \(entry.credentialID)")
+        }
+        await session.invalidate()
+        await state("invalidate()")
+        let seen = await events.value
+        try? writer.close()
+
+        say("")
+        say("summary")
+        say("  states: " + states.joined(separator: "; "))
+        say("  events: " + seen.joined(separator: "; "))
+        say("  terminal exchanges: \(exchanges.count), NDEF: \(read.message.records.map(describe).joined(separator: ", "))")
+        say("")
+        say("transcript: \(transcriptPath)")
+        if let text = try? Transcript(contentsOfFile: transcriptPath).serialized() {
+            console.out(text)
+        }
+        return SecbridgeCLI.exitSuccess
+    }
+
+    func describe(_ event: CredentialSessionEvent) -> String {
+        switch event {
+        case .fieldStateChanged(let info): "fieldStateChanged(\(info.state.rawValue): \(info.observation))"
+        case .cardEmulationTimeout: "cardEmulationTimeout"
+        case .presentmentIntentAssertionTimeout: "presentmentIntentAssertionTimeout"
+        case .sessionInvalidated(let reason): "sessionInvalidated(\(reason))"
+        case .connectivityEvent(let event): "connectivityEvent(\(event))"
+        case .credentialFinishedInstalling(let credential): "credentialFinishedInstalling(\(credential.id))"
+        case .apduExchanged(let command, let response): "apduExchanged(\(command.hexString) → \(response.hexString))"
+        }
+    }
+
+    func describe(_ record: NDEFRecord) -> String {
+        if let uri = try? record.uriValue() { return "URI \(uri)" }
+        if let text = try? record.textValue() { return "text \"\(text.text)\" (\(text.language))" }
+        return "TNF \(record.tnf.rawValue), type \(record.type.hexString), \(record.payload.count)-byte payload"
+    }
+}
