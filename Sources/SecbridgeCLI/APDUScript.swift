@@ -24,10 +24,12 @@ struct APDUScript {
     init(parsing text: String, fileName: String) throws(CLIError) {
         var steps: [Step] = []
         var lineNumber = 0
-        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        // CR LF (Windows, scriptor files written there) and lone CR end lines too: "\r\n" is one
+        // Character in Swift, and both are newlines.
+        for rawLine in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline) {
             lineNumber += 1
             var line = Substring(rawLine)
-            if line.hasSuffix("\r") { line = line.dropLast() }
+            if line.first == "\u{FEFF}" { line = line.dropFirst() }  // a byte order mark
             if let hash = line.firstIndex(of: "#") { line = line[..<hash] }
             if let slashes = line.indices.first(where: { line[$0...].hasPrefix("//") }) { line = line[..<slashes] }
             let content = line.trimmingCharacters(in: " \t")
@@ -68,7 +70,7 @@ struct APDUScript {
         do {
             bytes = try readRegularFile(path, limit: Self.maximumFileSize)
         } catch {
-            throw .failure("cannot read the script: \(error.reason)")
+            throw .failure("cannot read the script: \(error.reason.replacingTranscriptWording())")
         }
         guard let text = String(validating: bytes, as: UTF8.self) else {
             throw .failure("\(path) is not UTF-8 text; a script holds one APDU in hex per line")
@@ -83,5 +85,17 @@ extension Substring {
         while let first = slice.first, set.contains(first) { slice = slice.dropFirst() }
         while let last = slice.last, set.contains(last) { slice = slice.dropLast() }
         return String(slice)
+    }
+}
+
+extension String {
+    /// The file reader's messages speak of transcripts; for scripts, say script.
+    func replacingTranscriptWording() -> String {
+        var text = self
+        for (old, new) in [("give the path of a transcript file", "give the path of a script file"),
+                           ("not a transcript this tool reads", "not a script this tool reads")] {
+            if let range = text.firstRange(of: old) { text.replaceSubrange(range, with: new) }
+        }
+        return text
     }
 }

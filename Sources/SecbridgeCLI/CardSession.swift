@@ -39,16 +39,22 @@ final class CardSession {
         let readers: [String]
         let states: [ReaderState]
         do {
-            readers = try context.listReaders()
+            readers = try CallWatchdog.shared.guarding("SCardListReaders") { () throws(PCSCError) in try context.listReaders() }
             states = try readerStates(context, readers)
         } catch {
             throw .failure(describe(error))
         }
         let withCard = Set(states.filter { $0.eventFlags.contains(.present) }.map(\.readerName))
+        if argument == nil && withCard.isEmpty && !readers.isEmpty {
+            let listing = readers.enumerated().map { "  \($0.offset): \($0.element)" }.joined(separator: "\n")
+            throw .failure("no reader has a card; place a card or tag on one of the readers:\n\(listing)")
+        }
         let reader = try selectReader(argument, in: readers, preferring: { withCard.contains($0) })
         let handle: CardHandle
         do {
-            handle = try context.connect(to: reader, share: .shared, protocols: .any)
+            handle = try CallWatchdog.shared.guarding("SCardConnect") { () throws(PCSCError) in
+                try context.connect(to: reader, share: .shared, protocols: .any)
+            }
         } catch where error == .noSmartcard {
             throw .failure("no card in '\(reader)': \(describe(error))")
         } catch {
@@ -57,12 +63,12 @@ final class CardSession {
         let atr = (try? handle.status().atr) ?? []
         let capabilities = (try? ATR(parsing: atr, requireValidChecksum: false))?.cardCapabilities ?? .shortOnly
         let maxInput = try? handle.maxInput()
-        var channel: any CardChannel = handle
+        var channel: any CardChannel = GuardedChannel(handle)
         var finish: () -> Void = {}
         var recorder: TranscriptRecorder?
         if let path {
             let recording = try TranscriptRecording.start(
-                path: path, inner: handle, reader: reader, atr: atr, command: command)
+                path: path, inner: channel, reader: reader, atr: atr, command: command)
             channel = recording.channel
             finish = recording.finish
             recorder = recording.recorder

@@ -14,8 +14,17 @@ public protocol Console: AnyObject, Sendable {
 }
 
 /// The process's standard streams, unbuffered per line so a pipe sees every event as it happens.
-public final class StandardConsole: Console {
+public final class StandardConsole: Console, @unchecked Sendable {
+    private let lock = ConsoleLock()
+    private var failedErrno: Int32?
+
     public init() {}
+
+    /// The error that stopped standard output (e.g. ENOSPC on /dev/full, EPIPE), if any:
+    /// the tool then exits 1 instead of reporting success with output lost.
+    public var outputFailure: String? {
+        lock.withLock { failedErrno.map { String(cString: strerror($0)) + " (errno \($0))" } }
+    }
     public func out(_ text: String) { writeAll(STDOUT_FILENO, text) }
     public func err(_ text: String) { writeAll(STDERR_FILENO, text) }
 
@@ -27,8 +36,10 @@ public final class StandardConsole: Console {
             while offset < buffer.count {
                 let written = write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
                 if written < 0 {
-                    if errno == EINTR { continue }
-                    return  // a closed pipe: nothing more can be shown
+                    let error = errno
+                    if error == EINTR { continue }
+                    if descriptor == STDOUT_FILENO { lock.withLock { if failedErrno == nil { failedErrno = error } } }
+                    return
                 }
                 offset += written
             }

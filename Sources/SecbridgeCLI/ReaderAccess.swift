@@ -4,7 +4,7 @@ import PCSC
 /// Establishes a context, turning failure into an error that says what to do.
 func openContext() throws(CLIError) -> PCSCContext {
     do {
-        return try PCSCContext()
+        return try CallWatchdog.shared.guarding("SCardEstablishContext") { () throws(PCSCError) in try PCSCContext() }
     } catch {
         throw .failure(describe(error))
     }
@@ -54,7 +54,9 @@ func selectReader(
 func readerStates(_ context: PCSCContext, _ readers: [String]) throws(PCSCError) -> [ReaderState] {
     var states = readers.map { ReaderState(readerName: $0) }
     guard !states.isEmpty else { return [] }
-    _ = try context.getStatusChange(&states, timeout: .zero)
+    _ = try CallWatchdog.shared.guarding("SCardGetStatusChange") { () throws(PCSCError) in
+        try context.getStatusChange(&states, timeout: .zero)
+    }
     return states
 }
 

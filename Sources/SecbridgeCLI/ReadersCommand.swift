@@ -31,7 +31,7 @@ extension SecbridgeCLI {
         let readers: [String]
         let states: [ReaderState]
         do {
-            readers = try context.listReaders()
+            readers = try CallWatchdog.shared.guarding("SCardListReaders") { () throws(PCSCError) in try context.listReaders() }
             states = try readerStates(context, readers)
         } catch {
             throw CLIError.failure(describe(error))
@@ -47,7 +47,9 @@ extension SecbridgeCLI {
             if flags.contains(.present) && !flags.contains(.mute) {
                 // Connect shared to learn the protocol; a card held exclusively by another program
                 // is reported as in use rather than failing the listing.
-                if let handle = try? context.connect(to: state.readerName, share: .shared, protocols: .any) {
+                if let handle = try? CallWatchdog.shared.guarding("SCardConnect", { () throws(PCSCError) in
+                    try context.connect(to: state.readerName, share: .shared, protocols: .any)
+                }) {
                     protocolName = handle.transmissionProtocol.rawValue
                     try? handle.disconnect(.leave)
                 } else {

@@ -47,12 +47,39 @@ extension SecbridgeCLI {
         } catch {
             throw CLIError.failure("\(error)")
         }
+        // Every recorded card command must be a well-formed command APDU before anything is sent
+        // (a card may fail on malformed bytes); reader pseudo-APDUs (CLA FF) and control commands
+        // go as recorded.
+        for (index, line) in transcript.lines.enumerated() {
+            guard case .transmit(.outgoing, let bytes)? = line.record?.entry, let command = bytes.bytes,
+                command.first != 0xFF
+            else { continue }
+            do {
+                _ = try CommandAPDU(parsing: command)
+            } catch {
+                throw CLIError.failure("\(path):\(transcript.lineNumber(ofBodyIndex: index)): the recorded command is not a valid APDU (\(error.reason)); nothing was sent")
+            }
+        }
+        if transcript.lines.allSatisfy({ line in
+            switch line.record?.entry {
+            case .transmit(.outgoing, _)?, .control(_, .outgoing, _)?: false
+            default: true
+            }
+        }) {
+            throw CLIError.failure("\(path) records no commands to replay (no `>` or `ctl … >` lines)")
+        }
         let context = try openContext()
         let readers: [String]
         do { readers = try context.listReaders() } catch { throw CLIError.failure(describe(error)) }
         let direct = transcript.header.transmissionProtocol == .undefined
         var argument = invocation.arguments.value("reader")
-        if argument == nil, let recorded = transcript.header.reader, readers.contains(recorded) { argument = recorded }
+        if argument == nil, let recorded = transcript.header.reader {
+            if readers.contains(recorded) {
+                argument = recorded
+            } else {
+                invocation.console.err("secbridge: note: the recorded reader '\(recorded)' is not connected; replaying on another\n")
+            }
+        }
         var channel: any CardChannel
         let reader: String
         var finishRecording: () -> Void = {}

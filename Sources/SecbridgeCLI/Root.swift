@@ -12,6 +12,15 @@ public enum SecbridgeCLI {
 
     /// Runs the tool with `arguments` (without the program name) and returns the exit status.
     public static func main(arguments: [String], console: any Console = StandardConsole()) -> Int32 {
+        let status = dispatch(arguments: arguments, console: console)
+        if let failure = (console as? StandardConsole)?.outputFailure {
+            console.err("secbridge: error: cannot write standard output: \(failure)\n")
+            return exitFailure
+        }
+        return status
+    }
+
+    static func dispatch(arguments: [String], console: any Console) -> Int32 {
         var path: [String] = []
         var command = root
         var remaining = arguments[...]
@@ -85,5 +94,5 @@ public enum SecbridgeCLI {
     )
 
     /// Commands registered by later layers (monitor, run, replay, …).
-    static var laterCommands: [Command] { [monitorCommand, runCommand, replayCommand, simulateCommand, demoCommand] }
+    static var laterCommands: [Command] { [monitorCommand, runCommand, replayCommand, simulateCommand, credentialsCommand, emulateCommand, readCommand, demoCommand] }
 }

@@ -45,6 +45,24 @@ extension SecbridgeCLI {
         defer { session.close() }
         var results: [JSONValue] = []
         var status = exitSuccess
+        do {
+            try runSteps(script, path: path, session: session, invocation: invocation, results: &results, status: &status)
+        } catch let error as CLIError {
+            // The exchanges done so far are shown (and recorded) before the failure.
+            if invocation.json {
+                results.append(.object([("error", .string(error.message))]))
+                invocation.out(JSONValue.array(results).prettySerialized())
+            }
+            throw error
+        }
+        if invocation.json { invocation.out(JSONValue.array(results).prettySerialized()) }
+        return status
+    }
+
+    static func runSteps(
+        _ script: APDUScript, path: String, session: CardSession, invocation: Invocation,
+        results: inout [JSONValue], status: inout Int32
+    ) throws {
         steps: for step in script.steps {
             switch step {
             case .reset(let line):
@@ -96,7 +114,5 @@ extension SecbridgeCLI {
                 }
             }
         }
-        if invocation.json { invocation.out(JSONValue.array(results).prettySerialized()) }
-        return status
     }
 }

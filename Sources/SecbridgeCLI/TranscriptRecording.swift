@@ -22,7 +22,9 @@ struct TranscriptRecording {
 
     static func openWriter(path: String, header: TranscriptHeader) throws(CLIError) -> TranscriptWriter {
         do {
-            return try TranscriptWriter(creatingFileAt: path, header: header, replacingExisting: true)
+            // An existing file is never replaced: it may be a recording (or the very script or
+            // transcript the command reads), and nothing recorded is ever lost.
+            return try TranscriptWriter(creatingFileAt: path, header: header, replacingExisting: false)
         } catch {
             throw .failure("cannot record to '\(path)': \(error.reason)")
         }

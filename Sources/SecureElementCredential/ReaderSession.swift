@@ -59,7 +59,13 @@ public final class ReaderSession: Sendable {
         // @unchecked: used only from the transaction closure, whose calls hop to the executor.
         fileprivate let send: @Sendable ([UInt8]) async throws -> [UInt8]
         public private(set) var exchanges: [ReaderExchange] = []
-        fileprivate init(send: @escaping @Sendable ([UInt8]) async throws -> [UInt8]) { self.send = send }
+        /// The target InListPassiveTarget found (UID, ATQA, SAK, ATS) on the `.pn532Initiator`
+        /// path; nil on the `.pcsc` path, where the reader polled by itself.
+        public let target: ISO14443ATarget?
+        fileprivate init(target: ISO14443ATarget?, send: @escaping @Sendable ([UInt8]) async throws -> [UInt8]) {
+            self.target = target
+            self.send = send
+        }
 
         /// Sends one C-APDU and returns the R-APDU (SW1 SW2 included); the exchange is recorded.
         public func transceive(_ command: [UInt8]) async throws -> [UInt8] {
@@ -90,9 +96,10 @@ public final class ReaderSession: Sendable {
                     let pn532 = PN532(link: link)
                     box.pn532 = pn532
                     try link.setPICCOperatingParameter([])
-                    guard try pn532.pollISO14443A() != nil else {
+                    guard let target = try pn532.pollISO14443A() else {
                         throw CredentialSessionError(.instanceDoesNotExist, "no ISO 14443-A card answered InListPassiveTarget on \(name)")
                     }
+                    box.target = target
                 }
             }
         } catch {
@@ -100,7 +107,7 @@ public final class ReaderSession: Sendable {
             throw CredentialSessionError.wrapping(error, as: .instanceDoesNotExist, "opening \(name) failed")
         }
         let executor = self.executor
-        let transceiver = Transceiver { command in
+        let transceiver = Transceiver(target: box.target) { command in
             try await executor.run {
                 if let pn532 = box.pn532 { return try pn532.exchangeAPDU(command) }
                 guard let channel = box.channel else { throw CredentialSessionError(.internalError, "no channel") }
@@ -143,5 +150,6 @@ final class PN532SessionBox: @unchecked Sendable {
     // @unchecked: every field is used only inside jobs of one BlockingExecutor.
     var channel: (any CardChannel)?
     var pn532: PN532?
+    var target: ISO14443ATarget?
     var close: (@Sendable () -> Void)?
 }

@@ -1,0 +1,409 @@
+import ISO7816
+import PCSC
+import PN53x
+import SecureElementCredential
+import Transcript
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension SecbridgeCLI {
+    // MARK: credentials
+
+    static let credentialsCommand = Command(
+        name: "credentials",
+        abstract: "List the credentials a session knows, from credential files.",
+        usage: "[--json] [FILE…]",
+        discussion: """
+            Loads each credential file (JSON; the format is in the README) into a session and lists
+            what `listCredentials()` returns: id, name, how the emulated card presents itself, and
+            the secure element (host applets with their AIDs, or a PC/SC card). Without files, the
+            built-in example (a URI tag for https://example.com) is listed.
+
+            Example:
+              $ secbridge credentials Fixtures/credentials/access-badge.json
+            """,
+        options: [.flag("json", "Print a JSON array of {id, name, emulation, secureElement}.")],
+        run: runCredentials
+    )
+
+    @Sendable static func runCredentials(_ invocation: Invocation) throws -> Int32 {
+        var files: [(String, CredentialFile)] = []
+        if invocation.arguments.positional.isEmpty {
+            do {
+                files.append(("built-in", try CredentialFile(json: Array(demoCredentialJSON.utf8))))
+            } catch {
+                throw CLIError.failure("the built-in credential is broken: \(error)")
+            }
+        }
+        for path in invocation.arguments.positional {
+            do {
+                let file = try CredentialFile(contentsOfFile: path)
+                _ = try file.makeCredential()  // checks transcripts and NDEF sizes too
+                files.append((path, file))
+            } catch {
+                throw CLIError.failure("\(path): \(error)")
+            }
+        }
+        let credentials = try files.map { (_, file) throws(CLIError) -> Credential in
+            do { return try file.makeCredential() } catch { throw CLIError.failure("\(error)") }
+        }
+        // One session lists them, as `listCredentials()` would for an app.
+        let listed = try awaitResult("listing credentials", timeout: .seconds(10)) {
+            let session = try CredentialSession.startSession(CredentialSessionOptions(credentials: credentials, authorizer: PolicyAuthorizer.declineAll))
+            defer { Task { await session.invalidate() } }
+            return try await session.listCredentials()
+        }
+        var entries: [JSONValue] = []
+        for credential in listed {
+            guard let (source, file) = files.first(where: { $0.1.id == credential.id }) else { continue }
+            let emulation = file.emulation
+            let element = describeSecureElement(file.secureElement)
+            if invocation.json {
+                entries.append(.object([
+                    ("id", .string(file.id)), ("name", .string(file.name)), ("source", .string(source)),
+                    ("emulation", .object([
+                        ("uid", .hex(emulation.uid.bytes)), ("atqa", .hex([UInt8(emulation.atqa.rawValue >> 8), UInt8(emulation.atqa.rawValue & 0xFF)])),
+                        ("sak", .hex([emulation.sak])), ("historicalBytes", .hex(emulation.historicalBytes)),
+                    ])),
+                    ("secureElement", .array(element.map { .string($0) })),
+                ]))
+            } else {
+                invocation.out("\(file.id): \(file.name)   (\(source))")
+                invocation.out("  emulation: UID \(emulation.uid.bytes.hexString), ATQA \([UInt8(emulation.atqa.rawValue >> 8), UInt8(emulation.atqa.rawValue & 0xFF)].hexString), SAK \([emulation.sak].hexString), historical bytes \(emulation.historicalBytes.isEmpty ? "none" : emulation.historicalBytes.hexString)")
+                for line in element { invocation.out("  " + line) }
+            }
+        }
+        if invocation.json { invocation.out(JSONValue.array(entries).prettySerialized()) }
+        return exitSuccess
+    }
+
+    static func describeSecureElement(_ element: CredentialFile.SecureElementSpec) -> [String] {
+        switch element {
+        case .pcscCard(let reader, let resolve):
+            return ["secure element: the card in PC/SC reader \"\(reader)\" (relay\(resolve ? ", 61xx/6Cxx resolved locally" : ", status words passed through"))"]
+        case .applets(let applets):
+            return applets.map { applet in
+                switch applet {
+                case .ndefTag(let name, let message, let readOnly, _):
+                    return "applet \(name): NFC Forum Type 4 Tag, AID D2 76 00 00 85 01 01, \(message?.records.count ?? 0) NDEF record(s), \(readOnly ? "read-only" : "read/write")"
+                case .declarative(let name, let aids, _, let rules, _):
+                    return "applet \(name): declarative, AIDs \(aids.map(\.description).joined(separator: ", ")), \(rules.count) rule(s)"
+                case .transcript(let name, let file, let aids, _):
+                    return "applet \(name ?? file): answers from transcript \(file)" + (aids.isEmpty ? "" : ", AIDs \(aids.map(\.description).joined(separator: ", "))")
+                }
+            }
+        }
+    }
+
+    // MARK: emulate
+
+    static let emulateCommand = Command(
+        name: "emulate",
+        abstract: "Present a credential to a terminal: card emulation on an ACR122U.",
+        usage: "--credential FILE [--reader NAME|INDEX] [--yes] [--keep] [--record FILE]",
+        discussion: """
+            Runs the client sequence of a credential session on an ACR122-class reader: wired mode,
+            a presentment assertion, the authorization prompt (or --yes), then performTransaction:
+            the PN532 in target mode presents the credential until the terminal is done (it reads
+            and releases the target), or the 60-second card emulation window ends, or Ctrl-C. With
+            --keep, emulation continues for further terminals until the window ends. The reader's
+            settings (PICC polling, RF field) are restored at the end, also after Ctrl-C or errors.
+
+            Readers that cannot emulate (not ACR122-class, the ACR1252U family, escape commands not
+            enabled in the CCID driver) fail with the reason and what to do. Exit status 0 when a
+            terminal exchanged APDUs, 1 otherwise.
+            """,
+        options: [
+            .value("credential", "FILE", "The credential file to present (required)."),
+            .value("reader", short: "r", "NAME|INDEX", "The ACR122U: an index from `secbridge readers` or part of its name."),
+            .flag("yes", "Approve the transaction without asking."),
+            .flag("keep", "Serve terminals until the 60-second window ends, not only the first."),
+            .value("record", "FILE", "Record the reader's exchanges and the terminal's APDUs to a transcript FILE."),
+        ],
+        run: runEmulate
+    )
+
+    @Sendable static func runEmulate(_ invocation: Invocation) throws -> Int32 {
+        guard invocation.arguments.positional.isEmpty else {
+            throw CLIError.usage("emulate takes no arguments, got '\(invocation.arguments.positional[0])'")
+        }
+        guard let path = invocation.arguments.value("credential") else {
+            throw CLIError.usage("give the credential to present with --credential FILE")
+        }
+        let credential = try loadCredential(path, fallbackJSON: "")
+        let context = try openContext()
+        let readers: [String]
+        do { readers = try context.listReaders() } catch { throw CLIError.failure(describe(error)) }
+        let reader = try selectReader(
+            invocation.arguments.value("reader"), in: readers,
+            preferring: { ACR122Detection.nameSuggestsACR122($0) })
+        let recording = try invocation.arguments.value("record").map { path throws(CLIError) in
+            try TranscriptRecording.openWriter(
+                path: path,
+                header: TranscriptRecording.header(reader: reader, atr: nil, transmissionProtocol: .undefined, command: "emulate"))
+        }
+        let recorder = recording.map { TranscriptRecorder(sink: $0) }
+        defer { try? recording?.close() }
+        let console = invocation.console
+        let approve = invocation.arguments.has("yes")
+        let keep = invocation.arguments.has("keep")
+        installInterruptHandler()
+        let served = try awaitResult("card emulation", timeout: .seconds(180)) {
+            try await emulate(
+                credential: credential, reader: reader, recorder: recorder, approve: approve, keep: keep, console: console)
+        }
+        return served > 0 ? exitSuccess : exitFailure
+    }
+
+    /// The emulate sequence; returns how many C-APDUs terminals sent.
+    static func emulate(
+        credential: Credential, reader: String, recorder: TranscriptRecorder?, approve: Bool, keep: Bool,
+        console: any Console
+    ) async throws -> Int {
+        @Sendable func say(_ line: String) { console.out(line + "\n") }
+        let executor = BlockingExecutor(name: "emulate")
+        let prompter = BlockingExecutor(name: "authorization prompt")
+        defer {
+            executor.shutdown()
+            prompter.shutdown()
+        }
+        let backend = await PN532EmulationBackend.open(readerName: reader, executor: executor) {
+            let context = try PCSCContext()
+            let handle = try context.connect(to: reader, share: .direct, protocols: .undefined)
+            let channel: any CardChannel = recorder.map { RecordingChannel(wrapping: handle, recorder: $0) } ?? handle
+            return (channel, { try? handle.disconnect(.leave); try? context.release() })
+        }
+        if case .unsupported(let reason, _) = backend.support {
+            throw CLIError.failure("\(reader) cannot emulate a card: \(reason)")
+        }
+        let authorizer = PolicyAuthorizer { request in
+            if approve {
+                say("authorization: \(request.prompt) → approved (--yes)")
+                return .approved
+            }
+            console.out("\(request.prompt) [y/N] ")
+            let answer = try? await prompter.run { console.readLine() }
+            switch answer?.lowercased() {
+            case "y", "yes": return .approved
+            case nil:
+                say("\nno answer on standard input: declined (use --yes to approve without asking)")
+                return .declined
+            default: return .declined
+            }
+        }
+        let session: CredentialSession
+        do {
+            session = try CredentialSession.startSession(
+                CredentialSessionOptions(credentials: [credential], emulationBackend: backend, authorizer: authorizer))
+        } catch {
+            throw CLIError.failure("\(error)")
+        }
+        let done = ResultBox<Bool>()
+        let events = Task { () -> Int in
+            var commands = 0
+            var activeAfterCommands = false
+            for await event in session.eventStream {
+                switch event {
+                case .apduExchanged(let command, let response):
+                    commands += 1
+                    activeAfterCommands = true
+                    say("  terminal > \(command.hexString)")
+                    say("  host     < \(response.hexString)")
+                    try? recorder?.record(.target(.incoming, TranscriptBytes(command)))
+                    try? recorder?.record(.target(.outgoing, TranscriptBytes(response)))
+                case .fieldStateChanged(let info):
+                    say("event: fieldStateChanged(\(info.state.rawValue): \(info.observation))")
+                    try? recorder?.recordEvent(info.state == .fieldPresent ? .fieldOn : .fieldOff, [TranscriptAttribute("observed", info.observation)])
+                    if info.state == .fieldAbsent && activeAfterCommands && !keep {
+                        done.lock.withLock { done.result = .success(true) }
+                    }
+                case .cardEmulationTimeout:
+                    say("event: cardEmulationTimeout (the 60-second window ended)")
+                    done.lock.withLock { done.result = .success(false) }
+                default:
+                    say("event: \(event)")
+                }
+            }
+            return commands
+        }
+        do {
+            try await session.enterWiredMode(using: credential)
+            say("state: \(await session.state)")
+            let assertion = try await session.acquirePresentmentAssertion()
+            say("presentment assertion: \(assertion.state.rawValue)")
+            await assertion.relinquish()
+            try await session.performTransaction(using: credential)
+            say("state: \(await session.state) on \(reader): present the reader to the terminal (Ctrl-C stops)")
+            // Wait (bounded by the session's own 60 s window) for the terminal, the window, or Ctrl-C.
+            while done.lock.withLock({ done.result }) == nil && !interrupted() {
+                if case .cardEmulation = await session.state {} else { break }
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+            if case .cardEmulation = await session.state {
+                if interrupted() { say("interrupted: ending card emulation (within one MCU timeout)") }
+                try await session.endCardEmulation()
+            }
+            say("state: \(await session.state)")
+        } catch {
+            await session.invalidate()
+            _ = await events.value
+            throw CLIError.failure("\(error)")
+        }
+        await session.invalidate()
+        return await events.value
+    }
+
+    // MARK: read
+
+    static let readCommand = Command(
+        name: "read",
+        abstract: "A reader session: read the presented card's UID and ATS, SELECT an AID, or read its NDEF message.",
+        usage: "[--reader NAME|INDEX] [--pn532] [--aid HEX] [--json] [--record FILE]",
+        discussion: """
+            The host acts as the terminal. By default the reader's own polling finds the card
+            (a PC/SC connection); with --pn532 an ACR122U is driven with PN532 initiator commands
+            (automatic polling off, InListPassiveTarget, InDataExchange; settings restored after).
+
+            Without --aid, the card is read as an NFC Forum Type 4 Tag with Android's sequence and its
+            NDEF message decoded. With --aid, that application is selected and the answer shown.
+            The UID and ATS come from the ACR122U's Get Data pseudo-APDUs (FF CA 00/01 00 00) on
+            the PC/SC path, from InListPassiveTarget on the PN532 path.
+
+            Example:
+              $ secbridge read --reader acr122
+              UID 08 00 B0 0B  ATS 05 75 33 92 03
+              NDEF record 1: URI https://example.com
+            """,
+        options: [
+            .value("reader", short: "r", "NAME|INDEX", "The reader: an index from `secbridge readers` or part of its name."),
+            .flag("pn532", "Use PN532 initiator commands (ACR122U, no card needed at connect time)."),
+            .value("aid", "HEX", "SELECT this application instead of reading NDEF."),
+            .flag("json", "Print a JSON object {reader, uid, ats, exchanges, ndef}."),
+            .value("record", "FILE", "Record the exchanges to a transcript FILE."),
+        ],
+        run: runRead
+    )
+
+    @Sendable static func runRead(_ invocation: Invocation) throws -> Int32 {
+        guard invocation.arguments.positional.isEmpty else {
+            throw CLIError.usage("read takes no arguments, got '\(invocation.arguments.positional[0])'")
+        }
+        let aid = try invocation.arguments.value("aid").map { text throws(CLIError) -> AID in
+            do throws(ISO7816Error) { return try AID(hex: text) } catch { throw CLIError.usage("--aid is not an AID (5 to 16 bytes of hex): \(error.reason)") }
+        }
+        let usePN532 = invocation.arguments.has("pn532")
+        let context = try openContext()
+        let readers: [String]
+        let states: [ReaderState]
+        do {
+            readers = try context.listReaders()
+            states = try readerStates(context, readers)
+        } catch {
+            throw CLIError.failure(describe(error))
+        }
+        let withCard = Set(states.filter { $0.eventFlags.contains(.present) }.map(\.readerName))
+        let reader = try selectReader(
+            invocation.arguments.value("reader"), in: readers,
+            preferring: usePN532 ? { ACR122Detection.nameSuggestsACR122($0) } : { withCard.contains($0) })
+        if !usePN532 && !withCard.contains(reader) {
+            throw CLIError.failure("no card in '\(reader)': place a card or phone on the reader\(ACR122Detection.nameSuggestsACR122(reader) ? ", or use --pn532 to poll with PN532 commands" : "")")
+        }
+        let writer = try invocation.arguments.value("record").map { path throws(CLIError) in
+            try TranscriptRecording.openWriter(
+                path: path,
+                header: TranscriptRecording.header(reader: reader, atr: nil, transmissionProtocol: usePN532 ? .undefined : nil, command: "read"))
+        }
+        defer { try? writer?.close() }
+        let recorder = writer.map { TranscriptRecorder(sink: $0) }
+        let session = ReaderSession(readerName: reader, path: usePN532 ? .pn532Initiator : .pcsc) {
+            let context = try PCSCContext()
+            let handle = usePN532
+                ? try context.connect(to: reader, share: .direct, protocols: .undefined)
+                : try context.connect(to: reader, share: .shared, protocols: .any)
+            let channel: any CardChannel = recorder.map { RecordingChannel(wrapping: handle, recorder: $0) } ?? handle
+            return (channel, { try? handle.disconnect(.leave); try? context.release() })
+        }
+        struct Outcome: Sendable {
+            var uid: [UInt8]?
+            var ats: [UInt8]?
+            var selectResponse: [UInt8]?
+            var tag: Type4TagReader.Result?
+            var tagError: String?
+        }
+        let isACR122 = ACR122Detection.nameSuggestsACR122(reader)
+        let (outcome, exchanges) = try awaitResult("the reader session", timeout: .seconds(60)) {
+            try await session.run { transceiver -> Outcome in
+                var outcome = Outcome()
+                if let target = transceiver.target {
+                    outcome.uid = target.uid
+                    outcome.ats = target.ats
+                } else if isACR122 {
+                    // PC/SC part 3 Get Data through the ACR122U (ACR122U API v2.04 §4): UID, then ATS.
+                    let uid = try await transceiver.transceive([0xFF, 0xCA, 0x00, 0x00, 0x00])
+                    if uid.count > 2, uid.suffix(2) == [0x90, 0x00] { outcome.uid = Array(uid.dropLast(2)) }
+                    let ats = try await transceiver.transceive([0xFF, 0xCA, 0x01, 0x00, 0x00])
+                    if ats.count > 2, ats.suffix(2) == [0x90, 0x00] { outcome.ats = Array(ats.dropLast(2)) }
+                }
+                if let aid {
+                    outcome.selectResponse = try await transceiver.transceive(CommandAPDU.select(aid: aid).serialized())
+                } else {
+                    do {
+                        outcome.tag = try await Type4TagReader.read { try await transceiver.transceive($0) }
+                    } catch let error as Type4TagReader.ReadError {
+                        outcome.tagError = error.description
+                    }
+                }
+                return outcome
+            }
+        }
+        if invocation.json {
+            var members: [(String, JSONValue)] = [
+                ("reader", .string(reader)), ("uid", outcome.uid.map { .hex($0) } ?? .null),
+                ("ats", outcome.ats.map { .hex($0) } ?? .null),
+                ("exchanges", .array(exchanges.map { JSONValue.object([("command", JSONValue.hex($0.command)), ("response", JSONValue.hex($0.response))]) })),
+            ]
+            if let response = outcome.selectResponse { members.append(("select", .hex(response))) }
+            if let tag = outcome.tag {
+                members.append(("ndef", .array(tag.message.records.map { record in
+                    var fields: [(String, JSONValue)] = [("tnf", .int(Int(record.tnf.rawValue))), ("type", .hex(record.type)), ("payload", .hex(record.payload))]
+                    if let uri = try? record.uriValue() { fields.append(("uri", .string(uri))) }
+                    if let text = try? record.textValue() { fields.append(("text", .string(text.text))); fields.append(("language", .string(text.language))) }
+                    return .object(fields)
+                })))
+            }
+            if let error = outcome.tagError { members.append(("error", .string(error))) }
+            invocation.out(JSONValue.object(members).prettySerialized())
+        } else {
+            invocation.out("reader: \(reader)")
+            var identity: [String] = []
+            if let uid = outcome.uid { identity.append("UID \(uid.hexString)") }
+            if let ats = outcome.ats { identity.append("ATS \(ats.isEmpty ? "none" : ats.hexString)") }
+            if !identity.isEmpty { invocation.out(identity.joined(separator: "  ")) }
+            for exchange in exchanges {
+                invocation.out("> \(exchange.command.hexString)")
+                invocation.out("< \(exchange.response.hexString)")
+            }
+            if let response = outcome.selectResponse, let parsed = try? ResponseAPDU(parsing: response) {
+                invocation.out("SELECT \(aid!.bytes.hexString): SW \(parsed.statusWord.bytes.hexString) (\(parsed.statusWord.meaning))")
+            }
+            if let tag = outcome.tag {
+                for (index, record) in tag.message.records.enumerated() {
+                    invocation.out("NDEF record \(index + 1): \(describeRecord(record))")
+                }
+                if tag.message.records.isEmpty { invocation.out("NDEF: the tag holds an empty message") }
+            }
+        }
+        if let error = outcome.tagError {
+            throw CLIError.failure("not readable as an NFC Forum Type 4 Tag: \(error)")
+        }
+        return exitSuccess
+    }
+
+    static func describeRecord(_ record: NDEFRecord) -> String {
+        if let uri = try? record.uriValue() { return "URI \(uri)" }
+        if let text = try? record.textValue() { return "text \"\(text.text)\" (\(text.language))" }
+        return "TNF \(record.tnf.rawValue), type \(record.type.hexString), payload \(record.payload.hexString)"
+    }
+}

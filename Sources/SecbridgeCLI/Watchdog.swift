@@ -1,0 +1,88 @@
+import ISO7816
+import PCSC
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Bounds every blocking PC/SC call the `secbridge` binary makes.
+///
+/// pcsc-lite's calls have no timeout of their own: a pcscd that accepts the connection but never
+/// answers, or a card that stops answering inside SCardTransmit, would block the tool for ever.
+/// The binary enables this watchdog (`SecbridgeCLI.enableCallWatchdog`); commands arm it around
+/// each blocking call, and when a call outlives the bound the watchdog prints what was blocked and
+/// what to do, and ends the process with exit status 1. Transcripts lose nothing: each command
+/// line is written before its call. In tests (the CLI in-process) it stays disabled.
+final class CallWatchdog: @unchecked Sendable {
+    static let shared = CallWatchdog()
+
+    private let lock = ConsoleLock()
+    private var bound: Duration?
+    private var armed: (label: String, deadline: ContinuousClock.Instant)?
+    private var started = false
+    private var output: (any Console)?
+
+    /// Turns the watchdog on with `bound` per call.
+    func enable(bound: Duration, console: any Console) {
+        let start = lock.withLock { () -> Bool in
+            self.bound = bound
+            self.output = console
+            defer { started = true }
+            return !started
+        }
+        guard start else { return }
+        var thread = pthread_t()
+        let box = Unmanaged.passRetained(self).toOpaque()
+        pthread_create(&thread, nil, { argument in
+            let watchdog = Unmanaged<CallWatchdog>.fromOpaque(argument!).takeRetainedValue()
+            watchdog.watch()
+            return nil
+        }, box)
+        pthread_detach(thread)
+    }
+
+    /// Runs `body` (a blocking call) with the watchdog armed for `label`.
+    func guarding<T, E: Error>(_ label: String, _ body: () throws(E) -> T) throws(E) -> T {
+        lock.withLock {
+            if let bound { armed = (label, ContinuousClock.now + bound) }
+        }
+        defer { lock.withLock { armed = nil } }
+        return try body()
+    }
+
+    private func watch() {
+        while true {
+            sleepMilliseconds(100)
+            let expired = lock.withLock { () -> (String, Duration)? in
+                guard let armed, let bound, ContinuousClock.now > armed.deadline else { return nil }
+                return (armed.label, bound)
+            }
+            if let (label, bound) = expired {
+                let seconds = bound.components.seconds
+                output?.err("secbridge: error: \(label) did not return within \(seconds) s: pcscd or the card stopped answering; check `systemctl status pcscd` (or the PCSCLITE_CSOCK_NAME socket), then remove and replace the card\n")
+                _exit(1)
+            }
+        }
+    }
+}
+
+extension SecbridgeCLI {
+    /// Bounds each blocking PC/SC call of the commands (see ``CallWatchdog``); the binary calls it.
+    /// 40 s covers libccid's 30 s escape timeout plus the ACR122U's 5-second MCU steps.
+    public static func enableCallWatchdog(bound: Duration = .seconds(40), console: any Console = StandardConsole()) {
+        CallWatchdog.shared.enable(bound: bound, console: console)
+    }
+}
+
+/// A channel whose every call is guarded by the ``CallWatchdog``.
+final class GuardedChannel: CardChannel {
+    let inner: any CardChannel
+    init(_ inner: any CardChannel) { self.inner = inner }
+    var transmissionProtocol: TransmissionProtocol { inner.transmissionProtocol }
+    func transmit(_ command: [UInt8]) throws -> [UInt8] {
+        try CallWatchdog.shared.guarding("SCardTransmit") { try inner.transmit(command) }
+    }
+    func control(code: UInt32, _ command: [UInt8]) throws -> [UInt8] {
+        try CallWatchdog.shared.guarding("SCardControl") { try inner.control(code: code, command) }
+    }
+}
