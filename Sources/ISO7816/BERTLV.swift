@@ -234,6 +234,11 @@ public struct BERTLV: Sendable, Hashable {
                         "the tag starting at byte \(base + objectStart) announces another tag byte; the input ended")
                 }
                 let b = bytes[cursor]
+                // ISO/IEC 7816-4 §5.2.2.1 also calls 00…1E invalid here (those numbers fit the
+                // one-byte form), but EMV defines and cards send exactly such tags (9F02 amount,
+                // 9F1A terminal country code, 9F1E IFD serial number): they are accepted on purpose,
+                // for the payment-style applets this tool is used with. 80 (a padding bit pattern)
+                // is refused.
                 if subsequent == 0 && b == 0x80 {
                     throw ISO7816Error(
                         .invalidTag, offset: base + cursor,

@@ -93,10 +93,7 @@ final class ReaderContext: Sendable {
     /// IFDStatusICC: true present, false absent; a driver failure is SCARD_E_NOT_TRANSACTED
     /// (IFD_NO_SUCH_DEVICE: SCARD_E_READER_UNAVAILABLE).
     private func statusICC() throws(PCSCError) -> Bool {
-        let result = DriverCalls.presence(lun: lun)
-        if result == IFDCode.success || result == IFDCode.iccPresent { return true }
-        if result == IFDCode.iccNotPresent { return false }
-        throw result == IFDCode.noSuchDevice ? .readerUnavailable : .notTransacted
+        try IFDResultMapping.presence(DriverCalls.presence(lun: lun)).get()
     }
 
     /// IFDPowerICC: asks for presence first (absent: SCARD_W_REMOVED_CARD, the driver is not
@@ -104,9 +101,7 @@ final class ReaderContext: Sendable {
     private func powerICC(_ action: Int32) throws(PCSCError) -> [UInt8] {
         guard try statusICC() else { throw .removedCard }
         let (result, atr) = DriverCalls.power(lun: lun, action: action)
-        guard result == IFDCode.success else {
-            throw result == IFDCode.noSuchDevice ? .readerUnavailable : .notTransacted
-        }
+        if let error = IFDResultMapping.power(result) { throw error }
         return atr
     }
 
@@ -453,17 +448,15 @@ final class ReaderContext: Sendable {
             }
         }
         let (result, answer) = withDriver { DriverCalls.transmit(lun: lun, headerProtocol: headerProtocol, command) }
-        if result == IFDCode.success { return answer }
-        if result == IFDCode.noSuchDevice { throw .readerUnavailable }
-        if result == IFDCode.iccNotPresent {
+        guard let error = IFDResultMapping.transmit(result) else { return answer }
+        if error == .noSmartcard {
             record.withLock { record in
                 record.atr = []
                 record.cardProtocol = 0
                 record.flags = .absent
             }
-            throw .noSmartcard
         }
-        throw .notTransacted
+        throw error
     }
 
     // MARK: SCardControl
@@ -480,11 +473,8 @@ final class ReaderContext: Sendable {
             try checkSharing(id, in: record)
         }
         let (result, answer) = withDriver { DriverCalls.control(lun: lun, code: code, command) }
-        if result == IFDCode.success { return answer }
-        if result == IFDCode.noSuchDevice { throw .readerUnavailable }
-        if result == IFDCode.errorNotSupported || result == IFDCode.notSupported { throw .unsupportedFeature }
-        if result == IFDCode.insufficientBuffer { throw .insufficientBuffer }
-        throw .notTransacted
+        if let error = IFDResultMapping.control(result) { throw error }
+        return answer
     }
 
     // MARK: SCardGetAttrib
@@ -501,19 +491,13 @@ final class ReaderContext: Sendable {
             try checkEvent(id, in: record)
         }
         let (result, value) = withDriver { DriverCalls.capability(lun: lun, tag: tag) }
-        switch result {
-        case IFDCode.success:
-            return value
-        case IFDCode.errorTag:
-            guard tag == Self.deviceFriendlyName || tag == Self.deviceSystemName else { throw .unsupportedFeature }
+        if result == IFDCode.errorTag && (tag == Self.deviceFriendlyName || tag == Self.deviceSystemName) {
             let bytes = Array(name.utf8) + [0]
             guard bytes.count <= DriverCalls.attributeBufferSize else { throw .insufficientBuffer }
             return bytes
-        case IFDCode.insufficientBuffer:
-            throw .insufficientBuffer
-        default:
-            throw .notTransacted
         }
+        if let error = IFDResultMapping.attribute(result) { throw error }
+        return value
     }
 
     // MARK: Reader state

@@ -123,7 +123,10 @@ extension SecbridgeCLI {
             if let historical {
                 members.append(("categoryIndicator", historical.categoryIndicator.map { .hex([$0]) } ?? .null))
                 members.append(("compactTLV", .array(historical.objects.map {
-                    .object([("tag", .hex([$0.tag])), ("value", .hex($0.value))])
+                    .object([
+                        ("tag", .hex([$0.tagLengthByte])), ("value", .hex($0.value)),
+                        ("meaning", .string(describeCompactTLV($0))),
+                    ])
                 })))
             }
             if let storage {
@@ -148,7 +151,7 @@ extension SecbridgeCLI {
             invocation.out("historical bytes: " + (atr.historicalBytes.isEmpty ? "none" : atr.historicalBytes.hexString))
             if let historical {
                 for object in historical.objects {
-                    invocation.out("  compact-TLV \([object.tag].hexString): \(object.value.hexString)")
+                    invocation.out("  compact-TLV \([object.tagLengthByte].hexString): " + describeCompactTLV(object))
                 }
             }
             if let storage {
@@ -161,6 +164,35 @@ extension SecbridgeCLI {
             }
         }
         return exitSuccess
+    }
+
+    /// One COMPACT-TLV object of the historical bytes in words (ISO/IEC 7816-4 §8.1.1.2).
+    static func describeCompactTLV(_ object: CompactTLV) -> String {
+        let names: [UInt8: String] = [
+            0x1: "country code", 0x2: "issuer identification number", 0x3: "card service data",
+            0x4: "initial access data", 0x5: "card issuer's data", 0x6: "pre-issuing data",
+            0x7: "card capabilities", 0x8: "status indicator", 0xF: "application identifier",
+        ]
+        var text = (names[object.tag] ?? "tag \(object.tag)") + (object.value.isEmpty ? "" : " " + object.value.hexString)
+        switch object.tag {
+        case 0x7:
+            let capabilities = CardCapabilities(compactTLVValue: object.value)
+            var features: [String] = []
+            if capabilities.supportsCommandChaining { features.append("command chaining") }
+            if capabilities.supportsExtendedLength { features.append("extended Lc/Le") }
+            text += " (" + (features.isEmpty ? "neither command chaining nor extended Lc/Le" : features.joined(separator: ", ")) + ")"
+        case 0x8:
+            // Status indicator: LCS (1 byte), SW (2 bytes), or both.
+            switch object.value.count {
+            case 1: text += " (life cycle status \([object.value[0]].hexString))"
+            case 2: text += " (SW \(object.value.hexString))"
+            case 3: text += " (life cycle status \([object.value[0]].hexString), SW \(object.value[1...].hexString))"
+            default: break
+            }
+        default:
+            break
+        }
+        return text
     }
 
     @Sendable static func decodeTLV(_ invocation: Invocation, _ bytes: [UInt8]) throws -> Int32 {

@@ -18,6 +18,11 @@ enum FileIO {
 
     static func closeDescriptor(_ fd: Int32) -> Int32 { close(fd) }
 
+    /// Cuts an open file back to `length` bytes (and moves the write offset there).
+    static func truncate(_ fd: Int32, to length: Int) -> Bool {
+        ftruncate(fd, off_t(length)) == 0 && lseek(fd, off_t(length), SEEK_SET) >= 0
+    }
+
     static func lastError() -> Int32 { errno }
 
     static func describe(_ e: Int32) -> String {

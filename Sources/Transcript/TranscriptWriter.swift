@@ -106,6 +106,8 @@ public final class TranscriptWriter: TranscriptSink {
     private struct State {
         var fd: Int32
         var validator: LineValidator
+        /// The file's length after the last complete line.
+        var length: Int
     }
     private let state: Mutex<State>
     /// The file being written.
@@ -126,15 +128,16 @@ public final class TranscriptWriter: TranscriptSink {
         } catch {
             throw TranscriptWriteError(code: .cannotCreate, path: path, errorNumber: error.errorNumber, reason: error.reason)
         }
+        let headerBytes = Array(Transcript(header: header, fileName: path).serialized().utf8)
         do {
-            try FileIO.writeAll(fd, Array(Transcript(header: header, fileName: path).serialized().utf8))
+            try FileIO.writeAll(fd, headerBytes)
         } catch {
             _ = FileIO.closeDescriptor(fd)
             throw TranscriptWriteError(code: .writeFailed, path: path, errorNumber: error.errorNumber,
                                        reason: "cannot write the header of \(path): \(error.reason)")
         }
         self.path = path
-        state = Mutex(State(fd: fd, validator: validator))
+        state = Mutex(State(fd: fd, validator: validator, length: headerBytes.count))
     }
 
     deinit {
@@ -150,12 +153,17 @@ public final class TranscriptWriter: TranscriptSink {
             }
             var validator = s.validator
             let text = try validator.check(line)
+            let bytes = Array((text + "\n").utf8)
             do throws(FileIO.Failure) {
-                try FileIO.writeAll(s.fd, Array((text + "\n").utf8))
+                try FileIO.writeAll(s.fd, bytes)
             } catch {
+                // A short write (disk full) would leave a torn last line, and a file that no longer
+                // parses: cut it back to the last complete line, so every earlier line stays usable.
+                _ = FileIO.truncate(s.fd, to: s.length)
                 throw TranscriptWriteError(code: .writeFailed, path: path, errorNumber: error.errorNumber,
-                                           reason: "cannot append to \(path): \(error.reason)")
+                                           reason: "cannot append to \(path): \(error.reason); the file keeps every line before")
             }
+            s.length += bytes.count
             s.validator = validator
         }
     }

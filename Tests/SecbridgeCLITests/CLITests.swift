@@ -70,6 +70,19 @@ func run(_ arguments: [String]) -> (status: Int32, out: String, err: String) {
         #expect(result.out.contains(#""cardNameText": "MIFARE Classic 1K""#))
     }
 
+    @Test func decodeATRNamesCompactTLVObjects() {
+        // P05: category 80, 31 → 80, 6x pre-issuing data (6 bytes), 83 → status 00, SW 90 00.
+        let p05 = run(["decode", "atr", "3B 8E 80 01 80 31 80 66 B1 84 0C 01 6E 01 83 00 90 00 1C"])
+        #expect(p05.out.contains("  compact-TLV 31: card service data 80\n"))
+        #expect(p05.out.contains("  compact-TLV 66: pre-issuing data B1 84 0C 01 6E 01\n"))
+        #expect(p05.out.contains("  compact-TLV 83: status indicator 00 90 00 (life cycle status 00, SW 90 00)\n"))
+        // P06: third byte C0 = chaining and extended Lc/Le; 73 C8 40 00: neither.
+        let both = run(["decode", "atr", "3B 85 80 01 80 73 C0 21 C0 D6"])
+        #expect(both.out.contains("  compact-TLV 73: card capabilities C0 21 C0 (command chaining, extended Lc/Le)\n"))
+        let neither = run(["decode", "atr", "3B 85 80 01 80 73 C8 40 00 7F"])
+        #expect(neither.out.contains("(neither command chaining nor extended Lc/Le)"))
+    }
+
     @Test func decodeATRWithBadChecksumSaysSo() {
         // P05's ISO 14443-4 ATR with TCK changed from 01 to 02.
         let result = run(["decode", "atr", "3B 80 80 01 02"])
