@@ -69,6 +69,13 @@ extension SharedReader {
             let environment = try sharedEnvironment()
             let reader = environment.simulatedReaderA
             let other = environment.simulatedReaderB
+            // A known state whatever earlier tests did: no peers, fresh devices (PICC polling on).
+            try await blocking {
+                _ = try SimulatedReaders.controlA.request("remove", ["all": "yes"])
+                for control in [SimulatedReaders.controlA, SimulatedReaders.controlB] {
+                    _ = try control.request("personality", ["name": "ccid-escape-enabled"])
+                }
+            }
             let monitor = ReaderMonitor()
             defer { monitor.stop() }
             let events = EventCollector(monitor)
