@@ -1,6 +1,9 @@
 import ACR122Driver
 import PCSC
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Simulated ACR122U readers driven in this process through the ACR122Driver's IFD handler entry
 /// points, with pcscd 1.9.9's rules kept by this layer: for unit tests and for machines where no
@@ -39,14 +42,19 @@ public final class InProcessReaders: Sendable {
     /// - Parameters:
     ///   - deviceName: the DEVICENAME, e.g. `/tmp/test-42/a:personality=ccid-escape-disabled`.
     ///   - friendlyName: the reader.conf FRIENDLYNAME.
+    ///   - timeout: how long to wait (blocking) for a Lun when all 16 of the process are taken,
+    ///     e.g. by tests running in parallel; no wait by default.
     /// - Returns: the reader's name, e.g. "ACS ACR122U PICC Interface 00 00".
-    /// - Throws: ``InProcessReaderError`` — `tooManyReaders` when 16 in-process readers are open in
-    ///   this process, `channelRefused` when the driver refuses the DEVICENAME (it writes the
-    ///   reason to standard error, as it does to pcscd's log).
+    /// - Throws: ``InProcessReaderError`` — `tooManyReaders` when 16 in-process readers stay open
+    ///   in this process for `timeout`, `channelRefused` when the driver refuses the DEVICENAME
+    ///   (it writes the reason to standard error, as it does to pcscd's log).
     @discardableResult
-    public func createChannel(deviceName: String, friendlyName: String = acr122FriendlyName) throws(InProcessReaderError) -> String {
-        guard let index = LunTable.reserve() else {
-            throw InProcessReaderError(.tooManyReaders, "\(LunTable.capacity) in-process readers are open in this process; close some first")
+    public func createChannel(
+        deviceName: String, friendlyName: String = acr122FriendlyName, waitingUpTo timeout: Duration = .zero
+    ) throws(InProcessReaderError) -> String {
+        guard let index = LunTable.reserve(waitingUpTo: timeout) else {
+            throw InProcessReaderError(
+                .tooManyReaders, "\(LunTable.capacity) in-process readers stayed open in this process for \(timeout); close some first")
         }
         let lun = UInt(index) << 16
         let result = DriverCalls.createChannel(lun: lun, deviceName: deviceName)
@@ -198,17 +206,50 @@ public struct InProcessReaderError: Error, Sendable, Hashable, CustomStringConve
 enum LunTable {
     /// The driver's limit (TAG_IFD_SIMULTANEOUS_ACCESS).
     static let capacity = 16
-    private static let used = Mutex<Set<Int>>([])
+    /// The used indices behind a pthread mutex and condition (allocated once, never freed: the
+    /// table lives as long as the process).
+    private final class Table: @unchecked Sendable {
+        let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+        let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+        var used: Set<Int> = []
+        init() {
+            pthread_mutex_init(mutex, nil)
+            var attributes = pthread_condattr_t()
+            pthread_condattr_init(&attributes)
+            pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+            pthread_cond_init(condition, &attributes)
+            pthread_condattr_destroy(&attributes)
+        }
+    }
+    private static let table = Table()
 
-    static func reserve() -> Int? {
-        used.withLock { used in
-            guard let free = (0..<capacity).first(where: { !used.contains($0) }) else { return nil }
-            used.insert(free)
-            return free
+    /// Takes the lowest free index, waiting at most `timeout` for one to be released.
+    /// - Returns: nil when none became free in time.
+    static func reserve(waitingUpTo timeout: Duration) -> Int? {
+        var deadline = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &deadline)
+        let (seconds, attoseconds) = max(timeout, .zero).components
+        let nanoseconds = Int(deadline.tv_nsec) + Int(attoseconds / 1_000_000_000)
+        deadline.tv_sec += Int(seconds) + nanoseconds / 1_000_000_000
+        deadline.tv_nsec = nanoseconds % 1_000_000_000
+        pthread_mutex_lock(table.mutex)
+        defer { pthread_mutex_unlock(table.mutex) }
+        // Each wakeup either finds a free index or the deadline passes: bounded by the timeout.
+        while true {
+            if let free = (0..<capacity).first(where: { !table.used.contains($0) }) {
+                table.used.insert(free)
+                return free
+            }
+            if pthread_cond_timedwait(table.condition, table.mutex, &deadline) == ETIMEDOUT {
+                return nil
+            }
         }
     }
 
     static func release(_ index: Int) {
-        _ = used.withLock { $0.remove(index) }
+        pthread_mutex_lock(table.mutex)
+        table.used.remove(index)
+        pthread_cond_broadcast(table.condition)
+        pthread_mutex_unlock(table.mutex)
     }
 }

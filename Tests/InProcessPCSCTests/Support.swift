@@ -1,4 +1,138 @@
 import Foundation
+import ISO7816
 import InProcessPCSC
 import PCSC
+import PCSCTestSupport
+import PN53x
+import Synchronization
 import Testing
+
+/// A PCSCError as PN53x recognises it (case P09: SCARD_E_NOT_TRANSACTED on an escape command).
+/// SecbridgeCLI makes PCSCError itself conform; this test target does not link it, and a second
+/// conformance in the same test bundle would be ambiguous, so channels are wrapped instead.
+struct CodedPCSCError: PCSCErrorCodeProviding, CustomStringConvertible {
+    var error: PCSCError
+    var pcscCode: UInt32 { error.code }
+    var description: String { error.description }
+}
+
+/// Passes every call to `base`; PCSCErrors come out as ``CodedPCSCError``.
+final class CodedChannel: CardChannel {
+    let base: any CardChannel
+    init(_ base: any CardChannel) { self.base = base }
+    var transmissionProtocol: TransmissionProtocol { base.transmissionProtocol }
+    func transmit(_ command: [UInt8]) throws -> [UInt8] {
+        do { return try base.transmit(command) } catch let error as PCSCError { throw CodedPCSCError(error: error) }
+    }
+    func control(code: UInt32, _ command: [UInt8]) throws -> [UInt8] {
+        do { return try base.control(code: code, command) } catch let error as PCSCError { throw CodedPCSCError(error: error) }
+    }
+}
+
+/// Runs blocking work (in-process PC/SC calls) on a dedicated thread of its own, never on Swift's
+/// shared concurrency pool.
+func blocking<T: Sendable>(_ name: String = "inproc-test", _ body: @escaping @Sendable () throws -> T) async throws -> T {
+    let executor = BlockingExecutor(name: name)
+    defer { executor.shutdown() }
+    return try await executor.run(body)
+}
+
+func hex(_ text: String) -> [UInt8] {
+    text.split(separator: " ").map { UInt8($0, radix: 16)! }
+}
+
+/// The error `body` throws as a PCSCError, or nil when it succeeds (another error fails the test).
+func pcscError<T>(_ body: () throws -> T) -> PCSCError? {
+    do {
+        _ = try body()
+        return nil
+    } catch let error as PCSCError {
+        return error
+    } catch {
+        Issue.record("expected a PCSCError, got \(error)")
+        return nil
+    }
+}
+
+/// Luns for the benches of this test target: the driver serves 16 readers per process, shared
+/// with other test targets of the same test bundle (the differential test), so benches take at
+/// most 12, all of a bench's at once (no bench waits holding some).
+actor LunPermits {
+    static let shared = LunPermits(capacity: 12)
+    private var free: Int
+    private var waiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+
+    init(capacity: Int) { free = capacity }
+
+    func acquire(_ count: Int) async {
+        if waiters.isEmpty && free >= count {
+            free -= count
+            return
+        }
+        await withCheckedContinuation { waiters.append((count, $0)) }
+    }
+
+    func release(_ count: Int) {
+        free += count
+        while let first = waiters.first, first.count <= free {
+            free -= first.count
+            waiters.removeFirst()
+            first.continuation.resume()
+        }
+    }
+}
+
+/// One test's in-process readers: a directory of its own under /tmp (short enough for the control
+/// socket's 107-byte limit), so tests run in parallel without sharing a field or a socket.
+final class Bench: Sendable {
+    static let counter = Atomic<Int>(0)
+
+    let directory: String
+    let readers = InProcessReaders()
+    let permits: Int
+
+    /// Makes the directory and reserves `readers` Luns; no reader yet.
+    static func make(readers: Int = 1) async throws -> Bench {
+        await LunPermits.shared.acquire(readers)
+        do {
+            return try Bench(permits: readers)
+        } catch {
+            await LunPermits.shared.release(readers)
+            throw error
+        }
+    }
+
+    private init(permits: Int) throws {
+        self.permits = permits
+        let number = Self.counter.add(1, ordering: .relaxed).oldValue
+        directory = "/tmp/inproc.\(getpid()).\(number)"
+        try? FileManager.default.removeItem(atPath: directory)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    }
+
+    /// Opens a reader on `<directory>/<sub>` with the DEVICENAME `options` (e.g. `:personality=…`).
+    @discardableResult
+    func addReader(_ sub: String = "a", options: String = "") throws -> String {
+        try readers.createChannel(deviceName: directory + "/" + sub + options, waitingUpTo: .seconds(30))
+    }
+
+    /// The control client of the reader in `<directory>/<sub>`.
+    func control(_ sub: String = "a") -> SimulatedReaderControl {
+        SimulatedReaderControl(socketPath: directory + "/" + sub + "/control.sock")
+    }
+
+    /// Closes the readers, removes the directory and gives the Luns back.
+    func close() {
+        readers.close()
+        try? FileManager.default.removeItem(atPath: directory)
+        let permits = permits
+        Task { await LunPermits.shared.release(permits) }
+    }
+}
+
+/// The escape code of the default personality (libccid with ifdDriverOptions 0x0001).
+let ccidEscape: UInt32 = 0x4200_0001
+/// The firmware version pseudo-APDU (ACR122U API v2.04 §6.3).
+let firmwareRequest = hex("FF 00 48 00 00")
+/// SELECT of the NFC Forum Type 4 Tag application (iso14443-t4t-ndef.md §4).
+let selectT4T = hex("00 A4 04 00 07 D2 76 00 00 85 01 01 00")

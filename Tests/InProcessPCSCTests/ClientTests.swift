@@ -1,0 +1,235 @@
+import Foundation
+import InProcessPCSC
+import ISO7816
+import PCSC
+import PN53x
+import Synchronization
+import Testing
+import Transcript
+
+/// A value that crosses to an executor thread; the test uses it from one thread at a time.
+final class Handed<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
+
+/// Lines appended from several threads.
+final class Log: Sendable {
+    private let lines = Mutex<[String]>([])
+    func append(_ line: String) { lines.withLock { $0.append(line) } }
+    var all: [String] { lines.withLock { $0 } }
+}
+
+/// The worked example of iso14443-t4t-ndef.md §4 ("Full URI read"): each command an Android read
+/// sends and the R-APDU the emulating host gives.
+let type4FullURIRead: [(command: [UInt8], response: [UInt8])] = [
+    (hex("00 A4 04 00 07 D2 76 00 00 85 01 01 00"), hex("90 00")),
+    (hex("00 A4 00 0C 02 E1 03"), hex("90 00")),
+    (hex("00 B0 00 00 0F"), hex("00 0F 20 00 7F 00 7F 04 06 E1 04 04 00 00 00 90 00")),
+    (hex("00 A4 00 0C 02 E1 04"), hex("90 00")),
+    (hex("00 B0 00 00 02"), hex("00 10 90 00")),
+    (hex("00 B0 00 02 10"), hex("D1 01 0C 55 04 65 78 61 6D 70 6C 65 2E 63 6F 6D 90 00")),
+]
+
+/// Waits (bounded, yielding, without sleeping) until `condition` holds.
+func eventually(_ what: String, _ condition: () -> Bool) async -> Bool {
+    for _ in 0..<2_000_000 {
+        if condition() { return true }
+        await Task.yield()
+    }
+    Issue.record("never happened: \(what)")
+    return false
+}
+
+@Suite struct PN53xClientTests {
+    @Test func theInitiatorFindsAPlacedCardThroughEscapeCommandsOnADirectHandle() async throws {
+        let bench = try await Bench.make()
+        defer { bench.close() }
+        let name = try bench.addReader()
+        try bench.control().send("place-card uid=\"04 A1 B2 C3\" ats=\"06 75 77 81 02 80\" applet=echo")
+        let (firmware, chipVersion, target, answer) = try await blocking {
+            let direct = try bench.readers.connect(to: name, share: .direct, protocols: [])
+            let link = try ACR122Link.open(channel: direct, readerName: name)
+            let chip = PN532(link: link)
+            let version = try chip.send(PN532.GetFirmwareVersion())
+            let target = try #require(try chip.pollISO14443A())
+            let answer = try chip.exchangeAPDU(selectT4T, target: target.logicalNumber)
+            try chip.release()
+            return (link.firmware?.text, version, target, answer)
+        }
+        #expect(firmware == "ACR122U207")
+        #expect(chipVersion == PN532FirmwareVersion(ic: 0x32, version: 0x01, revision: 0x06, support: 0x07))
+        #expect(target.uid == hex("04 A1 B2 C3"))
+        #expect(target.sak == 0x20)
+        #expect(target.ats == hex("06 75 77 81 02 80"))
+        #expect(answer == selectT4T + hex("90 00"))
+    }
+
+    @Test func theLinkWorksThroughTransmitOnASharedHandle() async throws {
+        let bench = try await Bench.make()
+        defer { bench.close() }
+        let name = try bench.addReader()
+        try bench.control().send("place-card uid=\"04 A1 B2 C3\" applet=echo")
+        let (usesEscape, firmware, uid) = try await blocking {
+            let card = try bench.readers.connect(to: name, share: .shared, protocols: .any)
+            let link = try ACR122Link.open(channel: card, readerName: name)
+            return (link.usesEscapeCommands, link.firmware?.text, try link.uid())
+        }
+        #expect(!usesEscape)  // T=1: pseudo-APDUs go through SCardTransmit (acr122-pn532.md §1)
+        #expect(firmware == "ACR122U207")
+        #expect(uid == hex("04 A1 B2 C3"))
+    }
+
+    @Test func P09_escapeDisabledGivesNotTransactedAndTheLinkNamesIfdDriverOptions() async throws {
+        let bench = try await Bench.make()
+        defer { bench.close() }
+        let name = try bench.addReader("a", options: ":personality=ccid-escape-disabled")
+        let (escapeError, features, linkError) = try await blocking {
+            let direct = try bench.readers.connect(to: name, share: .direct, protocols: [])
+            let escapeError = pcscError { try direct.control(code: ccidEscape, firmwareRequest) }
+            let features = try direct.features()
+            var linkError = "no error"
+            do {
+                _ = try ACR122Link.open(channel: CodedChannel(direct), readerName: name)
+            } catch {
+                linkError = "\(error)"
+            }
+            return (escapeError, features, linkError)
+        }
+        #expect(escapeError == .notTransacted)  // libccid refuses: IFD_COMMUNICATION_ERROR → 0x80100016
+        #expect(escapeError?.code == 0x8010_0016)
+        #expect(features.isEmpty)  // no FEATURE_CCID_ESC_COMMAND without ifdDriverOptions 0x0001
+        #expect(linkError.contains("ifdDriverOptions"))
+        #expect(linkError.contains("0x0001"))
+    }
+
+    @Test func P10_targetRoleServesATerminalPlacedThroughTheControlSocket() async throws {
+        let bench = try await Bench.make()
+        defer { bench.close() }
+        let name = try bench.addReader()
+        try bench.control().send("place-terminal script=android-t4t-read id=phone")
+        let (activation, served, deliveries, end) = try await blocking {
+            let direct = try bench.readers.connect(to: name, share: .direct, protocols: [])
+            let chip = PN532(link: try ACR122Link.open(channel: direct, readerName: name))
+            try chip.prepareForCardEmulation()
+            defer { try? chip.restoreReaderDefaults() }
+            let activation = try chip.initAsTarget(uid: try EmulatedUID([0x08, 0x12, 0x34, 0x56]))
+            var served: [[UInt8]] = []
+            var deliveries: [PN532TargetSendResult] = []
+            var end: PN532TargetReceiveResult?
+            for _ in 0..<16 {
+                let result = try chip.receiveCommand()
+                guard case .command(let apdu) = result else {
+                    end = result
+                    break
+                }
+                served.append(apdu)
+                deliveries.append(try chip.sendResponse(type4FullURIRead.first { $0.command == apdu }?.response ?? hex("6D 00")))
+            }
+            try chip.release()
+            return (activation, served, deliveries, end)
+        }
+        #expect(activation.mode.rawValue == 0x08)  // 106 kbit/s, ISO 14443-4 PICC, Type A (P10)
+        #expect(activation.initiatorCommand == hex("E0 80"))  // RATS, FSD 256, CID 0
+        #expect(served == type4FullURIRead.map(\.command))
+        #expect(deliveries == Array(repeating: .delivered, count: type4FullURIRead.count))
+        #expect(end.map { if case .released(let code) = $0 { code.rawValue == 0x29 } else { false } } == true)
+        let result = try bench.control().send("terminal-result peer=phone wait-ms=5000")
+        #expect(result["result"] == "passed")
+        #expect(result["exchanges"] == "6")
+    }
+
+    @Test func oneCallAtATimeReachesAReaderWhileTgInitAsTargetBlocks() async throws {
+        let bench = try await Bench.make()
+        defer { bench.close() }
+        let name = try bench.addReader()
+        let (chip, other) = try await blocking {
+            let direct = try bench.readers.connect(to: name, share: .direct, protocols: [])
+            let chip = PN532(link: try ACR122Link.open(channel: direct, readerName: name))
+            try chip.prepareForCardEmulation()
+            return (Handed(chip), Handed(try bench.readers.connect(to: name, share: .direct, protocols: [])))
+        }
+        let order = Log()
+        // TgInitAsTarget blocks in the driver until a terminal comes, holding the reader's lock.
+        let target = Task {
+            try await blocking("target") {
+                let activation = try chip.value.initAsTarget(uid: try EmulatedUID([0x08, 0x12, 0x34, 0x56]))
+                order.append("target")
+                return activation.initiatorCommand
+            }
+        }
+        guard await eventually("TgInitAsTarget holds the reader", { bench.readers.pendingDriverCalls(on: name) == 1 }) else { return }
+        let second = Task {
+            try await blocking("second") {
+                let firmware = try other.value.control(code: ccidEscape, firmwareRequest)
+                order.append("second")
+                return firmware
+            }
+        }
+        guard await eventually("the second call waits", { bench.readers.pendingDriverCalls(on: name) == 2 }) else { return }
+        #expect(order.all.isEmpty)  // neither has reached past the lock's holder
+        try bench.control().send("place-terminal script=android-t4t-read id=phone")
+        let rats = try await target.value
+        let firmware = try await second.value
+        #expect(order.all == ["target", "second"])  // pcscd's per-reader mutex
+        #expect(rats == hex("E0 80"))
+        #expect(firmware == Array("ACR122U207".utf8))
+        try await blocking { try chip.value.restoreReaderDefaults() }
+    }
+
+    @Test func anotherReaderIsNotHeldUpByABlockedOne() async throws {
+        let bench = try await Bench.make(readers: 2)
+        defer { bench.close() }
+        let blockedName = try bench.addReader("a")
+        let freeName = try bench.addReader("b")
+        let chip = try await blocking {
+            let direct = try bench.readers.connect(to: blockedName, share: .direct, protocols: [])
+            let chip = PN532(link: try ACR122Link.open(channel: direct, readerName: blockedName))
+            try chip.prepareForCardEmulation()
+            return Handed(chip)
+        }
+        let target = Task {
+            try await blocking("target") { try chip.value.initAsTarget(uid: try EmulatedUID([0x08, 0x12, 0x34, 0x56])).mode.rawValue }
+        }
+        guard await eventually("TgInitAsTarget holds reader A", { bench.readers.pendingDriverCalls(on: blockedName) == 1 }) else { return }
+        let firmware = try await blocking {
+            try bench.readers.connect(to: freeName, share: .direct, protocols: []).control(code: ccidEscape, firmwareRequest)
+        }
+        #expect(firmware == Array("ACR122U207".utf8))  // TAG_IFD_THREAD_SAFE = 1: a lock per reader
+        #expect(bench.readers.pendingDriverCalls(on: blockedName) == 1)  // still blocked
+        try bench.control("a").send("place-terminal script=android-t4t-read id=phone")
+        #expect(try await target.value == 0x08)
+    }
+}
+
+/// How SecbridgeCLI writes a PCSCError on a `!` line (its TranscriptDescribableError conformance).
+let pcscFailureLine: @Sendable (any Error) -> TranscriptFailure = { error in
+    guard let error = error as? PCSCError else { return TranscriptRecorder.defaultFailureDescription(error) }
+    return TranscriptFailure(name: error.name, code: error.code, message: error.function.map { "\($0) failed" })
+}
+
+@Suite struct RecordingTests {
+    @Test func anInProcessHandleRecordsLikeAPCSCHandle() async throws {
+        let bench = try await Bench.make()
+        defer { bench.close() }
+        let name = try bench.addReader()
+        let buffer = try TranscriptBuffer()
+        let recorder = TranscriptRecorder(sink: buffer, clock: { .zero }, describeFailure: pcscFailureLine)
+        try await blocking {
+            let direct = try bench.readers.connect(to: name, share: .direct, protocols: [])
+            let channel = RecordingChannel(wrapping: direct, recorder: recorder)
+            _ = try channel.control(code: ccidEscape, firmwareRequest)
+            _ = try? channel.transmit(selectT4T)
+        }
+        let lines = buffer.transcript.lines.map { line -> String in
+            if case .record(let record) = line { return record.serialized() }
+            return "\(line)"
+        }
+        #expect(lines == [
+            "+0.000ms ctl 0x42000001 > FF 00 48 00 00",
+            "+0.000ms ctl 0x42000001 < 41 43 52 31 32 32 55 32 30 37",
+            "+0.000ms > 00 A4 04 00 07 D2 76 00 00 85 01 01 00",
+            "+0.000ms ! SCARD_E_NO_SMARTCARD 0x8010000C \"SCardTransmit failed\"",
+        ])
+    }
+}
