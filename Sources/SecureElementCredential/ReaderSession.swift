@@ -96,8 +96,17 @@ public final class ReaderSession: Sendable {
                     let pn532 = PN532(link: link)
                     box.pn532 = pn532
                     try link.setPICCOperatingParameter([])
-                    guard let target = try pn532.pollISO14443A() else {
-                        throw CredentialSessionError(.instanceDoesNotExist, "no ISO 14443-A card answered InListPassiveTarget on \(name)")
+                    // A terminal polls again and again; so do we, a bounded number of times: a phone
+                    // or an emulating reader may be busy (e.g. re-arming after another reader's
+                    // poll) at the first attempt. 8 polls of 32 passive activation attempts each.
+                    var found: ISO14443ATarget?
+                    for _ in 0..<8 where found == nil {
+                        found = try pn532.pollISO14443A(passiveActivationRetries: 0x20)
+                    }
+                    guard let target = found else {
+                        throw CredentialSessionError(
+                            .instanceDoesNotExist,
+                            "no ISO 14443-A card answered InListPassiveTarget on \(name) (8 polls); place the card or phone on the reader")
                     }
                     box.target = target
                 }
