@@ -43,7 +43,9 @@ let package = Package(
         // The command tree of the `secbridge` tool, as a library so tests can drive it.
         .target(
             name: "SecbridgeCLI",
-            dependencies: ["PCSC", "ISO7816", "Transcript", "PN53x", "PCSCTestSupport", "SecureElementCredential"]
+            dependencies: [
+                "PCSC", "ISO7816", "Transcript", "PN53x", "PCSCTestSupport", "SecureElementCredential", "InProcessPCSC",
+            ]
         ),
         .executableTarget(
             name: "secbridge",

@@ -1,4 +1,5 @@
 import ISO7816
+import InProcessPCSC
 import PCSC
 import PCSCTestSupport
 import PN53x
@@ -13,7 +14,7 @@ extension SecbridgeCLI {
     static let demoCommand = Command(
         name: "demo",
         abstract: "The main job: a credential session emulating an NDEF tag on one simulated ACR122U, read by a second.",
-        usage: "[--record FILE] [--credential FILE]",
+        usage: "[--record FILE] [--credential FILE] [--in-process]",
         discussion: """
             Starts two simulated ACR122U readers sharing one RF field in a private pcscd (its own mount
             namespace), then runs the client sequence of Apple's SecureElementCredential model on
@@ -26,11 +27,14 @@ extension SecbridgeCLI {
             event, the terminal's APDUs, the decoded NDEF record, and the transcript of both readers,
             whose file it names. The credential is a URI tag for https://example.com unless
             --credential names a credential file. Needs root (or unprivileged user namespaces) for
-            the private pcscd; otherwise it says why and exits 1.
+            the private pcscd; otherwise it says why and exits 1, unless --in-process is given: then
+            the same readers run inside this process, driven through the same driver entry points
+            with pcscd's rules (no pcscd involved).
             """,
         options: [
             .value("record", "FILE", "Write the transcript to FILE (default: a new file in /tmp)."),
             .value("credential", "FILE", "Emulate the credential of this file instead of the built-in URI tag."),
+            .flag("in-process", "Run the simulated readers in this process instead of a private pcscd."),
         ],
         run: runDemo
     )
@@ -55,24 +59,31 @@ extension SecbridgeCLI {
         let path = invocation.arguments.value("record") ?? "/tmp/secbridge-demo-\(getpid()).trn"
         let out = invocation.console
 
-        // A private pcscd with the simulated pair; this process talks to it from now on.
-        let entries = SimulatedReaders.readerConfEntries
-        let pcscd: PrivatePCSCD
-        let names: [String]
-        do {
-            pcscd = try PrivatePCSCD(readers: entries)
-            names = try pcscd.start()
-        } catch let error as HarnessError {
-            throw CLIError.failure(
-                "cannot start a private pcscd for the simulated readers: \(error.reason)"
-                    + (error.code == .notPermitted ? "; run as root, or allow unprivileged user namespaces" : ""))
+        let access: DemoReaderAccess
+        var stop: () -> Void = {}
+        defer { stop() }
+        if invocation.arguments.has("in-process") {
+            access = try DemoReaderAccess.inProcess()
+            stop = access.cleanup
+        } else {
+            // A private pcscd with the simulated pair; this process talks to it from now on.
+            let pcscd: PrivatePCSCD
+            let names: [String]
+            do {
+                pcscd = try PrivatePCSCD(readers: SimulatedReaders.readerConfEntries)
+                names = try pcscd.start()
+            } catch let error as HarnessError {
+                throw CLIError.failure(
+                    "cannot start a private pcscd for the simulated readers: \(error.reason)"
+                        + (error.code == .notPermitted ? "; run as root, or allow unprivileged user namespaces" : "")
+                        + "; or run `secbridge demo --in-process` to drive the simulated readers without pcscd")
+            }
+            stop = { pcscd.stop() }
+            setenv("PCSCLITE_CSOCK_NAME", pcscd.socketPath, 1)
+            let ordered = readerNamesInOrder(names, controls: [("a", SimulatedReaders.controlA), ("b", SimulatedReaders.controlB)])
+            access = DemoReaderAccess.pcscd(emulator: ordered[0], terminal: ordered[1], socket: pcscd.socketPath)
         }
-        defer { pcscd.stop() }
-        setenv("PCSCLITE_CSOCK_NAME", pcscd.socketPath, 1)
-        let ordered = readerNamesInOrder(names, controls: [("a", SimulatedReaders.controlA), ("b", SimulatedReaders.controlB)])
-        let demo = try DemoRun(
-            emulator: ordered[0], terminal: ordered[1], credential: credential, transcriptPath: path,
-            socket: pcscd.socketPath, console: out)
+        let demo = try DemoRun(access: access, credential: credential, transcriptPath: path, console: out)
         return try awaitResult("the demo", timeout: .seconds(120)) { try await demo.run() }
     }
 
@@ -88,23 +99,69 @@ extension SecbridgeCLI {
     }
 }
 
+/// How the demo reaches its two simulated readers: through a private pcscd, or in process.
+struct DemoReaderAccess: Sendable {
+    /// Reader A (card emulation) and reader B (terminal).
+    var emulator: String
+    var terminal: String
+    /// A line saying where the readers run.
+    var where_: String
+    /// A DIRECT connection to a reader (blocking: call it on an executor thread).
+    var direct: @Sendable (String) throws -> (handle: any CardChannel, features: () throws -> [PCSCFeature], close: @Sendable () -> Void)
+    /// Releases what the readers left (in-process: closes the channels, removes their directory).
+    var cleanup: @Sendable () -> Void = {}
+
+    static func pcscd(emulator: String, terminal: String, socket: String) -> DemoReaderAccess {
+        DemoReaderAccess(emulator: emulator, terminal: terminal, where_: "pcscd: private instance, PCSCLITE_CSOCK_NAME=\(socket)") { reader in
+            let context = try PCSCContext()
+            let handle = try context.connect(to: reader, share: .direct, protocols: .undefined)
+            return (handle, { try handle.features() }, { try? handle.disconnect(.leave); try? context.release() })
+        }
+    }
+
+    /// Two readers on one field, driven through the driver's IFD handler entry points in this
+    /// process (InProcessPCSC keeps pcscd's rules); their control sockets live in a temporary
+    /// directory of this process.
+    static func inProcess() throws(CLIError) -> DemoReaderAccess {
+        let base = "/tmp/secbridge-demo-inprocess.\(getpid())"
+        let readers = InProcessReaders()
+        let a: String
+        let b: String
+        do {
+            a = try readers.createChannel(deviceName: base + "/a:field=demo")
+            b = try readers.createChannel(deviceName: base + "/b:field=demo")
+        } catch {
+            throw CLIError.failure("cannot create the in-process simulated readers: \(error)")
+        }
+        var access = DemoReaderAccess(emulator: a, terminal: b, where_: "readers: in this process (no pcscd; the same driver entry points, pcscd's rules)") { reader in
+            let handle = try readers.connect(to: reader, share: .direct, protocols: .undefined)
+            return (handle, { try handle.features() }, { try? handle.disconnect(.leave) })
+        }
+        access.cleanup = {
+            readers.close()
+            for directory in [base + "/a", base + "/b", base] { _ = rmdir(directory) }
+        }
+        return access
+    }
+}
+
 /// One run of the demo: the session on reader A, the terminal on reader B, one transcript.
 final class DemoRun: Sendable {
     let emulator: String
     let terminal: String
     let credential: Credential
     let transcriptPath: String
-    let socket: String
+    let access: DemoReaderAccess
     let console: any Console
     let writer: TranscriptWriter
     let recorder: TranscriptRecorder
 
-    init(emulator: String, terminal: String, credential: Credential, transcriptPath: String, socket: String, console: any Console) throws(CLIError) {
-        self.emulator = emulator
-        self.terminal = terminal
+    init(access: DemoReaderAccess, credential: Credential, transcriptPath: String, console: any Console) throws(CLIError) {
+        self.emulator = access.emulator
+        self.terminal = access.terminal
+        self.access = access
         self.credential = credential
         self.transcriptPath = transcriptPath
-        self.socket = socket
         self.console = console
         var header = TranscriptHeader(
             tool: "secbridge \(SecbridgeCLI.version) demo", origin: .simulated, date: utcTimestamp(), reader: emulator,
@@ -119,18 +176,16 @@ final class DemoRun: Sendable {
 
     /// A DIRECT connection to `reader`, recorded on channel `id`.
     func directConnection(_ reader: String, id: String) throws -> (channel: any CardChannel, close: @Sendable () -> Void) {
-        let context = try PCSCContext()
-        let handle = try context.connect(to: reader, share: .direct, protocols: .undefined)
-        let channel = RecordingChannel(wrapping: handle, recorder: recorder, channelID: id)
-        return (channel, { try? handle.disconnect(.leave); try? context.release() })
+        let connection = try access.direct(reader)
+        let channel = RecordingChannel(wrapping: connection.handle, recorder: recorder, channelID: id)
+        return (channel, connection.close)
     }
 
     /// The escape control code the reader's driver announces (CM_IOCTL_GET_FEATURE_REQUEST, tag 0x13).
     func escapeControlCode(_ reader: String) throws -> UInt32? {
-        let context = try PCSCContext()
-        let handle = try context.connect(to: reader, share: .direct, protocols: .undefined)
-        defer { try? handle.disconnect(.leave) }
-        return try handle.features().first { $0.tag == PCSCFeature.ccidEscapeCommandTag }?.controlCode
+        let connection = try access.direct(reader)
+        defer { connection.close() }
+        return try connection.features().first { $0.tag == PCSCFeature.ccidEscapeCommandTag }?.controlCode
     }
 
     func run() async throws -> Int32 {
@@ -141,7 +196,7 @@ final class DemoRun: Sendable {
             executorB.shutdown()
         }
         say("secbridge demo: a credential session on a simulated ACR122U, read by a second one")
-        say("pcscd: private instance, PCSCLITE_CSOCK_NAME=\(socket)")
+        say(access.where_)
         say("reader A (card emulation): \(emulator)")
         say("reader B (terminal):       \(terminal)")
         let emulator = self.emulator
