@@ -94,5 +94,5 @@ public enum SecbridgeCLI {
     )
 
     /// Commands registered by later layers (monitor, run, replay, …).
-    static var laterCommands: [Command] { [monitorCommand, runCommand, replayCommand, simulateCommand, credentialsCommand, emulateCommand, readCommand, demoCommand] }
+    static var laterCommands: [Command] { [monitorCommand, runCommand, replayCommand, simulateCommand, credentialsCommand, emulateCommand, readCommand, demoCommand, transcriptCommand, captureCommand] }
 }

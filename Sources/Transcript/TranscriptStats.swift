@@ -1,0 +1,138 @@
+/// Counts and timing of a transcript, for `secbridge transcript stats`.
+///
+/// Exchange times are the offset of the answer line (`<`, `ctl … <` or `!`) minus that of its
+/// command line, on the same channel; exchanges without both offsets are left out of the timing.
+/// The span is the last offset minus the first.
+public struct TranscriptStatistics: Sendable, Equatable {
+    /// How often one status word ended a `<` answer.
+    public struct StatusWordCount: Sendable, Hashable {
+        /// SW1-SW2, e.g. 0x9000.
+        public var statusWord: UInt16
+        public var count: Int
+    }
+
+    /// Body lines that are records (not blank lines or comments).
+    public var records = 0
+    /// SCardTransmit commands (`>`).
+    public var transmitCommands = 0
+    /// SCardControl commands (`ctl … >`).
+    public var controlCommands = 0
+    /// Commands answered by `!`.
+    public var failures = 0
+    /// Commands with no answer at all (the recording was cut short).
+    public var unanswered = 0
+    /// `tgt <` C-APDUs a terminal sent to the emulated target.
+    public var targetCommands = 0
+    /// `ini >` C-APDUs the host sent as initiator.
+    public var initiatorCommands = 0
+    /// Command lines holding `[REDACTED n]`.
+    public var redactedCommands = 0
+    /// Payload lines holding `??`.
+    public var wildcardLines = 0
+    /// Bytes in command payloads (`>`, `ctl … >`), a redaction mark counting its length.
+    public var bytesSent = 0
+    /// Bytes in answer payloads (`<`, `ctl … <`).
+    public var bytesReceived = 0
+    /// Event kinds and their counts, in order of first appearance.
+    public var events: [(kind: String, count: Int)] = []
+    /// Channel ids in order of first appearance (`""` for the default channel).
+    public var channels: [String] = []
+    /// Status words of `<` answers (the last two bytes), most frequent first.
+    public var statusWords: [StatusWordCount] = []
+    /// Last offset minus first offset; nil without offsets.
+    public var span: Duration?
+    /// The time of each timed exchange, in file order.
+    public var exchangeTimes: [Duration] = []
+
+    public static func == (a: Self, b: Self) -> Bool {
+        a.records == b.records && a.transmitCommands == b.transmitCommands && a.controlCommands == b.controlCommands
+            && a.failures == b.failures && a.unanswered == b.unanswered && a.targetCommands == b.targetCommands
+            && a.initiatorCommands == b.initiatorCommands && a.redactedCommands == b.redactedCommands
+            && a.wildcardLines == b.wildcardLines && a.bytesSent == b.bytesSent && a.bytesReceived == b.bytesReceived
+            && a.events.map(\.kind) == b.events.map(\.kind) && a.events.map(\.count) == b.events.map(\.count)
+            && a.channels == b.channels && a.statusWords == b.statusWords && a.span == b.span
+            && a.exchangeTimes == b.exchangeTimes
+    }
+
+    /// Total time of the timed exchanges.
+    public var exchangeTimeTotal: Duration { exchangeTimes.reduce(.zero, +) }
+    /// Shortest and longest exchange; nil when none is timed.
+    public var exchangeTimeRange: ClosedRange<Duration>? {
+        guard let lo = exchangeTimes.min(), let hi = exchangeTimes.max() else { return nil }
+        return lo...hi
+    }
+    /// The median exchange time (the lower middle for an even count); nil when none is timed.
+    public var exchangeTimeMedian: Duration? {
+        guard !exchangeTimes.isEmpty else { return nil }
+        return exchangeTimes.sorted()[(exchangeTimes.count - 1) / 2]
+    }
+
+    /// Counts everything in one pass over the lines.
+    public init(_ transcript: Transcript) {
+        var pending: [String: TranscriptOffset?] = [:]
+        var eventIndex: [String: Int] = [:]
+        var swCounts: [UInt16: Int] = [:]
+        var swOrder: [UInt16] = []
+        var first: Duration?
+        var last: Duration?
+        for line in transcript.lines {
+            guard let r = line.record else { continue }
+            records += 1
+            let key = r.channel ?? ""
+            if !channels.contains(key) { channels.append(key) }
+            if let o = r.offset?.duration {
+                first = first.map { min($0, o) } ?? o
+                last = last.map { max($0, o) } ?? o
+            }
+            if let p = r.entry.payload, p.containsWildcard { wildcardLines += 1 }
+            func answered() {
+                if let started = pending.removeValue(forKey: key), let s = started?.duration, let e = r.offset?.duration {
+                    exchangeTimes.append(e - s)
+                }
+            }
+            switch r.entry {
+            case .transmit(.outgoing, let b), .control(_, .outgoing, let b):
+                if pending[key] != nil { unanswered += 1 }
+                if case .transmit = r.entry { transmitCommands += 1 } else { controlCommands += 1 }
+                if b.containsRedaction { redactedCommands += 1 }
+                bytesSent += b.count
+                pending[key] = .some(r.offset)
+            case .transmit(.incoming, let b), .control(_, .incoming, let b):
+                bytesReceived += b.count
+                if case .transmit = r.entry, let bytes = b.bytes, bytes.count >= 2 {
+                    let sw = UInt16(bytes[bytes.count - 2]) << 8 | UInt16(bytes[bytes.count - 1])
+                    if swCounts[sw] == nil { swOrder.append(sw) }
+                    swCounts[sw, default: 0] += 1
+                }
+                answered()
+            case .failure:
+                failures += 1
+                answered()
+            case .target(let d, let b):
+                if d == .incoming {
+                    targetCommands += 1
+                    if b.containsRedaction { redactedCommands += 1 }
+                }
+            case .initiator(let d, let b):
+                if d == .outgoing {
+                    initiatorCommands += 1
+                    if b.containsRedaction { redactedCommands += 1 }
+                }
+            case .event(let e):
+                if let i = eventIndex[e.kind.rawValue] {
+                    events[i].count += 1
+                } else {
+                    eventIndex[e.kind.rawValue] = events.count
+                    events.append((e.kind.rawValue, 1))
+                }
+            case .reader:
+                continue
+            }
+        }
+        unanswered += pending.count
+        statusWords = swOrder.enumerated()
+            .sorted { (swCounts[$0.element]!, -$0.offset) > (swCounts[$1.element]!, -$1.offset) }
+            .map { StatusWordCount(statusWord: $0.element, count: swCounts[$0.element]!) }
+        if let first, let last { span = last - first }
+    }
+}
