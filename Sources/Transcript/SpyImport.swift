@@ -1,6 +1,5 @@
 import ISO7816
 
-
 /// Why a pcsc-spy log could not be imported: the file, the 1-based line and a reason that says
 /// what to do. Equatable by ``code``.
 public struct SpyImportError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -537,9 +536,18 @@ struct SpyTranscriptBuilder {
         var trailing: [Item] = []
         for block in log.open {
             let kind = Self.kind(of: block.function)
+            // A buffer cut short at the end is expected here; a damaged one is still an error.
+            var sent: [UInt8]?
+            if kind == .transmit || kind == .control, parameter(block, "bSendBuffer", incoming: true) != nil {
+                do {
+                    sent = try buffer(block, "bSendBuffer", lengthLabel: "bSendLength", incoming: true)
+                } catch where error.code == .lengthMismatch {
+                    sent = nil
+                }
+            }
             if kind == .transmit || kind == .control,
                let handle = try? value(block, "hCard", incoming: true),
-               let command = try? buffer(block, "bSendBuffer", lengthLabel: "bSendLength", incoming: true) {
+               let command = sent {
                 var code: UInt32?
                 if kind == .control, let text = try? value(block, "dwControlCode", incoming: true), let open = text.lastIndex(of: "(") {
                     code = Self.hexValue(text[text.index(after: open)...].dropLast())
@@ -693,8 +701,10 @@ struct SpyTranscriptBuilder {
             var count = 0
             for k in 0..<16 {
                 let at = 5 + 3 * k
-                guard at + 1 < text.count, text[at - 1] == 0x20 else { break }
-                if text[at] == 0x20 && text[at + 1] == 0x20 { break }
+                guard at < text.count, text[at - 1] == 0x20, text[at] != 0x20 else { break }
+                guard at + 1 < text.count else {
+                    throw fail(.badHex, p.line, "the hexdump line ends inside a byte at column \(at + 5): the log is cut short or damaged; it is not a hex byte")
+                }
                 guard let hi = Self.hexDigit(text[at]), let lo = Self.hexDigit(text[at + 1]),
                       at + 2 == text.count || text[at + 2] == 0x20
                 else {

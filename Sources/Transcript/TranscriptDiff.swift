@@ -98,7 +98,7 @@ public enum TranscriptDiff {
               a[a.count - 1 - suffix].text == b[b.count - 1 - suffix].text { suffix += 1 }
         let midA = Array(a[prefix..<(a.count - suffix)]), midB = Array(b[prefix..<(b.count - suffix)])
 
-        var raw: [TranscriptDifference] = []
+        var raw: [TranscriptDifference?] = []  // nil: a common record (ends a run)
         if midA.count * midB.count > maximumAlignmentCells || midA.isEmpty || midB.isEmpty {
             raw += midA.map { TranscriptDifference(kind: .removed, leftLine: $0.line, left: $0.text) }
             raw += midB.map { TranscriptDifference(kind: .added, rightLine: $0.line, right: $0.text) }
@@ -114,13 +114,14 @@ public enum TranscriptDiff {
             var i = 0, j = 0
             while i < n || j < m {
                 if i < n, j < m, midA[i].text == midB[j].text {
+                    raw.append(nil)
                     i += 1; j += 1
-                } else if j < m && (i == n || lcs[i][j + 1] >= lcs[i + 1][j]) {
-                    raw.append(TranscriptDifference(kind: .added, rightLine: midB[j].line, right: midB[j].text))
-                    j += 1
-                } else {
+                } else if i < n && (j == m || lcs[i + 1][j] >= lcs[i][j + 1]) {
                     raw.append(TranscriptDifference(kind: .removed, leftLine: midA[i].line, left: midA[i].text))
                     i += 1
+                } else {
+                    raw.append(TranscriptDifference(kind: .added, rightLine: midB[j].line, right: midB[j].text))
+                    j += 1
                 }
             }
         }
@@ -146,16 +147,16 @@ public enum TranscriptDiff {
 
     /// A run of removed lines followed by a run of added lines: pairs of the same line kind on the
     /// same channel become `changed`, with the first differing byte for payloads.
-    static func pairChanges(_ raw: [TranscriptDifference], a: [Keyed], b: [Keyed]) -> [TranscriptDifference] {
+    static func pairChanges(_ raw: [TranscriptDifference?], a: [Keyed], b: [Keyed]) -> [TranscriptDifference] {
         let left = Dictionary(a.map { ($0.line, $0.record) }, uniquingKeysWith: { x, _ in x })
         let right = Dictionary(b.map { ($0.line, $0.record) }, uniquingKeysWith: { x, _ in x })
         var out: [TranscriptDifference] = []
         var i = 0
         while i < raw.count {
             var removed: [TranscriptDifference] = []
-            while i < raw.count, raw[i].kind == .removed { removed.append(raw[i]); i += 1 }
+            while i < raw.count, let d = raw[i], d.kind == .removed { removed.append(d); i += 1 }
             var added: [TranscriptDifference] = []
-            while i < raw.count, raw[i].kind == .added { added.append(raw[i]); i += 1 }
+            while i < raw.count, let d = raw[i], d.kind == .added { added.append(d); i += 1 }
             var k = 0
             while k < removed.count || k < added.count {
                 if k < removed.count, k < added.count,
@@ -173,7 +174,7 @@ public enum TranscriptDiff {
                 }
                 k += 1
             }
-            if removed.isEmpty && added.isEmpty { out.append(raw[i]); i += 1 }
+            if removed.isEmpty && added.isEmpty { i += 1 }  // a common record
         }
         return out
     }

@@ -1,0 +1,113 @@
+import Foundation
+import Testing
+
+@testable import SecbridgeCLI
+
+/// A fresh directory under /tmp for one test's files.
+func scratchDirectory(_ name: String) throws -> String {
+    let path = NSTemporaryDirectory() + "secbridge-cli-\(name)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}
+
+func repositoryFile(_ relative: String) -> String {
+    URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent(relative).path
+}
+
+@Suite struct TranscriptCommandTests {
+    @Test func importSpyWritesTheTranscriptAndRefusesToReplaceIt() throws {
+        let dir = try scratchDirectory("import")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let out = dir + "/nfc.trn"
+        let log = repositoryFile("Fixtures/spy/nfc-list.log")
+        let first = run(["transcript", "import-spy", log, "-o", out])
+        #expect(first.status == 0)
+        #expect(first.out == "wrote \(out): 60 exchanges, 2 events\n")
+        let text = try String(contentsOfFile: out, encoding: .utf8)
+        #expect(text.hasPrefix("# secbridge-transcript: 1\n# tool: secbridge \(SecbridgeCLI.version) import-spy\n# origin: imported\n"))
+        let again = run(["transcript", "import-spy", log, "-o", out])
+        #expect(again.status == 1)
+        #expect(again.err == "secbridge: error: '\(out)' exists: choose another name, or give --force to replace it\n")
+        #expect(run(["transcript", "import-spy", "--force", "--json", log, "-o", out]).out.contains("\"exchanges\": 60"))
+    }
+
+    @Test func unreadableLogNamesItsLineAndWritesNothing() throws {
+        let dir = try scratchDirectory("bad")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let log = dir + "/spy.log"
+        try "SCardCancel\n i hCard: 0x1\n => SCARD_S_SUCCESS [0x1]  [0.000001]\n".write(toFile: log, atomically: true, encoding: .utf8)
+        let result = run(["transcript", "import-spy", log, "-o", dir + "/out.trn"])
+        #expect(result.status == 1)
+        #expect(result.err.hasPrefix("secbridge: error: \(log):3: '0x1' is not an eight-digit return code"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir) == ["spy.log"], "no partial or temporary file")
+    }
+
+    @Test func usageErrors() {
+        let noOutput = run(["transcript", "import-spy", "spy.log"])
+        #expect(noOutput.status == 64)
+        #expect(noOutput.err.hasPrefix("secbridge: error: give the file to write with -o FILE\nUSAGE: secbridge transcript import-spy"))
+        #expect(run(["transcript", "diff", "a.trn"]).status == 64)
+        #expect(run(["capture", "-o", "x.trn"]).err.hasPrefix("secbridge: error: give the program to run after --"))
+        #expect(run(["transcript"]).status == 64)
+    }
+
+    @Test func showDecodesFramesAndStatusWords() {
+        let result = run(["transcript", "show", repositoryFile("Fixtures/imported/nfc-list.trn")])
+        #expect(result.status == 0)
+        #expect(result.out.contains("+419us ctl 0x42000001 > FF 00 48 00 00\n        ACR122U: get firmware version\n"))
+        #expect(result.out.contains("\n        firmware \"ACR122U207\"\n"))
+        #expect(result.out.contains("ctl 0x42000001 > FF 00 00 00 02 D4 02\n        ACR122U direct transmit: PN532 GetFirmwareVersion\n"))
+        #expect(result.out.contains("        reader: SW 90 00: normal processing, no further qualification\n"))
+    }
+
+    @Test func showJSONHasUppercaseHexWithoutSpaces() {
+        let result = run(["transcript", "show", "--json", repositoryFile("Fixtures/imported/two-threads.trn")])
+        #expect(result.status == 0)
+        #expect(result.out.contains("\"hex\": \"0084000008\""))
+        #expect(result.out.contains("\"channel\": \"h1\""))
+        #expect(result.out.contains("\"SW 6A 82: file or application not found\""))
+    }
+
+    @Test func showHTMLIsOneSelfContainedPage() throws {
+        let dir = try scratchDirectory("html")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let page = dir + "/s.html"
+        let result = run(["transcript", "show", "--html", page, repositoryFile("Fixtures/imported/two-threads.trn")])
+        #expect(result.status == 0)
+        let html = try String(contentsOfFile: page, encoding: .utf8)
+        #expect(html.hasPrefix("<!DOCTYPE html>"))
+        #expect(!html.contains("<script") && !html.contains("http"), "nothing loaded from elsewhere")
+        #expect(html.contains("<div>terminal</div><div>reader</div><div>host</div><div>secure element</div>"))
+        #expect(html.contains("@h1 &gt; 00 84 00 00 08"))
+    }
+
+    @Test func diffExitStatusSaysWhetherTranscriptsDiffer() {
+        let a = repositoryFile("Fixtures/imported/two-threads.trn")
+        let same = run(["transcript", "diff", a, a])
+        #expect(same.status == 0)
+        let different = run(["transcript", "diff", "--json", a, repositoryFile("Fixtures/imported/nfc-list.trn")])
+        #expect(different.status == 1)
+        #expect(different.out.contains("\"equal\": false"))
+    }
+
+    @Test func redactMasksTheVerifyPIN() throws {
+        let dir = try scratchDirectory("redact")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let out = dir + "/r.trn"
+        let result = run(["transcript", "redact", repositoryFile("Fixtures/imported/two-threads.trn"), "-o", out])
+        #expect(result.out == "wrote \(out): 2 lines redacted\n")
+        let text = try String(contentsOfFile: out, encoding: .utf8)
+        #expect(text.contains("@h1 > 00 20 00 81 06 [REDACTED 6]\n"))
+        #expect(!text.contains("31 32 33 34 35 36"))
+    }
+
+    @Test func statsCountsAndTimes() {
+        let result = run(["transcript", "stats", "--json", repositoryFile("Fixtures/imported/two-threads.trn")])
+        #expect(result.status == 0)
+        #expect(result.out.contains("\"transmit\": 6"))
+        #expect(result.out.contains("\"6A82\": 1"))
+        #expect(result.out.contains("\"min\": 41826"))
+    }
+}
