@@ -139,10 +139,13 @@ enum SCard {
         // The PCI is the protocol plus the structure's own length, as g_rgSCardT0Pci/T1Pci/RawPci hold.
         var sendPCI = SCARD_IO_REQUEST(
             dwProtocol: DWORD(protocolValue), cbPciLength: DWORD(MemoryLayout<SCARD_IO_REQUEST>.size))
+        // pcsc-lite accepts a NULL receive PCI, but its spy library (libpcscspy 1.9.9) reads it and
+        // crashes: pass one, as most clients do.
+        var receivePCI = sendPCI
         var length = DWORD(receive.count)
         let result = SCardTransmit(
             handle, &sendPCI, command.baseAddress?.assumingMemoryBound(to: UInt8.self),
-            DWORD(command.count), nil, receive.baseAddress?.assumingMemoryBound(to: UInt8.self), &length)
+            DWORD(command.count), &receivePCI, receive.baseAddress?.assumingMemoryBound(to: UInt8.self), &length)
         try check(result, "SCardTransmit")
         return Int(length)
     }

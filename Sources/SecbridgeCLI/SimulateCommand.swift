@@ -1,4 +1,5 @@
 import ISO7816
+import InProcessPCSC
 import PCSC
 import PCSCTestSupport
 
@@ -10,7 +11,7 @@ extension SecbridgeCLI {
     static let simulateCommand = Command(
         name: "simulate",
         abstract: "Run simulated ACR122U readers in a private pcscd, for any PC/SC program to use.",
-        usage: "[--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID] [--terminal SCRIPT] [--timeout SECONDS]",
+        usage: "[--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID] [--terminal SCRIPT] [--timeout SECONDS] [--in-process]",
         discussion: """
             Starts a private pcscd (its own mount namespace; the system pcscd and USB readers are not
             touched) with one or two simulated ACR122U readers sharing one RF field, prints the
@@ -26,7 +27,10 @@ extension SecbridgeCLI {
             Each control socket is printed too, for programs that place peers themselves.
 
             Personalities: ccid-escape-enabled (default), ccid-escape-disabled, acs-driver, legacy-t0,
-            atr-whole-ats. Needs root, or unprivileged user namespaces; otherwise it says why and exits 1.
+            atr-whole-ats. Needs root, or unprivileged user namespaces; otherwise it says why and exits 1,
+            unless --in-process is given: then the readers run inside this process (no pcscd, so no
+            other program sees them) and standard input also takes `send a|b HEX…` to send a
+            command APDU (to the card) or a pseudo-APDU (FF …, through the escape path without a card).
 
             Example:
               $ secbridge simulate --card 04A1B2C3 &
@@ -42,6 +46,7 @@ extension SecbridgeCLI {
             .value("tag", "UID", "Place an ISO 14443-3 tag (no ISO-DEP) with this UID."),
             .value("terminal", "SCRIPT", "Place a terminal running android-t4t-read or ios-t4t-read."),
             .value("timeout", "SECONDS", "Stop after SECONDS (at most 86400) instead of waiting for Ctrl-C."),
+            .flag("in-process", "Run the readers in this process (no pcscd); `send a|b HEX` on standard input."),
         ],
         run: runSimulate
     )
@@ -75,19 +80,40 @@ extension SecbridgeCLI {
             }
         }
 
-        let entries = Array(SimulatedReaders.readerConfEntries.prefix(readerCount))
-        let pcscd: PrivatePCSCD
-        let names: [String]
-        do {
-            pcscd = try PrivatePCSCD(readers: entries)
-            names = try pcscd.start()
-        } catch let error as HarnessError {
-            throw CLIError.failure("cannot start a private pcscd for the simulated readers: \(error.reason)"
-                + (error.code == .notPermitted ? "; run as root, or allow unprivileged user namespaces" : "")
-                + (error.code == .missingDependency ? "" : ""))
+        var controls: [(String, SimulatedReaderControl)]
+        var inProcess: InProcessReaders?
+        var names: [String]
+        var stop: () -> Void
+        var pcscd: PrivatePCSCD?
+        if arguments.has("in-process") {
+            let base = SimulatedReaders.baseDirectory + "-inprocess"
+            let readers = InProcessReaders()
+            names = []
+            do {
+                for letter in ["a", "b"].prefix(readerCount) {
+                    names.append(try readers.createChannel(deviceName: "\(base)/\(letter):field=\(SimulatedReaders.sharedFieldName)"))
+                }
+            } catch {
+                throw CLIError.failure("cannot create the in-process simulated readers: \(error)")
+            }
+            inProcess = readers
+            controls = Array(zip(["a", "b"], [SimulatedReaderControl(socketPath: base + "/a/control.sock"), SimulatedReaderControl(socketPath: base + "/b/control.sock")]).prefix(readerCount))
+            stop = { readers.close() }
+        } else {
+            let entries = Array(SimulatedReaders.readerConfEntries.prefix(readerCount))
+            do {
+                let daemon = try PrivatePCSCD(readers: entries)
+                names = try daemon.start()
+                pcscd = daemon
+            } catch let error as HarnessError {
+                throw CLIError.failure("cannot start a private pcscd for the simulated readers: \(error.reason)"
+                    + (error.code == .notPermitted ? "; run as root, or allow unprivileged user namespaces" : "")
+                    + "; or use --in-process to run the readers inside this process")
+            }
+            controls = Array([("a", SimulatedReaders.controlA), ("b", SimulatedReaders.controlB)].prefix(readerCount))
+            stop = { pcscd?.stop() }
         }
-        defer { pcscd.stop() }
-        let controls = [("a", SimulatedReaders.controlA), ("b", SimulatedReaders.controlB)].prefix(readerCount)
+        defer { stop() }
         func request(_ control: SimulatedReaderControl, _ line: String) throws -> SimulatedReaderReply {
             do {
                 return try control.send(line, timeout: .seconds(10))
@@ -108,8 +134,13 @@ extension SecbridgeCLI {
             _ = try request(SimulatedReaders.controlA, "place-terminal script=\(script) id=terminal")
         }
 
-        invocation.out("export PCSCLITE_CSOCK_NAME=\(pcscd.socketPath)")
-        for ((letter, control), name) in zip(controls, readerNamesInOrder(names, controls: Array(controls))) {
+        let ordered = inProcess != nil ? names : readerNamesInOrder(names, controls: controls)
+        if let pcscd {
+            invocation.out("export PCSCLITE_CSOCK_NAME=\(pcscd.socketPath)")
+        } else {
+            invocation.out("readers in this process (no pcscd): type `send a|b HEX…` to send to them")
+        }
+        for ((letter, control), name) in zip(controls, ordered) {
             invocation.out("reader \(letter): \(name)  (control socket \(control.socketPath))")
         }
         invocation.out("type control requests as `a <verb> key=value…` (a help), Ctrl-C stops")
@@ -120,7 +151,7 @@ extension SecbridgeCLI {
         var pending: [UInt8] = []
         while !interrupted() {
             if let deadline, ContinuousClock.now >= deadline { break }
-            if !pcscd.isRunning {
+            if let pcscd, !pcscd.isRunning {
                 throw CLIError.failure("the private pcscd exited: \(pcscd.logTail(lines: 5))")
             }
             guard stdinOpen else {
@@ -139,7 +170,11 @@ extension SecbridgeCLI {
             while let newline = pending.firstIndex(of: 0x0A) {
                 let line = String(decoding: pending[..<newline], as: UTF8.self)
                 pending.removeSubrange(...newline)
-                handleControlLine(line, controls: Array(controls), console: invocation.console)
+                if let inProcess, line.hasPrefix("send ") {
+                    handleInProcessSend(line, readers: inProcess, names: Dictionary(uniqueKeysWithValues: zip(controls.map(\.0), ordered)), console: invocation.console)
+                } else {
+                    handleControlLine(line, controls: controls, console: invocation.console)
+                }
             }
             if pending.count > 8192 {
                 invocation.console.err("secbridge: a control request is longer than 8192 bytes; it was dropped\n")
@@ -155,6 +190,37 @@ extension SecbridgeCLI {
         let simulated = names.filter { $0.hasPrefix(SimulatedReaders.friendlyName + " ") }.sorted()
         let orders = controls.map { (try? $0.1.send("ping", timeout: .seconds(2)))?["open-order"].flatMap { Int($0) } ?? 0 }
         return orders.map { order in simulated.indices.contains(order) ? simulated[order] : "?" }
+    }
+
+    /// `send a|b HEX…` in --in-process mode: a pseudo-APDU (CLA FF) without a card goes through the
+    /// escape path (DIRECT, control code 0x42000001), anything else to the card (SHARED).
+    static func handleInProcessSend(_ line: String, readers: InProcessReaders, names: [String: String], console: any Console) {
+        let parts = line.split(separator: " ", maxSplits: 2)
+        guard parts.count == 3, let reader = names[String(parts[1]).lowercased()] else {
+            console.err("secbridge: write `send a HEX…` or `send b HEX…`\n")
+            return
+        }
+        let bytes: [UInt8]
+        do { bytes = try HexBytes.parse(String(parts[2])) } catch {
+            console.err("secbridge: not hex: \(error.reason)\n")
+            return
+        }
+        do throws(PCSCError) {
+            let answer: [UInt8]
+            if bytes.first == 0xFF, (try? readers.readerStatus(reader).flags.contains(.present)) != true {
+                let handle = try readers.connect(to: reader, share: .direct, protocols: .undefined)
+                defer { try? handle.disconnect() }
+                answer = try handle.control(code: 0x4200_0001, bytes)
+                console.out("ctl > \(bytes.hexString)\nctl < \(answer.hexString)\n")
+            } else {
+                let handle = try readers.connect(to: reader, share: .shared, protocols: .any)
+                defer { try? handle.disconnect() }
+                answer = try handle.transmit(bytes)
+                console.out("> \(bytes.hexString)\n< \(answer.hexString)\n")
+            }
+        } catch {
+            console.err("secbridge: \(describe(error))\n")
+        }
     }
 
     static func handleControlLine(_ line: String, controls: [(String, SimulatedReaderControl)], console: any Console) {
