@@ -84,7 +84,7 @@ let package = Package(
         .testTarget(name: "SecbridgeCLITests", dependencies: ["SecbridgeCLI"]),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["PCSC", "ISO7816", "PCSCTestSupport", "SecbridgeCLI"]
+            dependencies: ["PCSC", "ISO7816", "PCSCTestSupport", "SecbridgeCLI", "InProcessPCSC"]
         ),
     ],
     swiftLanguageModes: [.v6]
