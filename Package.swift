@@ -70,7 +70,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "secbridge-bench",
-            dependencies: ["PCSC", "ISO7816", "PCSCTestSupport", "CPCSCBaseline"]
+            dependencies: ["PCSC", "ISO7816", "PCSCTestSupport", "CPCSCBaseline", "SecureElementCredential", "PN53x"]
         ),
         // A private pcscd with vpcd and vicc around a command, for demos and manual tests.
         .executableTarget(name: "secbridge-testbed", dependencies: ["PCSCTestSupport"]),
