@@ -36,14 +36,7 @@ final class CardSession {
     static func open(
         context: PCSCContext, reader argument: String?, record path: String?, command: String
     ) throws(CLIError) -> CardSession {
-        let readers: [String]
-        let states: [ReaderState]
-        do {
-            readers = try CallWatchdog.shared.guarding("SCardListReaders") { () throws(PCSCError) in try context.listReaders() }
-            states = try readerStates(context, readers)
-        } catch {
-            throw .failure(describe(error))
-        }
+        let (readers, states) = try listReadersWithStates(context)
         let withCard = Set(states.filter { $0.eventFlags.contains(.present) }.map(\.readerName))
         if argument == nil && withCard.isEmpty && !readers.isEmpty {
             let listing = readers.enumerated().map { "  \($0.offset): \($0.element)" }.joined(separator: "\n")

@@ -50,6 +50,25 @@ func selectReader(
     }
 }
 
+/// The readers pcscd knows (SCardListReaders, bounded by the watchdog), as a CLI error on failure.
+func listReaders(_ context: PCSCContext) throws(CLIError) -> [String] {
+    do {
+        return try CallWatchdog.shared.guarding("SCardListReaders") { () throws(PCSCError) in try context.listReaders() }
+    } catch {
+        throw .failure(describe(error))
+    }
+}
+
+/// The readers and their states (presence, ATR), as a CLI error on failure.
+func listReadersWithStates(_ context: PCSCContext) throws(CLIError) -> (readers: [String], states: [ReaderState]) {
+    let readers = try listReaders(context)
+    do {
+        return (readers, try readerStates(context, readers))
+    } catch {
+        throw .failure(describe(error))
+    }
+}
+
 /// The state and ATR of every reader, asked without connecting (SCardGetStatusChange from UNAWARE).
 func readerStates(_ context: PCSCContext, _ readers: [String]) throws(PCSCError) -> [ReaderState] {
     var states = readers.map { ReaderState(readerName: $0) }

@@ -28,14 +28,7 @@ extension SecbridgeCLI {
             throw CLIError.usage("readers takes no arguments, got '\(invocation.arguments.positional[0])'")
         }
         let context = try openContext()
-        let readers: [String]
-        let states: [ReaderState]
-        do {
-            readers = try CallWatchdog.shared.guarding("SCardListReaders") { () throws(PCSCError) in try context.listReaders() }
-            states = try readerStates(context, readers)
-        } catch {
-            throw CLIError.failure(describe(error))
-        }
+        let (readers, states) = try listReadersWithStates(context)
         let recording = try invocation.arguments.value("record").map { path throws(CLIError) in
             try TranscriptRecording.startEvents(path: path, command: "readers", console: invocation.console)
         }

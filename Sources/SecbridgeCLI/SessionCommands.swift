@@ -134,8 +134,7 @@ extension SecbridgeCLI {
         }
         let credential = try loadCredential(path, fallbackJSON: "")
         let context = try openContext()
-        let readers: [String]
-        do { readers = try context.listReaders() } catch { throw CLIError.failure(describe(error)) }
+        let readers = try listReaders(context)
         let reader = try selectReader(
             invocation.arguments.value("reader"), in: readers,
             preferring: { ACR122Detection.nameSuggestsACR122($0) })
@@ -295,14 +294,7 @@ extension SecbridgeCLI {
         }
         let usePN532 = invocation.arguments.has("pn532")
         let context = try openContext()
-        let readers: [String]
-        let states: [ReaderState]
-        do {
-            readers = try context.listReaders()
-            states = try readerStates(context, readers)
-        } catch {
-            throw CLIError.failure(describe(error))
-        }
+        let (readers, states) = try listReadersWithStates(context)
         let withCard = Set(states.filter { $0.eventFlags.contains(.present) }.map(\.readerName))
         let reader = try selectReader(
             invocation.arguments.value("reader"), in: readers,
