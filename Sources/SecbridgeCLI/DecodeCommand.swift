@@ -88,7 +88,7 @@ extension SecbridgeCLI {
                 ("meaning", .string(response.statusWord.meaning)),
             ]).prettySerialized())
         } else {
-            if !response.data.isEmpty { invocation.out("data (\(response.data.count) bytes) \(response.data.hexString)") }
+            if !response.data.isEmpty { invocation.out("data (\(byteCount(response.data.count))) \(response.data.hexString)") }
             invocation.out("SW \(response.statusWord.bytes.hexString): \(response.statusWord.meaning)")
         }
         return exitSuccess
@@ -214,10 +214,10 @@ extension SecbridgeCLI {
         func text(_ object: BERTLV, depth: Int) {
             let indent = String(repeating: "  ", count: depth)
             if object.tag.isConstructed {
-                invocation.out("\(indent)\(object.tag.bytes.hexString) (\(object.value.count) bytes)")
+                invocation.out("\(indent)\(object.tag.bytes.hexString) (\(byteCount(object.value.count)))")
                 for child in object.children { text(child, depth: depth + 1) }
             } else {
-                invocation.out("\(indent)\(object.tag.bytes.hexString) (\(object.value.count) bytes): \(object.value.hexString)")
+                invocation.out("\(indent)\(object.tag.bytes.hexString) (\(byteCount(object.value.count)))" + (object.value.isEmpty ? "" : ": \(object.value.hexString)"))
             }
         }
         if invocation.json {
@@ -228,3 +228,6 @@ extension SecbridgeCLI {
         return exitSuccess
     }
 }
+
+/// "1 byte", "2 bytes".
+func byteCount(_ count: Int) -> String { count == 1 ? "1 byte" : "\(count) bytes" }

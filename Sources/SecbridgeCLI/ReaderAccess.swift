@@ -33,6 +33,9 @@ func selectReader(
         if let preferring, let match = readers.first(where: preferring) { return match }
         return readers[0]
     }
+    guard !argument.isEmpty else {
+        throw .usage("--reader needs a reader index or part of a reader name, not an empty string")
+    }
     if let index = Int(argument) {
         guard readers.indices.contains(index) else {
             throw .failure("no reader has index \(index); the readers are:\n\(listing)")
@@ -46,7 +49,9 @@ func selectReader(
     case 1: return matches[0]
     case 0: throw .failure("no reader name contains '\(argument)'; the readers are:\n\(listing)")
     default:
-        throw .failure("'\(argument)' matches \(matches.count) readers; give more of the name or an index:\n\(listing)")
+        let matching = readers.enumerated().filter { matches.contains($0.element) }
+            .map { "  \($0.offset): \($0.element)" }.joined(separator: "\n")
+        throw .failure("'\(argument)' matches \(matches.count) readers; give more of the name or an index:\n\(matching)")
     }
 }
 

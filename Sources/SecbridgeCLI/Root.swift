@@ -21,6 +21,10 @@ public enum SecbridgeCLI {
     }
 
     static func dispatch(arguments: [String], console: any Console) -> Int32 {
+        // `secbridge help [COMMAND…]` is `secbridge [COMMAND…] --help`.
+        if arguments.first == "help" {
+            return dispatch(arguments: Array(arguments.dropFirst()) + ["--help"], console: console)
+        }
         var path: [String] = []
         var command = root
         var remaining = arguments[...]
