@@ -1,12 +1,13 @@
 import ISO7816
 import PCSC
+import SecureElementCredential
 import Transcript
 
 extension SecbridgeCLI {
     static let replayCommand = Command(
         name: "replay",
-        abstract: "Send a transcript's recorded commands to a live reader and compare the answers.",
-        usage: "[--reader NAME|INDEX] [--json] [--record FILE] FILE",
+        abstract: "Send a transcript's recorded commands to a live reader or a credential and compare the answers.",
+        usage: "[--against live|credential:FILE|simulated] [--mode strict|ignore-timing|wildcard] [--reader NAME|INDEX] [--json] [--record FILE] FILE",
         discussion: """
             Every recorded command (SCardTransmit `>` and SCardControl `ctl` lines) is sent in
             order; each answer must match the recorded one (`??` bytes match anything). The first
@@ -20,8 +21,21 @@ extension SecbridgeCLI {
             The reader is --reader, else the transcript header's `reader` when connected, else the
             first reader with a card. A transcript whose header says `protocol: undefined` is
             replayed over a direct connection (no card needed; reader control commands only).
+
+            --against credential:FILE plays the terminal's side instead (the `tgt <` commands, or
+            the `>` commands of a file without `tgt` lines; reader pseudo-APDUs with CLA FF are
+            skipped) to the credential's host applets, and compares each answer with the recorded
+            `tgt >` (or `<`) line. No reader is needed.
+
+            --mode: every mode checks the order and count of the exchanges and never the time
+            offsets. strict (the default) compares the answers byte for byte (`??` and
+            `[REDACTED n]` in the file match anything); ignore-timing replays as strict; wildcard
+            also lets the data (not SW1-SW2, not the length) of GET CHALLENGE (INS 84) and of
+            INTERNAL/EXTERNAL AUTHENTICATE (INS 88/82) answers differ, since they are random.
             """,
         options: [
+            .value("against", "TARGET", "What answers: live (a reader, the default), credential:FILE (a credential file's host applets), simulated (not available yet)."),
+            .value("mode", "MODE", "How answers are compared: strict (the default), ignore-timing or wildcard."),
             .value("reader", short: "r", "NAME|INDEX", "The reader: an index from `secbridge readers` or part of its name."),
             .flag("json", "Print a JSON object {file, reader, exchanges, result, error}."),
             .value("record", "FILE", "Record the replayed exchanges (what the reader answered now) to a transcript FILE."),
@@ -36,11 +50,32 @@ extension SecbridgeCLI {
                     ? "give the transcript file to replay" : "replay takes one transcript file, got \(invocation.arguments.positional.count) arguments")
         }
         let path = invocation.arguments.positional[0]
+        let options = try replayOptions(invocation.arguments.value("mode"))
+        let against = invocation.arguments.value("against") ?? "live"
+        var credentialPath: String?
+        switch against {
+        case "live":
+            break
+        case "simulated":
+            throw CLIError.usage("--against simulated is not available yet; to replay a transcript recorded on the simulated ACR122U, run it under `secbridge-testbed` (or a pcscd with the simulated reader) and use --against live --reader NAME")
+        case _ where against.hasPrefix("credential:"):
+            let file = String(against.dropFirst("credential:".count))
+            guard !file.isEmpty else { throw CLIError.usage("--against credential:FILE needs the credential file, e.g. --against credential:Fixtures/credentials/uri-tag.json") }
+            credentialPath = file
+        default:
+            throw CLIError.usage("--against takes live, credential:FILE or simulated, not '\(against)'")
+        }
+        if credentialPath != nil, invocation.arguments.value("reader") != nil || invocation.arguments.value("record") != nil {
+            throw CLIError.usage("--reader and --record apply to --against live only; a credential replay uses no reader")
+        }
         let transcript: Transcript
         do {
             transcript = try Transcript(contentsOfFile: path)
         } catch {
             throw CLIError.failure("\(error)")
+        }
+        if let credentialPath {
+            return try replayAgainstCredential(transcript, path: path, credentialPath: credentialPath, options: options, invocation: invocation)
         }
         do {
             try LiveReplay.check(transcript)
@@ -106,7 +141,7 @@ extension SecbridgeCLI {
             finishRecording = session.close
         }
         do {
-            let count = try LiveReplay.run(transcript, on: channel)
+            let count = try LiveReplay.run(transcript, on: channel, options: options)
             if invocation.json {
                 invocation.out(JSONValue.object([
                     ("file", .string(path)), ("reader", .string(reader)), ("exchanges", .int(count)),
@@ -121,6 +156,61 @@ extension SecbridgeCLI {
                 invocation.out(JSONValue.object([
                     ("file", .string(path)), ("reader", .string(reader)), ("exchanges", .null),
                     ("result", .string(error.code.rawValue)), ("error", .string(error.description)),
+                ]).prettySerialized())
+                return exitFailure
+            }
+            throw CLIError.failure(error.description)
+        }
+    }
+
+    /// The `--mode` value as ``ReplayOptions``; strict when absent.
+    static func replayOptions(_ text: String?) throws(CLIError) -> ReplayOptions {
+        guard let text else { return ReplayOptions(mode: .strict) }
+        guard let mode = ReplayMode(rawValue: text) else {
+            throw .usage("--mode takes strict, ignore-timing or wildcard, not '\(text)'")
+        }
+        return ReplayOptions(mode: mode)
+    }
+
+    /// `--against credential:FILE`: the terminal's side to the credential's host applets.
+    static func replayAgainstCredential(
+        _ transcript: Transcript, path: String, credentialPath: String, options: ReplayOptions, invocation: Invocation
+    ) throws -> Int32 {
+        let credential: Credential
+        do {
+            let file = try CredentialFile(contentsOfFile: credentialPath)
+            guard case .applets = file.secureElement else {
+                throw CLIError.failure("\(credentialPath): this credential is a PC/SC card (pcscCard); replay against its reader with --against live --reader NAME")
+            }
+            credential = try file.makeCredential()
+        } catch let error as CredentialFileError {
+            throw CLIError.failure("\(credentialPath): \(error)")
+        }
+        let element = credential.secureElement
+        let target = "credential '\(credential.id)' (\(element.secureElementDescription))"
+        do {
+            let count = try TerminalReplay.run(
+                transcript, options: options,
+                terminalActivated: {
+                    _ = try? awaitResult("resetting the applets", timeout: .seconds(5)) { await element.terminalActivated() }
+                },
+                answer: { command in
+                    try awaitResult("the credential's answer", timeout: .seconds(5)) { try await element.transceive(command) }
+                })
+            if invocation.json {
+                invocation.out(JSONValue.object([
+                    ("file", .string(path)), ("against", .string("credential:" + credentialPath)), ("mode", .string(options.mode.rawValue)),
+                    ("exchanges", .int(count)), ("result", .string("match")), ("error", .null),
+                ]).prettySerialized())
+            } else {
+                invocation.out("replayed \(count) exchange\(count == 1 ? "" : "s") from \(path) against \(target): every answer matches")
+            }
+            return exitSuccess
+        } catch {
+            if invocation.json {
+                invocation.out(JSONValue.object([
+                    ("file", .string(path)), ("against", .string("credential:" + credentialPath)), ("mode", .string(options.mode.rawValue)),
+                    ("exchanges", .null), ("result", .string(error.code.rawValue)), ("error", .string(error.description)),
                 ]).prettySerialized())
                 return exitFailure
             }

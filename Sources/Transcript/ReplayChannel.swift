@@ -270,6 +270,14 @@ public enum LiveReplay {
         _ transcript: Transcript, on channel: any CardChannel, channelID: String? = nil,
         describeFailure: (any Error) -> TranscriptFailure = TranscriptRecorder.defaultFailureDescription
     ) throws(ReplayError) -> Int {
+        try play(transcript, on: channel, channelID: channelID, options: ReplayOptions(mode: .strict), describeFailure: describeFailure)
+    }
+
+    /// The replay of ``run(_:on:channelID:describeFailure:)``, with the answer comparison of `options`.
+    static func play(
+        _ transcript: Transcript, on channel: any CardChannel, channelID: String?, options: ReplayOptions,
+        describeFailure: (any Error) -> TranscriptFailure
+    ) throws(ReplayError) -> Int {
         try check(transcript, channelID: channelID)
         let file = transcript.fileName
         let exchanges = transcript.recordedExchanges(channel: channelID)
@@ -287,7 +295,8 @@ public enum LiveReplay {
             }
             switch (e.outcome, answer, thrown) {
             case (.answer(let expected, let line), let answer?, _):
-                if let at = expected.firstMismatch(in: answer) {
+                let pattern = e.kind == .transmit ? options.answerPattern(expected, forCommand: e.command) : expected
+                if let at = pattern.firstMismatch(in: answer) {
                     throw ReplayError(code: .mismatch, file: file, line: line,
                                       expected: TranscriptRecord(e.entry(.incoming, expected)).serialized(),
                                       actual: e.text(.incoming, answer),
