@@ -257,13 +257,18 @@ final class DemoRun: Sendable {
         say("presentment assertion: \(assertion.state.rawValue)")
         await assertion.relinquish()
         say("presentment assertion: \(assertion.state.rawValue) (relinquished)")
+        // Reader B stays quiet until it reads: its automatic PICC polling (on since power-up) would
+        // otherwise activate A's emulated target by itself (the two share one field).
+        try await setPolling(terminal, on: false, executor: executorB)
         try await session.performTransaction(using: credential)
         await state("performTransaction(using:)")
 
         // Reader B, the terminal: PN532 initiator commands, Android's Type 4 Tag read.
         say("terminal on reader B: InListPassiveTarget, then Android's Type 4 Tag read")
         let terminal = self.terminal
-        let readerSession = ReaderSession(readerName: terminal, path: .pn532Initiator, executor: executorB) { [self] in
+        let readerSession = ReaderSession(
+            readerName: terminal, path: .pn532Initiator, executor: executorB, restoresReaderDefaults: false
+        ) { [self] in
             try directConnection(terminal, id: "b")
         }
         let (read, exchanges) = try await readerSession.run { transceiver in
@@ -292,6 +297,7 @@ final class DemoRun: Sendable {
         }
         await session.invalidate()
         await state("invalidate()")
+        try await setPolling(terminal, on: true, executor: executorB)
         let seen = await events.value
         try? writer.close()
 
@@ -306,6 +312,19 @@ final class DemoRun: Sendable {
             console.out(text)
         }
         return SecbridgeCLI.exitSuccess
+    }
+
+    /// Turns a reader's automatic PICC polling off (`FF 00 51 00 00`) or back on (`FF 00 51 FF 00`,
+    /// the power-up default), through its escape path (ACR122U API v2.04 §6).
+    func setPolling(_ reader: String, on: Bool, executor: BlockingExecutor) async throws {
+        let channel = reader == emulator ? "a" : "b"
+        try await executor.run { [self] in
+            let (connection, close) = try directConnection(reader, id: channel)
+            defer { close() }
+            let link = try ACR122Link.open(channel: connection, readerName: reader)
+            _ = try link.setPICCOperatingParameter(ACR122PICCOperatingParameter(rawValue: on ? 0xFF : 0x00))
+        }
+        say("reader \(channel == "a" ? "A" : "B"): automatic PICC polling \(on ? "on (restored)" : "off")")
     }
 
     func describe(_ event: CredentialSessionEvent) -> String {

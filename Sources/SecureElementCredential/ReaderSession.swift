@@ -30,12 +30,20 @@ public final class ReaderSession: Sendable {
 
     public let readerName: String
     public let path: Path
+    /// On the `.pn532Initiator` path: whether the reader's automatic polling is turned back on
+    /// (`FF 00 51 FF 00`) when the session ends. A caller that keeps the reader quiet on purpose
+    /// (its polling would activate a card emulated nearby) passes false and restores it itself.
+    public let restoresReaderDefaults: Bool
     private let executor: BlockingExecutor
     private let connector: Connector
 
-    public init(readerName: String, path: Path, executor: BlockingExecutor? = nil, connector: @escaping Connector) {
+    public init(
+        readerName: String, path: Path, executor: BlockingExecutor? = nil, restoresReaderDefaults: Bool = true,
+        connector: @escaping Connector
+    ) {
         self.readerName = readerName
         self.path = path
+        self.restoresReaderDefaults = restoresReaderDefaults
         self.executor = executor ?? BlockingExecutor(name: "reader session \(readerName)")
         self.connector = connector
     }
@@ -141,10 +149,11 @@ public final class ReaderSession: Sendable {
     }
 
     private func finish(_ box: PN532SessionBox) async {
+        let restore = restoresReaderDefaults
         _ = try? await executor.run {
             if let pn532 = box.pn532 {
                 try? pn532.release()
-                try? pn532.restoreReaderDefaults()
+                if restore { try? pn532.restoreReaderDefaults() }
             }
             box.close?()
             box.pn532 = nil
