@@ -1,0 +1,83 @@
+import Foundation
+import PCSC
+import PCSCTestSupport
+import Testing
+
+// libnfc 1.8.0 (scripts/build-libnfc.sh) against the session commands: libnfc's Type 4 Tag
+// emulation read by `secbridge read --pn532`, and `secbridge emulate` listed by nfc-list.
+
+extension BackgroundSecbridge {
+    /// Ctrl-C: SIGINT, which `emulate` answers by ending card emulation within one MCU timeout.
+    func interrupt() {
+        kill(processIdentifier, SIGINT)
+    }
+}
+
+extension SharedReader {
+    @Suite(.enabled(if: Libnfc.isBuilt, "libnfc is not built: run scripts/build-libnfc.sh (as root the first time)"))
+    struct LibnfcSessionTests {
+        @Test func readPN532OnBReadsNfcEmulateForumTag4OnA() async throws {
+            let environment = try await resetSimulatedReaders()
+            let (readerA, readerB) = (environment.simulatedReaderA, environment.simulatedReaderB)
+            try await blocking { try stopAutomaticPolling(on: readerB) }
+            let emulator = try Libnfc.RunningTool(
+                "nfc-emulate-forum-tag4", [],
+                environment: Libnfc.environment(reader: readerA, base: environment.environmentForSubprocesses))
+            // nfc-emulate-forum-tag4 reaches TgInitAsTarget after its set-up; `read` polls 8 times,
+            // and is run again (at most 5 times) until it found the target.
+            var read = (status: Int32(1), out: "", err: "")
+            for _ in 0..<5 {
+                read = try await runCLI(["read", "--pn532", "--reader", readerB])
+                if !read.err.contains("no ISO 14443-A card answered InListPassiveTarget") { break }
+            }
+            let executor = BlockingExecutor(name: "e2e5 libnfc wait")
+            defer { executor.shutdown() }
+            let tool = try await executor.run { emulator.finish(timeout: .seconds(10)) }
+            // nfc-emulate-forum-tag4's target (libnfc utils/nfc-emulate-forum-tag4.c): UID 08 00 B0 0B,
+            // and the PN532's own ATS 05 75 33 92 03.
+            #expect(read.out.contains("UID 08 00 B0 0B  ATS 05 75 33 92 03\n"), "\(read.out)\n\(read.err)\n\(tool.output)")
+            // Its CC: mapping 2.0, MLe 0054, MLc 00FF, NDEF file E104 of at most FFFE bytes.
+            #expect(read.out.contains("> 00 B0 00 00 0F\n< 00 0F 20 00 54 00 FF 04 06 E1 04 FF FE 00 00 90 00\n"), "\(read.out)")
+            // That CC declares a maximum NDEF file size of FFFE, which Android rejects (v2.0 allows
+            // 0005 … 7FFF, iso14443-t4t-ndef.md §4); `read` follows Android, stops after the CC and
+            // says why. (The NDEF file behind it, NLEN 0021 and a Smart Poster record, is read
+            // with raw InDataExchange in LibnfcTests.)
+            #expect(read.status == 1)
+            #expect(read.err.contains(
+                "not readable as an NFC Forum Type 4 Tag: capability container failed: valueOutOfRange at offset 11: the maximum NDEF file size must be 0005 … 7FFF; got 65534"),
+                "\(read.err)")
+            #expect(!read.out.contains("NDEF record"))
+        }
+
+        @Test func nfcListOnBListsSecbridgeEmulateOnA() async throws {
+            let environment = try await resetSimulatedReaders()
+            let emulation = try await startEmulation(environment, credential: "Fixtures/credentials/uri-tag.json")
+            let armed = try await emulation.waitForOutput(containing: "state: cardEmulation")
+            #expect(armed, "\(emulation.outputSoFar)")
+            let toolEnvironment = Libnfc.environment(reader: environment.simulatedReaderB, base: environment.environmentForSubprocesses)
+            let listing = try await blocking { () throws -> String in
+                var last = ""
+                for _ in 0..<10 {  // until A's TgInitAsTarget is armed
+                    let result = try Libnfc.run("nfc-list", ["-t", "1"], environment: toolEnvironment)
+                    last = result.output
+                    if result.output.contains("1 ISO14443A passive target(s) found") { break }
+                }
+                return last
+            }
+            // nfc-list activates and releases the target without a C-APDU: emulate keeps serving
+            // until Ctrl-C, then ends card emulation (within one MCU timeout) and restores the reader.
+            emulation.interrupt()
+            let served = try await emulation.finish()
+            #expect(listing.contains("1 ISO14443A passive target(s) found"), "\(listing)")
+            // libnfc labels a 4-byte UID starting 08 (a random UID, ISO/IEC 14443-3) as NFCID3.
+            #expect(listing.contains("UID (NFCID3): 08  00  b0  0b"), "\(listing)")
+            #expect(listing.contains("ATQA (SENS_RES): 00  04"), "\(listing)")
+            #expect(listing.contains("SAK (SEL_RES): 20"), "\(listing)")
+            #expect(listing.contains("ATS: 75  33  92  03"), "\(listing)")
+            #expect(served.status == 1, "no terminal sent a C-APDU: \(served.out)")
+            #expect(served.out.contains("event: fieldStateChanged(fieldPresent: TgInitAsTarget returned mode 08, initiator command E0 "), "\(served.out)")
+            #expect(served.out.contains("interrupted: ending card emulation (within one MCU timeout)\nstate: management\n"), "\(served.out)")
+            #expect(try SimulatedReaders.controlA.send("status")["picc"] == "FF")
+        }
+    }
+}
