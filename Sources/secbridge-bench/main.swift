@@ -157,4 +157,8 @@ if let ours = spawnTime(secbridge, ["readers"], runs: 30), let theirs = spawnTim
 } else {
     print("start time: could not run \(secbridge) or \(pcscScan) (build secbridge in the same configuration first)")
 }
+
+// Card-emulation turnaround (EmulationTurnaround.swift); SECBRIDGE_BENCH_TURNS sets the count.
+benchmarkEmulationTurnaround(
+    environment: environment, count: Int(ProcessInfo.processInfo.environment["SECBRIDGE_BENCH_TURNS"] ?? "") ?? 2000)
 exit(0)
