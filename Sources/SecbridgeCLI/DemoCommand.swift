@@ -221,11 +221,13 @@ final class DemoRun: Sendable {
 
         // Session events, as they come; recorded too.
         let recorder = self.recorder
+        let log = EventLog()
         let events = Task { [self] () -> [String] in
             var seen: [String] = []
             for await event in session.eventStream {
                 let text = describe(event)
                 seen.append(text)
+                log.append(event)
                 say("  event: \(text)")
                 switch event {
                 case .apduExchanged(let command, let response):
@@ -286,6 +288,12 @@ final class DemoRun: Sendable {
         for record in read.message.records {
             say("NDEF record: \(describe(record))")
         }
+        // The terminal has released the target (InRelease): wait until the emulating reader has
+        // seen it (status 29 on TgGetData, one device step at most), then end card emulation.
+        await log.waitUntil(timeout: .seconds(10)) {
+            if case .fieldStateChanged(let info) = $0 { return info.state == .fieldAbsent }
+            return false
+        }
         try await session.endCardEmulation()
         await state("endCardEmulation()")
         let again = try await session.acquirePresentmentAssertion()
@@ -343,5 +351,22 @@ final class DemoRun: Sendable {
         if let uri = try? record.uriValue() { return "URI \(uri)" }
         if let text = try? record.textValue() { return "text \"\(text.text)\" (\(text.language))" }
         return "TNF \(record.tnf.rawValue), type \(record.type.hexString), \(record.payload.count)-byte payload"
+    }
+}
+
+/// The session events seen so far, for waiting on one (bounded).
+final class EventLog: @unchecked Sendable {
+    private let lock = ConsoleLock()
+    private var events: [CredentialSessionEvent] = []
+
+    func append(_ event: CredentialSessionEvent) { lock.withLock { events.append(event) } }
+
+    /// Returns when an event satisfies `predicate`, or after `timeout`.
+    func waitUntil(timeout: Duration, _ predicate: @escaping (CredentialSessionEvent) -> Bool) async {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if lock.withLock({ events.contains(where: predicate) }) { return }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
     }
 }
