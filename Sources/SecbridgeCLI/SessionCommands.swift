@@ -87,7 +87,7 @@ extension SecbridgeCLI {
             return applets.map { applet in
                 switch applet {
                 case .ndefTag(let name, let message, let readOnly, _):
-                    return "applet \(name): NFC Forum Type 4 Tag, AID D2 76 00 00 85 01 01, \(message?.records.count ?? 0) NDEF record(s), \(readOnly ? "read-only" : "read/write")"
+                    return "applet \(name == "NFC Forum Type 4 Tag" ? "ndef-tag" : name): NFC Forum Type 4 Tag, AID D2 76 00 00 85 01 01, \(message?.records.count ?? 0) NDEF record(s), \(readOnly ? "read-only" : "read/write")"
                 case .declarative(let name, let aids, _, let rules, _):
                     return "applet \(name): declarative, AIDs \(aids.map(\.description).joined(separator: ", ")), \(rules.count) rule(s)"
                 case .transcript(let name, let file, let aids, _):
@@ -302,10 +302,13 @@ extension SecbridgeCLI {
         if !usePN532 && !withCard.contains(reader) {
             throw CLIError.failure("no card in '\(reader)': place a card or phone on the reader\(ACR122Detection.nameSuggestsACR122(reader) ? ", or use --pn532 to poll with PN532 commands" : "")")
         }
+        // The PC/SC path records the card's ATR and protocol in the header, as `send` does.
+        let atr = states.first { $0.readerName == reader }?.atr
         let writer = try invocation.arguments.value("record").map { path throws(CLIError) in
             try TranscriptRecording.openWriter(
                 path: path,
-                header: TranscriptRecording.header(reader: reader, atr: nil, transmissionProtocol: usePN532 ? .undefined : nil, command: "read"))
+                header: TranscriptRecording.header(
+                    reader: reader, atr: usePN532 ? nil : atr, transmissionProtocol: usePN532 ? .undefined : .t1, command: "read"))
         }
         defer { try? writer?.close() }
         let recorder = writer.map { TranscriptRecorder(sink: $0) }
@@ -326,7 +329,10 @@ extension SecbridgeCLI {
         }
         let isACR122 = ACR122Detection.nameSuggestsACR122(reader)
         let (outcome, exchanges) = try awaitResult("the reader session", timeout: .seconds(60)) {
-            try await session.run { transceiver -> Outcome in
+            try await session.run { session -> Outcome in
+                // On the PN532 path, the C-APDUs inside InDataExchange are recorded as `ini` lines
+                // beside the raw `ctl` exchanges (Fixtures/README.md).
+                let transceiver = RecordingTransceiver(session, recorder: usePN532 ? recorder : nil)
                 var outcome = Outcome()
                 if let target = transceiver.target {
                     outcome.uid = target.uid
@@ -391,6 +397,23 @@ extension SecbridgeCLI {
             throw CLIError.failure("not readable as an NFC Forum Type 4 Tag: \(error)")
         }
         return exitSuccess
+    }
+
+    /// A reader session's transceiver that also records each APDU as `ini` lines.
+    struct RecordingTransceiver: Sendable {
+        let inner: ReaderSession.Transceiver
+        let recorder: TranscriptRecorder?
+        init(_ inner: ReaderSession.Transceiver, recorder: TranscriptRecorder?) {
+            self.inner = inner
+            self.recorder = recorder
+        }
+        var target: ISO14443ATarget? { inner.target }
+        func transceive(_ command: [UInt8]) async throws -> [UInt8] {
+            try? recorder?.record(.initiator(.outgoing, TranscriptBytes(command)))
+            let response = try await inner.transceive(command)
+            try? recorder?.record(.initiator(.incoming, TranscriptBytes(response)))
+            return response
+        }
     }
 
     static func describeRecord(_ record: NDEFRecord) -> String {

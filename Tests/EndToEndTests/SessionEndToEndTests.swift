@@ -275,13 +275,13 @@ extension SharedReader {
             #expect(result.out.contains("""
                 example-uri-tag: URI tag https://example.com   (\(directory)/uri-tag.json)
                   emulation: UID 08 00 B0 0B, ATQA 00 04, SAK 20, historical bytes none
-                  applet NFC Forum Type 4 Tag: NFC Forum Type 4 Tag, AID D2 76 00 00 85 01 01, 1 NDEF record(s), read-only
+                  applet ndef-tag: NFC Forum Type 4 Tag, AID D2 76 00 00 85 01 01, 1 NDEF record(s), read-only
 
                 """), "\(result.out)")
             #expect(result.out.contains("""
                 example-text-tag: Text tag "Hello"   (\(directory)/text-tag.json)
                   emulation: UID 08 00 B0 0B, ATQA 00 04, SAK 20, historical bytes none
-                  applet NFC Forum Type 4 Tag: NFC Forum Type 4 Tag, AID D2 76 00 00 85 01 01, 1 NDEF record(s), read/write
+                  applet ndef-tag: NFC Forum Type 4 Tag, AID D2 76 00 00 85 01 01, 1 NDEF record(s), read/write
 
                 """), "\(result.out)")
             #expect(result.out.contains("""
