@@ -14,6 +14,7 @@ let package = Package(
         // The simulated ACR122U as a pcscd driver (IFD handler): LIBPATH in a reader.conf file.
         .library(name: "SecbridgeACR122IFD", type: .dynamic, targets: ["ACR122Driver"]),
         .executable(name: "secbridge", targets: ["secbridge"]),
+        .executable(name: "secbridge-tools", targets: ["secbridge-tools"]),
         .executable(name: "secbridge-bench", targets: ["secbridge-bench"]),
         .executable(name: "secbridge-testbed", targets: ["secbridge-testbed"]),
     ],
@@ -43,17 +44,34 @@ let package = Package(
         // The command tree of the `secbridge` tool, as a library so tests can drive it.
         .target(
             name: "SecbridgeCLI",
+            dependencies: ["PCSC", "ISO7816", "Transcript", "PN53x"],
+            // SecbridgeTools extends the command tree with `@testable import` (internal helpers
+            // shared without making them public), so the module is built for testing in release too.
+            swiftSettings: [.unsafeFlags(["-enable-testing"])]
+        ),
+        // The commands that link Foundation (session engine, simulator launcher, transcript tools):
+        // the `secbridge-tools` binary, which `secbridge` runs for them.
+        .target(
+            name: "SecbridgeTools",
             dependencies: [
-                "PCSC", "ISO7816", "Transcript", "PN53x", "PCSCTestSupport", "SecureElementCredential", "InProcessPCSC",
+                "SecbridgeCLI", "PCSC", "ISO7816", "Transcript", "PN53x", "PCSCTestSupport",
+                "SecureElementCredential", "InProcessPCSC",
             ]
         ),
         .executableTarget(
             name: "secbridge",
             dependencies: ["SecbridgeCLI"],
             swiftSettings: [.unsafeFlags(["-Osize"])],
-            // A static standard library and Foundation: `secbridge readers` must start within 1.5×
-            // of `pcsc_scan -r`, and dynamic Foundation alone costs about 10 ms. SwiftPM does not
-            // add Foundation's own static dependencies for -static-stdlib, so they are named here.
+            // A static standard library, no Foundation, and a position-dependent executable (no
+            // relocations for the loader to apply): `secbridge readers` must start within 1.5× of
+            // `pcsc_scan -r`; a statically linked Foundation alone costs about 4 ms, PIE about 0.5 ms.
+            linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xclang-linker", "-no-pie"])]
+        ),
+        .executableTarget(
+            name: "secbridge-tools",
+            dependencies: ["SecbridgeCLI", "SecbridgeTools"],
+            // Static standard library and Foundation, so the binary runs where only it is copied.
+            // SwiftPM does not add Foundation's own static dependencies for -static-stdlib.
             linkerSettings: [
                 .unsafeFlags(["-static-stdlib"]),
                 .linkedLibrary("CoreFoundation"), .linkedLibrary("_FoundationICU"),
@@ -81,10 +99,10 @@ let package = Package(
         .testTarget(name: "SecureElementCredentialTests", dependencies: ["SecureElementCredential", "ISO7816", "PN53x", "Transcript", "PCSC", "ACR122Simulator"]),
         .testTarget(name: "ACR122SimulatorTests", dependencies: ["ACR122Simulator", "PN53x", "ISO7816", "Transcript"]),
         .testTarget(name: "InProcessPCSCTests", dependencies: ["InProcessPCSC", "PN53x", "Transcript", "ACR122Simulator", "PCSC", "ISO7816", "PCSCTestSupport"]),
-        .testTarget(name: "SecbridgeCLITests", dependencies: ["SecbridgeCLI"]),
+        .testTarget(name: "SecbridgeCLITests", dependencies: ["SecbridgeCLI", "SecbridgeTools"]),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["PCSC", "ISO7816", "PCSCTestSupport", "SecbridgeCLI", "InProcessPCSC"]
+            dependencies: ["PCSC", "ISO7816", "PCSCTestSupport", "SecbridgeCLI", "SecbridgeTools", "InProcessPCSC"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,5 +1,5 @@
 /// One node of the command tree: a command with options, or a group of subcommands.
-struct Command: Sendable {
+public struct Command: Sendable {
     let name: String
     let abstract: String
     /// Usage line(s) after "secbridge NAME", e.g. "[--reader NAME|INDEX] [--json] HEX…".
@@ -8,6 +8,8 @@ struct Command: Sendable {
     let options: [OptionSpec]
     let subcommands: [Command]
     let run: (@Sendable (Invocation) throws -> Int32)?
+    /// A stand-in for a command of `secbridge-tools`: the whole command line goes there.
+    let delegatesToTools: Bool
 
     init(
         name: String, abstract: String, usage: String = "", discussion: String = "",
@@ -21,6 +23,18 @@ struct Command: Sendable {
         self.options = options
         self.subcommands = subcommands
         self.run = run
+        self.delegatesToTools = false
+    }
+
+    init(name: String, abstract: String, delegatesToTools: Bool) {
+        self.name = name
+        self.abstract = abstract
+        self.usage = ""
+        self.discussion = ""
+        self.options = []
+        self.subcommands = []
+        self.run = nil
+        self.delegatesToTools = delegatesToTools
     }
 
     /// The help text: abstract, usage, discussion, subcommands and options.

@@ -8,7 +8,8 @@ extension SecbridgeCLI {
         usage: "[--json] [--record FILE]",
         discussion: """
             Each reader is shown with its index (usable as --reader INDEX in other commands), its
-            state, and for a present card its ATR and the protocol a shared connection negotiates.
+            state, and for a present card its ATR and the protocol a shared connection negotiates
+            (decided from the ATR as pcscd does: T=1 when offered, else T=0; nothing is connected).
 
             Example:
               $ secbridge readers
@@ -36,18 +37,13 @@ extension SecbridgeCLI {
         var entries: [JSONValue] = []
         for (index, state) in states.enumerated() {
             let flags = state.eventFlags
+            // The protocol a shared connection gets, decided from the ATR the way pcscd decides
+            // it (T=1 when the card offers it, else T=0; pcsc-lite prothandler.c), without
+            // connecting: no card is powered or disturbed, and listing stays as fast as
+            // `pcsc_scan -r`.
             var protocolName: String?
             if flags.contains(.present) && !flags.contains(.mute) {
-                // Connect shared to learn the protocol; a card held exclusively by another program
-                // is reported as in use rather than failing the listing.
-                if let handle = try? CallWatchdog.shared.guarding("SCardConnect", { () throws(PCSCError) in
-                    try context.connect(to: state.readerName, share: .shared, protocols: .any)
-                }) {
-                    protocolName = handle.transmissionProtocol.rawValue
-                    try? handle.disconnect(.leave)
-                } else {
-                    protocolName = "in use"
-                }
+                protocolName = negotiatedProtocol(atr: state.atr)
             }
             let stateWords = stateDescription(flags)
             recording?.record(.readerAttached(reader: state.readerName))
@@ -74,6 +70,14 @@ extension SecbridgeCLI {
             invocation.console.err("no readers (pcscd is running but reports none)\n")
         }
         return SecbridgeCLI.exitSuccess
+    }
+
+    /// "T=1" when the ATR offers T=1 (a TDi with protocol 1), "T=0" when it offers only T=0, nil
+    /// for an ATR that does not parse.
+    static func negotiatedProtocol(atr: [UInt8]) -> String? {
+        guard let parsed = try? ATR(parsing: atr, requireValidChecksum: false) else { return nil }
+        if parsed.protocols.contains(1) { return TransmissionProtocol.t1.rawValue }
+        return TransmissionProtocol.t0.rawValue
     }
 
     static func stateDescription(_ flags: ReaderStateFlags) -> [String] {

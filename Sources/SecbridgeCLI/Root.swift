@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The `secbridge` command-line tool: entry point and command tree.
 public enum SecbridgeCLI {
     /// The tool's version, written into transcripts' provenance headers.
@@ -11,7 +15,15 @@ public enum SecbridgeCLI {
     public static let exitUsage: Int32 = 64
 
     /// Runs the tool with `arguments` (without the program name) and returns the exit status.
-    public static func main(arguments: [String], console: any Console = StandardConsole()) -> Int32 {
+    ///
+    /// `toolCommands` are the commands that live in the `secbridge-tools` binary (they link
+    /// Foundation, which would make the lean `secbridge` binary start several milliseconds slower
+    /// than `pcsc_scan -r`). By default they are stand-ins that hand the whole command line to
+    /// `secbridge-tools` beside this binary; `SecbridgeTools.main` passes the real ones.
+    public static func main(
+        arguments: [String], console: any Console = StandardConsole(), toolCommands: [Command]? = nil
+    ) -> Int32 {
+        root = makeRoot(toolCommands: toolCommands ?? delegatedToolCommands)
         let status = dispatch(arguments: arguments, console: console)
         if let failure = (console as? StandardConsole)?.outputFailure {
             console.err("secbridge: error: cannot write standard output: \(failure)\n")
@@ -33,6 +45,9 @@ public enum SecbridgeCLI {
             guard let next = command.subcommands.first(where: { $0.name == word }) else {
                 return usageError(
                     "unknown command '\(word)'", command: command, path: path, console: console)
+            }
+            if next.delegatesToTools {
+                return runTools(arguments: arguments, console: console)
             }
             path.append(word)
             command = next
@@ -84,7 +99,10 @@ public enum SecbridgeCLI {
         return exitUsage
     }
 
-    static let root = Command(
+    nonisolated(unsafe) static var root = makeRoot(toolCommands: delegatedToolCommands)
+
+    static func makeRoot(toolCommands: [Command]) -> Command {
+        Command(
         name: "secbridge",
         abstract: "PC/SC and NFC credential sessions on Linux: readers, APDUs, transcripts.",
         discussion: """
@@ -94,9 +112,46 @@ public enum SecbridgeCLI {
             Exit status: 0 success, 1 failure, 64 usage error.
             """,
         options: [.flag("version", "Show the version.")],
-        subcommands: [readersCommand, sendCommand, decodeCommand] + laterCommands
-    )
+        subcommands: [readersCommand, sendCommand, decodeCommand, monitorCommand, runCommand] + toolCommands
+        )
+    }
 
-    /// Commands registered by later layers (monitor, run, replay, …).
-    static var laterCommands: [Command] { [monitorCommand, runCommand, replayCommand, simulateCommand, credentialsCommand, emulateCommand, readCommand, demoCommand, transcriptCommand, captureCommand] }
+    /// Replaces this process with `secbridge-tools` (found beside this binary through
+    /// /proc/self/exe), passing `arguments` unchanged; returns only when that is impossible.
+    static func runTools(arguments: [String], console: any Console) -> Int32 {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard length > 0 else {
+            console.err("secbridge: error: cannot find this binary's directory (/proc/self/exe) to run secbridge-tools\n")
+            return exitFailure
+        }
+        let me = String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let directory = me.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+        let tools = directory + "/secbridge-tools"
+        var argv: [UnsafeMutablePointer<CChar>?] = ([tools] + arguments).map { strdup($0) } + [nil]
+        execv(tools, &argv)
+        let error = errno
+        argv.forEach { free($0) }
+        console.err("secbridge: error: '\(arguments.first ?? "")' is run by \(tools), which could not be started (\(String(cString: strerror(error)))); build the whole package (`swift build`) so that secbridge-tools sits beside secbridge\n")
+        return exitFailure
+    }
+
+    /// The commands of `secbridge-tools`, by name and abstract, in help order.
+    static let toolCommandSummaries: [(name: String, abstract: String)] = [
+        ("replay", "Send a transcript's recorded commands to a live reader or a credential and compare the answers."),
+        ("simulate", "Run simulated ACR122U readers in a private pcscd, for any PC/SC program to use."),
+        ("credentials", "List the credentials a session knows, from credential files."),
+        ("emulate", "Present a credential to a terminal: card emulation on an ACR122U."),
+        ("read", "A reader session: read the presented card's UID and ATS, SELECT an AID, or read its NDEF message."),
+        ("demo", "The main job: a credential session emulating an NDEF tag on one simulated ACR122U, read by a second."),
+        ("transcript", "Read, compare, redact and import transcripts (Fixtures/README.md)."),
+        ("capture", "Run any PC/SC program under pcsc-lite's spy and save what it did as a transcript."),
+    ]
+
+    /// Stand-ins that run `secbridge-tools` (beside this binary) with the same command line.
+    static var delegatedToolCommands: [Command] {
+        toolCommandSummaries.map { summary in
+            Command(name: summary.name, abstract: summary.abstract, delegatesToTools: true)
+        }
+    }
 }

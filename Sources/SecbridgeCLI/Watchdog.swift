@@ -22,13 +22,19 @@ final class CallWatchdog: @unchecked Sendable {
     private var started = false
     private var output: (any Console)?
 
-    /// Turns the watchdog on with `bound` per call.
+    /// Turns the watchdog on with `bound` per call. Its thread starts at the first guarded call,
+    /// so commands that make none (decode, help) start no thread.
     func enable(bound: Duration, console: any Console) {
-        let start = lock.withLock { () -> Bool in
+        lock.withLock {
             self.bound = bound
             self.output = console
+        }
+    }
+
+    private func startThreadOnce() {
+        let start = lock.withLock { () -> Bool in
             defer { started = true }
-            return !started
+            return !started && bound != nil
         }
         guard start else { return }
         var thread = pthread_t()
@@ -43,6 +49,7 @@ final class CallWatchdog: @unchecked Sendable {
 
     /// Runs `body` (a blocking call) with the watchdog armed for `label`.
     func guarding<T, E: Error>(_ label: String, _ body: () throws(E) -> T) throws(E) -> T {
+        startThreadOnce()
         lock.withLock {
             if let bound { armed = (label, ContinuousClock.now + bound) }
         }

@@ -2,6 +2,7 @@ import Foundation
 import PCSC
 import PCSCTestSupport
 import SecbridgeCLI
+import SecbridgeTools
 import Testing
 
 /// Every suite that uses the shared vpcd reader and its vicc card is nested in this one, so that
@@ -26,7 +27,7 @@ func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async thr
 func runCLI(_ arguments: [String], input: [String] = []) async throws -> (status: Int32, out: String, err: String) {
     try await blocking {
         let console = CapturingConsole(input: input)
-        let status = SecbridgeCLI.main(arguments: arguments, console: console)
+        let status = SecbridgeTools.main(arguments: arguments, console: console)
         return (status, console.standardOutput, console.standardError)
     }
 }

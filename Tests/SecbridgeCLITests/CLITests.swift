@@ -1,12 +1,13 @@
 import Testing
 
 @testable import SecbridgeCLI
+@testable import SecbridgeTools
 
 /// Runs the CLI in process for commands that never reach PC/SC (decode, help, usage errors).
 /// A PC/SC call here would fix this process's pcscd socket before the end-to-end harness sets it.
 func run(_ arguments: [String]) -> (status: Int32, out: String, err: String) {
     let console = CapturingConsole()
-    let status = SecbridgeCLI.main(arguments: arguments, console: console)
+    let status = SecbridgeTools.main(arguments: arguments, console: console)
     return (status, console.standardOutput, console.standardError)
 }
 
@@ -261,6 +262,15 @@ func run(_ arguments: [String]) -> (status: Int32, out: String, err: String) {
         #expect(result.out.hasPrefix("OVERVIEW: "))
         #expect(result.out.contains("USAGE: secbridge \(path.joined(separator: " "))"))
         #expect(result.out.contains("-h, --help"))
+    }
+
+    @Test func leanBinaryListsToolCommandsAsTheyAre() {
+        // `secbridge` names the commands of `secbridge-tools` in its help without linking them:
+        // the names and abstracts must be the real ones, in the same order.
+        let real = SecbridgeTools.commands.map { ($0.name, $0.abstract) }
+        let summaries = SecbridgeCLI.toolCommandSummaries.map { ($0.name, $0.abstract) }
+        #expect(real.map(\.0) == summaries.map(\.0))
+        #expect(real.map(\.1) == summaries.map(\.1))
     }
 
     @Test func sendHelpGolden() {

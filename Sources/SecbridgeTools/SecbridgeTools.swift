@@ -1,0 +1,20 @@
+@testable import SecbridgeCLI
+
+/// The `secbridge-tools` binary's entry point: the whole command tree, including the commands that
+/// link Foundation (session engine, simulator launcher, transcript tools). `secbridge` hands these
+/// commands over to it, so `secbridge readers` stays lean and starts fast.
+public enum SecbridgeTools {
+    /// The commands that live here, in help order.
+    static var commands: [Command] {
+        [
+            SecbridgeCLI.replayCommand, SecbridgeCLI.simulateCommand, SecbridgeCLI.credentialsCommand,
+            SecbridgeCLI.emulateCommand, SecbridgeCLI.readCommand, SecbridgeCLI.demoCommand,
+            SecbridgeCLI.transcriptCommand, SecbridgeCLI.captureCommand,
+        ]
+    }
+
+    /// Runs the full tool with `arguments` (without the program name); returns the exit status.
+    public static func main(arguments: [String], console: any Console = StandardConsole()) -> Int32 {
+        SecbridgeCLI.main(arguments: arguments, console: console, toolCommands: commands)
+    }
+}
