@@ -20,19 +20,25 @@ extension SharedReader {
 
         @Test func capturesTheProjectsOwnCLI() async throws {
             let environment = try sharedEnvironment()
-            let dir = try scratch("readers")
+            let dir = try scratch("send")
             defer { try? FileManager.default.removeItem(atPath: dir) }
-            let out = dir + "/readers.trn"
+            let out = dir + "/send.trn"
             let binary = try secbridgeBinary().path
-            let result = try await runBinary(["capture", "-o", out, "--spy-log", dir + "/spy.log", "--", binary, "readers"],
+            // `send` connects, reads the ATR and transmits: SCardConnect, SCardStatus, SCardTransmit
+            // (the last crashed libpcscspy 1.9.9 while the receive PCI was NULL; it is passed now).
+            let result = try await runBinary(
+                ["capture", "-o", out, "--spy-log", dir + "/spy.log", "--", binary, "send", "--reader", environment.vpcdReaderName, "00A4000C023F00"],
                                              environment: ProcessInfo.processInfo.environment, timeout: .seconds(60))
             #expect(result.status == 0, "\(result.err)")
             let text = try String(contentsOfFile: out, encoding: .utf8)
             #expect(text.contains("# origin: imported\n"))
             #expect(text.contains("# tool: secbridge 0.1.0 capture\n"))
-            // secbridge readers asked SCardGetStatusChange about every reader, and SCardStatus gave the ATR.
+            // secbridge send asked SCardGetStatusChange about every reader, SCardStatus gave the ATR,
+            // and the SELECT MF went through SCardTransmit.
             #expect(text.contains("event state-changed reader=\"\(environment.vpcdReaderName)\""))
             #expect(text.contains("# atr: 3B 95 13 81 01 80 73 FF 01 00 0B\n"))
+            #expect(text.contains("> 00 A4 00 0C 02 3F 00\n"))
+            #expect(text.contains("< 90 00\n"))
             let spyLog = try String(contentsOfFile: dir + "/spy.log", encoding: .utf8)
             #expect(spyLog.hasPrefix("SCardEstablishContext\n"), "pcsc-spy's own text was kept")
         }
