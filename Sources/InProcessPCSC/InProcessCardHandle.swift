@@ -34,13 +34,7 @@ public final class InProcessCardHandle: CardChannel, Sendable {
     public var activeProtocol: ProtocolSet { state.withLock { $0.activeProtocol } }
 
     /// ``activeProtocol`` in the terms of `CardChannel`.
-    public var transmissionProtocol: TransmissionProtocol {
-        let active = activeProtocol
-        if active.contains(.t1) { return .t1 }
-        if active.contains(.t0) { return .t0 }
-        if active.contains(.raw) { return .raw }
-        return .undefined
-    }
+    public var transmissionProtocol: TransmissionProtocol { activeProtocol.transmissionProtocol }
 
     /// Ends the connection; a second call does nothing.
     ///

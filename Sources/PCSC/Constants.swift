@@ -1,3 +1,5 @@
+import ISO7816
+
 /// PC/SC constants that Swift cannot import from the headers, declared once here.
 ///
 /// pcsc-lite defines these with function-like or expression macros, which the Clang importer skips.
@@ -79,6 +81,14 @@ public struct ProtocolSet: OptionSet, Sendable, Hashable {
     public static let any: ProtocolSet = [.t0, .t1]
     /// SCARD_PROTOCOL_UNDEFINED (0): what a DIRECT connection with no card reports.
     public static let undefined: ProtocolSet = []
+
+    /// An active protocol in the terms of `CardChannel`: T=1, T=0, RAW, or undefined (0).
+    public var transmissionProtocol: TransmissionProtocol {
+        if contains(.t1) { return .t1 }
+        if contains(.t0) { return .t0 }
+        if contains(.raw) { return .raw }
+        return .undefined
+    }
 }
 
 /// What happens to the card when a connection ends or reconnects (SCARD_*_CARD).
