@@ -2,9 +2,15 @@
 // they live in the `secbridge-tools` binary; `secbridge` hands them over (see SecbridgeCLI/Root.swift).
 @testable import SecbridgeCLI
 import ISO7816
+import InProcessPCSC
 import PCSC
+import PCSCTestSupport
 import SecureElementCredential
 import Transcript
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension SecbridgeCLI {
     static let replayCommand = Command(
@@ -37,7 +43,7 @@ extension SecbridgeCLI {
             INTERNAL/EXTERNAL AUTHENTICATE (INS 88/82) answers differ, since they are random.
             """,
         options: [
-            .value("against", "TARGET", "What answers: live (a reader, the default), credential:FILE (a credential file's host applets), simulated (not available yet)."),
+            .value("against", "TARGET", "What answers: live (a reader, the default), credential:FILE (a credential file's host applets), simulated (a simulated ACR122U in this process)."),
             .value("mode", "MODE", "How answers are compared: strict (the default), ignore-timing or wildcard."),
             .value("reader", short: "r", "NAME|INDEX", "The reader: an index from `secbridge readers` or part of its name."),
             .flag("json", "Print a JSON object {file, reader, exchanges, result, error}."),
@@ -60,7 +66,7 @@ extension SecbridgeCLI {
         case "live":
             break
         case "simulated":
-            throw CLIError.usage("--against simulated is not available yet; to replay a transcript recorded on the simulated ACR122U, run it under `secbridge-testbed` (or a pcscd with the simulated reader) and use --against live --reader NAME")
+            break
         case _ where against.hasPrefix("credential:"):
             let file = String(against.dropFirst("credential:".count))
             guard !file.isEmpty else { throw CLIError.usage("--against credential:FILE needs the credential file, e.g. --against credential:Fixtures/credentials/uri-tag.json") }
@@ -68,8 +74,8 @@ extension SecbridgeCLI {
         default:
             throw CLIError.usage("--against takes live, credential:FILE or simulated, not '\(against)'")
         }
-        if credentialPath != nil, invocation.arguments.value("reader") != nil || invocation.arguments.value("record") != nil {
-            throw CLIError.usage("--reader and --record apply to --against live only; a credential replay uses no reader")
+        if against != "live", invocation.arguments.value("reader") != nil || invocation.arguments.value("record") != nil {
+            throw CLIError.usage("--reader and --record apply to --against live only; a \(credentialPath != nil ? "credential" : "simulated") replay uses no reader of pcscd")
         }
         let transcript: Transcript
         do {
@@ -106,9 +112,11 @@ extension SecbridgeCLI {
         }) {
             throw CLIError.failure("\(path) records no commands to replay (no `>` or `ctl … >` lines)")
         }
+        if against == "simulated" {
+            return try replayAgainstSimulatedReader(transcript, path: path, options: options, invocation: invocation)
+        }
         let context = try openContext()
-        let readers: [String]
-        do { readers = try context.listReaders() } catch { throw CLIError.failure(describe(error)) }
+        let readers = try listReaders(context)
         let direct = transcript.header.transmissionProtocol == .undefined
         var argument = invocation.arguments.value("reader")
         if argument == nil, let recorded = transcript.header.reader {
@@ -159,6 +167,80 @@ extension SecbridgeCLI {
                 invocation.out(JSONValue.object([
                     ("file", .string(path)), ("reader", .string(reader)), ("exchanges", .null),
                     ("result", .string(error.code.rawValue)), ("error", .string(error.description)),
+                ]).prettySerialized())
+                return exitFailure
+            }
+            throw CLIError.failure(error.description)
+        }
+    }
+
+    /// `--against simulated`: the host side of the transcript against a simulated ACR122U driven in
+    /// this process (the driver's entry points with pcscd's rules; no pcscd needed).
+    ///
+    /// A transcript of a DIRECT connection (`protocol: undefined`: escape commands, PN532 frames)
+    /// replays against the reader itself, as a fresh device powered up: a recording made on a real
+    /// ACR122U thus checks the simulator's fidelity, and one made on the simulator checks that it
+    /// still answers the same. A transcript of a card session replays through the reader to an ISO
+    /// 14443-4 card placed in its field that answers from the same transcript: this exercises the
+    /// reader path (power-up, ATR, T=1 forwarding), not the card.
+    static func replayAgainstSimulatedReader(
+        _ transcript: Transcript, path: String, options: ReplayOptions, invocation: Invocation
+    ) throws -> Int32 {
+        let base = "/tmp/secbridge-replay-simulated.\(getpid())"
+        let readers = InProcessReaders()
+        defer {
+            readers.close()
+            for directory in [base + "/a", base] { _ = rmdir(directory) }
+        }
+        let reader: String
+        do {
+            reader = try readers.createChannel(deviceName: base + "/a")
+        } catch {
+            throw CLIError.failure("cannot create the in-process simulated reader: \(error)")
+        }
+        let direct = transcript.header.transmissionProtocol == .undefined
+        let channel: any CardChannel
+        do {
+            if direct {
+                channel = try readers.connect(to: reader, share: .direct, protocols: .undefined)
+            } else {
+                let absolute = path.hasPrefix("/") ? path : (environmentValue("PWD") ?? ".") + "/" + path
+                do {
+                    _ = try SimulatedReaderControl(socketPath: base + "/a/control.sock")
+                        .request("place-card", ["uid": "04A1B2C3", "transcript": absolute, "id": "replay"])
+                } catch {
+                    throw CLIError.failure("the simulated reader could not take a card answering from \(path): \(error)")
+                }
+                // pcscd's rule: presence is polled; the in-process layer polls on use (bounded).
+                var handle: InProcessCardHandle?
+                for _ in 0..<20 where handle == nil {
+                    handle = try? readers.connect(to: reader, share: .shared, protocols: .any)
+                    if handle == nil { sleepMilliseconds(50) }
+                }
+                guard let handle else {
+                    throw CLIError.failure("the simulated reader did not report the placed card within 1 s")
+                }
+                channel = handle
+            }
+        } catch let error as PCSCError {
+            throw CLIError.failure("could not connect to the simulated reader: \(describe(error))")
+        }
+        do {
+            let count = try LiveReplay.run(transcript, on: channel, options: options)
+            if invocation.json {
+                invocation.out(JSONValue.object([
+                    ("file", .string(path)), ("reader", .string(reader)), ("against", .string("simulated")),
+                    ("exchanges", .int(count)), ("result", .string("match")), ("error", .null),
+                ]).prettySerialized())
+            } else {
+                invocation.out("replayed \(count) exchange\(count == 1 ? "" : "s") from \(path) on a simulated ACR122U (\(direct ? "the reader itself, DIRECT" : "a card answering from the transcript")): every answer matches")
+            }
+            return exitSuccess
+        } catch {
+            if invocation.json {
+                invocation.out(JSONValue.object([
+                    ("file", .string(path)), ("reader", .string(reader)), ("against", .string("simulated")),
+                    ("exchanges", .null), ("result", .string(error.code.rawValue)), ("error", .string(error.description)),
                 ]).prettySerialized())
                 return exitFailure
             }

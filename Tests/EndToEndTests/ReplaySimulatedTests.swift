@@ -1,0 +1,62 @@
+import Foundation
+import PCSCTestSupport
+import Testing
+
+/// `secbridge replay --against simulated`: a transcript's host side against a simulated ACR122U in
+/// the tool's own process (no pcscd).
+@Suite struct ReplaySimulatedTests {
+    func fixture(_ name: String) throws -> String {
+        guard let root = HarnessPaths.repositoryRoot else {
+            throw HarnessError(code: .missingDependency, reason: "the repository root was not found")
+        }
+        return root.appendingPathComponent("Fixtures/\(name)").path
+    }
+
+    @Test func readerLevelTranscriptMatchesAFreshSimulatedReader() async throws {
+        _ = try sharedEnvironment()  // the binaries are built
+        let result = try await runBinary(
+            ["replay", "--against", "simulated", try fixture("simulated/reader-basics.trn")],
+            environment: ProcessInfo.processInfo.environment)
+        #expect(result.status == 0, "\(result.err)")
+        // ACR122U API v2.04: firmware string (no SW), LED 90 03, PICC parameters FF at power-up;
+        // PN532: GetFirmwareVersion 32 01 06 07; the feature TLV 13 04 42 00 00 01.
+        #expect(result.out.contains("replayed 5 exchanges from "))
+        #expect(result.out.contains("(the reader itself, DIRECT): every answer matches"))
+    }
+
+    @Test func aDifferentFirmwareIsReportedWithTheLine() async throws {
+        _ = try sharedEnvironment()
+        let original = try String(contentsOfFile: try fixture("simulated/reader-basics.trn"), encoding: .utf8)
+        // A recording from a unit with firmware 2.14 ("ACR122U214").
+        let edited = original.replacingOccurrences(
+            of: "< 41 43 52 31 32 32 55 32 30 37", with: "< 41 43 52 31 32 32 55 32 31 34")
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("secbridge-fw214-\(UUID().uuidString).trn")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try edited.write(to: file, atomically: true, encoding: .utf8)
+        let result = try await runBinary(
+            ["replay", "--against", "simulated", file.path], environment: ProcessInfo.processInfo.environment)
+        #expect(result.status == 1)
+        #expect(result.err.contains("\(file.path):15: the device answered differently than recorded (first difference at byte 8)\n"))
+        #expect(result.err.contains("  expected: ctl 0x42000001 < 41 43 52 31 32 32 55 32 31 34\n"))
+        #expect(result.err.contains("  actual:   ctl 0x42000001 < 41 43 52 31 32 32 55 32 30 37\n"))
+    }
+
+    @Test func cardSessionReplaysThroughTheSimulatedReader() async throws {
+        _ = try sharedEnvironment()
+        let result = try await runBinary(
+            ["replay", "--against", "simulated", "--json", try fixture("vicc/select-read.trn")],
+            environment: ProcessInfo.processInfo.environment)
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.out.contains("\"against\": \"simulated\""))
+        #expect(result.out.contains("\"exchanges\": 3"))
+        #expect(result.out.contains("\"result\": \"match\""))
+    }
+
+    @Test func readerAndRecordDoNotApply() async throws {
+        _ = try sharedEnvironment()
+        let result = try await runBinary(
+            ["replay", "--against", "simulated", "--reader", "0", try fixture("simulated/reader-basics.trn")],
+            environment: ProcessInfo.processInfo.environment)
+        #expect(result.status == 64)
+    }
+}
