@@ -110,7 +110,7 @@ extension SecbridgeCLI {
                     answer = try transport.transmit(parsed!).serialized()
                 }
             } catch let error as PCSCError {
-                throw CLIError.failure(describe(error) + (error == .noSmartcard || error == .removedCard ? "" : ""))
+                throw CLIError.failure(describe(error))
             } catch let error as ISO7816Error {
                 throw CLIError.failure("could not send \(bytes.hexString): \(error.reason)")
             }
