@@ -136,11 +136,8 @@ public final class PN532 {
         try send(SetParameters([.automaticRATS, .iso14443_4PICC]))
     }
 
-    /// Restores the PICC operating parameter to FF, without which the reader looks dead after an
-    /// emulation (reference §5d).
-    public func restoreReaderDefaults() throws {
-        try link.setPICCOperatingParameter(.factoryDefault)
-    }
+    // `restoreReaderDefaults(_:onStep:)` (ACR122Restore.swift) puts the reader back: by default the
+    // PICC operating parameter FF alone, `.all` for the whole sequence.
 
     /// Initialises the PN532 as an ISO/IEC 14443-4 PICC (TgInitAsTarget, modes PassiveOnly | PICCOnly)
     /// and blocks until an initiator activates it or the ACR122U's MCU timeout expires.

@@ -22,7 +22,8 @@ final class PN532Box: @unchecked Sendable {
 ///   when its MCU timeout passes first, which is a step without a terminal.
 /// - `receiveCommand` / `sendResponse`: TgGetData / TgSetData; status 29 or 2B (and 25) mean the
 ///   terminal released the target; 63 00 on TgGetData means it fell silent.
-/// - `restore()`: `FF 00 51 FF 00`, so the reader polls for cards again.
+/// - `restore()`: `FF 00 51 FF 00`, so the reader polls for cards again (and `FF 00 41 01 00` when
+///   `mcuTimeout` is not one 5 s step), through `PN532.restoreReaderDefaults(_:onStep:)`.
 ///
 /// Every command blocks at most one MCU timeout and cannot be cancelled, so `interrupt()` does
 /// nothing: the engine stops within one step. All calls run on `executor`.
@@ -163,8 +164,11 @@ public final class PN532EmulationBackend: CardEmulationBackend {
         }
     }
 
+    /// `PN532.restoreReaderDefaults(_:onStep:)`, the one restore: PICC parameter FF, and the MCU
+    /// timeout back to one 5 s step when `prepare()` set another.
     public func restore() async throws {
-        try await run { pn532 in try pn532.restoreReaderDefaults() }
+        let steps: ACR122RestoreSteps = mcuTimeout == .restoredDefault ? .piccParameter : [.piccParameter, .mcuTimeout]
+        try await run { pn532 in try pn532.restoreReaderDefaults(steps) }
     }
 
     public func interrupt() {}

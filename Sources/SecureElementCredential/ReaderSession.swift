@@ -152,8 +152,9 @@ public final class ReaderSession: Sendable {
         let restore = restoresReaderDefaults
         _ = try? await executor.run {
             if let pn532 = box.pn532 {
-                try? pn532.release()
-                if restore { try? pn532.restoreReaderDefaults() }
+                // The one restore implementation: InRelease, then (unless the caller keeps the
+                // reader quiet) the PICC operating parameter FF.
+                try? pn532.restoreReaderDefaults(restore ? [.releaseTargets, .piccParameter] : .releaseTargets)
             }
             box.close?()
             box.pn532 = nil
