@@ -1,0 +1,349 @@
+import ISO7816
+
+/// A reason a Type 2 Tag could not be read or written: a code, the page and data-area offset it
+/// concerns, the bytes found there, and why (NFC Forum Type 2 Tag operation; iso14443-t4t-ndef.md §6).
+///
+/// The reader's own failures (63 00, a truncated read) come as ``StorageCardError`` instead, naming
+/// the Read Binary or Update Binary command and the page.
+public struct Type2TagError: Error, Sendable, Hashable, CustomStringConvertible {
+    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// The capability container's magic byte is not E1.
+        public static let notNDEFFormatted = Code(rawValue: "notNDEFFormatted")
+        /// The capability container's major version is not 1.
+        public static let unsupportedVersion = Code(rawValue: "unsupportedVersion")
+        /// The capability container's access byte refuses writing (write nibble not 0).
+        public static let readOnly = Code(rawValue: "readOnly")
+        /// The NDEF TLV does not fit in the data area.
+        public static let doesNotFit = Code(rawValue: "doesNotFit")
+        /// A TLV's length runs past the data area, or the data area ends inside a TLV header.
+        public static let malformedTLV = Code(rawValue: "malformedTLV")
+        /// No NDEF Message TLV (03) before the terminator or the end of the data area.
+        public static let noNDEFTLV = Code(rawValue: "noNDEFTLV")
+        /// The NDEF TLV's value is not a valid NDEF message.
+        public static let invalidNDEF = Code(rawValue: "invalidNDEF")
+        /// The data area reaches pages Read Binary / Update Binary cannot address (above FF).
+        public static let pageOutOfRange = Code(rawValue: "pageOutOfRange")
+        /// Reading back after a write gave other bytes than were written.
+        public static let verifyMismatch = Code(rawValue: "verifyMismatch")
+    }
+
+    public var code: Code
+    /// The page (4 bytes each, from 0) concerned, if any.
+    public var page: Int?
+    /// The offset from the start of the data area (page 4 byte 0), if any.
+    public var offset: Int?
+    /// The bytes found (or, for `verifyMismatch`, read back), possibly empty.
+    public var bytes: [UInt8]
+    public var reason: String
+
+    public init(_ code: Code, page: Int? = nil, offset: Int? = nil, bytes: [UInt8] = [], _ reason: String) {
+        self.code = code
+        self.page = page
+        self.offset = offset
+        self.bytes = bytes
+        self.reason = reason
+    }
+
+    /// An error at data-area `offset`, with its page (4 + offset / 4).
+    static func at(_ code: Code, offset: Int, bytes: [UInt8], _ reason: String) -> Type2TagError {
+        Type2TagError(code, page: 4 + offset / 4, offset: offset, bytes: bytes, reason)
+    }
+
+    /// `malformedTLV at page 5 (data offset 4): … (bytes 03 FF 01 00)`.
+    public var description: String {
+        var text = "\(code)"
+        switch (page, offset) {
+        case let (page?, offset?): text += " at page \(page) (data offset \(offset))"
+        case let (page?, nil): text += " at page \(page)"
+        case let (nil, offset?): text += " at data offset \(offset)"
+        default: break
+        }
+        text += ": \(reason)"
+        if !bytes.isEmpty { text += " (bytes \(bytes.hexString))" }
+        return text
+    }
+}
+
+/// The capability container of a Type 2 Tag, page 3: `| E1 (NDEF magic) | version (major b7–b4,
+/// minor b3–b0) | SIZE (data area bytes / 8) | access (read b7–b4, write b3–b0) |`
+/// (NFC Forum Type 2 Tag operation §6.1; NXP NTAG213/215/216 data sheet §8.5.6).
+///
+/// NTAG213 `E1 10 12 00` (144 bytes), NTAG215 `E1 10 3E 00` (496), NTAG216 `E1 10 6D 00` (872).
+public struct Type2CapabilityContainer: Sendable, Hashable {
+    /// The four bytes as read.
+    public let bytes: [UInt8]
+    /// The version byte (10 = 1.0).
+    public var version: UInt8 { bytes[1] }
+    /// The SIZE byte.
+    public var sizeByte: UInt8 { bytes[2] }
+    /// The access byte: 00 read/write, 0F read-only.
+    public var access: UInt8 { bytes[3] }
+    /// The data area's size in bytes, SIZE × 8.
+    public var dataAreaSize: Int { Int(bytes[2]) * 8 }
+    /// Whether the write access nibble refuses writing (0F is read-only; any non-zero nibble is
+    /// a proprietary or no-write condition).
+    public var isReadOnly: Bool { bytes[3] & 0x0F != 0 }
+
+    /// - Parameter bytes: page 3, 4 bytes.
+    /// - Throws: ``Type2TagError`` `notNDEFFormatted` (magic not E1, or not 4 bytes) or
+    ///   `unsupportedVersion` (major version not 1), both at page 3.
+    public init(parsing bytes: [UInt8]) throws(Type2TagError) {
+        guard bytes.count == 4 else {
+            throw Type2TagError(.notNDEFFormatted, page: 3, bytes: bytes, "the capability container is 4 bytes; got \(bytes.count)")
+        }
+        guard bytes[0] == 0xE1 else {
+            throw Type2TagError(.notNDEFFormatted, page: 3, bytes: bytes,
+                                "not NDEF formatted: the capability container's magic byte is \([bytes[0]].hexString), not E1")
+        }
+        guard bytes[1] >> 4 == 1 else {
+            throw Type2TagError(.unsupportedVersion, page: 3, bytes: bytes,
+                                "the capability container declares mapping version \(bytes[1] >> 4).\(bytes[1] & 0x0F); only major version 1 is supported")
+        }
+        self.bytes = bytes
+    }
+}
+
+/// One TLV block of a Type 2 Tag's data area, as the reader walked it.
+///
+/// `| T (1) | L (1, or FF + 2 bytes big-endian) | V (L bytes) |`; NULL (00) and Terminator (FE)
+/// have neither L nor V (NFC Forum Type 2 Tag operation §2.3).
+public struct Type2TLV: Sendable, Hashable {
+    /// 00 NULL, 01 lock control, 02 memory control, 03 NDEF message, FD proprietary, FE terminator.
+    public var tag: UInt8
+    /// The offset of T from the start of the data area (page 4 byte 0).
+    public var offset: Int
+    /// L, the value's length in bytes (0 for NULL and Terminator).
+    public var length: Int
+    /// The offset of V from the start of the data area.
+    public var valueOffset: Int
+
+    /// The TLV's name in words.
+    public var name: String {
+        switch tag {
+        case 0x00: "NULL TLV"
+        case 0x01: "Lock Control TLV"
+        case 0x02: "Memory Control TLV"
+        case 0x03: "NDEF Message TLV"
+        case 0xFD: "Proprietary TLV"
+        case 0xFE: "Terminator TLV"
+        default: "TLV \([tag].hexString)"
+        }
+    }
+}
+
+/// Reads the NDEF message of an NFC Forum Type 2 Tag (MIFARE Ultralight, NTAG21x) through a
+/// PC/SC part 3 reader's Read Binary pseudo-APDU (NFC Forum Type 2 Tag operation; NXP NTAG213/215/216
+/// data sheet; ACR122U API v2.04 §5; iso14443-t4t-ndef.md §6).
+///
+/// The sequence, byte for byte:
+/// 1. `FF B0 00 03 04`: page 3, the capability container (4 bytes, so a transcript never holds a
+///    16-byte answer to block 3, which the redactor treats as a MIFARE Classic sector trailer);
+/// 2. `FF B0 00 <page> <Le>` from page 4 in 16-byte reads (Le = min(16, data area bytes left)),
+///    only as far as the TLV walk needs, never past SIZE × 8 bytes;
+/// 3. the TLV walk: 00 skipped, 01 / 02 / FD and unknown tags skipped by length, 03 read and decoded
+///    with ``NDEFMessage``, FE before any 03 an error.
+public enum Type2TagReader {
+    /// What a read found.
+    public struct Result: Sendable, Hashable {
+        public var capabilityContainer: Type2CapabilityContainer
+        /// The TLVs walked, up to and including the NDEF Message TLV.
+        public var tlvs: [Type2TLV]
+        /// The NDEF TLV's value (L bytes; empty for `03 00`).
+        public var ndefBytes: [UInt8]
+        /// The decoded message; nil when the NDEF TLV is empty (`03 00`, an initialised tag).
+        public var message: NDEFMessage?
+    }
+
+    /// Reads page 3 and decodes it.
+    /// - Throws: ``StorageCardError`` from Read Binary; ``Type2TagError`` `notNDEFFormatted`,
+    ///   `unsupportedVersion`.
+    public static func readCapabilityContainer(_ card: StorageCard) throws -> Type2CapabilityContainer {
+        try Type2CapabilityContainer(parsing: card.readBinary(block: 3, length: 4))
+    }
+
+    /// Reads the tag.
+    /// - Throws: ``StorageCardError`` for a failing or truncated Read Binary (naming the page);
+    ///   ``Type2TagError`` `notNDEFFormatted`, `unsupportedVersion`, `malformedTLV`, `noNDEFTLV`,
+    ///   `invalidNDEF`, `pageOutOfRange`; the channel's errors unchanged.
+    public static func read(_ card: StorageCard) throws -> Result {
+        let cc = try readCapabilityContainer(card)
+        let area = DataArea(card: card, size: cc.dataAreaSize)
+        var tlvs: [Type2TLV] = []
+        var i = 0
+        func tlvError(_ code: Type2TagError.Code, _ at: Int, _ reason: String) -> Type2TagError {
+            .at(code, offset: at, bytes: Array(area.bytes[min(at, area.bytes.count)..<min(at + 4, area.bytes.count)]), reason)
+        }
+        // Bounded: every pass consumes at least one byte of a data area of at most 2040 bytes.
+        while true {
+            guard i < area.size else {
+                throw Type2TagError(.noNDEFTLV, page: 4 + i / 4, offset: i,
+                                    "the data area (\(area.size) bytes) ends without an NDEF Message TLV (03)")
+            }
+            try area.ensure(i + 1)
+            let tag = area.bytes[i]
+            if tag == 0x00 {
+                tlvs.append(Type2TLV(tag: tag, offset: i, length: 0, valueOffset: i + 1))
+                i += 1
+                continue
+            }
+            if tag == 0xFE {
+                throw tlvError(.noNDEFTLV, i, "a Terminator TLV (FE) at data offset \(i) comes before any NDEF Message TLV (03)")
+            }
+            guard i + 2 <= area.size else {
+                throw tlvError(.malformedTLV, i, "the data area ends inside the length of the TLV \([tag].hexString) at data offset \(i)")
+            }
+            try area.ensure(i + 2)
+            var length = Int(area.bytes[i + 1])
+            var header = 2
+            if length == 0xFF {
+                guard i + 4 <= area.size else {
+                    throw tlvError(.malformedTLV, i, "the data area ends inside the 3-byte length (FF + 2 bytes) of the TLV \([tag].hexString) at data offset \(i)")
+                }
+                try area.ensure(i + 4)
+                length = Int(area.bytes[i + 2]) << 8 | Int(area.bytes[i + 3])
+                header = 4
+            }
+            let tlv = Type2TLV(tag: tag, offset: i, length: length, valueOffset: i + header)
+            let end = i + header + length
+            guard end <= area.size else {
+                throw tlvError(.malformedTLV, i, "the \(tlv.name) at data offset \(i) declares \(length) bytes, running to data offset \(end), past the data area of \(area.size) bytes (SIZE \([cc.sizeByte].hexString) × 8)")
+            }
+            tlvs.append(tlv)
+            guard tag == 0x03 else {
+                // 01 lock control, 02 memory control, FD proprietary, unknown tags: skipped by length.
+                i = end
+                continue
+            }
+            try area.ensure(end)
+            let value = Array(area.bytes[tlv.valueOffset..<end])
+            guard !value.isEmpty else {
+                return Result(capabilityContainer: cc, tlvs: tlvs, ndefBytes: [], message: nil)
+            }
+            do {
+                return Result(capabilityContainer: cc, tlvs: tlvs, ndefBytes: value, message: try NDEFMessage(parsing: value))
+            } catch {
+                let at = tlv.valueOffset + (error.offset ?? 0)
+                throw Type2TagError.at(.invalidNDEF, offset: at, bytes: Array(value.prefix(16)),
+                                       "the NDEF Message TLV at data offset \(i) (\(length) bytes) does not hold a valid NDEF message: \(error)")
+            }
+        }
+    }
+
+    /// The data area, read lazily in 16-byte Read Binary commands from page 4.
+    final class DataArea {
+        let card: StorageCard
+        /// SIZE × 8.
+        let size: Int
+        private(set) var bytes: [UInt8] = []
+        init(card: StorageCard, size: Int) {
+            self.card = card
+            self.size = size
+        }
+
+        /// Reads until at least `count` bytes (≤ `size`) are here.
+        func ensure(_ count: Int) throws {
+            while bytes.count < min(count, size) {  // each pass adds 4…16 bytes or throws
+                let page = 4 + bytes.count / 4
+                guard page <= 0xFF else {
+                    throw Type2TagError(.pageOutOfRange, page: page, offset: bytes.count,
+                                        "the data area reaches page \(page), beyond the pages Read Binary (FF B0 00 <page>) can address (up to FF)")
+                }
+                let length = min(16, size - bytes.count)
+                bytes += try card.readBinary(block: UInt8(page), length: length)
+            }
+        }
+    }
+}
+
+/// Writes an NDEF message to an NFC Forum Type 2 Tag through a PC/SC part 3 reader's Update Binary
+/// pseudo-APDU (NFC Forum Type 2 Tag operation; NXP NTAG213/215/216 data sheet; ACR122U API v2.04 §5).
+///
+/// The sequence: `FF B0 00 03 04` (capability container; refuses a tag that is not NDEF formatted
+/// or read-only), then `FF D6 00 <page> 04 <4 bytes>` for pages 4, 5, … holding
+/// `03 <length> <message> FE` (length 1 byte, or `FF` + 2 bytes for 255 bytes and more) padded
+/// with 00 to a whole page, then Read Binary from page 4 to verify every byte written.
+public enum Type2TagWriter {
+    /// What a write did.
+    public struct Result: Sendable, Hashable {
+        public var capabilityContainer: Type2CapabilityContainer
+        /// The bytes written from page 4, padding included (a multiple of 4).
+        public var written: [UInt8]
+        /// The pages written, from 4.
+        public var pages: ClosedRange<Int>
+    }
+
+    /// The NDEF Message TLV and a Terminator TLV: `03 L <message> FE` for messages of 0–254
+    /// bytes, `03 FF L1 L2 <message> FE` for 255–65 534 bytes (NFC Forum Type 2 Tag operation §2.3).
+    /// Not padded.
+    public static func tlvBytes(for message: NDEFMessage) -> [UInt8] {
+        tlvBytes(ndef: message.serialized())
+    }
+
+    /// The TLVs of raw NDEF bytes (see ``tlvBytes(for:)``).
+    public static func tlvBytes(ndef: [UInt8]) -> [UInt8] {
+        let n = ndef.count
+        let header: [UInt8] = n < 0xFF ? [0x03, UInt8(n)] : [0x03, 0xFF, UInt8((n >> 8) & 0xFF), UInt8(n & 0xFF)]
+        return header + ndef + [0xFE]
+    }
+
+    /// Writes `message` and reads it back.
+    /// - Throws: ``Type2TagError`` `notNDEFFormatted`, `unsupportedVersion`, `readOnly` (the CC
+    ///   access byte), `doesNotFit` (saying how many bytes the message needs and the tag has),
+    ///   `pageOutOfRange`, `verifyMismatch` (naming the page, the bytes written and read);
+    ///   ``StorageCardError`` from Read Binary / Update Binary; the channel's errors unchanged.
+    @discardableResult
+    public static func write(message: NDEFMessage, to card: StorageCard) throws -> Result {
+        let cc = try Type2TagReader.readCapabilityContainer(card)
+        guard !cc.isReadOnly else {
+            throw Type2TagError(.readOnly, page: 3, bytes: cc.bytes,
+                                "the tag is read-only: its capability container's access byte is \([cc.access].hexString) (00 is read/write); nothing was written")
+        }
+        let ndef = message.serialized()
+        let tlv = tlvBytes(ndef: ndef)
+        guard tlv.count <= cc.dataAreaSize else {
+            throw Type2TagError(.doesNotFit, page: 3, bytes: cc.bytes,
+                                "the message needs \(tlv.count) bytes (\(ndef.count) bytes of NDEF, \(tlv.count - ndef.count - 1)-byte TLV header, 1-byte terminator) but the tag's data area has \(cc.dataAreaSize) bytes (SIZE \([cc.sizeByte].hexString) × 8); nothing was written")
+        }
+        var data = tlv
+        while data.count % 4 != 0 { data.append(0x00) }
+        let lastPage = 4 + data.count / 4 - 1
+        guard lastPage <= 0xFF else {
+            throw Type2TagError(.pageOutOfRange, page: lastPage,
+                                "the message reaches page \(lastPage), beyond the pages Update Binary (FF D6 00 <page>) can address (up to FF); nothing was written")
+        }
+        for index in 0..<(data.count / 4) {
+            try card.updateBinary(block: UInt8(4 + index), data: Array(data[(index * 4)..<(index * 4 + 4)]))
+        }
+        var readBack: [UInt8] = []
+        while readBack.count < data.count {  // each pass adds 4…16 bytes or throws
+            let page = 4 + readBack.count / 4
+            readBack += try card.readBinary(block: UInt8(page), length: min(16, data.count - readBack.count))
+        }
+        if let first = zip(data, readBack).enumerated().first(where: { $0.element.0 != $0.element.1 })?.offset {
+            let pageStart = first - first % 4
+            throw Type2TagError.at(.verifyMismatch, offset: first, bytes: Array(readBack[pageStart..<(pageStart + 4)]),
+                                   "reading back after the write gave other bytes at data offset \(first): wrote \(data[pageStart..<(pageStart + 4)].hexString), read back (the bytes below); the tag may be locked there or was moved during the write")
+        }
+        return Result(capabilityContainer: cc, written: data, pages: 4...lastPage)
+    }
+
+    /// Writes one URI record (``NDEFRecord/uri(_:)``), e.g. `https://example.com` →
+    /// `03 10 D1 01 0C 55 04 65 78 61 6D 70 6C 65 2E 63 6F 6D FE`.
+    /// - Throws: as ``write(message:to:)``.
+    @discardableResult
+    public static func writeURI(_ uri: String, to card: StorageCard) throws -> Result {
+        try write(message: NDEFMessage(records: [.uri(uri)]), to: card)
+    }
+
+    /// Writes one UTF-8 text record (``NDEFRecord/text(_:language:)``).
+    /// - Throws: `TagFormatError` `valueOutOfRange` for a language code over 63 bytes; as
+    ///   ``write(message:to:)``.
+    @discardableResult
+    public static func writeText(_ text: String, language: String = "en", to card: StorageCard) throws -> Result {
+        try write(message: NDEFMessage(records: [NDEFRecord.text(text, language: language)]), to: card)
+    }
+}
