@@ -124,6 +124,9 @@ final class DeviceState: @unchecked Sendable {
     var pendingGetResponse: [UInt8]?
     var lateRepliesArmed = 0
     var lateAnswer: [UInt8]?
+    /// The reader's two volatile key slots for MIFARE Classic (Load Keys `FF 82 00 slot 06 key`,
+    /// ACR122U API v2.04 §5.1); never logged.
+    var loadedKeys: [[UInt8]?] = [nil, nil]
 
     // PN532
     var rfOn = false
@@ -302,6 +305,7 @@ final class DeviceState: @unchecked Sendable {
         case .card(let card):
             world.record(.cardActivated(uid: card.identity.uid), reader: name)
         case .tag(let tag):
+            tag.resetSession()
             world.record(.cardActivated(uid: tag.identity.uid), reader: name)
         case .emulation(let other, _):
             if case .target(let t) = other.role {

@@ -141,26 +141,78 @@ enum ATSLayout {
 /// An ISO/IEC 14443-3 Type A tag without ISO-DEP: MIFARE Classic, Ultralight, NTAG.
 ///
 /// It answers anticollision, so InListPassiveTarget finds it, but it has no ISO 14443-4 layer:
-/// InDataExchange of an APDU to it gets status 01 (timeout), as the PN532 reports a mute target.
-/// A MIFARE Classic authentication (`60`/`61` block key UID) succeeds when the UID matches and the
-/// key equals ``mifareKey`` (any key when nil); nothing else of MIFARE Classic is modelled.
+/// InDataExchange of an APDU to it gets status 01 (timeout) from a plain tag, as the PN532 reports
+/// a mute target, and status 13 from a tag with memory (the tag NAKs an unknown command).
+///
+/// Three kinds, by initialiser:
+/// - ``init(uid:atqa:sak:cardName:mifareKey:)``: no memory. A MIFARE Classic authentication
+///   (`60`/`61` block key UID) succeeds when the UID matches and the key equals ``mifareKey`` (any
+///   key when nil); nothing else is answered.
+/// - ``init(type2:uid:ndefMessage:)``: an NFC Forum Type 2 tag with memory (``Type2TagMemory``):
+///   READ 30, WRITE A2, GET_VERSION 60.
+/// - ``init(classic:uid:keyA:keyB:)``: a MIFARE Classic card with sectors, keys and access
+///   conditions (``MIFAREClassicMemory``): AUTH 60/61, READ 30, WRITE A0.
+///
+/// How the PN532 reports what the tag did (InDataExchange `D4 40 Tg cmd…` → `D5 41 Status data`;
+/// UM0701-02 §7.3.8): a data frame → status 00 and the data; the 4-bit ACK → status 00 and no data;
+/// a 4-bit NAK → status 13 (decision, after libnfc: its mifare.c reads a NAK to a READ/WRITE the
+/// access bits forbid as "Invalid received frame", EINVRXFRAM = 13h; UM0701-02 gives no code for a
+/// NAK); a failed MIFARE authentication → status 14; silence → status 01.
 public final class ISO14443_3Tag: FieldPeer {
     public let identity: TypeAIdentity
     /// The PC/SC part 3 card name bytes C0 C1 of the storage-card ATR (ACR122U API v2.04 §3.1):
     /// 00 01 MIFARE 1K, 00 02 MIFARE 4K, 00 03 Ultralight, 00 26 Mini.
     public let cardName: UInt16
-    /// The key a MIFARE Classic authentication must present (6 bytes), nil for any key.
+    /// The key a MIFARE Classic authentication must present (6 bytes), nil for any key. Used by
+    /// tags without memory only.
     public let mifareKey: [UInt8]?
+    private let storage: Mutex<StorageCardMemory>
 
+    /// A tag without memory.
     /// - Parameters:
     ///   - uid: 4, 7 or 10 bytes.
     ///   - atqa: most significant byte first; default 0x0004 (MIFARE Classic 1K).
     ///   - sak: default 0x08 (MIFARE Classic 1K); 0x00 for Ultralight/NTAG.
     ///   - cardName: default derived from the SAK: 08 → 0001, 18 → 0002, 09 → 0026, else 0003.
+    ///   - mifareKey: the 6-byte key an authentication must present; nil accepts any key.
     public init(uid: [UInt8], atqa: UInt16 = 0x0004, sak: UInt8 = 0x08, cardName: UInt16? = nil, mifareKey: [UInt8]? = nil) {
         identity = TypeAIdentity(uid: uid, atqa: atqa, sak: sak)
         self.cardName = cardName ?? Self.cardName(forSAK: sak)
         self.mifareKey = mifareKey
+        storage = Mutex(.none)
+    }
+
+    /// An NFC Forum Type 2 tag (NTAG213/215/216, MIFARE Ultralight) with memory: ATQA 0x0044, SAK
+    /// 00, ATR card name 00 03 (NTAG21x data sheet §8.4, PC/SC part 3).
+    /// - Parameters:
+    ///   - model: the tag type (page count, CC, GET_VERSION).
+    ///   - uid: exactly 7 bytes.
+    ///   - ndefMessage: NDEF message bytes written as `03 len msg FE` from page 4; nil for an empty
+    ///     NDEF tag (`03 00 FE`).
+    /// - Throws: ``StorageCardError`` for a UID that is not 7 bytes or a message too large.
+    public init(type2 model: Type2TagModel, uid: [UInt8], ndefMessage: [UInt8]? = nil) throws(StorageCardError) {
+        let memory = try Type2TagMemory(model: model, uid: uid, ndefMessage: ndefMessage)
+        identity = TypeAIdentity(uid: uid, atqa: 0x0044, sak: 0x00)
+        cardName = 0x0003
+        mifareKey = nil
+        storage = Mutex(.type2(memory))
+    }
+
+    /// A MIFARE Classic card (Mini, 1K, 4K) with sectors, keys and access conditions; ATQA, SAK
+    /// and card name from the model (``MIFAREClassicModel``).
+    /// - Parameters:
+    ///   - model: Mini, 1K or 4K.
+    ///   - uid: 4 or 7 bytes.
+    ///   - keyA, keyB: 6 bytes each, set in every sector trailer; default FF FF FF FF FF FF.
+    /// - Throws: ``StorageCardError`` for a bad UID or key length.
+    public init(classic model: MIFAREClassicModel, uid: [UInt8],
+                keyA: [UInt8] = MIFAREClassicMemory.transportKey,
+                keyB: [UInt8] = MIFAREClassicMemory.transportKey) throws(StorageCardError) {
+        let memory = try MIFAREClassicMemory(model: model, uid: uid, keyA: keyA, keyB: keyB)
+        identity = TypeAIdentity(uid: uid, atqa: model.atqa(uidLength: uid.count), sak: model.sak)
+        cardName = model.cardName
+        mifareKey = nil
+        storage = Mutex(.classic(memory))
     }
 
     static func cardName(forSAK sak: UInt8) -> UInt16 {
@@ -172,5 +224,64 @@ public final class ISO14443_3Tag: FieldPeer {
         }
     }
 
-    public var peerDescription: String { "ISO 14443-3 tag \(identity.uid.hexString) SAK \([identity.sak].hexString)" }
+    /// The tag's memory now (for a Classic card: keys included; show ``displayBytes`` instead of
+    /// printing it).
+    public var memory: StorageCardMemory { storage.withLock { $0 } }
+
+    /// Whether the tag has memory (a Type 2 tag or a MIFARE Classic card).
+    public var hasMemory: Bool {
+        if case .none = memory { return false }
+        return true
+    }
+
+    /// The memory as bytes for display: Type 2 pages as stored; Classic blocks with both keys of
+    /// every trailer shown as 00 bytes (keys never leave the simulator as text); [] without memory.
+    public var displayBytes: [UInt8] {
+        switch memory {
+        case .none: []
+        case .type2(let m): m.bytes
+        case .classic(let m): m.bytesWithKeysMasked
+        }
+    }
+
+    public var peerDescription: String {
+        switch memory {
+        case .none: "ISO 14443-3 tag \(identity.uid.hexString) SAK \([identity.sak].hexString)"
+        case .type2(let m): "\(m.model.productName) \(identity.uid.hexString)"
+        case .classic(let m): "\(m.model.productName) \(identity.uid.hexString)"
+        }
+    }
+
+    /// One command on air, for tags with memory (nil for a tag without memory).
+    func transceive(_ command: [UInt8]) -> TagAnswer? {
+        storage.withLock { memory -> TagAnswer? in
+            switch memory {
+            case .none: return nil
+            case .type2(var m):
+                let answer = m.transceive(command)
+                memory = .type2(m)
+                return answer
+            case .classic(var m):
+                let answer = m.transceive(command)
+                memory = .classic(m)
+                return answer
+            }
+        }
+    }
+
+    /// Forgets a MIFARE Classic authentication (the tag was activated anew).
+    func resetSession() {
+        storage.withLock { memory in
+            if case .classic(var m) = memory {
+                m.resetAuthentication()
+                memory = .classic(m)
+            }
+        }
+    }
+
+    /// Whether the tag is a MIFARE Classic card with memory.
+    var isClassic: Bool {
+        if case .classic = memory { return true }
+        return false
+    }
 }

@@ -49,8 +49,8 @@ extension DeviceState {
             return inListPassiveTarget(p, world: world, lock: lock, reply: reply)
         case 0x40:
             return inDataExchange(p, world: world, lock: lock, reply: reply)
-        case 0x42: // InCommunicateThru: raw frames are not modelled; every target stays mute.
-            return reply([0x01])
+        case 0x42:
+            return reply(inCommunicateThru(p, world: world))
         case 0x44, 0x52, 0x54:
             guard p.count == 1 else { return .failed }
             return reply([deselectReleaseSelect(command, target: p[0], world: world)])
@@ -263,7 +263,8 @@ extension DeviceState {
             guard target.isoDEP else { return .status(0x01) }
             return .answer(card.answer(command))
         case .tag(let tag):
-            return .status(mifareAuthentication(tag, command))
+            guard let answer = tag.transceive(command) else { return .status(mifareAuthentication(tag, command)) }
+            return Self.outcome(of: answer)
         case .emulation(let other, _):
             guard target.isoDEP, case .target(let t) = other.role else { return .status(0x01) }
             t.inbox = command
@@ -282,6 +283,45 @@ extension DeviceState {
             case .limit, .mcuTimeout: return .mcuTimeout
             case .driverTimeout: return .driverTimeout
             }
+        }
+    }
+
+    /// How the PN532 reports a storage card's answer inside InDataExchange (UM0701-02 §7.3.8):
+    /// data → status 00 + data; the 4-bit ACK → status 00 without data; a 4-bit NAK → status 13
+    /// (decision, after libnfc's mifare.c, which reads a NAK as "Invalid received frame",
+    /// EINVRXFRAM 13h; the manual names no code for it); a failed MIFARE authentication → 14;
+    /// no answer → 01 (timeout).
+    static func outcome(of answer: TagAnswer) -> ExchangeOutcome {
+        switch answer {
+        case .data(let data): .answer(data)
+        case .ack: .answer([])
+        case .nak: .status(0x13)
+        case .mute: .status(0x01)
+        case .authenticationFailed: .status(0x14)
+        }
+    }
+
+    /// InCommunicateThru `raw` → `Status data` (UM0701-02 §7.3.9) to the first selected target.
+    /// Only a Type 2 tag with memory answers (READ, WRITE, GET_VERSION, reported as by
+    /// InDataExchange: decision, the CRC and the 4-bit ACK handling of raw mode are not modelled).
+    /// A MIFARE Classic card stays mute (01): the PN532 runs Crypto1 only inside InDataExchange.
+    /// Every other target, and no target, gives 01 as before.
+    func inCommunicateThru(_ raw: [UInt8], world: FieldWorld) -> [UInt8] {
+        guard !raw.isEmpty, case .initiator(let targets) = role,
+              let target = targets.first(where: { !$0.deselected }), stillPresent(target.peer, world: world),
+              case .tag(let tag) = target.peer, !tag.isClassic, let answer = tag.transceive(raw) else {
+            lastError = 0x01
+            return [0x01]
+        }
+        switch Self.outcome(of: answer) {
+        case .answer(let data):
+            lastError = 0x00
+            return [0x00] + data.prefix(Self.frameDataLimit)
+        case .status(let status):
+            lastError = status
+            return [status]
+        case .mcuTimeout, .driverTimeout:
+            return [0x01]
         }
     }
 

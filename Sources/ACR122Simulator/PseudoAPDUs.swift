@@ -109,6 +109,24 @@ extension DeviceState {
             return Self.ok
         case (0xCA, 0x00), (0xCA, 0x01):
             return getData(p1: p1, le: p3, hasData: !data.isEmpty, world: world)
+        case (0x82, _):
+            return loadKey(p1: p1, slot: p2, lc: p3, data: data)
+        case (0x86, _):
+            // General Authenticate: | FF | 86 | 00 | 00 | 05 | 01 | 00 | block | 60/61 | slot |.
+            guard p1 == 0x00, p2 == 0x00, p3 == 0x05, data.count == 5, data[0] == 0x01, data[1] == 0x00 else {
+                return Self.failed
+            }
+            return authenticate(block: data[2], keyType: data[3], slot: data[4], world: world)
+        case (0x88, _):
+            // Authentication (obsolete form): | FF | 88 | 00 | block | 60/61 | slot |.
+            guard p1 == 0x00, data.count == 1 else { return Self.failed }
+            return authenticate(block: p2, keyType: p3, slot: data[0], world: world)
+        case (0xB0, _):
+            guard p1 == 0x00, data.isEmpty else { return Self.failed }
+            return readBinary(block: p2, le: p3, world: world)
+        case (0xD6, _):
+            guard p1 == 0x00, Int(p3) == data.count else { return Self.failed }
+            return updateBinary(block: p2, data: data, world: world)
         default:
             return Self.notSupported
         }
@@ -146,6 +164,73 @@ extension DeviceState {
         }
         if le != 0, Int(le) < value.count { return [0x6C, UInt8(value.count)] }
         return value + Self.ok
+    }
+
+    // MARK: Storage cards (ACR122U API v2.04 §5; PC/SC part 3 §3.2.2.1)
+
+    /// The tag the MCU talks to for storage-card pseudo-APDUs: the first selected target when it
+    /// is an ISO 14443-3 tag still in the field (activated by automatic polling or by
+    /// InListPassiveTarget), else nil.
+    func polledTag(world: FieldWorld) -> ISO14443_3Tag? {
+        guard case .initiator(let targets) = role, let target = targets.first(where: { !$0.deselected }),
+              stillPresent(target.peer, world: world), case .tag(let tag) = target.peer else { return nil }
+        return tag
+    }
+
+    /// Load Keys `| FF | 82 | 00 | slot 00/01 | 06 | key (6) |` → 90 00, kept in the reader's
+    /// volatile slot (ACR122U API v2.04 §5.1); another P1, slot or Lc → 63 00. No card is needed.
+    func loadKey(p1: UInt8, slot: UInt8, lc: UInt8, data: [UInt8]) -> [UInt8] {
+        guard p1 == 0x00, slot <= 0x01, lc == 0x06, data.count == 6 else { return Self.failed }
+        loadedKeys[Int(slot)] = data
+        return Self.ok
+    }
+
+    /// Authentication of `block` with the key in `slot` as key A (60) or key B (61) (ACR122U API
+    /// v2.04 §5.2): the MCU sends `60|61 block key UID(last 4 bytes)`; 90 00 on success, 63 00
+    /// for an empty slot, a bad key type, no tag, a tag that is no MIFARE Classic card, or a
+    /// wrong key. A tag without memory accepts as ``ISO14443_3Tag/mifareKey`` says.
+    func authenticate(block: UInt8, keyType: UInt8, slot: UInt8, world: FieldWorld) -> [UInt8] {
+        guard keyType == 0x60 || keyType == 0x61, slot <= 0x01, let key = loadedKeys[Int(slot)],
+              let tag = polledTag(world: world) else { return Self.failed }
+        let command = [keyType, block] + key + Array(tag.identity.uid.suffix(4))
+        guard let answer = tag.transceive(command) else {
+            return mifareAuthentication(tag, command) == 0x00 ? Self.ok : Self.failed
+        }
+        return answer == .ack ? Self.ok : Self.failed
+    }
+
+    /// Read Binary `| FF | B0 | 00 | block/page | Le |` (ACR122U API v2.04 §5.3): the MCU sends
+    /// READ `30 block`. Type 2 tag: Le 4, 8, 12 or 16 → the first Le bytes of the four pages;
+    /// MIFARE Classic: Le 16, only in the sector authenticated last and as the access bits allow.
+    /// Anything else (no tag with memory, another Le, a NAK) → 63 00.
+    func readBinary(block: UInt8, le: UInt8, world: FieldWorld) -> [UInt8] {
+        guard let tag = polledTag(world: world) else { return Self.failed }
+        let length = Int(le)
+        switch tag.memory {
+        case .none: return Self.failed
+        case .type2: guard length % 4 == 0, (4...16).contains(length) else { return Self.failed }
+        case .classic: guard length == 16 else { return Self.failed }
+        }
+        guard case .data(let bytes)? = tag.transceive([0x30, block]), bytes.count >= length else { return Self.failed }
+        return Array(bytes.prefix(length)) + Self.ok
+    }
+
+    /// Update Binary `| FF | D6 | 00 | block/page | Lc | data |` (ACR122U API v2.04 §5.4): Type 2
+    /// tag: Lc 4, WRITE `A2 page data`; MIFARE Classic: Lc 16, WRITE `A0 block data` after an
+    /// authentication of that sector. 90 00 on the ACK, 63 00 otherwise.
+    func updateBinary(block: UInt8, data: [UInt8], world: FieldWorld) -> [UInt8] {
+        guard let tag = polledTag(world: world) else { return Self.failed }
+        let command: [UInt8]
+        switch tag.memory {
+        case .none: return Self.failed
+        case .type2:
+            guard data.count == 4 else { return Self.failed }
+            command = [0xA2, block] + data
+        case .classic:
+            guard data.count == 16 else { return Self.failed }
+            command = [0xA0, block] + data
+        }
+        return tag.transceive(command) == .ack ? Self.ok : Self.failed
     }
 
     /// Direct Transmit: the PN532 frame `D4 cmd params` → `D5 cmd+1 … 90 00`, or 63 00; with the
