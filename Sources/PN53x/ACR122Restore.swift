@@ -142,7 +142,7 @@ extension PN532 {
     /// - Throws: `ACR122RestoreError` (carrying every outcome) when a step failed.
     @discardableResult
     public func restoreReaderDefaults(
-        _ steps: ACR122RestoreSteps = .piccParameter, onStep: ((ACR122RestoreOutcome) -> Void)? = nil
+        _ steps: ACR122RestoreSteps = .piccParameter, onStep: (ACR122RestoreOutcome) -> Void = { _ in }
     ) throws -> [ACR122RestoreOutcome] {
         var outcomes: [ACR122RestoreOutcome] = []
         for (step, name) in ACR122RestoreSteps.ordered where steps.contains(step) {
@@ -176,7 +176,7 @@ extension PN532 {
             }
             let outcome = ACR122RestoreOutcome(step: step, name: name, exchanges: capture.exchanges, failure: failure)
             outcomes.append(outcome)
-            onStep?(outcome)
+            onStep(outcome)
         }
         if outcomes.contains(where: { !$0.succeeded }) { throw ACR122RestoreError(outcomes: outcomes) }
         return outcomes

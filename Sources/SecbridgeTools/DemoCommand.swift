@@ -39,7 +39,8 @@ extension SecbridgeCLI {
             .value("credential", "FILE", "Emulate the credential of this file instead of the built-in URI tag."),
             .flag("in-process", "Run the simulated readers in this process instead of a private pcscd."),
         ],
-        run: runDemo
+        // Ctrl-C or an error: both readers are restored in full (ResetCommand.swift), exit 130 on Ctrl-C.
+        run: ReaderCleanup.wrapping(runDemo)
     )
 
     /// The built-in credential: an NFC Forum Type 4 Tag holding the URI record https://example.com,
@@ -87,7 +88,19 @@ extension SecbridgeCLI {
             access = DemoReaderAccess.pcscd(emulator: ordered[0], terminal: ordered[1], socket: pcscd.socketPath)
         }
         let demo = try DemoRun(access: access, credential: credential, transcriptPath: path, console: out)
-        return try awaitResult("the demo", timeout: .seconds(120)) { try await demo.run() }
+        // Restored while the readers still run (before `stop`): after an error or Ctrl-C.
+        let cleanup = ReaderCleanup.current
+        for reader in [access.emulator, access.terminal] {
+            cleanup?.track(reader) { reader, shared in
+                guard !shared else { throw CLIError.failure("the demo's readers are reached DIRECT only") }
+                let connection = try access.direct(reader)
+                return (connection.handle, connection.close)
+            }
+        }
+        cleanup?.atForcedExit(stop)
+        let run = { try awaitResult("the demo", timeout: .seconds(120)) { try await demo.run() } }
+        guard let cleanup else { return try run() }
+        return try cleanup.restoringBeforeReturn(run)
     }
 
     /// A credential from a file, or from built-in JSON.

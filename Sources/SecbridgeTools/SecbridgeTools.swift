@@ -10,6 +10,7 @@ public enum SecbridgeTools {
             SecbridgeCLI.replayCommand, SecbridgeCLI.simulateCommand, SecbridgeCLI.credentialsCommand,
             SecbridgeCLI.emulateCommand, SecbridgeCLI.readCommand, SecbridgeCLI.demoCommand,
             SecbridgeCLI.transcriptCommand, SecbridgeCLI.captureCommand,
+            SecbridgeCLI.doctorCommand, SecbridgeCLI.resetCommand,
         ]
     }
 

@@ -125,7 +125,8 @@ extension SecbridgeCLI {
             .flag("keep", "Serve terminals until the 60-second window ends, not only the first."),
             .value("record", "FILE", "Record the reader's exchanges and the terminal's APDUs to a transcript FILE."),
         ],
-        run: runEmulate
+        // Ctrl-C or an error: the reader is restored in full (ResetCommand.swift), exit 130 on Ctrl-C.
+        run: ReaderCleanup.wrapping(runEmulate)
     )
 
     @Sendable static func runEmulate(_ invocation: Invocation) throws -> Int32 {
@@ -152,9 +153,11 @@ extension SecbridgeCLI {
         let approve = invocation.arguments.has("yes")
         let keep = invocation.arguments.has("keep")
         installInterruptHandler()
+        let cleanup = ReaderCleanup.current
         let served = try awaitResult("card emulation", timeout: .seconds(180)) {
             try await emulate(
-                credential: credential, reader: reader, recorder: recorder, approve: approve, keep: keep, console: console)
+                credential: credential, reader: reader, recorder: recorder, approve: approve, keep: keep, console: console,
+                changingReader: { cleanup?.track(reader) })
         }
         return served > 0 ? exitSuccess : exitFailure
     }
@@ -162,7 +165,7 @@ extension SecbridgeCLI {
     /// The emulate sequence; returns how many C-APDUs terminals sent.
     static func emulate(
         credential: Credential, reader: String, recorder: TranscriptRecorder?, approve: Bool, keep: Bool,
-        console: any Console
+        console: any Console, changingReader: @Sendable () -> Void = {}
     ) async throws -> Int {
         @Sendable func say(_ line: String) { console.out(line + "\n") }
         let executor = BlockingExecutor(name: "emulate")
@@ -180,6 +183,7 @@ extension SecbridgeCLI {
         if case .unsupported(let reason, _) = backend.support {
             throw CLIError.failure("\(reader) cannot emulate a card: \(reason)")
         }
+        changingReader()
         let authorizer = PolicyAuthorizer { request in
             if approve {
                 say("authorization: \(request.prompt) → approved (--yes)")
@@ -285,7 +289,8 @@ extension SecbridgeCLI {
             .flag("json", "Print a JSON object {reader, uid, ats, exchanges, ndef}."),
             .value("record", "FILE", "Record the exchanges to a transcript FILE."),
         ],
-        run: runRead
+        // Ctrl-C or an error with --pn532: the reader is restored in full (ResetCommand.swift).
+        run: ReaderCleanup.wrapping(runRead)
     )
 
     @Sendable static func runRead(_ invocation: Invocation) throws -> Int32 {
@@ -302,6 +307,7 @@ extension SecbridgeCLI {
         let reader = try selectReader(
             invocation.arguments.value("reader"), in: readers,
             preferring: usePN532 ? { ACR122Detection.nameSuggestsACR122($0) } : { withCard.contains($0) })
+        if usePN532 { ReaderCleanup.track(reader) }
         if !usePN532 && !withCard.contains(reader) {
             throw CLIError.failure("no card in '\(reader)': place a card or phone on the reader\(ACR122Detection.nameSuggestsACR122(reader) ? ", or use --pn532 to poll with PN532 commands" : "")")
         }
