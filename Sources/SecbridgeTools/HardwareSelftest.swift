@@ -1,0 +1,284 @@
+@testable import SecbridgeCLI
+import ISO7816
+import PN53x
+import Transcript
+
+/// The fixed sequence of `secbridge selftest --hardware`: what it sends to an ACR122U, in both roles,
+/// and the answer each step should get according to the documents.
+///
+/// Every step is one escape command (SCardControl on a DIRECT connection, so it works with or
+/// without a card) whose bytes are written out here, so that a recording from any unit replays the
+/// very same commands. The answers are recorded as they come: a unit that answers otherwise than the
+/// documents is noted ("differs"), not failed, since the recording is what the simulator must learn
+/// from. A bundle is a directory of transcripts, one per part (``Part``), each with its provenance in
+/// the header (see ``BundleHeader``).
+enum HardwareSelftest {
+    /// The parts of a bundle, one transcript file each.
+    enum Part: String, CaseIterable, Sendable {
+        /// Reader role and the MCU: identification, PICC parameter, LED, PN532 status, RF field,
+        /// polling for a card (with bounded retries), error answers.
+        case reader
+        /// Target role without a terminal: TgInitAsTarget under a 5 s MCU timeout, and what the chip
+        /// answers afterwards.
+        case target
+        /// Target role with a phone or terminal reading the built-in URI tag (`--phone`).
+        case phone
+
+        var fileName: String { rawValue + ".trn" }
+    }
+
+    /// What a step's answer should be, from the documents.
+    enum Expectation: Sendable {
+        /// Exactly these bytes.
+        case exactly([UInt8])
+        /// Starting with these bytes and ending in 90 00.
+        case prefix([UInt8])
+        /// The 10-byte firmware string "ACR122U…", without a status word (ACR122U API v2.04, Get Firmware Version).
+        case firmwareString
+        /// Whatever comes: the answer depends on the unit or what is in the field.
+        case recorded
+
+        func matches(_ answer: [UInt8]) -> Bool {
+            switch self {
+            case .exactly(let bytes): answer == bytes
+            case .prefix(let bytes): answer.starts(with: bytes) && answer.count >= bytes.count + 2 && answer.suffix(2) == [0x90, 0x00]
+            case .firmwareString: answer.count == 10 && answer.starts(with: Array("ACR122U".utf8))
+            case .recorded: true
+            }
+        }
+
+        var text: String {
+            switch self {
+            case .exactly(let bytes): bytes.hexString
+            case .prefix(let bytes): bytes.hexString + " … 90 00"
+            case .firmwareString: "\"ACR122U…\" (10 ASCII bytes, no status word)"
+            case .recorded: "(as the unit answers)"
+            }
+        }
+    }
+
+    /// One step: an escape command (or, with `controlCode`, another SCardControl code), its
+    /// purpose, the documented answer and its source.
+    struct Step: Sendable {
+        var label: String
+        var command: [UInt8]
+        var expected: Expectation
+        var source: String
+        /// The control code when it is not the reader's escape code.
+        var controlCode: UInt32? = nil
+    }
+
+    /// A step's result: the answer or the PC/SC error instead.
+    struct Outcome: Sendable {
+        var step: Step
+        var answer: [UInt8]?
+        var error: String?
+
+        var verdict: String {
+            guard let answer else { return "error" }
+            return step.expected.matches(answer) ? "ok" : "differs"
+        }
+    }
+
+    // MARK: The sequence
+
+    /// Wraps a PN532 frame in Direct Transmit: `FF 00 00 00 Lc D4 …` (ACR122U API v2.04, Direct Transmit).
+    static func direct(_ frame: [UInt8]) -> [UInt8] { [0xFF, 0x00, 0x00, 0x00, UInt8(frame.count)] + frame }
+
+    /// The reader part before polling: identification, reader settings, PN532 state, RF field.
+    static let readerSteps: [Step] = [
+        Step(label: "feature request (CM_IOCTL_GET_FEATURE_REQUEST)", command: [], expected: .recorded,
+             source: "PC/SC part 10 §2.2; acr122-pn532.md §1, §5c", controlCode: ACR122ControlCode.getFeatureRequest),
+        Step(label: "firmware version", command: [0xFF, 0x00, 0x48, 0x00, 0x00], expected: .firmwareString,
+             source: "ACR122U API v2.04, Get Firmware Version; acr122-pn532.md §2"),
+        Step(label: "automatic polling off (PICC parameter 00)", command: [0xFF, 0x00, 0x51, 0x00, 0x00],
+             expected: .exactly([0x90, 0x00]), source: "ACR122U API v2.04, Set PICC Operating Parameter"),
+        Step(label: "PICC parameter read back", command: [0xFF, 0x00, 0x50, 0x00, 0x00],
+             expected: .exactly([0x90, 0x00]), source: "ACR122U API v2.04, Get PICC Operating Parameter"),
+        Step(label: "LEDs: both on", command: [0xFF, 0x00, 0x40, 0x0F, 0x04, 0x00, 0x00, 0x00, 0x00],
+             expected: .exactly([0x90, 0x03]), source: "ACR122U API v2.04, Bi-Color LED and Buzzer Control (LED status byte)"),
+        Step(label: "buzzer on detection off", command: [0xFF, 0x00, 0x52, 0x00, 0x00],
+             expected: .exactly([0x90, 0x00]), source: "ACR122U API v2.04, Set Buzzer Output during Card Detection"),
+        Step(label: "PN532 GetFirmwareVersion", command: direct([0xD4, 0x02]),
+             expected: .prefix([0xD5, 0x03, 0x32]), source: "PN532 UM0701-02 §7.2.2 (IC 32)"),
+        Step(label: "PN532 GetGeneralStatus", command: direct([0xD4, 0x04]),
+             expected: .prefix([0xD5, 0x05, 0x00]), source: "PN532 UM0701-02 §7.2.3 (Err 00)"),
+        Step(label: "PN532 SetParameters 14", command: direct([0xD4, 0x12, 0x14]),
+             expected: .exactly([0xD5, 0x13, 0x90, 0x00]), source: "PN532 UM0701-02 §7.2.9"),
+        Step(label: "RF field off", command: direct([0xD4, 0x32, 0x01, 0x00]),
+             expected: .exactly([0xD5, 0x33, 0x90, 0x00]), source: "PN532 UM0701-02 §7.3.1, acr122-pn532.md §2"),
+        Step(label: "RF field on", command: direct([0xD4, 0x32, 0x01, 0x01]),
+             expected: .exactly([0xD5, 0x33, 0x90, 0x00]), source: "PN532 UM0701-02 §7.3.1"),
+        Step(label: "passive activation retries 02 (bounded polling)", command: direct([0xD4, 0x32, 0x05, 0x00, 0x01, 0x02]),
+             expected: .exactly([0xD5, 0x33, 0x90, 0x00]), source: "PN532 UM0701-02 §7.3.1 (MxRtyPassiveActivation)"),
+        Step(label: "InListPassiveTarget 106 kbit/s Type A", command: direct([0xD4, 0x4A, 0x01, 0x00]),
+             expected: .recorded, source: "PN532 UM0701-02 §7.3.5"),
+    ]
+
+    /// After polling: release what was found (when something was), then answers to commands that
+    /// cannot succeed, which is where units and simulators most often part.
+    static func probeSteps(cardFound: Bool) -> [Step] {
+        var steps: [Step] = []
+        if cardFound {
+            steps.append(Step(label: "InRelease target 1", command: direct([0xD4, 0x52, 0x01]),
+                              expected: .exactly([0xD5, 0x53, 0x00, 0x90, 0x00]), source: "PN532 UM0701-02 §7.3.11"))
+        }
+        steps += [
+            Step(label: "TgGetData while not a target (status 25)", command: direct([0xD4, 0x86]),
+                 expected: .exactly([0xD5, 0x87, 0x25, 0x90, 0x00]), source: "PN532 UM0701-02 §7.1 (error 25), acr122-pn532.md §5"),
+            Step(label: "Direct Transmit with Lc one too long", command: [0xFF, 0x00, 0x00, 0x00, 0x03, 0xD4, 0x02],
+                 expected: .exactly([0x63, 0x00]), source: "ACR122U API v2.04, Direct Transmit (63 00: operation failed)"),
+            Step(label: "Get Data (UID) without a card", command: [0xFF, 0xCA, 0x00, 0x00, 0x00],
+                 expected: .exactly([0x63, 0x00]), source: "ACR122U API v2.04, Get Data (63 00: operation failed)"),
+        ]
+        return steps
+    }
+
+    /// The target part: emulation set-up (acr122-pn532.md §5 steps 2–3) and TgInitAsTarget with
+    /// no terminal, bounded by a 5 s MCU timeout; then GetFirmwareVersion, which also takes back a
+    /// command the chip may still hold (§5b), and TgGetData.
+    static let targetSteps: [Step] = [
+        Step(label: "firmware version", command: [0xFF, 0x00, 0x48, 0x00, 0x00], expected: .firmwareString,
+             source: "ACR122U API v2.04, Get Firmware Version"),
+        Step(label: "automatic polling off (PICC parameter 00)", command: [0xFF, 0x00, 0x51, 0x00, 0x00],
+             expected: .exactly([0x90, 0x00]), source: "ACR122U API v2.04, Set PICC Operating Parameter"),
+        Step(label: "MCU timeout 5 s (01)", command: [0xFF, 0x00, 0x41, 0x01, 0x00],
+             expected: .exactly([0x90, 0x00]), source: "ACR122U API v2.04, Set Timeout Parameter"),
+        Step(label: "RF field off", command: direct([0xD4, 0x32, 0x01, 0x00]),
+             expected: .exactly([0xD5, 0x33, 0x90, 0x00]), source: "PN532 UM0701-02 §7.3.1"),
+        Step(label: "SetParameters 30 (automatic RATS, ISO 14443-4 PICC)", command: direct([0xD4, 0x12, 0x30]),
+             expected: .exactly([0xD5, 0x13, 0x90, 0x00]), source: "PN532 UM0701-02 §7.2.9"),
+        Step(label: "TgInitAsTarget, no terminal: ends at the MCU timeout",
+             command: direct([0xD4, 0x8C, 0x05, 0x04, 0x00, 0x12, 0x34, 0x56, 0x20]
+                 + [UInt8](repeating: 0, count: 18) + [UInt8](repeating: 0, count: 10) + [0x00, 0x00]),
+             expected: .exactly([0x63, 0x00]), source: "PN532 UM0701-02 §7.3.14, acr122-pn532.md §5b"),
+        Step(label: "PN532 GetFirmwareVersion (takes back a pending command)", command: direct([0xD4, 0x02]),
+             expected: .prefix([0xD5, 0x03, 0x32]), source: "acr122-pn532.md §1, §5b"),
+        Step(label: "TgGetData, not activated (status 25)", command: direct([0xD4, 0x86]),
+             expected: .exactly([0xD5, 0x87, 0x25, 0x90, 0x00]), source: "PN532 UM0701-02 §7.1 (error 25)"),
+    ]
+
+    /// Puts back what the sequence changed (acr122-pn532.md §5d): MCU timeout 01, RF on, buzzer on
+    /// detection, idle LEDs (red on, green off), automatic polling (PICC parameter FF).
+    static let restoreSteps: [Step] = [
+        Step(label: "restore: MCU timeout 01", command: [0xFF, 0x00, 0x41, 0x01, 0x00],
+             expected: .exactly([0x90, 0x00]), source: "ACR122U API v2.04, Set Timeout Parameter"),
+        Step(label: "restore: RF field on", command: direct([0xD4, 0x32, 0x01, 0x01]),
+             expected: .exactly([0xD5, 0x33, 0x90, 0x00]), source: "PN532 UM0701-02 §7.3.1"),
+        Step(label: "restore: buzzer on detection", command: [0xFF, 0x00, 0x52, 0xFF, 0x00],
+             expected: .exactly([0x90, 0x00]), source: "ACR122U API v2.04, Set Buzzer Output during Card Detection"),
+        Step(label: "restore: idle LEDs (red on, green off)", command: [0xFF, 0x00, 0x40, 0x0D, 0x04, 0x00, 0x00, 0x00, 0x00],
+             expected: .exactly([0x90, 0x01]), source: "ACR122U API v2.04, Bi-Color LED and Buzzer Control"),
+        Step(label: "restore: automatic polling (PICC parameter FF)", command: [0xFF, 0x00, 0x51, 0xFF, 0x00],
+             expected: .exactly([0x90, 0xFF]), source: "ACR122U API v2.04, Set PICC Operating Parameter; acr122-pn532.md §5d"),
+    ]
+
+    // MARK: Running
+
+    /// Sends `step` through the escape code; a PC/SC error becomes the outcome's error (it is in the
+    /// recording as a `!` line too).
+    static func run(_ step: Step, on channel: any CardChannel, escapeCode: UInt32) -> Outcome {
+        do {
+            return Outcome(step: step, answer: try channel.control(code: step.controlCode ?? escapeCode, step.command))
+        } catch {
+            return Outcome(step: step, error: "\(error)")
+        }
+    }
+
+    /// What InListPassiveTarget found: the first target of `D5 4B NbTg …`, or nil.
+    static func target(in outcome: Outcome) -> ISO14443ATarget? {
+        guard let answer = outcome.answer, answer.count >= 4, answer.starts(with: [0xD5, 0x4B]),
+              answer.suffix(2) == [0x90, 0x00] else { return nil }
+        return try? PN532.InListPassiveTarget().response(parsing: Array(answer.dropFirst(2).dropLast(2))).first
+    }
+
+    /// Runs the reader part; `report` sees each outcome as it comes.
+    /// - Returns: the outcomes and the card InListPassiveTarget found, if any.
+    static func runReaderPart(
+        on channel: any CardChannel, escapeCode: UInt32, report: (Outcome) -> Void
+    ) -> (outcomes: [Outcome], card: ISO14443ATarget?) {
+        var outcomes: [Outcome] = []
+        var card: ISO14443ATarget?
+        for step in readerSteps {
+            let outcome = run(step, on: channel, escapeCode: escapeCode)
+            outcomes.append(outcome)
+            report(outcome)
+            if step.command.count > 6, step.command[5...6] == [0xD4, 0x4A] { card = target(in: outcome) }
+        }
+        for step in probeSteps(cardFound: card != nil) + restoreSteps {
+            let outcome = run(step, on: channel, escapeCode: escapeCode)
+            outcomes.append(outcome)
+            report(outcome)
+        }
+        return (outcomes, card)
+    }
+
+    /// Runs the target part (about 5 s: one MCU timeout).
+    static func runTargetPart(on channel: any CardChannel, escapeCode: UInt32, report: (Outcome) -> Void) -> [Outcome] {
+        (targetSteps + restoreSteps).map { step in
+            let outcome = run(step, on: channel, escapeCode: escapeCode)
+            report(outcome)
+            return outcome
+        }
+    }
+}
+
+/// The provenance header of a bundle's transcripts (Fixtures/README.md, "Header"), and what a replay
+/// against the simulator reads back from it.
+///
+/// | Key | Value |
+/// |---|---|
+/// | `reader`, `firmware`, `date`, `tool`, `origin` | as every recording |
+/// | `driver` | `libccid` (escape code 0x42000001) or `acsccid` (0x42000DAC), from the feature request |
+/// | `escape-code` | the control code the pseudo-APDUs went through, `0x…` |
+/// | `selftest-part` | `reader`, `target` or `phone` (``HardwareSelftest/Part``) |
+/// | `card` | what InListPassiveTarget found: `uid=… atqa=… sak=… [ats=…]` (hex without spaces, ATQA most significant byte first), or `none` |
+/// | `credential` | the credential the phone part emulated (`example-uri-tag`) |
+struct BundleHeader {
+    static let partKey = "selftest-part"
+    static let escapeCodeKey = "escape-code"
+    static let cardKey = "card"
+    static let credentialKey = "credential"
+
+    /// The driver name for an escape code.
+    static func driver(forEscapeCode code: UInt32) -> String {
+        switch code {
+        case ACR122ControlCode.ccidEscape: "libccid"
+        case ACR122ControlCode.acsccidEscape: "acsccid"
+        default: "unknown"
+        }
+    }
+
+    /// `uid=… atqa=… sak=… [ats=…]`, or `none`.
+    static func cardValue(_ card: ISO14443ATarget?) -> String {
+        guard let card else { return "none" }
+        var text = "uid=\(compactHex(card.uid)) atqa=\(compactHex([UInt8(card.atqa.rawValue >> 8), UInt8(card.atqa.rawValue & 0xFF)])) sak=\(compactHex([card.sak]))"
+        if let ats = card.ats { text += " ats=\(compactHex(ats))" }
+        return text
+    }
+
+    /// The `card` header parsed back into control-socket arguments (`uid`, `atqa`, `sak`, `ats`);
+    /// nil for `none` or no header.
+    /// - Throws: a message naming the malformed part.
+    static func cardArguments(_ value: String?) throws(CLIError) -> [String: String]? {
+        guard let value, value != "none" else { return nil }
+        var arguments: [String: String] = [:]
+        for part in value.split(separator: " ") {
+            let pieces = part.split(separator: "=", maxSplits: 1).map(String.init)
+            guard pieces.count == 2, ["uid", "atqa", "sak", "ats"].contains(pieces[0]), !pieces[1].isEmpty,
+                  pieces[1].count % 2 == 0, pieces[1].allSatisfy(\.isHexDigit)
+            else {
+                throw .failure("the bundle's `card` header has a malformed part '\(part)'; expected uid=HEX atqa=HEX sak=HEX [ats=HEX]")
+            }
+            arguments[pieces[0]] = pieces[1]
+        }
+        guard arguments["uid"] != nil else { throw .failure("the bundle's `card` header names no uid") }
+        return arguments
+    }
+}
+
+/// Uppercase hex without spaces, as the control socket and `--json` take it.
+private func compactHex(_ bytes: [UInt8]) -> String {
+    guard case .string(let text) = JSONValue.hex(bytes) else { return "" }
+    return text
+}

@@ -1,0 +1,146 @@
+import Foundation
+import PCSC
+import PCSCTestSupport
+import Testing
+import Transcript
+
+// `secbridge selftest --hardware` on the shared simulated ACR122U, and `--replay` of bundles against
+// a fresh simulated unit: every bundle under Fixtures/hardware/ (recordings from real units) and
+// Fixtures/simulated/selftest/ (the simulator's own, a regression of itself).
+
+/// The bundle directories under `Fixtures/<directory>`, each a directory holding reader.trn.
+func selftestBundles(under directory: String) throws -> [String] {
+    guard let root = HarnessPaths.repositoryRoot else {
+        throw HarnessError(code: .missingDependency, reason: "the repository root was not found")
+    }
+    let base = root.appendingPathComponent("Fixtures/\(directory)")
+    let names = (try? FileManager.default.contentsOfDirectory(atPath: base.path)) ?? []
+    return names.sorted().map { base.appendingPathComponent($0).path }
+        .filter { FileManager.default.fileExists(atPath: $0 + "/reader.trn") }
+}
+
+/// Turns automatic polling of simulated reader B off (`FF 00 51 00 00` through the escape code) so
+/// that B, sharing the field with A, does not activate A's emulation (acr122-pn532.md §2, PICC
+/// parameter bit 7); `personality` in ``resetSimulatedReaders()`` puts it back.
+func stopPollingOnReaderB(_ environment: TestEnvironment) async throws {
+    let answer = try await blocking {
+        let context = try PCSCContext()
+        defer { try? context.release() }
+        let handle = try context.connect(to: environment.simulatedReaderB, share: .direct, protocols: .undefined)
+        defer { try? handle.disconnect(.leave) }
+        return try handle.control(code: 0x4200_0001, [0xFF, 0x00, 0x51, 0x00, 0x00])
+    }
+    #expect(answer == [0x90, 0x00])
+}
+
+func temporaryBundlePath() -> String {
+    FileManager.default.temporaryDirectory.appendingPathComponent("secbridge-selftest-\(UUID().uuidString)").path
+}
+
+extension SharedReader {
+    @Suite struct SelftestTests {
+        @Test func hardwareSelftestOnTheSimulatedReaderMatchesTheDocumentsAndReplays() async throws {
+            let environment = try await resetSimulatedReaders()
+            try await stopPollingOnReaderB(environment)
+            defer { _ = try? SimulatedReaders.controlB.send("personality name=ccid-escape-enabled") }
+            let bundle = temporaryBundlePath()
+            defer { try? FileManager.default.removeItem(atPath: bundle) }
+            let run = try await runCLI(["selftest", "--hardware", "--reader", environment.simulatedReaderA, "--output", bundle, "--json"])
+            #expect(run.status == 0, "\(run.err)")
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(run.out.utf8)) as? [String: Any])
+            #expect(json["firmware"] as? String == "ACR122U207")
+            #expect(json["driver"] as? String == "libccid")
+            #expect(json["escapeCode"] as? String == "0x42000001")
+            #expect(json["errors"] as? Int == 0)
+            // The simulator answers every step as the ACR122U API and UM0701-02 say.
+            let parts = try #require(json["parts"] as? [[String: Any]])
+            let steps = parts.flatMap { ($0["steps"] as? [[String: Any]]) ?? [] }
+            let differing = steps.filter { $0["verdict"] as? String != "ok" }.map { "\($0["step"] ?? "") → \($0["answer"] ?? "")" }
+            #expect(differing.isEmpty, "\(differing)")
+            let answers = Dictionary(steps.map { ($0["step"] as? String ?? "", $0["answer"] as? String ?? "") }, uniquingKeysWith: { a, _ in a })
+            #expect(answers["feature request (CM_IOCTL_GET_FEATURE_REQUEST)"] == "130442000001", "FEATURE_CCID_ESC_COMMAND, 0x42000001")
+            #expect(answers["LEDs: both on"] == "9003")
+            #expect(answers["InListPassiveTarget 106 kbit/s Type A"] == "D54B009000", "no card: NbTg 00")
+            #expect(answers["TgInitAsTarget, no terminal: ends at the MCU timeout"] == "6300")
+            #expect(answers["restore: automatic polling (PICC parameter FF)"] == "90FF")
+
+            // The bundle: two transcripts with their provenance, replaying against a fresh unit.
+            let reader = try Transcript(contentsOfFile: bundle + "/reader.trn")
+            #expect(reader.header.reader == environment.simulatedReaderA)
+            #expect(reader.header.firmware == "ACR122U207")
+            #expect(reader.header.driver == "libccid")
+            #expect(reader.header["selftest-part"] == "reader")
+            #expect(reader.header["card"] == "none")
+            #expect(reader.header.date != nil)
+            let target = try Transcript(contentsOfFile: bundle + "/target.trn")
+            #expect(target.header["selftest-part"] == "target")
+            #expect(try SimulatedReaders.controlA.send("status")["picc"] == "FF", "the selftest puts automatic polling back")
+
+            let replay = try await runBinary(["selftest", "--replay", bundle], environment: ProcessInfo.processInfo.environment, timeout: .seconds(40))
+            #expect(replay.status == 0, "\(replay.err)")
+            #expect(replay.out.contains("\(bundle)/reader.trn: "))
+            #expect(replay.out.contains("\(bundle)/target.trn: "))
+        }
+
+        @Test func aCardInTheFieldIsRecordedAndPlacedAgainOnReplay() async throws {
+            let environment = try await resetSimulatedReaders()
+            // An NTAG-like tag (SAK 00) with a 7-byte UID.
+            try await stopPollingOnReaderB(environment)
+            try SimulatedReaders.controlA.send("place-tag uid=04A1B2C3D4E5F6 atqa=0044 sak=00 id=t2")
+            defer {
+                _ = try? SimulatedReaders.controlA.send("remove all=yes")
+                _ = try? SimulatedReaders.controlB.send("personality name=ccid-escape-enabled")
+            }
+            let bundle = temporaryBundlePath()
+            defer { try? FileManager.default.removeItem(atPath: bundle) }
+            let run = try await runCLI(["selftest", "--hardware", "--reader", environment.simulatedReaderA, "--output", bundle])
+            #expect(run.status == 0, "\(run.err)\n\(run.out)")
+            #expect(run.out.contains("card in the field: uid=04A1B2C3D4E5F6 atqa=0044 sak=00\n"))
+            let reader = try Transcript(contentsOfFile: bundle + "/reader.trn")
+            #expect(reader.header["card"] == "uid=04A1B2C3D4E5F6 atqa=0044 sak=00")
+            let replay = try await runBinary(["selftest", "--replay", bundle], environment: ProcessInfo.processInfo.environment, timeout: .seconds(40))
+            #expect(replay.status == 0, "\(replay.err)")
+        }
+
+        @Test func aDifferentAnswerInABundleFailsTheReplayWithTheLine() async throws {
+            _ = try sharedEnvironment()
+            let source = try #require(try selftestBundles(under: "simulated").first, "Fixtures/simulated/ holds a selftest bundle")
+            let bundle = temporaryBundlePath()
+            try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: false)
+            defer { try? FileManager.default.removeItem(atPath: bundle) }
+            // A unit whose LED status byte differs: 90 02 where the document says 90 03.
+            let original = try String(contentsOfFile: source + "/reader.trn", encoding: .utf8)
+            let edited = original.replacingOccurrences(of: "ctl 0x42000001 < 90 03", with: "ctl 0x42000001 < 90 02")
+            #expect(edited != original)
+            try edited.write(toFile: bundle + "/reader.trn", atomically: true, encoding: .utf8)
+            let replay = try await runBinary(["selftest", "--replay", bundle], environment: ProcessInfo.processInfo.environment, timeout: .seconds(40))
+            #expect(replay.status == 1)
+            #expect(replay.err.contains("\(bundle)/reader.trn: the simulator answers differently"))
+            #expect(replay.err.contains("expected: ctl 0x42000001 < 90 02"))
+            #expect(replay.err.contains("actual:   ctl 0x42000001 < 90 03"))
+        }
+
+        /// Every bundle recorded on a real unit (Fixtures/hardware/) and the simulator's own
+        /// (Fixtures/simulated/) replays against the simulator: a real unit's recording that stops
+        /// matching is a fidelity regression.
+        @Test func everyCommittedBundleReplaysAgainstTheSimulator() async throws {
+            _ = try sharedEnvironment()
+            let bundles = try selftestBundles(under: "hardware") + selftestBundles(under: "simulated")
+            #expect(!bundles.isEmpty)
+            for bundle in bundles {
+                let replay = try await runBinary(["selftest", "--replay", bundle], environment: ProcessInfo.processInfo.environment, timeout: .seconds(60))
+                #expect(replay.status == 0, "\(bundle): \(replay.err)")
+            }
+        }
+
+        @Test func usageErrors() async throws {
+            _ = try sharedEnvironment()
+            #expect(try await runCLI(["selftest"]).status == 64)
+            #expect(try await runCLI(["selftest", "--hardware", "--replay", "x"]).status == 64)
+            #expect(try await runCLI(["selftest", "--replay", "x", "--phone"]).status == 64)
+            let missing = try await runCLI(["selftest", "--replay", "/nonexistent-bundle"])
+            #expect(missing.status == 1)
+            #expect(missing.err.contains("/nonexistent-bundle holds no bundle"))
+        }
+    }
+}
