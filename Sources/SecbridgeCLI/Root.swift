@@ -146,6 +146,7 @@ public enum SecbridgeCLI {
         ("demo", "The main job: a credential session emulating an NDEF tag on one simulated ACR122U, read by a second."),
         ("transcript", "Read, compare, redact and import transcripts (Fixtures/README.md)."),
         ("capture", "Run any PC/SC program under pcsc-lite's spy and save what it did as a transcript."),
+        ("selftest", "Run a fixed sequence on an ACR122U in both roles and save it as a transcript bundle; replay bundles against the simulator."),
         ("doctor", "Check pcscd, the ACR122U, its driver, escape commands and firmware, and say how to fix what fails."),
         ("reset", "Bring an ACR122U back to a usable state after an interrupted emulation."),
     ]

@@ -9,7 +9,7 @@ public enum SecbridgeTools {
         [
             SecbridgeCLI.replayCommand, SecbridgeCLI.simulateCommand, SecbridgeCLI.credentialsCommand,
             SecbridgeCLI.emulateCommand, SecbridgeCLI.readCommand, SecbridgeCLI.demoCommand,
-            SecbridgeCLI.transcriptCommand, SecbridgeCLI.captureCommand,
+            SecbridgeCLI.transcriptCommand, SecbridgeCLI.captureCommand, SecbridgeCLI.selftestCommand,
             SecbridgeCLI.doctorCommand, SecbridgeCLI.resetCommand,
         ]
     }
