@@ -20,7 +20,10 @@ import Glibc
 /// | `help` | `verbs` | — |
 /// | `status` | `personality firmware card led picc mcu-timeout rf peers` | — (`card` = present/absent as pcscd sees it; `led`, `picc`, `mcu-timeout` one hex byte) |
 /// | `place-card uid= [atqa=] [sak=] [ats=] [applet=] [transcript=] [channel=] [id=]` | `peer` | an ISO/IEC 14443-4 card: `applet` one of ``BuiltInApplet`` (default `ok`), or answers from a transcript file; ATQA default `00 04`, SAK `20`, ATS `05 78 80 70 02` |
-/// | `place-tag uid= [atqa=] [sak=] [id=]` | `peer` | an ISO/IEC 14443-3 tag (default ATQA `00 04`, SAK `08`) |
+/// | `place-tag uid= [atqa=] [sak=] [id=]` | `peer` | an ISO/IEC 14443-3 tag without memory (default ATQA `00 04`, SAK `08`): anticollision and any-key MIFARE authentication only |
+/// | `place-tag type=ntag213\|ntag215\|ntag216\|ultralight uid=<7 bytes> [ndef=<hex>] [id=]` | `peer type` | an NFC Forum Type 2 tag with memory (``Type2TagMemory``); `ndef` = the raw NDEF message bytes, written as TLV `03 len msg FE` from page 4 (default: an empty NDEF tag `03 00 FE`) |
+/// | `place-tag type=classic1k\|classic4k\|mini uid=<4 or 7 bytes> [key=<6 bytes>] [id=]` | `peer type` | a MIFARE Classic card with memory (``MIFAREClassicMemory``); `key` sets key A and key B of every sector (default `FF FF FF FF FF FF`) |
+/// | `tag-memory peer=<id> [first=<n>] [count=<n>]` (`id=` accepted for `peer=`) | `type unit first count data` | the memory of a placed tag with memory, from page/block `first` (default 0), `count` units (default all): `unit` 4 (pages) or 16 (blocks); MIFARE Classic keys are shown as 00 bytes |
 /// | `place-terminal [script=] [transcript=] [channel=] [id=]` | `peer` | an external terminal; `script` = `android-t4t-read` (default) or `ios-t4t-read`, or the commands of a transcript |
 /// | `remove peer=<id> \| all=yes` | `removed` | takes peers out of the field |
 /// | `peers` | `count list` | — |
@@ -34,7 +37,7 @@ enum ControlProtocol {
 
     static let verbs = [
         "ping", "help", "status", "place-card", "place-tag", "place-terminal", "remove", "peers",
-        "personality", "fault", "events", "terminal-result", "card-log",
+        "personality", "fault", "events", "terminal-result", "card-log", "tag-memory",
     ]
 
     /// Handles one request for the reader of `binding`.
@@ -65,10 +68,7 @@ enum ControlProtocol {
         case "place-card":
             return try placeCard(request, binding: binding)
         case "place-tag":
-            try request.allowOnly(["uid", "atqa", "sak", "id"])
-            let uid = try uid(request)
-            let tag = ISO14443_3Tag(uid: uid, atqa: try atqa(request) ?? 0x0004, sak: try byte(request, "sak") ?? 0x08)
-            return ControlReply([("peer", try binding.field.place(tag, id: try peerID(request), prefix: "tag"))])
+            return try placeTag(request, binding: binding)
         case "place-terminal":
             return try placeTerminal(request, binding: binding)
         case "remove":
@@ -117,6 +117,8 @@ enum ControlProtocol {
             }
             let log = card.receivedAPDUs
             return ControlReply([("count", String(log.count)), ("last", ControlHex.format(log.last ?? []))])
+        case "tag-memory":
+            return try tagMemory(request, binding: binding)
         default:
             throw ControlError(.unknownVerb, "no verb '\(request.verb)'; verbs: \(verbs.joined(separator: ", "))")
         }
@@ -148,6 +150,76 @@ enum ControlProtocol {
             card = ISO14443_4Card(uid: uid, atqa: atqa, sak: sak, ats: ats, handler: applet.makeHandler())
         }
         return ControlReply([("peer", try binding.field.place(card, id: try peerID(request), prefix: "card"))])
+    }
+
+    /// `place-tag`: without `type=`, today's tag without memory; with it, a Type 2 tag or a MIFARE
+    /// Classic card with memory (ATQA and SAK then come from the type).
+    private static func placeTag(_ request: ControlRequest, binding: SimulatorBinding) throws(ControlError) -> ControlReply {
+        try request.allowOnly(["uid", "atqa", "sak", "id", "type", "ndef", "key"])
+        let uid = try uid(request)
+        guard let typeName = request.value("type"), typeName != "plain" else {
+            guard request.value("ndef") == nil, request.value("key") == nil else {
+                throw ControlError(.badArgument, "ndef= needs type=ntag213|ntag215|ntag216|ultralight; key= needs type=classic1k|classic4k|mini")
+            }
+            let tag = ISO14443_3Tag(uid: uid, atqa: try atqa(request) ?? 0x0004, sak: try byte(request, "sak") ?? 0x08)
+            return ControlReply([("peer", try binding.field.place(tag, id: try peerID(request), prefix: "tag"))])
+        }
+        guard request.value("atqa") == nil, request.value("sak") == nil else {
+            throw ControlError(.badArgument, "atqa= and sak= come from type=\(typeName); leave them out")
+        }
+        let tag: ISO14443_3Tag
+        do {
+            if let model = Type2TagModel(rawValue: typeName) {
+                guard request.value("key") == nil else {
+                    throw ControlError(.badArgument, "key= is for MIFARE Classic (type=classic1k|classic4k|mini), not \(typeName)")
+                }
+                tag = try ISO14443_3Tag(type2: model, uid: uid, ndefMessage: try request.bytes("ndef"))
+            } else if let model = MIFAREClassicModel(rawValue: typeName) {
+                guard request.value("ndef") == nil else {
+                    throw ControlError(.badArgument, "ndef= is for Type 2 tags (type=ntag213|ntag215|ntag216|ultralight), not \(typeName)")
+                }
+                let key = try request.bytes("key") ?? MIFAREClassicMemory.transportKey
+                guard key.count == 6 else {
+                    // The value itself is not echoed: it is a key.
+                    throw ControlError(.badArgument, "key must be 6 hex bytes (12 digits), got \(key.count) bytes")
+                }
+                tag = try ISO14443_3Tag(classic: model, uid: uid, keyA: key, keyB: key)
+            } else {
+                throw ControlError(.badArgument, "unknown type '\(typeName)'; known: plain, \(tagTypeNames.joined(separator: ", "))")
+            }
+        } catch let error as StorageCardError {
+            throw ControlError(.badArgument, error.reason)
+        } catch let error as ControlError {
+            throw error
+        } catch {
+            throw ControlError(.badArgument, "\(error)")
+        }
+        return ControlReply([("peer", try binding.field.place(tag, id: try peerID(request), prefix: "tag")),
+                             ("type", typeName)])
+    }
+
+    /// The `type=` values of `place-tag` with memory.
+    static let tagTypeNames = Type2TagModel.allCases.map(\.rawValue) + MIFAREClassicModel.allCases.map(\.rawValue)
+
+    /// `tag-memory`: a placed tag's memory as hex (keys of MIFARE Classic trailers as 00 bytes).
+    private static func tagMemory(_ request: ControlRequest, binding: SimulatorBinding) throws(ControlError) -> ControlReply {
+        try request.allowOnly(["peer", "id", "first", "count"])
+        guard let id = request.value("peer") ?? request.value("id") else {
+            throw ControlError(.missingArgument, "tag-memory needs peer=<id>")
+        }
+        guard let tag = binding.field.peer(id) as? ISO14443_3Tag, tag.hasMemory else {
+            throw ControlError(.refused, "no tag with memory '\(id)' in the field (place one with place-tag type=…)")
+        }
+        let memory = tag.memory
+        let unit = memory.unitSize
+        let bytes = tag.displayBytes
+        let units = bytes.count / unit
+        let first = try request.integer("first", in: 0...max(0, units - 1)) ?? 0
+        let count = try request.integer("count", in: 1...units) ?? units - first
+        let end = min(units, first + count)
+        return ControlReply([("type", memory.typeName), ("unit", String(unit)), ("first", String(first)),
+                             ("count", String(end - first)),
+                             ("data", ControlHex.format(bytes[first * unit..<end * unit]))])
     }
 
     private static func placeTerminal(_ request: ControlRequest, binding: SimulatorBinding) throws(ControlError) -> ControlReply {

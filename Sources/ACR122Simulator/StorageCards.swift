@@ -633,10 +633,19 @@ public struct MIFAREClassicMemory: Sendable, Hashable, CustomStringConvertible, 
 /// The memory of an ISO 14443-3 tag: none (anticollision and a MIFARE authentication only, the
 /// behaviour of ``ISO14443_3Tag/init(uid:atqa:sak:cardName:mifareKey:)``), a Type 2 tag, or a
 /// MIFARE Classic card.
-public enum StorageCardMemory: Sendable, Hashable {
+public enum StorageCardMemory: Sendable, Hashable, CustomStringConvertible {
     case none
     case type2(Type2TagMemory)
     case classic(MIFAREClassicMemory)
+
+    /// The type and, for MIFARE Classic, the authentication state; never keys or memory bytes.
+    public var description: String {
+        switch self {
+        case .none: "no memory"
+        case .type2(let m): "\(m.model.productName), \(m.model.pageCount) pages"
+        case .classic(let m): m.description
+        }
+    }
 
     /// The type name used by the control socket: ntag213, ntag215, ntag216, ultralight, mini,
     /// classic1k, classic4k; "plain" for none.
