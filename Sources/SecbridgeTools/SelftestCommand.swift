@@ -328,6 +328,19 @@ extension SecbridgeCLI {
                 if let value = card[key] { line += " \(key)=\(value)" }
             }
             try control.send(line)
+            // As under pcscd: the card is seen and powered up (which reads its ATR), then powered
+            // down again while no client uses it, before the recorded sequence connects DIRECT.
+            // The in-process layer powers up on the first connection (bounded, as pcscd's polling).
+            var powered = false
+            for _ in 0..<20 where !powered {
+                if let handle = try? readers.connect(to: reader, share: .shared, protocols: .any) {
+                    try? handle.disconnect(.unpower)
+                    powered = true
+                } else {
+                    sleepMilliseconds(50)
+                }
+            }
+            guard powered else { throw CLIError.failure("the simulated reader did not report the recorded card within 1 s") }
         }
         let channel: InProcessCardHandle
         do {

@@ -102,6 +102,42 @@ extension SharedReader {
             #expect(replay.status == 0, "\(replay.err)")
         }
 
+        @Test func phonePartRecordsATerminalReadingTheBuiltInTagAndReplaysAgainstTheCredential() async throws {
+            let environment = try await resetSimulatedReaders()
+            try await stopPollingOnReaderB(environment)
+            defer {
+                _ = try? SimulatedReaders.controlA.send("remove all=yes")
+                _ = try? SimulatedReaders.controlB.send("personality name=ccid-escape-enabled")
+            }
+            let bundle = temporaryBundlePath()
+            defer { try? FileManager.default.removeItem(atPath: bundle) }
+            let run = Task {
+                try await runCLI(["selftest", "--hardware", "--phone", "--reader", environment.simulatedReaderA, "--output", bundle])
+            }
+            // The phone comes once the target part (no terminal) is written.
+            let clock = ContinuousClock()
+            let deadline = clock.now + .seconds(30)
+            while !FileManager.default.fileExists(atPath: bundle + "/target.trn") && clock.now < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            try SimulatedReaders.controlA.send("place-terminal script=android-t4t-read id=phone")
+            let result = try await run.value
+            #expect(result.status == 0, "\(result.err)\n\(result.out)")
+            #expect(result.out.contains("phone: 6 APDU exchanges with the terminal"), "\(result.out)")
+            let phone = try Transcript(contentsOfFile: bundle + "/phone.trn")
+            #expect(phone.header["selftest-part"] == "phone")
+            #expect(phone.header["credential"] == "example-uri-tag")
+            // The last answer: the NDEF message https://example.com (iso14443-t4t-ndef.md §4).
+            let hostAnswers = phone.lines.compactMap { line -> [UInt8]? in
+                if case .target(.outgoing, let bytes)? = line.record?.entry { return bytes.bytes }
+                return nil
+            }
+            #expect(hostAnswers.last == [0xD1, 0x01, 0x0C, 0x55, 0x04] + Array("example.com".utf8) + [0x90, 0x00])
+            let replay = try await runBinary(["selftest", "--replay", bundle], environment: ProcessInfo.processInfo.environment, timeout: .seconds(40))
+            #expect(replay.status == 0, "\(replay.err)")
+            #expect(replay.out.contains("\(bundle)/phone.trn: 6 exchanges, every answer matches"))
+        }
+
         @Test func aDifferentAnswerInABundleFailsTheReplayWithTheLine() async throws {
             _ = try sharedEnvironment()
             let source = try #require(try selftestBundles(under: "simulated").first, "Fixtures/simulated/ holds a selftest bundle")
