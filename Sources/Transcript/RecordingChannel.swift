@@ -63,12 +63,16 @@ public final class TranscriptRecorder: Sendable {
     /// How `error` is written on a `!` line.
     public func failure(for error: any Error) -> TranscriptFailure { describe(error) }
 
-    /// Appends one entry stamped with the current offset; command payloads are redacted first.
+    /// Appends one entry stamped with the current offset; command payloads are redacted first,
+    /// and so are answers when `command` (the bytes they answer) is given (the redactor's answer
+    /// rules, e.g. key B in a MIFARE sector trailer read).
     /// - Throws: ``TranscriptWriteError`` from the sink (`invalidLine`: the entry breaks a rule).
-    public func record(_ entry: TranscriptEntry, channel: String? = nil, note: String? = nil) throws(TranscriptWriteError) {
+    public func record(
+        _ entry: TranscriptEntry, channel: String? = nil, note: String? = nil, answering command: [UInt8]? = nil
+    ) throws(TranscriptWriteError) {
         try order.withLock { (_: inout ()) throws(TranscriptWriteError) in
             let record = TranscriptRecord(entry, offset: TranscriptOffset(elapsed: clock()), channel: channel, note: note)
-            try sink.append(.record(redactor.redact(record)))
+            try sink.append(.record(redactor.redact(record, answering: command)))
         }
     }
 
@@ -102,6 +106,9 @@ public final class TranscriptRecorder: Sendable {
 ///     +20.000ms > 00 B0 00 00 00
 ///     +20.120ms ! SCARD_E_NO_SMARTCARD 0x8010000C
 ///
+/// Answers pass through the recorder's redactor with the command they answer, so answer rules
+/// (a MIFARE sector trailer's key B) apply; the caller always gets the real answer.
+///
 /// Errors: when the command line cannot be written, the call throws ``TranscriptWriteError`` and
 /// nothing is sent. When the answer cannot be written, the call throws ``TranscriptWriteError``
 /// although the command was sent. When the wrapped channel throws, its error is rethrown unchanged
@@ -130,7 +137,7 @@ public final class RecordingChannel: CardChannel {
             try? recorder.recordFailure(error, channel: channelID)
             throw error
         }
-        try recorder.record(.transmit(.incoming, TranscriptBytes(response)), channel: channelID)
+        try recorder.record(.transmit(.incoming, TranscriptBytes(response)), channel: channelID, answering: command)
         return response
     }
 
@@ -143,7 +150,7 @@ public final class RecordingChannel: CardChannel {
             try? recorder.recordFailure(error, channel: channelID)
             throw error
         }
-        try recorder.record(.control(code: code, .incoming, TranscriptBytes(response)), channel: channelID)
+        try recorder.record(.control(code: code, .incoming, TranscriptBytes(response)), channel: channelID, answering: command)
         return response
     }
 

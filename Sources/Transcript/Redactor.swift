@@ -66,6 +66,20 @@ public struct RedactionRule: Sendable {
         return APDUData.range(in: c).map { [$0] } ?? []
     }
 
+    /// PC/SC part 3 Update Binary of a MIFARE Classic sector trailer `| FF | D6 | 00 | block | 10 |
+    /// key A (6) | access bits (3) | GPB (1) | key B (6) |`, block < 128 with block % 4 == 3 or
+    /// block ≥ 128 with block % 16 == 15: keys A and B (data bytes 0–5 and 10–15, command offsets
+    /// 5–10 and 15–20) are masked; access bits and GPB stay readable (ACR122U API v2.04 §5, Update
+    /// Binary Blocks; NXP MF1S50yyX §8.7). Type 2 Tag page writes (Lc 04) are left alone.
+    public static let mifareSectorTrailerWrite = RedactionRule(
+        id: "mifare-trailer-write", summary: "Update Binary (FF D6) of a MIFARE Classic sector trailer: keys A and B"
+    ) { c in
+        guard c.count >= 21, c[0] == 0xFF, c[1] == 0xD6, c[2] == 0x00, c[4] == 0x10,
+              MifareTrailer.isTrailer(block: Int(c[3]))
+        else { return [] }
+        return [5..<11, 15..<21]
+    }
+
     /// MIFARE Classic authentication inside PN532 InDataExchange through the ACR122U direct
     /// transmit: `| FF 00 00 00 | Lc | D4 40 | Tg | 60 or 61 | block | key (6) | UID (4) |`; the six
     /// key bytes (offsets 10–15) are masked (PN532 UM0701-02 §7.3.8 InDataExchange; ACR122U API v2.04, Direct Transmit).
@@ -79,40 +93,102 @@ public struct RedactionRule: Sendable {
     }
 }
 
+/// One rule that finds secret bytes in an answer, given the command it answers.
+///
+/// A rule sees the command (unredacted) and its whole answer, status word included, and returns
+/// the answer's byte ranges to mask; the marks keep the length, and redacted answer bytes match
+/// anything in a replay.
+public struct ResponseRedactionRule: Sendable {
+    /// A short name, e.g. `mifare-trailer-read`.
+    public var id: String
+    /// What the rule masks, for help text.
+    public var summary: String
+    private let locate: @Sendable (_ command: [UInt8], _ response: [UInt8]) -> [Range<Int>]
+
+    /// A rule from a function of the command and the answer returning the answer's ranges to mask
+    /// (out-of-bounds parts are ignored).
+    public init(id: String, summary: String, locate: @escaping @Sendable (_ command: [UInt8], _ response: [UInt8]) -> [Range<Int>]) {
+        self.id = id
+        self.summary = summary
+        self.locate = locate
+    }
+
+    /// The ranges of `response` this rule masks, clamped to the answer.
+    public func ranges(in response: [UInt8], answering command: [UInt8]) -> [Range<Int>] {
+        locate(command, response).compactMap { r in
+            let lower = max(0, r.lowerBound), upper = min(response.count, r.upperBound)
+            return lower < upper ? lower..<upper : nil
+        }
+    }
+
+    /// PC/SC part 3 Read Binary of a MIFARE Classic sector trailer `FF B0 00 <trailer block> 10`
+    /// (block < 128 with block % 4 == 3, or block ≥ 128 with block % 16 == 15): the answer
+    /// `| key A (6, reads as zeros) | access bits (3) | GPB | key B (6) | 90 00 |` may reveal key B,
+    /// so answer bytes 10–15 are masked (ACR122U API v2.04 §5, Read Binary Blocks; NXP MF1S50yyX
+    /// §8.7). Type 2 Tag readers should read page 3 with Le 04, which this rule leaves alone.
+    public static let mifareSectorTrailerRead = ResponseRedactionRule(
+        id: "mifare-trailer-read", summary: "Read Binary (FF B0 … 10) answer of a MIFARE Classic sector trailer: key B"
+    ) { c, r in
+        guard c.count == 5, c[0] == 0xFF, c[1] == 0xB0, c[2] == 0x00, c[4] == 0x10,
+              MifareTrailer.isTrailer(block: Int(c[3])), r.count >= 16
+        else { return [] }
+        return [10..<16]
+    }
+}
+
+/// MIFARE Classic sector trailers (NXP MF1S50yyX / MF1S70yyX): the last block of each sector.
+enum MifareTrailer {
+    static func isTrailer(block: Int) -> Bool { block < 128 ? block % 4 == 3 : block % 16 == 15 }
+}
+
 /// Masks secrets in commands before they are written, keeping their length.
 ///
 /// The default policy masks: VERIFY, CHANGE REFERENCE DATA, RESET RETRY COUNTER, PUT KEY,
-/// EXTERNAL/MUTUAL AUTHENTICATE data, the ACR122U LOAD KEY key and the MIFARE key in PN532
-/// InDataExchange authentication. It applies to every command line: `>`, `ctl … >`, `tgt <` (a
-/// terminal's C-APDU to the emulated target) and `ini >`. Answers are not touched.
+/// EXTERNAL/MUTUAL AUTHENTICATE data, the ACR122U LOAD KEY key, the MIFARE key in PN532
+/// InDataExchange authentication and the keys of a MIFARE Classic sector trailer written with
+/// Update Binary. It applies to every command line: `>`, `ctl … >`, `tgt <` (a terminal's C-APDU
+/// to the emulated target) and `ini >`. Answers are masked by ``responseRules``, which see the
+/// command they answer (by default: key B in a Read Binary answer of a sector trailer).
 public struct Redactor: Sendable {
-    /// The rules, all applied; their ranges are merged.
+    /// The command rules, all applied; their ranges are merged.
     public var rules: [RedactionRule]
+    /// The answer rules, all applied; their ranges are merged.
+    public var responseRules: [ResponseRedactionRule]
 
-    public init(rules: [RedactionRule]) {
+    public init(rules: [RedactionRule], responseRules: [ResponseRedactionRule] = []) {
         self.rules = rules
+        self.responseRules = responseRules
     }
 
     /// The default policy (see the type's summary).
-    public static let `default` = Redactor(rules: [
-        .verify, .changeReferenceData, .resetRetryCounter, .putKey, .externalAuthenticate,
-        .acr122LoadKey, .pn532MifareAuthentication,
-    ])
+    public static let `default` = Redactor(
+        rules: [
+            .verify, .changeReferenceData, .resetRetryCounter, .putKey, .externalAuthenticate,
+            .acr122LoadKey, .pn532MifareAuthentication, .mifareSectorTrailerWrite,
+        ],
+        responseRules: [.mifareSectorTrailerRead])
 
     /// No redaction: transcripts keep secrets. Use only for test cards.
     public static let disabled = Redactor(rules: [])
 
     /// The command with secret bytes replaced by `[REDACTED n]` marks (one mark per run).
     public func redact(_ command: [UInt8]) -> TranscriptBytes {
-        var masked = [Bool](repeating: false, count: command.count)
-        var any = false
-        for rule in rules {
-            for range in rule.ranges(in: command) {
-                for i in range { masked[i] = true }
-                any = true
-            }
+        Self.mask(command, rules.flatMap { $0.ranges(in: command) })
+    }
+
+    /// The answer to `command` with secret bytes replaced by `[REDACTED n]` marks.
+    public func redact(response: [UInt8], answering command: [UInt8]) -> TranscriptBytes {
+        Self.mask(response, responseRules.flatMap { $0.ranges(in: response, answering: command) })
+    }
+
+    /// `bytes` with the bytes in `ranges` replaced by one mark per run.
+    static func mask(_ bytes: [UInt8], _ ranges: [Range<Int>]) -> TranscriptBytes {
+        guard !ranges.isEmpty else { return TranscriptBytes(bytes) }
+        var masked = [Bool](repeating: false, count: bytes.count)
+        for range in ranges {
+            for i in range { masked[i] = true }
         }
-        guard any else { return TranscriptBytes(command) }
+        let command = bytes
         var items: [TranscriptBytes.Item] = []
         var run = 0
         for (i, b) in command.enumerated() {
@@ -134,22 +210,47 @@ public struct Redactor: Sendable {
         return redact(concrete)
     }
 
-    /// The record with its command payload redacted; answers, failures and events unchanged.
-    public func redact(_ record: TranscriptRecord) -> TranscriptRecord {
-        guard record.entry.isCommand, let payload = record.entry.payload else { return record }
+    /// The record with its command payload redacted; failures and events unchanged. An answer
+    /// is redacted by ``responseRules`` when `command` (the concrete bytes it answers) is given,
+    /// and left as it is otherwise.
+    public func redact(_ record: TranscriptRecord, answering command: [UInt8]? = nil) -> TranscriptRecord {
+        guard let payload = record.entry.payload else { return record }
         var copy = record
-        copy.entry = record.entry.replacingPayload(redact(payload))
+        if record.entry.isCommand {
+            copy.entry = record.entry.replacingPayload(redact(payload))
+        } else if let command, !responseRules.isEmpty, let answer = payload.bytes {
+            copy.entry = record.entry.replacingPayload(redact(response: answer, answering: command))
+        }
         return copy
     }
 
-    /// Every command line of a transcript redacted (e.g. after importing a log).
+    /// Every command line of a transcript redacted (e.g. after importing a log), and every answer
+    /// whose command (the last command line of the same kind and channel) holds concrete bytes.
     public func redact(_ transcript: Transcript) -> Transcript {
         var copy = transcript
+        var lastCommand: [String: [UInt8]] = [:]
         copy.lines = transcript.lines.map { line in
             guard let record = line.record else { return line }
-            return .record(redact(record))
+            guard let key = Self.pairingKey(record) else { return .record(redact(record)) }
+            if record.entry.isCommand {
+                lastCommand[key] = record.entry.payload?.bytes
+                return .record(redact(record))
+            }
+            return .record(redact(record, answering: lastCommand.removeValue(forKey: key)))
         }
         return copy
+    }
+
+    /// Which command an answer pairs with: same kind of line, same control code, same channel.
+    static func pairingKey(_ record: TranscriptRecord) -> String? {
+        let channel = record.channel ?? ""
+        switch record.entry {
+        case .transmit: return "t " + channel
+        case .control(let code, _, _): return "c \(code) " + channel
+        case .target: return "g " + channel
+        case .initiator: return "i " + channel
+        case .failure, .event, .reader: return nil
+        }
     }
 }
 
