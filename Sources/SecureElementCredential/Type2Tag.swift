@@ -4,7 +4,8 @@ import ISO7816
 /// concerns, the bytes found there, and why (NFC Forum Type 2 Tag operation; iso14443-t4t-ndef.md §6).
 ///
 /// The reader's own failures (63 00, a truncated read) come as ``StorageCardError`` instead, naming
-/// the Read Binary or Update Binary command and the page.
+/// the Read Binary or Update Binary command and the page. Equal when the codes are equal (as
+/// `TagFormatError`).
 public struct Type2TagError: Error, Sendable, Hashable, CustomStringConvertible {
     public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
         public let rawValue: String
@@ -47,6 +48,9 @@ public struct Type2TagError: Error, Sendable, Hashable, CustomStringConvertible 
         self.bytes = bytes
         self.reason = reason
     }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     /// An error at data-area `offset`, with its page (4 + offset / 4).
     static func at(_ code: Code, offset: Int, bytes: [UInt8], _ reason: String) -> Type2TagError {
