@@ -149,6 +149,7 @@ public enum SecbridgeCLI {
         ("selftest", "Run a fixed sequence on an ACR122U in both roles and save it as a transcript bundle; replay bundles against the simulator."),
         ("doctor", "Check pcscd, the ACR122U, its driver, escape commands and firmware, and say how to fix what fails."),
         ("reset", "Bring an ACR122U back to a usable state after an interrupted emulation."),
+        ("write-ndef", "Write an NDEF message (a URI or a text record) to an NFC Forum Type 2 Tag."),
     ]
 
     /// Stand-ins that run `secbridge-tools` (beside this binary) with the same command line.

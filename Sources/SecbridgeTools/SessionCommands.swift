@@ -266,11 +266,19 @@ extension SecbridgeCLI {
     static let readCommand = Command(
         name: "read",
         abstract: "A reader session: read the presented card's UID and ATS, SELECT an AID, or read its NDEF message.",
-        usage: "[--reader NAME|INDEX] [--pn532] [--aid HEX] [--json] [--record FILE]",
+        usage: "[--reader NAME|INDEX] [--pn532] [--aid HEX] [--key HEX12 [--key-b] --blocks N[-M]] [--json] [--record FILE]",
         discussion: """
             The host acts as the terminal. By default the reader's own polling finds the card
             (a PC/SC connection); with --pn532 an ACR122U is driven with PN532 initiator commands
             (automatic polling off, InListPassiveTarget, InDataExchange; settings restored after).
+
+            A storage card (its ATR names a PC/SC part 3 card: 80 4F 0C A0 00 00 03 06 …) is read
+            with the reader's pseudo-APDUs: the UID (FF CA 00 00 00) and the card name from the ATR;
+            an NFC Forum Type 2 Tag (MIFARE Ultralight, NTAG21x) has its capability container and
+            NDEF message read (FF B0) and decoded; a MIFARE Classic card has the blocks of --blocks
+            read with --key (key A, or key B with --key-b; loaded into the reader's volatile slot
+            00). Keys never appear in the output or in transcripts; a sector trailer shows key A as
+            zeros (the card never reveals it) and key B masked.
 
             Without --aid, the card is read as an NFC Forum Type 4 Tag with Android's sequence and its
             NDEF message decoded. With --aid, that application is selected and the answer shown.
@@ -281,12 +289,16 @@ extension SecbridgeCLI {
               $ secbridge read --reader acr122
               UID 08 00 B0 0B  ATS 05 75 33 92 03
               NDEF record 1: URI https://example.com
+              $ secbridge read --key FFFFFFFFFFFF --blocks 4-7     # a MIFARE Classic 1K
             """,
         options: [
             .value("reader", short: "r", "NAME|INDEX", "The reader: an index from `secbridge readers` or part of its name."),
             .flag("pn532", "Use PN532 initiator commands (ACR122U, no card needed at connect time)."),
             .value("aid", "HEX", "SELECT this application instead of reading NDEF."),
-            .flag("json", "Print a JSON object {reader, uid, ats, exchanges, ndef}."),
+            .value("key", "HEX12", "MIFARE Classic: the 6-byte key (12 hex digits), key A unless --key-b."),
+            .flag("key-b", "MIFARE Classic: authenticate with the key as key B."),
+            .value("blocks", "N[-M]", "MIFARE Classic: the block or inclusive block range to read."),
+            .flag("json", "Print a JSON object {reader, uid, ats, exchanges, ndef} (storage cards: {reader, card, uid, exchanges, ndef | blocks})."),
             .value("record", "FILE", "Record the exchanges to a transcript FILE."),
         ],
         // Ctrl-C or an error with --pn532: the reader is restored in full (ResetCommand.swift).
@@ -313,6 +325,13 @@ extension SecbridgeCLI {
         }
         // The PC/SC path records the card's ATR and protocol in the header, as `send` does.
         let atr = states.first { $0.readerName == reader }?.atr
+        // A PC/SC part 3 storage card: the reader's pseudo-APDUs instead of ISO 7816-4 (StorageCardCommands.swift).
+        if !usePN532, aid == nil, let atr, StorageCard.identify(atr: atr) != nil {
+            return try runStorageCardRead(invocation, context: context, reader: reader)
+        }
+        if invocation.arguments.value("key") != nil || invocation.arguments.value("blocks") != nil || invocation.arguments.has("key-b") {
+            throw CLIError.usage("--key, --key-b and --blocks read MIFARE Classic cards on the PC/SC path (without --pn532 and --aid); the card in '\(reader)' is not a PC/SC part 3 storage card")
+        }
         let writer = try invocation.arguments.value("record").map { path throws(CLIError) in
             try TranscriptRecording.openWriter(
                 path: path,

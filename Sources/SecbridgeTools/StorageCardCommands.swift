@@ -1,0 +1,315 @@
+// `secbridge read` on PC/SC part 3 storage cards, and `secbridge write-ndef` (NFC Forum Type 2
+// Tags), through the reader's pseudo-APDUs (ACR122U API v2.04 §5; iso14443-t4t-ndef.md §6).
+@testable import SecbridgeCLI
+import ISO7816
+import PCSC
+import SecureElementCredential
+import Transcript
+
+extension SecbridgeCLI {
+    // MARK: read (storage cards)
+
+    /// What `read` asks of a storage card, from the command line.
+    struct StorageReadRequest {
+        var key: MifareKey?
+        var keyType: MifareKeyType = .a
+        var blocks: [Int]?
+        var json = false
+
+        /// - Throws: `CLIError.usage` for a bad key or block range, or one given without the other.
+        init(_ arguments: ParsedArguments) throws(CLIError) {
+            json = arguments.has("json")
+            keyType = arguments.has("key-b") ? .b : .a
+            if let text = arguments.value("key") {
+                do { key = try MifareKey(hex: text) } catch { throw .usage("--key: \(error.reason)") }
+            }
+            if let text = arguments.value("blocks") {
+                do { blocks = try MifareClassicReader.blocks(parsing: text) } catch { throw .usage("--blocks: \(error.reason)") }
+            }
+            if key != nil, blocks == nil { throw .usage("--key needs --blocks N[-M]: the blocks to read (e.g. --blocks 4-7)") }
+            if blocks != nil, key == nil { throw .usage("--blocks needs --key HEX12: the sector key (12 hex digits; --key-b to use it as key B)") }
+            if arguments.has("key-b"), key == nil { throw .usage("--key-b needs --key HEX12") }
+        }
+    }
+
+    /// `read` for a card whose ATR names a PC/SC part 3 storage card: connect shared (recording
+    /// with --record), then ``readStorageCard(channel:atr:reader:request:out:)``.
+    static func runStorageCardRead(_ invocation: Invocation, context: PCSCContext, reader: String) throws -> Int32 {
+        let request = try StorageReadRequest(invocation.arguments)
+        let session = try CardSession.open(context: context, reader: reader, record: invocation.arguments.value("record"), command: "read")
+        defer { session.close() }
+        return try readStorageCard(channel: session.channel, atr: session.atr, reader: reader, request: request) { invocation.out($0) }
+    }
+
+    /// Reads a storage card through `channel` and prints what it holds: the UID and card name, then
+    /// for a Type 2 Tag its NDEF message, for MIFARE Classic the requested blocks. Exchanges are
+    /// printed redacted (``Redactor/default``: no key ever shows).
+    /// - Returns: 0 (success), or throws.
+    /// - Throws: `CLIError.failure` naming the command and SW when the card cannot be read;
+    ///   `CLIError.usage` for --key/--blocks on a card that is not MIFARE Classic.
+    static func readStorageCard(
+        channel: any CardChannel, atr: [UInt8], reader: String, request: StorageReadRequest, out: (String) -> Void
+    ) throws -> Int32 {
+        guard let storage = StorageCard.identify(atr: atr) else {
+            throw CLIError.failure("the ATR \(atr.hexString) does not name a PC/SC part 3 storage card")
+        }
+        let kind = StorageCardKind(cardName: storage.cardName)
+        if request.key != nil, !kind.isMifareClassic {
+            throw CLIError.usage("--key and --blocks are for MIFARE Classic cards; the card in '\(reader)' is \(kind)")
+        }
+        let logged = ExchangeLog(channel)
+        let card = StorageCard(channel: logged)
+        let nameBytes = [UInt8(storage.cardName >> 8), UInt8(storage.cardName & 0xFF)]
+        let cardLine = "\(storage.cardNameText ?? kind.description) (PC/SC part 3 name \(nameBytes.hexString), \(storage.standardText ?? "standard \([storage.standard].hexString)"))"
+        var uid: [UInt8]?
+        var uidError: String?
+        do { uid = try card.uid() } catch let error as StorageCardError { uidError = error.description }
+
+        var ndef: Type2TagReader.Result?
+        var blocks: [MifareClassicReader.Block] = []
+        var failure: String?
+        var hint: String?
+        if kind == .type2Tag {
+            do { ndef = try Type2TagReader.read(card) } catch let error as Type2TagError {
+                failure = "not readable as an NFC Forum Type 2 Tag: \(error)"
+            } catch let error as StorageCardError {
+                failure = "not readable as an NFC Forum Type 2 Tag: \(error)"
+            }
+        } else if kind.isMifareClassic {
+            if let key = request.key, let wanted = request.blocks {
+                do {
+                    blocks = try MifareClassicReader.read(blocks: wanted, key: key, keyType: request.keyType, kind: kind, from: card)
+                } catch let error as StorageCardError {
+                    failure = error.description
+                }
+            } else {
+                hint = "\(kind) blocks are behind sector keys: add --key HEX12 (key A; --key-b for key B) and --blocks N[-M] to read them"
+            }
+        } else {
+            hint = "reading the memory of a \(kind) is not supported here; the UID and the name come from the reader"
+        }
+
+        let exchanges = logged.exchanges.map { exchange in
+            (Redactor.default.redact(exchange.command), Redactor.default.redact(response: exchange.response, answering: exchange.command))
+        }
+        if request.json {
+            func compact(_ bytes: TranscriptBytes) -> JSONValue {
+                if let plain = bytes.bytes { return .hex(plain) }
+                return .string(bytes.description)
+            }
+            var members: [(String, JSONValue)] = [
+                ("reader", .string(reader)),
+                ("card", .object([("name", .hex(nameBytes)), ("text", .string(storage.cardNameText ?? kind.description)),
+                                  ("standard", .hex([storage.standard]))])),
+                ("uid", uid.map { .hex($0) } ?? .null),
+                ("exchanges", .array(exchanges.map { .object([("command", compact($0.0)), ("response", compact($0.1))]) })),
+            ]
+            if let ndef {
+                members.append(("capabilityContainer", .hex(ndef.capabilityContainer.bytes)))
+                members.append(("ndef", .array((ndef.message?.records ?? []).map(recordJSON))))
+            }
+            if !blocks.isEmpty {
+                members.append(("blocks", .array(blocks.map { block in
+                    .object([("block", .int(block.number)), ("sector", .int(block.sector)), ("trailer", .bool(block.isSectorTrailer)),
+                             ("data", compact(maskedBlock(block)))])
+                })))
+            }
+            if let error = failure ?? uidError { members.append(("error", .string(error))) }
+            if let hint { members.append(("hint", .string(hint))) }
+            out(JSONValue.object(members).prettySerialized())
+        } else {
+            out("reader: \(reader)")
+            out("card: \(cardLine)")
+            if let uid { out("UID \(uid.hexString)") }
+            for (command, response) in exchanges {
+                out("> \(command)")
+                out("< \(response)")
+            }
+            if let ndef {
+                let cc = ndef.capabilityContainer
+                out("capability container: \(cc.bytes.hexString) (version \(cc.version >> 4).\(cc.version & 0x0F), \(cc.dataAreaSize) data bytes, \(cc.isReadOnly ? "read-only" : "read/write"))")
+                if let message = ndef.message {
+                    for (index, record) in message.records.enumerated() {
+                        out("NDEF record \(index + 1): \(describeRecord(record))")
+                    }
+                } else {
+                    out("NDEF: the tag holds no message (empty NDEF TLV 03 00)")
+                }
+            }
+            for block in blocks { out(blockLine(block)) }
+            if let hint { out("note: \(hint)") }
+        }
+        if let failure { throw CLIError.failure(failure) }
+        if let uidError, ndef == nil, blocks.isEmpty { throw CLIError.failure(uidError) }
+        return exitSuccess
+    }
+
+    /// A block's bytes with a trailer's key B masked (key A reads as zeros anyway).
+    static func maskedBlock(_ block: MifareClassicReader.Block) -> TranscriptBytes {
+        guard block.isSectorTrailer, block.data.count == 16 else { return TranscriptBytes(block.data) }
+        return TranscriptBytes(items: block.data.prefix(10).map { .byte($0) } + [.redacted(count: 6)])
+    }
+
+    /// `block   4 (sector  1): 00 01 … 0F  |................|`; a trailer masks key B.
+    static func blockLine(_ block: MifareClassicReader.Block) -> String {
+        let label = "block \(padBlockNumber(block.number, 3)) (sector \(padBlockNumber(block.sector, 2))\(block.isSectorTrailer ? ", trailer" : ""))"
+        let shown = block.isSectorTrailer ? Array(block.data.prefix(10)) : block.data
+        let ascii = String(shown.map { (0x20...0x7E).contains($0) ? Character(Unicode.Scalar($0)) : "." })
+        if block.isSectorTrailer {
+            return "\(label): \(maskedBlock(block))  |\(ascii)......|  key A reads as zeros; key B masked"
+        }
+        return "\(label): \(block.data.hexString)  |\(ascii)|"
+    }
+
+    static func padBlockNumber(_ n: Int, _ width: Int) -> String {
+        let text = String(n)
+        return String(repeating: " ", count: max(0, width - text.count)) + text
+    }
+
+    static func recordJSON(_ record: NDEFRecord) -> JSONValue {
+        var fields: [(String, JSONValue)] = [("tnf", .int(Int(record.tnf.rawValue))), ("type", .hex(record.type)), ("payload", .hex(record.payload))]
+        if let uri = try? record.uriValue() { fields.append(("uri", .string(uri))) }
+        if let text = try? record.textValue() { fields.append(("text", .string(text.text))); fields.append(("language", .string(text.language))) }
+        return .object(fields)
+    }
+
+    /// A channel that remembers every exchange (for printing them redacted).
+    final class ExchangeLog: CardChannel {
+        let inner: any CardChannel
+        private(set) var exchanges: [(command: [UInt8], response: [UInt8])] = []
+        init(_ inner: any CardChannel) { self.inner = inner }
+        var transmissionProtocol: TransmissionProtocol { inner.transmissionProtocol }
+        func transmit(_ command: [UInt8]) throws -> [UInt8] {
+            let response = try inner.transmit(command)
+            exchanges.append((command, response))
+            return response
+        }
+        func control(code: UInt32, _ command: [UInt8]) throws -> [UInt8] { try inner.control(code: code, command) }
+    }
+
+    // MARK: write-ndef
+
+    static let writeNDEFCommand = Command(
+        name: "write-ndef",
+        abstract: "Write an NDEF message (a URI or a text record) to an NFC Forum Type 2 Tag.",
+        usage: "[--reader NAME|INDEX] (--uri URI | --text TEXT [--lang en]) [--record FILE] [--yes]",
+        discussion: """
+            Writes one URI record or one UTF-8 text record to the NFC Forum Type 2 Tag (MIFARE
+            Ultralight, NTAG213/215/216) on a PC/SC part 3 reader such as the ACR122U: reads the
+            capability container (page 3; refuses a tag that is not NDEF formatted or is read-only),
+            checks that the message fits the data area (SIZE × 8 bytes), writes `03 len message FE`
+            from page 4 with Update Binary (FF D6 00 <page> 04, four bytes a page, the last padded
+            with 00), then reads the pages back to verify. Other cards (Type 4 tags, MIFARE Classic,
+            phones) are refused. Asks before writing unless --yes.
+
+            Example:
+              $ secbridge write-ndef --uri https://example.com --yes
+              reader: ACS ACR122U PICC Interface 00 00
+              card: MIFARE Ultralight (PC/SC part 3 name 00 03, ISO/IEC 14443 A, part 3)  UID 04 A1 B2 C3 D4 E5 F6
+              capability container: E1 10 12 00 (144 data bytes, read/write)
+              wrote 19 bytes (16 bytes of NDEF) to pages 4–8 and read them back
+              NDEF record 1: URI https://example.com
+            """,
+        options: [
+            .value("reader", short: "r", "NAME|INDEX", "The reader: an index from `secbridge readers` or part of its name."),
+            .value("uri", "URI", "Write one URI record (the prefix abbreviated, e.g. https:// → 04)."),
+            .value("text", "TEXT", "Write one UTF-8 text record."),
+            .value("lang", "CODE", "The text record's language code (default en)."),
+            .value("record", "FILE", "Record the exchanges to a transcript FILE."),
+            .flag("yes", "Write without asking."),
+        ],
+        run: runWriteNDEF
+    )
+
+    @Sendable static func runWriteNDEF(_ invocation: Invocation) throws -> Int32 {
+        guard invocation.arguments.positional.isEmpty else {
+            throw CLIError.usage("write-ndef takes no arguments, got '\(invocation.arguments.positional[0])'")
+        }
+        let message = try writeNDEFMessage(invocation.arguments)
+        let context = try openContext()
+        let (readers, states) = try listReadersWithStates(context)
+        let withCard = Set(states.filter { $0.eventFlags.contains(.present) }.map(\.readerName))
+        let reader = try selectReader(invocation.arguments.value("reader"), in: readers, preferring: { withCard.contains($0) })
+        guard withCard.contains(reader) else {
+            throw CLIError.failure("no card in '\(reader)': place an NFC Forum Type 2 Tag (NTAG21x, MIFARE Ultralight) on the reader")
+        }
+        let atr = states.first { $0.readerName == reader }?.atr ?? []
+        try requireType2Tag(atr: atr, reader: reader)
+        let session = try CardSession.open(context: context, reader: reader, record: invocation.arguments.value("record"), command: "write-ndef")
+        defer { session.close() }
+        let console = invocation.console
+        let approve = invocation.arguments.has("yes")
+        return try writeNDEF(message: message, channel: session.channel, atr: session.atr, reader: reader, out: { invocation.out($0) }) { prompt in
+            if approve { return true }
+            console.out("\(prompt) [y/N] ")
+            switch console.readLine()?.lowercased() {
+            case "y", "yes": return true
+            case nil:
+                console.out("\nno answer on standard input: not written (use --yes to write without asking)\n")
+                return false
+            default: return false
+            }
+        }
+    }
+
+    /// The message of --uri or --text [--lang].
+    /// - Throws: `CLIError.usage` unless exactly one of --uri and --text is given (and --lang only with --text).
+    static func writeNDEFMessage(_ arguments: ParsedArguments) throws(CLIError) -> NDEFMessage {
+        let uri = arguments.value("uri"), text = arguments.value("text")
+        switch (uri, text) {
+        case (let uri?, nil):
+            if arguments.value("lang") != nil { throw .usage("--lang is for --text records") }
+            do { return try NDEFMessage(records: [.uri(uri)]) } catch { throw .usage("--uri: \(error.reason)") }
+        case (nil, let text?):
+            do {
+                return try NDEFMessage(records: [NDEFRecord.text(text, language: arguments.value("lang") ?? "en")])
+            } catch { throw .usage("--lang: \(error.reason)") }
+        case (nil, nil): throw .usage("give the record to write: --uri URI or --text TEXT [--lang en]")
+        default: throw .usage("give either --uri or --text, not both (write-ndef writes one record)")
+        }
+    }
+
+    /// Refuses a card whose ATR does not name a Type 2 Tag (PC/SC part 3 name 00 03).
+    static func requireType2Tag(atr: [UInt8], reader: String) throws(CLIError) {
+        guard let kind = StorageCard.kind(atr: atr) else {
+            throw .failure("write-ndef writes NFC Forum Type 2 Tags (NTAG21x, MIFARE Ultralight); the card in '\(reader)' is not a PC/SC part 3 storage card (ATR \(atr.hexString)): an ISO 14443-4 card, a Type 4 Tag or a phone")
+        }
+        guard kind == .type2Tag else {
+            throw .failure("write-ndef writes NFC Forum Type 2 Tags (NTAG21x, MIFARE Ultralight); the card in '\(reader)' is a \(kind)")
+        }
+    }
+
+    /// Writes `message` to the Type 2 Tag on `channel` after `confirm` says yes; prints the outcome.
+    /// - Throws: `CLIError.failure` for a card that is not a Type 2 Tag, a declined prompt, and the
+    ///   writer's refusals and failures (read-only, does not fit, 63 00, read-back mismatch).
+    static func writeNDEF(
+        message: NDEFMessage, channel: any CardChannel, atr: [UInt8], reader: String, out: (String) -> Void,
+        confirm: (String) -> Bool
+    ) throws -> Int32 {
+        try requireType2Tag(atr: atr, reader: reader)
+        let storage = StorageCard.identify(atr: atr)!
+        let card = StorageCard(channel: channel)
+        let uid = try? card.uid()
+        out("reader: \(reader)")
+        out("card: \(storage.cardNameText ?? "Type 2 Tag") (PC/SC part 3 name 00 03, \(storage.standardText ?? "standard \([storage.standard].hexString)"))" + (uid.map { "  UID \($0.hexString)" } ?? ""))
+        do {
+            let cc = try Type2TagReader.readCapabilityContainer(card)
+            out("capability container: \(cc.bytes.hexString) (\(cc.dataAreaSize) data bytes, \(cc.isReadOnly ? "read-only" : "read/write"))")
+            let tlv = Type2TagWriter.tlvBytes(for: message)
+            let records = message.records.map(describeRecord).joined(separator: ", ")
+            guard confirm("Write \(records) (\(tlv.count) bytes) to the tag\(uid.map { " \($0.hexString)" } ?? "") on \(reader), replacing its NDEF message?") else {
+                throw CLIError.failure("not written: the write was not confirmed")
+            }
+            let result = try Type2TagWriter.write(message: message, to: card)
+            out("wrote \(tlv.count) bytes (\(message.serialized().count) bytes of NDEF) to pages \(result.pages.lowerBound)–\(result.pages.upperBound) and read them back")
+            for (index, record) in message.records.enumerated() {
+                out("NDEF record \(index + 1): \(describeRecord(record))")
+            }
+            return exitSuccess
+        } catch let error as Type2TagError {
+            throw CLIError.failure("\(error)")
+        } catch let error as StorageCardError {
+            throw CLIError.failure("\(error)")
+        }
+    }
+}
