@@ -615,7 +615,8 @@ struct SpyTranscriptBuilder {
                 case .success(let bytes)?:
                     let entry: TranscriptEntry = code.map { .control(code: $0, .incoming, TranscriptBytes(bytes)) }
                         ?? .transmit(.incoming, TranscriptBytes(bytes))
-                    lines.append(.record(TranscriptRecord(entry, offset: offset(end), channel: channel)))
+                    lines.append(.record(options.redactor.redact(
+                        TranscriptRecord(entry, offset: offset(end), channel: channel), answering: command)))
                 case .failure(let f)?:
                     lines.append(.record(TranscriptRecord(.failure(f.failure), offset: offset(end), channel: channel)))
                 case nil:

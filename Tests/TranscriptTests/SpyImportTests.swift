@@ -253,3 +253,48 @@ func untimedRecords(_ t: Transcript) -> [String] {
         #expect(try SpyLogImporter.importLog(cut).serialized().contains("; the log ends inside SCardTransmit"))
     }
 }
+
+@Suite struct SpyImportKeyRedactionTests {
+    /// A pcsc-spy log of a MIFARE Classic sector-trailer read (block 7, `FF B0 00 07 10`): the
+    /// answer holds key A (read as zeros), the access bits FF 07 80 69 and key B (NXP MIFARE Classic
+    /// EV1 1K data sheet, sector trailer). The import masks key B, as the recorder does.
+    @Test func sectorTrailerAnswerLosesKeyBOnImport() throws {
+        let log = """
+            SCardEstablishContext
+             i dwScope: SCARD_SCOPE_SYSTEM (0x00000002)
+             o hContext: 0x3024046C
+             => Command successful. (SCARD_S_SUCCESS [0x00000000])  [0.000351]
+            SCardConnect
+             i hContext: 0x3024046C
+             i szReader ACS ACR122U PICC Interface 00 00
+             i dwShareMode: SCARD_SHARE_SHARED (0x00000002)
+             i dwPreferredProtocols: 0x00000003 (T=0, T=1)
+             i phCard 0x00000000 (0)
+             i pdwActiveProtocol 0x00000000 (0)
+             o phCard 0x33329290 (858952336)
+             o dwActiveProtocol: T=1 (0x00000002)
+             => Command successful. (SCARD_S_SUCCESS [0x00000000])  [0.000060]
+            SCardTransmit
+             i hCard: 0x33329290
+             i pioSendPci.dwProtocol: 0x00000002
+             i pioSendPci.cbPciLength: 0x00000010
+             i bSendLength 0x00000005 (5)
+             i bSendBuffer
+             i  0000 FF B0 00 07 10                                  .....
+             o pioRecvPci.dwProtocol: 0x00000002
+             o pioRecvPci.cbPciLength: 0x00000010
+             o bRecvLength 0x00000012 (18)
+             o bRecvBuffer
+             o  0000 00 00 00 00 00 00 FF 07 80 69 B0 B1 B2 B3 B4 B5  ...........i....
+             o  0010 90 00                                            ..
+             => Command successful. (SCARD_S_SUCCESS [0x00000000])  [0.001000]
+
+            """
+        let t = try SpyLogImporter.importLog(log, fileName: "trailer.log")
+        let records = t.lines.compactMap(\.record)
+        let answer = try #require(records.first { if case .transmit(.incoming, _) = $0.entry { true } else { false } })
+        #expect(answer.entry == .transmit(.incoming, TranscriptBytes(items:
+            hex("00 00 00 00 00 00 FF 07 80 69").map { .byte($0) } + [.redacted(count: 6)] + hex("90 00").map { .byte($0) })))
+        #expect(!t.serialized().contains("B0 B1 B2 B3 B4 B5"))
+    }
+}
