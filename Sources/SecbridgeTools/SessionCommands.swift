@@ -165,7 +165,7 @@ extension SecbridgeCLI {
     /// The emulate sequence; returns how many C-APDUs terminals sent.
     static func emulate(
         credential: Credential, reader: String, recorder: TranscriptRecorder?, approve: Bool, keep: Bool,
-        console: any Console, changingReader: @Sendable () -> Void = {}
+        console: any Console, changingReader: @escaping @Sendable () -> Void = {}
     ) async throws -> Int {
         @Sendable func say(_ line: String) { console.out(line + "\n") }
         let executor = BlockingExecutor(name: "emulate")
@@ -183,16 +183,19 @@ extension SecbridgeCLI {
         if case .unsupported(let reason, _) = backend.support {
             throw CLIError.failure("\(reader) cannot emulate a card: \(reason)")
         }
-        changingReader()
+        // Approved: card emulation changes the reader's settings next (PICC parameter, RF, MCU timeout).
         let authorizer = PolicyAuthorizer { request in
             if approve {
                 say("authorization: \(request.prompt) → approved (--yes)")
+                changingReader()
                 return .approved
             }
             console.out("\(request.prompt) [y/N] ")
             let answer = try? await prompter.run { console.readLine() }
             switch answer?.lowercased() {
-            case "y", "yes": return .approved
+            case "y", "yes":
+                changingReader()
+                return .approved
             case nil:
                 say("\nno answer on standard input: declined (use --yes to approve without asking)")
                 return .declined
