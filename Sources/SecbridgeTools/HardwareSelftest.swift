@@ -278,7 +278,7 @@ struct BundleHeader {
 }
 
 /// Uppercase hex without spaces, as the control socket and `--json` take it.
-private func compactHex(_ bytes: [UInt8]) -> String {
+func compactHex(_ bytes: [UInt8]) -> String {
     guard case .string(let text) = JSONValue.hex(bytes) else { return "" }
     return text
 }

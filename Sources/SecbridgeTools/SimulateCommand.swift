@@ -5,6 +5,7 @@ import ISO7816
 import InProcessPCSC
 import PCSC
 import PCSCTestSupport
+import SecureElementCredential
 
 #if canImport(Glibc)
 import Glibc
@@ -14,7 +15,7 @@ extension SecbridgeCLI {
     static let simulateCommand = Command(
         name: "simulate",
         abstract: "Run simulated ACR122U readers in a private pcscd, for any PC/SC program to use.",
-        usage: "[--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID] [--terminal SCRIPT] [--timeout SECONDS] [--in-process]",
+        usage: "[--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--in-process]",
         discussion: """
             Starts a private pcscd (its own mount namespace; the system pcscd and USB readers are not
             touched) with one or two simulated ACR122U readers sharing one RF field, prints the
@@ -25,6 +26,11 @@ extension SecbridgeCLI {
             requests on standard input, prefixed with the reader (a or b):
               a place-card uid=04A1B2C3 applet=t4t-ndef     an ISO 14443-4 card (applet ok, echo, t4t-ndef)
               a place-tag uid=04A1B2C3                      an ISO 14443-3 tag (UID only)
+              a place-tag type=ntag213 uid=04A1B2C3D4E5F6 ndef=D1010C55046578616D706C652E636F6D
+                                                            an NTAG213 holding an NDEF message (hex)
+              a place-tag type=classic1k uid=04A1B2C3 key=A0A1A2A3A4A5 id=mf
+                                                            a MIFARE Classic 1K, keys A and B of every sector
+              a tag-memory peer=mf first=4 count=3          what a tag holds now (keys read as 00)
               b place-terminal script=android-t4t-read      a terminal that reads an emulated Type 4 Tag
               a remove all=yes        a status        a events        a help
             Each control socket is printed too, for programs that place peers themselves.
@@ -47,6 +53,10 @@ extension SecbridgeCLI {
             .value("card", "UID", "Place an ISO 14443-4 card with this UID (4, 7 or 10 bytes of hex)."),
             .value("applet", "NAME", "The placed card's applet: ok (default), echo or t4t-ndef."),
             .value("tag", "UID", "Place an ISO 14443-3 tag (no ISO-DEP) with this UID."),
+            .value("tag-type", "TYPE", "The placed tag's memory: ntag213, ntag215, ntag216, ultralight (7-byte UID), classic1k, classic4k, mini (4 or 7 bytes); default: none (UID only)."),
+            .value("tag-uri", "URI", "A Type 2 tag's content: an NDEF URI record (default: an empty NDEF message)."),
+            .value("tag-text", "TEXT", "A Type 2 tag's content: an NDEF text record (language en)."),
+            .value("tag-key", "HEX12", "A MIFARE Classic tag's key A and key B for every sector (default FF FF FF FF FF FF)."),
             .value("terminal", "SCRIPT", "Place a terminal running android-t4t-read or ios-t4t-read."),
             .value("timeout", "SECONDS", "Stop after SECONDS (at most 86400) instead of waiting for Ctrl-C."),
             .flag("in-process", "Run the readers in this process (no pcscd); `send a|b HEX` on standard input."),
@@ -57,6 +67,61 @@ extension SecbridgeCLI {
     static let personalities = ["ccid-escape-enabled", "ccid-escape-disabled", "acs-driver", "legacy-t0", "atr-whole-ats"]
     static let applets = ["ok", "echo", "t4t-ndef"]
     static let terminalScripts = ["android-t4t-read", "ios-t4t-read"]
+
+    static let tagTypes = ["ntag213", "ntag215", "ntag216", "ultralight", "classic1k", "classic4k", "mini"]
+
+    /// The `place-tag` request for `--tag` and its `--tag-…` options (the control protocol's
+    /// `place-tag type= uid= ndef= key=`), or nil without `--tag`.
+    /// - Throws: a usage error naming the option that does not fit.
+    static func simulatedTagLine(_ arguments: ParsedArguments) throws(CLIError) -> String? {
+        let type = arguments.value("tag-type")
+        guard let uid = arguments.value("tag") else {
+            for option in ["tag-type", "tag-uri", "tag-text", "tag-key"] where arguments.value(option) != nil {
+                throw .usage("--\(option) describes the tag of --tag UID; add --tag")
+            }
+            return nil
+        }
+        var line = "place-tag uid=\(uid.filter { $0 != " " }) id=tag"
+        guard let type else {
+            for option in ["tag-uri", "tag-text", "tag-key"] where arguments.value(option) != nil {
+                throw .usage("--\(option) needs --tag-type (\(tagTypes.joined(separator: ", ")))")
+            }
+            return line
+        }
+        guard tagTypes.contains(type) else {
+            throw .usage("unknown --tag-type '\(type)'; use one of \(tagTypes.joined(separator: ", "))")
+        }
+        line += " type=\(type)"
+        let isType2 = ["ntag213", "ntag215", "ntag216", "ultralight"].contains(type)
+        if arguments.value("tag-uri") != nil && arguments.value("tag-text") != nil {
+            throw .usage("give --tag-uri or --tag-text, not both")
+        }
+        if let uri = arguments.value("tag-uri") {
+            guard isType2 else { throw .usage("--tag-uri is for a Type 2 tag (ntag213, ntag215, ntag216, ultralight), not \(type)") }
+            line += " ndef=\(compactHexText(NDEFRecord.uri(uri)))"
+        }
+        if let text = arguments.value("tag-text") {
+            guard isType2 else { throw .usage("--tag-text is for a Type 2 tag (ntag213, ntag215, ntag216, ultralight), not \(type)") }
+            do {
+                line += " ndef=\(compactHexText(try NDEFRecord.text(text)))"
+            } catch {
+                throw .usage("--tag-text cannot be encoded: \(error)")
+            }
+        }
+        if let key = arguments.value("tag-key") {
+            guard !isType2 else { throw .usage("--tag-key is for a MIFARE Classic tag (classic1k, classic4k, mini), not \(type)") }
+            guard let bytes = try? HexBytes.parse(key), bytes.count == 6 else {
+                throw .usage("--tag-key takes 6 bytes of hex (12 digits), e.g. FFFFFFFFFFFF")
+            }
+            line += " key=\(key.filter { $0 != " " })"
+        }
+        return line
+    }
+
+    /// One record as a whole NDEF message, uppercase hex without spaces.
+    static func compactHexText(_ record: NDEFRecord) -> String {
+        compactHex((try? NDEFMessage(records: [record]))?.serialized() ?? [])
+    }
 
     @Sendable static func runSimulate(_ invocation: Invocation) throws -> Int32 {
         let arguments = invocation.arguments
@@ -82,6 +147,8 @@ extension SecbridgeCLI {
                 throw CLIError.usage("--\(option) takes a UID of 4, 7 or 10 bytes (ISO/IEC 14443-3), not \(uid.count)")
             }
         }
+
+        let tagLine = try simulatedTagLine(arguments)
 
         var controls: [(String, SimulatedReaderControl)]
         var inProcess: InProcessReaders?
@@ -130,8 +197,8 @@ extension SecbridgeCLI {
         if let uid = arguments.value("card") {
             _ = try request(SimulatedReaders.controlA, "place-card uid=\(uid.filter { $0 != " " }) applet=\(arguments.value("applet") ?? "ok") id=card")
         }
-        if let uid = arguments.value("tag") {
-            _ = try request(SimulatedReaders.controlA, "place-tag uid=\(uid.filter { $0 != " " }) id=tag")
+        if let tagLine {
+            _ = try request(SimulatedReaders.controlA, tagLine)
         }
         if let script = arguments.value("terminal") {
             _ = try request(SimulatedReaders.controlA, "place-terminal script=\(script) id=terminal")

@@ -1,0 +1,127 @@
+import Foundation
+import PCSCTestSupport
+import Testing
+import Transcript
+
+// `secbridge read` and `secbridge write-ndef` on storage cards placed on the shared simulated
+// ACR122U through pcscd: NFC Forum Type 2 tags (NTAG213) and MIFARE Classic 1K, through the PC/SC
+// part 3 pseudo-APDUs (FF CA, FF B0, FF D6, FF 82, FF 86; ACR122U API v2.04; iso14443-t4t-ndef.md §6).
+
+/// `D1 01 0C 55 04 "example.com"`: the URI record https://example.com (iso14443-t4t-ndef.md §5).
+let exampleURIMessage = "D1010C55046578616D706C652E636F6D"
+
+/// What `tag-memory` says a placed tag holds, as bytes.
+func tagMemory(_ peer: String, first: Int, count: Int) throws -> [UInt8] {
+    let reply = try SimulatedReaders.controlA.send("tag-memory peer=\(peer) first=\(first) count=\(count)")
+    return (reply["data"] ?? "").split(separator: " ").compactMap { UInt8($0, radix: 16) }
+}
+
+func temporaryTranscriptPath() -> String {
+    FileManager.default.temporaryDirectory.appendingPathComponent("secbridge-storage-\(UUID().uuidString).trn").path
+}
+
+extension SharedReader {
+    @Suite struct StorageCardEndToEndTests {
+        @Test func readShowsTheUIDTheCardNameAndTheNDEFMessageOfAnNTAG213() async throws {
+            let environment = try await resetSimulatedReaders()
+            try SimulatedReaders.controlA.send("place-tag type=ntag213 uid=04A1B2C3D4E5F6 ndef=\(exampleURIMessage) id=t2")
+            defer { _ = try? SimulatedReaders.controlA.send("remove all=yes") }
+            let state = try await waitForCard(in: environment.simulatedReaderA, present: true)
+            // PC/SC part 3 storage-card ATR, name 00 03 (Ultralight/NTAG), TCK 68 (P05).
+            #expect(state.atr == hex("3B 8F 80 01 80 4F 0C A0 00 00 03 06 03 00 03 00 00 00 00 68"))
+            let result = try await runCLI(["read", "--reader", environment.simulatedReaderA])
+            #expect(result.status == 0, "\(result.err)")
+            #expect(result.out.contains("UID 04 A1 B2 C3 D4 E5 F6\n"))
+            #expect(result.out.contains("card: MIFARE Ultralight"))
+            // NTAG213: CC E1 10 12 00, 0x12 × 8 = 144 data bytes (NXP NTAG213/215/216 data sheet).
+            #expect(result.out.contains("capability container: E1 10 12 00 (version 1.0, 144 data bytes, read/write)\n"))
+            #expect(result.out.contains("NDEF record 1: URI https://example.com\n"))
+            let json = try await runCLI(["read", "--reader", environment.simulatedReaderA, "--json"])
+            #expect(json.status == 0, "\(json.err)")
+            #expect(json.out.contains("\"uri\": \"https://example.com\""))
+            #expect(json.out.contains("\"uid\": \"04A1B2C3D4E5F6\""))
+        }
+
+        @Test func writeNDEFWritesATextRecordPageByPageAndReadsItBack() async throws {
+            let environment = try await resetSimulatedReaders()
+            try SimulatedReaders.controlA.send("place-tag type=ntag213 uid=04A1B2C3D4E5F6 id=t2")
+            defer { _ = try? SimulatedReaders.controlA.send("remove all=yes") }
+            // A fresh tag holds the empty NDEF message: 03 00 FE from page 4.
+            #expect(try tagMemory("t2", first: 4, count: 1) == hex("03 00 FE 00"))
+            _ = try await waitForCard(in: environment.simulatedReaderA, present: true)
+            let record = temporaryTranscriptPath()
+            defer { try? FileManager.default.removeItem(atPath: record) }
+            let result = try await runCLI(["write-ndef", "--reader", environment.simulatedReaderA, "--text", "Hello", "--yes", "--record", record])
+            #expect(result.status == 0, "\(result.err)\n\(result.out)")
+            #expect(result.out.contains("NDEF record 1: text \"Hello\" (en)\n"))
+            // "Hello" (en) → D1 01 08 54 02 65 6E 48 65 6C 6C 6F (iso14443-t4t-ndef.md §5), in an NDEF TLV
+            // 03 0C … and the terminator FE, the last page padded with 00.
+            #expect(try tagMemory("t2", first: 4, count: 4) == hex("03 0C D1 01 08 54 02 65 6E 48 65 6C 6C 6F FE 00"))
+            // The transcript holds the Update Binary of page 4.
+            let transcript = try Transcript(contentsOfFile: record)
+            let commands = transcript.lines.compactMap { line -> [UInt8]? in
+                if case .transmit(.outgoing, let bytes)? = line.record?.entry { return bytes.bytes }
+                return nil
+            }
+            #expect(commands.contains(hex("FF D6 00 04 04 03 0C D1 01")))
+            let read = try await runCLI(["read", "--reader", environment.simulatedReaderA])
+            #expect(read.out.contains("NDEF record 1: text \"Hello\" (en)\n"), "\(read.out)")
+        }
+
+        @Test func writeNDEFRefusesAMessageLargerThanTheTag() async throws {
+            let environment = try await resetSimulatedReaders()
+            // A MIFARE Ultralight: CC E1 10 06 00, 48 data bytes.
+            try SimulatedReaders.controlA.send("place-tag type=ultralight uid=04A1B2C3D4E5F6 id=t2")
+            defer { _ = try? SimulatedReaders.controlA.send("remove all=yes") }
+            _ = try await waitForCard(in: environment.simulatedReaderA, present: true)
+            let long = "https://example.com/" + String(repeating: "a", count: 60)
+            let result = try await runCLI(["write-ndef", "--reader", environment.simulatedReaderA, "--uri", long, "--yes"])
+            #expect(result.status == 1)
+            #expect(result.err.contains("48"), "\(result.err)")
+            // Nothing was written.
+            #expect(try tagMemory("t2", first: 4, count: 1) == hex("03 00 FE 00"))
+        }
+
+        @Test func writeNDEFRefusesACardThatIsNotAType2Tag() async throws {
+            let environment = try await resetSimulatedReaders()
+            try SimulatedReaders.controlA.send("place-tag type=classic1k uid=04A1B2C3 id=mf")
+            defer { _ = try? SimulatedReaders.controlA.send("remove all=yes") }
+            _ = try await waitForCard(in: environment.simulatedReaderA, present: true)
+            let result = try await runCLI(["write-ndef", "--reader", environment.simulatedReaderA, "--uri", "https://example.com", "--yes"])
+            #expect(result.status == 1)
+            #expect(result.err.contains("MIFARE Classic 1K"), "\(result.err)")
+        }
+
+        @Test func mifareClassicBlocksAreReadWithTheKeyWhichNeverReachesTheTranscript() async throws {
+            let environment = try await resetSimulatedReaders()
+            try SimulatedReaders.controlA.send("place-tag type=classic1k uid=04A1B2C3 key=A0A1A2A3A4A5 id=mf")
+            defer { _ = try? SimulatedReaders.controlA.send("remove all=yes") }
+            let state = try await waitForCard(in: environment.simulatedReaderA, present: true)
+            // Name 00 01 (MIFARE Classic 1K), TCK 6A (P05).
+            #expect(state.atr == hex("3B 8F 80 01 80 4F 0C A0 00 00 03 06 03 00 01 00 00 00 00 6A"))
+
+            let noKey = try await runCLI(["read", "--reader", environment.simulatedReaderA])
+            #expect(noKey.status == 0, "\(noKey.err)")
+            #expect(noKey.out.contains("UID 04 A1 B2 C3\n"))
+            #expect(noKey.out.contains("--key"))
+
+            let record = temporaryTranscriptPath()
+            defer { try? FileManager.default.removeItem(atPath: record) }
+            let result = try await runCLI(["read", "--reader", environment.simulatedReaderA, "--key", "A0A1A2A3A4A5", "--blocks", "4-7", "--record", record])
+            #expect(result.status == 0, "\(result.err)\n\(result.out)")
+            // Sector 1's trailer: key A reads as zeros, access bits FF 07 80 69 (transport
+            // configuration), key B masked (NXP MIFARE Classic EV1 1K data sheet, §8.6–8.7).
+            #expect(result.out.contains("00 00 00 00 00 00 FF 07 80 69 [REDACTED 6]"), "\(result.out)")
+            #expect(!result.out.contains("A0 A1 A2 A3 A4 A5"))
+            let text = try String(contentsOfFile: record, encoding: .utf8)
+            #expect(text.contains("> FF 82 00 00 06 [REDACTED 6]"))
+            #expect(text.contains("> FF 86 00 00 05 01 00 04 60 00"))
+            #expect(!text.contains("A0 A1 A2 A3 A4 A5"))
+
+            let wrong = try await runCLI(["read", "--reader", environment.simulatedReaderA, "--key", "FFFFFFFFFFFF", "--blocks", "4"])
+            #expect(wrong.status == 1)
+            #expect(wrong.err.contains("sector 1"), "\(wrong.err)")
+            #expect(!wrong.err.contains("FF FF FF FF FF FF"))
+        }
+    }
+}
