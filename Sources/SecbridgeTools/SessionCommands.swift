@@ -395,12 +395,7 @@ extension SecbridgeCLI {
             ]
             if let response = outcome.selectResponse { members.append(("select", .hex(response))) }
             if let tag = outcome.tag {
-                members.append(("ndef", .array(tag.message.records.map { record in
-                    var fields: [(String, JSONValue)] = [("tnf", .int(Int(record.tnf.rawValue))), ("type", .hex(record.type)), ("payload", .hex(record.payload))]
-                    if let uri = try? record.uriValue() { fields.append(("uri", .string(uri))) }
-                    if let text = try? record.textValue() { fields.append(("text", .string(text.text))); fields.append(("language", .string(text.language))) }
-                    return .object(fields)
-                })))
+                members.append(("ndef", .array(tag.message.records.map(recordJSON))))
             }
             if let error = outcome.tagError { members.append(("error", .string(error))) }
             invocation.out(JSONValue.object(members).prettySerialized())

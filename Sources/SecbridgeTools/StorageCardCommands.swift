@@ -57,8 +57,11 @@ extension SecbridgeCLI {
         if request.key != nil, !kind.isMifareClassic {
             throw CLIError.usage("--key and --blocks are for MIFARE Classic cards; the card in '\(reader)' is \(kind)")
         }
-        let logged = ExchangeLog(channel)
-        let card = StorageCard(channel: logged)
+        // The exchanges go through the transcript recorder into memory, redacted as any recording
+        // (``Redactor/default``: no key ever shows), to be printed below.
+        let log: TranscriptBuffer
+        do { log = try TranscriptBuffer() } catch { throw CLIError.failure("\(error)") }
+        let card = StorageCard(channel: RecordingChannel(wrapping: channel, recorder: TranscriptRecorder(sink: log)))
         let nameBytes = [UInt8(storage.cardName >> 8), UInt8(storage.cardName & 0xFF)]
         let cardLine = "\(storage.cardNameText ?? kind.description) (PC/SC part 3 name \(nameBytes.hexString), \(storage.standardText ?? "standard \([storage.standard].hexString)"))"
         var uid: [UInt8]?
@@ -89,20 +92,30 @@ extension SecbridgeCLI {
             hint = "reading the memory of a \(kind) is not supported here; the UID and the name come from the reader"
         }
 
-        let exchanges = logged.exchanges.map { exchange in
-            (Redactor.default.redact(exchange.command), Redactor.default.redact(response: exchange.response, answering: exchange.command))
+        // Each SCardTransmit as (command, answer): the answer line, or the `!` line of a failed call.
+        var exchanges: [(TranscriptBytes, TranscriptBytes?, TranscriptFailure?)] = []
+        for entry in log.transcript.lines.compactMap({ $0.record?.entry }) {
+            switch entry {
+            case .transmit(.outgoing, let command): exchanges.append((command, nil, nil))
+            case .transmit(.incoming, let answer) where !exchanges.isEmpty: exchanges[exchanges.count - 1].1 = answer
+            case .failure(let failure) where !exchanges.isEmpty: exchanges[exchanges.count - 1].2 = failure
+            default: break
+            }
+        }
+        func compact(_ bytes: TranscriptBytes) -> JSONValue {
+            if let plain = bytes.bytes { return .hex(plain) }
+            return .string(bytes.description)
         }
         if request.json {
-            func compact(_ bytes: TranscriptBytes) -> JSONValue {
-                if let plain = bytes.bytes { return .hex(plain) }
-                return .string(bytes.description)
-            }
             var members: [(String, JSONValue)] = [
                 ("reader", .string(reader)),
                 ("card", .object([("name", .hex(nameBytes)), ("text", .string(storage.cardNameText ?? kind.description)),
                                   ("standard", .hex([storage.standard]))])),
                 ("uid", uid.map { .hex($0) } ?? .null),
-                ("exchanges", .array(exchanges.map { .object([("command", compact($0.0)), ("response", compact($0.1))]) })),
+                ("exchanges", .array(exchanges.map { command, answer, failure in
+                    .object([("command", compact(command)), ("response", answer.map(compact) ?? .null)]
+                        + (failure.map { [("error", .string($0.name))] } ?? []))
+                })),
             ]
             if let ndef {
                 members.append(("capabilityContainer", .hex(ndef.capabilityContainer.bytes)))
@@ -121,9 +134,10 @@ extension SecbridgeCLI {
             out("reader: \(reader)")
             out("card: \(cardLine)")
             if let uid { out("UID \(uid.hexString)") }
-            for (command, response) in exchanges {
+            for (command, answer, failure) in exchanges {
                 out("> \(command)")
-                out("< \(response)")
+                if let answer { out("< \(answer)") }
+                if let failure { out("! \(failure.name)\(failure.code.map { " 0x" + hex32($0) } ?? "")") }
             }
             if let ndef {
                 let cc = ndef.capabilityContainer
@@ -171,20 +185,6 @@ extension SecbridgeCLI {
         if let uri = try? record.uriValue() { fields.append(("uri", .string(uri))) }
         if let text = try? record.textValue() { fields.append(("text", .string(text.text))); fields.append(("language", .string(text.language))) }
         return .object(fields)
-    }
-
-    /// A channel that remembers every exchange (for printing them redacted).
-    final class ExchangeLog: CardChannel {
-        let inner: any CardChannel
-        private(set) var exchanges: [(command: [UInt8], response: [UInt8])] = []
-        init(_ inner: any CardChannel) { self.inner = inner }
-        var transmissionProtocol: TransmissionProtocol { inner.transmissionProtocol }
-        func transmit(_ command: [UInt8]) throws -> [UInt8] {
-            let response = try inner.transmit(command)
-            exchanges.append((command, response))
-            return response
-        }
-        func control(code: UInt32, _ command: [UInt8]) throws -> [UInt8] { try inner.control(code: code, command) }
     }
 
     // MARK: write-ndef
