@@ -192,30 +192,43 @@ enum HardwareSelftest {
         return try? PN532.InListPassiveTarget().response(parsing: Array(answer.dropFirst(2).dropLast(2))).first
     }
 
-    /// Runs the reader part; `report` sees each outcome as it comes.
+    /// Runs the reader part; `report` sees each outcome as it comes. When `stop` says so (Ctrl-C),
+    /// the remaining steps are left out, but not the restore steps.
     /// - Returns: the outcomes and the card InListPassiveTarget found, if any.
     static func runReaderPart(
-        on channel: any CardChannel, escapeCode: UInt32, report: (Outcome) -> Void
+        on channel: any CardChannel, escapeCode: UInt32, stop: () -> Bool = { false }, report: (Outcome) -> Void
     ) -> (outcomes: [Outcome], card: ISO14443ATarget?) {
         var outcomes: [Outcome] = []
         var card: ISO14443ATarget?
-        for step in readerSteps {
+        for step in readerSteps where !stop() {
             let outcome = run(step, on: channel, escapeCode: escapeCode)
             outcomes.append(outcome)
             report(outcome)
             if step.command.count > 6, step.command[5...6] == [0xD4, 0x4A] { card = target(in: outcome) }
         }
-        for step in probeSteps(cardFound: card != nil) + restoreSteps {
+        for step in probeSteps(cardFound: card != nil) where !stop() {
             let outcome = run(step, on: channel, escapeCode: escapeCode)
             outcomes.append(outcome)
             report(outcome)
         }
-        return (outcomes, card)
+        return (outcomes + runRestore(on: channel, escapeCode: escapeCode, report: report), card)
     }
 
-    /// Runs the target part (about 5 s: one MCU timeout).
-    static func runTargetPart(on channel: any CardChannel, escapeCode: UInt32, report: (Outcome) -> Void) -> [Outcome] {
-        (targetSteps + restoreSteps).map { step in
+    /// Runs the target part (about 5 s: one MCU timeout), `stop` as in the reader part.
+    static func runTargetPart(
+        on channel: any CardChannel, escapeCode: UInt32, stop: () -> Bool = { false }, report: (Outcome) -> Void
+    ) -> [Outcome] {
+        var outcomes: [Outcome] = []
+        for step in targetSteps where !stop() {
+            let outcome = run(step, on: channel, escapeCode: escapeCode)
+            outcomes.append(outcome)
+            report(outcome)
+        }
+        return outcomes + runRestore(on: channel, escapeCode: escapeCode, report: report)
+    }
+
+    static func runRestore(on channel: any CardChannel, escapeCode: UInt32, report: (Outcome) -> Void) -> [Outcome] {
+        restoreSteps.map { step in
             let outcome = run(step, on: channel, escapeCode: escapeCode)
             report(outcome)
             return outcome

@@ -49,7 +49,7 @@ extension SecbridgeCLI {
             .value("replay", "DIR", "Replay the bundle in DIR against the simulated ACR122U (repeat or list several)."),
             .flag("json", "Print the outcome as JSON."),
         ],
-        run: runSelftest
+        run: ReaderCleanup.wrapping(runSelftest)
     )
 
     @Sendable static func runSelftest(_ invocation: Invocation) throws -> Int32 {
@@ -111,7 +111,7 @@ extension SecbridgeCLI {
             var header = TranscriptHeader(
                 tool: "secbridge \(SecbridgeCLI.version) selftest", origin: .recorded, date: date, reader: reader,
                 driver: BundleHeader.driver(forEscapeCode: escapeCode), firmware: firmware, transmissionProtocol: .undefined)
-            header[BundleHeader.escapeCodeKey] = "0x" + hex32(escapeCode)
+            header[BundleHeader.escapeCodeKey] = ReaderRestore.hex32(escapeCode)
             header[BundleHeader.partKey] = part.rawValue
             return header
         }
@@ -120,7 +120,7 @@ extension SecbridgeCLI {
         let json = invocation.json
         if !json {
             invocation.out("reader: \(reader)")
-            invocation.out("firmware: \(firmware)   driver: \(BundleHeader.driver(forEscapeCode: escapeCode)) (escape code 0x\(hex32(escapeCode)))")
+            invocation.out("firmware: \(firmware)   driver: \(BundleHeader.driver(forEscapeCode: escapeCode)) (escape code \(ReaderRestore.hex32(escapeCode)))")
         }
         func report(_ outcome: HardwareSelftest.Outcome) {
             guard !json else { return }
@@ -131,14 +131,16 @@ extension SecbridgeCLI {
             }
         }
 
-        for part in [HardwareSelftest.Part.reader, .target] {
+        // From here the reader's settings change: on an error or Ctrl-C it is restored in full.
+        ReaderCleanup.track(reader)
+        for part in [HardwareSelftest.Part.reader, .target] where !interrupted() {
             if !json { invocation.out(part == .reader ? "reader role:" : "target role (about 5 s, the MCU timeout):") }
             let buffer = try makeBuffer(header(part))
             let recording = RecordingChannel(wrapping: handle, recorder: TranscriptRecorder(sink: buffer))
             var outcomes: [HardwareSelftest.Outcome]
             var transcript: Transcript
             if part == .reader {
-                let result = HardwareSelftest.runReaderPart(on: recording, escapeCode: escapeCode, report: report)
+                let result = HardwareSelftest.runReaderPart(on: recording, escapeCode: escapeCode, stop: interrupted, report: report)
                 outcomes = result.outcomes
                 transcript = buffer.transcript
                 transcript.header[BundleHeader.cardKey] = BundleHeader.cardValue(result.card)
@@ -146,7 +148,7 @@ extension SecbridgeCLI {
                     invocation.out("  card in the field: \(BundleHeader.cardValue(card))")
                 }
             } else {
-                outcomes = HardwareSelftest.runTargetPart(on: recording, escapeCode: escapeCode, report: report)
+                outcomes = HardwareSelftest.runTargetPart(on: recording, escapeCode: escapeCode, stop: interrupted, report: report)
                 transcript = buffer.transcript
             }
             let file = directory + "/" + part.fileName
@@ -158,7 +160,7 @@ extension SecbridgeCLI {
             results.append((part, outcomes, file))
         }
 
-        if invocation.arguments.has("phone") {
+        if invocation.arguments.has("phone") && !interrupted() {
             if !json { invocation.out("phone: hold a phone or terminal to the reader within 60 s (it reads https://example.com)") }
             let file = directory + "/" + HardwareSelftest.Part.phone.fileName
             var phoneHeader = header(.phone)
@@ -182,7 +184,7 @@ extension SecbridgeCLI {
         if json {
             invocation.out(JSONValue.object([
                 ("reader", .string(reader)), ("firmware", .string(firmware)),
-                ("driver", .string(BundleHeader.driver(forEscapeCode: escapeCode))), ("escapeCode", .string("0x" + hex32(escapeCode))),
+                ("driver", .string(BundleHeader.driver(forEscapeCode: escapeCode))), ("escapeCode", .string(ReaderRestore.hex32(escapeCode))),
                 ("bundle", .string(directory)),
                 ("parts", .array(results.map { result in
                     .object([
@@ -222,10 +224,6 @@ extension SecbridgeCLI {
         } catch {
             throw .failure("the recording header is not valid: \(error.reason)")
         }
-    }
-
-    static func hex32(_ value: UInt32) -> String {
-        (0..<8).reversed().map { hexDigit(UInt8((value >> (UInt32($0) * 4)) & 0x0F)) }.joined()
     }
 
     // MARK: --replay

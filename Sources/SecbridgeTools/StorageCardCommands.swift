@@ -137,7 +137,7 @@ extension SecbridgeCLI {
             for (command, answer, failure) in exchanges {
                 out("> \(command)")
                 if let answer { out("< \(answer)") }
-                if let failure { out("! \(failure.name)\(failure.code.map { " 0x" + hex32($0) } ?? "")") }
+                if let failure { out("! \(failure.name)\(failure.code.map { " " + ReaderRestore.hex32($0) } ?? "")") }
             }
             if let ndef {
                 let cc = ndef.capabilityContainer

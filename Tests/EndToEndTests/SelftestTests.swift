@@ -138,6 +138,32 @@ extension SharedReader {
             #expect(replay.out.contains("\(bundle)/phone.trn: 6 exchanges, every answer matches"))
         }
 
+        @Test func ctrlCDuringTheTargetPartRestoresTheReaderAndKeepsWhatWasRecorded() async throws {
+            let environment = try await resetSimulatedReaders()
+            try await stopPollingOnReaderB(environment)
+            defer { _ = try? SimulatedReaders.controlB.send("personality name=ccid-escape-enabled") }
+            let bundle = temporaryBundlePath()
+            defer { try? FileManager.default.removeItem(atPath: bundle) }
+            let selftest = try BackgroundSecbridge(
+                ["selftest", "--hardware", "--reader", environment.simulatedReaderA, "--output", bundle],
+                environment: environment.environmentForSubprocesses)
+            // The target part waits in TgInitAsTarget for the 5 s MCU timeout, polling off.
+            let waiting = try await selftest.waitForOutput(containing: "target role (about 5 s, the MCU timeout):")
+            #expect(waiting, "\(selftest.outputSoFar)")
+            try await Task.sleep(for: .milliseconds(300))
+            kill(selftest.processIdentifier, SIGINT)
+            let result = try await selftest.finish(timeout: .seconds(30))
+            #expect(result.status == 130, "\(result.out)\(result.err)")
+            // The sequence's own restore ran (PICC parameter FF, idle LEDs), then the full reset.
+            #expect(result.out.contains("restore: automatic polling (PICC parameter FF): 90 FF"), "\(result.out)")
+            #expect(result.err.contains("PICC operating parameter FF (automatic polling on): FF 00 51 FF 00 → 90 FF  ok\n"), "\(result.err)")
+            #expect(try SimulatedReaders.controlA.send("status")["picc"] == "FF")
+            // Both parts are kept: the reader part whole, the target part as far as it went.
+            #expect(FileManager.default.fileExists(atPath: bundle + "/reader.trn"))
+            let target = try Transcript(contentsOfFile: bundle + "/target.trn")
+            #expect(target.header["selftest-part"] == "target")
+        }
+
         @Test func aDifferentAnswerInABundleFailsTheReplayWithTheLine() async throws {
             _ = try sharedEnvironment()
             let source = try #require(try selftestBundles(under: "simulated").first, "Fixtures/simulated/ holds a selftest bundle")
