@@ -160,6 +160,10 @@ enum HardwareSelftest {
 
     /// Puts back what the sequence changed (acr122-pn532.md §5d): MCU timeout 01, RF on, buzzer on
     /// detection, idle LEDs (red on, green off), automatic polling (PICC parameter FF).
+    ///
+    /// The same settings as `PN532.restoreReaderDefaults(.all)` (plus the buzzer), spelled out as
+    /// bytes on purpose: a bundle's commands must stay the same across versions of this tool, so
+    /// recordings from different units and years replay alike.
     static let restoreSteps: [Step] = [
         Step(label: "restore: MCU timeout 01", command: [0xFF, 0x00, 0x41, 0x01, 0x00],
              expected: .exactly([0x90, 0x00]), source: "ACR122U API v2.04, Set Timeout Parameter"),
