@@ -55,7 +55,7 @@ let package = Package(
             name: "SecbridgeTools",
             dependencies: [
                 "SecbridgeCLI", "PCSC", "ISO7816", "Transcript", "PN53x", "PCSCTestSupport",
-                "SecureElementCredential", "InProcessPCSC",
+                "SecureElementCredential", "InProcessPCSC", "ACR122Simulator",
             ]
         ),
         .executableTarget(

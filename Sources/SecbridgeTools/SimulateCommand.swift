@@ -6,6 +6,7 @@ import InProcessPCSC
 import PCSC
 import PCSCTestSupport
 import SecureElementCredential
+import ACR122Simulator
 
 #if canImport(Glibc)
 import Glibc
@@ -53,7 +54,7 @@ extension SecbridgeCLI {
             .value("card", "UID", "Place an ISO 14443-4 card with this UID (4, 7 or 10 bytes of hex)."),
             .value("applet", "NAME", "The placed card's applet: ok (default), echo or t4t-ndef."),
             .value("tag", "UID", "Place an ISO 14443-3 tag (no ISO-DEP) with this UID."),
-            .value("tag-type", "TYPE", "The placed tag's memory: ntag213, ntag215, ntag216, ultralight (7-byte UID), classic1k, classic4k, mini (4 or 7 bytes); default: none (UID only)."),
+            .value("tag-type", "TYPE", "The placed tag's memory: ntag213, ntag215, ntag216 or ultralight (each with a 7-byte UID); classic1k, classic4k or mini (a 4- or 7-byte UID); default: none (UID only)."),
             .value("tag-uri", "URI", "A Type 2 tag's content: an NDEF URI record (default: an empty NDEF message)."),
             .value("tag-text", "TEXT", "A Type 2 tag's content: an NDEF text record (language en)."),
             .value("tag-key", "HEX12", "A MIFARE Classic tag's key A and key B for every sector (default FF FF FF FF FF FF)."),
@@ -68,59 +69,78 @@ extension SecbridgeCLI {
     static let applets = ["ok", "echo", "t4t-ndef"]
     static let terminalScripts = ["android-t4t-read", "ios-t4t-read"]
 
-    static let tagTypes = ["ntag213", "ntag215", "ntag216", "ultralight", "classic1k", "classic4k", "mini"]
+    static let tagTypes = Type2TagModel.allCases.map(\.rawValue) + MIFAREClassicModel.allCases.map(\.rawValue)
 
     /// The `place-tag` request for `--tag` and its `--tag-…` options (the control protocol's
     /// `place-tag type= uid= ndef= key=`), or nil without `--tag`.
-    /// - Throws: a usage error naming the option that does not fit.
+    ///
+    /// Everything is checked here, before a pcscd starts, by building the tag the simulator will
+    /// build (``Type2TagMemory``, ``MIFAREClassicMemory``): a UID of the wrong length for the type,
+    /// a message larger than the tag's data area. Hex is passed on normalized (no `0x`, no spaces).
+    /// - Throws: a usage error naming the option that does not fit; it never repeats a key.
     static func simulatedTagLine(_ arguments: ParsedArguments) throws(CLIError) -> String? {
         let type = arguments.value("tag-type")
-        guard let uid = arguments.value("tag") else {
+        guard let uidText = arguments.value("tag") else {
             for option in ["tag-type", "tag-uri", "tag-text", "tag-key"] where arguments.value(option) != nil {
                 throw .usage("--\(option) describes the tag of --tag UID; add --tag")
             }
             return nil
         }
-        var line = "place-tag uid=\(uid.filter { $0 != " " }) id=tag"
+        let uid: [UInt8]
+        do { uid = try HexBytes.parse(uidText) } catch { throw .usage("--tag is not hex: \(error.reason)") }
+        var line = "place-tag uid=\(compactHex(uid)) id=tag"
         guard let type else {
             for option in ["tag-uri", "tag-text", "tag-key"] where arguments.value(option) != nil {
                 throw .usage("--\(option) needs --tag-type (\(tagTypes.joined(separator: ", ")))")
             }
             return line
         }
-        guard tagTypes.contains(type) else {
-            throw .usage("unknown --tag-type '\(type)'; use one of \(tagTypes.joined(separator: ", "))")
-        }
         line += " type=\(type)"
-        let isType2 = ["ntag213", "ntag215", "ntag216", "ultralight"].contains(type)
         if arguments.value("tag-uri") != nil && arguments.value("tag-text") != nil {
             throw .usage("give --tag-uri or --tag-text, not both")
         }
-        if let uri = arguments.value("tag-uri") {
-            guard isType2 else { throw .usage("--tag-uri is for a Type 2 tag (ntag213, ntag215, ntag216, ultralight), not \(type)") }
-            line += " ndef=\(compactHexText(NDEFRecord.uri(uri)))"
-        }
-        if let text = arguments.value("tag-text") {
-            guard isType2 else { throw .usage("--tag-text is for a Type 2 tag (ntag213, ntag215, ntag216, ultralight), not \(type)") }
-            do {
-                line += " ndef=\(compactHexText(try NDEFRecord.text(text)))"
-            } catch {
-                throw .usage("--tag-text cannot be encoded: \(error)")
+        if let model = Type2TagModel(rawValue: type) {
+            if arguments.value("tag-key") != nil {
+                throw .usage("--tag-key is for a MIFARE Classic tag (\(MIFAREClassicModel.allCases.map(\.rawValue).joined(separator: ", "))), not \(type)")
             }
+            var message: [UInt8]?
+            if let uri = arguments.value("tag-uri") { message = ndefMessage(NDEFRecord.uri(uri)) }
+            if let text = arguments.value("tag-text") {
+                do { message = ndefMessage(try NDEFRecord.text(text)) } catch { throw .usage("--tag-text cannot be encoded: \(error)") }
+            }
+            do {
+                _ = try Type2TagMemory(model: model, uid: uid, ndefMessage: message)
+            } catch {
+                throw .usage("--tag with --tag-type \(type): \(error.reason)")
+            }
+            if let message { line += " ndef=\(compactHex(message))" }
+            return line
         }
-        if let key = arguments.value("tag-key") {
-            guard !isType2 else { throw .usage("--tag-key is for a MIFARE Classic tag (classic1k, classic4k, mini), not \(type)") }
-            guard let bytes = try? HexBytes.parse(key), bytes.count == 6 else {
+        guard let model = MIFAREClassicModel(rawValue: type) else {
+            throw .usage("unknown --tag-type '\(type)'; use one of \(tagTypes.joined(separator: ", "))")
+        }
+        for option in ["tag-uri", "tag-text"] where arguments.value(option) != nil {
+            throw .usage("--\(option) is for a Type 2 tag (\(Type2TagModel.allCases.map(\.rawValue).joined(separator: ", "))), not \(type)")
+        }
+        var key = MIFAREClassicMemory.transportKey
+        if let text = arguments.value("tag-key") {
+            guard let bytes = try? HexBytes.parse(text), bytes.count == 6 else {
                 throw .usage("--tag-key takes 6 bytes of hex (12 digits), e.g. FFFFFFFFFFFF")
             }
-            line += " key=\(key.filter { $0 != " " })"
+            key = bytes
+            line += " key=\(compactHex(bytes))"
+        }
+        do {
+            _ = try MIFAREClassicMemory(model: model, uid: uid, keyA: key, keyB: key)
+        } catch {
+            throw .usage("--tag with --tag-type \(type): \(error.reason)")
         }
         return line
     }
 
-    /// One record as a whole NDEF message, uppercase hex without spaces.
-    static func compactHexText(_ record: NDEFRecord) -> String {
-        compactHex((try? NDEFMessage(records: [record]))?.serialized() ?? [])
+    /// One record as a whole NDEF message.
+    static func ndefMessage(_ record: NDEFRecord) -> [UInt8] {
+        (try? NDEFMessage(records: [record]))?.serialized() ?? []
     }
 
     @Sendable static func runSimulate(_ invocation: Invocation) throws -> Int32 {
@@ -188,14 +208,16 @@ extension SecbridgeCLI {
             do {
                 return try control.send(line, timeout: .seconds(10))
             } catch {
-                throw CLIError.failure("the simulated reader refused '\(line)': \(error)")
+                // The verb only: the line may hold a key or a long NDEF message.
+                throw CLIError.failure("the simulated reader refused `\(line.prefix { $0 != " " })`: \(error)")
             }
         }
         if let personality = arguments.value("personality"), personality != "ccid-escape-enabled" {
             for (_, control) in controls { _ = try request(control, "personality name=\(personality)") }
         }
         if let uid = arguments.value("card") {
-            _ = try request(SimulatedReaders.controlA, "place-card uid=\(uid.filter { $0 != " " }) applet=\(arguments.value("applet") ?? "ok") id=card")
+            let bytes = (try? HexBytes.parse(uid)) ?? []  // checked above
+            _ = try request(SimulatedReaders.controlA, "place-card uid=\(compactHex(bytes)) applet=\(arguments.value("applet") ?? "ok") id=card")
         }
         if let tagLine {
             _ = try request(SimulatedReaders.controlA, tagLine)
