@@ -99,8 +99,8 @@ nonisolated(unsafe) private var interruptFlag: sig_atomic_t = 0
 /// The signals are also unblocked: a process started from a thread that blocks them (test
 /// runners do) inherits that mask, and would otherwise never see Ctrl-C.
 func installInterruptHandler() {
-    signal(SIGINT) { _ in interruptFlag = 1 }
-    signal(SIGTERM) { _ in interruptFlag = 1 }
+    signal(SIGINT) { number in interruptFlag = number }
+    signal(SIGTERM) { number in interruptFlag = number }
     var set = sigset_t()
     sigemptyset(&set)
     sigaddset(&set, SIGINT)
@@ -109,6 +109,10 @@ func installInterruptHandler() {
 }
 
 func interrupted() -> Bool { interruptFlag != 0 }
+
+/// The exit status after the signal that interrupted the command: 128 + its number (130 for
+/// SIGINT, 143 for SIGTERM), as shells report a process ended by that signal.
+func interruptedExitStatus() -> Int32 { 128 + (interruptFlag != 0 ? interruptFlag : SIGINT) }
 
 func sleepMilliseconds(_ milliseconds: Int) {
     var request = timespec(tv_sec: milliseconds / 1000, tv_nsec: (milliseconds % 1000) * 1_000_000)

@@ -135,7 +135,7 @@ enum ReaderRestore {
 /// - SIGINT/SIGTERM: the signal handler only sets a flag (`installInterruptHandler`); a watcher
 ///   thread sees it, lets the command end its session (emulate ends card emulation within one MCU
 ///   timeout) for at most `sessionBound`, then the readers are restored (each bounded by
-///   `restoreBound`) and the process exits with 130. When the command returns in time, the same
+///   `restoreBound`) and the process exits with 128 + the signal (130 SIGINT, 143 SIGTERM). When the command returns in time, the same
 ///   happens on its own thread.
 ///
 /// Bounds: 8 s for the session (one 5 s MCU step of a pending TgInitAsTarget, plus the restore the
@@ -145,7 +145,6 @@ final class ReaderCleanup: @unchecked Sendable {
     // @unchecked: every field is behind `lock`.
     static let sessionBound: Duration = .seconds(8)
     static let restoreBound: Duration = .seconds(12)
-    static let interruptedStatus: Int32 = 130
     private static let threadKey = "secbridge.reader-cleanup"
 
     private let lock = NSLock()
@@ -227,7 +226,7 @@ final class ReaderCleanup: @unchecked Sendable {
                 }
                 cleanup.restoreAll(because: "interrupted")
                 if case .failure(let error) = result { invocation.console.err("secbridge: error: \(message(error))\n") }
-                return interruptedStatus
+                return interruptedExitStatus()
             }
             if case .failure(let error) = result {
                 cleanup.restoreAll(because: "after the error")
@@ -268,11 +267,11 @@ final class ReaderCleanup: @unchecked Sendable {
             defer { claimed = true }
             return !claimed
         }
-        guard mine else { return }  // the command returned: its thread restores and returns 130
+        guard mine else { return }  // the command returned: its thread restores and returns 128 + signal
         restoreAll(because: "interrupted")
         let hooks = lock.withLock { exitHooks }
         for hook in hooks { hook() }
-        _exit(Self.interruptedStatus)
+        _exit(interruptedExitStatus())
     }
 
     /// Restores every tracked reader, each on a thread of its own and bounded by `restoreBound`;
