@@ -338,7 +338,11 @@ enum Doctor {
         let viaVariable = system.environment["PCSCLITE_CSOCK_NAME"].map { !$0.isEmpty } ?? false
         let socketText = socket + (viaVariable ? " (PCSCLITE_CSOCK_NAME)" : " (the default socket)")
         let processes = system.pcscdProcesses
-        let processText = processes.isEmpty ? "no pcscd process seen" : "pcscd pid " + processes.map(String.init).joined(separator: ", ")
+        // Every pcscd on the machine is listed; each serves its own socket, so one running is not
+        // proof that the socket above is served.
+        let processText = processes.isEmpty
+            ? "no pcscd process on this machine"
+            : "pcscd processes on this machine: pid " + processes.map(String.init).joined(separator: ", ") + " (each serves its own socket)"
         if let error = pcsc.contextError {
             let fix: String
             if error == .noService || error == .serviceStopped || error.isServiceLost {

@@ -67,7 +67,7 @@ enum FileIO {
         let fd = open(path, flags, mode_t(0o644))
         guard fd >= 0 else {
             let e = errno
-            let hint = e == EEXIST ? ": the file exists; choose another name or allow replacing it" : ""
+            let hint = e == EEXIST ? ": the file exists (a recording is never overwritten); choose another name" : ""
             throw Failure(errorNumber: e, reason: "cannot create \(path): \(describe(e))\(hint)")
         }
         return fd
