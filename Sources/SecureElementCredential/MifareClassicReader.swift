@@ -36,6 +36,16 @@ public enum MifareClassicReader {
     public static func read(
         blocks: [Int], key: MifareKey, keyType: MifareKeyType, kind: StorageCardKind, from card: StorageCard
     ) throws -> [Block] {
+        try read(blocks: blocks, key: key, keyType: keyType, kind: kind, from: card) { _ in }
+    }
+
+    /// As ``read(blocks:key:keyType:kind:from:)``, handing each block to `each` as soon as it is
+    /// read, so that a caller keeps what was read before an error (a card taken away mid-read).
+    @discardableResult
+    public static func read(
+        blocks: [Int], key: MifareKey, keyType: MifareKeyType, kind: StorageCardKind, from card: StorageCard,
+        each: (Block) -> Void
+    ) throws -> [Block] {
         guard let blockCount = kind.classicBlockCount else {
             throw StorageCardError(.invalidArgument, operation: "MIFARE Classic read", command: [],
                                    reason: "the card is a \(kind), not MIFARE Classic")
@@ -47,7 +57,8 @@ public enum MifareClassicReader {
         }
         if let outside = wanted.first(where: { $0 < 0 || $0 >= blockCount }) {
             throw StorageCardError(.invalidArgument, operation: "MIFARE Classic read", command: [],
-                                   reason: "block \(outside) is not on a \(kind), which has blocks 0–\(blockCount - 1)")
+                                   reason: "block \(outside) is not on a \(kind), which has blocks 0–\(blockCount - 1)",
+                                   remedy: "give blocks 0–\(blockCount - 1) with --blocks")
         }
         try card.loadKey(key, slot: 0)
         var result: [Block] = []
@@ -58,8 +69,19 @@ public enum MifareClassicReader {
                 try card.authenticate(block: UInt8(MifareClassicLayout.firstBlock(ofSector: sector)), keyType: keyType, slot: 0)
                 authenticated = sector
             }
-            let data = try card.readBinary(block: UInt8(block), length: 16)
+            let data: [UInt8]
+            do {
+                data = try card.readBinary(block: UInt8(block), length: 16)
+            } catch var error as StorageCardError where error.code == .operationFailed && keyType == .b {
+                // Authentication with key B succeeded, the read did not: under the transport access
+                // conditions FF 07 80 key B is readable, and a readable key B may not serve to read or
+                // write (MF1S50yyX §8.7.2). The access bits themselves cannot be read without access.
+                error.reason = "the card refused the read after authenticating with key B: with the transport access conditions (FF 07 80) key B may not read"
+                error.remedy = "try key A (without --key-b)"
+                throw error
+            }
             result.append(Block(number: block, sector: sector, data: data))
+            each(result[result.count - 1])
         }
         return result
     }
@@ -68,7 +90,12 @@ public enum MifareClassicReader {
     /// - Throws: ``StorageCardError`` `invalidArgument` for text that is not a block or a range
     ///   N ≤ M of numbers 0…255.
     public static func blocks(parsing text: String) throws(StorageCardError) -> [Int] {
-        let parts = text.split(separator: "-", omittingEmptySubsequences: false).map { Int($0.trimmingPrefix(" ")) }
+        // Decimal digits only (no sign, no spaces inside): "+5" and "4-+7" are refused.
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false).map { part -> Int? in
+            let digits = part.trimmingPrefix(" ")
+            guard !digits.isEmpty, digits.count <= 3, digits.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
+            return Int(digits)
+        }
         func bad() -> StorageCardError {
             StorageCardError(.invalidArgument, operation: "block range", command: [],
                              reason: "'\(text)' is not a block number or a range N-M of block numbers 0–255 (e.g. 4 or 4-7)")

@@ -64,10 +64,14 @@ public struct StorageCardError: Error, Sendable, Hashable, CustomStringConvertib
     }
 
     /// `Read Binary block 4 failed: SW 63 00: … (> FF B0 00 04 10, < 63 00); what to do`.
+    /// A check made before anything is sent (``command`` empty, no response) has no parenthesis:
+    /// `block range failed: 'x' is not a block number …`.
     public var description: String {
-        var text = "\(operation) failed: \(reason) (> \(commandText)"
-        if let response { text += ", < \(response.isEmpty ? "nothing" : response.hexString)" }
-        text += ")"
+        var text = "\(operation) failed: \(reason)"
+        var exchange: [String] = []
+        if !commandText.isEmpty { exchange.append("> \(commandText)") }
+        if let response { exchange.append("< \(response.isEmpty ? "nothing" : response.hexString)") }
+        if !exchange.isEmpty { text += " (\(exchange.joined(separator: ", ")))" }
         if !remedy.isEmpty { text += "; \(remedy)" }
         return text
     }
@@ -198,6 +202,39 @@ public final class StorageCard {
                                    reason: "the reader answered 90 00 without a UID")
         }
         return uid
+    }
+
+    // MARK: GET_VERSION
+
+    /// `FF 00 00 00 03 D4 42 60`: GET_VERSION (60) sent to the activated tag with the ACR122U's
+    /// Direct Transmit of the PN532's InCommunicateThru (D4 42; ACR122U API v2.04 §6,
+    /// acr122-pn532.md §2; NXP NTAG213/215/216 data sheet §10.1).
+    public static let getVersionCommand: [UInt8] = [0xFF, 0x00, 0x00, 0x00, 0x03, 0xD4, 0x42, 0x60]
+
+    /// Asks a Type 2 Tag for its GET_VERSION answer through the reader: ``getVersionCommand`` →
+    /// `D5 43 00 <8 bytes> 90 00` (status 00, then `00 vendor type subtype major minor storage
+    /// protocol`, e.g. `00 04 04 02 01 00 0F 03` for an NTAG213).
+    ///
+    /// - Returns: `.version` with the 8 bytes, or `.refused` saying why there are none: the tag did
+    ///   not answer (PN532 status other than 00: a MIFARE Ultralight does not know GET_VERSION), or
+    ///   the reader does not carry Direct Transmit (any other answer).
+    /// - Throws: only the channel's errors (PC/SC, card removed), unchanged.
+    public func type2Version() throws -> Type2TagIdentification {
+        let command = Self.getVersionCommand
+        let response = try channel.transmit(command)
+        let sent = "> \(command.hexString), < \(response.isEmpty ? "nothing" : response.hexString)"
+        let ok = response.count >= 2 && response.suffix(2).elementsEqual([0x90, 0x00])
+        guard ok, response.count >= 5, response[0] == 0xD5, response[1] == 0x43 else {
+            return .refused("the reader did not carry GET_VERSION (Direct Transmit of InCommunicateThru; \(sent))")
+        }
+        guard response[2] == 0x00 else {
+            return .refused("the tag did not answer GET_VERSION (PN532 status \([response[2]].hexString); \(sent)); a MIFARE Ultralight does not know the command")
+        }
+        let version = Array(response[3..<(response.count - 2)])
+        guard version.count == 8 else {
+            return .refused("the GET_VERSION answer has \(version.count) bytes, not 8 (\(sent))")
+        }
+        return .version(version)
     }
 
     // MARK: Keys
@@ -360,8 +397,12 @@ public struct MifareKey: Sendable, Hashable, CustomStringConvertible, CustomDebu
     public init(hex: String) throws(StorageCardError) {
         let parsed: [UInt8]
         do { parsed = try HexBytes.parse(hex) } catch {
-            throw StorageCardError(.invalidArgument, operation: "MIFARE key", command: [],
-                                   reason: "a MIFARE Classic key is 12 hex digits; the text given is not hex")
+            // Only counts are shown, never the text: it may be most of a key.
+            let digits = hex.unicodeScalars.filter { $0 != " " }
+            let reason = error.code == .oddHexDigitCount || (digits.allSatisfy(\.properties.isASCIIHexDigit) && digits.count % 2 != 0)
+                ? "a MIFARE Classic key is 12 hex digits; got \(digits.count), an odd number of hex digits"
+                : "a MIFARE Classic key is 12 hex digits; the text given is not hex"
+            throw StorageCardError(.invalidArgument, operation: "MIFARE key", command: [], reason: reason)
         }
         try self.init(bytes: parsed)
     }

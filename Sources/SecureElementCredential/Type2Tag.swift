@@ -30,6 +30,11 @@ public struct Type2TagError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let pageOutOfRange = Code(rawValue: "pageOutOfRange")
         /// Reading back after a write gave other bytes than were written.
         public static let verifyMismatch = Code(rawValue: "verifyMismatch")
+        /// The capability container claims a larger data area than the tag's model (GET_VERSION)
+        /// has user memory: writing by the CC would overwrite lock and configuration pages.
+        public static let capabilityContainerExceedsModel = Code(rawValue: "capabilityContainerExceedsModel")
+        /// A static lock bit (page 2 bytes 2–3) protects a page the write needs.
+        public static let locked = Code(rawValue: "locked")
     }
 
     public var code: Code
@@ -40,34 +45,40 @@ public struct Type2TagError: Error, Sendable, Hashable, CustomStringConvertible 
     /// The bytes found (or, for `verifyMismatch`, read back), possibly empty.
     public var bytes: [UInt8]
     public var reason: String
+    /// What to do next, in words; empty when there is nothing useful to say.
+    public var remedy: String
 
-    public init(_ code: Code, page: Int? = nil, offset: Int? = nil, bytes: [UInt8] = [], _ reason: String) {
+    public init(_ code: Code, page: Int? = nil, offset: Int? = nil, bytes: [UInt8] = [], _ reason: String, remedy: String = "") {
         self.code = code
         self.page = page
         self.offset = offset
         self.bytes = bytes
         self.reason = reason
+        self.remedy = remedy
     }
 
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     /// An error at data-area `offset`, with its page (4 + offset / 4).
-    static func at(_ code: Code, offset: Int, bytes: [UInt8], _ reason: String) -> Type2TagError {
-        Type2TagError(code, page: 4 + offset / 4, offset: offset, bytes: bytes, reason)
+    static func at(_ code: Code, offset: Int, bytes: [UInt8], _ reason: String, remedy: String = "") -> Type2TagError {
+        Type2TagError(code, page: 4 + offset / 4, offset: offset, bytes: bytes, reason, remedy: remedy)
     }
 
-    /// `malformedTLV at page 5 (data offset 4): … (bytes 03 FF 01 00)`.
+    /// The reason in words first (never the code's name), then where and what was found, then
+    /// what to do: `the … TLV at data offset 4 declares … (page 5, data offset 4: 03 FF 01 00); remedy`.
     public var description: String {
-        var text = "\(code)"
-        switch (page, offset) {
-        case let (page?, offset?): text += " at page \(page) (data offset \(offset))"
-        case let (page?, nil): text += " at page \(page)"
-        case let (nil, offset?): text += " at data offset \(offset)"
-        default: break
+        var place: [String] = []
+        if let page { place.append("page \(page)") }
+        if let offset { place.append("data offset \(offset)") }
+        var text = reason
+        switch (place.isEmpty, bytes.isEmpty) {
+        case (false, false): text += " (\(place.joined(separator: ", ")): \(bytes.hexString))"
+        case (false, true): text += " (\(place.joined(separator: ", ")))"
+        case (true, false): text += " (bytes \(bytes.hexString))"
+        case (true, true): break
         }
-        text += ": \(reason)"
-        if !bytes.isEmpty { text += " (bytes \(bytes.hexString))" }
+        if !remedy.isEmpty { text += "; \(remedy)" }
         return text
     }
 }
@@ -263,13 +274,140 @@ public enum Type2TagReader {
     }
 }
 
+/// A Type 2 Tag model known by its GET_VERSION answer, with the user memory of its data sheet
+/// (NXP NTAG213/215/216 data sheet §8.5, §10.1): the pages an NDEF write may use. Past them lie the
+/// dynamic lock bytes, CFG0, CFG1, PWD and PACK, which a write must never reach.
+///
+/// | Model | GET_VERSION | User memory | Bytes | CC |
+/// |---|---|---|---|---|
+/// | NTAG213 | `00 04 04 02 01 00 0F 03` | pages 4–27h | 144 | `E1 10 12 00` |
+/// | NTAG215 | `00 04 04 02 01 00 11 03` | pages 4–81h | 504 | `E1 10 3E 00` |
+/// | NTAG216 | `00 04 04 02 01 00 13 03` | pages 4–E1h | 888 | `E1 10 6D 00` |
+public enum Type2TagProduct: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    case ntag213, ntag215, ntag216
+
+    /// The model a GET_VERSION answer names: vendor 04 (NXP), type 04 (NTAG), subtype 02, storage
+    /// size 0F / 11 / 13; nil for any other answer.
+    public init?(version: [UInt8]) {
+        guard version.count == 8, version[1] == 0x04, version[2] == 0x04, version[3] == 0x02 else { return nil }
+        switch version[6] {
+        case 0x0F: self = .ntag213
+        case 0x11: self = .ntag215
+        case 0x13: self = .ntag216
+        default: return nil
+        }
+    }
+
+    /// The last user memory page (the first is 4).
+    public var lastUserPage: Int {
+        switch self {
+        case .ntag213: 0x27
+        case .ntag215: 0x81
+        case .ntag216: 0xE1
+        }
+    }
+
+    /// The user memory in bytes, pages 4…``lastUserPage``: 144, 504, 888.
+    public var userMemorySize: Int { (lastUserPage - 3) * 4 }
+
+    /// "NTAG213".
+    public var description: String {
+        switch self {
+        case .ntag213: "NTAG213"
+        case .ntag215: "NTAG215"
+        case .ntag216: "NTAG216"
+        }
+    }
+}
+
+/// What GET_VERSION (``StorageCard/type2Version()``) told about a Type 2 Tag.
+public enum Type2TagIdentification: Sendable, Hashable {
+    /// The 8 bytes of the answer, e.g. `00 04 04 02 01 00 0F 03`.
+    case version([UInt8])
+    /// No answer, and why (the tag or the reader refused).
+    case refused(String)
+
+    /// The model, when the answer names one this code knows.
+    public var product: Type2TagProduct? {
+        if case .version(let bytes) = self { return Type2TagProduct(version: bytes) }
+        return nil
+    }
+
+    /// The answer's bytes, if any.
+    public var version: [UInt8]? {
+        if case .version(let bytes) = self { return bytes }
+        return nil
+    }
+
+    /// A note for output when the model is not known, else nil: `the reader did not carry
+    /// GET_VERSION (…): the model is not known; going by the capability container`.
+    public var note: String? {
+        switch self {
+        case .version(let bytes) where Type2TagProduct(version: bytes) == nil:
+            "GET_VERSION answered \(bytes.hexString), which names no NTAG213/215/216: the model is not known; going by the capability container"
+        case .version: nil
+        case .refused(let why): "\(why): the model is not known; going by the capability container"
+        }
+    }
+}
+
+/// Where a write that failed part-way left the tag (NFC Forum Type 2 Tag operation: the first page
+/// is written last, so a tag is never left with a half-written message).
+public enum Type2TagWriteState: Sendable, Hashable, CustomStringConvertible {
+    /// The first write (page 4 as an empty NDEF message) did not complete: the tag holds what it
+    /// held before.
+    case untouched
+    /// Page 4 holds an empty NDEF message (`03 00 FE`); later pages may hold parts of the new one.
+    case emptyMessage
+    /// The last write (page 4 with the message's start) failed: the tag holds the empty NDEF
+    /// message, or the new one if the write reached it.
+    case emptyOrNewMessage
+
+    public var description: String {
+        switch self {
+        case .untouched: "the tag holds what it held before (the first write, page 4, did not complete)"
+        case .emptyMessage: "the tag now holds an empty NDEF message (03 00 FE on page 4), not the old one and not a half-written one"
+        case .emptyOrNewMessage: "the tag holds an empty NDEF message (03 00 FE on page 4), or the new message if the last write reached it; check with `secbridge read`"
+        }
+    }
+}
+
+/// A write that failed after it began: the page, where it left the tag, and the underlying error
+/// (``StorageCardError`` or the channel's).
+public struct Type2TagWriteFailure: Error, CustomStringConvertible {
+    /// The page whose Update Binary failed.
+    public var page: Int
+    public var state: Type2TagWriteState
+    public var underlying: any Error
+
+    public init(page: Int, state: Type2TagWriteState, underlying: any Error) {
+        self.page = page
+        self.state = state
+        self.underlying = underlying
+    }
+
+    /// `writing page 6 failed: <error>; the tag now holds an empty NDEF message …; write again`.
+    public var description: String {
+        let next = state == .untouched ? "check the tag and write again" : "keep the tag on the reader and write again"
+        return "writing page \(page) failed: \(underlying); \(state); \(next)"
+    }
+}
+
 /// Writes an NDEF message to an NFC Forum Type 2 Tag through a PC/SC part 3 reader's Update Binary
 /// pseudo-APDU (NFC Forum Type 2 Tag operation; NXP NTAG213/215/216 data sheet; ACR122U API v2.04 §5).
 ///
-/// The sequence: `FF B0 00 03 04` (capability container; refuses a tag that is not NDEF formatted
-/// or read-only), then `FF D6 00 <page> 04 <4 bytes>` for pages 4, 5, … holding
-/// `03 <length> <message> FE` (length 1 byte, or `FF` + 2 bytes for 255 bytes and more) padded
-/// with 00 to a whole page, then Read Binary from page 4 to verify every byte written.
+/// Every check comes before the first write (``prepare(message:card:identification:)``), in this order:
+/// 1. `FF 00 00 00 03 D4 42 60`: GET_VERSION through Direct Transmit, for the model and its user
+///    memory (``Type2TagProduct``); a tag or reader that does not answer is noted and the CC used;
+/// 2. `FF B0 00 03 04`: the capability container; refuses a tag that is not NDEF formatted, is
+///    read-only, whose CC claims more than its model has, or too small for the message;
+/// 3. `FF B0 00 02 04`: page 2, the static lock bytes (byte 2 bits 4–7 lock pages 4–7, byte 3
+///    bits 0–7 pages 8–15; NTAG data sheet §8.5.2); refuses when a page the message needs is locked.
+///
+/// Then (``execute(_:on:)``), so that an interruption leaves a valid tag: page 4 as an empty NDEF
+/// message `03 00 FE 00`; pages 5, 6, … of `03 <length> <message> FE` (length 1 byte, or `FF` + 2
+/// bytes for 255 bytes and more) padded with 00 to a whole page; page 4 with the message's start;
+/// then Read Binary from page 4 to verify every byte written.
 public enum Type2TagWriter {
     /// What a write did.
     public struct Result: Sendable, Hashable {
@@ -278,6 +416,20 @@ public enum Type2TagWriter {
         public var written: [UInt8]
         /// The pages written, from 4.
         public var pages: ClosedRange<Int>
+    }
+
+    /// A write with every check done and nothing written yet.
+    public struct Plan: Sendable, Hashable {
+        public var capabilityContainer: Type2CapabilityContainer
+        public var identification: Type2TagIdentification
+        /// Page 2 bytes 2–3, the static lock bytes (both 00 on a tag with nothing locked).
+        public var lockBytes: [UInt8]
+        /// `03 L <message> FE` padded with 00 to whole pages.
+        public var data: [UInt8]
+        /// The pages to write, from 4.
+        public var pages: ClosedRange<Int>
+        /// The bytes the message may use: the CC's data area, within the model's user memory.
+        public var capacity: Int
     }
 
     /// The NDEF Message TLV and a Terminator TLV: `03 L <message> FE` for messages of 0–254
@@ -294,33 +446,98 @@ public enum Type2TagWriter {
         return header + ndef + [0xFE]
     }
 
-    /// Writes `message` and reads it back.
-    /// - Throws: ``Type2TagError`` `notNDEFFormatted`, `unsupportedVersion`, `readOnly` (the CC
-    ///   access byte), `doesNotFit` (saying how many bytes the message needs and the tag has),
-    ///   `pageOutOfRange`, `verifyMismatch` (naming the page, the bytes written and read);
-    ///   ``StorageCardError`` from Read Binary / Update Binary; the channel's errors unchanged.
-    @discardableResult
-    public static func write(message: NDEFMessage, to card: StorageCard) throws -> Result {
+    /// The pages a static lock bit protects among `pages` (only 4–15 have static lock bits):
+    /// LOCK0 (page 2 byte 2) bits 4–7 → pages 4–7, LOCK1 (byte 3) bits 0–7 → pages 8–15.
+    public static func lockedPages(lockBytes: [UInt8], in pages: ClosedRange<Int>) -> [Int] {
+        guard lockBytes.count == 2 else { return [] }
+        return pages.filter { page in
+            switch page {
+            case 4...7: lockBytes[0] & (1 << UInt8(page)) != 0
+            case 8...15: lockBytes[1] & (1 << UInt8(page - 8)) != 0
+            default: false
+            }
+        }
+    }
+
+    /// Every check, nothing written: GET_VERSION (unless `identification` is given), the CC,
+    /// the static lock bytes.
+    /// - Throws: ``Type2TagError`` `notNDEFFormatted`, `unsupportedVersion`, `readOnly`,
+    ///   `capabilityContainerExceedsModel` (naming what the CC claims and what the model has),
+    ///   `doesNotFit` (the bytes needed and available), `pageOutOfRange`, `locked` (the page and the
+    ///   lock bytes); ``StorageCardError`` from Read Binary; the channel's errors unchanged.
+    public static func prepare(
+        message: NDEFMessage, card: StorageCard, identification: Type2TagIdentification? = nil
+    ) throws -> Plan {
+        let identification = try identification ?? card.type2Version()
         let cc = try Type2TagReader.readCapabilityContainer(card)
         guard !cc.isReadOnly else {
             throw Type2TagError(.readOnly, page: 3, bytes: cc.bytes,
-                                "the tag is read-only: its capability container's access byte is \([cc.access].hexString) (00 is read/write); nothing was written")
+                                "the tag is read-only: its capability container's access byte is \([cc.access].hexString) (00 is read/write); nothing was written",
+                                remedy: "use another tag")
+        }
+        var capacity = cc.dataAreaSize
+        if let product = identification.product, let version = identification.version {
+            guard cc.dataAreaSize <= product.userMemorySize else {
+                throw Type2TagError(
+                    .capabilityContainerExceedsModel, page: 3, bytes: cc.bytes,
+                    "the capability container claims a data area of \(cc.dataAreaSize) bytes (SIZE \([cc.sizeByte].hexString) × 8), but the tag is an \(product) (GET_VERSION \(version.hexString)) with \(product.userMemorySize) bytes of user memory (pages 4–\(product.lastUserPage)); writing by the CC could overwrite its lock and configuration pages, so nothing was written",
+                    remedy: "the capability container is one-time programmable and cannot be corrected: use another tag")
+            }
+            capacity = min(capacity, product.userMemorySize)
         }
         let ndef = message.serialized()
         let tlv = tlvBytes(ndef: ndef)
-        guard tlv.count <= cc.dataAreaSize else {
+        guard tlv.count <= capacity else {
             throw Type2TagError(.doesNotFit, page: 3, bytes: cc.bytes,
-                                "the message needs \(tlv.count) bytes (\(ndef.count) bytes of NDEF, \(tlv.count - ndef.count - 1)-byte TLV header, 1-byte terminator) but the tag's data area has \(cc.dataAreaSize) bytes (SIZE \([cc.sizeByte].hexString) × 8); nothing was written")
+                                "the message needs \(tlv.count) bytes (\(ndef.count) bytes of NDEF, \(tlv.count - ndef.count - 1)-byte TLV header, 1-byte terminator) but the tag's data area has \(capacity) bytes (SIZE \([cc.sizeByte].hexString) × 8); nothing was written",
+                                remedy: "write a shorter URI or text, or use a larger tag such as an NTAG215 (496 bytes) or NTAG216 (872 bytes)")
         }
         var data = tlv
         while data.count % 4 != 0 { data.append(0x00) }
         let lastPage = 4 + data.count / 4 - 1
         guard lastPage <= 0xFF else {
             throw Type2TagError(.pageOutOfRange, page: lastPage,
-                                "the message reaches page \(lastPage), beyond the pages Update Binary (FF D6 00 <page>) can address (up to FF); nothing was written")
+                                "the message reaches page \(lastPage), beyond the pages Update Binary (FF D6 00 <page>) can address (up to FF); nothing was written",
+                                remedy: "write a shorter URI or text")
         }
-        for index in 0..<(data.count / 4) {
-            try card.updateBinary(block: UInt8(4 + index), data: Array(data[(index * 4)..<(index * 4 + 4)]))
+        let page2 = try card.readBinary(block: 2, length: 4)
+        let lockBytes = Array(page2[2..<4])
+        let locked = lockedPages(lockBytes: lockBytes, in: 4...lastPage)
+        if let first = locked.first {
+            let list = locked.count == 1 ? "page \(first) is" : "pages \(locked.map(String.init).joined(separator: ", ")) are"
+            throw Type2TagError(.locked, page: 2, bytes: page2,
+                                "\(list) locked by the static lock bits (page 2 bytes 2–3: \(lockBytes.hexString)) and the message needs pages 4–\(lastPage); nothing was written",
+                                remedy: "lock bits cannot be cleared: use another tag")
+        }
+        return Plan(capabilityContainer: cc, identification: identification, lockBytes: lockBytes, data: data,
+                    pages: 4...lastPage, capacity: capacity)
+    }
+
+    /// Writes a prepared plan (page 4 empty first, pages 5… , page 4 last) and reads it back.
+    /// - Throws: ``Type2TagWriteFailure`` when an Update Binary fails (saying what the tag holds
+    ///   now); ``Type2TagError`` `verifyMismatch` (naming the page, the bytes written and read);
+    ///   ``StorageCardError`` from the read-back; the channel's errors unchanged.
+    @discardableResult
+    public static func execute(_ plan: Plan, on card: StorageCard) throws -> Result {
+        let data = plan.data
+        let lastPage = plan.pages.upperBound
+        func page(_ n: Int) -> [UInt8] { Array(data[((n - 4) * 4)..<((n - 4) * 4 + 4)]) }
+        var state = Type2TagWriteState.untouched
+        var current = 4
+        do {
+            if lastPage > 4 {
+                try card.updateBinary(block: 4, data: [0x03, 0x00, 0xFE, 0x00])
+                state = .emptyMessage
+                for n in 5...lastPage {
+                    current = n
+                    try card.updateBinary(block: UInt8(n), data: page(n))
+                }
+                state = .emptyOrNewMessage
+            }
+            current = 4
+            try card.updateBinary(block: 4, data: page(4))
+        } catch {
+            throw Type2TagWriteFailure(page: current, state: state, underlying: error)
         }
         var readBack: [UInt8] = []
         while readBack.count < data.count {  // each pass adds 4…16 bytes or throws
@@ -330,9 +547,17 @@ public enum Type2TagWriter {
         if let first = zip(data, readBack).enumerated().first(where: { $0.element.0 != $0.element.1 })?.offset {
             let pageStart = first - first % 4
             throw Type2TagError.at(.verifyMismatch, offset: first, bytes: Array(readBack[pageStart..<(pageStart + 4)]),
-                                   "reading back after the write gave other bytes at data offset \(first): wrote \(data[pageStart..<(pageStart + 4)].hexString), read back (the bytes below); the tag may be locked there or was moved during the write")
+                                   "reading back after the write gave other bytes at data offset \(first): wrote \(data[pageStart..<(pageStart + 4)].hexString), read back the bytes shown",
+                                   remedy: "the tag may be locked there or was moved during the write; keep it still on the reader and write again")
         }
-        return Result(capabilityContainer: cc, written: data, pages: 4...lastPage)
+        return Result(capabilityContainer: plan.capabilityContainer, written: data, pages: plan.pages)
+    }
+
+    /// Checks (``prepare(message:card:identification:)``), writes (``execute(_:on:)``) and reads back `message`.
+    /// - Throws: as ``prepare(message:card:identification:)`` and ``execute(_:on:)``.
+    @discardableResult
+    public static func write(message: NDEFMessage, to card: StorageCard) throws -> Result {
+        try execute(prepare(message: message, card: card), on: card)
     }
 
     /// Writes one URI record (``NDEFRecord/uri(_:)``), e.g. `https://example.com` →
