@@ -281,7 +281,15 @@ extension SecbridgeCLI {
             NDEF message read (FF B0) and decoded; a MIFARE Classic card has the blocks of --blocks
             read with --key (key A, or key B with --key-b; loaded into the reader's volatile slot
             00). Keys never appear in the output or in transcripts; a sector trailer shows key A as
-            zeros (the card never reveals it) and key B masked.
+            zeros (the card never reveals it) and key B masked. A Type 2 Tag's model is asked with
+            GET_VERSION (FF 00 00 00 03 D4 42 60) after the reads and shown on the `card:` line. If
+            the card goes away mid-read, what was read and the exchanges are still printed (text
+            and --json), with the error, and the exit status is 1. --aid and --pn532 do not apply
+            to storage cards (usage error).
+
+            JSON: every hex value is uppercase without spaces. A byte string with secret bytes left
+            out is an object instead: {"hex": "FF82000006", "redacted": 6} for Load Keys, and a
+            sector trailer's data {"hex": "000000000000FF078069", "redacted": 6} (key B unshown).
 
             Without --aid, the card is read as an NFC Forum Type 4 Tag with Android's sequence and its
             NDEF message decoded. With --aid, that application is selected and the answer shown.
@@ -301,7 +309,7 @@ extension SecbridgeCLI {
             .value("key", "HEX12", "MIFARE Classic: the 6-byte key (12 hex digits), key A unless --key-b."),
             .flag("key-b", "MIFARE Classic: authenticate with the key as key B."),
             .value("blocks", "N[-M]", "MIFARE Classic: the block or inclusive block range to read."),
-            .flag("json", "Print a JSON object {reader, uid, ats, exchanges, ndef} (storage cards: {reader, card, uid, exchanges, ndef | blocks})."),
+            .flag("json", "Print a JSON object {reader, uid, ats, exchanges, ndef} (storage cards: {reader, card, uid, exchanges, ndef | blocks, error, note, hint}). Hex values are uppercase without spaces; a byte string with secret bytes left out (a key, a trailer's key B) is an object {\"hex\": the bytes shown, \"redacted\": how many bytes follow unshown}."),
             .value("record", "FILE", "Record the exchanges to a transcript FILE."),
         ],
         // Ctrl-C or an error with --pn532: the reader is restored in full (ResetCommand.swift).
@@ -322,12 +330,22 @@ extension SecbridgeCLI {
         let reader = try selectReader(
             invocation.arguments.value("reader"), in: readers,
             preferring: usePN532 ? { ACR122Detection.nameSuggestsACR122($0) } : { withCard.contains($0) })
+        // The PC/SC path records the card's ATR and protocol in the header, as `send` does.
+        let atr = states.first { $0.readerName == reader }?.atr
+        // A PC/SC part 3 storage card (a memory card: no applications, no ISO 14443-4): --aid and
+        // --pn532 do not apply. Checked before the reader is tracked, so nothing is reset.
+        if withCard.contains(reader), let atr, let kind = StorageCard.kind(atr: atr) {
+            if aid != nil {
+                throw CLIError.usage("--aid selects an application, but the card in '\(reader)' is a \(kind) (its ATR names a PC/SC part 3 storage card), a memory card without applications: read it without --aid")
+            }
+            if usePN532 {
+                throw CLIError.usage("the card in '\(reader)' is a \(kind) (its ATR names a PC/SC part 3 storage card): drop --pn532; storage cards are read through the PC/SC part 3 path (secbridge read --reader \(reader))")
+            }
+        }
         if usePN532 { ReaderCleanup.track(reader) }
         if !usePN532 && !withCard.contains(reader) {
             throw CLIError.failure("no card in '\(reader)': place a card or phone on the reader\(ACR122Detection.nameSuggestsACR122(reader) ? ", or use --pn532 to poll with PN532 commands" : "")")
         }
-        // The PC/SC path records the card's ATR and protocol in the header, as `send` does.
-        let atr = states.first { $0.readerName == reader }?.atr
         // A PC/SC part 3 storage card: the reader's pseudo-APDUs instead of ISO 7816-4 (StorageCardCommands.swift).
         if !usePN532, aid == nil, let atr, StorageCard.identify(atr: atr) != nil {
             return try runStorageCardRead(invocation, context: context, reader: reader)

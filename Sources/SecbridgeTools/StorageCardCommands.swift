@@ -14,6 +14,8 @@ extension SecbridgeCLI {
         var key: MifareKey?
         var keyType: MifareKeyType = .a
         var blocks: [Int]?
+        /// The --blocks text as given, for messages.
+        var blocksText: String?
         var json = false
 
         /// - Throws: `CLIError.usage` for a bad key or block range, or one given without the other.
@@ -24,6 +26,7 @@ extension SecbridgeCLI {
                 do { key = try MifareKey(hex: text) } catch { throw .usage("--key: \(error.reason)") }
             }
             if let text = arguments.value("blocks") {
+                blocksText = text
                 do { blocks = try MifareClassicReader.blocks(parsing: text) } catch { throw .usage("--blocks: \(error.reason)") }
             }
             if key != nil, blocks == nil { throw .usage("--key needs --blocks N[-M]: the blocks to read (e.g. --blocks 4-7)") }
@@ -36,7 +39,16 @@ extension SecbridgeCLI {
     /// with --record), then ``readStorageCard(channel:atr:reader:request:out:)``.
     static func runStorageCardRead(_ invocation: Invocation, context: PCSCContext, reader: String) throws -> Int32 {
         let request = try StorageReadRequest(invocation.arguments)
-        let session = try CardSession.open(context: context, reader: reader, record: invocation.arguments.value("record"), command: "read")
+        let session: CardSession
+        do {
+            session = try CardSession.open(context: context, reader: reader, record: invocation.arguments.value("record"), command: "read")
+        } catch {
+            // A card taken away between listing and connecting: pcscd answers SCARD_W_UNRESPONSIVE_CARD.
+            if case .failure(let message) = error, message.contains("SCARD_W_UNRESPONSIVE_CARD") {
+                throw CLIError.failure(message + " (was the card removed?)")
+            }
+            throw error
+        }
         defer { session.close() }
         return try readStorageCard(channel: session.channel, atr: session.atr, reader: reader, request: request) { invocation.out($0) }
     }
@@ -57,40 +69,53 @@ extension SecbridgeCLI {
         if request.key != nil, !kind.isMifareClassic {
             throw CLIError.usage("--key and --blocks are for MIFARE Classic cards; the card in '\(reader)' is \(kind)")
         }
+        if let wanted = request.blocks, let count = kind.classicBlockCount, let outside = wanted.first(where: { $0 >= count }) {
+            throw CLIError.usage("--blocks \(request.blocksText ?? String(outside)): block \(outside) is not on a \(kind), which has blocks 0–\(count - 1)")
+        }
         // The exchanges go through the transcript recorder into memory, redacted as any recording
         // (``Redactor/default``: no key ever shows), to be printed below.
         let log: TranscriptBuffer
         do { log = try TranscriptBuffer() } catch { throw CLIError.failure("\(error)") }
         let card = StorageCard(channel: RecordingChannel(wrapping: channel, recorder: TranscriptRecorder(sink: log)))
         let nameBytes = [UInt8(storage.cardName >> 8), UInt8(storage.cardName & 0xFF)]
-        let cardLine = "\(storage.cardNameText ?? kind.description) (PC/SC part 3 name \(nameBytes.hexString), \(storage.standardText ?? "standard \([storage.standard].hexString)"))"
         var uid: [UInt8]?
         var uidError: String?
-        do { uid = try card.uid() } catch let error as StorageCardError { uidError = error.description }
-
         var ndef: Type2TagReader.Result?
+        var identification: Type2TagIdentification?
         var blocks: [MifareClassicReader.Block] = []
         var failure: String?
         var hint: String?
-        if kind == .type2Tag {
-            do { ndef = try Type2TagReader.read(card) } catch let error as Type2TagError {
-                failure = "not readable as an NFC Forum Type 2 Tag: \(error)"
-            } catch let error as StorageCardError {
-                failure = "not readable as an NFC Forum Type 2 Tag: \(error)"
-            }
-        } else if kind.isMifareClassic {
-            if let key = request.key, let wanted = request.blocks {
-                do {
-                    blocks = try MifareClassicReader.read(blocks: wanted, key: key, keyType: request.keyType, kind: kind, from: card)
+        // Any error of the channel (PC/SC: the card taken away, pcscd gone, a timeout) ends the
+        // reading; what was read and the exchanges are still printed, then exit 1.
+        do {
+            do { uid = try card.uid() } catch let error as StorageCardError { uidError = error.description }
+            if kind == .type2Tag {
+                do { ndef = try Type2TagReader.read(card) } catch let error as Type2TagError {
+                    failure = "not readable as an NFC Forum Type 2 Tag: \(error)"
                 } catch let error as StorageCardError {
-                    failure = error.description
+                    failure = "not readable as an NFC Forum Type 2 Tag: \(error)"
+                }
+                // After the reads: a tag that does not know GET_VERSION (MIFARE Ultralight) may stop
+                // answering until it is selected again, which must not cost the NDEF message.
+                identification = try card.type2Version()
+            } else if kind.isMifareClassic {
+                if let key = request.key, let wanted = request.blocks {
+                    do {
+                        try MifareClassicReader.read(blocks: wanted, key: key, keyType: request.keyType, kind: kind, from: card) { blocks.append($0) }
+                    } catch let error as StorageCardError {
+                        failure = error.description
+                    }
+                } else {
+                    hint = "\(kind) blocks are behind sector keys: add --key HEX12 (key A; --key-b for key B) and --blocks N[-M] to read them"
                 }
             } else {
-                hint = "\(kind) blocks are behind sector keys: add --key HEX12 (key A; --key-b for key B) and --blocks N[-M] to read them"
+                hint = "reading the memory of a \(kind) is not supported here; the UID and the name come from the reader"
             }
-        } else {
-            hint = "reading the memory of a \(kind) is not supported here; the UID and the name come from the reader"
+        } catch {
+            failure = "the reader or card stopped answering: \(channelErrorText(error)); what was read before is shown"
         }
+        let cardText = cardLine(storage: storage, kind: kind, identification: identification)
+        let note = identification?.note
 
         // Each SCardTransmit as (command, answer): the answer line, or the `!` line of a failed call.
         var exchanges: [(TranscriptBytes, TranscriptBytes?, TranscriptFailure?)] = []
@@ -102,18 +127,19 @@ extension SecbridgeCLI {
             default: break
             }
         }
-        func compact(_ bytes: TranscriptBytes) -> JSONValue {
-            if let plain = bytes.bytes { return .hex(plain) }
-            return .string(bytes.description)
-        }
         if request.json {
+            var cardMembers: [(String, JSONValue)] = [
+                ("name", .hex(nameBytes)), ("text", .string(storage.cardNameText ?? kind.description)),
+                ("standard", .hex([storage.standard])),
+            ]
+            if let product = identification?.product { cardMembers.append(("model", .string(product.description))) }
+            if let version = identification?.version { cardMembers.append(("version", .hex(version))) }
             var members: [(String, JSONValue)] = [
                 ("reader", .string(reader)),
-                ("card", .object([("name", .hex(nameBytes)), ("text", .string(storage.cardNameText ?? kind.description)),
-                                  ("standard", .hex([storage.standard]))])),
+                ("card", .object(cardMembers)),
                 ("uid", uid.map { .hex($0) } ?? .null),
                 ("exchanges", .array(exchanges.map { command, answer, failure in
-                    .object([("command", compact(command)), ("response", answer.map(compact) ?? .null)]
+                    .object([("command", jsonBytes(command)), ("response", answer.map(jsonBytes) ?? .null)]
                         + (failure.map { [("error", .string($0.name))] } ?? []))
                 })),
             ]
@@ -121,18 +147,19 @@ extension SecbridgeCLI {
                 members.append(("capabilityContainer", .hex(ndef.capabilityContainer.bytes)))
                 members.append(("ndef", .array((ndef.message?.records ?? []).map(recordJSON))))
             }
-            if !blocks.isEmpty {
+            if !blocks.isEmpty || (kind.isMifareClassic && request.key != nil) {
                 members.append(("blocks", .array(blocks.map { block in
                     .object([("block", .int(block.number)), ("sector", .int(block.sector)), ("trailer", .bool(block.isSectorTrailer)),
-                             ("data", compact(maskedBlock(block)))])
+                             ("data", jsonBytes(maskedBlock(block)))])
                 })))
             }
             if let error = failure ?? uidError { members.append(("error", .string(error))) }
+            if let note { members.append(("note", .string(note))) }
             if let hint { members.append(("hint", .string(hint))) }
             out(JSONValue.object(members).prettySerialized())
         } else {
             out("reader: \(reader)")
-            out("card: \(cardLine)")
+            out("card: \(cardText)")
             if let uid { out("UID \(uid.hexString)") }
             for (command, answer, failure) in exchanges {
                 out("> \(command)")
@@ -151,11 +178,63 @@ extension SecbridgeCLI {
                 }
             }
             for block in blocks { out(blockLine(block)) }
+            if let note { out("note: \(note)") }
             if let hint { out("note: \(hint)") }
         }
         if let failure { throw CLIError.failure(failure) }
         if let uidError, ndef == nil, blocks.isEmpty { throw CLIError.failure(uidError) }
         return exitSuccess
+    }
+
+    /// `NTAG213 (GET_VERSION 00 04 04 02 01 00 0F 03; PC/SC part 3 name 00 03, ISO/IEC 14443 A, part 3)`
+    /// when GET_VERSION named the model, else `MIFARE Ultralight (PC/SC part 3 name 00 03, …)`.
+    static func cardLine(storage: ContactlessStorageCard, kind: StorageCardKind, identification: Type2TagIdentification?) -> String {
+        let nameBytes = [UInt8(storage.cardName >> 8), UInt8(storage.cardName & 0xFF)]
+        let pcsc = "PC/SC part 3 name \(nameBytes.hexString), \(storage.standardText ?? "standard \([storage.standard].hexString)")"
+        if let product = identification?.product, let version = identification?.version {
+            return "\(product) (GET_VERSION \(version.hexString); \(pcsc))"
+        }
+        return "\(storage.cardNameText ?? kind.description) (\(pcsc))"
+    }
+
+    /// A channel error in words; SCARD_W_UNRESPONSIVE_CARD and SCARD_W_REMOVED_CARD ask whether the
+    /// card was removed.
+    static func channelErrorText(_ error: any Error) -> String {
+        guard let pcsc = error as? PCSCError else { return "\(error)" }
+        var text = describe(pcsc)
+        if pcsc == .unresponsiveCard { text += " (was the card removed?)" }
+        return text
+    }
+
+    /// A byte string in JSON: uppercase hex without spaces, or, when secret bytes were left out
+    /// (a Load Keys key, a sector trailer's key B), an object `{"hex": the bytes shown, "redacted":
+    /// how many bytes follow them unshown}` (`"hexAfter"` if shown bytes follow the redaction;
+    /// `"parts"` for any other mix, which `read` does not produce).
+    static func jsonBytes(_ bytes: TranscriptBytes) -> JSONValue {
+        if let plain = bytes.bytes { return .hex(plain) }
+        var before: [UInt8] = [], after: [UInt8] = [], redacted: Int?
+        var simple = true
+        for item in bytes.items {
+            switch item {
+            case .byte(let b): if redacted == nil { before.append(b) } else { after.append(b) }
+            case .redacted(let n):
+                if redacted != nil { simple = false }
+                redacted = n
+            case .wildcard: simple = false
+            }
+        }
+        if simple, let redacted {
+            return .object([("hex", .hex(before)), ("redacted", .int(redacted))] + (after.isEmpty ? [] : [("hexAfter", .hex(after))]))
+        }
+        var parts: [JSONValue] = []
+        var run: [UInt8] = []
+        for item in bytes.items {
+            if case .byte(let b) = item { run.append(b); continue }
+            if !run.isEmpty { parts.append(.hex(run)); run = [] }
+            if case .redacted(let n) = item { parts.append(.object([("redacted", .int(n))])) } else { parts.append(.object([("wildcard", .int(1))])) }
+        }
+        if !run.isEmpty { parts.append(.hex(run)) }
+        return .object([("parts", .array(parts))])
     }
 
     /// A block's bytes with a trailer's key B masked (key A reads as zeros anyway).
@@ -196,16 +275,22 @@ extension SecbridgeCLI {
         discussion: """
             Writes one URI record or one UTF-8 text record to the NFC Forum Type 2 Tag (MIFARE
             Ultralight, NTAG213/215/216) on a PC/SC part 3 reader such as the ACR122U: reads the
-            capability container (page 3; refuses a tag that is not NDEF formatted or is read-only),
-            checks that the message fits the data area (SIZE × 8 bytes), writes `03 len message FE`
-            from page 4 with Update Binary (FF D6 00 <page> 04, four bytes a page, the last padded
-            with 00), then reads the pages back to verify. Other cards (Type 4 tags, MIFARE Classic,
-            phones) are refused. Asks before writing unless --yes.
+            model with GET_VERSION through Direct Transmit (FF 00 00 00 03 D4 42 60; a tag or reader
+            that does not answer is noted and the capability container used), the capability
+            container (page 3; refuses a tag that is not NDEF formatted, is read-only, or whose CC
+            claims more than its model has: NTAG213 144, NTAG215 504, NTAG216 888 bytes of user
+            memory), checks that the message fits, and the static lock bytes (page 2; refuses when a
+            page the message needs is locked). Only then does it ask (unless --yes) and write, in
+            the NFC Forum order that leaves a valid tag if interrupted: page 4 as an empty NDEF
+            message (03 00 FE), then `03 len message FE` from page 5 on with Update Binary
+            (FF D6 00 <page> 04, the last page padded with 00), then page 4 with the message's start;
+            then it reads the pages back to verify. A failed write says what the tag holds now.
+            Other cards (Type 4 tags, MIFARE Classic, phones) are refused.
 
             Example:
               $ secbridge write-ndef --uri https://example.com --yes
               reader: ACS ACR122U PICC Interface 00 00
-              card: MIFARE Ultralight (PC/SC part 3 name 00 03, ISO/IEC 14443 A, part 3)  UID 04 A1 B2 C3 D4 E5 F6
+              card: NTAG213 (GET_VERSION 00 04 04 02 01 00 0F 03; PC/SC part 3 name 00 03, ISO/IEC 14443 A, part 3)  UID 04 A1 B2 C3 D4 E5 F6
               capability container: E1 10 12 00 (144 data bytes, read/write)
               wrote 19 bytes (16 bytes of NDEF) to pages 4–8 and read them back
               NDEF record 1: URI https://example.com
@@ -256,6 +341,16 @@ extension SecbridgeCLI {
     /// - Throws: `CLIError.usage` unless exactly one of --uri and --text is given (and --lang only with --text).
     static func writeNDEFMessage(_ arguments: ParsedArguments) throws(CLIError) -> NDEFMessage {
         let uri = arguments.value("uri"), text = arguments.value("text")
+        if let lang = arguments.value("lang"), lang.isEmpty {
+            throw .usage("--lang is empty: give a language code such as en or de-CH")
+        }
+        if let uri, uri.isEmpty { throw .usage("--uri is empty: give the URI to write, e.g. https://example.com") }
+        for (option, value) in [("uri", uri), ("text", text), ("lang", arguments.value("lang"))] {
+            if let value, let control = value.unicodeScalars.first(where: { $0.properties.generalCategory == .control }) {
+                let code = String(control.value, radix: 16, uppercase: true)
+                throw .usage("--\(option) contains a control character (U+\(String(repeating: "0", count: max(0, 4 - code.count)) + code)): give it on one line without control characters")
+            }
+        }
         switch (uri, text) {
         case (let uri?, nil):
             if arguments.value("lang") != nil { throw .usage("--lang is for --text records") }
@@ -279,9 +374,12 @@ extension SecbridgeCLI {
         }
     }
 
-    /// Writes `message` to the Type 2 Tag on `channel` after `confirm` says yes; prints the outcome.
-    /// - Throws: `CLIError.failure` for a card that is not a Type 2 Tag, a declined prompt, and the
-    ///   writer's refusals and failures (read-only, does not fit, 63 00, read-back mismatch).
+    /// Writes `message` to the Type 2 Tag on `channel`: every check first (GET_VERSION for the
+    /// model, the capability container, the static lock bits; ``Type2TagWriter/prepare(message:card:identification:)``),
+    /// then `confirm`, then the write (page 4 empty first and last) and the read-back; prints the outcome.
+    /// - Throws: `CLIError.failure` for a card that is not a Type 2 Tag, the writer's refusals
+    ///   (read-only, locked, a CC claiming more than the model has, does not fit), a declined prompt,
+    ///   and failures (63 00, a card taken away, read-back mismatch) saying what the tag holds now.
     static func writeNDEF(
         message: NDEFMessage, channel: any CardChannel, atr: [UInt8], reader: String, out: (String) -> Void,
         confirm: (String) -> Bool
@@ -289,27 +387,37 @@ extension SecbridgeCLI {
         try requireType2Tag(atr: atr, reader: reader)
         let storage = StorageCard.identify(atr: atr)!
         let card = StorageCard(channel: channel)
-        let uid = try? card.uid()
         out("reader: \(reader)")
-        out("card: \(storage.cardNameText ?? "Type 2 Tag") (PC/SC part 3 name 00 03, \(storage.standardText ?? "standard \([storage.standard].hexString)"))" + (uid.map { "  UID \($0.hexString)" } ?? ""))
         do {
-            let cc = try Type2TagReader.readCapabilityContainer(card)
+            let uid = try? card.uid()
+            let identification = try card.type2Version()
+            out("card: \(cardLine(storage: storage, kind: .type2Tag, identification: identification))" + (uid.map { "  UID \($0.hexString)" } ?? ""))
+            if let note = identification.note { out("note: \(note)") }
+            let plan = try Type2TagWriter.prepare(message: message, card: card, identification: identification)
+            let cc = plan.capabilityContainer
             out("capability container: \(cc.bytes.hexString) (\(cc.dataAreaSize) data bytes, \(cc.isReadOnly ? "read-only" : "read/write"))")
             let tlv = Type2TagWriter.tlvBytes(for: message)
             let records = message.records.map(describeRecord).joined(separator: ", ")
             guard confirm("Write \(records) (\(tlv.count) bytes) to the tag\(uid.map { " \($0.hexString)" } ?? "") on \(reader), replacing its NDEF message?") else {
                 throw CLIError.failure("not written: the write was not confirmed")
             }
-            let result = try Type2TagWriter.write(message: message, to: card)
+            let result = try Type2TagWriter.execute(plan, on: card)
             out("wrote \(tlv.count) bytes (\(message.serialized().count) bytes of NDEF) to pages \(result.pages.lowerBound)–\(result.pages.upperBound) and read them back")
             for (index, record) in message.records.enumerated() {
                 out("NDEF record \(index + 1): \(describeRecord(record))")
             }
             return exitSuccess
+        } catch let error as CLIError {
+            throw error
         } catch let error as Type2TagError {
             throw CLIError.failure("\(error)")
         } catch let error as StorageCardError {
             throw CLIError.failure("\(error)")
+        } catch let error as Type2TagWriteFailure {
+            let cause = (error.underlying as? StorageCardError).map(\.description) ?? channelErrorText(error.underlying)
+            throw CLIError.failure("\(error.state == .writtenNotVerified ? "reading back" : "writing") page \(error.page) failed: \(cause); \(error.state)")
+        } catch {
+            throw CLIError.failure("the reader or card stopped answering before anything was written: \(channelErrorText(error))")
         }
     }
 }

@@ -362,12 +362,15 @@ public enum Type2TagWriteState: Sendable, Hashable, CustomStringConvertible {
     /// The last write (page 4 with the message's start) failed: the tag holds the empty NDEF
     /// message, or the new one if the write reached it.
     case emptyOrNewMessage
+    /// Every page was written; reading back to verify failed.
+    case writtenNotVerified
 
     public var description: String {
         switch self {
         case .untouched: "the tag holds what it held before (the first write, page 4, did not complete)"
         case .emptyMessage: "the tag now holds an empty NDEF message (03 00 FE on page 4), not the old one and not a half-written one"
         case .emptyOrNewMessage: "the tag holds an empty NDEF message (03 00 FE on page 4), or the new message if the last write reached it; check with `secbridge read`"
+        case .writtenNotVerified: "every page was written but reading back to verify failed; check the tag with `secbridge read`"
         }
     }
 }
@@ -386,10 +389,10 @@ public struct Type2TagWriteFailure: Error, CustomStringConvertible {
         self.underlying = underlying
     }
 
-    /// `writing page 6 failed: <error>; the tag now holds an empty NDEF message …; write again`.
+    /// `writing page 6 failed: <error>; the tag now holds an empty NDEF message …`
+    /// (`reading back page 4 failed: …` for ``Type2TagWriteState/writtenNotVerified``).
     public var description: String {
-        let next = state == .untouched ? "check the tag and write again" : "keep the tag on the reader and write again"
-        return "writing page \(page) failed: \(underlying); \(state); \(next)"
+        "\(state == .writtenNotVerified ? "reading back" : "writing") page \(page) failed: \(underlying); \(state)"
     }
 }
 
@@ -514,9 +517,9 @@ public enum Type2TagWriter {
     }
 
     /// Writes a prepared plan (page 4 empty first, pages 5… , page 4 last) and reads it back.
-    /// - Throws: ``Type2TagWriteFailure`` when an Update Binary fails (saying what the tag holds
-    ///   now); ``Type2TagError`` `verifyMismatch` (naming the page, the bytes written and read);
-    ///   ``StorageCardError`` from the read-back; the channel's errors unchanged.
+    /// - Throws: ``Type2TagWriteFailure`` when an Update Binary or the read-back fails (saying what
+    ///   the tag holds now, with the ``StorageCardError`` or channel error under it);
+    ///   ``Type2TagError`` `verifyMismatch` (naming the page, the bytes written and read).
     @discardableResult
     public static func execute(_ plan: Plan, on card: StorageCard) throws -> Result {
         let data = plan.data
@@ -542,7 +545,11 @@ public enum Type2TagWriter {
         var readBack: [UInt8] = []
         while readBack.count < data.count {  // each pass adds 4…16 bytes or throws
             let page = 4 + readBack.count / 4
-            readBack += try card.readBinary(block: UInt8(page), length: min(16, data.count - readBack.count))
+            do {
+                readBack += try card.readBinary(block: UInt8(page), length: min(16, data.count - readBack.count))
+            } catch {
+                throw Type2TagWriteFailure(page: page, state: .writtenNotVerified, underlying: error)
+            }
         }
         if let first = zip(data, readBack).enumerated().first(where: { $0.element.0 != $0.element.1 })?.offset {
             let pageStart = first - first % 4
