@@ -128,7 +128,7 @@ enum HardwareSelftest {
                  expected: .exactly([0xD5, 0x87, 0x25, 0x90, 0x00]), source: "PN532 UM0701-02 §7.1 (error 25), acr122-pn532.md §5"),
             Step(label: "Direct Transmit with Lc one too long", command: [0xFF, 0x00, 0x00, 0x00, 0x03, 0xD4, 0x02],
                  expected: .exactly([0x63, 0x00]), source: "ACR122U API v2.04, Direct Transmit (63 00: operation failed)"),
-            Step(label: "Get Data (UID) without a card", command: [0xFF, 0xCA, 0x00, 0x00, 0x00],
+            Step(label: "Get Data (UID) through the escape path, no card activated", command: [0xFF, 0xCA, 0x00, 0x00, 0x00],
                  expected: .exactly([0x63, 0x00]), source: "ACR122U API v2.04, Get Data (63 00: operation failed)"),
         ]
         return steps
@@ -176,6 +176,24 @@ enum HardwareSelftest {
         Step(label: "restore: automatic polling (PICC parameter FF)", command: [0xFF, 0x00, 0x51, 0xFF, 0x00],
              expected: .exactly([0x90, 0xFF]), source: "ACR122U API v2.04, Set PICC Operating Parameter; acr122-pn532.md §5d"),
     ]
+
+    /// What makes a bundle not replay against a lone simulated unit: another reader's RF field
+    /// (GetGeneralStatus Field byte 01, UM0701-02 §7.2.3) or a terminal that activated the target
+    /// part's TgInitAsTarget (a phone, or another reader polling nearby).
+    static func warnings(_ outcomes: [Outcome]) -> [String] {
+        var warnings: [String] = []
+        for outcome in outcomes {
+            guard let answer = outcome.answer, outcome.step.command.count >= 7 else { continue }
+            let code = outcome.step.command[6]
+            if outcome.step.command[5] == 0xD4, code == 0x04, answer.count >= 4, answer.starts(with: [0xD5, 0x05]), answer[3] == 0x01 {
+                warnings.append("an external RF field was present (GetGeneralStatus: Field 01): another reader or a phone is near; the bundle will not replay against a single simulated unit, record it again with nothing near the reader")
+            }
+            if outcome.step.command[5] == 0xD4, code == 0x8C, answer.starts(with: [0xD5, 0x8D]) {
+                warnings.append("a terminal activated the target part's TgInitAsTarget (\(answer.hexString)): a phone or another reader was near; record again with nothing near the reader (use --phone to record a phone)")
+            }
+        }
+        return warnings
+    }
 
     // MARK: Running
 

@@ -102,9 +102,14 @@ extension SecbridgeCLI {
         let date = utcTimestamp()
         let directory = invocation.arguments.value("output")
             ?? "selftest-\(firmware.filter { $0.isLetter || $0.isNumber })-\(date.filter { $0.isNumber || $0 == "T" })"
-        guard mkdir(directory, 0o755) == 0 else {
-            let reason = String(cString: strerror(errno))
-            throw CLIError.failure("cannot create the bundle directory '\(directory)': \(reason) (an existing directory is never reused; give another --output)")
+        guard !directory.isEmpty, mkdir(directory, 0o755) == 0 else {
+            let number = directory.isEmpty ? ENOENT : errno
+            let advice = switch number {
+            case EEXIST: "it exists, and an existing directory is never reused; give another --output"
+            case ENOENT: "its parent directory does not exist; create it first, or give another --output"
+            default: "give another --output"
+            }
+            throw CLIError.failure("cannot create the bundle directory '\(directory)': \(String(cString: strerror(number))); \(advice)")
         }
 
         func header(_ part: HardwareSelftest.Part) -> TranscriptHeader {
@@ -159,6 +164,8 @@ extension SecbridgeCLI {
             }
             results.append((part, outcomes, file))
         }
+        let warnings = HardwareSelftest.warnings(results.flatMap(\.outcomes))
+        if !json { for warning in warnings { invocation.out("warning: \(warning)") } }
 
         if invocation.arguments.has("phone") && !interrupted() {
             if !json { invocation.out("phone: hold a phone or terminal to the reader within 60 s (it reads https://example.com)") }
@@ -200,6 +207,7 @@ extension SecbridgeCLI {
                     ])
                 })),
                 ("errors", .int(failed)), ("differences", .int(differing)), ("writeErrors", .array(writeErrors.map { .string($0) })),
+                ("warnings", .array(warnings.map { .string($0) })),
             ]).prettySerialized())
         } else {
             invocation.out("bundle: \(directory) (\(results.map(\.part.fileName).joined(separator: ", ")))")
@@ -234,6 +242,9 @@ extension SecbridgeCLI {
         var results: [JSONValue] = []
         var failures = 0
         for directory in directories {
+            guard access(directory, F_OK) == 0 else {
+                throw CLIError.failure("\(directory) does not exist; give the directory `secbridge selftest --hardware` wrote")
+            }
             let parts = HardwareSelftest.Part.allCases.map { (part: $0, file: directory + "/" + $0.fileName) }
                 .filter { access($0.file, F_OK) == 0 }
             guard !parts.isEmpty else {
@@ -246,18 +257,29 @@ extension SecbridgeCLI {
                 } catch {
                     outcome = .failure(error)
                 }
+                // A ReplayError is the simulator answering otherwise; anything else means the file
+                // could not be used at all.
+                let result: String
+                var errorText: String?
                 switch outcome {
                 case .success(let count):
+                    result = "match"
                     if !invocation.json { invocation.out("\(file): \(count) exchange\(count == 1 ? "" : "s"), every answer matches the simulator") }
+                case .failure(let error as ReplayError):
+                    failures += 1
+                    result = "differs"
+                    errorText = error.description
+                    if !invocation.json { invocation.console.err("secbridge: \(file): the simulator answers differently: \(error)\n") }
                 case .failure(let error):
                     failures += 1
-                    if !invocation.json { invocation.console.err("secbridge: \(file): the simulator answers differently: \(error)\n") }
+                    result = "unusable"
+                    errorText = (error as? CLIError)?.message ?? "\(error)"
+                    if !invocation.json { invocation.console.err("secbridge: \(file): not a usable selftest recording: \(errorText ?? "")\n") }
                 }
                 results.append(.object([
-                    ("file", .string(file)), ("part", .string(part.rawValue)),
-                    ("result", .string((try? outcome.get()) != nil ? "match" : "differs")),
+                    ("file", .string(file)), ("part", .string(part.rawValue)), ("result", .string(result)),
                     ("exchanges", (try? outcome.get()).map { .int($0) } ?? .null),
-                    ("error", outcome.failureText.map { .string($0) } ?? .null),
+                    ("error", errorText.map { .string($0) } ?? .null),
                 ]))
             }
         }
@@ -295,7 +317,11 @@ extension SecbridgeCLI {
         default: personality = "ccid-escape-enabled"
         }
         let card = try BundleHeader.cardArguments(transcript.header[BundleHeader.cardKey])
-        try LiveReplay.check(transcript)
+        do {
+            try LiveReplay.check(transcript)
+        } catch {
+            throw CLIError.failure("\(error)")
+        }
 
         let base = "/tmp/secbridge-selftest-replay.\(getpid())"
         let readers = InProcessReaders()
@@ -368,10 +394,3 @@ private final class ErrorStreamConsole: Console {
     func readLine() -> String? { nil }
 }
 
-extension Result {
-    /// The failure's description, nil on success.
-    var failureText: String? {
-        if case .failure(let error) = self { return "\(error)" }
-        return nil
-    }
-}

@@ -182,6 +182,37 @@ extension SharedReader {
             #expect(replay.err.contains("actual:   ctl 0x42000001 < 90 03"))
         }
 
+        @Test func aFileThatIsNotATranscriptIsReportedAsUnusableNotAsADifference() async throws {
+            _ = try sharedEnvironment()
+            let source = try #require(try selftestBundles(under: "simulated").first)
+            let bundle = temporaryBundlePath()
+            try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: false)
+            defer { try? FileManager.default.removeItem(atPath: bundle) }
+            // Cut short inside its last line (no final newline: Fixtures/README.md grammar).
+            var text = try String(contentsOfFile: source + "/reader.trn", encoding: .utf8)
+            text.removeLast(3)
+            try text.write(toFile: bundle + "/reader.trn", atomically: true, encoding: .utf8)
+            let replay = try await runBinary(["selftest", "--replay", bundle, "--json"], environment: ProcessInfo.processInfo.environment, timeout: .seconds(40))
+            #expect(replay.status == 1)
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(replay.out.utf8)) as? [[String: Any]])
+            #expect(json.first?["result"] as? String == "unusable")
+            let error = try #require(json.first?["error"] as? String)
+            #expect(error.contains("reader.trn:54:"), "\(error)")
+            #expect(error.contains("the last line does not end with a newline"), "\(error)")
+            #expect(!error.hasPrefix("failure("))
+        }
+
+        @Test func anotherReadersFieldIsWarnedAbout() async throws {
+            // Reader B shares A's field and polls (the simulated pair's default): GetGeneralStatus
+            // reports the external field, and B activates A's target.
+            let environment = try await resetSimulatedReaders()
+            let bundle = temporaryBundlePath()
+            defer { try? FileManager.default.removeItem(atPath: bundle) }
+            let run = try await runCLI(["selftest", "--hardware", "--reader", environment.simulatedReaderA, "--output", bundle])
+            #expect(run.status == 0, "\(run.err)")
+            #expect(run.out.contains("warning: a terminal activated the target part's TgInitAsTarget (D5 8D"), "\(run.out)")
+        }
+
         /// Every bundle recorded on a real unit (Fixtures/hardware/) and the simulator's own
         /// (Fixtures/simulated/) replays against the simulator: a real unit's recording that stops
         /// matching is a fidelity regression.
@@ -202,7 +233,14 @@ extension SharedReader {
             #expect(try await runCLI(["selftest", "--replay", "x", "--phone"]).status == 64)
             let missing = try await runCLI(["selftest", "--replay", "/nonexistent-bundle"])
             #expect(missing.status == 1)
-            #expect(missing.err.contains("/nonexistent-bundle holds no bundle"))
+            #expect(missing.err.contains("/nonexistent-bundle does not exist"))
+            let empty = FileManager.default.temporaryDirectory.path
+            let notABundle = try await runCLI(["selftest", "--replay", empty])
+            #expect(notABundle.status == 1)
+            #expect(notABundle.err.contains("holds no bundle (no reader.trn, target.trn or phone.trn)"))
+            let parentMissing = try await runCLI(["selftest", "--hardware", "--output", "/nonexistent-parent/bundle"])
+            #expect(parentMissing.status == 1)
+            #expect(parentMissing.err.contains("its parent directory does not exist"), "\(parentMissing.err)")
         }
     }
 }
