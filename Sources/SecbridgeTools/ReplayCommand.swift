@@ -186,7 +186,20 @@ extension SecbridgeCLI {
     static func replayAgainstSimulatedReader(
         _ transcript: Transcript, path: String, options: ReplayOptions, invocation: Invocation
     ) throws -> Int32 {
-        let base = "/tmp/secbridge-replay-simulated.\(getpid())"
+        try withFreshSimulatedReader(named: "replay-simulated") { readers, reader, control in
+            try replayAgainstSimulatedReader(transcript, path: path, options: options, invocation: invocation,
+                                              readers: readers, reader: reader, control: control)
+        }
+    }
+
+    /// Runs `body` with a fresh simulated ACR122U in this process (the driver's entry points with
+    /// pcscd's rules, as just plugged in), its name and its control socket; the reader and its
+    /// directory under /tmp are gone afterwards.
+    /// - Throws: `CLIError.failure` when the reader cannot be created; what `body` throws.
+    static func withFreshSimulatedReader<T>(
+        named name: String, _ body: (InProcessReaders, String, SimulatedReaderControl) throws -> T
+    ) throws -> T {
+        let base = "/tmp/secbridge-\(name).\(getpid())"
         let readers = InProcessReaders()
         defer {
             readers.close()
@@ -198,6 +211,13 @@ extension SecbridgeCLI {
         } catch {
             throw CLIError.failure("cannot create the in-process simulated reader: \(error)")
         }
+        return try body(readers, reader, SimulatedReaderControl(socketPath: base + "/a/control.sock"))
+    }
+
+    static func replayAgainstSimulatedReader(
+        _ transcript: Transcript, path: String, options: ReplayOptions, invocation: Invocation,
+        readers: InProcessReaders, reader: String, control: SimulatedReaderControl
+    ) throws -> Int32 {
         let direct = transcript.header.transmissionProtocol == .undefined
         let channel: any CardChannel
         do {
@@ -206,8 +226,7 @@ extension SecbridgeCLI {
             } else {
                 let absolute = path.hasPrefix("/") ? path : (environmentValue("PWD") ?? ".") + "/" + path
                 do {
-                    _ = try SimulatedReaderControl(socketPath: base + "/a/control.sock")
-                        .request("place-card", ["uid": "04A1B2C3", "transcript": absolute, "id": "replay"])
+                    _ = try control.request("place-card", ["uid": "04A1B2C3", "transcript": absolute, "id": "replay"])
                 } catch {
                     throw CLIError.failure("the simulated reader could not take a card answering from \(path): \(error)")
                 }

@@ -323,56 +323,45 @@ extension SecbridgeCLI {
             throw CLIError.failure("\(error)")
         }
 
-        let base = "/tmp/secbridge-selftest-replay.\(getpid())"
-        let readers = InProcessReaders()
-        defer {
-            readers.close()
-            for directory in [base + "/a", base] { _ = rmdir(directory) }
-        }
-        let reader: String
-        do {
-            reader = try readers.createChannel(deviceName: base + "/a")
-        } catch {
-            throw CLIError.failure("cannot create the in-process simulated reader: \(error)")
-        }
-        let control = SimulatedReaderControl(socketPath: base + "/a/control.sock")
-        var personalityLine = "personality name=\(personality)"
-        if let firmware = transcript.header.firmware {
-            guard !firmware.isEmpty, firmware.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0 != "\"" }) else {
-                throw CLIError.failure("\(file): the header's firmware '\(firmware)' is not a firmware string (ASCII, no spaces)")
-            }
-            personalityLine += " firmware=\(firmware)"
-        }
-        try control.send(personalityLine)
-        if let card {
-            let sak = card["sak"].flatMap { UInt8($0, radix: 16) } ?? 0
-            let isoDEP = sak & 0x20 != 0
-            var line = isoDEP ? "place-card id=selftest-card" : "place-tag id=selftest-card"
-            for key in ["uid", "atqa", "sak", "ats"] where isoDEP || key != "ats" {
-                if let value = card[key] { line += " \(key)=\(value)" }
-            }
-            try control.send(line)
-            // As under pcscd: the card is seen and powered up (which reads its ATR), then powered
-            // down again while no client uses it, before the recorded sequence connects DIRECT.
-            // The in-process layer powers up on the first connection (bounded, as pcscd's polling).
-            var powered = false
-            for _ in 0..<20 where !powered {
-                if let handle = try? readers.connect(to: reader, share: .shared, protocols: .any) {
-                    try? handle.disconnect(.unpower)
-                    powered = true
-                } else {
-                    sleepMilliseconds(50)
+        return try withFreshSimulatedReader(named: "selftest-replay") { readers, reader, control in
+            var personalityLine = "personality name=\(personality)"
+            if let firmware = transcript.header.firmware {
+                guard !firmware.isEmpty, firmware.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0 != "\"" }) else {
+                    throw CLIError.failure("\(file): the header's firmware '\(firmware)' is not a firmware string (ASCII, no spaces)")
                 }
+                personalityLine += " firmware=\(firmware)"
             }
-            guard powered else { throw CLIError.failure("the simulated reader did not report the recorded card within 1 s") }
+            try control.send(personalityLine)
+            if let card {
+                let sak = card["sak"].flatMap { UInt8($0, radix: 16) } ?? 0
+                let isoDEP = sak & 0x20 != 0
+                var line = isoDEP ? "place-card id=selftest-card" : "place-tag id=selftest-card"
+                for key in ["uid", "atqa", "sak", "ats"] where isoDEP || key != "ats" {
+                    if let value = card[key] { line += " \(key)=\(value)" }
+                }
+                try control.send(line)
+                // As under pcscd: the card is seen and powered up (which reads its ATR), then powered
+                // down again while no client uses it, before the recorded sequence connects DIRECT.
+                // The in-process layer powers up on the first connection (bounded, as pcscd's polling).
+                var powered = false
+                for _ in 0..<20 where !powered {
+                    if let handle = try? readers.connect(to: reader, share: .shared, protocols: .any) {
+                        try? handle.disconnect(.unpower)
+                        powered = true
+                    } else {
+                        sleepMilliseconds(50)
+                    }
+                }
+                guard powered else { throw CLIError.failure("the simulated reader did not report the recorded card within 1 s") }
+            }
+            let channel: InProcessCardHandle
+            do {
+                channel = try readers.connect(to: reader, share: .direct, protocols: .undefined)
+            } catch {
+                throw CLIError.failure("could not connect to the simulated reader: \(error)")
+            }
+            return try LiveReplay.run(transcript, on: channel, options: ReplayOptions(mode: .strict))
         }
-        let channel: InProcessCardHandle
-        do {
-            channel = try readers.connect(to: reader, share: .direct, protocols: .undefined)
-        } catch {
-            throw CLIError.failure("could not connect to the simulated reader: \(error)")
-        }
-        return try LiveReplay.run(transcript, on: channel, options: ReplayOptions(mode: .strict))
     }
 
     /// The built-in URI tag credential (the demo's).
