@@ -15,6 +15,9 @@ final class FakeStorageCardChannel: CardChannel {
 
     var memory: Memory
     var uid: [UInt8] = [0x04, 0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6]
+    /// The GET_VERSION answer through Direct Transmit (`FF 00 00 00 03 D4 42 60` → `D5 43 00 <8> 90 00`);
+    /// nil: the tag stays silent (`D5 43 01 90 00`, a MIFARE Ultralight).
+    var version: [UInt8]? = ntag213Version
     /// Every command, in order.
     private(set) var log: [[UInt8]] = []
     /// Answers to give instead of the memory's, by command (first match wins, used once).
@@ -43,6 +46,8 @@ final class FakeStorageCardChannel: CardChannel {
         }
         guard c.count >= 5, c[0] == 0xFF else { return [0x6E, 0x00] }
         switch (c[1], memory) {
+        case (0x00, .type2) where c == StorageCard.getVersionCommand:
+            return version.map { [0xD5, 0x43, 0x00] + $0 + [0x90, 0x00] } ?? [0xD5, 0x43, 0x01, 0x90, 0x00]
         case (0xCA, _):
             return uid + [0x90, 0x00]
         case (0x82, _):
@@ -95,6 +100,10 @@ func type2Memory(cc: String, data: String, dataAreaSize: Int) -> [UInt8] {
 }
 
 let ntag213CC = "E1 10 12 00"
+/// GET_VERSION answers (NXP NTAG213/215/216 data sheet §10.1, table 28).
+let ntag213Version = hex("00 04 04 02 01 00 0F 03")
+let ntag215Version = hex("00 04 04 02 01 00 11 03")
+let ntag216Version = hex("00 04 04 02 01 00 13 03")
 let exampleURITLV = "03 10 D1 01 0C 55 04 65 78 61 6D 70 6C 65 2E 63 6F 6D FE"
 
 @Suite("Storage cards, Type 2 Tags and MIFARE Classic (PC/SC part 3)")
@@ -181,7 +190,7 @@ struct StorageCardTests {
         do {
             _ = try Type2CapabilityContainer(parsing: hex("00 00 00 00"))
         } catch {
-            #expect(error.description == "notNDEFFormatted at page 3: not NDEF formatted: the capability container's magic byte is 00, not E1 (bytes 00 00 00 00)")
+            #expect(error.description == "not NDEF formatted: the capability container's magic byte is 00, not E1 (page 3: 00 00 00 00)")
         }
     }
 
@@ -302,13 +311,18 @@ struct StorageCardTests {
     func writeExampleURI() throws {
         let channel = FakeStorageCardChannel(.type2(type2Memory(cc: ntag213CC, data: "03 00 FE", dataAreaSize: 144)))
         let result = try Type2TagWriter.writeURI("https://example.com", to: StorageCard(channel: channel))
+        // Checks first (GET_VERSION, CC, static lock bytes), then the NFC Forum Type 2 order:
+        // page 4 as an empty NDEF message, pages 5–8, page 4 with the message's start; read-back.
         #expect(channel.log == [
+            hex("FF 00 00 00 03 D4 42 60"),
             hex("FF B0 00 03 04"),
-            hex("FF D6 00 04 04 03 10 D1 01"),
+            hex("FF B0 00 02 04"),
+            hex("FF D6 00 04 04 03 00 FE 00"),
             hex("FF D6 00 05 04 0C 55 04 65"),
             hex("FF D6 00 06 04 78 61 6D 70"),
             hex("FF D6 00 07 04 6C 65 2E 63"),
             hex("FF D6 00 08 04 6F 6D FE 00"),
+            hex("FF D6 00 04 04 03 10 D1 01"),
             hex("FF B0 00 04 10"),
             hex("FF B0 00 08 04"),
         ])
@@ -336,7 +350,7 @@ struct StorageCardTests {
             #expect(error.code == .readOnly)
             #expect(error.description.contains("access byte is 0F"))
         } catch { Issue.record("\(error)") }
-        #expect(readOnly.log == [hex("FF B0 00 03 04")], "nothing written")
+        #expect(readOnly.log == [hex("FF 00 00 00 03 D4 42 60"), hex("FF B0 00 03 04")], "nothing written")
 
         let small = FakeStorageCardChannel(.type2(type2Memory(cc: ntag213CC, data: "03 00 FE", dataAreaSize: 144)))
         let big = "https://example.com/" + String(repeating: "x", count: 200)
@@ -346,9 +360,10 @@ struct StorageCardTests {
         } catch let error as Type2TagError {
             #expect(error.code == .doesNotFit)
             // 3 header + 1 type + payload (1 code + 212) → 217 bytes of NDEF, 2-byte TLV header, terminator.
-            #expect(error.description.contains("the message needs 220 bytes (217 bytes of NDEF, 2-byte TLV header, 1-byte terminator) but the tag's data area has 144 bytes (SIZE 12 × 8)"), "\(error)")
+            // Words first, no code name; what to do last.
+            #expect(error.description == "the message needs 220 bytes (217 bytes of NDEF, 2-byte TLV header, 1-byte terminator) but the tag's data area has 144 bytes (SIZE 12 × 8); nothing was written (page 3: E1 10 12 00); write a shorter URI or text, or use a larger tag such as an NTAG215 (496 bytes) or NTAG216 (872 bytes)")
         } catch { Issue.record("\(error)") }
-        #expect(small.log.count == 1, "nothing written")
+        #expect(small.log == [hex("FF 00 00 00 03 D4 42 60"), hex("FF B0 00 03 04")], "nothing written")
 
         let blank = FakeStorageCardChannel(.type2(type2Memory(cc: "00 00 00 00", data: "", dataAreaSize: 16)))
         #expect(throws: Type2TagError(.notNDEFFormatted, "")) { try Type2TagWriter.writeURI("https://example.com", to: StorageCard(channel: blank)) }
@@ -366,6 +381,50 @@ struct StorageCardTests {
         #expect(throws: Type2TagError(.doesNotFit, "")) { try Type2TagWriter.write(message: tooBig, to: StorageCard(channel: channel)) }
     }
 
+    struct InterruptionVector: Sendable, CustomTestStringConvertible {
+        /// The Update Binary that answers 63 00.
+        var failing: String
+        var page: Int
+        var state: Type2TagWriteState
+        /// Page 4 afterwards.
+        var page4: String
+        var testDescription: String { "63 00 at \(failing)" }
+    }
+
+    /// An old message "https://a" on the tag; writing https://example.com fails at one command.
+    static let interruptionVectors: [InterruptionVector] = [
+        // The first write: nothing changed, the old message is still there.
+        .init(failing: "FF D6 00 04 04 03 00 FE 00", page: 4, state: .untouched, page4: "03 06 D1 01"),
+        // A middle page: page 4 already holds the empty message 03 00 FE.
+        .init(failing: "FF D6 00 06 04 78 61 6D 70", page: 6, state: .emptyMessage, page4: "03 00 FE 00"),
+        // The last write, page 4 with the start: still the empty message.
+        .init(failing: "FF D6 00 04 04 03 10 D1 01", page: 4, state: .emptyOrNewMessage, page4: "03 00 FE 00"),
+    ]
+
+    @Test("an interrupted write leaves the old message or an empty one, never half of the new", arguments: interruptionVectors)
+    func interruptedWrite(_ v: InterruptionVector) throws {
+        let channel = FakeStorageCardChannel(.type2(type2Memory(cc: ntag213CC, data: "03 06 D1 01 02 55 04 61 FE", dataAreaSize: 144)))
+        channel.overrides = [(hex(v.failing), hex("63 00"))]
+        do {
+            try Type2TagWriter.writeURI("https://example.com", to: StorageCard(channel: channel))
+            Issue.record("expected a write failure")
+        } catch let error as Type2TagWriteFailure {
+            #expect(error.page == v.page)
+            #expect(error.state == v.state)
+            #expect((error.underlying as? StorageCardError)?.code == .operationFailed)
+        }
+        #expect(Array(channel.pages[16..<20]) == hex(v.page4))
+        // Whatever happened, the tag reads as a valid NDEF tag.
+        let read = try Type2TagReader.read(StorageCard(channel: channel))
+        #expect(v.state == .untouched ? read.message != nil : read.message == nil)
+    }
+
+    @Test("what the tag holds after a failed write, in words")
+    func writeStateTexts() {
+        #expect(Type2TagWriteState.untouched.description == "the tag holds what it held before (the first write, page 4, did not complete)")
+        #expect(Type2TagWriteState.emptyMessage.description == "the tag now holds an empty NDEF message (03 00 FE on page 4), not the old one and not a half-written one")
+    }
+
     @Test("a locked page fails with the command; a dropped write fails the read-back")
     func writeFailures() {
         let locked = FakeStorageCardChannel(.type2(type2Memory(cc: ntag213CC, data: "03 00 FE", dataAreaSize: 144)))
@@ -373,10 +432,13 @@ struct StorageCardTests {
         do {
             try Type2TagWriter.writeURI("https://example.com", to: StorageCard(channel: locked))
             Issue.record("expected 63 00")
-        } catch let error as StorageCardError {
-            #expect(error.code == .operationFailed)
-            #expect(error.description.hasPrefix("Update Binary block 6 failed: SW 63 00: the operation failed (> FF D6 00 06 04 78 61 6D 70, < 63 00)"))
+        } catch let error as Type2TagWriteFailure {
+            let underlying = error.underlying as? StorageCardError
+            #expect(underlying?.code == .operationFailed)
+            #expect(error.description.hasPrefix("writing page 6 failed: Update Binary block 6 failed: SW 63 00: the operation failed (> FF D6 00 06 04 78 61 6D 70, < 63 00)"))
+            #expect(error.description.hasSuffix("; the tag now holds an empty NDEF message (03 00 FE on page 4), not the old one and not a half-written one"))
         } catch { Issue.record("\(error)") }
+        #expect(Array(locked.pages[16..<20]) == hex("03 00 FE 00"))
 
         let dropped = FakeStorageCardChannel(.type2(type2Memory(cc: ntag213CC, data: "03 00 FE", dataAreaSize: 144)))
         dropped.droppedPages = [7]
@@ -388,6 +450,144 @@ struct StorageCardTests {
             #expect(error.page == 7)
             #expect(error.description.contains("wrote 6C 65 2E 63"))
         } catch { Issue.record("\(error)") }
+    }
+
+    // MARK: Models, capability containers and lock bits
+
+    struct ProductVector: Sendable, CustomTestStringConvertible {
+        var version: [UInt8]
+        var product: Type2TagProduct?
+        var userMemory: Int
+        var lastPage: Int
+        var testDescription: String { version.hexString }
+    }
+
+    /// NXP NTAG213/215/216 data sheet §8.5 (user memory pages 04h–27h / 04h–81h / 04h–E1h), §10.1.
+    static let productVectors: [ProductVector] = [
+        .init(version: ntag213Version, product: .ntag213, userMemory: 144, lastPage: 0x27),
+        .init(version: ntag215Version, product: .ntag215, userMemory: 504, lastPage: 0x81),
+        .init(version: ntag216Version, product: .ntag216, userMemory: 888, lastPage: 0xE1),
+        // MIFARE Ultralight EV1 (type 03): not one of these models.
+        .init(version: hex("00 04 03 01 01 00 0B 03"), product: nil, userMemory: 0, lastPage: 0),
+    ]
+
+    @Test("GET_VERSION names NTAG213/215/216 and their user memory", arguments: productVectors)
+    func products(_ v: ProductVector) {
+        let product = Type2TagProduct(version: v.version)
+        #expect(product == v.product)
+        if let product {
+            #expect(product.userMemorySize == v.userMemory)
+            #expect(product.lastUserPage == v.lastPage)
+        }
+    }
+
+    struct ProbeVector: Sendable, CustomTestStringConvertible {
+        var answer: String
+        var expected: Type2TagIdentification
+        var testDescription: String { answer }
+    }
+
+    static let probeVectors: [ProbeVector] = [
+        .init(answer: "D5 43 00 00 04 04 02 01 00 0F 03 90 00", expected: .version(ntag213Version)),
+        .init(answer: "D5 43 01 90 00", expected: .refused("the tag did not answer GET_VERSION (PN532 status 01; > FF 00 00 00 03 D4 42 60, < D5 43 01 90 00); a MIFARE Ultralight does not know the command")),
+        .init(answer: "6A 81", expected: .refused("the reader did not carry GET_VERSION (Direct Transmit of InCommunicateThru; > FF 00 00 00 03 D4 42 60, < 6A 81)")),
+        .init(answer: "63 00", expected: .refused("the reader did not carry GET_VERSION (Direct Transmit of InCommunicateThru; > FF 00 00 00 03 D4 42 60, < 63 00)")),
+    ]
+
+    @Test("GET_VERSION through Direct Transmit (FF 00 00 00 03 D4 42 60)", arguments: probeVectors)
+    func probe(_ v: ProbeVector) throws {
+        let channel = FakeStorageCardChannel(.type2(type2Memory(cc: ntag213CC, data: "03 00 FE", dataAreaSize: 144)))
+        channel.overrides = [(StorageCard.getVersionCommand, hex(v.answer))]
+        #expect(try StorageCard(channel: channel).type2Version() == v.expected)
+    }
+
+    struct ExceedsVector: Sendable, CustomTestStringConvertible {
+        var version: [UInt8]
+        var cc: String
+        /// nil: the write goes through.
+        var message: String?
+        var testDescription: String { "\(version.hexString) with CC \(cc)" }
+    }
+
+    static let exceedsVectors: [ExceedsVector] = [
+        .init(version: ntag213Version, cc: "E1 10 FF 00",
+              message: "the capability container claims a data area of 2040 bytes (SIZE FF × 8), but the tag is an NTAG213 (GET_VERSION 00 04 04 02 01 00 0F 03) with 144 bytes of user memory (pages 4–39); writing by the CC could overwrite its lock and configuration pages, so nothing was written (page 3: E1 10 FF 00); the capability container is one-time programmable and cannot be corrected: use another tag"),
+        // An NTAG213 formatted as an NTAG215.
+        .init(version: ntag213Version, cc: "E1 10 3E 00",
+              message: "the capability container claims a data area of 496 bytes (SIZE 3E × 8), but the tag is an NTAG213 (GET_VERSION 00 04 04 02 01 00 0F 03) with 144 bytes of user memory (pages 4–39); writing by the CC could overwrite its lock and configuration pages, so nothing was written (page 3: E1 10 3E 00); the capability container is one-time programmable and cannot be corrected: use another tag"),
+        .init(version: ntag215Version, cc: "E1 10 40 00",
+              message: "the capability container claims a data area of 512 bytes (SIZE 40 × 8), but the tag is an NTAG215 (GET_VERSION 00 04 04 02 01 00 11 03) with 504 bytes of user memory (pages 4–129); writing by the CC could overwrite its lock and configuration pages, so nothing was written (page 3: E1 10 40 00); the capability container is one-time programmable and cannot be corrected: use another tag"),
+        // SIZE 3F × 8 = 504: exactly the NTAG215's user memory, allowed.
+        .init(version: ntag215Version, cc: "E1 10 3F 00", message: nil),
+        .init(version: ntag215Version, cc: "E1 10 3E 00", message: nil),
+        .init(version: ntag216Version, cc: "E1 10 6D 00", message: nil),
+        .init(version: ntag213Version, cc: "E1 10 12 00", message: nil),
+    ]
+
+    @Test("a CC claiming more than the model's user memory is refused before any write", arguments: exceedsVectors)
+    func capabilityContainerExceedsModel(_ v: ExceedsVector) throws {
+        let channel = FakeStorageCardChannel(.type2(type2Memory(cc: v.cc, data: "03 00 FE", dataAreaSize: 144)))
+        channel.version = v.version
+        do {
+            try Type2TagWriter.writeURI("https://example.com", to: StorageCard(channel: channel))
+            #expect(v.message == nil, "expected a refusal")
+        } catch let error as Type2TagError {
+            #expect(error.code == .capabilityContainerExceedsModel)
+            #expect(error.description == v.message)
+            #expect(!channel.log.contains { $0[1] == 0xD6 }, "nothing written")
+        }
+    }
+
+    @Test("a tag that does not answer GET_VERSION is written by its CC")
+    func noVersionGoesByTheCC() throws {
+        let channel = FakeStorageCardChannel(.type2(type2Memory(cc: "E1 10 06 00", data: "03 00 FE", dataAreaSize: 48)))
+        channel.version = nil
+        let plan = try Type2TagWriter.prepare(message: NDEFMessage(records: [.uri("https://example.com")]), card: StorageCard(channel: channel))
+        #expect(plan.identification.product == nil)
+        #expect(plan.identification.note == "the tag did not answer GET_VERSION (PN532 status 01; > FF 00 00 00 03 D4 42 60, < D5 43 01 90 00); a MIFARE Ultralight does not know the command: the model is not known; going by the capability container")
+        #expect(plan.capacity == 48)
+        #expect(plan.pages == 4...8)
+    }
+
+    struct LockVector: Sendable, CustomTestStringConvertible {
+        var lockBytes: [UInt8]
+        var locked: [Int]
+        var testDescription: String { lockBytes.hexString }
+    }
+
+    /// NTAG213/215/216 data sheet §8.5.2: LOCK0 bits 4–7 lock pages 4–7, bit 3 the CC, bits 0–2 are
+    /// block-locking bits (they freeze lock bits, not pages); LOCK1 bits 0–7 lock pages 8–15.
+    static let lockVectors: [LockVector] = [
+        .init(lockBytes: [0x00, 0x00], locked: []),
+        .init(lockBytes: [0x10, 0x00], locked: [4]),
+        .init(lockBytes: [0xF0, 0x00], locked: [4, 5, 6, 7]),
+        .init(lockBytes: [0x08, 0x00], locked: []),
+        .init(lockBytes: [0x07, 0x00], locked: []),
+        .init(lockBytes: [0x00, 0x01], locked: [8]),
+        .init(lockBytes: [0x00, 0x80], locked: [15]),
+        .init(lockBytes: [0xFF, 0xFF], locked: Array(4...15)),
+    ]
+
+    @Test("static lock bytes → locked pages among 4–20", arguments: lockVectors)
+    func staticLockBits(_ v: LockVector) {
+        #expect(Type2TagWriter.lockedPages(lockBytes: v.lockBytes, in: 4...20) == v.locked)
+    }
+
+    @Test("a page locked by the static lock bits refuses the write up front")
+    func lockedRefusal() {
+        var memory = type2Memory(cc: ntag213CC, data: "03 00 FE", dataAreaSize: 144)
+        memory[11] = 0x01  // LOCK1 bit 0: page 8
+        let channel = FakeStorageCardChannel(.type2(memory))
+        do {
+            try Type2TagWriter.writeURI("https://example.com", to: StorageCard(channel: channel))
+            Issue.record("expected locked")
+        } catch let error as Type2TagError {
+            #expect(error.code == .locked)
+            #expect(error.description == "page 8 is locked by the static lock bits (page 2 bytes 2–3: 00 01) and the message needs pages 4–8; nothing was written (page 2: A4 48 00 01); lock bits cannot be cleared: use another tag")
+        } catch { Issue.record("\(error)") }
+        #expect(channel.log == [hex("FF 00 00 00 03 D4 42 60"), hex("FF B0 00 03 04"), hex("FF B0 00 02 04")], "nothing written")
+        // A shorter message (pages 4–7) fits in front of the lock.
+        #expect(throws: Never.self) { try Type2TagWriter.writeURI("https://a.b", to: StorageCard(channel: channel)) }
     }
 
     // MARK: MIFARE Classic
@@ -484,7 +684,7 @@ struct StorageCardTests {
     func blockArguments() throws {
         #expect(try MifareClassicReader.blocks(parsing: "4") == [4])
         #expect(try MifareClassicReader.blocks(parsing: "4-7") == [4, 5, 6, 7])
-        for bad in ["", "7-4", "a", "1-2-3", "256", "-1"] {
+        for bad in ["", "7-4", "a", "1-2-3", "256", "-1", "+5", "4-+7", "0x4", "4 -7", "0004"] {
             #expect(throws: StorageCardError.self, "\(bad)") { try MifareClassicReader.blocks(parsing: bad) }
         }
         let channel = FakeStorageCardChannel(.classic(Self.classicMemory(), keyA: Self.keyA))
@@ -492,5 +692,41 @@ struct StorageCardTests {
             try MifareClassicReader.read(blocks: [64], key: try MifareKey(bytes: Self.keyA), keyType: .a, kind: .mifareClassic1K, from: StorageCard(channel: channel))
         }
         #expect(channel.log.isEmpty, "nothing sent for a block outside the card")
+        do {
+            try MifareClassicReader.read(blocks: [64], key: try MifareKey(bytes: Self.keyA), keyType: .a, kind: .mifareClassic1K, from: StorageCard(channel: channel))
+        } catch let error as StorageCardError {
+            // No "(> )" for a check made before anything is sent.
+            #expect(error.description == "MIFARE Classic read failed: block 64 is not on a MIFARE Classic 1K, which has blocks 0–63; give blocks 0–63 with --blocks")
+        } catch { Issue.record("\(error)") }
+    }
+
+    @Test("a key of 13 hex digits: an odd number of hex digits, the digits not shown")
+    func oddKey() {
+        for (text, reason) in [
+            ("A0A1A2A3A4A5B", "a MIFARE Classic key is 12 hex digits; got 13, an odd number of hex digits"),
+            ("A0A1A2A3A4", "a MIFARE Classic key is 6 bytes (12 hex digits); got 5 bytes"),
+            ("A0A1A2A3A4AZ", "a MIFARE Classic key is 12 hex digits; the text given is not hex"),
+        ] {
+            do {
+                _ = try MifareKey(hex: text)
+                Issue.record("expected an error for \(text)")
+            } catch {
+                #expect(error.reason == reason)
+                #expect(!error.description.contains("A0A1"))
+            }
+        }
+    }
+
+    @Test("key B authenticates but may not read under FF 07 80: say so, suggest key A")
+    func keyBRefusedRead() throws {
+        let channel = FakeStorageCardChannel(.classic(Self.classicMemory(), keyA: Self.keyA))
+        // The card accepts key B for authentication; the read that follows answers 63 00.
+        channel.overrides = [(hex("FF 86 00 00 05 01 00 04 61 00"), hex("90 00"))]
+        do {
+            _ = try MifareClassicReader.read(blocks: [4], key: try MifareKey(bytes: Self.keyA), keyType: .b, kind: .mifareClassic1K, from: StorageCard(channel: channel))
+            Issue.record("expected 63 00")
+        } catch let error as StorageCardError {
+            #expect(error.description == "Read Binary block 4 failed: the card refused the read after authenticating with key B: with the transport access conditions (FF 07 80) key B may not read (> FF B0 00 04 10, < 63 00); try key A (without --key-b)")
+        }
     }
 }
