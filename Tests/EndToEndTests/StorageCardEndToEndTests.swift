@@ -32,7 +32,8 @@ extension SharedReader {
             let result = try await runCLI(["read", "--reader", environment.simulatedReaderA])
             #expect(result.status == 0, "\(result.err)")
             #expect(result.out.contains("UID 04 A1 B2 C3 D4 E5 F6\n"))
-            #expect(result.out.contains("card: MIFARE Ultralight"))
+            // The model from GET_VERSION through Direct Transmit (NTAG213: 00 04 04 02 01 00 0F 03).
+            #expect(result.out.contains("card: NTAG213 (GET_VERSION 00 04 04 02 01 00 0F 03; PC/SC part 3 name 00 03, ISO/IEC 14443 A, part 3)\n"), "\(result.out)")
             // NTAG213: CC E1 10 12 00, 0x12 × 8 = 144 data bytes (NXP NTAG213/215/216 data sheet).
             #expect(result.out.contains("capability container: E1 10 12 00 (version 1.0, 144 data bytes, read/write)\n"))
             #expect(result.out.contains("NDEF record 1: URI https://example.com\n"))
@@ -40,6 +41,89 @@ extension SharedReader {
             #expect(json.status == 0, "\(json.err)")
             #expect(json.out.contains("\"uri\": \"https://example.com\""))
             #expect(json.out.contains("\"uid\": \"04A1B2C3D4E5F6\""))
+            #expect(json.out.contains("\"model\": \"NTAG213\""))
+            #expect(json.out.contains("\"version\": \"0004040201000F03\""))
+        }
+
+        /// Every page of a placed NTAG213 (45 pages), as tag-memory shows it.
+        func wholeNTAG213(_ peer: String) throws -> [UInt8] { try tagMemory(peer, first: 0, count: 45) }
+
+        @Test func writeNDEFRefusesAnNTAG213WhoseCCClaimsMoreThanItHasAndWritesNothing() async throws {
+            let environment = try await resetSimulatedReaders()
+            try SimulatedReaders.controlA.send("place-tag type=ntag213 uid=04A1B2C3D4E5F6 ndef=\(exampleURIMessage) id=t2")
+            defer { _ = try? SimulatedReaders.controlA.send("remove all=yes") }
+            _ = try await waitForCard(in: environment.simulatedReaderA, present: true)
+            // The CC is one-time programmable: writing E1 10 FF 00 ORs SIZE up to FF (2040 bytes).
+            let send = try await runCLI(["send", "--reader", environment.simulatedReaderA, "FF D6 00 03 04 E1 10 FF 00"])
+            #expect(send.status == 0, "\(send.err)")
+            #expect(try tagMemory("t2", first: 3, count: 1) == hex("E1 10 FF 00"))
+            let before = try wholeNTAG213("t2")
+            let result = try await runCLI(["write-ndef", "--reader", environment.simulatedReaderA, "--text", "Hello", "--yes"])
+            #expect(result.status == 1)
+            #expect(result.out.contains("card: NTAG213 (GET_VERSION 00 04 04 02 01 00 0F 03; "), "\(result.out)")
+            #expect(result.err.contains("the capability container claims a data area of 2040 bytes (SIZE FF × 8), but the tag is an NTAG213 (GET_VERSION 00 04 04 02 01 00 0F 03) with 144 bytes of user memory (pages 4–39)"), "\(result.err)")
+            // Nothing written: not the data area, not the lock and configuration pages 28h–2Ch.
+            #expect(try wholeNTAG213("t2") == before)
+        }
+
+        @Test func writeNDEFRefusedByAStaticLockLeavesTheTagAsItWas() async throws {
+            let environment = try await resetSimulatedReaders()
+            try SimulatedReaders.controlA.send("place-tag type=ntag213 uid=04A1B2C3D4E5F6 ndef=\(exampleURIMessage) id=t2")
+            defer { _ = try? SimulatedReaders.controlA.send("remove all=yes") }
+            _ = try await waitForCard(in: environment.simulatedReaderA, present: true)
+            // LOCK1 bit 0 (page 2 byte 3): page 8 read-only for good (NTAG213 data sheet §8.5.2).
+            let send = try await runCLI(["send", "--reader", environment.simulatedReaderA, "FF D6 00 02 04 00 00 00 01"])
+            #expect(send.status == 0, "\(send.err)")
+            let before = try wholeNTAG213("t2")
+            // BCC1 = C3 ⊕ D4 ⊕ E5 ⊕ F6 = 04, internal 48, LOCK0 00, LOCK1 01.
+            #expect(Array(before[8..<12]) == hex("04 48 00 01"))
+            // "Hello world, hello world": 31 bytes of NDEF, 34 with the TLV, pages 4–12; page 8 is locked.
+            let result = try await runCLI(["write-ndef", "--reader", environment.simulatedReaderA, "--text", "Hello world, hello world", "--yes"])
+            #expect(result.status == 1)
+            #expect(result.err.contains("page 8 is locked by the static lock bits (page 2 bytes 2–3: 00 01) and the message needs pages 4–12; nothing was written"), "\(result.err)")
+            #expect(try wholeNTAG213("t2") == before)
+            let read = try await runCLI(["read", "--reader", environment.simulatedReaderA])
+            #expect(read.out.contains("NDEF record 1: URI https://example.com\n"), "\(read.out)")
+        }
+
+        @Test func readOptionsThatDoNotApplyToAStorageCardAreUsageErrors() async throws {
+            let environment = try await resetSimulatedReaders()
+            try SimulatedReaders.controlA.send("place-tag type=ntag213 uid=04A1B2C3D4E5F6 id=t2")
+            defer { _ = try? SimulatedReaders.controlA.send("remove all=yes") }
+            _ = try await waitForCard(in: environment.simulatedReaderA, present: true)
+            let aid = try await runCLI(["read", "--reader", environment.simulatedReaderA, "--aid", "D2760000850101"])
+            #expect(aid.status == 64)
+            #expect(aid.err.contains("a memory card without applications: read it without --aid"), "\(aid.err)")
+            let pn532 = try await runCLI(["read", "--reader", environment.simulatedReaderA, "--pn532"])
+            #expect(pn532.status == 64)
+            #expect(pn532.err.contains("drop --pn532; storage cards are read through the PC/SC part 3 path"), "\(pn532.err)")
+        }
+
+        @Test func anUltralightIsReadByItsCCWithANoteThatGETVERSIONGotNoAnswer() async throws {
+            let environment = try await resetSimulatedReaders()
+            try SimulatedReaders.controlA.send("place-tag type=ultralight uid=04A1B2C3D4E5F6 ndef=\(exampleURIMessage) id=t2")
+            defer { _ = try? SimulatedReaders.controlA.send("remove all=yes") }
+            _ = try await waitForCard(in: environment.simulatedReaderA, present: true)
+            let result = try await runCLI(["read", "--reader", environment.simulatedReaderA])
+            #expect(result.status == 0, "\(result.err)")
+            #expect(result.out.contains("card: MIFARE Ultralight (PC/SC part 3 name 00 03, ISO/IEC 14443 A, part 3)\n"))
+            #expect(result.out.contains("note: the tag did not answer GET_VERSION (PN532 status "), "\(result.out)")
+            #expect(result.out.contains("NDEF record 1: URI https://example.com\n"))
+        }
+
+        @Test func keyBUnderTransportAccessConditionsAndBlocksOutsideTheCard() async throws {
+            let environment = try await resetSimulatedReaders()
+            try SimulatedReaders.controlA.send("place-tag type=classic1k uid=04A1B2C3 id=mf")
+            defer { _ = try? SimulatedReaders.controlA.send("remove all=yes") }
+            _ = try await waitForCard(in: environment.simulatedReaderA, present: true)
+            let keyB = try await runCLI(["read", "--reader", environment.simulatedReaderA, "--key", "FFFFFFFFFFFF", "--key-b", "--blocks", "4"])
+            #expect(keyB.status == 1)
+            #expect(keyB.err.contains("the card refused the read after authenticating with key B: with the transport access conditions (FF 07 80) key B may not read"), "\(keyB.err)")
+            #expect(keyB.err.contains("try key A"))
+            let outside = try await runCLI(["read", "--reader", environment.simulatedReaderA, "--key", "FFFFFFFFFFFF", "--blocks", "64"])
+            #expect(outside.status == 64)
+            #expect(outside.err.contains("--blocks 64: block 64 is not on a MIFARE Classic 1K, which has blocks 0–63"), "\(outside.err)")
+            #expect(!outside.err.contains("(> )"))
         }
 
         @Test func writeNDEFWritesATextRecordPageByPageAndReadsItBack() async throws {
