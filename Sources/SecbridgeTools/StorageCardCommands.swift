@@ -324,7 +324,18 @@ extension SecbridgeCLI {
         defer { session.close() }
         let console = invocation.console
         let approve = invocation.arguments.has("yes")
-        return try writeNDEF(message: message, channel: session.channel, atr: session.atr, reader: reader, out: { invocation.out($0) }) { prompt in
+        func reactivate() throws {
+            try? session.recorder?.recordEvent(.cardReset, [TranscriptAttribute("reason", "no answer to GET_VERSION: select the tag again")])
+            do {
+                try CallWatchdog.shared.guarding("SCardReconnect") { () throws(PCSCError) in
+                    try session.handle.reconnect(share: .shared, protocols: .any, initialization: .reset)
+                }
+            } catch let error as PCSCError {
+                throw CLIError.failure("could not select the tag again after GET_VERSION (SCardReconnect): \(describe(error)); lift it off the reader, put it back and try again")
+            }
+        }
+        return try writeNDEF(message: message, channel: session.channel, atr: session.atr, reader: reader, out: { invocation.out($0) },
+                             reactivate: reactivate) { prompt in
             if approve { return true }
             console.out("\(prompt) [y/N] ")
             switch console.readLine()?.lowercased() {
@@ -380,9 +391,12 @@ extension SecbridgeCLI {
     /// - Throws: `CLIError.failure` for a card that is not a Type 2 Tag, the writer's refusals
     ///   (read-only, locked, a CC claiming more than the model has, does not fit), a declined prompt,
     ///   and failures (63 00, a card taken away, read-back mismatch) saying what the tag holds now.
+    /// - Parameter reactivate: selects the tag again after it did not answer GET_VERSION (a MIFARE
+    ///   Ultralight that does not know a command goes back to IDLE and ignores what follows, as
+    ///   libnfc knows; ISO/IEC 14443-3 §6.3): SCardReconnect with reset, so the reader activates it anew.
     static func writeNDEF(
         message: NDEFMessage, channel: any CardChannel, atr: [UInt8], reader: String, out: (String) -> Void,
-        confirm: (String) -> Bool
+        reactivate: () throws -> Void = {}, confirm: (String) -> Bool
     ) throws -> Int32 {
         try requireType2Tag(atr: atr, reader: reader)
         let storage = StorageCard.identify(atr: atr)!
@@ -391,6 +405,7 @@ extension SecbridgeCLI {
         do {
             let uid = try? card.uid()
             let identification = try card.type2Version()
+            if case .refused = identification { try reactivate() }
             out("card: \(cardLine(storage: storage, kind: .type2Tag, identification: identification))" + (uid.map { "  UID \($0.hexString)" } ?? ""))
             if let note = identification.note { out("note: \(note)") }
             let plan = try Type2TagWriter.prepare(message: message, card: card, identification: identification)

@@ -463,10 +463,12 @@ public enum Type2TagWriter {
     }
 
     /// Every check, nothing written: GET_VERSION (unless `identification` is given), the CC,
-    /// the static lock bytes.
+    /// a read of the last page the message needs (`FF B0 00 <page> 04`: a tag has it, whatever its
+    /// CC claims), the static lock bytes.
     /// - Throws: ``Type2TagError`` `notNDEFFormatted`, `unsupportedVersion`, `readOnly`,
     ///   `capabilityContainerExceedsModel` (naming what the CC claims and what the model has),
-    ///   `doesNotFit` (the bytes needed and available), `pageOutOfRange`, `locked` (the page and the
+    ///   `doesNotFit` (the bytes needed and available), `pageOutOfRange` (beyond FF, or a last page
+    ///   the tag does not have), `locked` (the page and the
     ///   lock bytes); ``StorageCardError`` from Read Binary; the channel's errors unchanged.
     public static func prepare(
         message: NDEFMessage, card: StorageCard, identification: Type2TagIdentification? = nil
@@ -502,6 +504,16 @@ public enum Type2TagWriter {
             throw Type2TagError(.pageOutOfRange, page: lastPage,
                                 "the message reaches page \(lastPage), beyond the pages Update Binary (FF D6 00 <page>) can address (up to FF); nothing was written",
                                 remedy: "write a shorter URI or text")
+        }
+        // The last page the message needs must exist: a capability container can claim more than
+        // the tag holds (it is one-time programmable and may be wrong), and a tag answers a READ
+        // beyond its memory with a NAK (NXP MF0ICU1 and NTAG21x data sheets, READ): Read Binary 63 00.
+        do {
+            _ = try card.readBinary(block: UInt8(lastPage), length: 4)
+        } catch let error as StorageCardError where error.code == .operationFailed {
+            throw Type2TagError(.pageOutOfRange, page: lastPage,
+                                "the message needs pages 4–\(lastPage), but the tag does not answer a read of page \(lastPage) (\(error.response.map(\.hexString) ?? "no answer")): its capability container (\(cc.bytes.hexString), \(cc.dataAreaSize) data bytes) claims more than it holds; nothing was written",
+                                remedy: "write a shorter URI or text, or use a larger tag such as an NTAG215 (496 bytes) or NTAG216 (872 bytes)")
         }
         let page2 = try card.readBinary(block: 2, length: 4)
         let lockBytes = Array(page2[2..<4])

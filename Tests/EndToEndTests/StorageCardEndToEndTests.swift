@@ -66,6 +66,26 @@ extension SharedReader {
             #expect(try wholeNTAG213("t2") == before)
         }
 
+        @Test func anUltralightWhoseCCClaimsMoreThanItHoldsIsRefusedWithNothingWritten() async throws {
+            let environment = try await resetSimulatedReaders()
+            try SimulatedReaders.controlA.send("place-tag type=ultralight uid=04A1B2C3D4E5F6 ndef=\(exampleURIMessage) id=ul")
+            defer { _ = try? SimulatedReaders.controlA.send("remove all=yes") }
+            _ = try await waitForCard(in: environment.simulatedReaderA, present: true)
+            // The Ultralight's CC E1 10 06 00 (48 bytes), raised to FF: it has pages 0–15 only
+            // (NXP MF0ICU1 data sheet) and no GET_VERSION to tell its model.
+            let send = try await runCLI(["send", "--reader", environment.simulatedReaderA, "FF D6 00 03 04 00 00 FF 00"])
+            #expect(send.status == 0, "\(send.err)")
+            let before = try tagMemory("ul", first: 0, count: 16)
+            let long = "https://example.com/" + String(repeating: "a", count: 60)
+            let result = try await runCLI(["write-ndef", "--reader", environment.simulatedReaderA, "--uri", long, "--yes"])
+            #expect(result.status == 1)
+            #expect(result.out.contains("note: the tag did not answer GET_VERSION"), "\(result.out)")
+            #expect(result.err.contains("the message needs pages 4–23, but the tag does not answer a read of page 23 (63 00)"), "\(result.err)")
+            #expect(try tagMemory("ul", first: 0, count: 16) == before)
+            let read = try await runCLI(["read", "--reader", environment.simulatedReaderA])
+            #expect(read.out.contains("NDEF record 1: URI https://example.com\n"), "\(read.out)")
+        }
+
         @Test func writeNDEFRefusedByAStaticLockLeavesTheTagAsItWas() async throws {
             let environment = try await resetSimulatedReaders()
             try SimulatedReaders.controlA.send("place-tag type=ntag213 uid=04A1B2C3D4E5F6 ndef=\(exampleURIMessage) id=t2")

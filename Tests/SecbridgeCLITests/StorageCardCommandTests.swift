@@ -1,5 +1,6 @@
 import ISO7816
 import PCSC
+import SecureElementCredential
 import Testing
 
 @testable import SecbridgeCLI
@@ -15,6 +16,10 @@ final class PseudoAPDUCard: CardChannel {
     var version: [UInt8]? = [0x00, 0x04, 0x04, 0x02, 0x01, 0x00, 0x0F, 0x03]
     /// After this many commands, every transmit throws `PCSCError.unresponsiveCard` (the card taken away).
     var failAfter: Int?
+    /// A MIFARE Ultralight goes back to IDLE after a command it does not know (GET_VERSION) and
+    /// ignores everything until it is selected again: the reader then answers 63 00.
+    var haltsAfterUnknownCommand = false
+    var halted = false
     private var loaded: [UInt8]?
     private var sector: Int?
     init(pages: [UInt8], classicKey: [UInt8]? = nil) {
@@ -26,8 +31,10 @@ final class PseudoAPDUCard: CardChannel {
     func transmit(_ c: [UInt8]) throws -> [UInt8] {
         if let failAfter, log.count >= failAfter { throw PCSCError.unresponsiveCard }
         log.append(c)
+        if halted { return [0x63, 0x00] }
         switch c[1] {
         case 0x00 where classicKey == nil && c == [0xFF, 0x00, 0x00, 0x00, 0x03, 0xD4, 0x42, 0x60]:
+            if version == nil && haltsAfterUnknownCommand { halted = true }
             return version.map { [0xD5, 0x43, 0x00] + $0 + [0x90, 0x00] } ?? [0xD5, 0x43, 0x01, 0x90, 0x00]
         case 0xCA: return [0x04, 0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6, 0x90, 0x00]
         case 0x82:
@@ -42,8 +49,10 @@ final class PseudoAPDUCard: CardChannel {
                 guard sector == Int(c[3]) / 4 else { return [0x63, 0x00] }
                 return Array(pages[Int(c[3]) * 16..<Int(c[3]) * 16 + 16]) + [0x90, 0x00]
             }
+            guard Int(c[3]) * 4 + Int(c[4]) <= pages.count else { return [0x63, 0x00] }  // beyond the memory: NAK
             return Array(pages[Int(c[3]) * 4..<Int(c[3]) * 4 + Int(c[4])]) + [0x90, 0x00]
         case 0xD6:
+            guard Int(c[3]) * 4 + 4 <= pages.count else { return [0x63, 0x00] }
             for k in 0..<4 { pages[Int(c[3]) * 4 + k] = c[5 + k] }
             return [0x90, 0x00]
         default: return [0x6A, 0x81]
@@ -60,6 +69,59 @@ private func ntag213(_ data: String, cc: String = "E1 10 12 00", lock: String = 
     var memory = bytes("04 A1 B2 9F C3 D4 E5 F6 A4 48 \(lock) \(cc)") + bytes(data)
     memory += [UInt8](repeating: 0, count: 45 * 4 - memory.count)
     return memory
+}
+
+/// A MIFARE Ultralight (16 pages, CC E1 10 06 00: 48 data bytes; NXP MF0ICU1 data sheet).
+private func ultralight(_ data: String, cc: String = "E1 10 06 00") -> [UInt8] {
+    var memory = bytes("04 A1 B2 9F C3 D4 E5 F6 A4 48 00 00 \(cc)") + bytes(data)
+    memory += [UInt8](repeating: 0, count: 16 * 4 - memory.count)
+    return memory
+}
+
+@Suite struct UltralightWriteTests {
+    /// https://example.com as TLV: 03 10 D1 01 0C 55 04 "example.com" FE (iso14443-t4t-ndef.md §5–§6).
+    static let exampleTLV = bytes("03 10 D1 01 0C 55 04 65 78 61 6D 70 6C 65 2E 63 6F 6D FE")
+
+    func write(_ card: PseudoAPDUCard, _ uri: String, reactivate: @escaping () throws -> Void) throws -> [String] {
+        var lines: [String] = []
+        _ = try SecbridgeCLI.writeNDEF(
+            message: try NDEFMessage(records: [.uri(uri)]), channel: card, atr: ultralightATR, reader: "R",
+            out: { lines.append($0) }, reactivate: reactivate, confirm: { _ in true })
+        return lines
+    }
+
+    @Test func aTagMuteAfterGETVERSIONIsSelectedAgainAndWritten() throws {
+        let card = PseudoAPDUCard(pages: ultralight("03 00 FE 00"))
+        card.version = nil
+        card.haltsAfterUnknownCommand = true
+        var reactivations = 0
+        let lines = try write(card, "https://example.com") {
+            reactivations += 1
+            card.halted = false
+        }
+        #expect(reactivations == 1)
+        #expect(lines.contains { $0.hasPrefix("note: the tag did not answer GET_VERSION") })
+        #expect(Array(card.pages[16..<(16 + Self.exampleTLV.count)]) == Self.exampleTLV)
+    }
+
+    @Test func aCapabilityContainerClaimingMoreThanAnUltralightHoldsIsRefusedWithNothingWritten() throws {
+        // CC raised to FF (2040 bytes claimed); the Ultralight has pages 0–15 and answers READ of
+        // page 16 and beyond with a NAK.
+        let card = PseudoAPDUCard(pages: ultralight("03 10 D1 01 0C 55 04 65 78 61 6D 70 6C 65 2E 63 6F 6D FE", cc: "E1 10 FF 00"))
+        card.version = nil
+        let before = card.pages
+        let long = "https://example.com/" + String(repeating: "a", count: 60)
+        #expect {
+            _ = try write(card, long) {}
+        } throws: { error in
+            guard case .failure(let message) = error as? CLIError else { return false }
+            // 80 bytes of TLV (77-byte record + 03 4D + FE): pages 4–23.
+            return message.contains("the message needs pages 4–23, but the tag does not answer a read of page 23 (63 00)")
+                && message.contains("nothing was written")
+        }
+        #expect(card.pages == before)
+        #expect(!card.log.contains { $0.count > 1 && $0[1] == 0xD6 }, "no Update Binary was sent")
+    }
 }
 
 @Suite struct StorageCardCommandTests {
@@ -197,7 +259,7 @@ private func ntag213(_ data: String, cc: String = "E1 10 12 00", lock: String = 
 
     @Test func writeNDEFFailureSaysWhatTheTagHolds() throws {
         let card = PseudoAPDUCard(pages: ntag213("03 00 FE"))
-        card.failAfter = 6  // GET_VERSION, CC, page 2, page 4 (empty), page 5, then the card is gone
+        card.failAfter = 7  // Get Data, GET_VERSION, CC, the last page (8), page 2, page 4 (empty), page 5, then the card is gone
         let message = try SecbridgeCLI.writeNDEFMessage(ParsedArguments(values: ["uri": "https://example.com"]))
         do {
             _ = try SecbridgeCLI.writeNDEF(message: message, channel: card, atr: ultralightATR, reader: "R", out: { _ in }, confirm: { _ in true })

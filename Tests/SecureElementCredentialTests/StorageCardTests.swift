@@ -311,11 +311,13 @@ struct StorageCardTests {
     func writeExampleURI() throws {
         let channel = FakeStorageCardChannel(.type2(type2Memory(cc: ntag213CC, data: "03 00 FE", dataAreaSize: 144)))
         let result = try Type2TagWriter.writeURI("https://example.com", to: StorageCard(channel: channel))
-        // Checks first (GET_VERSION, CC, static lock bytes), then the NFC Forum Type 2 order:
-        // page 4 as an empty NDEF message, pages 5–8, page 4 with the message's start; read-back.
+        // Checks first (GET_VERSION, CC, the last page needed exists, static lock bytes), then the
+        // NFC Forum Type 2 order: page 4 as an empty NDEF message, pages 5–8, page 4 with the
+        // message's start; read-back.
         #expect(channel.log == [
             hex("FF 00 00 00 03 D4 42 60"),
             hex("FF B0 00 03 04"),
+            hex("FF B0 00 08 04"),
             hex("FF B0 00 02 04"),
             hex("FF D6 00 04 04 03 00 FE 00"),
             hex("FF D6 00 05 04 0C 55 04 65"),
@@ -585,7 +587,7 @@ struct StorageCardTests {
             #expect(error.code == .locked)
             #expect(error.description == "page 8 is locked by the static lock bits (page 2 bytes 2–3: 00 01) and the message needs pages 4–8; nothing was written (page 2: A4 48 00 01); lock bits cannot be cleared: use another tag")
         } catch { Issue.record("\(error)") }
-        #expect(channel.log == [hex("FF 00 00 00 03 D4 42 60"), hex("FF B0 00 03 04"), hex("FF B0 00 02 04")], "nothing written")
+        #expect(channel.log == [hex("FF 00 00 00 03 D4 42 60"), hex("FF B0 00 03 04"), hex("FF B0 00 08 04"), hex("FF B0 00 02 04")], "nothing written")
         // A shorter message (pages 4–7) fits in front of the lock.
         #expect(throws: Never.self) { try Type2TagWriter.writeURI("https://a.b", to: StorageCard(channel: channel)) }
     }
