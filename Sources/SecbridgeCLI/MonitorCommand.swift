@@ -94,17 +94,19 @@ final class Completion: @unchecked Sendable {
 
 nonisolated(unsafe) private var interruptFlag: sig_atomic_t = 0
 
-/// Makes SIGINT and SIGTERM set a flag that long-running commands poll, so they can restore the
-/// reader and flush transcripts before exiting.
+/// Makes SIGINT, SIGTERM and SIGHUP (the terminal closed) set a flag that long-running commands
+/// poll, so they can restore the reader and flush transcripts before exiting.
 /// The signals are also unblocked: a process started from a thread that blocks them (test
 /// runners do) inherits that mask, and would otherwise never see Ctrl-C.
 func installInterruptHandler() {
     signal(SIGINT) { number in interruptFlag = number }
     signal(SIGTERM) { number in interruptFlag = number }
+    signal(SIGHUP) { number in interruptFlag = number }
     var set = sigset_t()
     sigemptyset(&set)
     sigaddset(&set, SIGINT)
     sigaddset(&set, SIGTERM)
+    sigaddset(&set, SIGHUP)
     pthread_sigmask(SIG_UNBLOCK, &set, nil)
 }
 

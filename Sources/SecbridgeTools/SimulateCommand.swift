@@ -169,6 +169,10 @@ extension SecbridgeCLI {
         }
 
         let tagLine = try simulatedTagLine(arguments)
+        // A reader of standard output that goes away (`secbridge simulate | head -1`, to take the
+        // export line) must not kill this process with SIGPIPE: its private pcscd would be left
+        // running. The simulator keeps serving until a signal or --timeout; output is then lost.
+        signal(SIGPIPE, SIG_IGN)
 
         var controls: [(String, SimulatedReaderControl)]
         var inProcess: InProcessReaders?
