@@ -467,7 +467,9 @@ enum Doctor {
         } else {
             add("firmware", pcsc.escapeRefused ? .skipped : .fail,
                 pcsc.escapeRefused ? "FF 00 48 00 00 needs escape commands without a card" : (pcsc.firmwareError ?? "FF 00 48 00 00 got no answer"),
-                fix: "run `secbridge reset`; if that fails, unplug and replug the reader")
+                fix: pcsc.escapeRefused
+                    ? "enable escape commands (see the escape commands check), or place a card on the reader and run `secbridge doctor` again"
+                    : "run `secbridge reset`; if that fails, unplug and replug the reader")
         }
 
         // PICC operating parameter

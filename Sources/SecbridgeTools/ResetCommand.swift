@@ -53,7 +53,11 @@ extension SecbridgeCLI {
             preferring: { ACR122Detection.nameSuggestsACR122($0) })
         let present = states.first { $0.readerName == reader }?.eventFlags.contains(.present) ?? false
         invocation.out("reader: \(reader)")
-        guard ReaderRestore.restore(reader, cardPresent: present, say: invocation.out) else {
+        var escapeRefused = false
+        guard ReaderRestore.restore(reader, cardPresent: present, escapeRefused: &escapeRefused, say: invocation.out) else {
+            if escapeRefused {
+                throw CLIError.failure("\(reader) cannot be reached without a card: the CCID driver refuses escape commands; enable them (`secbridge doctor` shows the ifdDriverOptions edit), or place a card on the reader and run `secbridge reset` again")
+            }
             throw CLIError.failure("\(reader) was not fully restored: unplug the reader and plug it in again (then `secbridge doctor`)")
         }
         invocation.out("reader restored")
@@ -85,9 +89,12 @@ enum ReaderRestore {
     /// Connects, confirms an ACR122U (firmware string) and runs every restore step, saying each.
     /// A DIRECT connection comes first; when it fails (e.g. escape commands refused) and a card is
     /// present, a SHARED one carries the pseudo-APDUs through SCardTransmit.
+    /// - Parameter escapeRefused: set when the reader could not be reached because the driver
+    ///   refuses escape commands (libccid without ifdDriverOptions 0x0001) and no card was present.
     /// - Returns: whether every step got its expected answer.
     static func restore(
-        _ reader: String, cardPresent: Bool, connector: Connector = pcscConnector, say: (String) -> Void
+        _ reader: String, cardPresent: Bool, connector: Connector = pcscConnector,
+        escapeRefused: UnsafeMutablePointer<Bool>? = nil, say: (String) -> Void
     ) -> Bool {
         for shared in cardPresent ? [false, true] : [false] {
             let channel: any CardChannel
@@ -103,6 +110,7 @@ enum ReaderRestore {
             do {
                 link = try ACR122Link.open(channel: channel, readerName: reader)
             } catch {
+                if case ACR122Error.escapeCommandsNotEnabled = error, !shared { escapeRefused?.pointee = true }
                 say("connection \(shared ? "SHARED" : "DIRECT"): \(error)")
                 continue
             }

@@ -53,6 +53,20 @@ extension SharedReader {
             // libccid without the option announces no escape feature (tag 0x13 absent).
             let driver = try #require(checks.first { $0["check"] as? String == "driver" })
             #expect((driver["detail"] as? String)?.hasPrefix("no escape code announced") == true, "\(driver)")
+            // The firmware cannot be read either; its fix points at the driver option, not at reset.
+            let firmware = try #require(checks.first { $0["check"] as? String == "firmware" })
+            #expect(firmware["verdict"] as? String == "skipped")
+            #expect((firmware["fix"] as? String)?.hasPrefix("enable escape commands") == true, "\(firmware)")
+        }
+
+        @Test func resetWithEscapeCommandsRefusedNamesTheDriverOption() async throws {
+            let environment = try await resetSimulatedReaders()
+            try SimulatedReaders.controlA.send("personality name=ccid-escape-disabled")
+            defer { _ = try? SimulatedReaders.controlA.send("personality name=ccid-escape-enabled") }
+            let result = try await runCLI(["reset", "--reader", environment.simulatedReaderA])
+            #expect(result.status == 1)
+            #expect(result.err.contains("cannot be reached without a card: the CCID driver refuses escape commands"), "\(result.err)")
+            #expect(!result.err.contains("unplug"), "replugging does not enable escape commands")
         }
 
         @Test func resetAfterPollingWasLeftOff() async throws {
