@@ -248,6 +248,10 @@ extension SecbridgeCLI {
             let parts = HardwareSelftest.Part.allCases.map { (part: $0, file: directory + "/" + $0.fileName) }
                 .filter { access($0.file, F_OK) == 0 }
             guard !parts.isEmpty else {
+                let inside = bundleDirectories(in: directory)
+                guard inside.isEmpty else {
+                    throw CLIError.failure("\(directory) holds bundle directories, not a bundle: give them, e.g. `secbridge selftest --replay \(inside.map { directory + "/" + $0 }.joined(separator: " "))`")
+                }
                 throw CLIError.failure("\(directory) holds no bundle (no reader.trn, target.trn or phone.trn); record one with `secbridge selftest --hardware`")
             }
             for (part, file) in parts {
@@ -287,6 +291,21 @@ extension SecbridgeCLI {
         return failures == 0 ? exitSuccess : exitFailure
     }
 
+    /// The names of the directories in `directory` that hold a bundle part, sorted.
+    static func bundleDirectories(in directory: String) -> [String] {
+        guard let stream = opendir(directory) else { return [] }
+        defer { closedir(stream) }
+        var names: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard name != ".", name != ".." else { continue }
+            if HardwareSelftest.Part.allCases.contains(where: { access(directory + "/" + name + "/" + $0.fileName, F_OK) == 0 }) {
+                names.append(name)
+            }
+        }
+        return names.sorted()
+    }
+
     /// One part of a bundle against the simulator; returns the number of exchanges compared.
     /// - Throws: `CLIError` for a file that cannot be used, `ReplayError` (via LiveReplay) at the
     ///   first different answer.
@@ -307,6 +326,9 @@ extension SecbridgeCLI {
                 answer: { command in
                     try awaitResult("the credential's answer", timeout: .seconds(5)) { try await element.transceive(command) }
                 })
+        }
+        if let recorded = transcript.header[BundleHeader.partKey], recorded != part.rawValue {
+            throw CLIError.failure("\(file): its header says `selftest-part: \(recorded)`, but the file is the \(part.rawValue) part; the bundle was edited or mixed up")
         }
         guard transcript.header.transmissionProtocol == .undefined else {
             throw CLIError.failure("\(file) is not a selftest recording (its header says protocol \(transcript.header.transmissionProtocol.map { "\($0)" } ?? "none"), not undefined)")

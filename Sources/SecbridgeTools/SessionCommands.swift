@@ -339,7 +339,7 @@ extension SecbridgeCLI {
                 throw CLIError.usage("--aid selects an application, but the card in '\(reader)' is a \(kind) (its ATR names a PC/SC part 3 storage card), a memory card without applications: read it without --aid")
             }
             if usePN532 {
-                throw CLIError.usage("the card in '\(reader)' is a \(kind) (its ATR names a PC/SC part 3 storage card): drop --pn532; storage cards are read through the PC/SC part 3 path (secbridge read --reader \(reader))")
+                throw CLIError.usage("the card in '\(reader)' is a \(kind) (its ATR names a PC/SC part 3 storage card): drop --pn532; storage cards are read through the PC/SC part 3 path (`secbridge read --reader \"\(reader)\"`)")
             }
         }
         if usePN532 { ReaderCleanup.track(reader) }

@@ -53,7 +53,7 @@ extension SecbridgeCLI {
             .value("personality", "NAME", "The readers' personality (driver and firmware quirks)."),
             .value("card", "UID", "Place an ISO 14443-4 card with this UID (4, 7 or 10 bytes of hex)."),
             .value("applet", "NAME", "The placed card's applet: ok (default), echo or t4t-ndef."),
-            .value("tag", "UID", "Place an ISO 14443-3 tag (no ISO-DEP) with this UID."),
+            .value("tag", "UID", "Place an ISO 14443-3 tag (no ISO-DEP) with this UID, as peer `tag` (e.g. `a tag-memory peer=tag`)."),
             .value("tag-type", "TYPE", "The placed tag's memory: ntag213, ntag215, ntag216 or ultralight (each with a 7-byte UID); classic1k, classic4k or mini (a 4- or 7-byte UID); default: none (UID only)."),
             .value("tag-uri", "URI", "A Type 2 tag's content: an NDEF URI record (default: an empty NDEF message)."),
             .value("tag-text", "TEXT", "A Type 2 tag's content: an NDEF text record (language en)."),
@@ -102,6 +102,11 @@ extension SecbridgeCLI {
         if let model = Type2TagModel(rawValue: type) {
             if arguments.value("tag-key") != nil {
                 throw .usage("--tag-key is for a MIFARE Classic tag (\(MIFAREClassicModel.allCases.map(\.rawValue).joined(separator: ", "))), not \(type)")
+            }
+            for option in ["tag-uri", "tag-text"] {
+                guard let value = arguments.value(option) else { continue }
+                if value.isEmpty { throw .usage("--\(option) is empty; give the \(option == "tag-uri" ? "URI" : "text") to store") }
+                try refuseControlCharacters(option, value)
             }
             var message: [UInt8]?
             if let uri = arguments.value("tag-uri") { message = ndefMessage(NDEFRecord.uri(uri)) }

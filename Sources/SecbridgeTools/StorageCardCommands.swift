@@ -348,6 +348,14 @@ extension SecbridgeCLI {
         }
     }
 
+    /// A record's text goes on one line: a control character (newline, tab, …) in `--option` is a
+    /// usage error naming it, e.g. U+000A.
+    static func refuseControlCharacters(_ option: String, _ value: String) throws(CLIError) {
+        guard let control = value.unicodeScalars.first(where: { $0.properties.generalCategory == .control }) else { return }
+        let code = String(control.value, radix: 16, uppercase: true)
+        throw .usage("--\(option) contains a control character (U+\(String(repeating: "0", count: max(0, 4 - code.count)) + code)): give it on one line without control characters")
+    }
+
     /// The message of --uri or --text [--lang].
     /// - Throws: `CLIError.usage` unless exactly one of --uri and --text is given (and --lang only with --text).
     static func writeNDEFMessage(_ arguments: ParsedArguments) throws(CLIError) -> NDEFMessage {
@@ -357,10 +365,7 @@ extension SecbridgeCLI {
         }
         if let uri, uri.isEmpty { throw .usage("--uri is empty: give the URI to write, e.g. https://example.com") }
         for (option, value) in [("uri", uri), ("text", text), ("lang", arguments.value("lang"))] {
-            if let value, let control = value.unicodeScalars.first(where: { $0.properties.generalCategory == .control }) {
-                let code = String(control.value, radix: 16, uppercase: true)
-                throw .usage("--\(option) contains a control character (U+\(String(repeating: "0", count: max(0, 4 - code.count)) + code)): give it on one line without control characters")
-            }
+            if let value { try refuseControlCharacters(option, value) }
         }
         switch (uri, text) {
         case (let uri?, nil):

@@ -234,10 +234,17 @@ extension SharedReader {
             let missing = try await runCLI(["selftest", "--replay", "/nonexistent-bundle"])
             #expect(missing.status == 1)
             #expect(missing.err.contains("/nonexistent-bundle does not exist"))
-            let empty = FileManager.default.temporaryDirectory.path
+            let empty = temporaryBundlePath()
+            try FileManager.default.createDirectory(atPath: empty + "/b1", withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: empty) }
             let notABundle = try await runCLI(["selftest", "--replay", empty])
             #expect(notABundle.status == 1)
             #expect(notABundle.err.contains("holds no bundle (no reader.trn, target.trn or phone.trn)"))
+            // A directory of bundles (as Fixtures/hardware/) names them.
+            try Data().write(to: URL(fileURLWithPath: empty + "/b1/reader.trn"))
+            let parent = try await runCLI(["selftest", "--replay", empty])
+            #expect(parent.status == 1)
+            #expect(parent.err.contains("holds bundle directories, not a bundle: give them, e.g. `secbridge selftest --replay \(empty)/b1`"), "\(parent.err)")
             let parentMissing = try await runCLI(["selftest", "--hardware", "--output", "/nonexistent-parent/bundle"])
             #expect(parentMissing.status == 1)
             #expect(parentMissing.err.contains("its parent directory does not exist"), "\(parentMissing.err)")

@@ -37,6 +37,8 @@ import Testing
         Refusal(arguments: ["--tag", "04A1B2C3", "--tag-type", "classic1k", "--tag-key", "A0A1A2A3A4"], message: "--tag-key takes 6 bytes"),
         Refusal(arguments: ["--tag", "04A1B2C3", "--tag-type", "NTAG213"], message: "unknown --tag-type 'NTAG213'"),
         Refusal(arguments: ["--tag-type", "ntag213"], message: "add --tag"),
+        Refusal(arguments: ["--tag", "04A1B2C3D4E5F6", "--tag-type", "ntag213", "--tag-uri", ""], message: "--tag-uri is empty"),
+        Refusal(arguments: ["--tag", "04A1B2C3D4E5F6", "--tag-type", "ntag213", "--tag-text", "a\nb"], message: "--tag-text contains a control character (U+000A)"),
     ]
 
     @Test(arguments: refusals) func refused(_ refusal: Refusal) {
