@@ -105,7 +105,11 @@ public enum MifareClassicReader {
             guard let n = parts[0], (0...255).contains(n) else { throw bad() }
             return [n]
         case 2:
-            guard let n = parts[0], let m = parts[1], (0...255).contains(n), (0...255).contains(m), n <= m else { throw bad() }
+            guard let n = parts[0], let m = parts[1], (0...255).contains(n), (0...255).contains(m) else { throw bad() }
+            guard n <= m else {
+                throw StorageCardError(.invalidArgument, operation: "block range", command: [],
+                                       reason: "'\(text)' is a reversed range: the first block comes first (\(m)-\(n))")
+            }
             return Array(n...m)
         default:
             throw bad()

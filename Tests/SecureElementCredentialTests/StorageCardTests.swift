@@ -689,6 +689,9 @@ struct StorageCardTests {
         for bad in ["", "7-4", "a", "1-2-3", "256", "-1", "+5", "4-+7", "0x4", "4 -7", "0004"] {
             #expect(throws: StorageCardError.self, "\(bad)") { try MifareClassicReader.blocks(parsing: bad) }
         }
+        #expect { try MifareClassicReader.blocks(parsing: "7-4") } throws: { error in
+            (error as? StorageCardError)?.reason == "'7-4' is a reversed range: the first block comes first (4-7)"
+        }
         let channel = FakeStorageCardChannel(.classic(Self.classicMemory(), keyA: Self.keyA))
         #expect(throws: StorageCardError.self) {
             try MifareClassicReader.read(blocks: [64], key: try MifareKey(bytes: Self.keyA), keyType: .a, kind: .mifareClassic1K, from: StorageCard(channel: channel))
