@@ -93,8 +93,8 @@ extension SecbridgeCLI {
         let link: ACR122Link
         let firmware: String
         do {
-            link = try ACR122Link.open(channel: handle, readerName: reader)
-            firmware = try link.firmwareVersion().text
+            link = try ACR122Link.open(channel: handle, readerName: reader)  // asks the firmware string
+            firmware = try link.firmware?.text ?? link.firmwareVersion().text
         } catch {
             throw CLIError.failure("'\(reader)' does not answer as an ACR122U: \(error) (run `secbridge doctor --reader \"\(reader)\"`)")
         }
