@@ -43,6 +43,10 @@ public struct StorageCardError: Error, Sendable, Hashable, CustomStringConvertib
     /// What to do next, in words; empty when there is nothing useful to say.
     public var remedy: String
 
+    /// - Parameters:
+    ///   - operation: the command's name, e.g. "Read Binary block 4".
+    ///   - command: the bytes sent, without the secret ones; `redactedByteCount` secret bytes (a key) followed them and are shown as `[REDACTED n]`.
+    ///   - response: the reader's answer, SW1-SW2 included; nil when none came.
     public init(
         _ code: Code, operation: String, command: [UInt8], redactedByteCount: Int = 0, response: [UInt8]? = nil,
         reason: String, remedy: String = ""
@@ -161,6 +165,7 @@ public final class StorageCard {
     /// The channel to the reader (a PC/SC card handle, a recording, a test double).
     public let channel: any CardChannel
 
+    /// A storage card reached through `channel`; nothing is sent until a command is called.
     public init(channel: any CardChannel) {
         self.channel = channel
     }

@@ -380,9 +380,12 @@ public enum Type2TagWriteState: Sendable, Hashable, CustomStringConvertible {
 public struct Type2TagWriteFailure: Error, CustomStringConvertible {
     /// The page whose Update Binary failed.
     public var page: Int
+    /// What the tag holds now.
     public var state: Type2TagWriteState
+    /// The ``StorageCardError`` (e.g. `63 00`) or the channel's error (e.g. the card removed).
     public var underlying: any Error
 
+    /// - Parameters: as the properties.
     public init(page: Int, state: Type2TagWriteState, underlying: any Error) {
         self.page = page
         self.state = state

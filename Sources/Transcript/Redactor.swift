@@ -155,6 +155,7 @@ public struct Redactor: Sendable {
     /// The answer rules, all applied; their ranges are merged.
     public var responseRules: [ResponseRedactionRule]
 
+    /// A redactor applying `rules` to commands and `responseRules` to answers (none by default).
     public init(rules: [RedactionRule], responseRules: [ResponseRedactionRule] = []) {
         self.rules = rules
         self.responseRules = responseRules
