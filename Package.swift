@@ -5,12 +5,16 @@ import PackageDescription
 let package = Package(
     name: "secbridge",
     products: [
+        .library(name: "PCSCCore", targets: ["PCSCCore"]),
         .library(name: "PCSC", targets: ["PCSC"]),
         .library(name: "ISO7816", targets: ["ISO7816"]),
         .library(name: "Transcript", targets: ["Transcript"]),
         .library(name: "PN53x", targets: ["PN53x"]),
         .library(name: "SecureElementCredential", targets: ["SecureElementCredential"]),
         .library(name: "ACR122Simulator", targets: ["ACR122Simulator"]),
+        // Test doubles for code built on this package: a scripted card channel that reports
+        // leftovers, hex literals, a channel straight onto a simulated reader.
+        .library(name: "SecbridgeTesting", targets: ["SecbridgeTesting"]),
         // The simulated ACR122U as a pcscd driver (IFD handler): LIBPATH in a reader.conf file.
         .library(name: "SecbridgeACR122IFD", type: .dynamic, targets: ["ACR122Driver"]),
         .executable(name: "secbridge", targets: ["secbridge"]),
@@ -19,26 +23,32 @@ let package = Package(
         .executable(name: "secbridge-testbed", targets: ["secbridge-testbed"]),
     ],
     targets: [
-        // Layer 1: the C shim over pcsc-lite. Headers only; see Sources/CPCSCLite/shim.h.
+        // The PC/SC vocabulary, pure Swift and no C: result codes (PCSCError), protocol, share,
+        // disposition and state bits, control codes, the part 10 feature list, pcscd's IFD → SCARD
+        // mapping, CardChannel, and the threads blocking calls run on. Every other module stands on it.
+        .target(name: "PCSCCore"),
+        // The C shim over pcsc-lite. Headers only; see Sources/CPCSCLite/shim.h.
         .systemLibrary(
             name: "CPCSCLite",
             pkgConfig: "libpcsclite",
             providers: [.apt(["libpcsclite-dev"])]
         ),
-        // Layer 2: contexts, readers, card handles, transmit/control, status change, PCSCError.
-        .target(name: "PCSC", dependencies: ["CPCSCLite", "ISO7816"]),
-        // Layer 3: ISO/IEC 7816-4 APDUs, status words, ATR, BER-TLV, the card-APDU transport.
-        .target(name: "ISO7816"),
-        // Layer 5: the transcript format, recording, redaction and replay.
-        .target(name: "Transcript", dependencies: ["ISO7816"]),
-        // Layer 3: ACR122U pseudo-APDUs and PN532 commands.
-        .target(name: "PN53x", dependencies: ["ISO7816"]),
+        // The pcsc-lite client: contexts, card handles, transmit/control, status change, monitoring.
+        .target(name: "PCSC", dependencies: ["PCSCCore", "CPCSCLite"]),
+        // ISO/IEC 7816-4 APDUs, status words, ATR, BER-TLV, the card-APDU transport.
+        .target(name: "ISO7816", dependencies: ["PCSCCore"]),
+        // The transcript format, recording, redaction and replay.
+        .target(name: "Transcript", dependencies: ["PCSCCore", "ISO7816"]),
+        // ACR122U pseudo-APDUs and PN532 commands.
+        .target(name: "PN53x", dependencies: ["PCSCCore", "ISO7816"]),
         .target(name: "SecureElementCredential", dependencies: ["ISO7816", "PN53x", "Transcript", "PCSC"]),
         // Layer 5: a faithful model of the ACR122U (and its CCID driver) with a simulated RF field.
-        .target(name: "ACR122Simulator", dependencies: ["ISO7816", "Transcript"]),
+        .target(name: "ACR122Simulator", dependencies: ["PCSCCore", "ISO7816", "Transcript"]),
         // The simulated ACR122U exported as IFD handler entry points for pcscd.
-        .target(name: "ACR122Driver", dependencies: ["ACR122Simulator", "CPCSCLite"]),
-        .target(name: "InProcessPCSC", dependencies: ["ACR122Driver", "ACR122Simulator", "PCSC", "ISO7816"]),
+        .target(name: "ACR122Driver", dependencies: ["ACR122Simulator", "PCSCCore", "CPCSCLite"]),
+        .target(name: "InProcessPCSC", dependencies: ["ACR122Driver", "ACR122Simulator", "PCSCCore", "CPCSCLite", "ISO7816"]),
+        // Test doubles, public and documented, for this package's tests and its users' own.
+        .target(name: "SecbridgeTesting", dependencies: ["PCSCCore", "ISO7816", "ACR122Simulator"]),
         // A private pcscd with vpcd and vicc, for tests, benchmarks and demos.
         .target(name: "PCSCTestSupport"),
         // The command tree of the `secbridge` tool, as a library so tests can drive it.
@@ -92,13 +102,14 @@ let package = Package(
         ),
         // A private pcscd with vpcd and vicc around a command, for demos and manual tests.
         .executableTarget(name: "secbridge-testbed", dependencies: ["PCSCTestSupport"]),
-        .testTarget(name: "PCSCTests", dependencies: ["PCSC", "CPCSCLite"]),
-        .testTarget(name: "ISO7816Tests", dependencies: ["ISO7816"]),
+        .testTarget(name: "PCSCCoreTests", dependencies: ["PCSCCore"]),
+        .testTarget(name: "PCSCTests", dependencies: ["PCSC", "PCSCCore", "CPCSCLite"]),
+        .testTarget(name: "ISO7816Tests", dependencies: ["ISO7816", "SecbridgeTesting"]),
         .testTarget(name: "TranscriptTests", dependencies: ["Transcript", "ISO7816"]),
-        .testTarget(name: "PN53xTests", dependencies: ["PN53x", "ISO7816"]),
-        .testTarget(name: "SecureElementCredentialTests", dependencies: ["SecureElementCredential", "ISO7816", "PN53x", "Transcript", "PCSC", "ACR122Simulator"]),
-        .testTarget(name: "ACR122SimulatorTests", dependencies: ["ACR122Simulator", "PN53x", "ISO7816", "Transcript"]),
-        .testTarget(name: "InProcessPCSCTests", dependencies: ["InProcessPCSC", "PN53x", "Transcript", "ACR122Simulator", "PCSC", "ISO7816", "PCSCTestSupport"]),
+        .testTarget(name: "PN53xTests", dependencies: ["PN53x", "PCSCCore", "ISO7816", "SecbridgeTesting"]),
+        .testTarget(name: "SecureElementCredentialTests", dependencies: ["SecureElementCredential", "ISO7816", "PN53x", "Transcript", "PCSC", "ACR122Simulator", "SecbridgeTesting"]),
+        .testTarget(name: "ACR122SimulatorTests", dependencies: ["ACR122Simulator", "PN53x", "ISO7816", "Transcript", "SecbridgeTesting"]),
+        .testTarget(name: "InProcessPCSCTests", dependencies: ["InProcessPCSC", "PN53x", "Transcript", "ACR122Simulator", "PCSC", "ISO7816", "PCSCTestSupport", "SecbridgeTesting"]),
         .testTarget(name: "SecbridgeCLITests", dependencies: ["SecbridgeCLI", "SecbridgeTools"]),
         .testTarget(
             name: "EndToEndTests",

@@ -21,17 +21,8 @@ import CPCSCLite
 // calls two readers at once (a TgInitAsTarget blocking on one reader does not stall the other);
 // pcscd still calls one reader from one thread at a time.
 
-/// The RESPONSECODE of `error` (table above).
-func responseCode(_ error: IFDError) -> RESPONSECODE {
-    switch error {
-    case .noCard: RESPONSECODE(IFD_ICC_NOT_PRESENT)
-    case .communicationError: RESPONSECODE(IFD_COMMUNICATION_ERROR)
-    case .notSupported: RESPONSECODE(IFD_ERROR_NOT_SUPPORTED)
-    case .protocolNotSupported: RESPONSECODE(IFD_PROTOCOL_NOT_SUPPORTED)
-    case .responseTimeout: RESPONSECODE(IFD_RESPONSE_TIMEOUT)
-    case .insufficientBuffer: RESPONSECODE(IFD_ERROR_INSUFFICIENT_BUFFER)
-    }
-}
+/// The RESPONSECODE of `error` (table above; the values are `IFDError.responseCode`'s).
+func responseCode(_ error: IFDError) -> RESPONSECODE { RESPONSECODE(error.responseCode) }
 
 private let success = RESPONSECODE(IFD_SUCCESS)
 private let communicationError = RESPONSECODE(IFD_COMMUNICATION_ERROR)

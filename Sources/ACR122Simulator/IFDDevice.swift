@@ -1,3 +1,5 @@
+import PCSCCore
+
 /// The seam between a simulated reader and the code that exposes it to PC/SC clients.
 ///
 /// Two hosts drive an `IFDDevice`: the pcscd driver (`ACR122Driver`, a shared library exporting the
@@ -56,4 +58,19 @@ public enum IFDError: Error, Sendable, Hashable {
     case responseTimeout
     /// IFD_ERROR_INSUFFICIENT_BUFFER → SCARD_E_INSUFFICIENT_BUFFER (0x80100008).
     case insufficientBuffer
+}
+
+extension IFDError {
+    /// The RESPONSECODE a pcscd driver returns for this error (pcsc-lite `ifdhandler.h`); what pcscd
+    /// then tells the client is ``IFDResultMapping``'s, per PC/SC function.
+    public var responseCode: Int {
+        switch self {
+        case .noCard: IFDResponseCode.iccNotPresent
+        case .communicationError: IFDResponseCode.communicationError
+        case .notSupported: IFDResponseCode.errorNotSupported
+        case .protocolNotSupported: IFDResponseCode.protocolNotSupported
+        case .responseTimeout: IFDResponseCode.responseTimeout
+        case .insufficientBuffer: IFDResponseCode.insufficientBuffer
+        }
+    }
 }

@@ -1,21 +1,6 @@
 import ACR122Driver
 import CPCSCLite
-import PCSC
-
-/// The IFD handler result codes (pcsc-lite `ifdhandler.h`, RESPONSECODE) this layer reads, as Int.
-enum IFDCode {
-    static let success = Int(IFD_SUCCESS)
-    static let errorTag = Int(IFD_ERROR_TAG)
-    static let errorNotSupported = Int(IFD_ERROR_NOT_SUPPORTED)
-    static let protocolNotSupported = Int(IFD_PROTOCOL_NOT_SUPPORTED)
-    static let communicationError = Int(IFD_COMMUNICATION_ERROR)
-    static let responseTimeout = Int(IFD_RESPONSE_TIMEOUT)
-    static let notSupported = Int(IFD_NOT_SUPPORTED)
-    static let iccPresent = Int(IFD_ICC_PRESENT)
-    static let iccNotPresent = Int(IFD_ICC_NOT_PRESENT)
-    static let noSuchDevice = Int(IFD_NO_SUCH_DEVICE)
-    static let insufficientBuffer = Int(IFD_ERROR_INSUFFICIENT_BUFFER)
-}
+import PCSCCore
 
 /// The one place that calls the ACR122Driver's IFD handler entry points (`IFDH*`, pcsc-lite
 /// `ifdhandler.h` v3.0), as Swift functions: nothing is loaded dynamically. Each wrapper makes one
@@ -52,7 +37,7 @@ enum DriverCalls {
         var buffer = [UInt8](repeating: 0, count: maximumATRSize)
         var length = UInt(maximumATRSize)
         let result = buffer.withUnsafeMutableBufferPointer { ACR122Driver.IFDHPowerICC(lun, UInt(action), $0.baseAddress, &length) }
-        return (result, result == IFDCode.success ? Array(buffer.prefix(Int(min(length, UInt(maximumATRSize))))) : [])
+        return (result, result == IFDResponseCode.success ? Array(buffer.prefix(Int(min(length, UInt(maximumATRSize))))) : [])
     }
 
     /// IFDHSetProtocolParameters with an SCARD_PROTOCOL_* value and no PTS flags.
@@ -75,7 +60,7 @@ enum DriverCalls {
                 ACR122Driver.IFDHTransmitToICC(lun, header, tx.baseAddress, count, rx.baseAddress, &length, &received)
             }
         }
-        guard result == IFDCode.success else { return (result, []) }
+        guard result == IFDResponseCode.success else { return (result, []) }
         return (result, Array(buffer.prefix(Int(min(length, UInt(receiveBufferSize))))))
     }
 
@@ -90,7 +75,7 @@ enum DriverCalls {
                 ACR122Driver.IFDHControl(lun, UInt(code), tx.baseAddress, count, rx.baseAddress, UInt(receiveBufferSize), &returned)
             }
         }
-        guard result == IFDCode.success else { return (result, []) }
+        guard result == IFDResponseCode.success else { return (result, []) }
         return (result, Array(buffer.prefix(Int(min(returned, UInt(receiveBufferSize))))))
     }
 
@@ -99,7 +84,7 @@ enum DriverCalls {
         var buffer = [UInt8](repeating: 0, count: capacity)
         var length = UInt(capacity)
         let result = buffer.withUnsafeMutableBufferPointer { ACR122Driver.IFDHGetCapabilities(lun, UInt(tag), &length, $0.baseAddress) }
-        guard result == IFDCode.success else { return (result, []) }
+        guard result == IFDResponseCode.success else { return (result, []) }
         return (result, Array(buffer.prefix(Int(min(length, UInt(capacity))))))
     }
 }

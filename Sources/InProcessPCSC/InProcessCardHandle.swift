@@ -1,5 +1,5 @@
 import ISO7816
-import PCSC
+import PCSCCore
 import Synchronization
 
 /// A connection to an in-process reader (``InProcessReaders``): the counterpart of PCSC's
@@ -140,7 +140,7 @@ public final class InProcessCardHandle: CardChannel, Sendable {
         } catch let error where error == .unsupportedFeature {
             return []
         }
-        return try PCSCFeature.parseList(answer)
+        return try PCSCFeatureList(parsing: answer).features
     }
 
     private func checkConnected(_ function: String) throws(PCSCError) {

@@ -1,5 +1,5 @@
 import ACR122Driver
-import PCSC
+import PCSCCore
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -58,7 +58,7 @@ public final class InProcessReaders: Sendable {
         }
         let lun = UInt(index) << 16
         let result = DriverCalls.createChannel(lun: lun, deviceName: deviceName)
-        guard result == IFDCode.success else {
+        guard result == IFDResponseCode.success else {
             LunTable.release(index)
             throw InProcessReaderError(
                 .channelRefused,

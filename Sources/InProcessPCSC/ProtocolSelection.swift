@@ -1,4 +1,4 @@
-import PCSC
+import PCSCCore
 
 /// The protocols an ATR announces and the one it names first, as pcscd 1.9.9 decodes them before it
 /// selects a protocol (pcsc-lite `src/atrhandler.c`, ATRDecodeAtr).
@@ -114,11 +114,11 @@ enum ProtocolChoice: Sendable, Hashable {
                        driverResult: Int) -> ProtocolChoice {
         let masked = preferred.intersection(announced.available)
         switch driverResult {
-        case IFDCode.success:
+        case IFDResponseCode.success:
             return .use(candidate)
-        case IFDCode.protocolNotSupported, IFDCode.errorNotSupported:
+        case IFDResponseCode.protocolNotSupported, IFDResponseCode.errorNotSupported:
             return announced.defaultProtocol == masked ? .ppsFailed : .use(announced.defaultProtocol)
-        case IFDCode.notSupported:
+        case IFDResponseCode.notSupported:
             return .use(announced.defaultProtocol)
         default:
             return .ppsFailed

@@ -1,5 +1,5 @@
 import CPCSCLite
-import PCSC
+import PCSCCore
 import Synchronization
 
 /// pcscd's power state of a reader's card (pcsc-lite `src/readerfactory.h`, POWER_STATE_*).
@@ -491,7 +491,7 @@ final class ReaderContext: Sendable {
             try checkEvent(id, in: record)
         }
         let (result, value) = withDriver { DriverCalls.capability(lun: lun, tag: tag) }
-        if result == IFDCode.errorTag && (tag == Self.deviceFriendlyName || tag == Self.deviceSystemName) {
+        if result == IFDResponseCode.errorTag && (tag == Self.deviceFriendlyName || tag == Self.deviceSystemName) {
             let bytes = Array(name.utf8) + [0]
             guard bytes.count <= DriverCalls.attributeBufferSize else { throw .insufficientBuffer }
             return bytes

@@ -1,4 +1,3 @@
-import ISO7816
 import Synchronization
 
 /// A connection to a card, or with ``ShareMode/direct`` to a reader: transmit APDUs, send control
@@ -172,7 +171,7 @@ public final class CardHandle: CardChannel, @unchecked Sendable {
         } catch let error where error == .unsupportedFeature {
             return []
         }
-        return try PCSCFeature.parseList(answer)
+        return try PCSCFeatureList(parsing: answer).features
     }
 
     /// Runs `body` inside an exclusive transaction on the card; ends the transaction whatever
@@ -204,57 +203,4 @@ public struct CardStatus: Sendable, Hashable {
     public var state: CardState
     public var activeProtocol: ProtocolSet
     public var atr: [UInt8]
-}
-
-/// One PC/SC part 10 feature: its tag and the control code that invokes it.
-///
-/// Layout of the CM_IOCTL_GET_FEATURE_REQUEST answer (PC/SC part 10 §2.2): a list of
-/// `| tag (1) | length (1) = 04 | control code (4, big-endian) |`.
-public struct PCSCFeature: Sendable, Hashable {
-    public var tag: UInt8
-    public var controlCode: UInt32
-
-    /// FEATURE_CCID_ESC_COMMAND (0x13): the code for the reader's escape command. libccid lists it
-    /// only when escape commands are enabled in its Info.plist.
-    public static let ccidEscapeCommandTag: UInt8 = 0x13
-    /// FEATURE_IFD_PIN_PROPERTIES (0x0A).
-    public static let ifdPinPropertiesTag: UInt8 = 0x0A
-    /// FEATURE_GET_TLV_PROPERTIES (0x12).
-    public static let getTLVPropertiesTag: UInt8 = 0x12
-
-    public init(tag: UInt8, controlCode: UInt32) {
-        self.tag = tag
-        self.controlCode = controlCode
-    }
-
-    /// Parses the TLV list of a CM_IOCTL_GET_FEATURE_REQUEST answer.
-    /// - Throws: ``FeatureListError`` for a length other than 4 or a truncated entry.
-    public static func parseList(_ bytes: [UInt8]) throws(FeatureListError) -> [PCSCFeature] {
-        var features: [PCSCFeature] = []
-        var offset = 0
-        while offset < bytes.count {
-            guard offset + 2 <= bytes.count else {
-                throw FeatureListError(offset: offset, reason: "a feature tag without its length byte")
-            }
-            let length = Int(bytes[offset + 1])
-            guard length == 4 else {
-                throw FeatureListError(
-                    offset: offset + 1, reason: "feature length \(length), expected 4 (a control code)")
-            }
-            guard offset + 6 <= bytes.count else {
-                throw FeatureListError(offset: offset, reason: "the feature's 4-byte control code is truncated")
-            }
-            let code = bytes[offset + 2..<offset + 6].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
-            features.append(PCSCFeature(tag: bytes[offset], controlCode: code))
-            offset += 6
-        }
-        return features
-    }
-}
-
-/// A malformed CM_IOCTL_GET_FEATURE_REQUEST answer.
-public struct FeatureListError: Error, Sendable, Hashable, CustomStringConvertible {
-    public var offset: Int
-    public var reason: String
-    public var description: String { "malformed feature list at byte \(offset): \(reason)" }
 }

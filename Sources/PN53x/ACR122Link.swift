@@ -31,7 +31,7 @@ public enum ACR122Detection {
 /// as is.
 ///
 /// Escape refusal (case P09): when `control` fails on code 0x42000001 with an error conforming to
-/// `PCSCErrorCodeProviding` whose code is 0x80100016 (`SCARD_E_NOT_TRANSACTED`), before any escape
+/// `PCSCCodedError` whose code is 0x80100016 (`SCARD_E_NOT_TRANSACTED`), before any escape
 /// command has succeeded on this link, the link throws `ACR122Error.escapeCommandsNotEnabled`.
 /// After a success the same code means libccid's 30 s escape timeout, and the channel's error is
 /// passed through unchanged.
@@ -85,8 +85,8 @@ public final class ACR122Link {
             let reply = try channel.control(code: escapeCode, bytes)
             escapeHasSucceeded = true
             return reply
-        } catch let error as any PCSCErrorCodeProviding
-            where error.pcscCode == ACR122PCSCCode.notTransacted
+        } catch let error as any PCSCCodedError
+            where error.pcscCode == PCSCError.notTransacted.code
             && escapeCode == ACR122ControlCode.ccidEscape && !escapeHasSucceeded
         {
             throw ACR122Error.escapeCommandsNotEnabled
@@ -182,7 +182,7 @@ extension ACR122Link {
     public static func discoverEscapeCodes(on channel: any CardChannel) -> [UInt32] {
         var codes: [UInt32] = []
         if let reply = try? channel.control(code: ACR122ControlCode.getFeatureRequest, []),
-           let code = (try? CCIDFeatureList(parsing: reply))?.escapeCommandCode {
+           let code = (try? PCSCFeatureList(parsing: reply))?.escapeCommandCode {
             codes.append(code)
         }
         for code in ACR122ControlCode.fallbackEscapeCodes where !codes.contains(code) {

@@ -231,7 +231,7 @@ struct DoctorPCSCFindings: Sendable {
             defer { try? handle.disconnect(.leave) }
             let channel = GuardedChannel(handle)
             if let reply = try? channel.control(code: ACR122ControlCode.getFeatureRequest, []) {
-                findings.announcedEscapeCode = (try? CCIDFeatureList(parsing: reply))?.escapeCommandCode
+                findings.announcedEscapeCode = (try? PCSCFeatureList(parsing: reply))?.escapeCommandCode
             }
             do {
                 let link = try ACR122Link.open(channel: channel, readerName: reader)

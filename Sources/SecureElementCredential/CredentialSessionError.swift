@@ -1,5 +1,5 @@
 import ISO7816
-import PCSC
+import PCSCCore
 import PN53x
 
 /// What a lower layer said when a session call failed: the cause a `CredentialSessionError` wraps.
@@ -35,8 +35,8 @@ public enum UnderlyingCause: Sendable, Hashable, CustomStringConvertible {
             }
         case let e as CheckedResponseError:
             self = .statusWord(e.statusWord)
-        case let e as any PCSCErrorCodeProviding:
-            self = .pcsc(code: e.pcscCode, name: "0x" + String(e.pcscCode, radix: 16, uppercase: true))
+        case let e as any PCSCCodedError:
+            self = .pcsc(code: e.pcscCode, name: PCSCError(code: e.pcscCode).name)
         default:
             self = .other(String(describing: error))
         }

@@ -1,8 +1,8 @@
 import ISO7816
 import Synchronization
 
-/// An error that knows how it is written on a `!` line. PC/SC errors should conform (name
-/// `SCARD_E_NO_SMARTCARD`, code 0x8010000C) so recordings carry their exact code.
+/// An error that knows how it is written on a `!` line. `PCSCError` conforms (name
+/// `SCARD_E_NO_SMARTCARD`, code 0x8010000C), so recordings carry the exact code.
 public protocol TranscriptDescribableError: Error {
     /// The `!` line for this error.
     var transcriptFailure: TranscriptFailure { get }
@@ -157,5 +157,13 @@ public final class RecordingChannel: CardChannel {
     /// Records an event on this channel, e.g. `.cardRemoved` or `.fieldOff`.
     public func recordEvent(_ kind: TranscriptEventKind, _ attributes: [TranscriptAttribute] = []) throws(TranscriptWriteError) {
         try recorder.recordEvent(kind, attributes, channel: channelID)
+    }
+}
+
+extension PCSCError: TranscriptDescribableError {
+    /// `! SCARD_E_NO_SMARTCARD 0x8010000C "SCardTransmit failed"`: a PC/SC failure keeps its exact
+    /// name and code.
+    public var transcriptFailure: TranscriptFailure {
+        TranscriptFailure(name: name, code: code, message: function.map { "\($0) failed" })
     }
 }

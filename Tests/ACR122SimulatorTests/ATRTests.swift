@@ -1,5 +1,6 @@
 import ACR122Simulator
 import ISO7816
+import SecbridgeTesting
 import Testing
 
 /// A peer and the ATR the ACR122U synthesises for it (acr122-pn532.md §3; cases P05).

@@ -1,6 +1,7 @@
 import ACR122Simulator
 import ISO7816
 import PN53x
+import SecbridgeTesting
 import Testing
 
 @Suite("PN532 initiator role against placed peers")
@@ -33,7 +34,7 @@ struct InitiatorTests {
         let field = fastField()
         field.place(ISO14443_4Card(uid: hex("04 11 22 33")) { _ in [0x90, 0x00] })
         let reader = SimulatedACR122U(field: field)
-        let pn532 = PN532(link: ACR122Link(channel: try IFDCardChannel(reader, protocol: .t1)))
+        let pn532 = PN532(link: ACR122Link(channel: try SimulatedReaderChannel(reader, protocol: .t1)))
         let target = try #require(try pn532.pollISO14443A())
         #expect(target.uid == hex("04 11 22 33"))
         #expect(try pn532.exchangeAPDU(hex("00 A4 04 00 00")) == hex("90 00"))
@@ -96,7 +97,7 @@ struct InitiatorTests {
         // A first escape command succeeds, so the link reads a later 0x80100016 as a timeout, not as P09.
         _ = try pn532.send(PN532.GetFirmwareVersion())
         reader.injectLateReply()
-        #expect(throws: SimulatedPCSCError(ifdError: .communicationError)) {
+        #expect(throws: PCSCError.notTransacted) {
             try pn532.send(PN532.RFConfiguration(.rfField(on: true)))
         }
         #expect(throws: PN532Error.desynchronized(sent: .tgGetTargetStatus, received: hex("D5 33"))) {

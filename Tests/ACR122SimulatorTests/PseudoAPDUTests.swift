@@ -1,6 +1,7 @@
 import ACR122Simulator
 import ISO7816
 import PN53x
+import SecbridgeTesting
 import Testing
 
 /// One pseudo-APDU and the reply the ACR122U gives (ACR122U API v2.04; acr122-pn532.md §2).
@@ -58,7 +59,7 @@ struct PseudoAPDUTests {
     @Test("firmware string through the client: ACR122U207, no status word")
     func firmwareThroughClient() throws {
         let reader = SimulatedACR122U(field: fastField())
-        let link = try ACR122Link.open(channel: IFDCardChannel(reader, protocol: .undefined), readerName: reader.name)
+        let link = try ACR122Link.open(channel: SimulatedReaderChannel(reader, protocol: .undefined), readerName: reader.name)
         #expect(link.firmware?.text == "ACR122U207")
         #expect(link.firmware?.isACR122U == true)
         #expect(try PN532(link: link).send(PN532.GetFirmwareVersion()) == PN532FirmwareVersion(ic: 0x32, version: 0x01, revision: 0x06, support: 0x07))
@@ -73,7 +74,7 @@ struct PseudoAPDUTests {
     @Test("LED/buzzer through the client: 90 03 for P2 0F, then red off alone")
     func ledThroughClient() throws {
         let reader = SimulatedACR122U(field: fastField())
-        let link = ACR122Link(channel: try IFDCardChannel(reader, protocol: .undefined))
+        let link = ACR122Link(channel: try SimulatedReaderChannel(reader, protocol: .undefined))
         #expect(try reader.control(code: 0x4200_0001, hex("FF 00 40 0F 04 00 00 00 00")) == hex("90 03"))
         // P2 04: red mask, final red 0 → green stays on.
         #expect(try reader.control(code: 0x4200_0001, hex("FF 00 40 04 04 00 00 00 00")) == hex("90 02"))
@@ -90,7 +91,7 @@ struct PseudoAPDUTests {
         #expect(try reader.control(code: 0x4200_0D48, []) == [])
         #expect(throws: IFDError.notSupported) { try reader.control(code: 0x4200_0DAC, hex("FF 00 48 00 00")) }
         // The client says exactly what to do.
-        let channel = try IFDCardChannel(reader, protocol: .undefined)
+        let channel = try SimulatedReaderChannel(reader, protocol: .undefined)
         #expect(throws: ACR122Error.escapeCommandsNotEnabled) {
             _ = try ACR122Link.open(channel: channel, readerName: reader.name)
         }
@@ -102,7 +103,7 @@ struct PseudoAPDUTests {
         let reader = SimulatedACR122U(field: fastField(), personality: .ccidEscapeEnabled)
         #expect(text(try reader.control(code: 0x4200_0D48, [])) == "13 04 42 00 00 01")
         #expect(throws: IFDError.notSupported) { try reader.control(code: 0x4200_0DAC, hex("FF 00 48 00 00")) }
-        let channel = try IFDCardChannel(reader, protocol: .undefined)
+        let channel = try SimulatedReaderChannel(reader, protocol: .undefined)
         #expect(ACR122Link.discoverEscapeCodes(on: channel) == [0x4200_0001, 0x4200_0DAC])
         #expect(try ACR122Link.open(channel: channel, readerName: reader.name).escapeCode == 0x4200_0001)
     }
@@ -112,7 +113,7 @@ struct PseudoAPDUTests {
         let reader = SimulatedACR122U(field: fastField(), personality: .acsDriver)
         #expect(text(try reader.control(code: 0x4200_0D48, [])) == "13 04 42 00 0D AC")
         #expect(throws: IFDError.notSupported) { try reader.control(code: 0x4200_0001, hex("FF 00 48 00 00")) }
-        let link = try ACR122Link.open(channel: IFDCardChannel(reader, protocol: .undefined), readerName: reader.name)
+        let link = try ACR122Link.open(channel: SimulatedReaderChannel(reader, protocol: .undefined), readerName: reader.name)
         #expect(link.escapeCode == 0x4200_0DAC)
         #expect(link.firmware?.text == "ACR122U207")
     }
@@ -142,7 +143,7 @@ struct PseudoAPDUTests {
         #expect(!reader.isCardPresent())
         #expect(throws: IFDError.noCard) { try reader.powerUp() }
         #expect(throws: IFDError.noCard) { try reader.transmit(hex("FF 00 48 00 00")) }
-        #expect(throws: SimulatedPCSCError(ifdError: .noCard)) { _ = try IFDCardChannel(reader, protocol: .t1) }
+        #expect(throws: PCSCError.noSmartcard) { _ = try SimulatedReaderChannel(reader, protocol: .t1) }
     }
 
     @Test("PICC automatic polling off (FF 00 51 7F 00): a card in the field is not reported")
@@ -186,7 +187,7 @@ struct PseudoAPDUTests {
         // The firmware string still has no status word.
         #expect(try reader.transmit(hex("FF 00 48 00 00")) == Array("ACR122U103".utf8))
         // Through the client, which follows 61 xx itself.
-        let pn532 = PN532(link: ACR122Link(channel: try IFDCardChannel(reader, protocol: .t0)))
+        let pn532 = PN532(link: ACR122Link(channel: try SimulatedReaderChannel(reader, protocol: .t0)))
         #expect(try pn532.send(PN532.GetFirmwareVersion()).version == 0x01)
     }
 
@@ -196,13 +197,13 @@ struct PseudoAPDUTests {
         let card = ISO14443_4Card(uid: hex("04 A1 B2 C3 D4 E5 F6"), atqa: 0x0344, ats: hex("06 75 77 81 02 80")) { _ in [0x90, 0x00] }
         field.place(card)
         let reader = SimulatedACR122U(field: field)
-        let channel = try IFDCardChannel(reader, protocol: .t1)
+        let channel = try SimulatedReaderChannel(reader, protocol: .t1)
         #expect(try channel.transmit(hex("FF CA 00 00 00")) == hex("04 A1 B2 C3 D4 E5 F6 90 00"))
         #expect(try channel.transmit(hex("FF CA 01 00 00")) == hex("06 75 77 81 02 80 90 00"))
         #expect(try channel.transmit(hex("FF CA 00 00 04")) == hex("6C 07"))
         field.remove(card)
         field.place(ISO14443_3Tag(uid: hex("01 02 03 04")))
-        let tagChannel = try IFDCardChannel(SimulatedACR122U(field: field, name: "second"), protocol: .t1)
+        let tagChannel = try SimulatedReaderChannel(SimulatedACR122U(field: field, name: "second"), protocol: .t1)
         #expect(try tagChannel.transmit(hex("FF CA 00 00 00")) == hex("01 02 03 04 90 00"))
         #expect(try tagChannel.transmit(hex("FF CA 01 00 00")) == hex("6A 81"))
         // A card APDU to a tag without ISO-DEP: the operation fails.
@@ -215,10 +216,10 @@ struct PseudoAPDUTests {
         let card = ISO14443_4Card(uid: hex("04 11 22 33")) { apdu in apdu.first == 0x00 ? [0x6A, 0x82] : [0x6E, 0x00] }
         field.place(card)
         let reader = SimulatedACR122U(field: field)
-        let channel = try IFDCardChannel(reader, protocol: .t1)
+        let channel = try SimulatedReaderChannel(reader, protocol: .t1)
         #expect(try channel.transmit(hex("00 A4 04 00 07 A0 00 00 00 04 10 10 00")) == hex("6A 82"))
         #expect(card.receivedAPDUs == [hex("00 A4 04 00 07 A0 00 00 00 04 10 10 00")])
         field.remove(card)
-        #expect(throws: SimulatedPCSCError(ifdError: .noCard)) { try channel.transmit(hex("00 A4 04 00 00")) }
+        #expect(throws: PCSCError.noSmartcard) { try channel.transmit(hex("00 A4 04 00 00")) }
     }
 }

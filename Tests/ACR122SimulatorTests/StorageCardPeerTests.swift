@@ -1,6 +1,7 @@
 import ACR122Simulator
 import ISO7816
 import PN53x
+import SecbridgeTesting
 import Testing
 
 /// One Type 2 tag model and the figures its data sheet gives.
@@ -111,11 +112,11 @@ struct StorageCardPeerTests {
     }
 
     /// A card connection (automatic polling, T=1) to a reader with `tag` placed.
-    static func connected(_ tag: ISO14443_3Tag) throws -> (SimulatedACR122U, IFDCardChannel) {
+    static func connected(_ tag: ISO14443_3Tag) throws -> (SimulatedACR122U, SimulatedReaderChannel) {
         let field = fastField()
         field.place(tag)
         let reader = SimulatedACR122U(field: field)
-        return (reader, try IFDCardChannel(reader, protocol: .t1))
+        return (reader, try SimulatedReaderChannel(reader, protocol: .t1))
     }
 
     // MARK: Type 2

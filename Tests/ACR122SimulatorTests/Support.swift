@@ -1,74 +1,18 @@
 import ACR122Simulator
 import ISO7816
 import PN53x
+import SecbridgeTesting
 import Testing
-
-/// Bytes from "FF 00 48 00 00" (spaces optional).
-func hex(_ text: String) -> [UInt8] {
-    let digits = text.filter { !$0.isWhitespace }
-    precondition(digits.count % 2 == 0, "odd number of hex digits in test vector: \(text)")
-    var bytes: [UInt8] = []
-    var index = digits.startIndex
-    while index < digits.endIndex {
-        let next = digits.index(index, offsetBy: 2)
-        bytes.append(UInt8(digits[index..<next], radix: 16)!)
-        index = next
-    }
-    return bytes
-}
 
 /// Uppercase hex with spaces, for readable expectations.
 func text(_ bytes: [UInt8]) -> String { bytes.hexString }
-
-/// An IFD error as pcscd turns it into a PC/SC return code (pcsc-lite ifdwrapper.c / winscard.c).
-struct SimulatedPCSCError: PCSCErrorCodeProviding, Equatable {
-    var ifdError: IFDError
-    var pcscCode: UInt32 {
-        switch ifdError {
-        case .noCard: 0x8010_000C
-        case .communicationError: 0x8010_0016
-        case .notSupported: 0x8010_001F
-        case .protocolNotSupported: 0x8010_000F
-        case .responseTimeout: 0x8010_000A
-        case .insufficientBuffer: 0x8010_0008
-        }
-    }
-}
-
-/// A `CardChannel` over an `IFDDevice`, the way pcscd and SCardConnect/SCardTransmit/SCardControl
-/// drive a driver: `.undefined` is a DIRECT connection (control only), T=0/T=1 power the card up.
-final class IFDCardChannel: CardChannel {
-    let device: any IFDDevice
-    let transmissionProtocol: TransmissionProtocol
-
-    /// - Throws: `SimulatedPCSCError` (no card for a non-direct connection, protocol mismatch).
-    init(_ device: any IFDDevice, protocol transmissionProtocol: TransmissionProtocol) throws {
-        self.device = device
-        self.transmissionProtocol = transmissionProtocol
-        guard transmissionProtocol != .undefined else { return }
-        do {
-            _ = try device.powerUp()
-            try device.setProtocol(transmissionProtocol == .t0 ? 1 : 2)
-        } catch {
-            throw SimulatedPCSCError(ifdError: error)
-        }
-    }
-
-    func transmit(_ command: [UInt8]) throws -> [UInt8] {
-        do { return try device.transmit(command) } catch { throw SimulatedPCSCError(ifdError: error) }
-    }
-
-    func control(code: UInt32, _ command: [UInt8]) throws -> [UInt8] {
-        do { return try device.control(code: code, command) } catch { throw SimulatedPCSCError(ifdError: error) }
-    }
-}
 
 /// A field whose 5 s MCU timeout takes 5 ms and libccid's 30 s take 30 ms.
 func fastField() -> SimulatedField { SimulatedField(clock: SimulationClock(scale: 0.001)) }
 
 /// A direct (escape) connection to `reader` with the PN53x client on top.
 func directPN532(_ reader: SimulatedACR122U, escapeCode: UInt32 = 0x4200_0001) throws -> PN532 {
-    PN532(link: ACR122Link(channel: try IFDCardChannel(reader, protocol: .undefined), escapeCode: escapeCode))
+    PN532(link: ACR122Link(channel: try SimulatedReaderChannel(reader, protocol: .undefined), escapeCode: escapeCode))
 }
 
 /// `FF 00 00 00 Lc` + frame.

@@ -2,6 +2,7 @@ import ACR122Simulator
 import Dispatch
 import ISO7816
 import PN53x
+import SecbridgeTesting
 import Testing
 import Transcript
 

@@ -90,7 +90,7 @@ func eventually(_ what: String, _ condition: () -> Bool) async -> Bool {
             let features = try direct.features()
             var linkError = "no error"
             do {
-                _ = try ACR122Link.open(channel: CodedChannel(direct), readerName: name)
+                _ = try ACR122Link.open(channel: direct, readerName: name)
             } catch {
                 linkError = "\(error)"
             }

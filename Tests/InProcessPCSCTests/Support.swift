@@ -7,28 +7,6 @@ import PN53x
 import Synchronization
 import Testing
 
-/// A PCSCError as PN53x recognises it (case P09: SCARD_E_NOT_TRANSACTED on an escape command).
-/// SecbridgeCLI makes PCSCError itself conform; this test target does not link it, and a second
-/// conformance in the same test bundle would be ambiguous, so channels are wrapped instead.
-struct CodedPCSCError: PCSCErrorCodeProviding, CustomStringConvertible {
-    var error: PCSCError
-    var pcscCode: UInt32 { error.code }
-    var description: String { error.description }
-}
-
-/// Passes every call to `base`; PCSCErrors come out as ``CodedPCSCError``.
-final class CodedChannel: CardChannel {
-    let base: any CardChannel
-    init(_ base: any CardChannel) { self.base = base }
-    var transmissionProtocol: TransmissionProtocol { base.transmissionProtocol }
-    func transmit(_ command: [UInt8]) throws -> [UInt8] {
-        do { return try base.transmit(command) } catch let error as PCSCError { throw CodedPCSCError(error: error) }
-    }
-    func control(code: UInt32, _ command: [UInt8]) throws -> [UInt8] {
-        do { return try base.control(code: code, command) } catch let error as PCSCError { throw CodedPCSCError(error: error) }
-    }
-}
-
 /// Runs blocking work (in-process PC/SC calls) on a dedicated thread of its own, never on Swift's
 /// shared concurrency pool.
 func blocking<T: Sendable>(_ name: String = "inproc-test", _ body: @escaping @Sendable () throws -> T) async throws -> T {

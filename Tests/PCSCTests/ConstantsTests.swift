@@ -1,7 +1,7 @@
 import CPCSCLite
 import Testing
 
-@testable import PCSC
+import PCSC
 
 /// Every constant re-declared in Swift matches the header's own definition (pcsc-lite 1.9.9).
 @Suite struct ConstantsTests {
@@ -62,6 +62,29 @@ import Testing
         ]
         for (error, header) in pairs {
             #expect(error == PCSCError(rawValue: header), "\(error.name)")
+        }
+    }
+
+    @Test func ifdResponseCodesMatchHeaders() {
+        let pairs: [(Int, Int32, String)] = [
+            (IFDResponseCode.success, IFD_SUCCESS, "IFD_SUCCESS"),
+            (IFDResponseCode.errorTag, IFD_ERROR_TAG, "IFD_ERROR_TAG"),
+            (IFDResponseCode.errorSetFailure, IFD_ERROR_SET_FAILURE, "IFD_ERROR_SET_FAILURE"),
+            (IFDResponseCode.errorValueReadOnly, IFD_ERROR_VALUE_READ_ONLY, "IFD_ERROR_VALUE_READ_ONLY"),
+            (IFDResponseCode.errorPTSFailure, IFD_ERROR_PTS_FAILURE, "IFD_ERROR_PTS_FAILURE"),
+            (IFDResponseCode.errorNotSupported, IFD_ERROR_NOT_SUPPORTED, "IFD_ERROR_NOT_SUPPORTED"),
+            (IFDResponseCode.protocolNotSupported, IFD_PROTOCOL_NOT_SUPPORTED, "IFD_PROTOCOL_NOT_SUPPORTED"),
+            (IFDResponseCode.errorPowerAction, IFD_ERROR_POWER_ACTION, "IFD_ERROR_POWER_ACTION"),
+            (IFDResponseCode.communicationError, IFD_COMMUNICATION_ERROR, "IFD_COMMUNICATION_ERROR"),
+            (IFDResponseCode.responseTimeout, IFD_RESPONSE_TIMEOUT, "IFD_RESPONSE_TIMEOUT"),
+            (IFDResponseCode.notSupported, IFD_NOT_SUPPORTED, "IFD_NOT_SUPPORTED"),
+            (IFDResponseCode.iccPresent, IFD_ICC_PRESENT, "IFD_ICC_PRESENT"),
+            (IFDResponseCode.iccNotPresent, IFD_ICC_NOT_PRESENT, "IFD_ICC_NOT_PRESENT"),
+            (IFDResponseCode.noSuchDevice, IFD_NO_SUCH_DEVICE, "IFD_NO_SUCH_DEVICE"),
+            (IFDResponseCode.insufficientBuffer, IFD_ERROR_INSUFFICIENT_BUFFER, "IFD_ERROR_INSUFFICIENT_BUFFER"),
+        ]
+        for (swift, header, name) in pairs {
+            #expect(swift == Int(header), "\(name)")
         }
     }
 }

@@ -94,13 +94,4 @@ import Testing
     @Test func pnpNotificationName() {
         #expect(ReaderState.pnpNotification == #"\\?PnP?\Notification"#)
     }
-
-    @Test func featureListParses() throws {
-        // P09: libccid with escape enabled lists FEATURE_CCID_ESC_COMMAND (13) = 0x42000001.
-        let features = try PCSCFeature.parseList([0x13, 0x04, 0x42, 0x00, 0x00, 0x01, 0x12, 0x04, 0x42, 0x33, 0x00, 0x12])
-        #expect(features == [PCSCFeature(tag: 0x13, controlCode: 0x4200_0001), PCSCFeature(tag: 0x12, controlCode: 0x4233_0012)])
-        #expect(throws: FeatureListError.self) { try PCSCFeature.parseList([0x13, 0x04, 0x42, 0x00]) }
-        #expect(throws: FeatureListError.self) { try PCSCFeature.parseList([0x13, 0x02, 0x42, 0x00]) }
-        #expect(try PCSCFeature.parseList([]) == [])
-    }
 }

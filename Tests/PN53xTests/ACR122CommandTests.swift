@@ -1,3 +1,5 @@
+import PCSCCore
+import SecbridgeTesting
 import Testing
 @testable import PN53x
 
@@ -210,52 +212,10 @@ struct ACR122ReplyTests {
 struct CCIDFeatureTests {
     @Test("control codes: SCARD_CTL_CODE(n) = 0x42000000 + n (reference §1)")
     func codes() {
-        #expect(ACR122ControlCode.ccidEscape == ACR122ControlCode.scardCtlCode(1))
-        #expect(ACR122ControlCode.acsccidEscape == ACR122ControlCode.scardCtlCode(3500))
-        #expect(ACR122ControlCode.getFeatureRequest == ACR122ControlCode.scardCtlCode(3400))
+        #expect(ACR122ControlCode.ccidEscape == PCSCConstants.controlCode(1))
+        #expect(ACR122ControlCode.acsccidEscape == PCSCConstants.controlCode(3500))
+        #expect(ACR122ControlCode.getFeatureRequest == PCSCConstants.controlCode(3400))
         #expect(ACR122ControlCode.ccidEscape == 0x4200_0001)
         #expect(ACR122ControlCode.acsccidEscape == 0x4200_0DAC)
-    }
-
-    @Test("P09: feature TLV 13 04 42 00 00 01 gives escape code 0x42000001")
-    func p09FeatureTLV() throws {
-        let list = try CCIDFeatureList(parsing: hex("13 04 42 00 00 01"))
-        #expect(list.escapeCommandCode == 0x4200_0001)
-        #expect(list.serialized() == hex("13 04 42 00 00 01"))
-    }
-
-    @Test("acsccid lists tag 13 with 0x42000DAC among other features")
-    func acsccidList() throws {
-        // 12 = FEATURE_IFD_PIN_PROPERTIES (another PC/SC part 10 tag), then the escape command.
-        let bytes = hex("12 04 42 33 00 0A 13 04 42 00 0D AC")
-        let list = try CCIDFeatureList(parsing: bytes)
-        #expect(list.features == [CCIDFeature(tag: 0x12, controlCode: 0x4233_000A), CCIDFeature(tag: 0x13, controlCode: 0x4200_0DAC)])
-        #expect(list.escapeCommandCode == 0x4200_0DAC)
-        #expect(list.serialized() == bytes)
-    }
-
-    @Test("an empty answer is an empty list: libccid without the option lists no tag 13")
-    func empty() throws {
-        #expect(try CCIDFeatureList(parsing: []).escapeCommandCode == nil)
-    }
-
-    @Test("drip-feed: prefixes inside a TLV are rejected, prefixes at TLV boundaries give fewer features")
-    func dripFeed() throws {
-        let bytes = hex("12 04 42 33 00 0A 13 04 42 00 0D AC")
-        for length in 0..<bytes.count {
-            let prefix = Array(bytes.prefix(length))
-            if length % 6 == 0 {
-                #expect(try CCIDFeatureList(parsing: prefix).features.count == length / 6)
-            } else {
-                #expect(throws: PN53xParseError.self) { try CCIDFeatureList(parsing: prefix) }
-            }
-        }
-    }
-
-    @Test func rejections() {
-        // The value is cut after 3 of 4 bytes.
-        #expect(throws: PN53xParseError(.truncated, at: 2, "")) { try CCIDFeatureList(parsing: hex("13 04 42 00 00")) }
-        // Length 02: control codes are 4 bytes.
-        #expect(throws: PN53xParseError(.lengthMismatch, at: 1, "")) { try CCIDFeatureList(parsing: hex("13 02 42 00")) }
     }
 }

@@ -1,4 +1,5 @@
 import ISO7816
+import SecbridgeTesting
 import Testing
 @testable import PN53x
 
@@ -75,7 +76,7 @@ struct ACR122LinkTests {
     @Test("P09: SCARD_E_NOT_TRANSACTED on 0x42000001 gives the exact ifdDriverOptions message")
     func p09EscapeRefused() {
         let channel = ScriptedCardChannel(.undefined, [
-            .controlThrows(code: 0x4200_0001, expect: hex("FF 00 48 00 00"), error: FakePCSCError(pcscCode: 0x8010_0016)),
+            .controlThrows(code: 0x4200_0001, expect: hex("FF 00 48 00 00"), error: PCSCError(code: 0x8010_0016, function: "SCardControl")),
         ])
         let link = ACR122Link(channel: channel, escapeCode: ACR122ControlCode.ccidEscape)
         #expect {
@@ -91,11 +92,11 @@ struct ACR122LinkTests {
     func p09TimeoutAfterSuccess() {
         let channel = ScriptedCardChannel(.undefined, [
             .control(code: 0x4200_0001, expect: hex("FF 00 48 00 00"), reply: Array("ACR122U207".utf8)),
-            .controlThrows(code: 0x4200_0001, expect: hex("FF 00 00 00 02 D4 86"), error: FakePCSCError(pcscCode: 0x8010_0016)),
+            .controlThrows(code: 0x4200_0001, expect: hex("FF 00 00 00 02 D4 86"), error: PCSCError(code: 0x8010_0016, function: "SCardControl")),
         ])
         let link = ACR122Link(channel: channel)
         #expect(throws: Never.self) { try link.firmwareVersion() }
-        #expect(throws: FakePCSCError(pcscCode: 0x8010_0016)) {
+        #expect(throws: PCSCError(code: 0x8010_0016, function: "SCardControl")) {
             try link.transmitPN532(PN532HostFrame(command: .tgGetData))
         }
         channel.assertFinished()
@@ -105,8 +106,8 @@ struct ACR122LinkTests {
     func p09OpenWithoutOption() {
         let channel = ScriptedCardChannel(.undefined, [
             .control(code: 0x4200_0D48, expect: [], reply: []),
-            .controlThrows(code: 0x4200_0001, expect: hex("FF 00 48 00 00"), error: FakePCSCError(pcscCode: 0x8010_0016)),
-            .controlThrows(code: 0x4200_0DAC, expect: hex("FF 00 48 00 00"), error: FakePCSCError(pcscCode: 0x8010_001F)),
+            .controlThrows(code: 0x4200_0001, expect: hex("FF 00 48 00 00"), error: PCSCError(code: 0x8010_0016, function: "SCardControl")),
+            .controlThrows(code: 0x4200_0DAC, expect: hex("FF 00 48 00 00"), error: PCSCError(code: 0x8010_001F, function: "SCardControl")),
         ])
         #expect(throws: ACR122Error.escapeCommandsNotEnabled) {
             try ACR122Link.open(channel: channel, readerName: "ACS ACR122U PICC Interface 00 00")
@@ -137,8 +138,8 @@ struct ACR122LinkTests {
         listed.assertFinished()
 
         let fallback = ScriptedCardChannel(.undefined, [
-            .controlThrows(code: 0x4200_0D48, expect: [], error: FakePCSCError(pcscCode: 0x8010_001F)),
-            .controlThrows(code: 0x4200_0001, expect: hex("FF 00 48 00 00"), error: FakePCSCError(pcscCode: 0x8010_001F)),
+            .controlThrows(code: 0x4200_0D48, expect: [], error: PCSCError(code: 0x8010_001F, function: "SCardControl")),
+            .controlThrows(code: 0x4200_0001, expect: hex("FF 00 48 00 00"), error: PCSCError(code: 0x8010_001F, function: "SCardControl")),
             .control(code: 0x4200_0DAC, expect: hex("FF 00 48 00 00"), reply: Array("ACR122U207".utf8)),
         ])
         #expect(try ACR122Link.open(channel: fallback, readerName: "ACS ACR122U 00 00").escapeCode == 0x4200_0DAC)
@@ -149,8 +150,8 @@ struct ACR122LinkTests {
     func noEscapeCode() {
         let channel = ScriptedCardChannel(.undefined, [
             .control(code: 0x4200_0D48, expect: [], reply: []),
-            .controlThrows(code: 0x4200_0001, expect: hex("FF 00 48 00 00"), error: FakePCSCError(pcscCode: 0x8010_001F)),
-            .controlThrows(code: 0x4200_0DAC, expect: hex("FF 00 48 00 00"), error: FakePCSCError(pcscCode: 0x8010_001F)),
+            .controlThrows(code: 0x4200_0001, expect: hex("FF 00 48 00 00"), error: PCSCError(code: 0x8010_001F, function: "SCardControl")),
+            .controlThrows(code: 0x4200_0DAC, expect: hex("FF 00 48 00 00"), error: PCSCError(code: 0x8010_001F, function: "SCardControl")),
         ])
         #expect(throws: ACR122Error.noEscapeCode(tried: [0x4200_0001, 0x4200_0DAC])) {
             try ACR122Link.open(channel: channel, readerName: "Some Reader")

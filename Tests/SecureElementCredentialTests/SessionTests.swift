@@ -1,5 +1,6 @@
 import ISO7816
 import Synchronization
+import SecbridgeTesting
 import Testing
 @testable import SecureElementCredential
 

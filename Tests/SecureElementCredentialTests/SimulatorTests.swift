@@ -2,42 +2,15 @@ import ACR122Simulator
 import ISO7816
 import PCSC
 import PN53x
+import SecbridgeTesting
 import Testing
 @testable import SecureElementCredential
-
-/// An IFD error as pcscd would report it.
-struct SimulatedPCSCCode: PCSCErrorCodeProviding {
-    var ifdError: IFDError
-    var pcscCode: UInt32 {
-        switch ifdError {
-        case .noCard: 0x8010_000C
-        case .communicationError: 0x8010_0016
-        case .notSupported: 0x8010_001F
-        case .protocolNotSupported: 0x8010_000F
-        case .responseTimeout: 0x8010_000A
-        case .insufficientBuffer: 0x8010_0008
-        }
-    }
-}
-
-/// A direct (SCARD_SHARE_DIRECT) connection to a simulated reader: control only, as pcscd gives it.
-final class DirectIFDChannel: CardChannel {
-    let device: any IFDDevice
-    init(_ device: any IFDDevice) { self.device = device }
-    var transmissionProtocol: TransmissionProtocol { .undefined }
-    func transmit(_ command: [UInt8]) throws -> [UInt8] {
-        do { return try device.transmit(command) } catch { throw SimulatedPCSCCode(ifdError: error) }
-    }
-    func control(code: UInt32, _ command: [UInt8]) throws -> [UInt8] {
-        do { return try device.control(code: code, command) } catch { throw SimulatedPCSCCode(ifdError: error) }
-    }
-}
 
 @Suite("The ACR122U backend against SimulatedACR122U", .serialized)
 struct SimulatorTests {
     static func backend(_ reader: SimulatedACR122U) async -> PN532EmulationBackend {
         await PN532EmulationBackend.open(readerName: reader.name, executor: BlockingExecutor(name: "test \(reader.name)")) {
-            (DirectIFDChannel(reader), {})
+            (try SimulatedReaderChannel(reader, protocol: .undefined), {})
         }
     }
 
@@ -116,27 +89,6 @@ struct SimulatorTests {
     }
 }
 
-/// A SHARED T=1 connection to the card a simulated reader found by automatic polling.
-final class CardIFDChannel: CardChannel {
-    let device: any IFDDevice
-    init(_ device: any IFDDevice) throws {
-        self.device = device
-        do {
-            _ = try device.powerUp()
-            try device.setProtocol(2)
-        } catch {
-            throw SimulatedPCSCCode(ifdError: error)
-        }
-    }
-    var transmissionProtocol: TransmissionProtocol { .t1 }
-    func transmit(_ command: [UInt8]) throws -> [UInt8] {
-        do { return try device.transmit(command) } catch { throw SimulatedPCSCCode(ifdError: error) }
-    }
-    func control(code: UInt32, _ command: [UInt8]) throws -> [UInt8] {
-        do { return try device.control(code: code, command) } catch { throw SimulatedPCSCCode(ifdError: error) }
-    }
-}
-
 @Suite("Reader sessions (the host as terminal) against SimulatedACR122U")
 struct ReaderSessionTests {
     static func card() -> ISO14443_4Card {
@@ -151,7 +103,7 @@ struct ReaderSessionTests {
         let card = Self.card()
         field.place(card)
         let reader = SimulatedACR122U(field: field, name: "ACS ACR122U PICC Interface 03 00 (session test)")
-        let session = ReaderSession(readerName: reader.name, path: .pn532Initiator) { (DirectIFDChannel(reader), {}) }
+        let session = ReaderSession(readerName: reader.name, path: .pn532Initiator) { (try SimulatedReaderChannel(reader, protocol: .undefined), {}) }
         let exchanges = try await session.run(script: [hex("00 A4 04 00 07 D2 76 00 00 85 01 01 00"), hex("00 A4 04 00 05 F0 00 00 00 01 00")])
         #expect(exchanges.map(\.response.hexString) == ["90 00", "6A 82"])
         #expect(card.receivedAPDUs.count == 2)
@@ -163,7 +115,7 @@ struct ReaderSessionTests {
         let field = SimulatedField(clock: SimulationClock(scale: 0.001))
         field.place(Self.card())
         let reader = SimulatedACR122U(field: field, name: "ACS ACR122U PICC Interface 04 00 (session test)")
-        let session = ReaderSession(readerName: reader.name, path: .pcsc) { (try CardIFDChannel(reader), {}) }
+        let session = ReaderSession(readerName: reader.name, path: .pcsc) { (try SimulatedReaderChannel(reader, protocol: .t1), {}) }
         let (status, exchanges) = try await session.run { transceiver in
             try await transceiver.transceive(hex("00 A4 04 00 07 D2 76 00 00 85 01 01 00"))
         }
@@ -174,7 +126,7 @@ struct ReaderSessionTests {
     @Test("no card in the field: instanceDoesNotExist from the bounded poll")
     func noCard() async throws {
         let reader = SimulatedACR122U(field: SimulatedField(clock: SimulationClock(scale: 0.001)), name: "ACS ACR122U PICC Interface 05 00 (session test)")
-        let session = ReaderSession(readerName: reader.name, path: .pn532Initiator) { (DirectIFDChannel(reader), {}) }
+        let session = ReaderSession(readerName: reader.name, path: .pn532Initiator) { (try SimulatedReaderChannel(reader, protocol: .undefined), {}) }
         await #expect(throws: CredentialSessionError(.instanceDoesNotExist, "")) { _ = try await session.run(script: [hex("00 A4 04 00 00")]) }
         #expect(reader.piccOperatingParameter == 0xFF, "restored even when the poll finds nothing")
     }

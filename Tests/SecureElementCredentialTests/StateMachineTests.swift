@@ -1,4 +1,5 @@
 import PCSC
+import SecbridgeTesting
 import Testing
 @testable import SecureElementCredential
 

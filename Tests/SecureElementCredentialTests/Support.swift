@@ -1,17 +1,10 @@
 import ISO7816
 import Synchronization
+import SecbridgeTesting
 import Testing
 @testable import SecureElementCredential
 
 /// Bytes from "00 A4 04 00" (spaces optional).
-func hex(_ text: String) -> [UInt8] {
-    do {
-        return try HexBytes.parse(text)
-    } catch {
-        Issue.record("bad hex in a test vector: \(text)")
-        return []
-    }
-}
 
 /// A secure element that answers every command with 90 00 and counts what happens to it.
 final class StubSecureElement: SecureElement {

@@ -18,10 +18,11 @@ public final class BlockingExecutor: Sendable {
     public let name: String
 
     /// Starts the thread.
-    /// - Parameter name: the thread's name, shown by debuggers and `top -H`.
+    /// - Parameter name: the thread's name (at most 15 bytes are kept), shown in
+    ///   `/proc/PID/task/*/comm`, by `top -H` and by debuggers.
     public init(name: String) {
         self.name = name
-        startThread(name: name) { [queue] in
+        let started = startThread(name: name) { [queue] in
             while true {
                 queue.condition.lock()
                 while queue.jobs.isEmpty && !queue.stopped { queue.condition.wait() }
@@ -31,6 +32,8 @@ public final class BlockingExecutor: Sendable {
                 job()
             }
         }
+        // Without its thread no job would ever run: every later `run(_:)` would hang.
+        precondition(started, "pthread_create failed for \(name): the process is out of threads")
     }
 
     deinit { shutdown() }

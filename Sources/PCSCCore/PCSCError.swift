@@ -100,7 +100,7 @@ extension PCSCError {
 
     /// Every result code pcsc-lite 1.9.9 defines, with its name and meaning (pcsclite.h).
     /// 0x8010001F is listed once, as SCARD_E_UNSUPPORTED_FEATURE, the name pcsc-lite returns it for.
-    static let entries: [(code: UInt32, name: String, meaning: String)] = [
+    package static let entries: [(code: UInt32, name: String, meaning: String)] = [
         (0x0000_0000, "SCARD_S_SUCCESS", "no error was encountered"),
         (0x8010_0001, "SCARD_F_INTERNAL_ERROR", "an internal consistency check failed"),
         (0x8010_0002, "SCARD_E_CANCELLED", "the action was cancelled by an SCardCancel request"),
@@ -163,6 +163,10 @@ extension PCSCError {
         (0x8010_006F, "SCARD_W_CARD_NOT_AUTHENTICATED", "no PIN was presented to the card"),
     ]
 
+    /// Every result code pcsc-lite 1.9.9 defines (`pcsclite.h`), in the header's order, each with its
+    /// ``name`` and ``meaning``; `PCSCTests/HeaderConstantsTests` checks each against its macro.
+    public static let knownCodes: [PCSCError] = entries.map { PCSCError(code: $0.code) }
+
     static let table: [UInt32: (name: String, meaning: String)] = {
         var table: [UInt32: (name: String, meaning: String)] = [:]
         for entry in entries { table[entry.code] = (entry.name, entry.meaning) }
@@ -170,8 +174,14 @@ extension PCSCError {
     }()
 }
 
-/// Eight uppercase hex digits.
-func hex32(_ value: UInt32) -> String {
+/// Eight uppercase hex digits, as pcsc-lite's documentation writes result codes.
+package func hex32(_ value: UInt32) -> String {
     let digits = String(value, radix: 16, uppercase: true)
     return String(repeating: "0", count: 8 - digits.count) + digits
+}
+
+/// Two uppercase hex digits.
+package func hex8(_ value: UInt8) -> String {
+    let digits = String(value, radix: 16, uppercase: true)
+    return digits.count == 1 ? "0" + digits : digits
 }

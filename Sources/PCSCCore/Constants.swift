@@ -1,13 +1,13 @@
-import ISO7816
-
-/// PC/SC constants that Swift cannot import from the headers, declared once here.
+/// PC/SC constants, declared once here in pure Swift so that every layer can use them without
+/// linking pcsc-lite.
 ///
-/// pcsc-lite defines these with function-like or expression macros, which the Clang importer skips.
-/// `PCSCTests/ConstantsTests` checks every value against the header's own definition through the
-/// accessors in the C shim.
+/// Some of them pcsc-lite defines with function-like or expression macros, which the Clang importer
+/// skips. `PCSCTests/ConstantsTests` checks every value against the header's own definition
+/// (directly, or through the accessors in the C shim).
 public enum PCSCConstants {
     /// `SCARD_CTL_CODE(code)`: the control code pcsc-lite gives a reader-specific IOCTL, 0x42000000 + code
-    /// (pcsc-lite `reader.h`).
+    /// (pcsc-lite `reader.h`). Windows numbers the same IOCTLs differently (0x00310000 + code × 4);
+    /// this is pcsc-lite's numbering, the one SCardControl on Linux expects.
     public static func controlCode(_ code: UInt32) -> UInt32 { 0x4200_0000 &+ code }
 
     /// `CM_IOCTL_GET_FEATURE_REQUEST` = SCARD_CTL_CODE(3400) = 0x42000D48: asks a reader for its
