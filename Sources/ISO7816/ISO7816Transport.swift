@@ -6,7 +6,7 @@
 /// is passed through untouched: the exact bytes of `serialized()`, no T=0 mapping, no 61 XX or
 /// 6C XX handling, no chaining. Its answer is split as data + SW1 SW2 if it has at least 2 bytes;
 /// for reader commands whose answer has no status word (the ACR122U firmware string "ACR122U207"
-/// ends in 30 37, which is not a SW) call `channel.transmit` directly (acr122-pn532.md §2).
+/// ends in 30 37, which is not a SW) call `channel.transmit` directly (docs/acr122-pn532.md §2).
 ///
 /// What it does, for a card APDU:
 /// 1. Length: Nc > 255 (or Ne > 256) is sent as one extended APDU when the card announces extended

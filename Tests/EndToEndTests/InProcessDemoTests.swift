@@ -4,7 +4,7 @@ import Testing
 
 /// The demo and the simulator without pcscd: the same driver entry points, driven in process.
 @Suite struct InProcessDemoTests {
-    /// iso14443-t4t-ndef.md §4, the full URI read, as the emulated tag answers it.
+    /// docs/iso14443-t4t-ndef.md §4, the full URI read, as the emulated tag answers it.
     static let uriRead = [
         "apduExchanged(00 A4 04 00 07 D2 76 00 00 85 01 01 00 → 90 00)",
         "apduExchanged(00 A4 00 0C 02 E1 03 → 90 00)",

@@ -83,7 +83,7 @@ extension SharedReader {
             events.clear()
             try await blocking { _ = try SimulatedReaders.controlA.request("place-card", ["uid": "04A1B2C3", "id": "monitor-card"]) }
             defer { _ = try? SimulatedReaders.controlA.request("remove", ["peer": "monitor-card"]) }
-            // Both readers share one field and poll automatically: each sees the card (acr122-pn532.md §3 ATR).
+            // Both readers share one field and poll automatically: each sees the card (docs/acr122-pn532.md §3 ATR).
             let inserted = try await events.wait(for: "card-inserted") { $0.kind == "card-inserted" && $0.reader == reader }
             #expect(inserted == .cardInserted(reader: reader, atr: [0x3B, 0x80, 0x80, 0x01, 0x01]))
             _ = try await events.wait(for: "card-inserted on B") { $0.kind == "card-inserted" && $0.reader == other }
@@ -245,7 +245,7 @@ extension SharedReader {
         }
         #expect(readers.status == 0)
         #expect(readers.out.contains("\"name\": \"ACS ACR122U PICC Interface 00 00\""))
-        // acr122-pn532.md §3: an ISO 14443-4 card without historical bytes.
+        // docs/acr122-pn532.md §3: an ISO 14443-4 card without historical bytes.
         #expect(readers.out.contains("\"atr\": \"3B80800101\""))
         // The built-in Type 4 Tag applet answers the NDEF application SELECT.
         let send = try await runBinary(["send", "--reader", "0", "00A4040007D276000085010100"], environment: environment)

@@ -89,7 +89,7 @@ extension SharedReader {
             // pcsc-lite 1.9.9 reports the protocol the card already negotiated when one is powered
             // (measured: T=1); with no card, DIRECT gives 0 (the ACR122U target-mode path).
             #expect(active == .t1)
-            // test-infrastructure.md: vpcd does not implement IFDHControl.
+            // docs/test-infrastructure.md: vpcd does not implement IFDHControl.
             #expect(features.isEmpty)
             #expect(controlError == .unsupportedFeature)
         }

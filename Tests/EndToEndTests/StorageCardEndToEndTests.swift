@@ -5,9 +5,9 @@ import Transcript
 
 // `secbridge read` and `secbridge write-ndef` on storage cards placed on the shared simulated
 // ACR122U through pcscd: NFC Forum Type 2 tags (NTAG213) and MIFARE Classic 1K, through the PC/SC
-// part 3 pseudo-APDUs (FF CA, FF B0, FF D6, FF 82, FF 86; ACR122U API v2.04; iso14443-t4t-ndef.md §6).
+// part 3 pseudo-APDUs (FF CA, FF B0, FF D6, FF 82, FF 86; ACR122U API v2.04; docs/iso14443-t4t-ndef.md §6).
 
-/// `D1 01 0C 55 04 "example.com"`: the URI record https://example.com (iso14443-t4t-ndef.md §5).
+/// `D1 01 0C 55 04 "example.com"`: the URI record https://example.com (docs/iso14443-t4t-ndef.md §5).
 let exampleURIMessage = "D1010C55046578616D706C652E636F6D"
 
 /// What `tag-memory` says a placed tag holds, as bytes.
@@ -158,7 +158,7 @@ extension SharedReader {
             let result = try await runCLI(["write-ndef", "--reader", environment.simulatedReaderA, "--text", "Hello", "--yes", "--record", record])
             #expect(result.status == 0, "\(result.err)\n\(result.out)")
             #expect(result.out.contains("NDEF record 1: text \"Hello\" (en)\n"))
-            // "Hello" (en) → D1 01 08 54 02 65 6E 48 65 6C 6C 6F (iso14443-t4t-ndef.md §5), in an NDEF TLV
+            // "Hello" (en) → D1 01 08 54 02 65 6E 48 65 6C 6C 6F (docs/iso14443-t4t-ndef.md §5), in an NDEF TLV
             // 03 0C … and the terminator FE, the last page padded with 00.
             #expect(try tagMemory("t2", first: 4, count: 4) == hex("03 0C D1 01 08 54 02 65 6E 48 65 6C 6C 6F FE 00"))
             // The transcript holds the Update Binary of page 4.

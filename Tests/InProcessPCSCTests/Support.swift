@@ -134,5 +134,5 @@ final class Bench: Sendable {
 let ccidEscape: UInt32 = 0x4200_0001
 /// The firmware version pseudo-APDU (ACR122U API v2.04 §6.3).
 let firmwareRequest = hex("FF 00 48 00 00")
-/// SELECT of the NFC Forum Type 4 Tag application (iso14443-t4t-ndef.md §4).
+/// SELECT of the NFC Forum Type 4 Tag application (docs/iso14443-t4t-ndef.md §4).
 let selectT4T = hex("00 A4 04 00 07 D2 76 00 00 85 01 01 00")
