@@ -86,7 +86,7 @@ public struct ACR122LEDBuzzerControl: Sendable, Hashable {
 /// The PICC operating parameter of the ACR122U (ACR122U API v2.04 §6.4); the default is FF (all set).
 ///
 /// libnfc clears it all (00) before card emulation; nfcpy sends 7F (automatic polling off).
-/// Restore FF after an emulation, or the reader looks dead until it is replugged (reference §5d).
+/// Restore FF after an emulation, or the reader looks dead until it is replugged (docs/acr122-pn532.md §5d).
 public struct ACR122PICCOperatingParameter: OptionSet, Sendable, Hashable {
     public let rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }

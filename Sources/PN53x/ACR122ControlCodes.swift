@@ -1,7 +1,7 @@
 /// SCardControl codes that reach an ACR122U, as pcsc-lite numbers them.
 ///
 /// pcsc-lite defines `SCARD_CTL_CODE(n)` as `0x42000000 + n` (pcsc-lite src/PCSC/reader.h). Which
-/// escape code a reader accepts depends on its driver (ACR122U reference §1):
+/// escape code a reader accepts depends on its driver (docs/acr122-pn532.md §1):
 ///
 /// | Driver | Escape code | Gate |
 /// |---|---|---|
@@ -73,7 +73,7 @@ public struct CCIDFeature: Sendable, Hashable, CustomStringConvertible {
 /// The TLV list a driver returns for `CM_IOCTL_GET_FEATURE_REQUEST` (PC/SC part 10 §2.2).
 ///
 /// libccid lists `FEATURE_CCID_ESC_COMMAND` (0x13) only when escape commands are enabled (value
-/// 0x42000001); acsccid always lists it (0x42000DAC) (ACR122U reference §1). An empty answer is a
+/// 0x42000001); acsccid always lists it (0x42000DAC) (docs/acr122-pn532.md §1). An empty answer is a
 /// valid, empty list.
 public struct CCIDFeatureList: Sendable, Hashable {
     public var features: [CCIDFeature]
