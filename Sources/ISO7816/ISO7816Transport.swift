@@ -13,7 +13,7 @@
 ///    Lc/Le, the reader's maximum input fits it and the protocol is not T=0; otherwise Nc > 255 is
 ///    sent as command chaining (CLA | 10 on all blocks but the last, ISO/IEC 7816-4 §5.1.1.1) when
 ///    the card announces chaining; otherwise it throws `commandTooLong` before sending anything
-///    (P06). Ne > 256 without extended length is sent as a short Le 00 and the rest arrives through
+///    (docs/cases.md P06). Ne > 256 without extended length is sent as a short Le 00 and the rest arrives through
 ///    61 XX.
 /// 2. T=0: the command goes as its C-TPDU (`CommandAPDU.serializedForT0()`): case 4 sends no Le.
 /// 3. 6C XX: the same command is sent again, once, with Le = XX (ISO/IEC 7816-3 §12.2.2 /

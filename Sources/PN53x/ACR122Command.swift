@@ -174,7 +174,7 @@ public enum ACR122MCUTimeout: Sendable, Hashable {
 /// | `setMCUTimeout` | `FF 00 41 TO 00` | `90 00`; `63 00` |
 /// | `setBuzzerOnDetection` | `FF 00 52 00/FF 00` | `90 00` |
 public enum ACR122Command: Sendable, Hashable, CustomStringConvertible {
-    /// Wraps a PN532 frame; Lc is computed from the frame, never given by callers (case P08).
+    /// Wraps a PN532 frame; Lc is computed from the frame, never given by callers (docs/cases.md P08).
     case directTransmit(PN532HostFrame)
     /// Fetches the pending answer on a T=0 unit after `61 xx`; Le = xx (00 means 256).
     case getResponse(length: UInt8)

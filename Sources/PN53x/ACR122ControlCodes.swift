@@ -34,7 +34,7 @@ public enum ACR122PCSCCode {
 ///
 /// The PC/SC error type lives in another module, which this one does not depend on. The integrator
 /// makes that type conform (`extension PCSCError: PCSCErrorCodeProviding { var pcscCode: UInt32 { … } }`)
-/// so that this layer can recognise `SCARD_E_NOT_TRANSACTED` on an escape command (case P09).
+/// so that this layer can recognise `SCARD_E_NOT_TRANSACTED` on an escape command (docs/cases.md P09).
 /// Errors that do not conform are passed through unchanged.
 public protocol PCSCErrorCodeProviding: Error {
     /// The PC/SC return code, e.g. 0x80100016 for `SCARD_E_NOT_TRANSACTED`.

@@ -30,7 +30,7 @@ public enum ACR122Detection {
 /// GET RESPONSE with CLA 00, and the firmware-version reply, which has no status word, is returned
 /// as is.
 ///
-/// Escape refusal (case P09): when `control` fails on code 0x42000001 with an error conforming to
+/// Escape refusal (docs/cases.md P09): when `control` fails on code 0x42000001 with an error conforming to
 /// `PCSCErrorCodeProviding` whose code is 0x80100016 (`SCARD_E_NOT_TRANSACTED`), before any escape
 /// command has succeeded on this link, the link throws `ACR122Error.escapeCommandsNotEnabled`.
 /// After a success the same code means libccid's 30 s escape timeout, and the channel's error is
@@ -63,7 +63,7 @@ public final class ACR122Link {
 
     /// Sends one pseudo-APDU and returns the reader's raw reply (status word, if any, included).
     ///
-    /// - Throws: `ACR122Error.escapeCommandsNotEnabled` (P09), `.tooManyGetResponses`, or the
+    /// - Throws: `ACR122Error.escapeCommandsNotEnabled` (docs/cases.md P09), `.tooManyGetResponses`, or the
     ///   channel's own error.
     public func exchange(_ command: ACR122Command) throws -> [UInt8] {
         let bytes = command.serialized()
@@ -199,7 +199,7 @@ extension ACR122Link {
     /// firmware string contains "ACR122U", as libnfc checks (docs/acr122-pn532.md §1).
     ///
     /// - Throws: `ACR122Error.escapeCommandsNotEnabled` when libccid refused 0x42000001 and no other
-    ///   code answered (P09); `.noEscapeCode` when no code answered; `.notAnACR122` when the firmware
+    ///   code answered (docs/cases.md P09); `.noEscapeCode` when no code answered; `.notAnACR122` when the firmware
     ///   string does not name an ACR122U; on a card connection, `firmwareVersion()`'s errors.
     public static func open(channel: any CardChannel, readerName: String) throws -> ACR122Link {
         let link: ACR122Link

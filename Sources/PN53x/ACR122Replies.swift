@@ -9,7 +9,7 @@ public enum ACR122Error: Error, Sendable, Equatable, CustomStringConvertible {
     case unsupported
     /// Any other status word.
     case unexpectedStatusWord(UInt16)
-    /// libccid refused the escape command (`SCARD_E_NOT_TRANSACTED` on 0x42000001): case P09.
+    /// libccid refused the escape command (`SCARD_E_NOT_TRANSACTED` on 0x42000001): docs/cases.md P09.
     case escapeCommandsNotEnabled
     /// No escape control code worked on a direct connection; `tried` lists the codes in order.
     case noEscapeCode(tried: [UInt32])
@@ -22,7 +22,7 @@ public enum ACR122Error: Error, Sendable, Equatable, CustomStringConvertible {
     /// A T=0 unit kept answering `61 xx` to `FF C0 00 00 xx` beyond the bound.
     case tooManyGetResponses(limit: Int)
 
-    /// The exact text case P09 asks for.
+    /// The exact text docs/cases.md P09 asks for.
     public static let escapeCommandsNotEnabledMessage =
         "escape commands are not enabled in the CCID driver: set ifdDriverOptions to 0x0001 in /etc/libccid_Info.plist and restart pcscd (`systemctl restart pcscd`)"
 

@@ -110,7 +110,7 @@ public struct PN532ChipFrame: Sendable, Hashable, CustomStringConvertible {
     public func answers(_ command: PN532CommandCode) -> Bool { responseCode == command.responseCode }
 
     /// The data after `D5 cmd+1`, after checking that the frame answers `command`.
-    /// - Throws: `PN532Error.desynchronized` when the frame answers another command (case P08).
+    /// - Throws: `PN532Error.desynchronized` when the frame answers another command (docs/cases.md P08).
     public static func data(answering command: PN532CommandCode, in bytes: [UInt8]) throws(PN532Error) -> [UInt8] {
         guard let frame = try? PN532ChipFrame(parsing: bytes), frame.answers(command) else {
             throw .desynchronized(sent: command, received: bytes)
@@ -226,7 +226,7 @@ public enum PN532Error: Error, Sendable, Equatable, CustomStringConvertible {
     /// The chip reported a non-zero error code in the status byte of `command`'s answer.
     case chipError(PN532Status, command: PN532CommandCode)
     /// The reply does not start D5 with `sent`'s code + 1: it answers another command, typically a
-    /// late reply to an earlier one (cases P08; docs/acr122-pn532.md §5b).
+    /// late reply to an earlier one (docs/cases.md P08; docs/acr122-pn532.md §5b).
     case desynchronized(sent: PN532CommandCode, received: [UInt8])
     /// GetFirmwareVersion did not bring the replies back in step within `attempts` tries.
     case resynchronizationFailed(attempts: Int)

@@ -14,6 +14,6 @@ extension PCSCError: TranscriptDescribableError {
 
 extension PCSCError: PCSCErrorCodeProviding {
     /// The 32-bit code, so the ACR122 layer can recognise SCARD_E_NOT_TRANSACTED (0x80100016) on
-    /// an escape command (case P09).
+    /// an escape command (docs/cases.md P09).
     public var pcscCode: UInt32 { code }
 }

@@ -178,7 +178,7 @@ struct DoctorPCSCFindings: Sendable {
     var directError: String?
     /// The escape code that carried the firmware-version pseudo-APDU.
     var workingEscapeCode: UInt32?
-    /// libccid refused 0x42000001 (SCARD_E_NOT_TRANSACTED, case P09).
+    /// libccid refused 0x42000001 (SCARD_E_NOT_TRANSACTED, docs/cases.md P09).
     var escapeRefused = false
     /// Why no escape code worked otherwise.
     var escapeError: String?

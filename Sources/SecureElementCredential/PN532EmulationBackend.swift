@@ -67,7 +67,7 @@ public final class PN532EmulationBackend: CardEmulationBackend {
     /// Opens `channel` (a DIRECT connection to `readerName`) as an ACR122U, or makes a backend
     /// whose `support` says why this reader cannot emulate: the ACR1252U/ACR1255U family (card
     /// emulation there is memory images only, docs/acr122-pn532.md §7), a reader whose firmware is not
-    /// an ACR122U, escape commands refused by the CCID driver (P09).
+    /// an ACR122U, escape commands refused by the CCID driver (docs/cases.md P09).
     /// - Parameter open: connects, on the executor thread; returns the channel and its release.
     public static func open(
         readerName: String, executor: BlockingExecutor, mcuTimeout: ACR122MCUTimeout = .fiveSecondSteps(1),

@@ -88,7 +88,7 @@ extension SharedReader {
             #expect(pingB["reader"] == SimulatedReaders.directoryB)
             #expect(pingA["field"] == pingB["field"])  // one shared field
             // A PC/SC attribute answered by the device: the ACR122U's SCARD_ATTR_MAXINPUT (261 =
-            // 271-byte CCID messages − 10), case P06.
+            // 271-byte CCID messages − 10), docs/cases.md P06.
             let reader = environment.simulatedReaderA
             let (maxInput, vendor) = try await blocking {
                 let direct = try PCSCContext().connect(to: reader, share: .direct, protocols: [])
@@ -167,7 +167,7 @@ extension SharedReader {
         }
 
         /// docs/acr122-pn532.md §1: libccid lists 0x42000001 only with the option; acsccid always lists
-        /// 0x42000DAC; the code of the other driver is an unknown control code (P09).
+        /// 0x42000DAC; the code of the other driver is an unknown control code (docs/cases.md P09).
         static let featureVectors = [
             FeatureVector(personality: "ccid-escape-enabled", features: hex("13 04 42 00 00 01"),
                           escapeCode: 0x4200_0001, otherCode: 0x4200_0DAC),
@@ -199,10 +199,10 @@ extension SharedReader {
             #expect(link == vector.escapeCode)
         }
 
-        /// docs/acr122-pn532.md §3 and case P05: `3B 8N 80 01 <historical bytes of the ATS> TCK`.
+        /// docs/acr122-pn532.md §3 and docs/cases.md P05: `3B 8N 80 01 <historical bytes of the ATS> TCK`.
         static let atrVectors = [
             ATRVector(id: "no historical bytes", ats: "05 78 80 70 02", atr: hex("3B 80 80 01 01"),
-                      source: "docs/acr122-pn532.md §3; P05"),
+                      source: "docs/acr122-pn532.md §3; docs/cases.md P05"),
             ATRVector(id: "DESFire ATS 06 75 77 81 02 80", ats: "06 75 77 81 02 80", atr: hex("3B 81 80 01 80 80"),
                       source: "docs/acr122-pn532.md §3 (public pcsc_scan log)"),
             // The switchable variant: the whole ATS, TL included, as historical bytes; TCK 00.

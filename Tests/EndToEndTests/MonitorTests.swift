@@ -61,7 +61,7 @@ extension SharedReader {
             _ = try await blocking { try environment.card.start() }
             let again = try await events.wait(for: "card-inserted again") { $0.kind == "card-inserted" }
             #expect(again == .cardInserted(reader: reader, atr: viccATR))
-            // Exactly one removal and one insertion (P11: the event counter is not a change by itself).
+            // Exactly one removal and one insertion (docs/cases.md P11: the event counter is not a change by itself).
             #expect(events.all.filter { $0.reader == reader } == [.cardRemoved(reader: reader), .cardInserted(reader: reader, atr: viccATR)])
         }
 
@@ -109,7 +109,7 @@ extension SharedReader {
 
 /// `secbridge monitor` as a subprocess against a pcscd of its own, which the test stops, restarts
 /// with other readers, and kills: reader arrival and removal, and recovery after pcscd restarts
-/// (case P12), without disturbing the shared pcscd of this process.
+/// (docs/cases.md P12), without disturbing the shared pcscd of this process.
 @Suite(.serialized) struct MonitorRecoveryTests {
     /// A running `secbridge monitor --json`, its output lines collected as they come.
     final class MonitorProcess: @unchecked Sendable {

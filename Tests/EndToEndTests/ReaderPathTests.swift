@@ -97,7 +97,7 @@ extension SharedReader {
         @Test func receiveBufferIsNeverTooSmallP04() async throws {
             let environment = try sharedEnvironment()
             let reader = environment.vpcdReaderName
-            // P04: GET DATA 9F7F with Le 2C failed with SCARD_E_INSUFFICIENT_BUFFER behind a 12-byte
+            // docs/cases.md P04: GET DATA 9F7F with Le 2C failed with SCARD_E_INSUFFICIENT_BUFFER behind a 12-byte
             // receive buffer. Ours is always MAX_BUFFER_SIZE_EXTENDED, so the card's answer arrives.
             let answer = try await blocking {
                 try PCSCContext().connect(to: reader, share: .shared, protocols: .any).transmit([0x80, 0xCA, 0x9F, 0x7F, 0x2C])

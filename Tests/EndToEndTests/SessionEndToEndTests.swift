@@ -317,7 +317,7 @@ extension SharedReader {
                 "\(result.err)")
         }
 
-        /// P09: libccid without ifdDriverOptions 0x0001 refuses escape commands.
+        /// docs/cases.md P09: libccid without ifdDriverOptions 0x0001 refuses escape commands.
         @Test func emulateWithEscapeDisabledNamesIfdDriverOptions_P09() async throws {
             let environment = try await resetSimulatedReaders()
             try SimulatedReaders.controlA.send("personality name=ccid-escape-disabled")

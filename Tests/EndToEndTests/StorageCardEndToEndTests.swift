@@ -27,7 +27,7 @@ extension SharedReader {
             try SimulatedReaders.controlA.send("place-tag type=ntag213 uid=04A1B2C3D4E5F6 ndef=\(exampleURIMessage) id=t2")
             defer { _ = try? SimulatedReaders.controlA.send("remove all=yes") }
             let state = try await waitForCard(in: environment.simulatedReaderA, present: true)
-            // PC/SC part 3 storage-card ATR, name 00 03 (Ultralight/NTAG), TCK 68 (P05).
+            // PC/SC part 3 storage-card ATR, name 00 03 (Ultralight/NTAG), TCK 68 (docs/cases.md P05).
             #expect(state.atr == hex("3B 8F 80 01 80 4F 0C A0 00 00 03 06 03 00 03 00 00 00 00 68"))
             let result = try await runCLI(["read", "--reader", environment.simulatedReaderA])
             #expect(result.status == 0, "\(result.err)")
@@ -201,7 +201,7 @@ extension SharedReader {
             try SimulatedReaders.controlA.send("place-tag type=classic1k uid=04A1B2C3 key=A0A1A2A3A4A5 id=mf")
             defer { _ = try? SimulatedReaders.controlA.send("remove all=yes") }
             let state = try await waitForCard(in: environment.simulatedReaderA, present: true)
-            // Name 00 01 (MIFARE Classic 1K), TCK 6A (P05).
+            // Name 00 01 (MIFARE Classic 1K), TCK 6A (docs/cases.md P05).
             #expect(state.atr == hex("3B 8F 80 01 80 4F 0C A0 00 00 03 06 03 00 01 00 00 00 00 6A"))
 
             let noKey = try await runCLI(["read", "--reader", environment.simulatedReaderA])

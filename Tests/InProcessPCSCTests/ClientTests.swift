@@ -129,7 +129,7 @@ func eventually(_ what: String, _ condition: () -> Bool) async -> Bool {
             try chip.release()
             return (activation, served, deliveries, end)
         }
-        #expect(activation.mode.rawValue == 0x08)  // 106 kbit/s, ISO 14443-4 PICC, Type A (P10)
+        #expect(activation.mode.rawValue == 0x08)  // 106 kbit/s, ISO 14443-4 PICC, Type A (docs/cases.md P10)
         #expect(activation.initiatorCommand == hex("E0 80"))  // RATS, FSD 256, CID 0
         #expect(served == type4FullURIRead.map(\.command))
         #expect(deliveries == Array(repeating: .delivered, count: type4FullURIRead.count))

@@ -7,7 +7,7 @@ import PN53x
 import Synchronization
 import Testing
 
-/// A PCSCError as PN53x recognises it (case P09: SCARD_E_NOT_TRANSACTED on an escape command).
+/// A PCSCError as PN53x recognises it (docs/cases.md P09: SCARD_E_NOT_TRANSACTED on an escape command).
 /// SecbridgeCLI makes PCSCError itself conform; this test target does not link it, and a second
 /// conformance in the same test bundle would be ambiguous, so channels are wrapped instead.
 struct CodedPCSCError: PCSCErrorCodeProviding, CustomStringConvertible {

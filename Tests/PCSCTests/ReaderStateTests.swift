@@ -2,7 +2,7 @@ import Testing
 
 @testable import PCSC
 
-/// Cases P11 (event counter) and P13 (reader names, multi-strings).
+/// docs/cases.md P11 (event counter) and P13 (reader names, multi-strings).
 @Suite struct ReaderStateTests {
     struct EventVector: Sendable, CustomTestStringConvertible {
         let id: String
@@ -12,7 +12,7 @@ import Testing
         var testDescription: String { id }
     }
 
-    // P11: dwEventState values 0x004A0012, 0x004B0022, 0x004C0012.
+    // docs/cases.md P11: dwEventState values 0x004A0012, 0x004B0022, 0x004C0012.
     static let events: [EventVector] = [
         .init(id: "P11 empty, counter 0x4A", value: 0x004A_0012, flags: [.changed, .empty], counter: 0x4A),
         .init(id: "P11 present, counter 0x4B", value: 0x004B_0022, flags: [.changed, .present], counter: 0x4B),
@@ -96,7 +96,7 @@ import Testing
     }
 
     @Test func featureListParses() throws {
-        // P09: libccid with escape enabled lists FEATURE_CCID_ESC_COMMAND (13) = 0x42000001.
+        // docs/cases.md P09: libccid with escape enabled lists FEATURE_CCID_ESC_COMMAND (13) = 0x42000001.
         let features = try PCSCFeature.parseList([0x13, 0x04, 0x42, 0x00, 0x00, 0x01, 0x12, 0x04, 0x42, 0x33, 0x00, 0x12])
         #expect(features == [PCSCFeature(tag: 0x13, controlCode: 0x4200_0001), PCSCFeature(tag: 0x12, controlCode: 0x4233_0012)])
         #expect(throws: FeatureListError.self) { try PCSCFeature.parseList([0x13, 0x04, 0x42, 0x00]) }

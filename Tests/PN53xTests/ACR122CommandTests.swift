@@ -34,7 +34,7 @@ let commandVectors: [CommandVector] = [
           bytes: hex("FF 00 00 00 02 D4 04")),
     .init(id: "RF off", source: "docs/acr122-pn532.md §2", command: try! .directTransmit(command: .rfConfiguration, parameters: [0x01, 0x00]),
           bytes: hex("FF 00 00 00 04 D4 32 01 00")),
-    .init(id: "P08 row 1 InCommunicateThru", source: "cases P08", command: try! .directTransmit(command: .inCommunicateThru, parameters: [0x1A, 0x00]),
+    .init(id: "P08 row 1 InCommunicateThru", source: "docs/cases.md P08", command: try! .directTransmit(command: .inCommunicateThru, parameters: [0x1A, 0x00]),
           bytes: hex("FF 00 00 00 04 D4 42 1A 00")),
 ]
 

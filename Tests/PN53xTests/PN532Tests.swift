@@ -2,7 +2,7 @@ import ISO7816
 import Testing
 @testable import PN53x
 
-/// The P10 TgInitAsTarget request (cases P10; Seeed-Studio PN532 issue 111).
+/// The P10 TgInitAsTarget request (docs/cases.md P10; Seeed-Studio PN532 issue 111).
 let p10InitAsTarget = PN532.TgInitAsTarget(
     modes: [], atqa: ATQA(rawValue: 0x0008), uid: try! EmulatedUID(hex("08 12 34 56")), sak: 0x60,
     feliCaParameters: hex("01 FE A2 A3 A4 A5 A6 A7 C0 C1 C2 C3 C4 C5 C6 C7 FF FF"),
@@ -209,7 +209,7 @@ struct PN532CommandTests {
         RequestVector(id: "MaxRtyCOM", source: "docs/acr122-pn532.md §4 item 04", command: PN532.RFConfiguration(.maxRetryCOM(0x00)), frame: hex("D4 32 04 00")),
         RequestVector(id: "bounded polling", source: "docs/acr122-pn532.md §4 item 05", command: PN532.RFConfiguration(.maxRetries(atr: 0, psl: 1, passiveActivation: 2)),
                       frame: hex("D4 32 05 00 01 02")),
-        RequestVector(id: "ReadRegister TxMode RxMode", source: "cases P08 row 4", command: PN532.ReadRegister([0x6302, 0x6303]), frame: hex("D4 06 63 02 63 03")),
+        RequestVector(id: "ReadRegister TxMode RxMode", source: "docs/cases.md P08 row 4", command: PN532.ReadRegister([0x6302, 0x6303]), frame: hex("D4 06 63 02 63 03")),
         RequestVector(id: "WriteRegister ManualRCV", source: "docs/acr122-pn532.md §4 CIU registers",
                       command: PN532.WriteRegister([.init(address: 0x630D, value: 0x00)]), frame: hex("D4 08 63 0D 00")),
         RequestVector(id: "InListPassiveTarget 1 × 106A", source: "docs/acr122-pn532.md §4", command: PN532.InListPassiveTarget(), frame: hex("D4 4A 01 00")),
@@ -218,10 +218,10 @@ struct PN532CommandTests {
         RequestVector(id: "InDeselect all", source: "docs/acr122-pn532.md §4", command: PN532.InDeselect(), frame: hex("D4 44 00")),
         RequestVector(id: "InRelease all", source: "docs/acr122-pn532.md §5 step 5", command: PN532.InRelease(), frame: hex("D4 52 00")),
         RequestVector(id: "InSelect 1", source: "docs/acr122-pn532.md §4", command: PN532.InSelect(), frame: hex("D4 54 01")),
-        RequestVector(id: "TgGetData", source: "cases P10", command: PN532.TgGetData(), frame: hex("D4 86")),
-        RequestVector(id: "TgSetData 90 00", source: "cases P10", command: PN532.TgSetData(hex("90 00")), frame: hex("D4 8E 90 00")),
+        RequestVector(id: "TgGetData", source: "docs/cases.md P10", command: PN532.TgGetData(), frame: hex("D4 86")),
+        RequestVector(id: "TgSetData 90 00", source: "docs/cases.md P10", command: PN532.TgSetData(hex("90 00")), frame: hex("D4 8E 90 00")),
         RequestVector(id: "TgGetTargetStatus", source: "docs/acr122-pn532.md §4", command: PN532.TgGetTargetStatus(), frame: hex("D4 8A")),
-        RequestVector(id: "TgInitAsTarget P10", source: "cases P10", command: p10InitAsTarget, frame: Array(p10InitAsTargetAPDU.dropFirst(5))),
+        RequestVector(id: "TgInitAsTarget P10", source: "docs/cases.md P10", command: p10InitAsTarget, frame: Array(p10InitAsTargetAPDU.dropFirst(5))),
     ])
     func requests(_ vector: RequestVector) throws {
         let frame = try vector.command.hostFrame()
