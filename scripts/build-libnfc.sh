@@ -1,6 +1,6 @@
 #!/bin/sh
 # Builds libnfc 1.8.0 with its PC/SC drivers (acr122_pcsc, pcsc) from Debian's source package, as
-# an independent ACR122 client for the end-to-end tests (docs: test-infrastructure.md, "An
+# an independent ACR122 client for the end-to-end tests (docs/test-infrastructure.md, "An
 # independent ACR122 client"). Debian's binary libnfc6 has no PC/SC drivers; the source builds them.
 #
 # Idempotent and fast when already built: a stamp file records the version and configure options;

@@ -28,7 +28,7 @@ import Glibc
 /// | `remove peer=<id> \| all=yes` | `removed` | takes peers out of the field |
 /// | `peers` | `count list` | — |
 /// | `personality name= [firmware=]` | `personality firmware` | replaces the device (as replugged behind another driver) |
-/// | `fault late-reply=<n>` | `armed` | the next n Direct Transmit commands answer late (acr122-pn532.md §5b) |
+/// | `fault late-reply=<n>` | `armed` | the next n Direct Transmit commands answer late (docs/acr122-pn532.md §5b) |
 /// | `events [after=<n>]` | `last count events` | the field's events after sequence n, `; `-separated |
 /// | `terminal-result peer=<id> [wait-ms=<0…60000>]` | `result step exchanges activations [expected actual]` | waits (bounded) until the terminal's run ends |
 /// | `card-log peer=<id>` | `count last` | C-APDUs a placed card received |

@@ -1,5 +1,5 @@
 /// How a simulated ACR122U and its CCID driver behave: the driver's escape gating and firmware
-/// quirks (acr122-pn532.md §1, §2, §3, §5c, §6).
+/// quirks (docs/acr122-pn532.md §1, §2, §3, §5c, §6).
 public struct ACR122Personality: Sendable, Hashable {
     /// The pcscd driver in front of the reader, which decides the escape (SCardControl) path.
     public enum Driver: Sendable, Hashable, CaseIterable {

@@ -79,7 +79,7 @@ final class TargetState {
     }
 
     /// The ATS the PN532 sends for this emulation: `TL 75 33 92 03 T1…Tk` (UM0701-02 §7.3.14;
-    /// acr122-pn532.md §4): FSCI 5 (64 bytes), 106/212/424 both ways, FWI 9, SFGI 2, CID and NAD.
+    /// docs/acr122-pn532.md §4): FSCI 5 (64 bytes), 106/212/424 both ways, FWI 9, SFGI 2, CID and NAD.
     var ats: [UInt8] { [UInt8(5 + historicalBytes.count), 0x75, 0x33, 0x92, 0x03] + historicalBytes }
 
     var isActivated: Bool {
@@ -264,7 +264,7 @@ final class DeviceState: @unchecked Sendable {
         }
     }
 
-    /// The ATR of acr122-pn532.md §3 / PC/SC part 3.
+    /// The ATR of docs/acr122-pn532.md §3 / PC/SC part 3.
     static func atr(for peer: ActivatedPeer, personality: ACR122Personality) -> [UInt8] {
         func contactless(_ historical: [UInt8]) -> [UInt8] {
             var bytes: [UInt8] = [0x3B, 0x80 | UInt8(historical.count), 0x80, 0x01] + historical

@@ -37,7 +37,7 @@ public final class ExternalTerminal: FieldPeer {
         /// A name for reports, e.g. "Android Type 4 Tag read".
         public var name: String
         /// The RATS sent at activation, `E0 80` (FSDI 8 → FSD 256, CID 0) as phones send it
-        /// (iso14443-t4t-ndef.md §2).
+        /// (docs/iso14443-t4t-ndef.md §2).
         public var rats: [UInt8]
         public var steps: [Step]
 
@@ -206,7 +206,7 @@ public struct ExternalTerminalError: Error, Sendable, Hashable, CustomStringConv
     public var description: String { reason }
 }
 
-// MARK: - The NFC Forum Type 4 Tag reads of phones (iso14443-t4t-ndef.md §4)
+// MARK: - The NFC Forum Type 4 Tag reads of phones (docs/iso14443-t4t-ndef.md §4)
 
 extension ExternalTerminal.Script {
     /// The NDEF Tag Application AID of mapping versions 2.0 and 3.0: `D2 76 00 00 85 01 01`.
@@ -223,12 +223,12 @@ extension ExternalTerminal.Script {
         0x00, 0x10, 0xD1, 0x01, 0x0C, 0x55, 0x04, 0x65, 0x78, 0x61, 0x6D, 0x70, 0x6C, 0x65, 0x2E, 0x63, 0x6F, 0x6D,
     ]
 
-    /// Android's read of the worked example, byte for byte (iso14443-t4t-ndef.md §4):
+    /// Android's read of the worked example, byte for byte (docs/iso14443-t4t-ndef.md §4):
     /// SELECT AID (with Le) → SELECT E103 → READ 0F → SELECT E104 → READ 02 (NLEN) → READ from 2.
     public static let androidType4ReadExample = androidType4Read(
         capabilityContainer: exampleCapabilityContainer, ndefFile: exampleNDEFFile)
 
-    /// iOS's read of the worked example, byte for byte (iso14443-t4t-ndef.md §4): the first five
+    /// iOS's read of the worked example, byte for byte (docs/iso14443-t4t-ndef.md §4): the first five
     /// steps as Android, then `00 B0 00 00 10` (NLEN bytes from offset 0) and `00 B0 00 10 02`.
     public static let iOSType4ReadExample = iOSType4Read(
         capabilityContainer: exampleCapabilityContainer, ndefFile: exampleNDEFFile)

@@ -16,7 +16,7 @@ public protocol IFDDevice: AnyObject, Sendable {
     func isCardPresent() -> Bool
 
     /// Powers the card up (or resets it) and returns its ATR, synthesised as a PC/SC part 3
-    /// contactless ATR (acr122-pn532.md §3). Corresponds to IFDHPowerICC(IFD_POWER_UP / IFD_RESET).
+    /// contactless ATR (docs/acr122-pn532.md §3). Corresponds to IFDHPowerICC(IFD_POWER_UP / IFD_RESET).
     /// - Throws: ``IFDError/noCard`` when no card is present.
     func powerUp() throws(IFDError) -> [UInt8]
 

@@ -1,6 +1,6 @@
 import ISO7816
 
-/// The PN532 behind the MCU (PN532 UM0701-02 §7; acr122-pn532.md §4, §5).
+/// The PN532 behind the MCU (PN532 UM0701-02 §7; docs/acr122-pn532.md §4, §5).
 extension DeviceState {
     /// The result of an APDU exchange with an activated target.
     enum ExchangeOutcome {

@@ -1,6 +1,6 @@
 import ISO7816
 
-/// The ACR122U MCU: pseudo-APDUs (ACR122U API v2.04; acr122-pn532.md §2), the T=0 personality,
+/// The ACR122U MCU: pseudo-APDUs (ACR122U API v2.04; docs/acr122-pn532.md §2), the T=0 personality,
 /// the escape path of the driver (§1, §5c) and card APDUs to the polled card.
 extension DeviceState {
     func control(code: UInt32, _ command: [UInt8], world: FieldWorld, lock: ConditionLock<FieldWorld>) throws(IFDError) -> [UInt8] {

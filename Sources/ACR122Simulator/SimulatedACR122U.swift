@@ -3,7 +3,7 @@ import ISO7816
 /// A simulated ACS ACR122U (USB 072F:2200, a PN532 behind an MCU) together with what its pcscd
 /// driver (libccid or acsccid) shows pcscd: an ``IFDDevice``.
 ///
-/// - Pseudo-APDUs (ACR122U API v2.04 §4–§6; acr122-pn532.md §2) arrive through ``transmit(_:)``
+/// - Pseudo-APDUs (ACR122U API v2.04 §4–§6; docs/acr122-pn532.md §2) arrive through ``transmit(_:)``
 ///   with a card present, or through ``control(code:_:)`` with the escape code the personality's
 ///   driver accepts (§1, §5c).
 /// - Direct Transmit (`FF 00 00 00 Lc D4 …`) reaches a model of the PN532 (UM0701-02 §7) in both
@@ -64,7 +64,7 @@ public final class SimulatedACR122U: IFDDevice {
 
     // MARK: Fault injection and observation
 
-    /// Makes the next `count` Direct Transmit commands answer late (acr122-pn532.md §5b): the
+    /// Makes the next `count` Direct Transmit commands answer late (docs/acr122-pn532.md §5b): the
     /// command fails as after libccid's timeout (``IFDError/communicationError``), and its answer
     /// is delivered as the answer to the next command, whose own answer waits for the one after.
     /// A GetFirmwareVersion (libnfc's resynchronisation probe) receives the waiting answer and its

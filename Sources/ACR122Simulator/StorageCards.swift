@@ -30,7 +30,7 @@ public struct StorageCardError: Error, Sendable, Hashable, CustomStringConvertib
 /// | MIFARE Ultralight | 16 (00h–0Fh) | `E1 10 06 00` | 48 bytes | no answer |
 ///
 /// Sources: NXP NTAG213/215/216 data sheet §8.5 (memory organisation), §10.1 (GET_VERSION);
-/// NXP MF0ICU1 (MIFARE Ultralight) data sheet §7.5; iso14443-t4t-ndef.md §6.
+/// NXP MF0ICU1 (MIFARE Ultralight) data sheet §7.5; docs/iso14443-t4t-ndef.md §6.
 public enum Type2TagModel: String, Sendable, Hashable, CaseIterable {
     case ntag213, ntag215, ntag216, ultralight
 
@@ -101,7 +101,7 @@ enum TagAnswer: Equatable {
 
 /// The memory of an NFC Forum Type 2 tag, and what READ / WRITE / GET_VERSION do to it.
 ///
-/// Layout (NTAG213/215/216 data sheet §8.5; iso14443-t4t-ndef.md §6):
+/// Layout (NTAG213/215/216 data sheet §8.5; docs/iso14443-t4t-ndef.md §6):
 /// `| page 0: UID0 UID1 UID2 BCC0 | page 1: UID3 UID4 UID5 UID6 | page 2: BCC1 INT LOCK0 LOCK1 |
 /// page 3: CC | page 4…: data area (TLVs) | NTAG: dynamic lock, CFG0, CFG1, PWD, PACK |`,
 /// BCC0 = 88h ⊕ UID0 ⊕ UID1 ⊕ UID2, BCC1 = UID3 ⊕ UID4 ⊕ UID5 ⊕ UID6.
@@ -149,7 +149,7 @@ public struct Type2TagMemory: Sendable, Hashable {
     }
 
     /// `03 len msg FE`: the NDEF message TLV with its terminator (NFC Forum Type 2 Tag §2.3;
-    /// iso14443-t4t-ndef.md §6). Length one byte below 255, else `FF` and two bytes big-endian.
+    /// docs/iso14443-t4t-ndef.md §6). Length one byte below 255, else `FF` and two bytes big-endian.
     public static func ndefTLV(_ message: [UInt8]) -> [UInt8] {
         let length: [UInt8] = message.count < 0xFF
             ? [UInt8(message.count)]

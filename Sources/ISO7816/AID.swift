@@ -33,7 +33,7 @@ extension CommandAPDU {
     /// SELECT by DF name, first or only occurrence, returning the FCI (ISO/IEC 7816-4 §11.2.2):
     /// `00 A4 04 00 Lc AID 00`, Ne = 256.
     ///
-    /// P2 00 with Le is the form cards accept most widely (P14: a card rejects P2 0C with 6D 00).
+    /// P2 00 with Le is the form cards accept most widely (docs/cases.md P14: a card rejects P2 0C with 6D 00).
     public static func select(aid: AID) -> CommandAPDU {
         CommandAPDU(uncheckedCLA: 0x00, ins: 0xA4, p1: 0x04, p2: 0x00, data: aid.bytes, ne: 256, isExtended: false)
     }
@@ -52,7 +52,7 @@ public enum SelectedAIDMatch: Sendable, Hashable {
     case pixOnly([UInt8])
 }
 
-/// The AID a SELECT response names does not belong to the AID asked for (P14).
+/// The AID a SELECT response names does not belong to the AID asked for (docs/cases.md P14).
 public struct SelectedAIDMismatchError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The AID sent in the SELECT command.
     public let requested: AID

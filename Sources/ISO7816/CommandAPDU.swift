@@ -221,7 +221,7 @@ public struct CommandAPDU: Sendable, Hashable {
     /// - Parameter bytes: the whole command, 4…65 544 bytes.
     /// - Throws: `ISO7816Error` with code
     ///   - `truncated` (fewer than 4 bytes, or fewer than Lc announces),
-    ///   - `shortLcZero` (a 6-byte command with B1 = 00: a short Lc is never 00, P03),
+    ///   - `shortLcZero` (a 6-byte command with B1 = 00: a short Lc is never 00, docs/cases.md P03),
     ///   - `extendedLcZero` (an extended Lc of 00 00),
     ///   - `lcMismatch` (Lc leaves 1 or 2 bytes that are not a valid Le form),
     ///   - `trailingBytes` (more bytes than Lc and Le account for),

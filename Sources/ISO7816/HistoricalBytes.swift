@@ -180,7 +180,7 @@ public struct HistoricalBytes: Sendable, Hashable {
 ///
 /// Third byte: b8 command chaining, b7 extended Lc and Le fields, b6 extended length information
 /// in EF.ATR/INFO, b5-b4 logical channel assignment, b3-b1 maximum number of logical channels.
-/// P06: `73 C0 21 C0` → chaining and extended; `73 C8 40 00` → neither.
+/// docs/cases.md P06: `73 C0 21 C0` → chaining and extended; `73 C8 40 00` → neither.
 public struct CardCapabilities: Sendable, Hashable {
     /// Whether the card accepts command chaining (CLA b5 = 1 on all but the last block).
     public var supportsCommandChaining: Bool

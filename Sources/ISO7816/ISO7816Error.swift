@@ -29,7 +29,7 @@ public struct ISO7816Error: Error, Sendable, Equatable, CustomStringConvertible 
         public static let valueOutOfRange = Code(rawValue: "valueOutOfRange")
 
         // Command APDU.
-        /// A short Lc of 00, which ISO/IEC 7816-4 §5.1 does not allow (P03).
+        /// A short Lc of 00, which ISO/IEC 7816-4 §5.1 does not allow (docs/cases.md P03).
         public static let shortLcZero = Code(rawValue: "shortLcZero")
         /// An extended Lc of 00 00.
         public static let extendedLcZero = Code(rawValue: "extendedLcZero")

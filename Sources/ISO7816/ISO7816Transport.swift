@@ -6,14 +6,14 @@
 /// is passed through untouched: the exact bytes of `serialized()`, no T=0 mapping, no 61 XX or
 /// 6C XX handling, no chaining. Its answer is split as data + SW1 SW2 if it has at least 2 bytes;
 /// for reader commands whose answer has no status word (the ACR122U firmware string "ACR122U207"
-/// ends in 30 37, which is not a SW) call `channel.transmit` directly (acr122-pn532.md §2).
+/// ends in 30 37, which is not a SW) call `channel.transmit` directly (docs/acr122-pn532.md §2).
 ///
 /// What it does, for a card APDU:
 /// 1. Length: Nc > 255 (or Ne > 256) is sent as one extended APDU when the card announces extended
 ///    Lc/Le, the reader's maximum input fits it and the protocol is not T=0; otherwise Nc > 255 is
 ///    sent as command chaining (CLA | 10 on all blocks but the last, ISO/IEC 7816-4 §5.1.1.1) when
 ///    the card announces chaining; otherwise it throws `commandTooLong` before sending anything
-///    (P06). Ne > 256 without extended length is sent as a short Le 00 and the rest arrives through
+///    (docs/cases.md P06). Ne > 256 without extended length is sent as a short Le 00 and the rest arrives through
 ///    61 XX.
 /// 2. T=0: the command goes as its C-TPDU (`CommandAPDU.serializedForT0()`): case 4 sends no Le.
 /// 3. 6C XX: the same command is sent again, once, with Le = XX (ISO/IEC 7816-3 §12.2.2 /

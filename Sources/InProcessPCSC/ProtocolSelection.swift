@@ -12,7 +12,7 @@ import PCSCCore
 /// - no TD1 at all means T=0 only.
 ///
 /// A contactless ACR122U ATR `3B 8N 80 01 …` has TD1 = 80 (T=0) and TD2 = 01 (T=1): available
-/// T=0 and T=1, default T=0 (acr122-pn532.md §3).
+/// T=0 and T=1, default T=0 (docs/acr122-pn532.md §3).
 public struct ATRProtocols: Sendable, Hashable {
     /// SCARD_PROTOCOL_T0 | SCARD_PROTOCOL_T1 bits the ATR announces.
     public var available: ProtocolSet

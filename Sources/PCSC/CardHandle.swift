@@ -9,7 +9,7 @@ import Synchronization
 /// ``BlockingExecutor``. One handle may be used from several threads: calls are serialized.
 ///
 /// The receive buffer is always pcsc-lite's largest (MAX_BUFFER_SIZE_EXTENDED, 65 548 bytes)
-/// whatever Le says, so no answer is ever refused with SCARD_E_INSUFFICIENT_BUFFER (case P04).
+/// whatever Le says, so no answer is ever refused with SCARD_E_INSUFFICIENT_BUFFER (docs/cases.md P04).
 /// The handle disconnects itself (leaving the card) when it is deinitialized.
 public final class CardHandle: CardChannel, @unchecked Sendable {
     private struct State {

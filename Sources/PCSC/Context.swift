@@ -41,7 +41,7 @@ public final class PCSCContext: Sendable {
     }
 
     /// Whether pcsc-lite still considers the context valid. After pcscd restarts this stays true
-    /// while every call fails with SCARD_E_NO_SERVICE (case P12): do not rely on it to detect that.
+    /// while every call fails with SCARD_E_NO_SERVICE (docs/cases.md P12): do not rely on it to detect that.
     ///
     /// The corresponding PC/SC function is SCardIsValidContext.
     public var isValid: Bool { !released.load(ordering: .acquiring) && SCard.isValidContext(raw) }

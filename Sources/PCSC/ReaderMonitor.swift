@@ -10,7 +10,7 @@ public enum ReaderEvent: Sendable, Hashable, CustomStringConvertible {
     case cardInserted(reader: String, atr: [UInt8])
     /// The card or tag left.
     case cardRemoved(reader: String)
-    /// pcscd stopped answering (SCARD_E_NO_SERVICE / SCARD_E_SERVICE_STOPPED, case P12).
+    /// pcscd stopped answering (SCARD_E_NO_SERVICE / SCARD_E_SERVICE_STOPPED, docs/cases.md P12).
     case serviceLost(PCSCError)
     /// A new context was established after ``serviceLost(_:)``; readers have been re-enumerated.
     case serviceRestored
@@ -53,7 +53,7 @@ public enum ReaderEvent: Sendable, Hashable, CustomStringConvertible {
 /// Turns two successive SCardGetStatusChange reports for one reader into card events.
 ///
 /// The flags say whether a card is present now; the counter in the high 16 bits of `dwEventState`
-/// counts insertions and removals (case P11). A counter that moved by two or more while the flags
+/// counts insertions and removals (docs/cases.md P11). A counter that moved by two or more while the flags
 /// still say "present" means the card was swapped between two calls: a removal, then an insertion.
 /// The counter alone is never a state change.
 public func cardEvents(reader: String, previous: ReaderState?, current: ReaderState) -> [ReaderEvent] {
@@ -77,7 +77,7 @@ public func cardEvents(reader: String, previous: ReaderState?, current: ReaderSt
 ///
 /// The monitor uses its own context (a blocked SCardGetStatusChange stalls other calls on the same
 /// context). It watches `\\?PnP?\Notification` for readers that come and go, and each reader for
-/// cards, feeding every report back as the next current state (P11). Each wait is bounded by
+/// cards, feeding every report back as the next current state (docs/cases.md P11). Each wait is bounded by
 /// ``Configuration/pollInterval``, so a stop is seen within that time even if SCardCancel is lost.
 ///
 /// When pcscd stops or restarts (P12), the monitor reports ``ReaderEvent/serviceLost(_:)``, releases

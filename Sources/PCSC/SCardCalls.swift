@@ -130,7 +130,7 @@ enum SCard {
         return Array(buffer.prefix(Int(length)))
     }
 
-    /// One SCardTransmit. `receive` must hold at least the largest possible answer (P04); the answer
+    /// One SCardTransmit. `receive` must hold at least the largest possible answer (docs/cases.md P04); the answer
     /// is written to its front and its length returned.
     static func transmit(
         _ handle: Handle, protocolValue: UInt, command: UnsafeRawBufferPointer,

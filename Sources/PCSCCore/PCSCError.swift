@@ -3,7 +3,7 @@
 /// PC/SC result codes are 32-bit values (0x8010xxxx), but they arrive in several widths: pcsc-lite on
 /// 64-bit Linux returns them as a 64-bit `LONG` (0x0000000080100008), Windows and some bindings as a
 /// negative `Int32` (−2146435064), others sign-extended (0xFFFFFFFF80100008). ``init(rawValue:)``
-/// normalizes every width to the same 32-bit ``code`` (case P04), so errors compare equal whatever
+/// normalizes every width to the same 32-bit ``code`` (docs/cases.md P04), so errors compare equal whatever
 /// path they took. Equality and hashing use ``code`` only; ``function`` is context for messages.
 ///
 /// Unknown codes are kept as they are (an open set of values): the type never traps.
@@ -23,7 +23,7 @@ public struct PCSCError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Makes an error from a result code in any width: a 64-bit LONG, a negative Int32 or a
-    /// sign-extended 64-bit value all give the same ``code`` (P04).
+    /// sign-extended 64-bit value all give the same ``code`` (docs/cases.md P04).
     public init(rawValue: Int, function: String? = nil) {
         self.init(code: UInt32(truncatingIfNeeded: rawValue), function: function)
     }
@@ -64,7 +64,7 @@ public struct PCSCError: Error, Sendable, Hashable, CustomStringConvertible {
     public static func == (lhs: PCSCError, rhs: PCSCError) -> Bool { lhs.code == rhs.code }
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
-    /// Whether this code means pcscd went away (P12): SCARD_E_NO_SERVICE or SCARD_E_SERVICE_STOPPED.
+    /// Whether this code means pcscd went away (docs/cases.md P12): SCARD_E_NO_SERVICE or SCARD_E_SERVICE_STOPPED.
     /// After such an error the context must be released and established again.
     public var isServiceLost: Bool {
         code == Self.noService.code || code == Self.serviceStopped.code

@@ -32,7 +32,7 @@ public struct ReaderStateFlags: OptionSet, Sendable, Hashable, CustomStringConve
 
 /// One reader's entry for SCardGetStatusChange.
 ///
-/// `dwEventState` carries two things (case P11): the state flags in its low 16 bits, and in its high
+/// `dwEventState` carries two things (docs/cases.md P11): the state flags in its low 16 bits, and in its high
 /// 16 bits a counter of card events that pcscd increments on each insertion and removal. The counter
 /// is not a state change by itself. Feed the last ``eventState`` back as ``currentState`` so the
 /// next call waits for a real change.
@@ -65,7 +65,7 @@ public struct ReaderState: Sendable, Hashable {
     /// The card event counter of ``currentState``.
     public var currentCounter: UInt16 { UInt16(truncatingIfNeeded: currentState >> 16) }
 
-    /// Adopts the reported state as the believed one, clearing SCARD_STATE_CHANGED (P11).
+    /// Adopts the reported state as the believed one, clearing SCARD_STATE_CHANGED (docs/cases.md P11).
     public mutating func acknowledge() {
         currentState = eventState & ~ReaderStateFlags.changed.rawValue
     }
@@ -73,7 +73,7 @@ public struct ReaderState: Sendable, Hashable {
 
 /// Splits a PC/SC multi-string ("A\0B\0\0") into its strings: split on NUL, stop at the first empty
 /// string (the double NUL). Bytes after the terminator are ignored; a missing terminator still yields
-/// the strings seen (case P13).
+/// the strings seen (docs/cases.md P13).
 public func parseMultiString(_ bytes: some Collection<UInt8>) -> [String] {
     var names: [String] = []
     var current: [UInt8] = []
@@ -90,7 +90,7 @@ public func parseMultiString(_ bytes: some Collection<UInt8>) -> [String] {
     return names
 }
 
-/// A reader's name split into the parts pcsc-lite composes it from (case P13).
+/// A reader's name split into the parts pcsc-lite composes it from (docs/cases.md P13).
 ///
 /// pcsc-lite names a reader "<friendly name> <reader index, 2 hex digits> <slot, 2 hex digits>", e.g.
 /// "ACS ACR122U PICC Interface 00 00". Names are opaque identifiers: compare them whole; this view is

@@ -86,7 +86,7 @@ public struct ACR122LEDBuzzerControl: Sendable, Hashable {
 /// The PICC operating parameter of the ACR122U (ACR122U API v2.04 §6.4); the default is FF (all set).
 ///
 /// libnfc clears it all (00) before card emulation; nfcpy sends 7F (automatic polling off).
-/// Restore FF after an emulation, or the reader looks dead until it is replugged (reference §5d).
+/// Restore FF after an emulation, or the reader looks dead until it is replugged (docs/acr122-pn532.md §5d).
 public struct ACR122PICCOperatingParameter: OptionSet, Sendable, Hashable {
     public let rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
@@ -174,7 +174,7 @@ public enum ACR122MCUTimeout: Sendable, Hashable {
 /// | `setMCUTimeout` | `FF 00 41 TO 00` | `90 00`; `63 00` |
 /// | `setBuzzerOnDetection` | `FF 00 52 00/FF 00` | `90 00` |
 public enum ACR122Command: Sendable, Hashable, CustomStringConvertible {
-    /// Wraps a PN532 frame; Lc is computed from the frame, never given by callers (case P08).
+    /// Wraps a PN532 frame; Lc is computed from the frame, never given by callers (docs/cases.md P08).
     case directTransmit(PN532HostFrame)
     /// Fetches the pending answer on a T=0 unit after `61 xx`; Le = xx (00 means 256).
     case getResponse(length: UInt8)

@@ -3,7 +3,7 @@ import PCSCCore
 /// SCardControl codes that reach an ACR122U, as pcsc-lite numbers them.
 ///
 /// pcsc-lite defines `SCARD_CTL_CODE(n)` as `0x42000000 + n` (pcsc-lite src/PCSC/reader.h). Which
-/// escape code a reader accepts depends on its driver (ACR122U reference §1):
+/// escape code a reader accepts depends on its driver (docs/acr122-pn532.md §1):
 ///
 /// | Driver | Escape code | Gate |
 /// |---|---|---|

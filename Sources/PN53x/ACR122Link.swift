@@ -1,6 +1,6 @@
 import ISO7816
 
-/// Reader names that suggest an ACR122U, and the check that confirms one (reference §1).
+/// Reader names that suggest an ACR122U, and the check that confirms one (docs/acr122-pn532.md §1).
 ///
 /// libnfc matches these prefixes; we match them as case-insensitive substrings. A name is only a
 /// hint: clones present other names ("RFCARD / RF1258V603 PICC Interface") with the same USB IDs,
@@ -18,7 +18,7 @@ public enum ACR122Detection {
     }
 }
 
-/// Carries ACR122U pseudo-APDUs over a `CardChannel` (reference §1, §2; ACR122U API v2.04).
+/// Carries ACR122U pseudo-APDUs over a `CardChannel` (docs/acr122-pn532.md §1, §2; ACR122U API v2.04).
 ///
 /// - With a card present (protocol T=0, T=1 or RAW) pseudo-APDUs go through `transmit`
 ///   (SCardTransmit). A T=0 unit first answers `61 xx`; the link then fetches the answer with
@@ -30,7 +30,7 @@ public enum ACR122Detection {
 /// GET RESPONSE with CLA 00, and the firmware-version reply, which has no status word, is returned
 /// as is.
 ///
-/// Escape refusal (case P09): when `control` fails on code 0x42000001 with an error conforming to
+/// Escape refusal (docs/cases.md P09): when `control` fails on code 0x42000001 with an error conforming to
 /// `PCSCCodedError` whose code is 0x80100016 (`SCARD_E_NOT_TRANSACTED`), before any escape
 /// command has succeeded on this link, the link throws `ACR122Error.escapeCommandsNotEnabled`.
 /// After a success the same code means libccid's 30 s escape timeout, and the channel's error is
@@ -196,7 +196,7 @@ extension ACR122Link {
     /// With a card (T=0/T=1) the firmware version goes through `transmit`. On a direct connection the
     /// escape codes from `discoverEscapeCodes(on:)` are tried in order until one answers. The reader
     /// name is not required to match `ACR122Detection`: a clone with another name works when its
-    /// firmware string contains "ACR122U", as libnfc checks (reference §1).
+    /// firmware string contains "ACR122U", as libnfc checks (docs/acr122-pn532.md §1).
     ///
     /// - Throws: `ACR122Error.escapeCommandsNotEnabled` when libccid refused 0x42000001 and no other
     ///   code answered (P09); `.noEscapeCode` when no code answered; `.notAnACR122` when the firmware

@@ -1,5 +1,5 @@
 /// A failure at the ACR122U level: a status word from the reader's MCU, a refused escape command,
-/// or a reply that is not what the pseudo-APDU calls for (ACR122U API v2.04; reference §1, §2).
+/// or a reply that is not what the pseudo-APDU calls for (ACR122U API v2.04; docs/acr122-pn532.md §1, §2).
 ///
 /// PN532 errors (the status byte inside `D5 … 90 00`) are `PN532Error`, not this type.
 public enum ACR122Error: Error, Sendable, Equatable, CustomStringConvertible {
@@ -9,7 +9,7 @@ public enum ACR122Error: Error, Sendable, Equatable, CustomStringConvertible {
     case unsupported
     /// Any other status word.
     case unexpectedStatusWord(UInt16)
-    /// libccid refused the escape command (`SCARD_E_NOT_TRANSACTED` on 0x42000001): case P09.
+    /// libccid refused the escape command (`SCARD_E_NOT_TRANSACTED` on 0x42000001): docs/cases.md P09.
     case escapeCommandsNotEnabled
     /// No escape control code worked on a direct connection; `tried` lists the codes in order.
     case noEscapeCode(tried: [UInt32])
@@ -22,7 +22,7 @@ public enum ACR122Error: Error, Sendable, Equatable, CustomStringConvertible {
     /// A T=0 unit kept answering `61 xx` to `FF C0 00 00 xx` beyond the bound.
     case tooManyGetResponses(limit: Int)
 
-    /// The exact text case P09 asks for.
+    /// The exact text docs/cases.md P09 asks for.
     public static let escapeCommandsNotEnabledMessage =
         "escape commands are not enabled in the CCID driver: set ifdDriverOptions to 0x0001 in /etc/libccid_Info.plist and restart pcscd (`systemctl restart pcscd`)"
 
@@ -54,7 +54,7 @@ public enum ACR122Error: Error, Sendable, Equatable, CustomStringConvertible {
 /// A pseudo-APDU reply with a trailing status word: `| data | SW1 | SW2 |`.
 ///
 /// Reader commands are not card APDUs: `checkedData()` maps only the ACR122U's own status words
-/// (ACR122U API v2.04; reference §2). The firmware-version reply has no status word and must not be
+/// (ACR122U API v2.04; docs/acr122-pn532.md §2). The firmware-version reply has no status word and must not be
 /// parsed with this type.
 public struct ACR122Reply: Sendable, Hashable, CustomStringConvertible {
     public var data: [UInt8]
@@ -93,7 +93,7 @@ public struct ACR122Reply: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// The answer to `FF 00 48 00 00`: printable ASCII, no status word, e.g. "ACR122U207" (ACR122U API
-/// v2.04 §6.1; reference §2).
+/// v2.04 §6.1; docs/acr122-pn532.md §2).
 ///
 /// The product is the text before the trailing digits, the version the trailing digits: "ACR122U207"
 /// is product "ACR122U", version 2.07. A 90 00 after the text (as a Get Response on a T=0 unit may
@@ -180,7 +180,7 @@ public struct ACR122LEDState: OptionSet, Sendable, Hashable {
 
 extension ACR122PICCOperatingParameter {
     /// Parses the reply to get/set PICC operating parameter: `90 pp`, or `pp` alone, which some units
-    /// send (U) (ACR122U API v2.04 §6.4; reference §2).
+    /// send (U) (ACR122U API v2.04 §6.4; docs/acr122-pn532.md §2).
     /// - Throws: `ACR122Error.operationFailed` for 63 00, `.malformedReply` otherwise.
     public init(parsingReply bytes: [UInt8]) throws(ACR122Error) {
         if bytes.count == 1 {

@@ -1,7 +1,7 @@
 import ISO7816
 
 /// What `PN532.restoreReaderDefaults(_:onStep:)` puts back, one bit per step, run in the order of
-/// the table (acr122-pn532.md §2, §4, §5b, §5d).
+/// the table (docs/acr122-pn532.md §2, §4, §5b, §5d).
 ///
 /// | Step | Sent | Expected answer |
 /// |---|---|---|
@@ -129,7 +129,7 @@ extension PN532 {
     /// Brings the ACR122U back to a usable state: the one implementation every restore uses
     /// (`secbridge reset`, the clean-up after Ctrl-C or an error, the end of a card emulation and
     /// of a PN532 reader session). Without it the reader looks dead after an interrupted emulation
-    /// until it is replugged (acr122-pn532.md §5d).
+    /// until it is replugged (docs/acr122-pn532.md §5d).
     ///
     /// Every selected step is tried, in the order of `ACR122RestoreSteps.ordered`, even after one
     /// fails (a refused step must not keep the others from running). The default, `.piccParameter`,

@@ -1,6 +1,6 @@
 /// ATQA (SENS_RES), the 2-byte answer of an ISO/IEC 14443-3 Type A card to REQA/WUPA.
 ///
-/// One value, converted at each codec, because the byte order differs (reference §4):
+/// One value, converted at each codec, because the byte order differs (docs/acr122-pn532.md §4):
 /// InListPassiveTarget reports it most significant byte first (`D5 4B 01 01 00 04 08 04 …` is ATQA
 /// 0x0004), TgInitAsTarget takes it least significant byte first (ATQA 0x0004 is sent `04 00`). On
 /// air the low byte goes first (ISO/IEC 14443-3 §6.4.2). MIFARE Classic 1K: 0x0004; DESFire: 0x0344.

@@ -19,7 +19,7 @@ public enum PN532TargetSendResult: Sendable, Hashable {
 }
 
 /// A PN532 behind an ACR122U: typed commands, echo checking and resynchronisation, and the
-/// initiator and target operations built on them (PN532 UM0701-02; reference §4, §5, §5b).
+/// initiator and target operations built on them (PN532 UM0701-02; docs/acr122-pn532.md §4, §5, §5b).
 ///
 /// Every reply must start `D5 cmd+1`. When it does not, the reply answers an earlier command that
 /// timed out on the host side (a late reply). `send(_:)` then resynchronises, as libnfc does: it sends
@@ -127,7 +127,7 @@ public final class PN532 {
 
     // MARK: Target
 
-    /// Prepares the reader for card emulation (reference §5 steps 2–3): PICC operating parameter 00
+    /// Prepares the reader for card emulation (docs/acr122-pn532.md §5 steps 2–3): PICC operating parameter 00
     /// (no automatic polling), RF field off, SetParameters 30 (automatic RATS, ISO 14443-4 PICC).
     /// Call `restoreReaderDefaults()` afterwards.
     public func prepareForCardEmulation() throws {
@@ -142,7 +142,7 @@ public final class PN532 {
     /// Initialises the PN532 as an ISO/IEC 14443-4 PICC (TgInitAsTarget, modes PassiveOnly | PICCOnly)
     /// and blocks until an initiator activates it or the ACR122U's MCU timeout expires.
     ///
-    /// The chip answers RATS itself with ATS `05 75 33 92 03` + `historicalBytes` (reference §4).
+    /// The chip answers RATS itself with ATS `05 75 33 92 03` + `historicalBytes` (docs/acr122-pn532.md §4).
     /// - Parameters:
     ///   - uid: 08 + 3 bytes.
     ///   - atqa: default 0x0004 (sent `04 00`).

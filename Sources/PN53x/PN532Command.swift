@@ -2,7 +2,7 @@
 /// `D5 cmd+1` (PN532 UM0701-02 §7).
 ///
 /// Commands whose answer carries a status byte throw `PN532Error.chipError` when its error code is
-/// not 00: SW 90 00 around the frame says nothing about the chip's success (case P08).
+/// not 00: SW 90 00 around the frame says nothing about the chip's success (docs/cases.md P08).
 public protocol PN532Command: Sendable {
     associatedtype Response: Sendable
     /// The command code, the byte after D4.
@@ -23,7 +23,7 @@ extension PN532Command {
     }
 
     /// Parses a whole chip frame `D5 cmd+1 data` (status word already removed).
-    /// - Throws: `PN532Error.desynchronized` when the frame does not answer this command (case P08),
+    /// - Throws: `PN532Error.desynchronized` when the frame does not answer this command (docs/cases.md P08),
     ///   then the errors of `response(parsing:)`.
     public func response(parsingFrame bytes: [UInt8]) throws(PN532Error) -> Response {
         try response(parsing: PN532ChipFrame.data(answering: Self.code, in: bytes))

@@ -170,7 +170,7 @@ extension PN532 {
     /// InListPassiveTarget at 106 kbit/s Type A: `D4 4A MaxTg 00 [UID]` →
     /// `D5 4B NbTg [Tg SENS_RES SEL_RES NFCIDLength NFCID1 [ATS]]…` (UM0701-02 §7.3.5).
     ///
-    /// SENS_RES comes most significant byte first here (reference §4).
+    /// SENS_RES comes most significant byte first here (docs/acr122-pn532.md §4).
     public struct InListPassiveTarget: PN532Command {
         public static let code = PN532CommandCode.inListPassiveTarget
         /// MaxTg: 1 or 2.
@@ -294,7 +294,7 @@ extension PN532 {
     public struct TgInitAsTarget: PN532Command {
         public static let code = PN532CommandCode.tgInitAsTarget
         public var modes: TargetModes
-        /// Sent least significant byte first (reference §4).
+        /// Sent least significant byte first (docs/acr122-pn532.md §4).
         public var atqa: ATQA
         /// The UID; the chip fixes its first byte at 08.
         public var uid: EmulatedUID

@@ -46,7 +46,7 @@ public struct PN532CommandCode: RawRepresentable, Sendable, Hashable, CustomStri
 /// A host-to-PN532 frame as the ACR122U carries it: `| D4 | cmd | params |` (PN532 UM0701-02 §6.2;
 /// the TFI byte D4 marks host to chip).
 ///
-/// At most 254 bytes in all through the ACR122U (reference §4), so 252 parameter bytes.
+/// At most 254 bytes in all through the ACR122U (docs/acr122-pn532.md §4), so 252 parameter bytes.
 public struct PN532HostFrame: Sendable, Hashable, CustomStringConvertible {
     /// The most bytes `D4 cmd params` may have through an ACR122U.
     public static let maximumLength = 254
@@ -110,7 +110,7 @@ public struct PN532ChipFrame: Sendable, Hashable, CustomStringConvertible {
     public func answers(_ command: PN532CommandCode) -> Bool { responseCode == command.responseCode }
 
     /// The data after `D5 cmd+1`, after checking that the frame answers `command`.
-    /// - Throws: `PN532Error.desynchronized` when the frame answers another command (case P08).
+    /// - Throws: `PN532Error.desynchronized` when the frame answers another command (docs/cases.md P08).
     public static func data(answering command: PN532CommandCode, in bytes: [UInt8]) throws(PN532Error) -> [UInt8] {
         guard let frame = try? PN532ChipFrame(parsing: bytes), frame.answers(command) else {
             throw .desynchronized(sent: command, received: bytes)
@@ -193,7 +193,7 @@ public struct PN532ErrorCode: RawRepresentable, Sendable, Hashable, CustomString
     ///
     /// UM0701 lists 2B under Type B initiator errors, but libnfc maps both 29 and 2B to "target
     /// released" (`NFC_ETGRELEASED`); we follow libnfc, because in target mode both mean the reader
-    /// is gone and the target must be initialised again (reference §4).
+    /// is gone and the target must be initialised again (docs/acr122-pn532.md §4).
     public var isReleased: Bool { self == .targetReleased || self == .cardDisappeared }
 
     public var description: String { "\(PN53xHex.format(rawValue)) (\(meaning))" }
@@ -221,12 +221,12 @@ public struct PN532Status: RawRepresentable, Sendable, Hashable, CustomStringCon
     }
 }
 
-/// A failure at the PN532 level (PN532 UM0701-02; reference §4, §5b).
+/// A failure at the PN532 level (PN532 UM0701-02; docs/acr122-pn532.md §4, §5b).
 public enum PN532Error: Error, Sendable, Equatable, CustomStringConvertible {
     /// The chip reported a non-zero error code in the status byte of `command`'s answer.
     case chipError(PN532Status, command: PN532CommandCode)
     /// The reply does not start D5 with `sent`'s code + 1: it answers another command, typically a
-    /// late reply to an earlier one (cases P08; reference §5b).
+    /// late reply to an earlier one (docs/cases.md P08; docs/acr122-pn532.md §5b).
     case desynchronized(sent: PN532CommandCode, received: [UInt8])
     /// GetFirmwareVersion did not bring the replies back in step within `attempts` tries.
     case resynchronizationFailed(attempts: Int)

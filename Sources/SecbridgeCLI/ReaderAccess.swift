@@ -20,7 +20,7 @@ func describe(_ error: PCSCError) -> String {
 }
 
 /// Picks a reader by `--reader`: a 0-based index into the list, or a case-insensitive substring of
-/// exactly one reader's name (names are opaque strings, case P13). Without `--reader`, the first
+/// exactly one reader's name (names are opaque strings, docs/cases.md P13). Without `--reader`, the first
 /// reader whose state satisfies `preferring` (e.g. has a card), else the first reader.
 func selectReader(
     _ argument: String?, in readers: [String], preferring: ((String) -> Bool)? = nil

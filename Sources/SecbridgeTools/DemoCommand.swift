@@ -44,7 +44,7 @@ extension SecbridgeCLI {
     )
 
     /// The built-in credential: an NFC Forum Type 4 Tag holding the URI record https://example.com,
-    /// whose capability container and NDEF file are those of iso14443-t4t-ndef.md §4's full URI read.
+    /// whose capability container and NDEF file are those of docs/iso14443-t4t-ndef.md §4's full URI read.
     static let demoCredentialJSON = """
         {
           "secbridge-credential": 1,

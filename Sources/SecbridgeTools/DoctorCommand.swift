@@ -1,5 +1,5 @@
 // `secbridge doctor`: why an ACR122U does not show up or does not answer escape commands
-// (acr122-pn532.md §1, §2, §5b, §5d, §6).
+// (docs/acr122-pn532.md §1, §2, §5b, §5d, §6).
 @testable import SecbridgeCLI
 import Foundation
 import ISO7816
@@ -80,11 +80,11 @@ struct DoctorCheck: Sendable, Hashable {
 /// The file-system side of the machine, below `root` ("/" normally; a fake tree in tests:
 /// `SECBRIDGE_DOCTOR_ROOT`). Every probe only reads.
 struct DoctorSystem: Sendable {
-    /// USB IDs of ACR122-class readers: ACR122U 072F:2200, Touchatag 072F:90CC (acr122-pn532.md §1).
+    /// USB IDs of ACR122-class readers: ACR122U 072F:2200, Touchatag 072F:90CC (docs/acr122-pn532.md §1).
     static let usbIDs: [(vendor: String, product: String, name: String)] = [
         ("072f", "2200", "ACS ACR122U"), ("072f", "90cc", "Touchatag (ACR122U)"),
     ]
-    /// The kernel's NFC modules that claim 072F:2200 before pcscd can (acr122-pn532.md §5d).
+    /// The kernel's NFC modules that claim 072F:2200 before pcscd can (docs/acr122-pn532.md §5d).
     static let kernelNFCModules = ["pn533_usb", "pn533", "nfc"]
     static let defaultSocket = "/run/pcscd/pcscd.comm"
     static let libccidPlist = "/etc/libccid_Info.plist"
@@ -178,7 +178,7 @@ struct DoctorPCSCFindings: Sendable {
     var directError: String?
     /// The escape code that carried the firmware-version pseudo-APDU.
     var workingEscapeCode: UInt32?
-    /// libccid refused 0x42000001 (SCARD_E_NOT_TRANSACTED, case P09).
+    /// libccid refused 0x42000001 (SCARD_E_NOT_TRANSACTED, docs/cases.md P09).
     var escapeRefused = false
     /// Why no escape code worked otherwise.
     var escapeError: String?

@@ -134,7 +134,7 @@ enum HardwareSelftest {
         return steps
     }
 
-    /// The target part: emulation set-up (acr122-pn532.md §5 steps 2–3) and TgInitAsTarget with
+    /// The target part: emulation set-up (docs/acr122-pn532.md §5 steps 2–3) and TgInitAsTarget with
     /// no terminal, bounded by a 5 s MCU timeout; then GetFirmwareVersion, which also takes back a
     /// command the chip may still hold (§5b), and TgGetData.
     static let targetSteps: [Step] = [
@@ -158,7 +158,7 @@ enum HardwareSelftest {
              expected: .exactly([0xD5, 0x87, 0x25, 0x90, 0x00]), source: "PN532 UM0701-02 §7.1 (error 25)"),
     ]
 
-    /// Puts back what the sequence changed (acr122-pn532.md §5d): MCU timeout 01, RF on, buzzer on
+    /// Puts back what the sequence changed (docs/acr122-pn532.md §5d): MCU timeout 01, RF on, buzzer on
     /// detection, idle LEDs (red on, green off), automatic polling (PICC parameter FF).
     ///
     /// The same settings as `PN532.restoreReaderDefaults(.all)` (plus the buzzer), spelled out as

@@ -1,7 +1,7 @@
 import Synchronization
 
 /// What the authorizer is asked to approve: a transaction that puts `credential` into card
-/// emulation (the UIScene sheet on Apple platforms; session-model.md).
+/// emulation (the UIScene sheet on Apple platforms; docs/session-model.md).
 public struct AuthorizationRequest: Sendable, Hashable {
     public enum Kind: String, Sendable, Hashable {
         case performTransaction

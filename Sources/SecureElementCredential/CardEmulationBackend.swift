@@ -46,8 +46,8 @@ public enum TargetSendOutcome: Sendable, Hashable {
     case released(UnderlyingCause)
 }
 
-/// The device side of card emulation: what the session engine drives (session-model.md,
-/// acr122-pn532.md §5 and §5b).
+/// The device side of card emulation: what the session engine drives (docs/session-model.md,
+/// docs/acr122-pn532.md §5 and §5b).
 ///
 /// Every operation is a bounded step: on real hardware one PN532 command that blocks at most one
 /// MCU timeout (an escape command cannot be cancelled), so the engine re-arms in steps inside the

@@ -9,7 +9,7 @@ final class ChannelBox: @unchecked Sendable {
     var close: (@Sendable () -> Void)?
 }
 
-/// A card in a PC/SC reader as the secure element (session-model.md, "Relaying to a PC/SC card"):
+/// A card in a PC/SC reader as the secure element (docs/session-model.md, "Relaying to a PC/SC card"):
 /// wired `transceive` goes to it with SCardTransmit, and card emulation relays the terminal's
 /// C-APDUs to it.
 ///

@@ -1,7 +1,7 @@
 import ISO7816
 import PN53x
 
-/// Where a credential's applets live and answer APDUs (session-model.md, "How the Apple model maps"):
+/// Where a credential's applets live and answer APDUs (docs/session-model.md, "How the Apple model maps"):
 /// host applets in this process (`HostSecureElement`) or a PC/SC card whose APDUs are relayed
 /// (`CardSecureElement`).
 ///
@@ -57,10 +57,10 @@ public struct Credential: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// How the emulated card presents itself to a terminal, and how long the emulation may last
-/// (session-model.md, `CardEmulationOptions`: Apple documents no members; these are ours).
+/// (docs/session-model.md, `CardEmulationOptions`: Apple documents no members; these are ours).
 ///
 /// The PN532 as target fixes the UID's first byte at 08 (4-byte UID only) and answers RATS itself
-/// with ATS `05 75 33 92 03` + `historicalBytes` (acr122-pn532.md §4).
+/// with ATS `05 75 33 92 03` + `historicalBytes` (docs/acr122-pn532.md §4).
 public struct CardEmulationOptions: Sendable, Hashable {
     /// The UID, 08 + 3 bytes (TgInitAsTarget NFCID1t). Default 08 00 B0 0B (libnfc's example).
     public var uid: EmulatedUID

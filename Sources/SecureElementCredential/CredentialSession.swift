@@ -29,7 +29,7 @@ public struct CredentialSessionOptions: Sendable {
 }
 
 /// A session with the credentials of a secure element, on Apple's `CredentialSession` model
-/// (session-model.md): management, wired mode (`transceive` to the secure element), card
+/// (docs/session-model.md): management, wired mode (`transceive` to the secure element), card
 /// emulation (a terminal reads the credential through an ACR122-class reader), presentment
 /// assertions, events.
 ///

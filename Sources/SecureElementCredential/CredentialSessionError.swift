@@ -63,7 +63,7 @@ public enum UnderlyingCause: Sendable, Hashable, CustomStringConvertible {
 ///
 /// Two errors are equal when their codes are equal; the reason and the cause are for people.
 public struct CredentialSessionError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The error codes of Apple's `CredentialSession.ErrorCode` (session-model.md, "Error codes"),
+    /// The error codes of Apple's `CredentialSession.ErrorCode` (docs/session-model.md, "Error codes"),
     /// as an open set: every documented code is a static member, and codes not listed still fit.
     public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
         public let rawValue: String
@@ -115,7 +115,7 @@ public struct CredentialSessionError: Error, Sendable, Equatable, CustomStringCo
         /// An internal error.
         public static let internalError = Code(rawValue: "internalError")
 
-        /// Every documented code, in the order session-model.md lists them.
+        /// Every documented code, in the order docs/session-model.md lists them.
         public static let documented: [Code] = [
             .userNotAuthorized, .accessDenied, .clientNotInForeground, .userCanceledAuthorization,
             .userAuthorizationTimedOut, .featureUnavailable, .ineligible, .conditionsNotSatisfied,

@@ -6,7 +6,7 @@ public struct CredentialTransaction: Sendable {
     /// What a transaction task runs against: a session, until `invalidate()`.
     ///
     /// `invalidate()` ends wired mode or card emulation and returns the session to management
-    /// (session-model.md, "CredentialTransaction and transactionTask"). A configuration is used once:
+    /// (docs/session-model.md, "CredentialTransaction and transactionTask"). A configuration is used once:
     /// after `invalidate()` its transactions throw `invalidSessionState`; ask the session for a new
     /// one with `configuration()`.
     public final class Configuration: Sendable {

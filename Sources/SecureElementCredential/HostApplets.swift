@@ -105,7 +105,7 @@ public struct AppletRouter {
     }
 }
 
-/// Host applets as a secure element: in-process, AID-routed (session-model.md, "SecureElement").
+/// Host applets as a secure element: in-process, AID-routed (docs/session-model.md, "SecureElement").
 public final class HostSecureElement: SecureElement, @unchecked Sendable {
     // @unchecked: the applets are classes with their own state, touched only under `lock`.
     private let lock = Mutex(())

@@ -1,7 +1,7 @@
 import ISO7816
 
 /// Reads MIFARE Classic blocks (1K, 4K, Mini) with one key through a PC/SC part 3 reader
-/// (ACR122U API v2.04 §5; NXP MF1S50yyX / MF1S70yyX data sheets; iso14443-t4t-ndef.md §6).
+/// (ACR122U API v2.04 §5; NXP MF1S50yyX / MF1S70yyX data sheets; docs/iso14443-t4t-ndef.md §6).
 ///
 /// The sequence, byte for byte:
 /// 1. Load Keys `FF 82 00 00 06 <key>` (volatile memory, slot 00);

@@ -42,7 +42,7 @@ public struct TagFormatError: Error, Sendable, Equatable, CustomStringConvertibl
     }
 }
 
-/// An NDEF record (NFC Forum NDEF 1.0; iso14443-t4t-ndef.md §5).
+/// An NDEF record (NFC Forum NDEF 1.0; docs/iso14443-t4t-ndef.md §5).
 ///
 /// `| header | TYPE LENGTH | PAYLOAD LENGTH (1 if SR, else 4) | [ID LENGTH] | TYPE | [ID] | PAYLOAD |`
 /// with the header `| MB 80 | ME 40 | CF 20 | SR 10 | IL 08 | TNF (3 bits) |`. MB, ME, SR and IL
@@ -144,7 +144,7 @@ public struct NDEFRecord: Sendable, Hashable {
     }
 }
 
-/// An NDEF message: one or more records, MB on the first, ME on the last (iso14443-t4t-ndef.md §5).
+/// An NDEF message: one or more records, MB on the first, ME on the last (docs/iso14443-t4t-ndef.md §5).
 public struct NDEFMessage: Sendable, Hashable {
     public var records: [NDEFRecord]
 

@@ -14,7 +14,7 @@ final class PN532Box: @unchecked Sendable {
 }
 
 /// Card emulation on an ACR122U: the PN532 in target mode through the PN53x client
-/// (acr122-pn532.md §5, §5b).
+/// (docs/acr122-pn532.md §5, §5b).
 ///
 /// - `prepare()`: automatic PICC polling off (`FF 00 51 00 00`), the bounded MCU timeout
 ///   (`FF 00 41 TO 00`, default 1 step = 5 s), RF field off, SetParameters 30.
@@ -31,7 +31,7 @@ public final class PN532EmulationBackend: CardEmulationBackend {
     public let readerName: String
     public let support: EmulationSupport
     public let mcuTimeout: ACR122MCUTimeout
-    /// TgGetData's C-APDU is cut at 252 bytes by the ACR122's frame size (acr122-pn532.md §4).
+    /// TgGetData's C-APDU is cut at 252 bytes by the ACR122's frame size (docs/acr122-pn532.md §4).
     public let maximumCommandLength = PN532HostFrame.maximumParameterLength - 1
     public let maximumResponseLength = PN532HostFrame.maximumParameterLength
     private let executor: BlockingExecutor
@@ -66,8 +66,8 @@ public final class PN532EmulationBackend: CardEmulationBackend {
 
     /// Opens `channel` (a DIRECT connection to `readerName`) as an ACR122U, or makes a backend
     /// whose `support` says why this reader cannot emulate: the ACR1252U/ACR1255U family (card
-    /// emulation there is memory images only, acr122-pn532.md §7), a reader whose firmware is not
-    /// an ACR122U, escape commands refused by the CCID driver (P09).
+    /// emulation there is memory images only, docs/acr122-pn532.md §7), a reader whose firmware is not
+    /// an ACR122U, escape commands refused by the CCID driver (docs/cases.md P09).
     /// - Parameter open: connects, on the executor thread; returns the channel and its release.
     public static func open(
         readerName: String, executor: BlockingExecutor, mcuTimeout: ACR122MCUTimeout = .fiveSecondSteps(1),

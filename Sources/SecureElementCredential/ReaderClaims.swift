@@ -1,6 +1,6 @@
 import Synchronization
 
-/// One active session per reader, process-wide (session-model.md: a second session on the same
+/// One active session per reader, process-wide (docs/session-model.md: a second session on the same
 /// reader gets `resourceUnavailable`).
 enum ReaderClaims {
     private static let claims = Mutex<(next: UInt64, holders: [String: UInt64])>((0, [:]))

@@ -11,7 +11,7 @@ public struct ReaderExchange: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// The host as terminal: runs a transaction against a card or phone presented to a reader
-/// (session-model.md, "Reader sessions"; not part of Apple's framework).
+/// (docs/session-model.md, "Reader sessions"; not part of Apple's framework).
 ///
 /// Two paths, both driven on the session's own `BlockingExecutor` thread:
 /// - `.pcsc`: the reader polls by itself; the card is connected SHARED (T=0 or T=1) and each

@@ -1,4 +1,4 @@
-/// The states of a credential session (session-model.md, "CredentialSession"). `invalid` is
+/// The states of a credential session (docs/session-model.md, "CredentialSession"). `invalid` is
 /// terminal: start a new session.
 public enum SessionState: Sendable, Hashable, CustomStringConvertible {
     case management
@@ -34,7 +34,7 @@ public struct FieldStateInfo: Sendable, Hashable {
     }
 }
 
-/// Why a session became invalid (session-model.md, "When the session becomes invalid").
+/// Why a session became invalid (docs/session-model.md, "When the session becomes invalid").
 public enum InvalidationReason: Sendable, Hashable, CustomStringConvertible {
     /// `invalidate()` was called.
     case invalidatedByClient
@@ -58,7 +58,7 @@ public enum ConnectivityEvent: Sendable, Hashable {
     case emulationStoppedByReaderError(String)
 }
 
-/// The events of `CredentialSession.eventStream` (session-model.md, "Events").
+/// The events of `CredentialSession.eventStream` (docs/session-model.md, "Events").
 public enum CredentialSessionEvent: Sendable, Hashable {
     /// Only during card emulation, only what the device observes.
     case fieldStateChanged(info: FieldStateInfo)
@@ -74,7 +74,7 @@ public enum CredentialSessionEvent: Sendable, Hashable {
     case apduExchanged(command: [UInt8], response: [UInt8])
 }
 
-/// One billable event: a successful activation of card emulation (session-model.md: "record one
+/// One billable event: a successful activation of card emulation (docs/session-model.md: "record one
 /// in the session's billing log for each successful activation").
 public struct BillableEvent: Sendable, Hashable {
     /// 1, 2, … within a session.
@@ -109,7 +109,7 @@ public struct SessionTimings: Sendable, Hashable {
 /// does, and what the deadlines do. `CredentialSession` drives it and performs the actions it
 /// returns; it never reads a clock (times are passed in) and never blocks.
 ///
-/// The call table (session-model.md; "—" means the state is unchanged on that error):
+/// The call table (docs/session-model.md; "—" means the state is unchanged on that error):
 ///
 /// | Call | allowed in | on success | on `resourceUnavailable` | other errors |
 /// |---|---|---|---|---|

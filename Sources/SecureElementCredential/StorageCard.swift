@@ -82,7 +82,7 @@ public struct StorageCardError: Error, Sendable, Hashable, CustomStringConvertib
 }
 
 /// What kind of storage card a PC/SC part 3 ATR names (the C0 C1 bytes; ACR122U API v2.04 §3,
-/// acr122-pn532.md §3).
+/// docs/acr122-pn532.md §3).
 public enum StorageCardKind: Sendable, Hashable, CustomStringConvertible {
     /// 00 01: MIFARE Classic 1K, 16 sectors of 4 blocks (64 blocks of 16 bytes).
     case mifareClassic1K
@@ -146,10 +146,10 @@ public enum StorageCardKind: Sendable, Hashable, CustomStringConvertible {
 
 /// A contactless storage card (MIFARE Classic, Ultralight/NTAG, …) behind a PC/SC part 3 reader
 /// such as the ACR122U, driven with the reader's pseudo-APDUs (class FF) through a ``CardChannel``
-/// (ACR122U API v2.04 §5; PC/SC part 3 supplement; acr122-pn532.md §2, iso14443-t4t-ndef.md §6).
+/// (ACR122U API v2.04 §5; PC/SC part 3 supplement; docs/acr122-pn532.md §2, docs/iso14443-t4t-ndef.md §6).
 ///
 /// Each method sends one command and checks its answer. Reader pseudo-APDUs are not card APDUs:
-/// no GET RESPONSE handling applies (acr122-pn532.md §2); the only retry is Get Data's `6C xx`.
+/// no GET RESPONSE handling applies (docs/acr122-pn532.md §2); the only retry is Get Data's `6C xx`.
 ///
 /// | Command | Bytes | Answer |
 /// |---|---|---|
@@ -213,7 +213,7 @@ public final class StorageCard {
 
     /// `FF 00 00 00 03 D4 42 60`: GET_VERSION (60) sent to the activated tag with the ACR122U's
     /// Direct Transmit of the PN532's InCommunicateThru (D4 42; ACR122U API v2.04 §6,
-    /// acr122-pn532.md §2; NXP NTAG213/215/216 data sheet §10.1).
+    /// docs/acr122-pn532.md §2; NXP NTAG213/215/216 data sheet §10.1).
     public static let getVersionCommand: [UInt8] = [0xFF, 0x00, 0x00, 0x00, 0x03, 0xD4, 0x42, 0x60]
 
     /// Asks a Type 2 Tag for its GET_VERSION answer through the reader: ``getVersionCommand`` →

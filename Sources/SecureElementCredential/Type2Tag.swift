@@ -1,7 +1,7 @@
 import ISO7816
 
 /// A reason a Type 2 Tag could not be read or written: a code, the page and data-area offset it
-/// concerns, the bytes found there, and why (NFC Forum Type 2 Tag operation; iso14443-t4t-ndef.md §6).
+/// concerns, the bytes found there, and why (NFC Forum Type 2 Tag operation; docs/iso14443-t4t-ndef.md §6).
 ///
 /// The reader's own failures (63 00, a truncated read) come as ``StorageCardError`` instead, naming
 /// the Read Binary or Update Binary command and the page. Equal when the codes are equal (as
@@ -152,7 +152,7 @@ public struct Type2TLV: Sendable, Hashable {
 
 /// Reads the NDEF message of an NFC Forum Type 2 Tag (MIFARE Ultralight, NTAG21x) through a
 /// PC/SC part 3 reader's Read Binary pseudo-APDU (NFC Forum Type 2 Tag operation; NXP NTAG213/215/216
-/// data sheet; ACR122U API v2.04 §5; iso14443-t4t-ndef.md §6).
+/// data sheet; ACR122U API v2.04 §5; docs/iso14443-t4t-ndef.md §6).
 ///
 /// The sequence, byte for byte:
 /// 1. `FF B0 00 03 04`: page 3, the capability container (4 bytes, so a transcript never holds a

@@ -1,7 +1,7 @@
 import ISO7816
 
 /// The capability container of an NFC Forum Type 4 Tag, mapping 1.0 or 2.0, file E103
-/// (iso14443-t4t-ndef.md §4), 15 bytes:
+/// (docs/iso14443-t4t-ndef.md §4), 15 bytes:
 ///
 /// `| CCLEN (2) | version | MLe (2) | MLc (2) | 04 | 06 | file id (2) | max NDEF size (2) | read | write |`
 ///
@@ -96,7 +96,7 @@ public struct Type4CapabilityContainer: Sendable, Hashable {
 }
 
 /// An NFC Forum Type 4 Tag application (mapping 2.0) serving an NDEF message
-/// (iso14443-t4t-ndef.md §4–§5), the way Android's card-emulation code answers:
+/// (docs/iso14443-t4t-ndef.md §4–§5), the way Android's card-emulation code answers:
 ///
 /// | Command | Answer |
 /// |---|---|

@@ -1,6 +1,6 @@
 import ISO7816
 
-/// Reads the NDEF message of an NFC Forum Type 4 Tag the way Android does (iso14443-t4t-ndef.md §4),
+/// Reads the NDEF message of an NFC Forum Type 4 Tag the way Android does (docs/iso14443-t4t-ndef.md §4),
 /// through any transceive function: a `ReaderSession`, a PC/SC card handle, or a test double.
 ///
 /// The sequence, byte for byte:

@@ -109,7 +109,7 @@ public struct TranscriptBytes: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// Uppercase hex text with a space between bytes, the project's form (house-style.md).
+/// Uppercase hex text with a space between bytes, the project's form (docs/house-style.md).
 enum HexText {
     private static let digits: [Character] = Array("0123456789ABCDEF")
 

@@ -10,7 +10,7 @@ import Synchronization
 // moment TgGetData's answer (`D5 87 00 <C-APDU> 90 00`) reaches the host to the moment the host
 // sends TgSetData with the R-APDU (`FF 00 00 00 Lc D4 8E <R-APDU>`): the backend's return to the
 // session's emulation runner, routing to the host applet, the apduExchanged report, and the next
-// escape command's start (acr122-pn532.md §5 step 5). pcscd's IPC around both escape commands is
+// escape command's start (docs/acr122-pn532.md §5 step 5). pcscd's IPC around both escape commands is
 // outside the span; the simulated ACR122U B field's terminal and pcscd are in another process.
 
 /// A ``CardChannel`` that times the host's part of each TgGetData → TgSetData turn.
@@ -76,7 +76,7 @@ func benchmarkEmulationTurnaround(environment: TestEnvironment, count: Int) {
                 states[0].acknowledge()
             }
         }
-        // B must not poll: an auto-polling ACR122U activates A's target itself (acr122-pn532.md §2).
+        // B must not poll: an auto-polling ACR122U activates A's target itself (docs/acr122-pn532.md §2).
         let direct = try PCSCContext().connect(to: readerB, share: .direct, protocols: [])
         try ACR122Link.open(channel: direct, readerName: readerB).setPICCOperatingParameter([])
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

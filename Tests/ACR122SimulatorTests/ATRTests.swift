@@ -3,7 +3,7 @@ import ISO7816
 import SecbridgeTesting
 import Testing
 
-/// A peer and the ATR the ACR122U synthesises for it (acr122-pn532.md §3; cases P05).
+/// A peer and the ATR the ACR122U synthesises for it (docs/acr122-pn532.md §3; docs/cases.md P05).
 struct ATRVector: Sendable, CustomTestStringConvertible {
     enum Peer: Sendable {
         case tag(sak: UInt8)
@@ -20,17 +20,17 @@ struct ATRVector: Sendable, CustomTestStringConvertible {
 @Suite("P05 ATRs synthesised by the simulated ACR122U")
 struct ATRTests {
     static let vectors: [ATRVector] = [
-        .init(id: "P05 MIFARE Classic 1K", source: "cases P05 row 1", peer: .tag(sak: 0x08),
+        .init(id: "P05 MIFARE Classic 1K", source: "docs/cases.md P05 row 1", peer: .tag(sak: 0x08),
               atr: "3B 8F 80 01 80 4F 0C A0 00 00 03 06 03 00 01 00 00 00 00 6A"),
-        .init(id: "P05 MIFARE Ultralight", source: "cases P05 row 2", peer: .tag(sak: 0x00),
+        .init(id: "P05 MIFARE Ultralight", source: "docs/cases.md P05 row 2", peer: .tag(sak: 0x00),
               atr: "3B 8F 80 01 80 4F 0C A0 00 00 03 06 03 00 03 00 00 00 00 68"),
-        .init(id: "P05 ISO 14443-4 without historical bytes", source: "cases P05 row 3",
+        .init(id: "P05 ISO 14443-4 without historical bytes", source: "docs/cases.md P05 row 3",
               peer: .card(ats: "05 78 80 70 02"), atr: "3B 80 80 01 01"),
-        .init(id: "DESFire, historical byte 80", source: "acr122-pn532.md §3 (pcsc_scan log)",
+        .init(id: "DESFire, historical byte 80", source: "docs/acr122-pn532.md §3 (pcsc_scan log)",
               peer: .card(ats: "06 75 77 81 02 80"), atr: "3B 81 80 01 80 80"),
-        .init(id: "DESFire, whole-ATS personality", source: "acr122-pn532.md §3 (ACR122T manual, U)",
+        .init(id: "DESFire, whole-ATS personality", source: "docs/acr122-pn532.md §3 (ACR122T manual, U)",
               peer: .card(ats: "06 75 77 81 02 80"), wholeATS: true, atr: "3B 86 80 01 06 75 77 81 02 80 00"),
-        .init(id: "PN532 emulation ATS, no historical bytes", source: "acr122-pn532.md §3",
+        .init(id: "PN532 emulation ATS, no historical bytes", source: "docs/acr122-pn532.md §3",
               peer: .card(ats: "05 75 33 92 03"), atr: "3B 80 80 01 01"),
     ]
 

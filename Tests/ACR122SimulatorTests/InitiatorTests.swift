@@ -75,7 +75,7 @@ struct InitiatorTests {
         #expect(throws: PN532Error.chipError(PN532Status(rawValue: 0x01), command: .inDataExchange)) {
             try pn532.exchangeAPDU(hex("00 A4 04 00 00"))
         }
-        // P08 row 3: MIFARE authentication with key A to block 0 succeeds.
+        // docs/cases.md P08 row 3: MIFARE authentication with key A to block 0 succeeds.
         #expect(text(try reader.control(code: 0x4200_0001, hex("FF 00 00 00 0F D4 40 01 60 00 A0 A1 A2 A3 A4 A5 01 02 03 04")))
             == "D5 41 00 90 00")
     }
@@ -94,7 +94,7 @@ struct InitiatorTests {
     func lateReply() throws {
         let reader = SimulatedACR122U(field: fastField())
         let pn532 = try directPN532(reader)
-        // A first escape command succeeds, so the link reads a later 0x80100016 as a timeout, not as P09.
+        // A first escape command succeeds, so the link reads a later 0x80100016 as a timeout, not as the refusal of docs/cases.md P09.
         _ = try pn532.send(PN532.GetFirmwareVersion())
         reader.injectLateReply()
         #expect(throws: PCSCError.notTransacted) {

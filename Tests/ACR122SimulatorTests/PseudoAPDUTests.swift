@@ -4,7 +4,7 @@ import PN53x
 import SecbridgeTesting
 import Testing
 
-/// One pseudo-APDU and the reply the ACR122U gives (ACR122U API v2.04; acr122-pn532.md §2).
+/// One pseudo-APDU and the reply the ACR122U gives (ACR122U API v2.04; docs/acr122-pn532.md §2).
 struct PseudoAPDUVector: Sendable, CustomTestStringConvertible {
     var id: String
     var source: String
@@ -16,25 +16,25 @@ struct PseudoAPDUVector: Sendable, CustomTestStringConvertible {
 @Suite("ACR122U pseudo-APDUs, escape path, attributes")
 struct PseudoAPDUTests {
     static let escapeVectors: [PseudoAPDUVector] = [
-        .init(id: "firmware string, no SW", source: "acr122-pn532.md §2", command: "FF 00 48 00 00",
+        .init(id: "firmware string, no SW", source: "docs/acr122-pn532.md §2", command: "FF 00 48 00 00",
               reply: "41 43 52 31 32 32 55 32 30 37"),
-        .init(id: "LED 0F → 90 03", source: "acr122-pn532.md §2", command: "FF 00 40 0F 04 00 00 00 00", reply: "90 03"),
+        .init(id: "LED 0F → 90 03", source: "docs/acr122-pn532.md §2", command: "FF 00 40 0F 04 00 00 00 00", reply: "90 03"),
         .init(id: "get PICC parameter default FF", source: "ACR122U API §6", command: "FF 00 50 00 00", reply: "90 FF"),
         .init(id: "set PICC parameter 7F", source: "ACR122U API §6", command: "FF 00 51 7F 00", reply: "90 7F"),
         .init(id: "MCU timeout 01", source: "ACR122U API §6", command: "FF 00 41 01 00", reply: "90 00"),
         .init(id: "buzzer on detection off", source: "ACR122U API §6", command: "FF 00 52 00 00", reply: "90 00"),
         .init(id: "GetFirmwareVersion through Direct Transmit", source: "UM0701-02 §7.2.2",
               command: "FF 00 00 00 02 D4 02", reply: "D5 03 32 01 06 07 90 00"),
-        .init(id: "RF off", source: "acr122-pn532.md §2", command: "FF 00 00 00 04 D4 32 01 00", reply: "D5 33 90 00"),
+        .init(id: "RF off", source: "docs/acr122-pn532.md §2", command: "FF 00 00 00 04 D4 32 01 00", reply: "D5 33 90 00"),
         .init(id: "GetGeneralStatus, no field, no target", source: "UM0701-02 §7.2.3",
               command: "FF 00 00 00 02 D4 04", reply: "D5 05 00 00 00 00 90 00"),
-        .init(id: "P08 InCommunicateThru without target → status 01", source: "cases P08",
+        .init(id: "P08 InCommunicateThru without target → status 01", source: "docs/cases.md P08",
               command: "FF 00 00 00 04 D4 42 1A 00", reply: "D5 43 01 90 00"),
-        .init(id: "P08 reader command wrapped in InDataExchange → 27", source: "cases P08",
+        .init(id: "P08 reader command wrapped in InDataExchange → 27", source: "docs/cases.md P08",
               command: "FF 00 00 00 08 D4 40 01 FF 00 48 00 00", reply: "D5 41 27 90 00"),
-        .init(id: "TgGetData before activation → 25", source: "acr122-pn532.md §5",
+        .init(id: "TgGetData before activation → 25", source: "docs/acr122-pn532.md §5",
               command: "FF 00 00 00 02 D4 86", reply: "D5 87 25 90 00"),
-        .init(id: "TgSetData before activation → 25", source: "acr122-pn532.md §5",
+        .init(id: "TgSetData before activation → 25", source: "docs/acr122-pn532.md §5",
               command: "FF 00 00 00 04 D4 8E 90 00", reply: "D5 8F 25 90 00"),
         .init(id: "Lc larger than the data → 63 00 (decision)", source: "ACR122U API §4 status words",
               command: "FF 00 00 00 05 D4 02", reply: "63 00"),
@@ -43,7 +43,7 @@ struct PseudoAPDUTests {
         .init(id: "frame not starting D4 → 63 00", source: "ACR122U API §4", command: "FF 00 00 00 02 D5 02", reply: "63 00"),
         .init(id: "unknown PN532 command → 63 00", source: "UM0701-02 §6.2.1.4 syntax error", command: "FF 00 00 00 02 D4 FE", reply: "63 00"),
         .init(id: "unknown pseudo-APDU → 6A 81", source: "ACR122U API §4", command: "FF 00 99 00 00", reply: "6A 81"),
-        .init(id: "Get Response on a T=1 unit → 6A 81", source: "acr122-pn532.md §2", command: "FF C0 00 00 06", reply: "6A 81"),
+        .init(id: "Get Response on a T=1 unit → 6A 81", source: "docs/acr122-pn532.md §2", command: "FF C0 00 00 06", reply: "6A 81"),
         .init(id: "Get UID without a card → 63 00", source: "PC/SC part 3 §3.2.2.1.3", command: "FF CA 00 00 00", reply: "63 00"),
         .init(id: "TgInitAsTarget shorter than 0x27 → 63 00", source: "UM0701-02 §7.3.14",
               command: "FF 00 00 00 05 D4 8C 05 04 00", reply: "63 00"),

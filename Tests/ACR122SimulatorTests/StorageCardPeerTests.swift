@@ -54,7 +54,7 @@ struct StorageCardPeerTests {
     // MARK: Vectors
 
     static let models: [Type2ModelVector] = [
-        .init(id: "NTAG213", source: "NTAG213/215/216 data sheet §8.5.6, §10.1; iso14443-t4t-ndef.md §6",
+        .init(id: "NTAG213", source: "NTAG213/215/216 data sheet §8.5.6, §10.1; docs/iso14443-t4t-ndef.md §6",
               model: .ntag213, pages: 45, capabilityContainer: "E1 10 12 00",
               getVersionReply: "D5 41 00 00 04 04 02 01 00 0F 03"),
         .init(id: "NTAG215", source: "NTAG213/215/216 data sheet §8.5.6, §10.1",
@@ -163,7 +163,7 @@ struct StorageCardPeerTests {
 
     @Test("NDEF content: 03 len msg FE from page 4; FF + 2 bytes from 255 bytes on; too large is refused")
     func ndefContent() throws {
-        // https://example.com as a URI record (iso14443-t4t-ndef.md §5).
+        // https://example.com as a URI record (docs/iso14443-t4t-ndef.md §5).
         let uri = hex("D1 01 0C 55 04 65 78 61 6D 70 6C 65 2E 63 6F 6D")
         let tag = try ISO14443_3Tag(type2: .ntag213, uid: hex(Self.uid7), ndefMessage: uri)
         let reader = try Self.listed(tag)

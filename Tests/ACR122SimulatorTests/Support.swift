@@ -22,7 +22,7 @@ func wrapped(_ frame: String) -> [UInt8] {
 }
 
 /// A tiny NFC Forum Type 4 Tag applet (mapping 2.0), written for these tests from
-/// iso14443-t4t-ndef.md §4: SELECT by AID (P2 00) and by file id (P2 00 or 0C), READ BINARY with
+/// docs/iso14443-t4t-ndef.md §4: SELECT by AID (P2 00) and by file id (P2 00 or 0C), READ BINARY with
 /// short reads at the end; 6A 82 for unknown AIDs and files, 69 86 before a file is selected,
 /// 6B 00 for an offset past the end, 6D 00 for other INS, 6E 00 for CLA ≠ 00.
 final class NDEFApplet {

@@ -69,7 +69,7 @@ struct TargetTests {
         #expect(reader.piccOperatingParameter == 0xFF)
     }
 
-    @Test("Android and iOS Type 4 Tag reads (iso14443-t4t-ndef.md §4) against an emulating reader", arguments: [
+    @Test("Android and iOS Type 4 Tag reads (docs/iso14443-t4t-ndef.md §4) against an emulating reader", arguments: [
         ExternalTerminal.Script.androidType4ReadExample, .iOSType4ReadExample,
     ])
     func type4Read(_ script: ExternalTerminal.Script) throws {

@@ -7,7 +7,7 @@ import SecbridgeCLI
 import Testing
 
 // The simulated ACR122U driver (libSecbridgeACR122IFD.so) inside the shared private pcscd: what a
-// PC/SC client sees of it (acr122-pn532.md §1, §3, §5, §5c, §8), driven through its control socket.
+// PC/SC client sees of it (docs/acr122-pn532.md §1, §3, §5, §5c, §8), driven through its control socket.
 
 /// Puts both simulated readers back to their start: no peers in the shared field, default
 /// personality (libccid with escape commands enabled); waits until pcscd sees both readers empty.
@@ -48,7 +48,7 @@ func waitForCard(in reader: String, present: Bool, timeout: Duration = .seconds(
     }
 }
 
-/// The worked example of iso14443-t4t-ndef.md §4 ("Full URI read"), as an emulating host answers
+/// The worked example of docs/iso14443-t4t-ndef.md §4 ("Full URI read"), as an emulating host answers
 /// it: each command the Android read sends and the R-APDU.
 let type4FullURIRead: [(command: [UInt8], response: [UInt8])] = [
     (hex("00 A4 04 00 07 D2 76 00 00 85 01 01 00"), hex("90 00")),
@@ -88,7 +88,7 @@ extension SharedReader {
             #expect(pingB["reader"] == SimulatedReaders.directoryB)
             #expect(pingA["field"] == pingB["field"])  // one shared field
             // A PC/SC attribute answered by the device: the ACR122U's SCARD_ATTR_MAXINPUT (261 =
-            // 271-byte CCID messages − 10), case P06.
+            // 271-byte CCID messages − 10), docs/cases.md P06.
             let reader = environment.simulatedReaderA
             let (maxInput, vendor) = try await blocking {
                 let direct = try PCSCContext().connect(to: reader, share: .direct, protocols: [])
@@ -166,8 +166,8 @@ extension SharedReader {
             var testDescription: String { personality }
         }
 
-        /// acr122-pn532.md §1: libccid lists 0x42000001 only with the option; acsccid always lists
-        /// 0x42000DAC; the code of the other driver is an unknown control code (P09).
+        /// docs/acr122-pn532.md §1: libccid lists 0x42000001 only with the option; acsccid always lists
+        /// 0x42000DAC; the code of the other driver is an unknown control code (docs/cases.md P09).
         static let featureVectors = [
             FeatureVector(personality: "ccid-escape-enabled", features: hex("13 04 42 00 00 01"),
                           escapeCode: 0x4200_0001, otherCode: 0x4200_0DAC),
@@ -199,15 +199,15 @@ extension SharedReader {
             #expect(link == vector.escapeCode)
         }
 
-        /// acr122-pn532.md §3 and case P05: `3B 8N 80 01 <historical bytes of the ATS> TCK`.
+        /// docs/acr122-pn532.md §3 and docs/cases.md P05: `3B 8N 80 01 <historical bytes of the ATS> TCK`.
         static let atrVectors = [
             ATRVector(id: "no historical bytes", ats: "05 78 80 70 02", atr: hex("3B 80 80 01 01"),
-                      source: "acr122-pn532.md §3; P05"),
+                      source: "docs/acr122-pn532.md §3; docs/cases.md P05"),
             ATRVector(id: "DESFire ATS 06 75 77 81 02 80", ats: "06 75 77 81 02 80", atr: hex("3B 81 80 01 80 80"),
-                      source: "acr122-pn532.md §3 (public pcsc_scan log)"),
+                      source: "docs/acr122-pn532.md §3 (public pcsc_scan log)"),
             // The switchable variant: the whole ATS, TL included, as historical bytes; TCK 00.
             ATRVector(id: "whole ATS as historical bytes", personality: "atr-whole-ats", ats: "06 75 77 81 02 80",
-                      atr: hex("3B 86 80 01 06 75 77 81 02 80 00"), source: "acr122-pn532.md §3 (U), ACS ACR122T manual"),
+                      atr: hex("3B 86 80 01 06 75 77 81 02 80 00"), source: "docs/acr122-pn532.md §3 (U), ACS ACR122T manual"),
         ]
 
         @Test(arguments: atrVectors)
@@ -251,7 +251,7 @@ extension SharedReader {
                 return (card.activeProtocol, announced, fetched, link.firmware?.text, try chip.send(PN532.GetFirmwareVersion()))
             }
             #expect(active == .t0)
-            #expect(announced == hex("61 06"))  // acr122-pn532.md §1 step 4, §8: 61 xx on T=0 units
+            #expect(announced == hex("61 06"))  // docs/acr122-pn532.md §1 step 4, §8: 61 xx on T=0 units
             #expect(fetched == hex("D5 03 32 01 06 07 90 00"))
             #expect(firmware == "ACR122U103")
             #expect(chipVersion == PN532FirmwareVersion(ic: 0x32, version: 0x01, revision: 0x06, support: 0x07))
@@ -279,7 +279,7 @@ extension SharedReader {
                 }
                 return (timedOut, desynchronized, try chip.send(PN532.GetFirmwareVersion()))
             }
-            // acr122-pn532.md §5b: the command times out in the driver (SCARD_E_NOT_TRANSACTED), its
+            // docs/acr122-pn532.md §5b: the command times out in the driver (SCARD_E_NOT_TRANSACTED), its
             // answer arrives for the next one; the client sees the wrong echo, resynchronises with
             // GetFirmwareVersion and reports the desync; then the link is back in step.
             #expect(timedOut == .notTransacted)
@@ -301,7 +301,7 @@ extension SharedReader {
             #expect(before["picc"] == "FF")  // factory default: every polling bit set
             #expect(before["personality"] == "ccid-escape-enabled")
             #expect(before["firmware"] == "ACR122U207")
-            #expect(ledReply == hex("90 03"))  // acr122-pn532.md §2: FF 00 40 0F 04 00 00 00 00 → 90 03
+            #expect(ledReply == hex("90 03"))  // docs/acr122-pn532.md §2: FF 00 40 0F 04 00 00 00 00 → 90 03
             #expect(after["led"] == "03")
             #expect(piccReply == hex("90 7F"))
             #expect(after["picc"] == "7F")  // auto polling off, as nfcpy sets it
@@ -494,7 +494,7 @@ extension SharedReader {
             let environment = try await resetSimulatedReaders()
             let (readerA, readerB) = (environment.simulatedReaderA, environment.simulatedReaderB)
             // B must not poll automatically, or it would activate A's emulation by itself (PICC
-            // parameter bit 7, acr122-pn532.md §2).
+            // parameter bit 7, docs/acr122-pn532.md §2).
             try await blocking { try stopAutomaticPolling(on: readerB) }
             // Reader A emulates on its own thread (TgInitAsTarget blocks until B polls).
             let emulation = Task.detached { () -> [[UInt8]] in

@@ -3,13 +3,13 @@ import PCSCTestSupport
 import Testing
 import Transcript
 
-// `secbridge demo` as a golden run: the client sequence of session-model.md on a simulated ACR122U
-// pair, read by Android's Type 4 Tag sequence (iso14443-t4t-ndef.md §4). The demo starts its own
+// `secbridge demo` as a golden run: the client sequence of docs/session-model.md on a simulated ACR122U
+// pair, read by Android's Type 4 Tag sequence (docs/iso14443-t4t-ndef.md §4). The demo starts its own
 // private pcscd, so it runs as a subprocess.
 
 extension SharedReader {
     @Suite struct DemoGoldenTests {
-        /// The session events of iso14443-t4t-ndef.md §4's full URI read, as the demo prints them.
+        /// The session events of docs/iso14443-t4t-ndef.md §4's full URI read, as the demo prints them.
         static let readEvents: [String] = {
             var events: [String] = ["fieldStateChanged(fieldPresent: TgInitAsTarget returned mode 08, initiator command E0 80)"]
             for exchange in workedExampleAndroidRead {
@@ -87,7 +87,7 @@ extension SharedReader {
             #expect(targetCommands == commands)
             #expect(initiatorCommands == commands)
             let text = transcript.serialized()
-            // TgInitAsTarget with the credential's UID tail 00 B0 0B and SAK 20 (acr122-pn532.md §5 step 4).
+            // TgInitAsTarget with the credential's UID tail 00 B0 0B and SAK 20 (docs/acr122-pn532.md §5 step 4).
             let zeros = [String](repeating: "00", count: 30).joined(separator: " ")
             let initAsTarget = "@a ctl 0x42000001 > FF 00 00 00 27 D4 8C 05 04 00 00 B0 0B 20 \(zeros)\n"
             #expect(text.contains(initAsTarget))

@@ -109,7 +109,7 @@ extension SharedReader {
         /// 14443-4 card placed; InListPassiveTarget, InDataExchange of a SELECT, InRelease; PICC
         /// parameter FF; a SHARED connect with the card: status, SELECT, Get UID, Direct Transmit
         /// GetFirmwareVersion through SCardTransmit; the card removed, the next transmit and status;
-        /// a SHARED connect without a card; the target role answering an Android terminal (P10).
+        /// a SHARED connect without a card; the target role answering an Android terminal (docs/cases.md P10).
         static func runScript(on path: DifferentialPath) throws -> [String] {
             let buffer = try TranscriptBuffer(header: TranscriptHeader(fields: [.init(key: "reader", value: readerName)]))
             let recorder = TranscriptRecorder(sink: buffer, clock: { .zero })
@@ -191,7 +191,7 @@ extension SharedReader {
             try recorder.recordEvent(.disconnected)
             _ = try connect(.shared, .any)
 
-            // The target role answering an Android terminal (P10).
+            // The target role answering an Android terminal (docs/cases.md P10).
             try path.control.send("place-terminal script=android-t4t-read id=diff-phone")
             let emulating = try mustConnect(.direct, [])
             let emulationChip = PN532(link: try ACR122Link.open(

@@ -6,7 +6,7 @@ import SecbridgeCLI
 import Testing
 
 // `secbridge doctor` and `secbridge reset` against the simulated ACR122U in the shared pcscd, and
-// the reader clean-up of `secbridge emulate` on Ctrl-C (acr122-pn532.md §1, §2, §5b, §5d).
+// the reader clean-up of `secbridge emulate` on Ctrl-C (docs/acr122-pn532.md §1, §2, §5b, §5d).
 
 /// Reads reader A's PICC operating parameter: `FF 00 50 00 00` → `90 pp` (ACR122U API v2.04 §6.4).
 func piccOperatingParameterReply(_ reader: String) throws -> [UInt8] {

@@ -4,7 +4,7 @@ import Testing
 
 /// The demo and the simulator without pcscd: the same driver entry points, driven in process.
 @Suite struct InProcessDemoTests {
-    /// iso14443-t4t-ndef.md §4, the full URI read, as the emulated tag answers it.
+    /// docs/iso14443-t4t-ndef.md §4, the full URI read, as the emulated tag answers it.
     static let uriRead = [
         "apduExchanged(00 A4 04 00 07 D2 76 00 00 85 01 01 00 → 90 00)",
         "apduExchanged(00 A4 00 0C 02 E1 03 → 90 00)",
@@ -39,7 +39,7 @@ import Testing
         #expect(text.contains("# origin: simulated\n"))
         #expect(text.contains("@a tgt < 00 A4 04 00 07 D2 76 00 00 85 01 01 00\n"))
         #expect(text.contains("@b ini < D1 01 0C 55 04 65 78 61 6D 70 6C 65 2E 63 6F 6D 90 00\n"))
-        // The P10 frame: TgInitAsTarget with Lc 27 through the escape path.
+        // The frame of docs/cases.md P10: TgInitAsTarget with Lc 27 through the escape path.
         #expect(text.contains("@a ctl 0x42000001 > FF 00 00 00 27 D4 8C 05 04 00 00 B0 0B 20"))
     }
 

@@ -39,7 +39,7 @@ extension SharedReader {
             // Its CC: mapping 2.0, MLe 0054, MLc 00FF, NDEF file E104 of at most FFFE bytes.
             #expect(read.out.contains("> 00 B0 00 00 0F\n< 00 0F 20 00 54 00 FF 04 06 E1 04 FF FE 00 00 90 00\n"), "\(read.out)")
             // That CC declares a maximum NDEF file size of FFFE, which Android rejects (v2.0 allows
-            // 0005 … 7FFF, iso14443-t4t-ndef.md §4); `read` follows Android, stops after the CC and
+            // 0005 … 7FFF, docs/iso14443-t4t-ndef.md §4); `read` follows Android, stops after the CC and
             // says why. (The NDEF file behind it, NLEN 0021 and a Smart Poster record, is read
             // with raw InDataExchange in LibnfcTests.)
             #expect(read.status == 1)

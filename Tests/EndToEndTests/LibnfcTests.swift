@@ -7,7 +7,7 @@ import Testing
 
 // libnfc 1.8.0 (built by scripts/build-libnfc.sh from Debian's source package with its PC/SC
 // drivers) as an independent ACR122 client of the simulated readers: third-party code that drives
-// an ACR122 through pcscd as on a desk (test-infrastructure.md, "An independent ACR122 client").
+// an ACR122 through pcscd as on a desk (docs/test-infrastructure.md, "An independent ACR122 client").
 
 /// Where scripts/build-libnfc.sh installs the tools: `$LIBNFC_CACHE/install/bin`, else
 /// `<repo>/.build-libnfc/install/bin`.
@@ -86,7 +86,7 @@ enum Libnfc {
 
 /// Sets `reader`'s PICC operating parameter to 00 (no automatic polling), as an initiator must
 /// before another reader in the same field emulates: an auto-polling ACR122U activates any card it
-/// finds, an emulating PN532 included (acr122-pn532.md §2 PICC parameter bit 7).
+/// finds, an emulating PN532 included (docs/acr122-pn532.md §2 PICC parameter bit 7).
 func stopAutomaticPolling(on reader: String) throws {
     let direct = try PCSCContext().connect(to: reader, share: .direct, protocols: [])
     let link = try ACR122Link.open(channel: direct, readerName: reader)

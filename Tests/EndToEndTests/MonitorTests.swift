@@ -61,7 +61,7 @@ extension SharedReader {
             _ = try await blocking { try environment.card.start() }
             let again = try await events.wait(for: "card-inserted again") { $0.kind == "card-inserted" }
             #expect(again == .cardInserted(reader: reader, atr: viccATR))
-            // Exactly one removal and one insertion (P11: the event counter is not a change by itself).
+            // Exactly one removal and one insertion (docs/cases.md P11: the event counter is not a change by itself).
             #expect(events.all.filter { $0.reader == reader } == [.cardRemoved(reader: reader), .cardInserted(reader: reader, atr: viccATR)])
         }
 
@@ -83,7 +83,7 @@ extension SharedReader {
             events.clear()
             try await blocking { _ = try SimulatedReaders.controlA.request("place-card", ["uid": "04A1B2C3", "id": "monitor-card"]) }
             defer { _ = try? SimulatedReaders.controlA.request("remove", ["peer": "monitor-card"]) }
-            // Both readers share one field and poll automatically: each sees the card (acr122-pn532.md §3 ATR).
+            // Both readers share one field and poll automatically: each sees the card (docs/acr122-pn532.md §3 ATR).
             let inserted = try await events.wait(for: "card-inserted") { $0.kind == "card-inserted" && $0.reader == reader }
             #expect(inserted == .cardInserted(reader: reader, atr: [0x3B, 0x80, 0x80, 0x01, 0x01]))
             _ = try await events.wait(for: "card-inserted on B") { $0.kind == "card-inserted" && $0.reader == other }
@@ -109,7 +109,7 @@ extension SharedReader {
 
 /// `secbridge monitor` as a subprocess against a pcscd of its own, which the test stops, restarts
 /// with other readers, and kills: reader arrival and removal, and recovery after pcscd restarts
-/// (case P12), without disturbing the shared pcscd of this process.
+/// (docs/cases.md P12), without disturbing the shared pcscd of this process.
 @Suite(.serialized) struct MonitorRecoveryTests {
     /// A running `secbridge monitor --json`, its output lines collected as they come.
     final class MonitorProcess: @unchecked Sendable {
@@ -245,7 +245,7 @@ extension SharedReader {
         }
         #expect(readers.status == 0)
         #expect(readers.out.contains("\"name\": \"ACS ACR122U PICC Interface 00 00\""))
-        // acr122-pn532.md §3: an ISO 14443-4 card without historical bytes.
+        // docs/acr122-pn532.md §3: an ISO 14443-4 card without historical bytes.
         #expect(readers.out.contains("\"atr\": \"3B80800101\""))
         // The built-in Type 4 Tag applet answers the NDEF application SELECT.
         let send = try await runBinary(["send", "--reader", "0", "00A4040007D276000085010100"], environment: environment)

@@ -89,7 +89,7 @@ extension SharedReader {
             // pcsc-lite 1.9.9 reports the protocol the card already negotiated when one is powered
             // (measured: T=1); with no card, DIRECT gives 0 (the ACR122U target-mode path).
             #expect(active == .t1)
-            // test-infrastructure.md: vpcd does not implement IFDHControl.
+            // docs/test-infrastructure.md: vpcd does not implement IFDHControl.
             #expect(features.isEmpty)
             #expect(controlError == .unsupportedFeature)
         }
@@ -97,7 +97,7 @@ extension SharedReader {
         @Test func receiveBufferIsNeverTooSmallP04() async throws {
             let environment = try sharedEnvironment()
             let reader = environment.vpcdReaderName
-            // P04: GET DATA 9F7F with Le 2C failed with SCARD_E_INSUFFICIENT_BUFFER behind a 12-byte
+            // docs/cases.md P04: GET DATA 9F7F with Le 2C failed with SCARD_E_INSUFFICIENT_BUFFER behind a 12-byte
             // receive buffer. Ours is always MAX_BUFFER_SIZE_EXTENDED, so the card's answer arrives.
             let answer = try await blocking {
                 try PCSCContext().connect(to: reader, share: .shared, protocols: .any).transmit([0x80, 0xCA, 0x9F, 0x7F, 0x2C])

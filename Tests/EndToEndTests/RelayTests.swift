@@ -4,7 +4,7 @@ import PCSCTestSupport
 import SecureElementCredential
 import Testing
 
-// A card in a PC/SC reader as the secure element (session-model.md, "Relaying to a PC/SC card"):
+// A card in a PC/SC reader as the secure element (docs/session-model.md, "Relaying to a PC/SC card"):
 // vicc's iso7816 card behind vpcd, wired and relayed to a terminal through card emulation on the
 // simulated ACR122U A. vicc answers in about 48 ms per APDU (vpcd's two TCP segments, Nagle and
 // delayed ACK), so each test sends two or three APDUs.

@@ -20,7 +20,7 @@ func selftestBundles(under directory: String) throws -> [String] {
 }
 
 /// Turns automatic polling of simulated reader B off (`FF 00 51 00 00` through the escape code) so
-/// that B, sharing the field with A, does not activate A's emulation (acr122-pn532.md §2, PICC
+/// that B, sharing the field with A, does not activate A's emulation (docs/acr122-pn532.md §2, PICC
 /// parameter bit 7); `personality` in ``resetSimulatedReaders()`` puts it back.
 func stopPollingOnReaderB(_ environment: TestEnvironment) async throws {
     let answer = try await blocking {
@@ -127,7 +127,7 @@ extension SharedReader {
             let phone = try Transcript(contentsOfFile: bundle + "/phone.trn")
             #expect(phone.header["selftest-part"] == "phone")
             #expect(phone.header["credential"] == "example-uri-tag")
-            // The last answer: the NDEF message https://example.com (iso14443-t4t-ndef.md §4).
+            // The last answer: the NDEF message https://example.com (docs/iso14443-t4t-ndef.md §4).
             let hostAnswers = phone.lines.compactMap { line -> [UInt8]? in
                 if case .target(.outgoing, let bytes)? = line.record?.entry { return bytes.bytes }
                 return nil

@@ -10,7 +10,7 @@ import Transcript
 
 // The credential session end to end: `secbridge emulate`, `read`, `credentials` and the
 // CredentialSession API through the shared private pcscd and the simulated ACR122U pair
-// (session-model.md; iso14443-t4t-ndef.md §4; acr122-pn532.md §5, §5b).
+// (docs/session-model.md; docs/iso14443-t4t-ndef.md §4; docs/acr122-pn532.md §5, §5b).
 
 /// The absolute path of a file of the repository, e.g. `Fixtures/credentials/uri-tag.json`.
 func repositoryPath(_ relative: String) throws -> String {
@@ -20,7 +20,7 @@ func repositoryPath(_ relative: String) throws -> String {
     return root.appendingPathComponent(relative).path
 }
 
-/// Android's read of the worked example of iso14443-t4t-ndef.md §4, byte for byte: C-APDU, R-APDU.
+/// Android's read of the worked example of docs/iso14443-t4t-ndef.md §4, byte for byte: C-APDU, R-APDU.
 let workedExampleAndroidRead: [(command: String, response: String)] = [
     ("00 A4 04 00 07 D2 76 00 00 85 01 01 00", "90 00"),
     ("00 A4 00 0C 02 E1 03", "90 00"),
@@ -109,7 +109,7 @@ final class BackgroundSecbridge: @unchecked Sendable {
 }
 
 /// `secbridge emulate` on reader A in the background, with B's automatic polling off (an
-/// auto-polling ACR122U in the same field would activate A's target itself: acr122-pn532.md §2).
+/// auto-polling ACR122U in the same field would activate A's target itself: docs/acr122-pn532.md §2).
 func startEmulation(_ environment: TestEnvironment, credential: String, extra: [String] = []) async throws -> BackgroundSecbridge {
     let readerB = environment.simulatedReaderB
     try await blocking { try stopAutomaticPolling(on: readerB) }
@@ -181,7 +181,7 @@ extension SharedReader {
             #expect(status["picc"] == "FF")
         }
 
-        /// uri-tag.json is read-only: its CC's write access byte is FF (iso14443-t4t-ndef.md §4), so a
+        /// uri-tag.json is read-only: its CC's write access byte is FF (docs/iso14443-t4t-ndef.md §4), so a
         /// terminal that expects the worked example's CC (write access 00) stops at step 2.
         @Test func androidScriptSeesTheReadOnlyCapabilityContainerOfURITag() async throws {
             let environment = try await resetSimulatedReaders()
@@ -203,7 +203,7 @@ extension SharedReader {
             let read = try await runCLI(["read", "--pn532", "--reader", environment.simulatedReaderB])
             let served = try await emulation.finish()
             #expect(read.status == 0, "\(read.err)")
-            // The PN532 target's identity: UID from the credential, the PN532's own ATS (acr122-pn532.md §5).
+            // The PN532 target's identity: UID from the credential, the PN532's own ATS (docs/acr122-pn532.md §5).
             #expect(read.out.contains("UID 08 00 B0 0B  ATS 05 75 33 92 03"), "\(read.out)")
             #expect(read.out.contains("NDEF record 1: URI https://example.com\n"), "\(read.out)")
             #expect(read.out.contains("> 00 B0 00 02 10\n< D1 01 0C 55 04 65 78 61 6D 70 6C 65 2E 63 6F 6D 90 00\n"), "\(read.out)")
@@ -317,7 +317,7 @@ extension SharedReader {
                 "\(result.err)")
         }
 
-        /// P09: libccid without ifdDriverOptions 0x0001 refuses escape commands.
+        /// docs/cases.md P09: libccid without ifdDriverOptions 0x0001 refuses escape commands.
         @Test func emulateWithEscapeDisabledNamesIfdDriverOptions_P09() async throws {
             let environment = try await resetSimulatedReaders()
             try SimulatedReaders.controlA.send("personality name=ccid-escape-disabled")
@@ -385,7 +385,7 @@ extension SharedReader {
         }
 
         /// Ctrl-C's equivalent: invalidate during emulation (no terminal) returns within one MCU
-        /// timeout (acr122-pn532.md §5b) and restores the reader. Only the outcome is asserted.
+        /// timeout (docs/acr122-pn532.md §5b) and restores the reader. Only the outcome is asserted.
         @Test func invalidateDuringEmulationEndsItAndRestoresTheReader() async throws {
             let environment = try await resetSimulatedReaders()
             let readerA = environment.simulatedReaderA

@@ -5,9 +5,9 @@ import Transcript
 
 // `secbridge read` and `secbridge write-ndef` on storage cards placed on the shared simulated
 // ACR122U through pcscd: NFC Forum Type 2 tags (NTAG213) and MIFARE Classic 1K, through the PC/SC
-// part 3 pseudo-APDUs (FF CA, FF B0, FF D6, FF 82, FF 86; ACR122U API v2.04; iso14443-t4t-ndef.md §6).
+// part 3 pseudo-APDUs (FF CA, FF B0, FF D6, FF 82, FF 86; ACR122U API v2.04; docs/iso14443-t4t-ndef.md §6).
 
-/// `D1 01 0C 55 04 "example.com"`: the URI record https://example.com (iso14443-t4t-ndef.md §5).
+/// `D1 01 0C 55 04 "example.com"`: the URI record https://example.com (docs/iso14443-t4t-ndef.md §5).
 let exampleURIMessage = "D1010C55046578616D706C652E636F6D"
 
 /// What `tag-memory` says a placed tag holds, as bytes.
@@ -27,7 +27,7 @@ extension SharedReader {
             try SimulatedReaders.controlA.send("place-tag type=ntag213 uid=04A1B2C3D4E5F6 ndef=\(exampleURIMessage) id=t2")
             defer { _ = try? SimulatedReaders.controlA.send("remove all=yes") }
             let state = try await waitForCard(in: environment.simulatedReaderA, present: true)
-            // PC/SC part 3 storage-card ATR, name 00 03 (Ultralight/NTAG), TCK 68 (P05).
+            // PC/SC part 3 storage-card ATR, name 00 03 (Ultralight/NTAG), TCK 68 (docs/cases.md P05).
             #expect(state.atr == hex("3B 8F 80 01 80 4F 0C A0 00 00 03 06 03 00 03 00 00 00 00 68"))
             let result = try await runCLI(["read", "--reader", environment.simulatedReaderA])
             #expect(result.status == 0, "\(result.err)")
@@ -158,7 +158,7 @@ extension SharedReader {
             let result = try await runCLI(["write-ndef", "--reader", environment.simulatedReaderA, "--text", "Hello", "--yes", "--record", record])
             #expect(result.status == 0, "\(result.err)\n\(result.out)")
             #expect(result.out.contains("NDEF record 1: text \"Hello\" (en)\n"))
-            // "Hello" (en) → D1 01 08 54 02 65 6E 48 65 6C 6C 6F (iso14443-t4t-ndef.md §5), in an NDEF TLV
+            // "Hello" (en) → D1 01 08 54 02 65 6E 48 65 6C 6C 6F (docs/iso14443-t4t-ndef.md §5), in an NDEF TLV
             // 03 0C … and the terminator FE, the last page padded with 00.
             #expect(try tagMemory("t2", first: 4, count: 4) == hex("03 0C D1 01 08 54 02 65 6E 48 65 6C 6C 6F FE 00"))
             // The transcript holds the Update Binary of page 4.
@@ -201,7 +201,7 @@ extension SharedReader {
             try SimulatedReaders.controlA.send("place-tag type=classic1k uid=04A1B2C3 key=A0A1A2A3A4A5 id=mf")
             defer { _ = try? SimulatedReaders.controlA.send("remove all=yes") }
             let state = try await waitForCard(in: environment.simulatedReaderA, present: true)
-            // Name 00 01 (MIFARE Classic 1K), TCK 6A (P05).
+            // Name 00 01 (MIFARE Classic 1K), TCK 6A (docs/cases.md P05).
             #expect(state.atr == hex("3B 8F 80 01 80 4F 0C A0 00 00 03 06 03 00 01 00 00 00 00 6A"))
 
             let noKey = try await runCLI(["read", "--reader", environment.simulatedReaderA])

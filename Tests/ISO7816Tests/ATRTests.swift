@@ -12,13 +12,13 @@ struct ATRVector: Sendable, CustomTestStringConvertible {
 @Suite("ATR and historical bytes")
 struct ATRTests {
     static let p05: [ATRVector] = [
-        ATRVector(id: "P05-mifare-1k", source: "P05, pyscard 18", atr: "3B 8F 80 01 80 4F 0C A0 00 00 03 06 03 00 01 00 00 00 00 6A"),
-        ATRVector(id: "P05-ultralight", source: "P05, nfc-pcsc 57", atr: "3B 8F 80 01 80 4F 0C A0 00 00 03 06 03 00 03 00 00 00 00 68"),
-        ATRVector(id: "P05-14443-4-no-historical", source: "P05, fortify 153", atr: "3B 80 80 01 01"),
-        ATRVector(id: "P05-compact-tlv", source: "P05, nfc-pcsc 104", atr: "3B 8E 80 01 80 31 80 66 B1 84 0C 01 6E 01 83 00 90 00 1C"),
+        ATRVector(id: "P05-mifare-1k", source: "docs/cases.md P05, pyscard 18", atr: "3B 8F 80 01 80 4F 0C A0 00 00 03 06 03 00 01 00 00 00 00 6A"),
+        ATRVector(id: "P05-ultralight", source: "docs/cases.md P05, nfc-pcsc 57", atr: "3B 8F 80 01 80 4F 0C A0 00 00 03 06 03 00 03 00 00 00 00 68"),
+        ATRVector(id: "P05-14443-4-no-historical", source: "docs/cases.md P05, fortify 153", atr: "3B 80 80 01 01"),
+        ATRVector(id: "P05-compact-tlv", source: "docs/cases.md P05, nfc-pcsc 104", atr: "3B 8E 80 01 80 31 80 66 B1 84 0C 01 6E 01 83 00 90 00 1C"),
     ]
 
-    /// What all four P05 ATRs share: TS 3B, TD1 = 80, TD2 = 01, T=0 and T=1 announced, a valid TCK.
+    /// What all four ATRs of docs/cases.md P05 share: TS 3B, TD1 = 80, TD2 = 01, T=0 and T=1 announced, a valid TCK.
     @Test("P05 common structure", arguments: p05)
     func p05Common(_ v: ATRVector) throws {
         let bytes = hex(v.atr)

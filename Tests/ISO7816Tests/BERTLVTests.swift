@@ -18,22 +18,22 @@ struct BERTLVTests {
 
     static let vectors: [TLVVector] = [
         TLVVector(
-            id: "P07-three-byte-tag", source: "P07, jPOS 410",
+            id: "P07-three-byte-tag", source: "docs/cases.md P07, jPOS 410",
             bytes: [0x9F, 0x81, 0x6E, 0x01, 0x00], tag: 0x9F816E, length: 1, headerLength: 4),
         TLVVector(
-            id: "P07-length-82-0B-1B", source: "P07, PivApplet 45",
+            id: "P07-length-82-0B-1B", source: "docs/cases.md P07, PivApplet 45",
             bytes: [0x53, 0x82, 0x0B, 0x1B] + [UInt8](repeating: 0xC3, count: 2843), tag: 0x53, length: 2843, headerLength: 4),
         TLVVector(
-            id: "P07-length-81-89", source: "P07, GlobalPlatformPro 152",
+            id: "P07-length-81-89", source: "docs/cases.md P07, GlobalPlatformPro 152",
             bytes: [0x6F, 0x81, 0x89]  // FCI template, 137 bytes
                 + [0x84, 0x07, 0xA0, 0x00, 0x00, 0x00, 0x03, 0x10, 0x10]  // DF name
                 + [0xA5, 0x7E, 0x50, 0x7C] + [UInt8](repeating: 0x41, count: 124),  // proprietary template holding a label
             tag: 0x6F, length: 137, headerLength: 3),
         TLVVector(
-            id: "P03-length-81-A3", source: "P03, proxmark3 171",
+            id: "P03-length-81-A3", source: "docs/cases.md P03, proxmark3 171",
             bytes: [0x70, 0x81, 0xA3] + [0x57, 0x81, 0xA0] + [UInt8](repeating: 0x22, count: 160), tag: 0x70, length: 163, headerLength: 3),
         TLVVector(
-            id: "P02-FCP", source: "P02, IsoApplet 12",
+            id: "P02-FCP", source: "docs/cases.md P02, IsoApplet 12",
             bytes: hex(p02FCP), tag: 0x6F, length: 0x15, headerLength: 2),
         TLVVector(
             id: "length-83", source: "ISO/IEC 7816-4 §5.2.2.2",

@@ -29,24 +29,24 @@ struct CommandAPDUTests {
             id: "case1", source: "ISO/IEC 7816-3 §12.1.2",
             cla: 0x00, ins: 0x70, p1: 0x00, p2: 0x00, data: [], ne: 0, apduCase: "1", encoding: "00 70 00 00"),
         APDUVector(
-            id: "P01-read-binary-ne256", source: "P01 (OpenSC 1731)",
+            id: "P01-read-binary-ne256", source: "docs/cases.md P01 (OpenSC 1731)",
             cla: 0x00, ins: 0xB0, p1: 0x00, p2: 0x00, data: [], ne: 256, apduCase: "2S", encoding: "00 B0 00 00 00"),
         APDUVector(
-            id: "P03-read-record-case2S", source: "P03 (proxmark3 171)",
+            id: "P03-read-record-case2S", source: "docs/cases.md P03 (proxmark3 171)",
             cla: 0x00, ins: 0xB2, p1: 0x01, p2: 0x14, data: [], ne: 256, apduCase: "2S", encoding: "00 B2 01 14 00"),
         APDUVector(
             id: "case2S-ne17", source: "ISO/IEC 7816-4 §5.1",
             cla: 0x00, ins: 0xC0, p1: 0x00, p2: 0x00, data: [], ne: 0x17, apduCase: "2S", encoding: "00 C0 00 00 17"),
         APDUVector(
-            id: "P14-select-p2-0C-case3S", source: "P14 (OpenSC 1230)",
+            id: "P14-select-p2-0C-case3S", source: "docs/cases.md P14 (OpenSC 1230)",
             cla: 0x00, ins: 0xA4, p1: 0x04, p2: 0x0C, data: [0xD2, 0x76, 0x00, 0x01, 0x24, 0x01], ne: 0,
             apduCase: "3S", encoding: "00 A4 04 0C 06 D2 76 00 01 24 01"),
         APDUVector(
-            id: "P02-select-case4S", source: "P02 (IsoApplet 12)",
+            id: "P02-select-case4S", source: "docs/cases.md P02 (IsoApplet 12)",
             cla: 0x00, ins: 0xA4, p1: 0x08, p2: 0x00, data: [0x50, 0x15, 0x44, 0x02], ne: 256,
             apduCase: "4S", encoding: "00 A4 08 00 04 50 15 44 02 00"),
         APDUVector(
-            id: "case2E-ne65536", source: "P01 (Ne model: 65536 as 00 00)",
+            id: "case2E-ne65536", source: "docs/cases.md P01 (Ne model: 65536 as 00 00)",
             cla: 0x00, ins: 0xB0, p1: 0x00, p2: 0x00, data: [], ne: 65_536, apduCase: "2E", encoding: "00 B0 00 00 00 00 00"),
         APDUVector(
             id: "case2E-ne257", source: "ISO/IEC 7816-4 §5.1",
@@ -60,7 +60,7 @@ struct CommandAPDUTests {
             cla: 0x00, ins: 0x2A, p1: 0x9E, p2: 0x9A, data: [0x01], ne: 256, extended: true,
             apduCase: "4E", encoding: "00 2A 9E 9A 00 00 01 01 01 00"),
         APDUVector(
-            id: "case4E-ne65536", source: "P01 (Ne model)",
+            id: "case4E-ne65536", source: "docs/cases.md P01 (Ne model)",
             cla: 0x00, ins: 0x2A, p1: 0x9E, p2: 0x9A, data: [0x01, 0x02], ne: 65_536,
             apduCase: "4E", encoding: "00 2A 9E 9A 00 00 02 01 02 00 00"),
     ]
@@ -239,7 +239,7 @@ struct CommandAPDUTests {
         T0Vector(id: "P01-case2S", apdu: "00 B0 00 00 00", tpdu: "00 B0 00 00 00"),
         // Case 3S unchanged.
         T0Vector(id: "case3S", apdu: "00 A4 04 0C 06 D2 76 00 01 24 01", tpdu: "00 A4 04 0C 06 D2 76 00 01 24 01"),
-        // P02: case 4S loses Le.
+        // docs/cases.md P02: case 4S loses Le.
         T0Vector(id: "P02-case4S-no-Le", apdu: "00 A4 08 00 04 50 15 44 02 00", tpdu: "00 A4 08 00 04 50 15 44 02"),
     ]
 

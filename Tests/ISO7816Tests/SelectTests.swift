@@ -25,12 +25,12 @@ struct SelectTests {
 
     static let vectors: [SelectVector] = [
         SelectVector(
-            id: "P14-PIV-PIX-only", source: "P14, OpenSC 1230",
+            id: "P14-PIV-PIX-only", source: "docs/cases.md P14, OpenSC 1230",
             requested: "A0 00 00 03 08 00 00 10 00",
             responseData: "61 11 4F 06 00 00 10 00 01 00 79 07 4F 05 A0 00 00 03 08",
             expected: .pixOnly([0x00, 0x00, 0x10, 0x00, 0x01, 0x00])),
         SelectVector(
-            id: "P14-no-data", source: "P14 (reply 90 00 only)",
+            id: "P14-no-data", source: "docs/cases.md P14 (reply 90 00 only)",
             requested: "D2 76 00 01 24 01", responseData: "", expected: .notReported),
         SelectVector(
             id: "FCI-exact", source: "ISO/IEC 7816-4 §7.4.1 (FCI 6F / DF name 84)",

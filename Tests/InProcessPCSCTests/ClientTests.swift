@@ -20,7 +20,7 @@ final class Log: Sendable {
     var all: [String] { lines.withLock { $0 } }
 }
 
-/// The worked example of iso14443-t4t-ndef.md §4 ("Full URI read"): each command an Android read
+/// The worked example of docs/iso14443-t4t-ndef.md §4 ("Full URI read"): each command an Android read
 /// sends and the R-APDU the emulating host gives.
 let type4FullURIRead: [(command: [UInt8], response: [UInt8])] = [
     (hex("00 A4 04 00 07 D2 76 00 00 85 01 01 00"), hex("90 00")),
@@ -75,7 +75,7 @@ func eventually(_ what: String, _ condition: () -> Bool) async -> Bool {
             let link = try ACR122Link.open(channel: card, readerName: name)
             return (link.usesEscapeCommands, link.firmware?.text, try link.uid())
         }
-        #expect(!usesEscape)  // T=1: pseudo-APDUs go through SCardTransmit (acr122-pn532.md §1)
+        #expect(!usesEscape)  // T=1: pseudo-APDUs go through SCardTransmit (docs/acr122-pn532.md §1)
         #expect(firmware == "ACR122U207")
         #expect(uid == hex("04 A1 B2 C3"))
     }
@@ -129,7 +129,7 @@ func eventually(_ what: String, _ condition: () -> Bool) async -> Bool {
             try chip.release()
             return (activation, served, deliveries, end)
         }
-        #expect(activation.mode.rawValue == 0x08)  // 106 kbit/s, ISO 14443-4 PICC, Type A (P10)
+        #expect(activation.mode.rawValue == 0x08)  // 106 kbit/s, ISO 14443-4 PICC, Type A (docs/cases.md P10)
         #expect(activation.initiatorCommand == hex("E0 80"))  // RATS, FSD 256, CID 0
         #expect(served == type4FullURIRead.map(\.command))
         #expect(deliveries == Array(repeating: .delivered, count: type4FullURIRead.count))

@@ -83,7 +83,7 @@ import Testing
         // winscard.c SCardTransmit: no card → SCARD_E_NO_SMARTCARD before the driver is asked.
         #expect(transmitError == .noSmartcard)
         #expect(features == [PCSCFeature(tag: 0x13, controlCode: 0x4200_0001)])
-        #expect(maxInput == [0x05, 0x01, 0x00, 0x00])  // 261, the ACR122U's short-APDU limit (P06)
+        #expect(maxInput == [0x05, 0x01, 0x00, 0x00])  // 261, the ACR122U's short-APDU limit (docs/cases.md P06)
         // IFD_ERROR_TAG for SCARD_ATTR_DEVICE_FRIENDLY_NAME: pcscd answers with the reader name.
         #expect(friendly == Array("ACS ACR122U PICC Interface 00 00".utf8) + [0])
     }
@@ -342,9 +342,9 @@ import Testing
 
     static let vectors = [
         Vector(id: "ISO 14443-4, no historical bytes", atr: "3B 80 80 01 01", available: .any, defaultProtocol: .t0,
-               source: "P05; TD1 80 (T=0), TD2 01 (T=1)"),
+               source: "docs/cases.md P05; TD1 80 (T=0), TD2 01 (T=1)"),
         Vector(id: "MIFARE 1K storage card", atr: "3B 8F 80 01 80 4F 0C A0 00 00 03 06 03 00 01 00 00 00 00 6A",
-               available: .any, defaultProtocol: .t0, source: "P05; PC/SC part 3"),
+               available: .any, defaultProtocol: .t0, source: "docs/cases.md P05; PC/SC part 3"),
         Vector(id: "no TD1", atr: "3B 02 14 50", available: .t0, defaultProtocol: .t0,
                source: "atrhandler.c: no TDx means T=0"),
         Vector(id: "TD1 T=1", atr: "3B 81 81 01", available: .t1, defaultProtocol: .t1, source: "ISO/IEC 7816-3 §8.2.3"),

@@ -2,7 +2,7 @@ import Testing
 
 import PCSCCore
 
-/// Case P04: error codes arrive in several widths and all map to one 32-bit code and its name.
+/// docs/cases.md P04: error codes arrive in several widths and all map to one 32-bit code and its name.
 @Suite struct PCSCErrorTests {
     struct WidthVector: Sendable, CustomTestStringConvertible {
         let id: String
@@ -13,11 +13,11 @@ import PCSCCore
     }
 
     static let widths: [WidthVector] = [
-        // P04: SCARD_E_NO_SERVICE as a 64-bit LONG (pcsc-lite on Linux x86_64).
+        // docs/cases.md P04: SCARD_E_NO_SERVICE as a 64-bit LONG (pcsc-lite on Linux x86_64).
         .init(id: "P04 64-bit LONG", raw: 0x8010_001D, code: 0x8010_001D, name: "SCARD_E_NO_SERVICE"),
-        // P04: the same code as a negative Int32 (Windows, some bindings): −2146435043.
+        // docs/cases.md P04: the same code as a negative Int32 (Windows, some bindings): −2146435043.
         .init(id: "P04 negative Int32", raw: -2_146_435_043, code: 0x8010_001D, name: "SCARD_E_NO_SERVICE"),
-        // P04: SCARD_E_INSUFFICIENT_BUFFER sign-extended to 64 bits, 0xFFFFFFFF80100008.
+        // docs/cases.md P04: SCARD_E_INSUFFICIENT_BUFFER sign-extended to 64 bits, 0xFFFFFFFF80100008.
         .init(
             id: "P04 sign-extended", raw: Int(bitPattern: 0xFFFF_FFFF_8010_0008), code: 0x8010_0008,
             name: "SCARD_E_INSUFFICIENT_BUFFER"),

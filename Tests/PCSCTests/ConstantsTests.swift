@@ -17,7 +17,7 @@ import PCSC
         #expect(PCSCAttribute.vendorName.rawValue == UInt32(cpcsc_attr_vendor_name()))
         #expect(PCSCAttribute.atrString.rawValue == UInt32(cpcsc_attr_atr_string()))
         #expect(PCSCAttribute.maxInput.rawValue == UInt32(cpcsc_attr_maxinput()))
-        #expect(PCSCAttribute.maxInput.rawValue == 0x0007_A007)  // case P06
+        #expect(PCSCAttribute.maxInput.rawValue == 0x0007_A007)  // docs/cases.md P06
         #expect(PCSCAttribute.vendorIFDVersion.rawValue == UInt32(cpcsc_attr_vendor_ifd_version()))
         #expect(PCSCAttribute.deviceFriendlyName.rawValue == UInt32(cpcsc_attr_device_friendly_name()))
     }
@@ -25,7 +25,7 @@ import PCSC
     @Test func buffersMatchHeaders() {
         #expect(PCSCConstants.maxBufferSize == Int(MAX_BUFFER_SIZE))
         #expect(PCSCConstants.maxBufferSizeExtended == Int(cpcsc_max_buffer_size_extended()))
-        #expect(PCSCConstants.maxBufferSizeExtended == 65548)  // case P04
+        #expect(PCSCConstants.maxBufferSizeExtended == 65548)  // docs/cases.md P04
         #expect(PCSCConstants.autoAllocate == UInt(cpcsc_autoallocate()))
     }
 

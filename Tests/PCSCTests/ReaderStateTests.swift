@@ -2,7 +2,7 @@ import Testing
 
 @testable import PCSC
 
-/// Cases P11 (event counter) and P13 (reader names, multi-strings).
+/// docs/cases.md P11 (event counter) and P13 (reader names, multi-strings).
 @Suite struct ReaderStateTests {
     struct EventVector: Sendable, CustomTestStringConvertible {
         let id: String

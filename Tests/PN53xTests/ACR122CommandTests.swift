@@ -16,27 +16,27 @@ private func led(_ p2: UInt8, _ t1: Duration = .zero, _ t2: Duration = .zero, _ 
 }
 
 let commandVectors: [CommandVector] = [
-    .init(id: "firmware", source: "ACR122U API v2.04 §6.1; reference §2", command: .firmwareVersion, bytes: hex("FF 00 48 00 00")),
-    .init(id: "getUID", source: "reference §2", command: .getUID, bytes: hex("FF CA 00 00 00")),
-    .init(id: "getATS", source: "reference §2", command: .getATS, bytes: hex("FF CA 01 00 00")),
-    .init(id: "getResponse", source: "reference §1 step 4 (T=0 units)", command: .getResponse(length: 0x08), bytes: hex("FF C0 00 00 08")),
-    .init(id: "LED 0F", source: "reference §2: FF 00 40 0F 04 00 00 00 00 → 90 03", command: led(0x0F), bytes: hex("FF 00 40 0F 04 00 00 00 00")),
+    .init(id: "firmware", source: "ACR122U API v2.04 §6.1; docs/acr122-pn532.md §2", command: .firmwareVersion, bytes: hex("FF 00 48 00 00")),
+    .init(id: "getUID", source: "docs/acr122-pn532.md §2", command: .getUID, bytes: hex("FF CA 00 00 00")),
+    .init(id: "getATS", source: "docs/acr122-pn532.md §2", command: .getATS, bytes: hex("FF CA 01 00 00")),
+    .init(id: "getResponse", source: "docs/acr122-pn532.md §1 step 4 (T=0 units)", command: .getResponse(length: 0x08), bytes: hex("FF C0 00 00 08")),
+    .init(id: "LED 0F", source: "docs/acr122-pn532.md §2: FF 00 40 0F 04 00 00 00 00 → 90 03", command: led(0x0F), bytes: hex("FF 00 40 0F 04 00 00 00 00")),
     .init(id: "LED blink with buzzer", source: "ACR122U API v2.04 §6.2 layout, T1 500 ms, T2 200 ms",
           command: led(0x50, .milliseconds(500), .milliseconds(200), 3, .duringT1), bytes: hex("FF 00 40 50 04 05 02 03 01")),
-    .init(id: "getPICC", source: "reference §2", command: .getPICCOperatingParameter, bytes: hex("FF 00 50 00 00")),
-    .init(id: "setPICC all off (libnfc)", source: "reference §2", command: .setPICCOperatingParameter([]), bytes: hex("FF 00 51 00 00")),
-    .init(id: "setPICC 7F (nfcpy)", source: "reference §2",
+    .init(id: "getPICC", source: "docs/acr122-pn532.md §2", command: .getPICCOperatingParameter, bytes: hex("FF 00 50 00 00")),
+    .init(id: "setPICC all off (libnfc)", source: "docs/acr122-pn532.md §2", command: .setPICCOperatingParameter([]), bytes: hex("FF 00 51 00 00")),
+    .init(id: "setPICC 7F (nfcpy)", source: "docs/acr122-pn532.md §2",
           command: .setPICCOperatingParameter(ACR122PICCOperatingParameter.factoryDefault.subtracting(.automaticPolling)), bytes: hex("FF 00 51 7F 00")),
-    .init(id: "MCU timeout 5 s", source: "reference §2, §5b", command: .setMCUTimeout(.fiveSecondSteps(1)), bytes: hex("FF 00 41 01 00")),
-    .init(id: "MCU timeout wait", source: "reference §2", command: .setMCUTimeout(.waitForChip), bytes: hex("FF 00 41 FF 00")),
-    .init(id: "MCU timeout none", source: "reference §2", command: .setMCUTimeout(.none), bytes: hex("FF 00 41 00 00")),
-    .init(id: "buzzer off", source: "reference §2", command: .setBuzzerOnDetection(false), bytes: hex("FF 00 52 00 00")),
-    .init(id: "buzzer on", source: "reference §2", command: .setBuzzerOnDetection(true), bytes: hex("FF 00 52 FF 00")),
-    .init(id: "chip status", source: "reference §2", command: try! .directTransmit(command: .getGeneralStatus, parameters: []),
+    .init(id: "MCU timeout 5 s", source: "docs/acr122-pn532.md §2, §5b", command: .setMCUTimeout(.fiveSecondSteps(1)), bytes: hex("FF 00 41 01 00")),
+    .init(id: "MCU timeout wait", source: "docs/acr122-pn532.md §2", command: .setMCUTimeout(.waitForChip), bytes: hex("FF 00 41 FF 00")),
+    .init(id: "MCU timeout none", source: "docs/acr122-pn532.md §2", command: .setMCUTimeout(.none), bytes: hex("FF 00 41 00 00")),
+    .init(id: "buzzer off", source: "docs/acr122-pn532.md §2", command: .setBuzzerOnDetection(false), bytes: hex("FF 00 52 00 00")),
+    .init(id: "buzzer on", source: "docs/acr122-pn532.md §2", command: .setBuzzerOnDetection(true), bytes: hex("FF 00 52 FF 00")),
+    .init(id: "chip status", source: "docs/acr122-pn532.md §2", command: try! .directTransmit(command: .getGeneralStatus, parameters: []),
           bytes: hex("FF 00 00 00 02 D4 04")),
-    .init(id: "RF off", source: "reference §2", command: try! .directTransmit(command: .rfConfiguration, parameters: [0x01, 0x00]),
+    .init(id: "RF off", source: "docs/acr122-pn532.md §2", command: try! .directTransmit(command: .rfConfiguration, parameters: [0x01, 0x00]),
           bytes: hex("FF 00 00 00 04 D4 32 01 00")),
-    .init(id: "P08 row 1 InCommunicateThru", source: "cases P08", command: try! .directTransmit(command: .inCommunicateThru, parameters: [0x1A, 0x00]),
+    .init(id: "P08 row 1 InCommunicateThru", source: "docs/cases.md P08", command: try! .directTransmit(command: .inCommunicateThru, parameters: [0x1A, 0x00]),
           bytes: hex("FF 00 00 00 04 D4 42 1A 00")),
 ]
 
@@ -101,7 +101,7 @@ struct ACR122CommandTests {
         }
     }
 
-    @Test("Lc is computed by the library; frames above 254 bytes are refused (reference §4)")
+    @Test("Lc is computed by the library; frames above 254 bytes are refused (docs/acr122-pn532.md §4)")
     func frameCap() throws {
         let largest = try ACR122Command.directTransmit(command: .tgSetData, parameters: Array(repeating: 0xAB, count: 252))
         #expect(largest.serialized()[4] == 0xFE)
@@ -147,13 +147,13 @@ struct ACR122ReplyTests {
     }
 
     @Test(arguments: [
-        FirmwareVector(id: "ACR122U207", source: "reference §2", bytes: hex("41 43 52 31 32 32 55 32 30 37"),
+        FirmwareVector(id: "ACR122U207", source: "docs/acr122-pn532.md §2", bytes: hex("41 43 52 31 32 32 55 32 30 37"),
                        product: "ACR122U", version: "2.07", isACR122U: true),
-        FirmwareVector(id: "ACR122U214", source: "reference §6 (firmware 2.14)", bytes: Array("ACR122U214".utf8),
+        FirmwareVector(id: "ACR122U214", source: "docs/acr122-pn532.md §6 (firmware 2.14)", bytes: Array("ACR122U214".utf8),
                        product: "ACR122U", version: "2.14", isACR122U: true),
         FirmwareVector(id: "with 90 00 after Get Response", source: "T=0 Get Response adds a SW",
                        bytes: Array("ACR122U207".utf8) + [0x90, 0x00], product: "ACR122U", version: "2.07", isACR122U: true),
-        FirmwareVector(id: "another product", source: "reference §7 (ACR1252U family)", bytes: Array("ACR1252U".utf8),
+        FirmwareVector(id: "another product", source: "docs/acr122-pn532.md §7 (ACR1252U family)", bytes: Array("ACR1252U".utf8),
                        product: "ACR1252U", version: nil, isACR122U: false),
     ])
     func firmwareWithoutStatusWord(_ vector: FirmwareVector) throws {
@@ -177,7 +177,7 @@ struct ACR122ReplyTests {
         #expect(throws: PN53xParseError(.invalidValue, at: 1, "")) { try ACR122FirmwareVersion(parsing: hex("63 00")) }
     }
 
-    @Test("LED FF 00 40 0F 04 00 00 00 00 → 90 03: red and green on (reference §2)")
+    @Test("LED FF 00 40 0F 04 00 00 00 00 → 90 03: red and green on (docs/acr122-pn532.md §2)")
     func ledState() throws {
         #expect(try ACR122LEDState(parsingReply: hex("90 03")) == [.red, .green])
         #expect(try ACR122LEDState(parsingReply: hex("90 02")) == [.green])
@@ -210,7 +210,7 @@ struct ACR122ReplyTests {
 
 @Suite("Escape control codes and the feature request")
 struct CCIDFeatureTests {
-    @Test("control codes: SCARD_CTL_CODE(n) = 0x42000000 + n (reference §1)")
+    @Test("control codes: SCARD_CTL_CODE(n) = 0x42000000 + n (docs/acr122-pn532.md §1)")
     func codes() {
         #expect(ACR122ControlCode.ccidEscape == PCSCConstants.controlCode(1))
         #expect(ACR122ControlCode.acsccidEscape == PCSCConstants.controlCode(3500))

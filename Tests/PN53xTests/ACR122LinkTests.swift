@@ -32,7 +32,7 @@ struct ACR122LinkTests {
         channel.assertFinished()
     }
 
-    @Test("T=0 personality: 61 xx is fetched with FF C0 00 00 xx (reference §1 step 4)")
+    @Test("T=0 personality: 61 xx is fetched with FF C0 00 00 xx (docs/acr122-pn532.md §1 step 4)")
     func t0GetResponse() throws {
         let channel = ScriptedCardChannel(.t0, [
             .transmit(expect: hex("FF 00 00 00 02 D4 02"), reply: hex("61 08")),
@@ -57,7 +57,7 @@ struct ACR122LinkTests {
         channel.assertFinished()
     }
 
-    @Test("Get UID and Get ATS map 63 00 and 6A 81 (reference §2)")
+    @Test("Get UID and Get ATS map 63 00 and 6A 81 (docs/acr122-pn532.md §2)")
     func uidAndATS() throws {
         let channel = ScriptedCardChannel(.t1, [
             .transmit(expect: hex("FF CA 00 00 00"), reply: hex("04 A2 2B 91 90 00")),
@@ -165,7 +165,7 @@ struct ACR122LinkTests {
         var testDescription: String { name }
     }
 
-    @Test("reader names (reference §1)", arguments: [
+    @Test("reader names (docs/acr122-pn532.md §1)", arguments: [
         NameVector(name: "ACS ACR122U PICC Interface 00 00", suggests: true),
         NameVector(name: "ACS ACR 38U-CCID 00 00", suggests: true),
         NameVector(name: "acs acr122u picc interface", suggests: true),

@@ -28,7 +28,7 @@ struct PN532DriverTests {
         channel.assertFinished()
     }
 
-    @Test("initAsTarget sends modes 05, ATQA LSB first, the UID without 08, SAK, zeros and the historical bytes (reference §5 step 4)")
+    @Test("initAsTarget sends modes 05, ATQA LSB first, the UID without 08, SAK, zeros and the historical bytes (docs/acr122-pn532.md §5 step 4)")
     func initAsTarget() throws {
         let expected = wrapped("D4 8C 05 04 00 00 B0 0B 20" + String(repeating: " 00", count: 28) + " 00 01 80")
         let channel = ScriptedCardChannel(.undefined, [
@@ -167,7 +167,7 @@ struct PN532DriverTests {
         channel.assertFinished()
     }
 
-    @Test("prepare for emulation and restore (reference §5 steps 2–3, §5d)")
+    @Test("prepare for emulation and restore (docs/acr122-pn532.md §5 steps 2–3, §5d)")
     func prepareAndRestore() throws {
         let channel = ScriptedCardChannel(.undefined, [
             .control(code: 0x4200_0001, expect: hex("FF 00 51 00 00"), reply: hex("90 00")),

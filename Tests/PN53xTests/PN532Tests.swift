@@ -3,7 +3,7 @@ import SecbridgeTesting
 import Testing
 @testable import PN53x
 
-/// The P10 TgInitAsTarget request (cases P10; Seeed-Studio PN532 issue 111).
+/// The P10 TgInitAsTarget request (docs/cases.md P10; Seeed-Studio PN532 issue 111).
 let p10InitAsTarget = PN532.TgInitAsTarget(
     modes: [], atqa: ATQA(rawValue: 0x0008), uid: try! EmulatedUID(hex("08 12 34 56")), sak: 0x60,
     feliCaParameters: hex("01 FE A2 A3 A4 A5 A6 A7 C0 C1 C2 C3 C4 C5 C6 C7 FF FF"),
@@ -195,34 +195,34 @@ struct PN532CommandTests {
     }
 
     @Test(arguments: [
-        RequestVector(id: "GetFirmwareVersion", source: "reference §4", command: PN532.GetFirmwareVersion(), frame: hex("D4 02")),
-        RequestVector(id: "GetGeneralStatus", source: "reference §2 chip status", command: PN532.GetGeneralStatus(), frame: hex("D4 04")),
-        RequestVector(id: "SetParameters 14 (libnfc init)", source: "reference §4",
+        RequestVector(id: "GetFirmwareVersion", source: "docs/acr122-pn532.md §4", command: PN532.GetFirmwareVersion(), frame: hex("D4 02")),
+        RequestVector(id: "GetGeneralStatus", source: "docs/acr122-pn532.md §2 chip status", command: PN532.GetGeneralStatus(), frame: hex("D4 04")),
+        RequestVector(id: "SetParameters 14 (libnfc init)", source: "docs/acr122-pn532.md §4",
                       command: PN532.SetParameters([.automaticATRRes, .automaticRATS]), frame: hex("D4 12 14")),
-        RequestVector(id: "SetParameters 30 (emulation)", source: "reference §4, §5 step 3",
+        RequestVector(id: "SetParameters 30 (emulation)", source: "docs/acr122-pn532.md §4, §5 step 3",
                       command: PN532.SetParameters([.automaticRATS, .iso14443_4PICC]), frame: hex("D4 12 30")),
         RequestVector(id: "SAMConfiguration normal", source: "UM0701 §7.2.10", command: PN532.SAMConfiguration(mode: .normal, timeoutIn50Milliseconds: 0x14, useIRQ: true),
                       frame: hex("D4 14 01 14 01")),
-        RequestVector(id: "RF field off", source: "reference §2", command: PN532.RFConfiguration(.rfField(on: false)), frame: hex("D4 32 01 00")),
-        RequestVector(id: "RF field on", source: "reference §2", command: PN532.RFConfiguration(.rfField(on: true)), frame: hex("D4 32 01 01")),
-        RequestVector(id: "timeouts defaults", source: "reference §4 item 02", command: PN532.RFConfiguration(.timeouts(atrResponse: 0x0B, retry: 0x0A)),
+        RequestVector(id: "RF field off", source: "docs/acr122-pn532.md §2", command: PN532.RFConfiguration(.rfField(on: false)), frame: hex("D4 32 01 00")),
+        RequestVector(id: "RF field on", source: "docs/acr122-pn532.md §2", command: PN532.RFConfiguration(.rfField(on: true)), frame: hex("D4 32 01 01")),
+        RequestVector(id: "timeouts defaults", source: "docs/acr122-pn532.md §4 item 02", command: PN532.RFConfiguration(.timeouts(atrResponse: 0x0B, retry: 0x0A)),
                       frame: hex("D4 32 02 00 0B 0A")),
-        RequestVector(id: "MaxRtyCOM", source: "reference §4 item 04", command: PN532.RFConfiguration(.maxRetryCOM(0x00)), frame: hex("D4 32 04 00")),
-        RequestVector(id: "bounded polling", source: "reference §4 item 05", command: PN532.RFConfiguration(.maxRetries(atr: 0, psl: 1, passiveActivation: 2)),
+        RequestVector(id: "MaxRtyCOM", source: "docs/acr122-pn532.md §4 item 04", command: PN532.RFConfiguration(.maxRetryCOM(0x00)), frame: hex("D4 32 04 00")),
+        RequestVector(id: "bounded polling", source: "docs/acr122-pn532.md §4 item 05", command: PN532.RFConfiguration(.maxRetries(atr: 0, psl: 1, passiveActivation: 2)),
                       frame: hex("D4 32 05 00 01 02")),
-        RequestVector(id: "ReadRegister TxMode RxMode", source: "cases P08 row 4", command: PN532.ReadRegister([0x6302, 0x6303]), frame: hex("D4 06 63 02 63 03")),
-        RequestVector(id: "WriteRegister ManualRCV", source: "reference §4 CIU registers",
+        RequestVector(id: "ReadRegister TxMode RxMode", source: "docs/cases.md P08 row 4", command: PN532.ReadRegister([0x6302, 0x6303]), frame: hex("D4 06 63 02 63 03")),
+        RequestVector(id: "WriteRegister ManualRCV", source: "docs/acr122-pn532.md §4 CIU registers",
                       command: PN532.WriteRegister([.init(address: 0x630D, value: 0x00)]), frame: hex("D4 08 63 0D 00")),
-        RequestVector(id: "InListPassiveTarget 1 × 106A", source: "reference §4", command: PN532.InListPassiveTarget(), frame: hex("D4 4A 01 00")),
+        RequestVector(id: "InListPassiveTarget 1 × 106A", source: "docs/acr122-pn532.md §4", command: PN532.InListPassiveTarget(), frame: hex("D4 4A 01 00")),
         RequestVector(id: "InDataExchange with MI", source: "UM0701 §7.3.8", command: PN532.InDataExchange(target: 1, moreInformation: true, data: hex("00 A4")),
                       frame: hex("D4 40 41 00 A4")),
-        RequestVector(id: "InDeselect all", source: "reference §4", command: PN532.InDeselect(), frame: hex("D4 44 00")),
-        RequestVector(id: "InRelease all", source: "reference §5 step 5", command: PN532.InRelease(), frame: hex("D4 52 00")),
-        RequestVector(id: "InSelect 1", source: "reference §4", command: PN532.InSelect(), frame: hex("D4 54 01")),
-        RequestVector(id: "TgGetData", source: "cases P10", command: PN532.TgGetData(), frame: hex("D4 86")),
-        RequestVector(id: "TgSetData 90 00", source: "cases P10", command: PN532.TgSetData(hex("90 00")), frame: hex("D4 8E 90 00")),
-        RequestVector(id: "TgGetTargetStatus", source: "reference §4", command: PN532.TgGetTargetStatus(), frame: hex("D4 8A")),
-        RequestVector(id: "TgInitAsTarget P10", source: "cases P10", command: p10InitAsTarget, frame: Array(p10InitAsTargetAPDU.dropFirst(5))),
+        RequestVector(id: "InDeselect all", source: "docs/acr122-pn532.md §4", command: PN532.InDeselect(), frame: hex("D4 44 00")),
+        RequestVector(id: "InRelease all", source: "docs/acr122-pn532.md §5 step 5", command: PN532.InRelease(), frame: hex("D4 52 00")),
+        RequestVector(id: "InSelect 1", source: "docs/acr122-pn532.md §4", command: PN532.InSelect(), frame: hex("D4 54 01")),
+        RequestVector(id: "TgGetData", source: "docs/cases.md P10", command: PN532.TgGetData(), frame: hex("D4 86")),
+        RequestVector(id: "TgSetData 90 00", source: "docs/cases.md P10", command: PN532.TgSetData(hex("90 00")), frame: hex("D4 8E 90 00")),
+        RequestVector(id: "TgGetTargetStatus", source: "docs/acr122-pn532.md §4", command: PN532.TgGetTargetStatus(), frame: hex("D4 8A")),
+        RequestVector(id: "TgInitAsTarget P10", source: "docs/cases.md P10", command: p10InitAsTarget, frame: Array(p10InitAsTargetAPDU.dropFirst(5))),
     ])
     func requests(_ vector: RequestVector) throws {
         let frame = try vector.command.hostFrame()
@@ -256,7 +256,7 @@ struct PN532CommandTests {
         #expect(throws: PN53xParseError(.lengthMismatch, at: 0, "")) { try EmulatedUID(hex("08 12 34 56 78 9A BC")) }
     }
 
-    @Test("ATQA: one value, MSB first from InListPassiveTarget, LSB first into TgInitAsTarget (reference §4)")
+    @Test("ATQA: one value, MSB first from InListPassiveTarget, LSB first into TgInitAsTarget (docs/acr122-pn532.md §4)")
     func atqaByteOrder() throws {
         let targets = try PN532.InListPassiveTarget().response(parsingFrame: hex("D5 4B 01 01 00 04 08 04 DE AD BE EF"))
         #expect(targets.count == 1)
@@ -267,7 +267,7 @@ struct PN532CommandTests {
         #expect(target.ats == nil)
         #expect(target.serialized() == hex("01 00 04 08 04 DE AD BE EF"))
 
-        // libnfc's nfc-emulate-forum-tag4: ATQA 00 04 (printed MSB first) → sent 04 00 (reference §5).
+        // libnfc's nfc-emulate-forum-tag4: ATQA 00 04 (printed MSB first) → sent 04 00 (docs/acr122-pn532.md §5).
         let initAsTarget = PN532.TgInitAsTarget(modes: [.passiveOnly, .piccOnly], atqa: target.atqa,
                                                 uid: try EmulatedUID(hex("08 00 B0 0B")), sak: 0x20)
         let parameters = try initAsTarget.parameters()

@@ -13,7 +13,7 @@ func run(_ arguments: [String]) -> (status: Int32, out: String, err: String) {
 
 @Suite struct DecodeCommandTests {
     @Test func decodeAPDUJSONHasTheDocumentedKeys() {
-        // P14: SELECT of the NFC Forum Type 4 Tag application, case 4S.
+        // docs/cases.md P14: SELECT of the NFC Forum Type 4 Tag application, case 4S.
         let result = run(["decode", "apdu", "--json", "00", "A4", "04", "00", "07", "D2", "76", "00", "00", "85", "01", "01", "00"])
         #expect(result.status == 0)
         #expect(result.err == "")
@@ -61,7 +61,7 @@ func run(_ arguments: [String]) -> (status: Int32, out: String, err: String) {
     }
 
     @Test func decodeATRJSONFromP05() {
-        // P05: MIFARE Classic 1K storage card ATR synthesised by a PC/SC reader.
+        // docs/cases.md P05: MIFARE Classic 1K storage card ATR synthesised by a PC/SC reader.
         let result = run(["decode", "atr", "--json", "3B 8F 80 01 80 4F 0C A0 00 00 03 06 03 00 01 00 00 00 00 6A"])
         #expect(result.status == 0)
         #expect(result.out.contains(#""protocols": [\#n    "T=0",\#n    "T=1"\#n  ]"#))
@@ -72,12 +72,12 @@ func run(_ arguments: [String]) -> (status: Int32, out: String, err: String) {
     }
 
     @Test func decodeATRNamesCompactTLVObjects() {
-        // P05: category 80, 31 → 80, 6x pre-issuing data (6 bytes), 83 → status 00, SW 90 00.
+        // docs/cases.md P05: category 80, 31 → 80, 6x pre-issuing data (6 bytes), 83 → status 00, SW 90 00.
         let p05 = run(["decode", "atr", "3B 8E 80 01 80 31 80 66 B1 84 0C 01 6E 01 83 00 90 00 1C"])
         #expect(p05.out.contains("  compact-TLV 31: card service data 80\n"))
         #expect(p05.out.contains("  compact-TLV 66: pre-issuing data B1 84 0C 01 6E 01\n"))
         #expect(p05.out.contains("  compact-TLV 83: status indicator 00 90 00 (life cycle status 00, SW 90 00)\n"))
-        // P06: third byte C0 = chaining and extended Lc/Le; 73 C8 40 00: neither.
+        // docs/cases.md P06: third byte C0 = chaining and extended Lc/Le; 73 C8 40 00: neither.
         let both = run(["decode", "atr", "3B 85 80 01 80 73 C0 21 C0 D6"])
         #expect(both.out.contains("  compact-TLV 73: card capabilities C0 21 C0 (command chaining, extended Lc/Le)\n"))
         let neither = run(["decode", "atr", "3B 85 80 01 80 73 C8 40 00 7F"])
@@ -85,14 +85,14 @@ func run(_ arguments: [String]) -> (status: Int32, out: String, err: String) {
     }
 
     @Test func decodeATRWithBadChecksumSaysSo() {
-        // P05's ISO 14443-4 ATR with TCK changed from 01 to 02.
+        // The ISO 14443-4 ATR of docs/cases.md P05 with TCK changed from 01 to 02.
         let result = run(["decode", "atr", "3B 80 80 01 02"])
         #expect(result.status == 0)
         #expect(result.out.contains("TCK 02 (INVALID: the XOR of T0…TCK is not 0)"))
     }
 
     @Test func decodeTLVJSONFromP02() {
-        // P02: the FCP of an IsoApplet SELECT.
+        // docs/cases.md P02: the FCP of an IsoApplet SELECT.
         let result = run(["decode", "tlv", "--json", "6F 15 81 02 02 00 82 01 01 83 02 44 02 86 08 FF 90 90 90 90 90 90 00"])
         #expect(result.status == 0)
         #expect(result.out == """
@@ -129,7 +129,7 @@ func run(_ arguments: [String]) -> (status: Int32, out: String, err: String) {
     }
 
     @Test func decodeTLVRejectsIndefiniteLength() {
-        // P07: 80 is the indefinite form, not allowed in ISO 7816-4 data objects.
+        // docs/cases.md P07: 80 is the indefinite form, not allowed in ISO 7816-4 data objects.
         let result = run(["decode", "tlv", "61 80 4F 0B"])
         #expect(result.status == 1)
         #expect(result.err.hasPrefix("secbridge: error: not valid BER-TLV: "))
@@ -170,7 +170,7 @@ func run(_ arguments: [String]) -> (status: Int32, out: String, err: String) {
     }
 
     @Test func spuriousShortLcZeroIsRejected() {
-        // P03: 00 B2 01 14 00 00 carries a spurious Lc 00.
+        // docs/cases.md P03: 00 B2 01 14 00 00 carries a spurious Lc 00.
         let result = run(["send", "00B201140000"])
         #expect(result.status == 64)
         #expect(result.err.contains("short Lc of 00"))

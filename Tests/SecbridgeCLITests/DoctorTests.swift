@@ -7,7 +7,7 @@ import Testing
 @testable import SecbridgeTools
 
 /// `secbridge doctor` against fake system trees (no PC/SC call: the PC/SC findings are given), and
-/// `secbridge reset` / `doctor` help (acr122-pn532.md §1, §5d).
+/// `secbridge reset` / `doctor` help (docs/acr122-pn532.md §1, §5d).
 @Suite struct DoctorTests {
     /// A fake root directory with `files` (path → contents) below it; removed by the caller.
     static func fakeRoot(_ files: [String: String]) throws -> String {

@@ -13,7 +13,7 @@ import Testing
 
     @Test func requestsAreNormalized() throws {
         #expect(try line(["--tag", "04 a1 b2 c3"]) == "place-tag uid=04A1B2C3 id=tag")
-        // https://example.com as one URI record: D1 01 0C 55 04 "example.com" (iso14443-t4t-ndef.md §5).
+        // https://example.com as one URI record: D1 01 0C 55 04 "example.com" (docs/iso14443-t4t-ndef.md §5).
         #expect(try line(["--tag", "0x04A1B2C3D4E5F6", "--tag-type", "ntag213", "--tag-uri", "https://example.com"])
             == "place-tag uid=04A1B2C3D4E5F6 id=tag type=ntag213 ndef=D1010C55046578616D706C652E636F6D")
         #expect(try line(["--tag", "04A1B2C3", "--tag-type", "classic1k", "--tag-key", "0xA0A1A2A3A4A5"])

@@ -79,7 +79,7 @@ private func ultralight(_ data: String, cc: String = "E1 10 06 00") -> [UInt8] {
 }
 
 @Suite struct UltralightWriteTests {
-    /// https://example.com as TLV: 03 10 D1 01 0C 55 04 "example.com" FE (iso14443-t4t-ndef.md §5–§6).
+    /// https://example.com as TLV: 03 10 D1 01 0C 55 04 "example.com" FE (docs/iso14443-t4t-ndef.md §5–§6).
     static let exampleTLV = bytes("03 10 D1 01 0C 55 04 65 78 61 6D 70 6C 65 2E 63 6F 6D FE")
 
     func write(_ card: PseudoAPDUCard, _ uri: String, reactivate: @escaping () throws -> Void) throws -> [String] {

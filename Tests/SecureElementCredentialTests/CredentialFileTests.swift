@@ -11,7 +11,7 @@ let credentialsDirectory = URL(fileURLWithPath: #filePath)
 
 @Suite("Credential files (Fixtures/credentials/README.md)")
 struct CredentialFileTests {
-    @Test("uri-tag.json serves the full URI read of iso14443-t4t-ndef.md §4 (read-only CC ends 04 00 00 FF)")
+    @Test("uri-tag.json serves the full URI read of docs/iso14443-t4t-ndef.md §4 (read-only CC ends 04 00 00 FF)")
     func uriTag() async throws {
         let file = try CredentialFile(contentsOfFile: credentialsDirectory + "/uri-tag.json")
         #expect(file.id == "example-uri-tag")

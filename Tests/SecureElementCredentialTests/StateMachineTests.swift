@@ -80,8 +80,8 @@ private func row(_ from: StartState, _ call: TableCall, _ expected: Expected) ->
 private let stateError = Expected.error(.invalidSessionState)
 private let invalidated = Expected.error(.sessionInvalidated)
 
-/// Every call in every state (session-model.md, "CredentialSession"; the table in
-/// `SessionStateMachine`'s documentation). Source: session-model.md.
+/// Every call in every state (docs/session-model.md, "CredentialSession"; the table in
+/// `SessionStateMachine`'s documentation). Source: docs/session-model.md.
 let transitionTable: [TableRow] = [
     row(.management, .listCredentials, .state("management")),
     row(.management, .enterWiredA, .state("wired(A)")),

@@ -128,7 +128,7 @@ struct StorageCardTests {
         ATRVector(atr: "3B 80 80 01 01", kind: nil),
     ]
 
-    @Test("card kind from the ATR (PC/SC part 3 names, acr122-pn532.md §3)", arguments: atrVectors)
+    @Test("card kind from the ATR (PC/SC part 3 names, docs/acr122-pn532.md §3)", arguments: atrVectors)
     func kindFromATR(_ v: ATRVector) {
         #expect(StorageCard.kind(atr: hex(v.atr)) == v.kind)
     }

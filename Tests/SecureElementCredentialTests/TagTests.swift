@@ -13,19 +13,19 @@ struct NDEFVector: Sendable, CustomTestStringConvertible {
 }
 
 let ndefVectors: [NDEFVector] = [
-    NDEFVector(id: "uri https://example.com", source: "iso14443-t4t-ndef.md §5", records: [.uri("https://example.com")],
+    NDEFVector(id: "uri https://example.com", source: "docs/iso14443-t4t-ndef.md §5", records: [.uri("https://example.com")],
                bytes: "D1 01 0C 55 04 65 78 61 6D 70 6C 65 2E 63 6F 6D"),
-    NDEFVector(id: "text Hello (en)", source: "iso14443-t4t-ndef.md §5", records: [NDEFRecord(tnf: .wellKnown, type: [0x54], payload: [0x02, 0x65, 0x6E, 0x48, 0x65, 0x6C, 0x6C, 0x6F])],
+    NDEFVector(id: "text Hello (en)", source: "docs/iso14443-t4t-ndef.md §5", records: [NDEFRecord(tnf: .wellKnown, type: [0x54], payload: [0x02, 0x65, 0x6E, 0x48, 0x65, 0x6C, 0x6C, 0x6F])],
                bytes: "D1 01 08 54 02 65 6E 48 65 6C 6C 6F"),
-    NDEFVector(id: "empty record", source: "iso14443-t4t-ndef.md §5", records: [.empty], bytes: "D0 00 00"),
-    NDEFVector(id: "two records, MB on the first and ME on the last", source: "iso14443-t4t-ndef.md §5 header bits",
+    NDEFVector(id: "empty record", source: "docs/iso14443-t4t-ndef.md §5", records: [.empty], bytes: "D0 00 00"),
+    NDEFVector(id: "two records, MB on the first and ME on the last", source: "docs/iso14443-t4t-ndef.md §5 header bits",
                records: [.uri("tel:123"), .empty], bytes: "91 01 04 55 05 31 32 33 50 00 00"),
-    NDEFVector(id: "record with an ID (IL 08)", source: "iso14443-t4t-ndef.md §5 header bits",
+    NDEFVector(id: "record with an ID (IL 08)", source: "docs/iso14443-t4t-ndef.md §5 header bits",
                records: [NDEFRecord(tnf: .mimeMedia, type: Array("a/b".utf8), id: [0x01], payload: [0x68, 0x69])],
                bytes: "DA 03 02 01 61 2F 62 01 68 69"),
 ]
 
-/// The full URI read of iso14443-t4t-ndef.md §4, byte for byte.
+/// The full URI read of docs/iso14443-t4t-ndef.md §4, byte for byte.
 let uriReadSequence: [(command: String, response: String)] = [
     ("00 A4 04 00 07 D2 76 00 00 85 01 01 00", "90 00"),
     ("00 A4 00 0C 02 E1 03", "90 00"),
@@ -44,7 +44,7 @@ func exampleTag() throws -> Type4TagApplet {
 
 func exampleElement() throws -> HostSecureElement { HostSecureElement(applets: [try exampleTag()]) }
 
-@Suite("NDEF records and messages (iso14443-t4t-ndef.md §5)")
+@Suite("NDEF records and messages (docs/iso14443-t4t-ndef.md §5)")
 struct NDEFTests {
     @Test("encode", arguments: ndefVectors)
     func encode(_ v: NDEFVector) throws {
@@ -101,7 +101,7 @@ struct NDEFTests {
     }
 }
 
-@Suite("Type 4 Tag applet (iso14443-t4t-ndef.md §4)")
+@Suite("Type 4 Tag applet (docs/iso14443-t4t-ndef.md §4)")
 struct Type4TagTests {
     @Test("the capability container of the worked example, byte for byte, and its round trip")
     func capabilityContainer() throws {

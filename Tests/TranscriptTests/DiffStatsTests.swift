@@ -4,7 +4,7 @@ import Testing
 
 @testable import Transcript
 
-/// A session shaped after Fixtures/README.md example 1 (field cases P02, P05, P14).
+/// A session shaped after Fixtures/README.md example 1 (docs/cases.md P02, P05, P14).
 let diffBase = """
     # secbridge-transcript: 1
     # tool: secbridge 0.1.0

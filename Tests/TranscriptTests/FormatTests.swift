@@ -25,7 +25,7 @@ struct FormatTests {
         #expect(t.header.origin == .recorded)
         #expect(t.header["source"]?.hasPrefix("PN532 frames of field case P10") == true)
         let records = t.lines.compactMap(\.record)
-        // The TgInitAsTarget command with Lc 0x27 (P10).
+        // The TgInitAsTarget command with Lc 0x27 (docs/cases.md P10).
         let initAsTarget = records[5]
         guard case .control(let code, .outgoing, let bytes) = initAsTarget.entry else {
             Issue.record("expected a ctl command, got \(initAsTarget)")

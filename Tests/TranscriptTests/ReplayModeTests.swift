@@ -47,7 +47,7 @@ struct ReplayModeTests {
         Vector(id: "proprietary-class", source: "CLA 80: INS 84 is not GET CHALLENGE in a proprietary class",
                command: "80 84 00 00 08", recorded: "11 22 33 44 55 66 77 88 90 00",
                actual: [0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6, 0x07, 0x18, 0x90, 0x00], accepted: (false, false, false)),
-        Vector(id: "read-binary", source: "READ BINARY data is not random (iso14443-t4t-ndef.md §4)",
+        Vector(id: "read-binary", source: "READ BINARY data is not random (docs/iso14443-t4t-ndef.md §4)",
                command: "00 B0 00 00 02", recorded: "00 10 90 00",
                actual: [0x00, 0x11, 0x90, 0x00], accepted: (false, false, false)),
         Vector(id: "marks-in-the-file", source: "Fixtures/README.md: ?? matches any byte in every mode",
@@ -111,7 +111,7 @@ struct ReplayModeTests {
 
     // MARK: terminal side
 
-    /// The Android Type 4 Tag read of iso14443-t4t-ndef.md §4; the `tgt <` lines are 4, 6, … 14.
+    /// The Android Type 4 Tag read of docs/iso14443-t4t-ndef.md §4; the `tgt <` lines are 4, 6, … 14.
     static let t4tRead = versionLine + """
         # protocol: undefined
         event target-activated mode="08"

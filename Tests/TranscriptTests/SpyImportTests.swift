@@ -98,7 +98,7 @@ func untimedRecords(_ t: Transcript) -> [String] {
                 format: "result lines of pcsc-lite 2.1 or earlier, thread tags, 2 threads", timed: true),
         Variant(id: "diffable-colour", file: "two-threads-d-colour.log", source: "pcsc-spy 1.9.9 -d, real",
                 format: "result lines of pcsc-lite 2.1 or earlier, 2 threads, diffable, colour codes", timed: false),
-        Variant(id: "pcsc-lite-2.2", file: "two-threads-2.2.log", source: "result lines rewritten by hand after test-infrastructure.md",
+        Variant(id: "pcsc-lite-2.2", file: "two-threads-2.2.log", source: "result lines rewritten by hand after docs/test-infrastructure.md",
                 format: "result lines of pcsc-lite 2.2 or later, 2 threads", timed: true),
     ]
 
