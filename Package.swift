@@ -54,10 +54,7 @@ let package = Package(
         // The command tree of the `secbridge` tool, as a library so tests can drive it.
         .target(
             name: "SecbridgeCLI",
-            dependencies: ["PCSC", "ISO7816", "Transcript", "PN53x"],
-            // SecbridgeTools extends the command tree with `@testable import` (internal helpers
-            // shared without making them public), so the module is built for testing in release too.
-            swiftSettings: [.unsafeFlags(["-enable-testing"])]
+            dependencies: ["PCSCCore", "PCSC", "ISO7816", "Transcript", "PN53x"]
         ),
         // The commands that link Foundation (session engine, simulator launcher, transcript tools):
         // the `secbridge-tools` binary, which `secbridge` runs for them.

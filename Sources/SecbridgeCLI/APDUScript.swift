@@ -10,18 +10,18 @@ import Transcript
 /// - an APDU in hex, bytes separated by spaces or not (`00 A4 04 00 00` or `00A4040000`), with an
 ///   optional trailing comment.
 /// Anything else is an error naming the file, the line and the offending text.
-struct APDUScript {
-    enum Step: Equatable {
+package struct APDUScript {
+    package enum Step: Equatable {
         case apdu([UInt8], line: Int)
         case reset(line: Int)
     }
 
-    let steps: [Step]
+    package let steps: [Step]
 
     /// The longest script file read: 16 MiB.
-    static let maximumFileSize = 16 << 20
+    package static let maximumFileSize = 16 << 20
 
-    init(parsing text: String, fileName: String) throws(CLIError) {
+    package init(parsing text: String, fileName: String) throws(CLIError) {
         var steps: [Step] = []
         var lineNumber = 0
         // CR LF (Windows, scriptor files written there) and lone CR end lines too: "\r\n" is one
@@ -65,7 +65,7 @@ struct APDUScript {
         self.steps = steps
     }
 
-    init(contentsOfFile path: String) throws(CLIError) {
+    package init(contentsOfFile path: String) throws(CLIError) {
         let bytes: [UInt8]
         do {
             bytes = try readRegularFile(path, limit: Self.maximumFileSize)
@@ -80,7 +80,7 @@ struct APDUScript {
 }
 
 extension Substring {
-    func trimmingCharacters(in set: String) -> String {
+    package func trimmingCharacters(in set: String) -> String {
         var slice = self[...]
         while let first = slice.first, set.contains(first) { slice = slice.dropFirst() }
         while let last = slice.last, set.contains(last) { slice = slice.dropLast() }
@@ -90,7 +90,7 @@ extension Substring {
 
 extension String {
     /// The file reader's messages speak of transcripts; for scripts, say script.
-    func replacingTranscriptWording() -> String {
+    package func replacingTranscriptWording() -> String {
         var text = self
         for (old, new) in [("give the path of a transcript file", "give the path of a script file"),
                            ("not a transcript this tool reads", "not a script this tool reads")] {

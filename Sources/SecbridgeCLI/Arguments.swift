@@ -1,32 +1,32 @@
 /// An option a command accepts.
-struct OptionSpec: Sendable {
+package struct OptionSpec: Sendable {
     /// The long name without dashes, e.g. "reader".
-    let name: String
+    package let name: String
     /// A one-letter alias, e.g. "r", or nil.
-    let short: Character?
+    package let short: Character?
     /// The value's placeholder for help ("NAME|INDEX"), or nil for a flag.
-    let valueName: String?
-    let help: String
+    package let valueName: String?
+    package let help: String
 
-    static func flag(_ name: String, short: Character? = nil, _ help: String) -> OptionSpec {
+    package static func flag(_ name: String, short: Character? = nil, _ help: String) -> OptionSpec {
         OptionSpec(name: name, short: short, valueName: nil, help: help)
     }
-    static func value(_ name: String, short: Character? = nil, _ valueName: String, _ help: String) -> OptionSpec {
+    package static func value(_ name: String, short: Character? = nil, _ valueName: String, _ help: String) -> OptionSpec {
         OptionSpec(name: name, short: short, valueName: valueName, help: help)
     }
 }
 
 /// Arguments after parsing: options by long name, and positional arguments in order.
-struct ParsedArguments: Sendable {
-    var flags: Set<String> = []
-    var values: [String: String] = [:]
-    var positional: [String] = []
+package struct ParsedArguments: Sendable {
+    package var flags: Set<String> = []
+    package var values: [String: String] = [:]
+    package var positional: [String] = []
 
-    func has(_ flag: String) -> Bool { flags.contains(flag) }
-    func value(_ name: String) -> String? { values[name] }
+    package func has(_ flag: String) -> Bool { flags.contains(flag) }
+    package func value(_ name: String) -> String? { values[name] }
 
     /// An option's value as an integer in `range`, or a usage error naming the option.
-    func integer(_ name: String, in range: ClosedRange<Int>) throws(CLIError) -> Int? {
+    package func integer(_ name: String, in range: ClosedRange<Int>) throws(CLIError) -> Int? {
         guard let text = values[name] else { return nil }
         guard let number = Int(text), range.contains(number) else {
             throw .usage("--\(name) takes a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
@@ -35,7 +35,7 @@ struct ParsedArguments: Sendable {
     }
 
     /// An option's value as a number of seconds (fractions allowed) in (0, limit].
-    func seconds(_ name: String, limit: Double) throws(CLIError) -> Duration? {
+    package func seconds(_ name: String, limit: Double) throws(CLIError) -> Duration? {
         guard let text = values[name] else { return nil }
         guard let number = Double(text), number > 0, number <= limit else {
             throw .usage("--\(name) takes a number of seconds greater than 0 and at most \(Int(limit)), not '\(text)'")
@@ -46,7 +46,7 @@ struct ParsedArguments: Sendable {
 
 /// Parses `arguments` against `options`: `--name value`, `--name=value`, `-x value`, flags, and `--`
 /// to end options. `--help`/`-h` is always accepted.
-func parseArguments(_ arguments: [String], options: [OptionSpec]) throws(CLIError) -> ParsedArguments {
+package func parseArguments(_ arguments: [String], options: [OptionSpec]) throws(CLIError) -> ParsedArguments {
     var parsed = ParsedArguments()
     var index = 0
     var optionsEnded = false
@@ -108,11 +108,11 @@ private func isNegativeNumberOrHex(_ argument: String) -> Bool {
 
 /// How a command fails: a usage error (exit 64, with the command's usage) or a failure (exit 1).
 /// Each message names what was wrong and what to do next.
-enum CLIError: Error, Equatable {
+package enum CLIError: Error, Equatable {
     case usage(String)
     case failure(String)
 
-    var message: String {
+    package var message: String {
         switch self {
         case .usage(let message), .failure(let message): message
         }

@@ -6,7 +6,7 @@ import PCSC
 /// pool, so blocking it here is allowed; the async work itself runs on the pool, and its blocking
 /// device calls on the executors of the layers below.
 /// - Throws: what `body` throws, or a failure naming `what` when the bound passes first.
-func awaitResult<T: Sendable>(
+package func awaitResult<T: Sendable>(
     _ what: String, timeout: Duration, _ body: @escaping @Sendable () async throws -> T
 ) throws -> T {
     let box = ResultBox<T>()
@@ -27,7 +27,8 @@ func awaitResult<T: Sendable>(
 }
 
 /// A result handed from a task to a waiting thread.
-final class ResultBox<T: Sendable>: @unchecked Sendable {
-    let lock = ConsoleLock()
-    var result: Result<T, any Error>?
+package final class ResultBox<T: Sendable>: @unchecked Sendable {
+    package init() {}
+    package let lock = ConsoleLock()
+    package var result: Result<T, any Error>?
 }

@@ -5,16 +5,16 @@ import Transcript
 /// A connection to the card in the reader a command chose, with what the ISO transport needs to
 /// know (card capabilities from the ATR, the reader's maximum input), and the transcript recorder
 /// when `--record` was given.
-final class CardSession {
-    let reader: String
-    let handle: CardHandle
+package final class CardSession {
+    package let reader: String
+    package let handle: CardHandle
     /// The channel commands use: the card handle, wrapped by the recorder with `--record`.
-    let channel: any CardChannel
-    let capabilities: CardCapabilities
-    let maxInput: Int?
-    let atr: [UInt8]
+    package let channel: any CardChannel
+    package let capabilities: CardCapabilities
+    package let maxInput: Int?
+    package let atr: [UInt8]
     /// The transcript recorder with `--record`, for events (a card reset) beside the exchanges.
-    let recorder: TranscriptRecorder?
+    package let recorder: TranscriptRecorder?
     private let finish: () -> Void
 
     private init(
@@ -33,7 +33,7 @@ final class CardSession {
 
     /// Chooses the reader (preferring one with a card), connects shared with T=0 or T=1, reads the
     /// ATR's card capabilities and SCARD_ATTR_MAXINPUT, and starts recording if asked.
-    static func open(
+    package static func open(
         context: PCSCContext, reader argument: String?, record path: String?, command: String
     ) throws(CLIError) -> CardSession {
         let (readers, states) = try listReadersWithStates(context)
@@ -72,7 +72,7 @@ final class CardSession {
     }
 
     /// Ends recording and disconnects, leaving the card as it is.
-    func close() {
+    package func close() {
         finish()
         try? handle.disconnect(.leave)
     }

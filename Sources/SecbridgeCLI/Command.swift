@@ -1,17 +1,17 @@
 /// One node of the command tree: a command with options, or a group of subcommands.
 public struct Command: Sendable {
-    let name: String
-    let abstract: String
+    package let name: String
+    package let abstract: String
     /// Usage line(s) after "secbridge NAME", e.g. "[--reader NAME|INDEX] [--json] HEX…".
-    let usage: String
-    let discussion: String
-    let options: [OptionSpec]
-    let subcommands: [Command]
-    let run: (@Sendable (Invocation) throws -> Int32)?
+    package let usage: String
+    package let discussion: String
+    package let options: [OptionSpec]
+    package let subcommands: [Command]
+    package let run: (@Sendable (Invocation) throws -> Int32)?
     /// A stand-in for a command of `secbridge-tools`: the whole command line goes there.
-    let delegatesToTools: Bool
+    package let delegatesToTools: Bool
 
-    init(
+    package init(
         name: String, abstract: String, usage: String = "", discussion: String = "",
         options: [OptionSpec] = [], subcommands: [Command] = [],
         run: (@Sendable (Invocation) throws -> Int32)? = nil
@@ -26,7 +26,7 @@ public struct Command: Sendable {
         self.delegatesToTools = false
     }
 
-    init(name: String, abstract: String, delegatesToTools: Bool) {
+    package init(name: String, abstract: String, delegatesToTools: Bool) {
         self.name = name
         self.abstract = abstract
         self.usage = ""
@@ -38,7 +38,7 @@ public struct Command: Sendable {
     }
 
     /// The help text: abstract, usage, discussion, subcommands and options.
-    func help(path: [String]) -> String {
+    package func help(path: [String]) -> String {
         let full = (["secbridge"] + path).joined(separator: " ")
         var text = "OVERVIEW: \(abstract)\n\nUSAGE: \(full)"
         if !subcommands.isEmpty {
@@ -72,18 +72,18 @@ public struct Command: Sendable {
 }
 
 /// What a running command receives: its parsed arguments, the console, and its place in the tree.
-struct Invocation: Sendable {
-    let arguments: ParsedArguments
-    let console: any Console
-    let path: [String]
+package struct Invocation: Sendable {
+    package let arguments: ParsedArguments
+    package let console: any Console
+    package let path: [String]
 
-    var json: Bool { arguments.has("json") }
+    package var json: Bool { arguments.has("json") }
 
-    func out(_ line: String) { console.out(line + "\n") }
+    package func out(_ line: String) { console.out(line + "\n") }
 }
 
 extension String {
-    func padding(_ width: Int) -> String {
+    package func padding(_ width: Int) -> String {
         count >= width ? self : self + String(repeating: " ", count: width - count)
     }
 }

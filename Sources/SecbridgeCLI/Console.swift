@@ -67,10 +67,10 @@ public final class CapturingConsole: Console, @unchecked Sendable {
     }
 }
 
-final class ConsoleLock: @unchecked Sendable {
+package final class ConsoleLock: @unchecked Sendable {
     private var mutex = pthread_mutex_t()
-    init() { pthread_mutex_init(&mutex, nil) }
-    func withLock<T>(_ body: () -> T) -> T {
+    package init() { pthread_mutex_init(&mutex, nil) }
+    package func withLock<T>(_ body: () -> T) -> T {
         pthread_mutex_lock(&mutex)
         defer { pthread_mutex_unlock(&mutex) }
         return body()
@@ -78,7 +78,7 @@ final class ConsoleLock: @unchecked Sendable {
 }
 
 /// The value of an environment variable.
-func environmentValue(_ name: String) -> String? {
+package func environmentValue(_ name: String) -> String? {
     guard let value = getenv(name) else { return nil }
     return String(cString: value)
 }

@@ -1,7 +1,7 @@
 import ISO7816
 
 extension SecbridgeCLI {
-    static let decodeCommand = Command(
+    package static let decodeCommand = Command(
         name: "decode",
         abstract: "Decode a command APDU, a response, an ATR or BER-TLV data, given in hex.",
         discussion: """
@@ -30,7 +30,7 @@ extension SecbridgeCLI {
         ]
     )
 
-    static func decodeSubcommand(
+    package static func decodeSubcommand(
         _ name: String, _ abstract: String, json: String,
         run: @escaping @Sendable (Invocation, [UInt8]) throws -> Int32
     ) -> Command {
@@ -51,7 +51,7 @@ extension SecbridgeCLI {
             })
     }
 
-    @Sendable static func decodeAPDU(_ invocation: Invocation, _ bytes: [UInt8]) throws -> Int32 {
+    @Sendable package static func decodeAPDU(_ invocation: Invocation, _ bytes: [UInt8]) throws -> Int32 {
         let apdu: CommandAPDU
         do {
             apdu = try CommandAPDU(parsing: bytes)

@@ -14,7 +14,7 @@ public indirect enum JSONValue: Sendable, Equatable {
     }
 
     /// A byte string as uppercase hex without spaces.
-    static func hex(_ bytes: some Sequence<UInt8>) -> JSONValue {
+    package static func hex(_ bytes: some Sequence<UInt8>) -> JSONValue {
         var text = ""
         for byte in bytes {
             text += hexDigit(byte >> 4)
@@ -92,6 +92,6 @@ public indirect enum JSONValue: Sendable, Equatable {
     }
 }
 
-func hexDigit(_ nibble: UInt8) -> String {
+package func hexDigit(_ nibble: UInt8) -> String {
     String(UnicodeScalar(nibble < 10 ? 0x30 + nibble : 0x37 + nibble))
 }

@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 extension SecbridgeCLI {
-    static let monitorCommand = Command(
+    package static let monitorCommand = Command(
         name: "monitor",
         abstract: "Show reader and card events as they happen.",
         usage: "[--count N] [--timeout SECONDS] [--json] [--record FILE]",
@@ -30,7 +30,7 @@ extension SecbridgeCLI {
         run: runMonitor
     )
 
-    @Sendable static func runMonitor(_ invocation: Invocation) throws -> Int32 {
+    @Sendable package static func runMonitor(_ invocation: Invocation) throws -> Int32 {
         guard invocation.arguments.positional.isEmpty else {
             throw CLIError.usage("monitor takes no arguments, got '\(invocation.arguments.positional[0])'")
         }
@@ -77,7 +77,7 @@ extension SecbridgeCLI {
         return exitSuccess
     }
 
-    static func formatSeconds(_ duration: Duration) -> String {
+    package static func formatSeconds(_ duration: Duration) -> String {
         let milliseconds = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
         let fraction = String(milliseconds % 1000)
         return "\(milliseconds / 1000).\(String(repeating: "0", count: 3 - fraction.count))\(fraction)"
@@ -85,11 +85,11 @@ extension SecbridgeCLI {
 }
 
 /// A one-shot flag set from another thread.
-final class Completion: @unchecked Sendable {
+package final class Completion: @unchecked Sendable {
     private let lock = ConsoleLock()
     private var value = false
-    func signal() { lock.withLock { value = true } }
-    var isSignalled: Bool { lock.withLock { value } }
+    package func signal() { lock.withLock { value = true } }
+    package var isSignalled: Bool { lock.withLock { value } }
 }
 
 nonisolated(unsafe) private var interruptFlag: sig_atomic_t = 0
@@ -98,7 +98,7 @@ nonisolated(unsafe) private var interruptFlag: sig_atomic_t = 0
 /// poll, so they can restore the reader and flush transcripts before exiting.
 /// The signals are also unblocked: a process started from a thread that blocks them (test
 /// runners do) inherits that mask, and would otherwise never see Ctrl-C.
-func installInterruptHandler() {
+package func installInterruptHandler() {
     signal(SIGINT) { number in interruptFlag = number }
     signal(SIGTERM) { number in interruptFlag = number }
     signal(SIGHUP) { number in interruptFlag = number }
@@ -110,13 +110,13 @@ func installInterruptHandler() {
     pthread_sigmask(SIG_UNBLOCK, &set, nil)
 }
 
-func interrupted() -> Bool { interruptFlag != 0 }
+package func interrupted() -> Bool { interruptFlag != 0 }
 
 /// The exit status after the signal that interrupted the command: 128 + its number (130 for
 /// SIGINT, 143 for SIGTERM), as shells report a process ended by that signal.
-func interruptedExitStatus() -> Int32 { 128 + (interruptFlag != 0 ? interruptFlag : SIGINT) }
+package func interruptedExitStatus() -> Int32 { 128 + (interruptFlag != 0 ? interruptFlag : SIGINT) }
 
-func sleepMilliseconds(_ milliseconds: Int) {
+package func sleepMilliseconds(_ milliseconds: Int) {
     var request = timespec(tv_sec: milliseconds / 1000, tv_nsec: (milliseconds % 1000) * 1_000_000)
     var remaining = timespec()
     while nanosleep(&request, &remaining) == -1 && errno == EINTR {

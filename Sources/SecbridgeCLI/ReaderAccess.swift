@@ -2,7 +2,7 @@ import ISO7816
 import PCSC
 
 /// Establishes a context, turning failure into an error that says what to do.
-func openContext() throws(CLIError) -> PCSCContext {
+package func openContext() throws(CLIError) -> PCSCContext {
     do {
         return try CallWatchdog.shared.guarding("SCardEstablishContext") { () throws(PCSCError) in try PCSCContext() }
     } catch {
@@ -11,7 +11,7 @@ func openContext() throws(CLIError) -> PCSCContext {
 }
 
 /// A PC/SC error in the CLI's words: the failing call, the code's name and meaning, and the remedy.
-func describe(_ error: PCSCError) -> String {
+package func describe(_ error: PCSCError) -> String {
     var text = error.description
     if error.isServiceLost, let socket = environmentValue("PCSCLITE_CSOCK_NAME") {
         text += " (PCSCLITE_CSOCK_NAME=\(socket))"
@@ -22,7 +22,7 @@ func describe(_ error: PCSCError) -> String {
 /// Picks a reader by `--reader`: a 0-based index into the list, or a case-insensitive substring of
 /// exactly one reader's name (names are opaque strings, docs/cases.md P13). Without `--reader`, the first
 /// reader whose state satisfies `preferring` (e.g. has a card), else the first reader.
-func selectReader(
+package func selectReader(
     _ argument: String?, in readers: [String], preferring: ((String) -> Bool)? = nil
 ) throws(CLIError) -> String {
     guard !readers.isEmpty else {
@@ -56,7 +56,7 @@ func selectReader(
 }
 
 /// The readers pcscd knows (SCardListReaders, bounded by the watchdog), as a CLI error on failure.
-func listReaders(_ context: PCSCContext) throws(CLIError) -> [String] {
+package func listReaders(_ context: PCSCContext) throws(CLIError) -> [String] {
     do {
         return try CallWatchdog.shared.guarding("SCardListReaders") { () throws(PCSCError) in try context.listReaders() }
     } catch {
@@ -65,7 +65,7 @@ func listReaders(_ context: PCSCContext) throws(CLIError) -> [String] {
 }
 
 /// The readers and their states (presence, ATR), as a CLI error on failure.
-func listReadersWithStates(_ context: PCSCContext) throws(CLIError) -> (readers: [String], states: [ReaderState]) {
+package func listReadersWithStates(_ context: PCSCContext) throws(CLIError) -> (readers: [String], states: [ReaderState]) {
     let readers = try listReaders(context)
     do {
         return (readers, try readerStates(context, readers))
@@ -75,7 +75,7 @@ func listReadersWithStates(_ context: PCSCContext) throws(CLIError) -> (readers:
 }
 
 /// The state and ATR of every reader, asked without connecting (SCardGetStatusChange from UNAWARE).
-func readerStates(_ context: PCSCContext, _ readers: [String]) throws(PCSCError) -> [ReaderState] {
+package func readerStates(_ context: PCSCContext, _ readers: [String]) throws(PCSCError) -> [ReaderState] {
     var states = readers.map { ReaderState(readerName: $0) }
     guard !states.isEmpty else { return [] }
     _ = try CallWatchdog.shared.guarding("SCardGetStatusChange") { () throws(PCSCError) in
@@ -85,21 +85,21 @@ func readerStates(_ context: PCSCContext, _ readers: [String]) throws(PCSCError)
 }
 
 /// A channel that shows each raw exchange (`> …` / `< …`) as it happens.
-final class TracingChannel: CardChannel {
-    let inner: any CardChannel
-    let trace: (String) -> Void
-    init(_ inner: any CardChannel, trace: @escaping (String) -> Void) {
+package final class TracingChannel: CardChannel {
+    package let inner: any CardChannel
+    package let trace: (String) -> Void
+    package init(_ inner: any CardChannel, trace: @escaping (String) -> Void) {
         self.inner = inner
         self.trace = trace
     }
-    var transmissionProtocol: TransmissionProtocol { inner.transmissionProtocol }
-    func transmit(_ command: [UInt8]) throws -> [UInt8] {
+    package var transmissionProtocol: TransmissionProtocol { inner.transmissionProtocol }
+    package func transmit(_ command: [UInt8]) throws -> [UInt8] {
         trace("> " + command.hexString)
         let answer = try inner.transmit(command)
         trace("< " + answer.hexString)
         return answer
     }
-    func control(code: UInt32, _ command: [UInt8]) throws -> [UInt8] {
+    package func control(code: UInt32, _ command: [UInt8]) throws -> [UInt8] {
         trace("ctl 0x" + String(code, radix: 16, uppercase: true) + " > " + command.hexString)
         let answer = try inner.control(code: code, command)
         trace("ctl < " + answer.hexString)

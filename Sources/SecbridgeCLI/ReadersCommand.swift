@@ -2,7 +2,7 @@ import ISO7816
 import PCSC
 
 extension SecbridgeCLI {
-    static let readersCommand = Command(
+    package static let readersCommand = Command(
         name: "readers",
         abstract: "List the readers pcscd knows, with card state, ATR and protocol.",
         usage: "[--json] [--record FILE]",
@@ -24,7 +24,7 @@ extension SecbridgeCLI {
         run: runReaders
     )
 
-    @Sendable static func runReaders(_ invocation: Invocation) throws -> Int32 {
+    @Sendable package static func runReaders(_ invocation: Invocation) throws -> Int32 {
         guard invocation.arguments.positional.isEmpty else {
             throw CLIError.usage("readers takes no arguments, got '\(invocation.arguments.positional[0])'")
         }
@@ -74,13 +74,13 @@ extension SecbridgeCLI {
 
     /// "T=1" when the ATR offers T=1 (a TDi with protocol 1), "T=0" when it offers only T=0, nil
     /// for an ATR that does not parse.
-    static func negotiatedProtocol(atr: [UInt8]) -> String? {
+    package static func negotiatedProtocol(atr: [UInt8]) -> String? {
         guard let parsed = try? ATR(parsing: atr, requireValidChecksum: false) else { return nil }
         if parsed.protocols.contains(1) { return TransmissionProtocol.t1.rawValue }
         return TransmissionProtocol.t0.rawValue
     }
 
-    static func stateDescription(_ flags: ReaderStateFlags) -> [String] {
+    package static func stateDescription(_ flags: ReaderStateFlags) -> [String] {
         var words: [String] = []
         if flags.contains(.present) { words.append("present") }
         if flags.contains(.empty) { words.append("empty") }

@@ -32,7 +32,7 @@ public enum SecbridgeCLI {
         return status
     }
 
-    static func dispatch(arguments: [String], console: any Console) -> Int32 {
+    package static func dispatch(arguments: [String], console: any Console) -> Int32 {
         // `secbridge help [COMMAND…]` is `secbridge [COMMAND…] --help`.
         if arguments.first == "help" {
             return dispatch(arguments: Array(arguments.dropFirst()) + ["--help"], console: console)
@@ -87,7 +87,7 @@ public enum SecbridgeCLI {
         }
     }
 
-    static func usageError(_ message: String, command: Command, path: [String], console: any Console) -> Int32 {
+    package static func usageError(_ message: String, command: Command, path: [String], console: any Console) -> Int32 {
         let full = (["secbridge"] + path).joined(separator: " ")
         var text = "secbridge: error: \(message)\n"
         var usage = "USAGE: \(full)"
@@ -101,7 +101,7 @@ public enum SecbridgeCLI {
 
     nonisolated(unsafe) static var root = makeRoot(toolCommands: delegatedToolCommands)
 
-    static func makeRoot(toolCommands: [Command]) -> Command {
+    package static func makeRoot(toolCommands: [Command]) -> Command {
         Command(
         name: "secbridge",
         abstract: "PC/SC and NFC credential sessions on Linux: readers, APDUs, transcripts.",
@@ -118,7 +118,7 @@ public enum SecbridgeCLI {
 
     /// Replaces this process with `secbridge-tools` (found beside this binary through
     /// /proc/self/exe), passing `arguments` unchanged; returns only when that is impossible.
-    static func runTools(arguments: [String], console: any Console) -> Int32 {
+    package static func runTools(arguments: [String], console: any Console) -> Int32 {
         var buffer = [CChar](repeating: 0, count: 4096)
         let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
         guard length > 0 else {

@@ -3,7 +3,7 @@ import PCSC
 import Transcript
 
 extension SecbridgeCLI {
-    static let runCommand = Command(
+    package static let runCommand = Command(
         name: "run",
         abstract: "Send the APDUs of a script file to a card (reads pcsc-tools' scriptor files).",
         usage: "[--reader NAME|INDEX] [--raw] [--stop-on-error] [--json] [--record FILE] SCRIPT",
@@ -30,7 +30,7 @@ extension SecbridgeCLI {
         run: runScript
     )
 
-    @Sendable static func runScript(_ invocation: Invocation) throws -> Int32 {
+    @Sendable package static func runScript(_ invocation: Invocation) throws -> Int32 {
         guard invocation.arguments.positional.count == 1 else {
             throw CLIError.usage(
                 invocation.arguments.positional.isEmpty
@@ -59,7 +59,7 @@ extension SecbridgeCLI {
         return status
     }
 
-    static func runSteps(
+    package static func runSteps(
         _ script: APDUScript, path: String, session: CardSession, invocation: Invocation,
         results: inout [JSONValue], status: inout Int32
     ) throws {

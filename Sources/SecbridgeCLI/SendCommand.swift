@@ -2,7 +2,7 @@ import ISO7816
 import PCSC
 
 extension SecbridgeCLI {
-    static let sendCommand = Command(
+    package static let sendCommand = Command(
         name: "send",
         abstract: "Send APDUs to the card in a reader, with ISO 7816-4 handling.",
         usage: "[--reader NAME|INDEX] [--raw] [--json] [--record FILE] HEX…",
@@ -33,7 +33,7 @@ extension SecbridgeCLI {
     )
 
     /// Splits the positional arguments into APDUs (see the command's discussion).
-    static func apdus(from arguments: [String]) throws(CLIError) -> [[UInt8]] {
+    package static func apdus(from arguments: [String]) throws(CLIError) -> [[UInt8]] {
         guard !arguments.isEmpty else {
             throw .usage("give at least one APDU in hex, e.g. `secbridge send 00 A4 04 00 00`")
         }
@@ -68,7 +68,7 @@ extension SecbridgeCLI {
         return result
     }
 
-    @Sendable static func runSend(_ invocation: Invocation) throws -> Int32 {
+    @Sendable package static func runSend(_ invocation: Invocation) throws -> Int32 {
         let commands = try apdus(from: invocation.arguments.positional)
         // Validate every APDU before anything is sent.
         var parsedCommands: [CommandAPDU?] = []
@@ -145,5 +145,5 @@ extension SecbridgeCLI {
 
 extension String {
     /// "00 A4" → "00A4", for JSON hex strings.
-    func replacingSpaces() -> String { String(filter { $0 != " " }) }
+    package func replacingSpaces() -> String { String(filter { $0 != " " }) }
 }

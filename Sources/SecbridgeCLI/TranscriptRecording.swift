@@ -7,20 +7,20 @@ import Glibc
 #endif
 
 /// `--record FILE` for the CLI: a transcript written as the command runs, one flushed line per event.
-struct TranscriptRecording {
-    let channel: any CardChannel
-    let recorder: TranscriptRecorder
-    let finish: () -> Void
+package struct TranscriptRecording {
+    package let channel: any CardChannel
+    package let recorder: TranscriptRecorder
+    package let finish: () -> Void
 
     /// The provenance header every CLI recording carries.
-    static func header(reader: String?, atr: [UInt8]?, transmissionProtocol: TransmissionProtocol?, command: String) -> TranscriptHeader {
+    package static func header(reader: String?, atr: [UInt8]?, transmissionProtocol: TransmissionProtocol?, command: String) -> TranscriptHeader {
         var header = TranscriptHeader(
             tool: "secbridge \(SecbridgeCLI.version) \(command)", origin: .recorded, date: utcTimestamp(), reader: reader,
             atr: atr, transmissionProtocol: transmissionProtocol)
         return header
     }
 
-    static func openWriter(path: String, header: TranscriptHeader) throws(CLIError) -> TranscriptWriter {
+    package static func openWriter(path: String, header: TranscriptHeader) throws(CLIError) -> TranscriptWriter {
         do {
             // An existing file is never replaced: it may be a recording (or the very script or
             // transcript the command reads), and nothing recorded is ever lost.
@@ -31,7 +31,7 @@ struct TranscriptRecording {
     }
 
     /// Starts recording the exchanges of `inner` into `path`.
-    static func start(
+    package static func start(
         path: String, inner: any CardChannel, reader: String, atr: [UInt8], command: String
     ) throws(CLIError) -> TranscriptRecording {
         let writer = try openWriter(
@@ -43,7 +43,7 @@ struct TranscriptRecording {
     }
 
     /// Starts a recording of reader events only (`secbridge monitor --record`).
-    static func startEvents(path: String, command: String, console: any Console) throws(CLIError) -> EventRecording {
+    package static func startEvents(path: String, command: String, console: any Console) throws(CLIError) -> EventRecording {
         let writer = try openWriter(path: path, header: header(reader: nil, atr: nil, transmissionProtocol: nil, command: command))
         return EventRecording(writer: writer, recorder: TranscriptRecorder(sink: writer)) { error in
             console.err("secbridge: error: cannot record to '\(path)': \(error.reason)\n")
@@ -52,17 +52,17 @@ struct TranscriptRecording {
 }
 
 /// Writes ``ReaderEvent``s as transcript `event` lines.
-final class EventRecording: Sendable {
-    let writer: TranscriptWriter
-    let recorder: TranscriptRecorder
-    let failure: @Sendable (TranscriptWriteError) -> Void
-    init(writer: TranscriptWriter, recorder: TranscriptRecorder, failure: @escaping @Sendable (TranscriptWriteError) -> Void) {
+package final class EventRecording: Sendable {
+    package let writer: TranscriptWriter
+    package let recorder: TranscriptRecorder
+    package let failure: @Sendable (TranscriptWriteError) -> Void
+    package init(writer: TranscriptWriter, recorder: TranscriptRecorder, failure: @escaping @Sendable (TranscriptWriteError) -> Void) {
         self.writer = writer
         self.recorder = recorder
         self.failure = failure
     }
 
-    func record(_ event: ReaderEvent) {
+    package func record(_ event: ReaderEvent) {
         let kind: TranscriptEventKind
         let attributes: [TranscriptAttribute]
         switch event {
@@ -87,11 +87,11 @@ final class EventRecording: Sendable {
         }
     }
 
-    func finish() { try? writer.close() }
+    package func finish() { try? writer.close() }
 }
 
 /// Now as "2026-11-29T14:15:49Z".
-func utcTimestamp() -> String {
+package func utcTimestamp() -> String {
     var now = time(nil)
     var parts = tm()
     gmtime_r(&now, &parts)

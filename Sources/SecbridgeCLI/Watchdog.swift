@@ -13,8 +13,8 @@ import Glibc
 /// each blocking call, and when a call outlives the bound the watchdog prints what was blocked and
 /// what to do, and ends the process with exit status 1. Transcripts lose nothing: each command
 /// line is written before its call. In tests (the CLI in-process) it stays disabled.
-final class CallWatchdog: @unchecked Sendable {
-    static let shared = CallWatchdog()
+package final class CallWatchdog: @unchecked Sendable {
+    package static let shared = CallWatchdog()
 
     private let lock = ConsoleLock()
     private var bound: Duration?
@@ -24,7 +24,7 @@ final class CallWatchdog: @unchecked Sendable {
 
     /// Turns the watchdog on with `bound` per call. Its thread starts at the first guarded call,
     /// so commands that make none (decode, help) start no thread.
-    func enable(bound: Duration, console: any Console) {
+    package func enable(bound: Duration, console: any Console) {
         lock.withLock {
             self.bound = bound
             self.output = console
@@ -48,7 +48,7 @@ final class CallWatchdog: @unchecked Sendable {
     }
 
     /// Runs `body` (a blocking call) with the watchdog armed for `label`.
-    func guarding<T, E: Error>(_ label: String, _ body: () throws(E) -> T) throws(E) -> T {
+    package func guarding<T, E: Error>(_ label: String, _ body: () throws(E) -> T) throws(E) -> T {
         startThreadOnce()
         lock.withLock {
             if let bound { armed = (label, ContinuousClock.now + bound) }
@@ -82,14 +82,14 @@ extension SecbridgeCLI {
 }
 
 /// A channel whose every call is guarded by the ``CallWatchdog``.
-final class GuardedChannel: CardChannel {
-    let inner: any CardChannel
-    init(_ inner: any CardChannel) { self.inner = inner }
-    var transmissionProtocol: TransmissionProtocol { inner.transmissionProtocol }
-    func transmit(_ command: [UInt8]) throws -> [UInt8] {
+package final class GuardedChannel: CardChannel {
+    package let inner: any CardChannel
+    package init(_ inner: any CardChannel) { self.inner = inner }
+    package var transmissionProtocol: TransmissionProtocol { inner.transmissionProtocol }
+    package func transmit(_ command: [UInt8]) throws -> [UInt8] {
         try CallWatchdog.shared.guarding("SCardTransmit") { try inner.transmit(command) }
     }
-    func control(code: UInt32, _ command: [UInt8]) throws -> [UInt8] {
+    package func control(code: UInt32, _ command: [UInt8]) throws -> [UInt8] {
         try CallWatchdog.shared.guarding("SCardControl") { try inner.control(code: code, command) }
     }
 }

@@ -1,5 +1,5 @@
 // Shares the transcript commands' helpers, in the `secbridge-tools` binary.
-@testable import SecbridgeCLI
+import SecbridgeCLI
 import Transcript
 
 #if canImport(Glibc)

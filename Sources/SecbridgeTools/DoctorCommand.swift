@@ -1,6 +1,6 @@
 // `secbridge doctor`: why an ACR122U does not show up or does not answer escape commands
 // (docs/acr122-pn532.md §1, §2, §5b, §5d, §6).
-@testable import SecbridgeCLI
+import SecbridgeCLI
 import Foundation
 import ISO7816
 import PCSC

@@ -1,4 +1,4 @@
-@testable import SecbridgeCLI
+import SecbridgeCLI
 import ISO7816
 import PN53x
 import Transcript

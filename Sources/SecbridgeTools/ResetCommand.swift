@@ -1,6 +1,6 @@
 // `secbridge reset`, and the reader clean-up that runs after Ctrl-C (SIGINT, SIGTERM) or an error
 // in the commands that change reader settings (emulate, read --pn532, demo).
-@testable import SecbridgeCLI
+import SecbridgeCLI
 import Foundation
 import ISO7816
 import PCSC

@@ -1,4 +1,4 @@
-@testable import SecbridgeCLI
+import SecbridgeCLI
 
 /// The `secbridge-tools` binary's entry point: the whole command tree, including the commands that
 /// link Foundation (session engine, simulator launcher, transcript tools). `secbridge` hands these

@@ -1,6 +1,6 @@
 // `secbridge selftest`: the fixed hardware sequence (HardwareSelftest.swift) on a reader, written as
 // a transcript bundle, and the replay of such a bundle against the simulated ACR122U.
-@testable import SecbridgeCLI
+import SecbridgeCLI
 import ISO7816
 import InProcessPCSC
 import PCSC

@@ -1,6 +1,6 @@
 // These commands link Foundation (through the session engine and the test-support launcher), so
 // they live in the `secbridge-tools` binary; `secbridge` hands them over (see SecbridgeCLI/Root.swift).
-@testable import SecbridgeCLI
+import SecbridgeCLI
 import ISO7816
 import InProcessPCSC
 import PCSC

@@ -1,6 +1,6 @@
 // `secbridge read` on PC/SC part 3 storage cards, and `secbridge write-ndef` (NFC Forum Type 2
 // Tags), through the reader's pseudo-APDUs (ACR122U API v2.04 §5; docs/iso14443-t4t-ndef.md §6).
-@testable import SecbridgeCLI
+import SecbridgeCLI
 import ISO7816
 import PCSC
 import SecureElementCredential
