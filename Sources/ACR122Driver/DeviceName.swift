@@ -10,6 +10,7 @@
 /// | `<directory>` | absolute path, no `:` or whitespace; created if missing (mode 0700). The driver serves the control socket `<directory>/control.sock` in it | required |
 /// | `personality=<name>` | the device's personality at start, see ``PersonalityName/all``: `ccid-escape-enabled`, `ccid-escape-disabled`, `acs-driver`, `legacy-t0`, `atr-whole-ats` | `ccid-escape-enabled` |
 /// | `field=<name>` | the RF field: readers of one pcscd whose `field` is the same share one field (a peer placed through either is seen by both; one reader's target is the other's card) | the directory, so each reader has a field of its own |
+/// | `timescale=<number>` | wall-clock seconds per simulated second, 0 … 1000 (a decimal such as `0.01`): every device wait (the 5 s MCU timeout, libccid's 30 s escape timeout, activation attempts) is scaled by it. Tests use a small scale so that no test waits out a real device timeout; readers sharing a field must give the same scale | `1` (real time) |
 ///
 /// `field` names are letters, digits, `-`, `_` and `.`. Each option may appear once. An unknown
 /// option, a relative directory or a malformed option is rejected: the driver logs the reason to
@@ -22,6 +23,8 @@ struct DeviceName: Sendable, Hashable {
     var personality: String?
     /// The shared-field name.
     var field: String
+    /// Wall-clock seconds per simulated second (`timescale=`), or nil for real time.
+    var timeScale: Double?
 
     /// The control socket: `<directory>/control.sock`.
     var socketPath: String { directory + "/" + Self.socketFileName }
@@ -49,11 +52,12 @@ struct DeviceName: Sendable, Hashable {
         }
         self.directory = trimmed
         self.personality = nil
+        self.timeScale = nil
         self.field = trimmed
         var seen: Set<String> = []
         for option in parts.dropFirst() {
             guard let equals = option.firstIndex(of: "=") else {
-                throw DeviceNameError(text, "option '\(option)' must be key=value (personality=…, field=…)")
+                throw DeviceNameError(text, "option '\(option)' must be key=value (personality=…, field=…, timescale=…)")
             }
             let key = String(option[..<equals])
             let value = String(option[option.index(after: equals)...])
@@ -69,8 +73,17 @@ struct DeviceName: Sendable, Hashable {
                     throw DeviceNameError(text, "field name '\(value)' may hold only letters, digits, '-', '_' and '.'")
                 }
                 field = "field:" + value
+            case "timescale":
+                guard value.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }), let scale = Double(value),
+                    scale >= 0, scale <= 1000
+                else {
+                    throw DeviceNameError(
+                        text, "timescale '\(value)' must be a decimal number from 0 to 1000, e.g. timescale=0.01 (1 is real time)")
+                }
+                timeScale = scale
             default:
-                throw DeviceNameError(text, "unknown option '\(key)': the options are personality=<name> and field=<name>")
+                throw DeviceNameError(
+                    text, "unknown option '\(key)': the options are personality=<name>, field=<name> and timescale=<number>")
             }
         }
     }

@@ -18,7 +18,7 @@ final class SimulatorBinding: IFDDevice {
         let personality = try PersonalityName.personality(personalityName, firmware: nil)
         self.deviceName = deviceName
         self.openOrder = openOrder
-        field = SharedField.attach(deviceName.field)
+        field = try SharedField.attach(deviceName.field, clock: SimulationClock(scale: deviceName.timeScale ?? 1))
         let device = SimulatedACR122U(field: field.field, personality: personality, name: deviceName.directory)
         current = Mutex((device, personalityName))
     }
@@ -100,20 +100,26 @@ final class SharedField: Sendable {
     }
     private let peers = Mutex(Peers())
 
-    private init() {
-        field = SimulatedField(clock: .realTime)
+    private init(clock: SimulationClock) {
+        field = SimulatedField(clock: clock)
     }
 
     private static let table = Mutex<[String: (field: SharedField, readers: Int)]>([:])
 
-    /// The field `name`, created on first use.
-    static func attach(_ name: String) -> SharedField {
-        table.withLock { table in
+    /// The field `name`, created on first use with `clock`.
+    /// - Throws: ``ControlError`` `bad-argument` when the field exists with another time scale.
+    static func attach(_ name: String, clock: SimulationClock) throws(ControlError) -> SharedField {
+        try table.withLock { table throws(ControlError) in
             if let entry = table[name] {
+                guard entry.field.field.clock == clock else {
+                    throw ControlError(
+                        .badArgument,
+                        "the field is already in use with timescale=\(entry.field.field.clock.scale); every reader of a field needs the same timescale")
+                }
                 table[name] = (entry.field, entry.readers + 1)
                 return entry.field
             }
-            let field = SharedField()
+            let field = SharedField(clock: clock)
             table[name] = (field, 1)
             return field
         }
