@@ -27,12 +27,11 @@ let package = Package(
         // disposition and state bits, control codes, the part 10 feature list, pcscd's IFD → SCARD
         // mapping, CardChannel, and the threads blocking calls run on. Every other module stands on it.
         .target(name: "PCSCCore"),
-        // The C shim over pcsc-lite. Headers only; see Sources/CPCSCLite/shim.h.
-        .systemLibrary(
-            name: "CPCSCLite",
-            pkgConfig: "libpcsclite",
-            providers: [.apt(["libpcsclite-dev"])]
-        ),
+        // The C shim over pcsc-lite (libpcsclite-dev). Headers only; see CPCSCLite/include/shim.h.
+        // A C target rather than a system library with `pkgConfig: "libpcsclite"`: pkg-config's flags
+        // carry -pthread, which SwiftPM warns about on every build. Instead, forwarding headers in
+        // include/ (on every dependent's include path) stand in for -I/usr/include/PCSC.
+        .target(name: "CPCSCLite", linkerSettings: [.linkedLibrary("pcsclite")]),
         // The pcsc-lite client: contexts, card handles, transmit/control, status change, monitoring.
         .target(name: "PCSC", dependencies: ["PCSCCore", "CPCSCLite"]),
         // ISO/IEC 7816-4 APDUs, status words, ATR, BER-TLV, the card-APDU transport.
@@ -90,7 +89,8 @@ let package = Package(
         // The benchmark's C baseline: a plain SCardTransmit loop (not part of the library).
         .target(
             name: "CPCSCBaseline",
-            cSettings: [.unsafeFlags(["-I/usr/include/PCSC"])],
+            // Only for pcsc-lite's headers (CPCSCLite's include/ directory); the shim itself is unused.
+            dependencies: ["CPCSCLite"],
             linkerSettings: [.linkedLibrary("pcsclite")]
         ),
         .executableTarget(

@@ -14,7 +14,7 @@ package struct TranscriptRecording {
 
     /// The provenance header every CLI recording carries.
     package static func header(reader: String?, atr: [UInt8]?, transmissionProtocol: TransmissionProtocol?, command: String) -> TranscriptHeader {
-        var header = TranscriptHeader(
+        let header = TranscriptHeader(
             tool: "secbridge \(SecbridgeCLI.version) \(command)", origin: .recorded, date: utcTimestamp(), reader: reader,
             atr: atr, transmissionProtocol: transmissionProtocol)
         return header

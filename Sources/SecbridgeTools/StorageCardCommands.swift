@@ -326,11 +326,11 @@ extension SecbridgeCLI {
         let approve = invocation.arguments.has("yes")
         func reactivate() throws {
             try? session.recorder?.recordEvent(.cardReset, [TranscriptAttribute("reason", "no answer to GET_VERSION: select the tag again")])
-            do {
+            do throws(PCSCError) {
                 try CallWatchdog.shared.guarding("SCardReconnect") { () throws(PCSCError) in
                     try session.handle.reconnect(share: .shared, protocols: .any, initialization: .reset)
                 }
-            } catch let error as PCSCError {
+            } catch {
                 throw CLIError.failure("could not select the tag again after GET_VERSION (SCardReconnect): \(describe(error)); lift it off the reader, put it back and try again")
             }
         }

@@ -168,7 +168,7 @@ public final class PN532EmulationBackend: CardEmulationBackend {
     /// timeout back to one 5 s step when `prepare()` set another.
     public func restore() async throws {
         let steps: ACR122RestoreSteps = mcuTimeout == .restoredDefault ? .piccParameter : [.piccParameter, .mcuTimeout]
-        try await run { pn532 in try pn532.restoreReaderDefaults(steps) }
+        _ = try await run { pn532 in try pn532.restoreReaderDefaults(steps) }
     }
 
     public func interrupt() {}

@@ -154,7 +154,7 @@ public final class ReaderSession: Sendable {
             if let pn532 = box.pn532 {
                 // The one restore implementation: InRelease, then (unless the caller keeps the
                 // reader quiet) the PICC operating parameter FF.
-                try? pn532.restoreReaderDefaults(restore ? [.releaseTargets, .piccParameter] : .releaseTargets)
+                _ = try? pn532.restoreReaderDefaults(restore ? [.releaseTargets, .piccParameter] : .releaseTargets)
             }
             box.close?()
             box.pn532 = nil

@@ -355,7 +355,7 @@ extension SharedReader {
                 let direct = try PCSCContext().connect(to: reader, share: .direct, protocols: [])
                 let chip = PN532(link: try ACR122Link.open(channel: direct, readerName: reader))
                 try chip.prepareForCardEmulation()
-                defer { try? chip.restoreReaderDefaults() }
+                defer { _ = try? chip.restoreReaderDefaults() }
                 _ = try chip.initAsTarget(uid: try EmulatedUID([0x08, 0x01, 0x02, 0x03]))
                 var served: [[UInt8]] = []
                 for _ in 0..<4 {

@@ -189,7 +189,7 @@ extension SharedReader {
                     let direct = try PCSCContext().connect(to: readerA, share: .direct, protocols: [])
                     let chip = PN532(link: try ACR122Link.open(channel: direct, readerName: readerA))
                     try chip.prepareForCardEmulation()
-                    defer { try? chip.restoreReaderDefaults() }
+                    defer { _ = try? chip.restoreReaderDefaults() }
                     for _ in 0..<3 {
                         do {
                             let activation = try chip.initAsTarget(

@@ -163,23 +163,23 @@ extension SharedReader {
         let second = ReaderConfEntry.vpcd(port: try FreePort.pick(), friendlyName: "Monitor Second")
         let pcscd = try PrivatePCSCD(readers: [first])
         defer { pcscd.stop() }
-        try await blocking { try pcscd.start() }
+        _ = try await blocking { try pcscd.start() }
         let monitor = try MonitorProcess(environment: pcscd.environment)
         defer { monitor.stop() }
 
         var at = try await monitor.wait(for: #""event":"reader-attached","reader":"Monitor First 00 00""#)
         // A reader arrives: pcscd comes back with a second vpcd entry.
-        try await blocking { try pcscd.restart(readers: [first, second]) }
+        _ = try await blocking { try pcscd.restart(readers: [first, second]) }
         at = try await monitor.wait(for: #""event":"service-lost""#, after: at)
         at = try await monitor.wait(for: #""event":"reader-attached","reader":"Monitor Second 00 00""#, after: at)
         // And leaves.
-        try await blocking { try pcscd.restart(readers: [first]) }
+        _ = try await blocking { try pcscd.restart(readers: [first]) }
         at = try await monitor.wait(for: #""event":"reader-detached","reader":"Monitor Second 00 00""#, after: at)
         // A crash: pcscd killed, then started again at the same socket.
         let killed = await (try? blocking { pcscd.kill() }) ?? false
         #expect(killed)
         at = try await monitor.wait(for: #""event":"service-lost""#, after: at)
-        try await blocking { try pcscd.start() }
+        _ = try await blocking { try pcscd.start() }
         at = try await monitor.wait(for: #""event":"service-restored""#, after: at)
         #expect(monitor.process.isRunning)
         // The first reader never left for good: no detach of it was reported.

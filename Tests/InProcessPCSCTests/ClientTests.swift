@@ -112,7 +112,7 @@ func eventually(_ what: String, _ condition: () -> Bool) async -> Bool {
             let direct = try bench.readers.connect(to: name, share: .direct, protocols: [])
             let chip = PN532(link: try ACR122Link.open(channel: direct, readerName: name))
             try chip.prepareForCardEmulation()
-            defer { try? chip.restoreReaderDefaults() }
+            defer { _ = try? chip.restoreReaderDefaults() }
             let activation = try chip.initAsTarget(uid: try EmulatedUID([0x08, 0x12, 0x34, 0x56]))
             var served: [[UInt8]] = []
             var deliveries: [PN532TargetSendResult] = []
@@ -177,7 +177,7 @@ func eventually(_ what: String, _ condition: () -> Bool) async -> Bool {
         #expect(Set(order.all) == ["target", "second"])
         #expect(rats == hex("E0 80"))
         #expect(firmware == Array("ACR122U207".utf8))
-        try await blocking { try chip.value.restoreReaderDefaults() }
+        _ = try await blocking { try chip.value.restoreReaderDefaults() }
     }
 
     @Test func anotherReaderIsNotHeldUpByABlockedOne() async throws {

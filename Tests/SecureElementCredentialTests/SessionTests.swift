@@ -271,7 +271,7 @@ struct SessionTests {
             try await stale.performCardEmulationTransactionWithCurrentCredential()
         }
         // A nil configuration runs nothing; a throwing action still invalidates.
-        try await transactionTask(nil) { _ in Issue.record("ran without a configuration") }
+        await transactionTask(nil) { _ in Issue.record("ran without a configuration") }
         try await h.session.enterWiredMode(using: h.credential)
         struct Stop: Error {}
         await #expect(throws: Stop.self) {

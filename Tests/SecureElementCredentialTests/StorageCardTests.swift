@@ -699,7 +699,7 @@ struct StorageCardTests {
         }
         #expect(channel.log.isEmpty, "nothing sent for a block outside the card")
         do {
-            try MifareClassicReader.read(blocks: [64], key: try MifareKey(bytes: Self.keyA), keyType: .a, kind: .mifareClassic1K, from: StorageCard(channel: channel))
+            _ = try MifareClassicReader.read(blocks: [64], key: try MifareKey(bytes: Self.keyA), keyType: .a, kind: .mifareClassic1K, from: StorageCard(channel: channel))
         } catch let error as StorageCardError {
             // No "(> )" for a check made before anything is sent.
             #expect(error.description == "MIFARE Classic read failed: block 64 is not on a MIFARE Classic 1K, which has blocks 0–63; give blocks 0–63 with --blocks")

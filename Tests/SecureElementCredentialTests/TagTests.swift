@@ -83,9 +83,9 @@ struct NDEFTests {
     @Test("URI and text payloads decode back")
     func values() throws {
         #expect(try NDEFRecord.uri("https://example.com").uriValue() == "https://example.com")
-        #expect(try NDEFRecord.uri("urn:nfc:sn:1").payload.first == 0x23)
-        #expect(try NDEFRecord.uri("https://www.example.com").payload.first == 0x02, "the longest prefix wins")
-        #expect(try NDEFRecord.uri("weird:x").payload.first == 0x00)
+        #expect(NDEFRecord.uri("urn:nfc:sn:1").payload.first == 0x23)
+        #expect(NDEFRecord.uri("https://www.example.com").payload.first == 0x02, "the longest prefix wins")
+        #expect(NDEFRecord.uri("weird:x").payload.first == 0x00)
         #expect(try NDEFRecord.text("Hello", language: "en").payload.hexString == "02 65 6E 48 65 6C 6C 6F")
         let text = try #require(try NDEFRecord.text("Hello", language: "en").textValue())
         #expect(text.text == "Hello" && text.language == "en")

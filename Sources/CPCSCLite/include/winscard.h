@@ -1,0 +1,5 @@
+// Forwards to pcsc-lite's <winscard.h> (libpcsclite-dev). This directory stands in for the
+// -I/usr/include/PCSC that pkg-config would give, whose flags also carry -pthread, which SwiftPM
+// warns about on every build: SwiftPM puts it on the include path of every target that depends on
+// CPCSCLite, so shim.h and the pcsc-lite headers themselves find <winscard.h> here.
+#include "/usr/include/PCSC/winscard.h"
