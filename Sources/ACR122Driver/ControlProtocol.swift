@@ -37,7 +37,7 @@ enum ControlProtocol {
 
     static let verbs = [
         "ping", "help", "status", "place-card", "place-tag", "place-terminal", "remove", "peers",
-        "personality", "fault", "events", "terminal-result", "card-log", "tag-memory",
+        "personality", "fault", "events", "terminal-result", "card-log", "tag-memory", "timescale",
     ]
 
     /// Handles one request for the reader of `binding`.
@@ -93,6 +93,19 @@ enum ControlProtocol {
             let personality = try PersonalityName.personality(name, firmware: request.value("firmware"))
             binding.switchPersonality(to: personality, named: name)
             return ControlReply([("personality", name), ("firmware", personality.firmware)])
+        case "timescale":
+            // `timescale` reports the field's time scale; `timescale value=1` sets it for every
+            // reader of the field (real time for a check that must see a device wait whole).
+            try request.allowOnly(["value"])
+            if let text = request.value("value") {
+                guard text.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }), let scale = Double(text),
+                    scale >= 0, scale <= 1000
+                else {
+                    throw ControlError(.badArgument, "timescale value '\(text)' must be a decimal number from 0 to 1000, e.g. value=0.01 (1 is real time)")
+                }
+                binding.field.field.setClock(SimulationClock(scale: scale))
+            }
+            return ControlReply([("timescale", String(binding.field.field.clock.scale))])
         case "fault":
             try request.allowOnly(["late-reply"])
             guard let count = try request.integer("late-reply", in: 1...16) else {

@@ -112,7 +112,10 @@ enum ChipOutcome {
 final class DeviceState: @unchecked Sendable {
     let name: String
     let personality: ACR122Personality
-    let clock: SimulationClock
+    /// The field's time base, read at each wait (the field's scale can change, see
+    /// `SimulatedField.setClock(_:)`).
+    let currentClock: @Sendable () -> SimulationClock
+    var clock: SimulationClock { currentClock() }
 
     // ACR122U MCU
     var piccParameter: UInt8 = 0xFF
@@ -140,10 +143,10 @@ final class DeviceState: @unchecked Sendable {
     var role: ChipRole = .idle
     var sessions = 0
 
-    init(name: String, personality: ACR122Personality, clock: SimulationClock) {
+    init(name: String, personality: ACR122Personality, clock: @escaping @Sendable () -> SimulationClock) {
         self.name = name
         self.personality = personality
-        self.clock = clock
+        self.currentClock = clock
         mcuTimeout = personality.initialMCUTimeout
     }
 

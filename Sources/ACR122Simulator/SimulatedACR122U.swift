@@ -40,7 +40,7 @@ public final class SimulatedACR122U: IFDDevice {
         self.name = name
         self.personality = personality
         self.field = field
-        state = DeviceState(name: name, personality: personality, clock: field.clock)
+        state = DeviceState(name: name, personality: personality, clock: { [weak field] in field?.clock ?? .realTime })
         field.lock.withLock { world in
             world.devices.append(state)
         }

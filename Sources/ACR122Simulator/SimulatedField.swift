@@ -1,4 +1,5 @@
 import ISO7816
+import Synchronization
 
 /// The RF field around one or more simulated readers.
 ///
@@ -11,16 +12,23 @@ import ISO7816
 /// reader blocked in TgInitAsTarget wakes as soon as a peer arrives. Every wait is bounded by a
 /// deadline (an MCU timeout or the driver's escape timeout, scaled by ``clock``).
 public final class SimulatedField: Sendable {
-    /// The time base of every reader on this field.
-    public let clock: SimulationClock
+    /// The time base of every reader on this field, read at the start of each wait.
+    public var clock: SimulationClock { SimulationClock(scale: Double(bitPattern: scaleBits.load(ordering: .relaxed))) }
+    private let scaleBits: Atomic<UInt64>
     let lock: ConditionLock<FieldWorld>
 
     /// - Parameters:
     ///   - clock: the time base (tests use a small scale so that 5 s timeouts take milliseconds).
     ///   - eventCapacity: how many field events are kept (older ones are dropped), at least 16.
     public init(clock: SimulationClock = .realTime, eventCapacity: Int = 4096) {
-        self.clock = clock
+        scaleBits = Atomic(clock.scale.bitPattern)
         lock = ConditionLock(FieldWorld(eventCapacity: max(16, eventCapacity)))
+    }
+
+    /// Changes the time base of every reader on this field. A wait already under way keeps the
+    /// deadline it computed; the next wait uses the new scale.
+    public func setClock(_ clock: SimulationClock) {
+        scaleBits.store(clock.scale.bitPattern, ordering: .relaxed)
     }
 
     /// Places a peer in the field. Placing a peer already there does nothing.

@@ -63,11 +63,21 @@ public enum SimulatedReaders {
         return candidates.first { FileManager.default.fileExists(atPath: $0) } ?? candidates[0]
     }()
 
-    /// The reader.conf entries of reader A and reader B.
-    public static var readerConfEntries: [ReaderConfEntry] {
+    /// The reader.conf entries of reader A and reader B, in real time.
+    public static var readerConfEntries: [ReaderConfEntry] { readerConfEntries(timeScale: nil) }
+
+    /// The time scale of the shared test pcscd's readers: a simulated second takes 10 ms, so the
+    /// ACR122U's 5 s MCU timeout takes 50 ms and libccid's 30 s escape timeout 300 ms. No test
+    /// waits out a real device timeout.
+    public static let testTimeScale = 0.01
+
+    /// The reader.conf entries of reader A and reader B, every device wait scaled by `timeScale`
+    /// (the driver's `timescale=` DEVICENAME option; nil for real time).
+    public static func readerConfEntries(timeScale: Double?) -> [ReaderConfEntry] {
         [directoryA, directoryB].map { directory in
-            ReaderConfEntry(friendlyName: friendlyName, deviceName: directory + ":field=" + sharedFieldName,
-                            libraryPath: libraryPath)
+            var deviceName = directory + ":field=" + sharedFieldName
+            if let timeScale { deviceName += ":timescale=\(timeScale)" }
+            return ReaderConfEntry(friendlyName: friendlyName, deviceName: deviceName, libraryPath: libraryPath)
         }
     }
 

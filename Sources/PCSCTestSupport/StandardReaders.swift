@@ -6,6 +6,9 @@ extension TestEnvironment {
     /// Every test process's private pcscd thus has `Virtual PCD 00 00`/`00 01` and
     /// `ACS ACR122U PICC Interface 00 00` (A) and `… 01 00` (B). Entries are validated: a missing
     /// library makes the start fail with `.missingDependency` naming its path (build the package
-    /// first: `swift build`), never a silently absent reader.
-    public static var standardExtraReaders: [ReaderConfEntry] { SimulatedReaders.readerConfEntries }
+    /// first: `swift build`), never a silently absent reader. The simulated readers run on
+    /// ``SimulatedReaders/testTimeScale``.
+    public static var standardExtraReaders: [ReaderConfEntry] {
+        SimulatedReaders.readerConfEntries(timeScale: SimulatedReaders.testTimeScale)
+    }
 }

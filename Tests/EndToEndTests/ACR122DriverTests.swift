@@ -17,6 +17,7 @@ func resetSimulatedReaders() async throws -> TestEnvironment {
         try control.send("remove all=yes")
         try control.send("personality name=ccid-escape-enabled")
     }
+    try SimulatedReaders.controlA.send("timescale value=\(SimulatedReaders.testTimeScale)")
     for reader in [environment.simulatedReaderA, environment.simulatedReaderB] {
         _ = try await waitForCard(in: reader, present: false)
     }
@@ -401,7 +402,7 @@ extension SharedReader {
                 failure = error
             }
             #expect(failure?.code == .timeout)  // pcscd runs on, without the reader
-            #expect(refused.logTail(lines: 200).contains("unknown option 'colour': the options are personality=<name> and field=<name>"))
+            #expect(refused.logTail(lines: 200).contains("unknown option 'colour': the options are personality=<name>, field=<name> and timescale=<number>"))
         }
 
         @Test func cliReadersAndSendWorkAgainstTheSimulatedReader() async throws {

@@ -138,8 +138,13 @@ extension SharedReader {
             #expect(replay.out.contains("\(bundle)/phone.trn: 6 exchanges, every answer matches"))
         }
 
+        /// Real-time check: the shared field runs at `timescale=1` here, so that the target part's
+        /// TgInitAsTarget is still waiting out its 5 s MCU timeout when SIGINT arrives (the test
+        /// itself takes well under a second).
         @Test func ctrlCDuringTheTargetPartRestoresTheReaderAndKeepsWhatWasRecorded() async throws {
             let environment = try await resetSimulatedReaders()
+            try SimulatedReaders.controlA.send("timescale value=1")
+            defer { _ = try? SimulatedReaders.controlA.send("timescale value=\(SimulatedReaders.testTimeScale)") }
             try await stopPollingOnReaderB(environment)
             defer { _ = try? SimulatedReaders.controlB.send("personality name=ccid-escape-enabled") }
             let bundle = temporaryBundlePath()
@@ -202,10 +207,15 @@ extension SharedReader {
             #expect(!error.hasPrefix("failure("))
         }
 
+        /// Slowed-time check: reader B's automatic polling is pcscd's presence poll (every 400 ms of
+        /// real time), so the field runs at `timescale=0.2` here: the target part's 5 s MCU timeout
+        /// takes 1 s, long enough for B to find A's target.
         @Test func anotherReadersFieldIsWarnedAbout() async throws {
             // Reader B shares A's field and polls (the simulated pair's default): GetGeneralStatus
             // reports the external field, and B activates A's target.
             let environment = try await resetSimulatedReaders()
+            try SimulatedReaders.controlA.send("timescale value=0.2")
+            defer { _ = try? SimulatedReaders.controlA.send("timescale value=\(SimulatedReaders.testTimeScale)") }
             let bundle = temporaryBundlePath()
             defer { try? FileManager.default.removeItem(atPath: bundle) }
             let run = try await runCLI(["selftest", "--hardware", "--reader", environment.simulatedReaderA, "--output", bundle])
