@@ -1,3 +1,4 @@
+import PCSCCore
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -8,7 +9,8 @@ import Glibc
 ///
 /// One thread accepts; each connection gets a thread of its own (at most ``maximumConnections``;
 /// one more is answered `error busy …` and closed). Every wait is bounded: `accept` and `read` poll
-/// in steps of ``pollStep`` and look at the stop flag between steps, a connection idle for
+/// the socket together with a wake pipe that ``stop()`` writes to (so stopping takes no poll step),
+/// in steps of ``pollStep`` as a backstop, and look at the stop flag between steps; a connection idle for
 /// ``idleTimeout`` is closed, and a reply that cannot be written within ``writeTimeout`` drops the
 /// connection. Writes use MSG_NOSIGNAL: a client that went away never raises SIGPIPE in pcscd.
 /// A malformed or over-long line gets an error line, never a crash.
@@ -24,11 +26,42 @@ final class ControlServer: Sendable {
     private let handler: Handler
     private let stopping = Atomic<Bool>(false)
     private let acceptLoopEnded = Atomic<Bool>(false)
+    private let ended = ConditionLock()
     private let connections = Atomic<Int>(0)
+    /// The wake pipe: ``stop()`` writes one byte that is never read, so every `poll` on the read end
+    /// returns at once from then on. -1 when the pipe could not be made (then `pollStep` bounds it).
+    private let wakeRead: Int32
+    private let wakeWrite: Int32
 
     init(socketPath: String, handler: @escaping Handler) {
         self.socketPath = socketPath
         self.handler = handler
+        var ends: [Int32] = [-1, -1]
+        // pipe2 needs _GNU_SOURCE, which Glibc's Swift module does not define: pipe, then fcntl.
+        if pipe(&ends) == 0 {
+            for end in ends {
+                _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+                _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
+            }
+            (wakeRead, wakeWrite) = (ends[0], ends[1])
+        } else {
+            (wakeRead, wakeWrite) = (-1, -1)
+        }
+    }
+
+    deinit {
+        if wakeRead >= 0 { close(wakeRead) }
+        if wakeWrite >= 0 { close(wakeWrite) }
+    }
+
+    /// Polls `descriptor` and the wake pipe for input, at most ``pollStep``.
+    /// - Returns: poll's result for `descriptor`: > 0 readable, 0 nothing (or stopping), < 0 error.
+    private func pollReadable(_ descriptor: Int32) -> Int32 {
+        var pollers = [pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+        let ready = poll(&pollers, wakeRead >= 0 ? 2 : 1, Self.pollStep)
+        guard ready > 0 else { return ready }
+        return pollers[0].revents != 0 ? 1 : 0
     }
 
     /// Creates the directory (mode 0700) if needed, binds the socket (replacing a stale one) and
@@ -78,15 +111,23 @@ final class ControlServer: Sendable {
         }
     }
 
-    /// Stops accepting: waits (at most 1 s) until the accept thread has closed the socket and
-    /// removed its file, so the path can be served again at once. Connection threads notice within
-    /// ``pollStep`` and close their connections.
+    /// Stops accepting: wakes the accept and connection threads (the wake pipe) and waits (at most
+    /// 1 s) until the accept thread has closed the socket and removed its file, so the path can be
+    /// served again at once. Connection threads close their connections as they wake.
     func stop() {
         stopping.store(true, ordering: .sequentiallyConsistent)
-        for _ in 0..<50 where !acceptLoopEnded.load(ordering: .sequentiallyConsistent) {
-            var pause = timespec(tv_sec: 0, tv_nsec: 20_000_000)
-            nanosleep(&pause, nil)
+        if wakeWrite >= 0 {
+            var byte: UInt8 = 1
+            _ = write(wakeWrite, &byte, 1)
         }
+        let deadline = ContinuousClock.now + .seconds(1)
+        ended.lock()
+        while !acceptLoopEnded.load(ordering: .sequentiallyConsistent) {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { break }
+            _ = ended.wait(timeout: left)
+        }
+        ended.unlock()
     }
 
     private var isStopping: Bool { stopping.load(ordering: .sequentiallyConsistent) }
@@ -95,11 +136,13 @@ final class ControlServer: Sendable {
         defer {
             close(listening)
             unlink(socketPath)
+            ended.lock()
             acceptLoopEnded.store(true, ordering: .sequentiallyConsistent)
+            ended.broadcast()
+            ended.unlock()
         }
         while !isStopping {
-            var poller = pollfd(fd: listening, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&poller, 1, Self.pollStep)
+            let ready = pollReadable(listening)
             if ready < 0 && errno != EINTR { DriverLog.write("control socket \(socketPath): poll failed (errno \(errno))"); return }
             guard ready > 0 else { continue }
             let client = accept(listening, nil, nil)
@@ -146,8 +189,7 @@ final class ControlServer: Sendable {
                 return
             }
             if clock.now - idleSince > Self.idleTimeout { return }
-            var poller = pollfd(fd: client, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&poller, 1, Self.pollStep)
+            let ready = pollReadable(client)
             if ready < 0 && errno != EINTR { return }
             guard ready > 0 else { continue }
             let count = chunk.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }

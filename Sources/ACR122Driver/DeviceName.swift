@@ -74,7 +74,7 @@ struct DeviceName: Sendable, Hashable {
                 }
                 field = "field:" + value
             case "timescale":
-                guard value.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }), let scale = Double(value),
+                guard value.allSatisfy({ $0.isASCII && ($0.isNumber || ".eE+-".contains($0)) }), let scale = Double(value),
                     scale >= 0, scale <= 1000
                 else {
                     throw DeviceNameError(

@@ -56,14 +56,20 @@ package func sleepThread(_ duration: Duration) {
     while nanosleep(&request, &remaining) == -1 && errno == EINTR { request = remaining }
 }
 
-/// A mutex with a condition variable (pthread), for queues that a thread waits on.
+/// A mutex with a condition variable (pthread, CLOCK_MONOTONIC), for queues and flags that a
+/// thread waits on. The package's one condition lock outside the simulator (whose own wraps the
+/// field's state, see ACR122Simulator).
 package final class ConditionLock: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 
     package init() {
         pthread_mutex_init(mutex, nil)
-        pthread_cond_init(condition, nil)
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(condition, &attributes)
+        pthread_condattr_destroy(&attributes)
     }
 
     deinit {
@@ -78,4 +84,18 @@ package final class ConditionLock: @unchecked Sendable {
     /// Waits for a signal; the lock must be held.
     package func wait() { pthread_cond_wait(condition, mutex) }
     package func signal() { pthread_cond_signal(condition) }
+    /// Wakes every waiter.
+    package func broadcast() { pthread_cond_broadcast(condition) }
+
+    /// Waits for a signal for at most `timeout`; the lock must be held.
+    /// - Returns: false when the timeout passed first (callers re-check their condition either way).
+    package func wait(timeout: Duration) -> Bool {
+        var deadline = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &deadline)
+        let (seconds, attoseconds) = max(timeout, .zero).components
+        let nanoseconds = Int(deadline.tv_nsec) + Int(attoseconds / 1_000_000_000)
+        deadline.tv_sec += Int(seconds) + nanoseconds / 1_000_000_000
+        deadline.tv_nsec = nanoseconds % 1_000_000_000
+        return pthread_cond_timedwait(condition, mutex, &deadline) != ETIMEDOUT
+    }
 }

@@ -90,9 +90,13 @@ public final class TestEnvironment: Sendable {
         /// - Parameter extraReaders: more reader.conf entries for the first start.
         /// - Throws: ``HarnessError`` — `.missingDependency` (run `scripts/install-deps.sh`),
         ///   `.notPermitted`, `.launchFailed`, `.timeout`; `.alreadyStarted` when the running pcscd
-        ///   lacks one of `extraReaders`.
+        ///   lacks one of `extraReaders`; `.notPermitted` naming ``PCSCDAvailability`` when
+        ///   `SECBRIDGE_NO_PCSCD=1` is set.
         public func start(extraReaders: [ReaderConfEntry] = []) throws -> TestEnvironment {
-            try status.withLock { status in
+            if let value = ProcessInfo.processInfo.environment[PCSCDAvailability.disableVariable], value == "1" {
+                throw HarnessError(code: .notPermitted, reason: PCSCDAvailability.unavailableReason ?? "")
+            }
+            return try status.withLock { status in
                 switch status {
                 case .running(let environment):
                     let missing = extraReaders.filter { !environment.pcscd.readers.contains($0) }

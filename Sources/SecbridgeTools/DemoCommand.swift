@@ -17,7 +17,7 @@ extension SecbridgeCLI {
     static let demoCommand = Command(
         name: "demo",
         abstract: "The main job: a credential session emulating an NDEF tag on one simulated ACR122U, read by a second.",
-        usage: "[--record FILE] [--credential FILE] [--in-process]",
+        usage: "[--record FILE] [--credential FILE] [--time-scale FACTOR] [--in-process]",
         discussion: """
             Starts two simulated ACR122U readers sharing one RF field in a private pcscd (its own mount
             namespace), then runs the client sequence of Apple's SecureElementCredential model on
@@ -37,6 +37,7 @@ extension SecbridgeCLI {
         options: [
             .value("record", "FILE", "Write the transcript to FILE (default: a new file in /tmp)."),
             .value("credential", "FILE", "Emulate the credential of this file instead of the built-in URI tag."),
+            SecbridgeCLI.timeScaleOption,
             .flag("in-process", "Run the simulated readers in this process instead of a private pcscd."),
         ],
         // Ctrl-C or an error: both readers are restored in full (ResetCommand.swift), exit 130 on Ctrl-C.
@@ -66,15 +67,16 @@ extension SecbridgeCLI {
         let access: DemoReaderAccess
         var stop: () -> Void = {}
         defer { stop() }
+        let scale = try SecbridgeCLI.timeScale(invocation.arguments)
         if invocation.arguments.has("in-process") {
-            access = try DemoReaderAccess.inProcess()
+            access = try DemoReaderAccess.inProcess(timeScale: scale)
             stop = access.cleanup
         } else {
             // A private pcscd with the simulated pair; this process talks to it from now on.
             let pcscd: PrivatePCSCD
             let names: [String]
             do {
-                pcscd = try PrivatePCSCD(readers: SimulatedReaders.readerConfEntries)
+                pcscd = try PrivatePCSCD(readers: SimulatedReaders.readerConfEntries(timeScale: scale))
                 names = try pcscd.start()
             } catch let error as HarnessError {
                 throw CLIError.failure(
@@ -138,14 +140,14 @@ struct DemoReaderAccess: Sendable {
     /// Two readers on one field, driven through the driver's IFD handler entry points in this
     /// process (InProcessPCSC keeps pcscd's rules); their control sockets live in a temporary
     /// directory of this process.
-    static func inProcess() throws(CLIError) -> DemoReaderAccess {
+    static func inProcess(timeScale: Double?) throws(CLIError) -> DemoReaderAccess {
         let base = "/tmp/secbridge-demo-inprocess.\(getpid())"
         let readers = InProcessReaders()
         let a: String
         let b: String
         do {
-            a = try readers.createChannel(deviceName: base + "/a:field=demo")
-            b = try readers.createChannel(deviceName: base + "/b:field=demo")
+            a = try readers.createChannel(deviceName: base + "/a:field=demo" + SecbridgeCLI.timeScaleSuffix(timeScale))
+            b = try readers.createChannel(deviceName: base + "/b:field=demo" + SecbridgeCLI.timeScaleSuffix(timeScale))
         } catch {
             throw CLIError.failure("cannot create the in-process simulated readers: \(error)")
         }

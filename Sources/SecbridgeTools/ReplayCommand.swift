@@ -192,9 +192,14 @@ extension SecbridgeCLI {
         }
     }
 
+    /// The time scale of the fresh simulated reader a replay runs against: a replay compares
+    /// answers, never time offsets (``ReplayMode``), so the device's waits (a TgInitAsTarget
+    /// waiting out the 5 s MCU timeout, libccid's 30 s escape timeout) take 1/100 of real time.
+    static let replayTimeScale = 0.01
+
     /// Runs `body` with a fresh simulated ACR122U in this process (the driver's entry points with
-    /// pcscd's rules, as just plugged in), its name and its control socket; the reader and its
-    /// directory under /tmp are gone afterwards.
+    /// pcscd's rules, as just plugged in, at ``replayTimeScale``), its name and its control socket;
+    /// the reader and its directory under /tmp are gone afterwards.
     /// - Throws: `CLIError.failure` when the reader cannot be created; what `body` throws.
     static func withFreshSimulatedReader<T>(
         named name: String, _ body: (InProcessReaders, String, SimulatedReaderControl) throws -> T
@@ -207,7 +212,7 @@ extension SecbridgeCLI {
         }
         let reader: String
         do {
-            reader = try readers.createChannel(deviceName: base + "/a")
+            reader = try readers.createChannel(deviceName: base + "/a" + SecbridgeCLI.timeScaleSuffix(replayTimeScale))
         } catch {
             throw CLIError.failure("cannot create the in-process simulated reader: \(error)")
         }

@@ -16,7 +16,7 @@ extension SecbridgeCLI {
     static let simulateCommand = Command(
         name: "simulate",
         abstract: "Run simulated ACR122U readers in a private pcscd, for any PC/SC program to use.",
-        usage: "[--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--in-process]",
+        usage: "[--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process]",
         discussion: """
             Starts a private pcscd (its own mount namespace; the system pcscd and USB readers are not
             touched) with one or two simulated ACR122U readers sharing one RF field, prints the
@@ -35,6 +35,10 @@ extension SecbridgeCLI {
               b place-terminal script=android-t4t-read      a terminal that reads an emulated Type 4 Tag
               a remove all=yes        a status        a events        a help
             Each control socket is printed too, for programs that place peers themselves.
+
+            --time-scale 0.01 makes every wait of the simulated devices take 0.01 of its real time
+            (the ACR122U's 5 s MCU timeout 50 ms, libccid's 30 s escape timeout 300 ms), for tests
+            and CI that should not wait out device timeouts; the default 1 is real time.
 
             Personalities: ccid-escape-enabled (default), ccid-escape-disabled, acs-driver, legacy-t0,
             atr-whole-ats. Needs root, or unprivileged user namespaces; otherwise it says why and exits 1,
@@ -60,10 +64,28 @@ extension SecbridgeCLI {
             .value("tag-key", "HEX12", "A MIFARE Classic tag's key A and key B for every sector (default FF FF FF FF FF FF)."),
             .value("terminal", "SCRIPT", "Place a terminal running android-t4t-read or ios-t4t-read."),
             .value("timeout", "SECONDS", "Stop after SECONDS (at most 86400) instead of waiting for Ctrl-C."),
+            timeScaleOption,
             .flag("in-process", "Run the readers in this process (no pcscd); `send a|b HEX` on standard input."),
         ],
         run: runSimulate
     )
+
+    /// `--time-scale FACTOR`, shared by `simulate` and `demo`.
+    static let timeScaleOption = OptionSpec.value(
+        "time-scale", "FACTOR",
+        "Wall-clock seconds per simulated second, above 0 and at most 1000 (default 1, real time; 0.01: a 5 s MCU timeout takes 50 ms).")
+
+    /// The `--time-scale` value, checked: a decimal number above 0 and at most 1000.
+    static func timeScale(_ arguments: ParsedArguments) throws(CLIError) -> Double? {
+        guard let text = arguments.value("time-scale") else { return nil }
+        guard text.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }), let scale = Double(text), scale > 0, scale <= 1000 else {
+            throw .usage("--time-scale takes a decimal number above 0 and at most 1000 (1 is real time, 0.01 a hundred times faster), not '\(text)'")
+        }
+        return scale
+    }
+
+    /// `:timescale=FACTOR` for a simulated reader's DEVICENAME, or nothing for real time.
+    static func timeScaleSuffix(_ scale: Double?) -> String { scale.map { ":timescale=\($0)" } ?? "" }
 
     static let personalities = ["ccid-escape-enabled", "ccid-escape-disabled", "acs-driver", "legacy-t0", "atr-whole-ats"]
     static let applets = ["ok", "echo", "t4t-ndef"]
@@ -174,6 +196,7 @@ extension SecbridgeCLI {
         }
 
         let tagLine = try simulatedTagLine(arguments)
+        let scale = try timeScale(arguments)
         // A reader of standard output that goes away (`secbridge simulate | head -1`, to take the
         // export line) must not kill this process with SIGPIPE: its private pcscd would be left
         // running. The simulator keeps serving until a signal or --timeout; output is then lost.
@@ -190,7 +213,7 @@ extension SecbridgeCLI {
             names = []
             do {
                 for letter in ["a", "b"].prefix(readerCount) {
-                    names.append(try readers.createChannel(deviceName: "\(base)/\(letter):field=\(SimulatedReaders.sharedFieldName)"))
+                    names.append(try readers.createChannel(deviceName: "\(base)/\(letter):field=\(SimulatedReaders.sharedFieldName)" + timeScaleSuffix(scale)))
                 }
             } catch {
                 throw CLIError.failure("cannot create the in-process simulated readers: \(error)")
@@ -199,7 +222,7 @@ extension SecbridgeCLI {
             controls = Array(zip(["a", "b"], [SimulatedReaderControl(socketPath: base + "/a/control.sock"), SimulatedReaderControl(socketPath: base + "/b/control.sock")]).prefix(readerCount))
             stop = { readers.close() }
         } else {
-            let entries = Array(SimulatedReaders.readerConfEntries.prefix(readerCount))
+            let entries = Array(SimulatedReaders.readerConfEntries(timeScale: scale).prefix(readerCount))
             do {
                 let daemon = try PrivatePCSCD(readers: entries)
                 names = try daemon.start()

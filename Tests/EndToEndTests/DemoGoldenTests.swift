@@ -26,7 +26,7 @@ extension SharedReader {
             let path = directory.appendingPathComponent("demo.trn").path
             var environment = ProcessInfo.processInfo.environment
             environment["PCSCLITE_CSOCK_NAME"] = nil  // the demo's own pcscd, not the shared one
-            let result = try await runBinary(["demo", "--record", path], environment: environment, timeout: .seconds(60))
+            let result = try await runBinary(["demo", "--time-scale", "0.01", "--record", path], environment: environment, timeout: .seconds(60))
             #expect(result.status == 0, "\(result.err)\n\(result.out)")
             let lines = result.out.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
 

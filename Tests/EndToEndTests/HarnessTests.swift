@@ -22,7 +22,7 @@ private let vpcdReaderNames = ["Virtual PCD 00 00", "Virtual PCD 00 01"]
 /// The shared environment is only looked at here (other suites use it); stopping vicc and
 /// restarting pcscd happen on a second, private pcscd with its own port, watched through
 /// `pcsc_scan` subprocesses, so this process's PC/SC client keeps its one socket.
-@Suite("Harness: private pcscd, vpcd and vicc", .serialized)
+@Suite("Harness: private pcscd, vpcd and vicc", .serialized, .needsPrivatePCSCD)
 struct HarnessTests {
     @Test("The shared environment lists the vpcd reader with vicc's card")
     func sharedEnvironmentHasCard() throws {

@@ -15,11 +15,11 @@ import Testing
     ]
 
     @Test func demoRunsInProcessWithTheDocumentedSequence() async throws {
-        _ = try sharedEnvironment()  // the binaries are built and the dependencies present
+        try requireBuiltBinaries()
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("secbridge-demo-\(UUID().uuidString).trn")
         defer { try? FileManager.default.removeItem(at: file) }
         let result = try await runBinary(
-            ["demo", "--in-process", "--record", file.path], environment: ProcessInfo.processInfo.environment,
+            ["demo", "--in-process", "--time-scale", "0.01", "--record", file.path], environment: ProcessInfo.processInfo.environment,
             timeout: .seconds(60))
         #expect(result.status == 0, "\(result.err)")
         #expect(result.out.contains("readers: in this process (no pcscd; the same driver entry points, pcscd's rules)\n"))
@@ -44,12 +44,12 @@ import Testing
     }
 
     @Test func simulateInProcessAnswersSendAndControlRequests() async throws {
-        _ = try sharedEnvironment()
+        try requireBuiltBinaries()
         let binary = try secbridgeBinary()
         let result = try await blocking { () -> (Int32, String) in
             let process = Process()
             process.executableURL = binary
-            process.arguments = ["simulate", "--in-process", "--readers", "1", "--timeout", "3"]
+            process.arguments = ["simulate", "--in-process", "--readers", "1", "--time-scale", "0.01", "--timeout", "3"]
             let input = Pipe()
             let output = Pipe()
             process.standardInput = input

@@ -110,7 +110,7 @@ extension SharedReader {
 /// `secbridge monitor` as a subprocess against a pcscd of its own, which the test stops, restarts
 /// with other readers, and kills: reader arrival and removal, and recovery after pcscd restarts
 /// (docs/cases.md P12), without disturbing the shared pcscd of this process.
-@Suite(.serialized) struct MonitorRecoveryTests {
+@Suite(.serialized, .needsPrivatePCSCD) struct MonitorRecoveryTests {
     /// A running `secbridge monitor --json`, its output lines collected as they come.
     final class MonitorProcess: @unchecked Sendable {
         let process = Process()
@@ -184,6 +184,8 @@ extension SharedReader {
         #expect(monitor.process.isRunning)
         // The first reader never left for good: no detach of it was reported.
         #expect(!monitor.output.contains { $0.contains(#""event":"reader-detached","reader":"Monitor First 00 00""#) })
+        // Stopped off Swift's shared pool (the defers then find both stopped).
+        _ = try await blocking { monitor.stop(); pcscd.stop() }
     }
 
     @Test func noPcscdIsAClearErrorNotAHang() async throws {
@@ -206,12 +208,12 @@ extension SharedReader {
 
 /// `secbridge simulate` as a user runs it: a private pcscd with the simulated pair, the export line,
 /// control requests on standard input, and a clean stop on Ctrl-C.
-@Suite(.serialized) struct SimulateCommandTests {
+@Suite(.serialized, .needsPrivatePCSCD) struct SimulateCommandTests {
     @Test func simulateServesReadersUntilInterrupted() async throws {
         _ = try sharedEnvironment()
         let process = Process()
         process.executableURL = try secbridgeBinary()
-        process.arguments = ["simulate", "--card", "04A1B2C3", "--applet", "t4t-ndef", "--timeout", "60"]
+        process.arguments = ["simulate", "--card", "04A1B2C3", "--applet", "t4t-ndef", "--time-scale", "0.01", "--timeout", "60"]
         let output = Pipe()
         let input = Pipe()
         process.standardOutput = output
@@ -255,7 +257,7 @@ extension SharedReader {
         input.fileHandleForWriting.write(Data("a peers\n".utf8))
         _ = try await waitFor("ok count=1")
         process.interrupt()
-        process.waitUntilExit()
+        _ = try await blocking { process.waitUntilExit() }
         #expect(process.terminationStatus == 0)
         #expect(lines.withLock { $0.last } == "stopping the simulated readers")
         // The private pcscd is gone with it.

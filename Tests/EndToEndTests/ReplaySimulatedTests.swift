@@ -13,7 +13,7 @@ import Testing
     }
 
     @Test func readerLevelTranscriptMatchesAFreshSimulatedReader() async throws {
-        _ = try sharedEnvironment()  // the binaries are built
+        try requireBuiltBinaries()
         let result = try await runBinary(
             ["replay", "--against", "simulated", try fixture("simulated/reader-basics.trn")],
             environment: ProcessInfo.processInfo.environment)
@@ -25,7 +25,7 @@ import Testing
     }
 
     @Test func aDifferentFirmwareIsReportedWithTheLine() async throws {
-        _ = try sharedEnvironment()
+        try requireBuiltBinaries()
         let original = try String(contentsOfFile: try fixture("simulated/reader-basics.trn"), encoding: .utf8)
         // A recording from a unit with firmware 2.14 ("ACR122U214").
         let edited = original.replacingOccurrences(
@@ -42,7 +42,7 @@ import Testing
     }
 
     @Test func cardSessionReplaysThroughTheSimulatedReader() async throws {
-        _ = try sharedEnvironment()
+        try requireBuiltBinaries()
         let result = try await runBinary(
             ["replay", "--against", "simulated", "--json", try fixture("vicc/select-read.trn")],
             environment: ProcessInfo.processInfo.environment)
@@ -53,7 +53,7 @@ import Testing
     }
 
     @Test func readerAndRecordDoNotApply() async throws {
-        _ = try sharedEnvironment()
+        try requireBuiltBinaries()
         let result = try await runBinary(
             ["replay", "--against", "simulated", "--reader", "0", try fixture("simulated/reader-basics.trn")],
             environment: ProcessInfo.processInfo.environment)

@@ -8,7 +8,21 @@ import Testing
 /// Every suite that uses the shared vpcd reader and its vicc card is nested in this one, so that
 /// `.serialized` covers them all: one test at a time touches the card (swift test runs suites in
 /// parallel otherwise).
-@Suite(.serialized) enum SharedReader {}
+@Suite(.serialized, .needsPrivatePCSCD) enum SharedReader {}
+
+extension Trait where Self == ConditionTrait {
+    /// The suites that need a private pcscd (the shared reader group, the harness, monitoring across
+    /// pcscd restarts, `secbridge simulate`): skipped, with the reason, where none can start
+    /// (`SECBRIDGE_NO_PCSCD=1`, no pcscd, no root and no user namespaces; see PCSCDAvailability).
+    static var needsPrivatePCSCD: Self {
+        .enabled(if: PCSCDAvailability.isAvailable, Comment(rawValue: PCSCDAvailability.unavailableReason ?? ""))
+    }
+}
+
+/// Checks that the binaries the tests run were built (no pcscd is started).
+func requireBuiltBinaries() throws {
+    _ = try secbridgeBinary()
+}
 
 /// PC/SC calls block: tests run them here, never on Swift's shared concurrency pool.
 let pcscExecutor = BlockingExecutor(name: "e2e-pcsc")
@@ -53,7 +67,11 @@ func runBinary(_ arguments: [String], environment: [String: String], timeout: Du
     -> (status: Int32, out: String, err: String)
 {
     let binary = try secbridgeBinary()
-    return try await blocking {
+    // A thread of its own: subprocesses of suites that run in parallel do not queue behind each
+    // other on the shared PC/SC executor.
+    let executor = BlockingExecutor(name: "e2e-binary")
+    defer { executor.shutdown() }
+    return try await executor.run {
         let process = Process()
         process.executableURL = binary
         process.arguments = arguments
@@ -62,14 +80,12 @@ func runBinary(_ arguments: [String], environment: [String: String], timeout: Du
         let err = Pipe()
         process.standardOutput = out
         process.standardError = err
+        let exited = DispatchSemaphore(value: 0)
+        process.terminationHandler = { _ in exited.signal() }
         try process.run()
-        let deadline = ContinuousClock.now + timeout
-        while process.isRunning {
-            if ContinuousClock.now > deadline {
-                process.terminate()
-                break
-            }
-            usleep(10_000)
+        let (seconds, attoseconds) = timeout.components
+        if exited.wait(timeout: .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))) == .timedOut {
+            process.terminate()
         }
         process.waitUntilExit()
         let outText = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)

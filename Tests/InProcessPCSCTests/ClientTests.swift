@@ -139,10 +139,12 @@ func eventually(_ what: String, _ condition: () -> Bool) async -> Bool {
         #expect(result["exchanges"] == "6")
     }
 
+    /// Real time (`timescale=1`): TgInitAsTarget must still block when the second call comes; the
+    /// terminal placed below releases it long before the 5 s MCU timeout.
     @Test func oneCallAtATimeReachesAReaderWhileTgInitAsTargetBlocks() async throws {
         let bench = try await Bench.make()
         defer { bench.close() }
-        let name = try bench.addReader()
+        let name = try bench.addReader(options: ":timescale=1")
         let (chip, other) = try await blocking {
             let direct = try bench.readers.connect(to: name, share: .direct, protocols: [])
             let chip = PN532(link: try ACR122Link.open(channel: direct, readerName: name))
@@ -180,10 +182,12 @@ func eventually(_ what: String, _ condition: () -> Bool) async -> Bool {
         _ = try await blocking { try chip.value.restoreReaderDefaults() }
     }
 
+    /// Real time (`timescale=1`) for reader A, as above: its TgInitAsTarget blocks until the terminal
+    /// placed below comes.
     @Test func anotherReaderIsNotHeldUpByABlockedOne() async throws {
         let bench = try await Bench.make(readers: 2)
         defer { bench.close() }
-        let blockedName = try bench.addReader("a")
+        let blockedName = try bench.addReader("a", options: ":timescale=1")
         let freeName = try bench.addReader("b")
         let chip = try await blocking {
             let direct = try bench.readers.connect(to: blockedName, share: .direct, protocols: [])

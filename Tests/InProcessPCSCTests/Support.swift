@@ -88,10 +88,15 @@ final class Bench: Sendable {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     }
 
-    /// Opens a reader on `<directory>/<sub>` with the DEVICENAME `options` (e.g. `:personality=…`).
+    /// The readers' time scale unless `options` give one: the 5 s MCU timeout takes 50 ms.
+    static let timeScale = 0.01
+
+    /// Opens a reader on `<directory>/<sub>` with the DEVICENAME `options` (e.g. `:personality=…`),
+    /// at ``timeScale`` unless `options` hold a `timescale=`.
     @discardableResult
     func addReader(_ sub: String = "a", options: String = "") throws -> String {
-        try readers.createChannel(deviceName: directory + "/" + sub + options, waitingUpTo: .seconds(30))
+        let scaled = options.contains(":timescale=") ? options : options + ":timescale=\(Self.timeScale)"
+        return try readers.createChannel(deviceName: directory + "/" + sub + scaled, waitingUpTo: .seconds(30))
     }
 
     /// The control client of the reader in `<directory>/<sub>`.
