@@ -79,7 +79,9 @@ let package = Package(
             // Static standard library and Foundation, so the binary runs where only it is copied.
             // SwiftPM does not add Foundation's own static dependencies for -static-stdlib.
             linkerSettings: [
-                .unsafeFlags(["-static-stdlib"]),
+                // lld (the toolchain's own linker) ignores the .gnu.warning notes in the static
+                // Foundation (its mktemp use), which GNU ld prints as a warning on every link.
+                .unsafeFlags(["-static-stdlib", "-use-ld=lld"]),
                 .linkedLibrary("CoreFoundation"), .linkedLibrary("_FoundationICU"),
                 .linkedLibrary("_FoundationCShims"), .linkedLibrary("_FoundationCollections"),
                 .linkedLibrary("FoundationInternationalization"), .linkedLibrary("FoundationEssentials"),
