@@ -11,7 +11,7 @@ import Synchronization
 /// `BlockingExecutor`, never from Swift's shared concurrency pool. Errors are `PCSCError`s naming
 /// the PC/SC function, with the codes pcscd would return (see ``ReaderContext`` for the rules and
 /// their sources). The handle disconnects itself (leaving the card) when it is deinitialized.
-public final class InProcessCardHandle: CardChannel, Sendable {
+public final class InProcessCardHandle: PCSCConnection, Sendable {
     /// The reader's full name, e.g. "ACS ACR122U PICC Interface 00 00".
     public let readerName: String
     let reader: ReaderContext
@@ -143,6 +143,42 @@ public final class InProcessCardHandle: CardChannel, Sendable {
         return try PCSCFeatureList(parsing: answer).features
     }
 
+    /// Takes the reader's lock for this handle (transactions nest).
+    ///
+    /// The corresponding PC/SC function is SCardBeginTransaction. While another handle holds the
+    /// lock, pcsc-lite's client library retries every PCSCLITE_LOCK_POLL_RATE (100 ms) with no end;
+    /// this one retries the same way for at most ``transactionWaitLimit`` and then throws
+    /// SCARD_E_TIMEOUT (0x8010000A), so a transaction left open never hangs the caller.
+    /// - Throws: `PCSCError` — SCARD_W_REMOVED_CARD / SCARD_W_RESET_CARD, SCARD_E_TIMEOUT.
+    public func beginTransaction() throws(PCSCError) {
+        try checkConnected("SCardBeginTransaction")
+        let deadline = ContinuousClock.now + Self.transactionWaitLimit
+        while true {
+            do {
+                return try Self.named("SCardBeginTransaction") { () throws(PCSCError) in try reader.beginTransaction(id) }
+            } catch where error == .sharingViolation {
+                guard ContinuousClock.now < deadline else {
+                    throw PCSCError(code: PCSCError.timeout.code, function: "SCardBeginTransaction")
+                }
+                sleepThread(.milliseconds(100))
+                try checkConnected("SCardBeginTransaction")
+            }
+        }
+    }
+
+    /// How long ``beginTransaction()`` waits for another handle's transaction: 60 s.
+    public static let transactionWaitLimit: Duration = .seconds(60)
+
+    /// Ends the transaction; RESET or UNPOWER act on the card first (the other handles then see
+    /// SCARD_W_RESET_CARD).
+    ///
+    /// The corresponding PC/SC function is SCardEndTransaction.
+    /// - Throws: `PCSCError` — SCARD_E_NOT_TRANSACTED without a transaction of this handle.
+    public func endTransaction(_ disposition: Disposition = .leave) throws(PCSCError) {
+        try checkConnected("SCardEndTransaction")
+        try Self.named("SCardEndTransaction") { () throws(PCSCError) in try reader.endTransaction(id, disposition: disposition) }
+    }
+
     private func checkConnected(_ function: String) throws(PCSCError) {
         guard state.withLock({ $0.connected }) else { throw PCSCError(code: PCSCError.invalidHandle.code, function: function) }
     }
@@ -157,22 +193,5 @@ public final class InProcessCardHandle: CardChannel, Sendable {
     }
 }
 
-/// What SCardStatus reports about an in-process connection (the fields of PCSC's `CardStatus`).
-public struct InProcessCardStatus: Sendable, Hashable {
-    public var readerName: String
-    /// Event counter << 16 | SCARD_* state flags, as pcsc-lite reports it.
-    public var state: CardState
-    /// The card's negotiated protocol (the reader's, not the handle's: 0 until negotiated).
-    public var activeProtocol: ProtocolSet
-    public var atr: [UInt8]
-
-    public init(readerName: String, state: CardState, activeProtocol: ProtocolSet, atr: [UInt8]) {
-        self.readerName = readerName
-        self.state = state
-        self.activeProtocol = activeProtocol
-        self.atr = atr
-    }
-
-    /// ``state`` without the event counter: the SCARD_ABSENT … SCARD_SPECIFIC flags alone.
-    public var flags: CardState { CardState(rawValue: state.rawValue & 0xFFFF) }
-}
+/// What SCardStatus reports about an in-process connection: the same value as pcsc-lite's.
+public typealias InProcessCardStatus = CardStatus

@@ -40,6 +40,8 @@ struct ReaderRecord: Sendable {
     var sharing = 0
     /// `hLockId`: the handle holding the reader (an EXCLUSIVE connection), if any.
     var lockHolder: UInt?
+    /// `LockCount`: how many SCardBeginTransaction calls of ``lockHolder`` are not ended yet.
+    var lockCount = 0
     var handles: [UInt: HandleEvent] = [:]
     var closed = false
 
@@ -364,7 +366,31 @@ final class ReaderContext: Sendable {
             record.withLock { _ = $0.handles.removeValue(forKey: id) }
             return
         }
-        if disposition == .reset || disposition == .unpower {
+        applyDisposition(disposition)
+        record.withLock { record in
+            record.handles[id] = nil
+            if record.lockHolder == id {
+                record.lockHolder = nil
+                record.lockCount = 0
+            }
+            if record.sharing == ReaderRecord.exclusive {
+                record.sharing = 0
+            } else {
+                record.sharing = max(0, record.sharing - 1)
+            }
+            if record.sharing == 0 && (record.power == .powered || record.power == .inUse) {
+                record.power = .gracePeriod
+            }
+        }
+    }
+
+    // MARK: SCardStatus
+
+    /// What SCardDisconnect and SCardEndTransaction do to the card for `disposition` (winscard.c):
+    /// RESET warm-resets it and UNPOWER powers it down, both marking every handle reset; LEAVE
+    /// and EJECT do nothing.
+    private func applyDisposition(_ disposition: Disposition) {
+        guard disposition == .reset || disposition == .unpower else { return }
             withDriver {
                 record.withLock { record in
                     for handle in record.handles.keys { record.handles[handle] = .reset }
@@ -392,22 +418,39 @@ final class ReaderContext: Sendable {
                     }
                 }
             }
-        }
-        record.withLock { record in
-            record.handles[id] = nil
-            if record.lockHolder == id { record.lockHolder = nil }
-            if record.sharing == ReaderRecord.exclusive {
-                record.sharing = 0
-            } else {
-                record.sharing = max(0, record.sharing - 1)
-            }
-            if record.sharing == 0 && (record.power == .powered || record.power == .inUse) {
-                record.power = .gracePeriod
-            }
+    }
+
+    // MARK: SCardBeginTransaction / SCardEndTransaction
+
+    /// SCardBeginTransaction (winscard.c, readerfactory.c RFLockSharing): the reader's lock goes to
+    /// this handle (again: transactions nest). Held by another handle: SCARD_E_SHARING_VIOLATION,
+    /// which pcsc-lite's client library retries (see ``InProcessCardHandle/beginTransaction()``).
+    func beginTransaction(_ id: UInt) throws(PCSCError) {
+        try record.withLock { record throws(PCSCError) in
+            try checkHandle(id, in: record)
+            try checkEvent(id, in: record)
+            if let holder = record.lockHolder, holder != id { throw .sharingViolation }
+            record.lockHolder = id
+            record.lockCount += 1
         }
     }
 
-    // MARK: SCardStatus
+    /// SCardEndTransaction (winscard.c): acts on the card for `disposition` (the other handles see
+    /// SCARD_W_RESET_CARD after RESET or UNPOWER), then releases one level of the lock; an
+    /// EXCLUSIVE connection keeps the reader.
+    func endTransaction(_ id: UInt, disposition: Disposition) throws(PCSCError) {
+        try record.withLock { record throws(PCSCError) in
+            try checkHandle(id, in: record)
+            try checkEvent(id, in: record)
+            guard record.lockHolder == id, record.lockCount > 0 else { throw .notTransacted }
+        }
+        applyDisposition(disposition)
+        record.withLock { record in
+            if record.handles[id] != nil { record.handles[id] = HandleEvent.none }
+            record.lockCount = max(0, record.lockCount - 1)
+            if record.lockCount == 0 && record.sharing != ReaderRecord.exclusive { record.lockHolder = nil }
+        }
+    }
 
     /// SCardStatus: the reader's name, state (event counter << 16 | flags, as pcsc-lite's client
     /// reports it), the card protocol and the ATR.

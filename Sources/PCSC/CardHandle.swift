@@ -11,7 +11,7 @@ import Synchronization
 /// The receive buffer is always pcsc-lite's largest (MAX_BUFFER_SIZE_EXTENDED, 65 548 bytes)
 /// whatever Le says, so no answer is ever refused with SCARD_E_INSUFFICIENT_BUFFER (docs/cases.md P04).
 /// The handle disconnects itself (leaving the card) when it is deinitialized.
-public final class CardHandle: CardChannel, @unchecked Sendable {
+public final class CardHandle: PCSCConnection, @unchecked Sendable {
     private struct State {
         var activeProtocol: ProtocolSet
         var connected = true
@@ -99,20 +99,6 @@ public final class CardHandle: CardChannel, @unchecked Sendable {
         try callLock.withLock { _ throws(PCSCError) in try SCard.getAttribute(raw, id: attribute.rawValue) }
     }
 
-    /// SCARD_ATTR_VENDOR_NAME as text (trailing NULs removed).
-    public func vendorName() throws(PCSCError) -> String {
-        let bytes = try attribute(.vendorName)
-        return String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
-    }
-
-    /// SCARD_ATTR_MAXINPUT: the largest command the reader accepts, in bytes (little-endian DWORD).
-    public func maxInput() throws(PCSCError) -> Int {
-        let bytes = try attribute(.maxInput)
-        var value = 0
-        for (index, byte) in bytes.prefix(4).enumerated() { value |= Int(byte) << (8 * index) }
-        return value
-    }
-
     /// Sends a command APDU (or a reader pseudo-APDU) and returns the whole answer, SW1-SW2 included.
     /// The bytes travel unchanged: no GET RESPONSE or other ISO 7816-4 handling happens here (see
     /// `ISO7816Transport` for that).
@@ -174,33 +160,21 @@ public final class CardHandle: CardChannel, @unchecked Sendable {
         return try PCSCFeatureList(parsing: answer).features
     }
 
-    /// Runs `body` inside an exclusive transaction on the card; ends the transaction whatever
-    /// `body` does, with `disposition`.
+    /// Takes the card for this handle alone until ``endTransaction(_:)``; see also
+    /// `withTransaction(disposition:_:)`.
     ///
-    /// The corresponding PC/SC functions are SCardBeginTransaction and SCardEndTransaction.
-    public func withTransaction<T>(
-        disposition: Disposition = .leave, _ body: () throws -> T
-    ) throws -> T {
+    /// The corresponding PC/SC function is SCardBeginTransaction.
+    public func beginTransaction() throws(PCSCError) {
         try callLock.withLock { _ throws(PCSCError) in try SCard.beginTransaction(raw) }
-        do {
-            let result = try body()
-            try callLock.withLock { _ throws(PCSCError) in
-                try SCard.endTransaction(raw, disposition: disposition.rawValue)
-            }
-            return result
-        } catch {
-            try? callLock.withLock { _ throws(PCSCError) in
-                try SCard.endTransaction(raw, disposition: disposition.rawValue)
-            }
-            throw error
+    }
+
+    /// Ends the transaction.
+    ///
+    /// The corresponding PC/SC function is SCardEndTransaction.
+    public func endTransaction(_ disposition: Disposition = .leave) throws(PCSCError) {
+        try callLock.withLock { _ throws(PCSCError) in
+            try SCard.endTransaction(raw, disposition: disposition.rawValue)
         }
     }
 }
 
-/// What SCardStatus reports about a connection.
-public struct CardStatus: Sendable, Hashable {
-    public var readerName: String
-    public var state: CardState
-    public var activeProtocol: ProtocolSet
-    public var atr: [UInt8]
-}

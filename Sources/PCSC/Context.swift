@@ -13,7 +13,7 @@ import Synchronization
 /// one process talks to one pcscd.
 ///
 /// The corresponding PC/SC functions are SCardEstablishContext and SCardReleaseContext.
-public final class PCSCContext: Sendable {
+public final class PCSCContext: PCSCClientContext {
     /// The scope of a context (SCARD_SCOPE_*). pcsc-lite treats them alike.
     public enum Scope: UInt, Sendable {
         case user = 0

@@ -7,7 +7,7 @@ import Transcript
 /// when `--record` was given.
 package final class CardSession {
     package let reader: String
-    package let handle: CardHandle
+    package let handle: any PCSCConnection
     /// The channel commands use: the card handle, wrapped by the recorder with `--record`.
     package let channel: any CardChannel
     package let capabilities: CardCapabilities
@@ -18,7 +18,7 @@ package final class CardSession {
     private let finish: () -> Void
 
     private init(
-        reader: String, handle: CardHandle, channel: any CardChannel, capabilities: CardCapabilities,
+        reader: String, handle: any PCSCConnection, channel: any CardChannel, capabilities: CardCapabilities,
         maxInput: Int?, atr: [UInt8], recorder: TranscriptRecorder?, finish: @escaping () -> Void
     ) {
         self.recorder = recorder
@@ -34,7 +34,7 @@ package final class CardSession {
     /// Chooses the reader (preferring one with a card), connects shared with T=0 or T=1, reads the
     /// ATR's card capabilities and SCARD_ATTR_MAXINPUT, and starts recording if asked.
     package static func open(
-        context: PCSCContext, reader argument: String?, record path: String?, command: String
+        context: any PCSCClientContext, reader argument: String?, record path: String?, command: String
     ) throws(CLIError) -> CardSession {
         let (readers, states) = try listReadersWithStates(context)
         let withCard = Set(states.filter { $0.eventFlags.contains(.present) }.map(\.readerName))
@@ -43,7 +43,7 @@ package final class CardSession {
             throw .failure("no reader has a card; place a card or tag on one of the readers:\n\(listing)")
         }
         let reader = try selectReader(argument, in: readers, preferring: { withCard.contains($0) })
-        let handle: CardHandle
+        let handle: any PCSCConnection
         do {
             handle = try CallWatchdog.shared.guarding("SCardConnect") { () throws(PCSCError) in
                 try context.connect(to: reader, share: .shared, protocols: .any)

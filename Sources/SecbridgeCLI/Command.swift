@@ -1,3 +1,5 @@
+import PCSCCore
+
 /// One node of the command tree: a command with options, or a group of subcommands.
 public struct Command: Sendable {
     package let name: String
@@ -76,6 +78,15 @@ package struct Invocation: Sendable {
     package let arguments: ParsedArguments
     package let console: any Console
     package let path: [String]
+    /// How the command reaches readers: pcsc-lite, or the in-process client in tests.
+    package let client: any PCSCClient
+
+    package init(arguments: ParsedArguments, console: any Console, path: [String], client: any PCSCClient) {
+        self.arguments = arguments
+        self.console = console
+        self.path = path
+        self.client = client
+    }
 
     package var json: Bool { arguments.has("json") }
 

@@ -1,10 +1,12 @@
 import ISO7816
 import PCSC
 
-/// Establishes a context, turning failure into an error that says what to do.
-package func openContext() throws(CLIError) -> PCSCContext {
+/// Establishes a context with the invocation's client, turning failure into an error that says
+/// what to do.
+package func openContext(_ invocation: Invocation) throws(CLIError) -> any PCSCClientContext {
+    let client = invocation.client
     do {
-        return try CallWatchdog.shared.guarding("SCardEstablishContext") { () throws(PCSCError) in try PCSCContext() }
+        return try CallWatchdog.shared.guarding("SCardEstablishContext") { () throws(PCSCError) in try client.establishContext() }
     } catch {
         throw .failure(describe(error))
     }
@@ -56,7 +58,7 @@ package func selectReader(
 }
 
 /// The readers pcscd knows (SCardListReaders, bounded by the watchdog), as a CLI error on failure.
-package func listReaders(_ context: PCSCContext) throws(CLIError) -> [String] {
+package func listReaders(_ context: any PCSCClientContext) throws(CLIError) -> [String] {
     do {
         return try CallWatchdog.shared.guarding("SCardListReaders") { () throws(PCSCError) in try context.listReaders() }
     } catch {
@@ -65,7 +67,7 @@ package func listReaders(_ context: PCSCContext) throws(CLIError) -> [String] {
 }
 
 /// The readers and their states (presence, ATR), as a CLI error on failure.
-package func listReadersWithStates(_ context: PCSCContext) throws(CLIError) -> (readers: [String], states: [ReaderState]) {
+package func listReadersWithStates(_ context: any PCSCClientContext) throws(CLIError) -> (readers: [String], states: [ReaderState]) {
     let readers = try listReaders(context)
     do {
         return (readers, try readerStates(context, readers))
@@ -75,7 +77,7 @@ package func listReadersWithStates(_ context: PCSCContext) throws(CLIError) -> (
 }
 
 /// The state and ATR of every reader, asked without connecting (SCardGetStatusChange from UNAWARE).
-package func readerStates(_ context: PCSCContext, _ readers: [String]) throws(PCSCError) -> [ReaderState] {
+package func readerStates(_ context: any PCSCClientContext, _ readers: [String]) throws(PCSCError) -> [ReaderState] {
     var states = readers.map { ReaderState(readerName: $0) }
     guard !states.isEmpty else { return [] }
     _ = try CallWatchdog.shared.guarding("SCardGetStatusChange") { () throws(PCSCError) in

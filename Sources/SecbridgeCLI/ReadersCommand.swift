@@ -28,7 +28,7 @@ extension SecbridgeCLI {
         guard invocation.arguments.positional.isEmpty else {
             throw CLIError.usage("readers takes no arguments, got '\(invocation.arguments.positional[0])'")
         }
-        let context = try openContext()
+        let context = try openContext(invocation)
         let (readers, states) = try listReadersWithStates(context)
         let recording = try invocation.arguments.value("record").map { path throws(CLIError) in
             try TranscriptRecording.startEvents(path: path, command: "readers", console: invocation.console)

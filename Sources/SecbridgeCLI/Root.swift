@@ -1,3 +1,5 @@
+import PCSC
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -20,11 +22,15 @@ public enum SecbridgeCLI {
     /// Foundation, which would make the lean `secbridge` binary start several milliseconds slower
     /// than `pcsc_scan -r`). By default they are stand-ins that hand the whole command line to
     /// `secbridge-tools` beside this binary; `SecbridgeTools.main` passes the real ones.
+    ///
+    /// `client` is how commands reach readers: pcsc-lite (a real pcscd) by default; tests pass an
+    /// in-process client (InProcessPCSC) to run commands against simulated readers without pcscd.
     public static func main(
-        arguments: [String], console: any Console = StandardConsole(), toolCommands: [Command]? = nil
+        arguments: [String], console: any Console = StandardConsole(), toolCommands: [Command]? = nil,
+        client: any PCSCClient = PCSCLiteClient()
     ) -> Int32 {
-        root = makeRoot(toolCommands: toolCommands ?? delegatedToolCommands)
-        let status = dispatch(arguments: arguments, console: console)
+        let root = makeRoot(toolCommands: toolCommands ?? delegatedToolCommands)
+        let status = dispatch(arguments: arguments, console: console, root: root, client: client)
         if let failure = (console as? StandardConsole)?.outputFailure {
             console.err("secbridge: error: cannot write standard output: \(failure)\n")
             return exitFailure
@@ -32,10 +38,12 @@ public enum SecbridgeCLI {
         return status
     }
 
-    package static func dispatch(arguments: [String], console: any Console) -> Int32 {
+    package static func dispatch(
+        arguments: [String], console: any Console, root: Command, client: any PCSCClient
+    ) -> Int32 {
         // `secbridge help [COMMAND…]` is `secbridge [COMMAND…] --help`.
         if arguments.first == "help" {
-            return dispatch(arguments: Array(arguments.dropFirst()) + ["--help"], console: console)
+            return dispatch(arguments: Array(arguments.dropFirst()) + ["--help"], console: console, root: root, client: client)
         }
         var path: [String] = []
         var command = root
@@ -72,7 +80,7 @@ public enum SecbridgeCLI {
             return parsed.has("help") || path.isEmpty && arguments.isEmpty ? exitSuccess : exitUsage
         }
         do {
-            return try command.run!(Invocation(arguments: parsed, console: console, path: path))
+            return try command.run!(Invocation(arguments: parsed, console: console, path: path, client: client))
         } catch let error as CLIError {
             switch error {
             case .usage(let message):
@@ -98,8 +106,6 @@ public enum SecbridgeCLI {
         console.err(text)
         return exitUsage
     }
-
-    nonisolated(unsafe) static var root = makeRoot(toolCommands: delegatedToolCommands)
 
     package static func makeRoot(toolCommands: [Command]) -> Command {
         Command(

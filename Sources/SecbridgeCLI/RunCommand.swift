@@ -38,7 +38,7 @@ extension SecbridgeCLI {
         }
         let path = invocation.arguments.positional[0]
         let script = try APDUScript(contentsOfFile: path)
-        let context = try openContext()
+        let context = try openContext(invocation)
         let session = try CardSession.open(
             context: context, reader: invocation.arguments.value("reader"),
             record: invocation.arguments.value("record"), command: "run")

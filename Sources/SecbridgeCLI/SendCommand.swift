@@ -86,7 +86,7 @@ extension SecbridgeCLI {
                 throw CLIError.usage("APDU \(index + 1) (\(bytes.hexString)) is malformed: \(error.reason)")
             }
         }
-        let context = try openContext()
+        let context = try openContext(invocation)
         let session = try CardSession.open(
             context: context, reader: invocation.arguments.value("reader"),
             record: invocation.arguments.value("record"), command: "send")

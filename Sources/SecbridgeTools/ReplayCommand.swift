@@ -115,7 +115,7 @@ extension SecbridgeCLI {
         if against == "simulated" {
             return try replayAgainstSimulatedReader(transcript, path: path, options: options, invocation: invocation)
         }
-        let context = try openContext()
+        let context = try openContext(invocation)
         let readers = try listReaders(context)
         let direct = transcript.header.transmissionProtocol == .undefined
         var argument = invocation.arguments.value("reader")
@@ -132,8 +132,8 @@ extension SecbridgeCLI {
         defer { finishRecording() }
         if direct {
             reader = try selectReader(argument, in: readers)
-            let handle: CardHandle
-            do {
+            let handle: any PCSCConnection
+            do throws(PCSCError) {
                 handle = try context.connect(to: reader, share: .direct, protocols: .undefined)
             } catch {
                 throw CLIError.failure("could not connect to '\(reader)' directly: \(describe(error))")

@@ -45,7 +45,7 @@ extension SecbridgeCLI {
         guard invocation.arguments.positional.isEmpty else {
             throw CLIError.usage("reset takes no arguments, got '\(invocation.arguments.positional[0])'")
         }
-        let context = try openContext()
+        let context = try openContext(invocation)
         defer { try? context.release() }
         let (readers, states) = try listReadersWithStates(context)
         let reader = try selectReader(
@@ -54,7 +54,7 @@ extension SecbridgeCLI {
         let present = states.first { $0.readerName == reader }?.eventFlags.contains(.present) ?? false
         invocation.out("reader: \(reader)")
         var escapeRefused = false
-        guard ReaderRestore.restore(reader, cardPresent: present, escapeRefused: &escapeRefused, say: invocation.out) else {
+        guard ReaderRestore.restore(reader, cardPresent: present, connector: ReaderRestore.connector(invocation.client), escapeRefused: &escapeRefused, say: invocation.out) else {
             if escapeRefused {
                 throw CLIError.failure("\(reader) cannot be reached without a card: the CCID driver refuses escape commands; enable them (`secbridge doctor` shows the ifdDriverOptions edit), or place a card on the reader and run `secbridge reset` again")
             }
@@ -70,9 +70,16 @@ enum ReaderRestore {
     /// Opens a connection to a reader: DIRECT when `shared` is false, else SHARED with a card.
     typealias Connector = @Sendable (_ reader: String, _ shared: Bool) throws -> (channel: any CardChannel, close: @Sendable () -> Void)
 
-    /// Through the pcscd this process talks to; every call is bounded by the call watchdog.
-    static let pcscConnector: Connector = { reader, shared in
-        let context = try CallWatchdog.shared.guarding("SCardEstablishContext") { () throws(PCSCError) in try PCSCContext() }
+    /// Through `client` (the pcscd this process talks to, or the in-process readers); every call is
+    /// bounded by the call watchdog.
+    static func connector(_ client: any PCSCClient) -> Connector {
+        { reader, shared in try connect(client, reader, shared) }
+    }
+
+    private static func connect(
+        _ client: any PCSCClient, _ reader: String, _ shared: Bool
+    ) throws -> (channel: any CardChannel, close: @Sendable () -> Void) {
+        let context = try CallWatchdog.shared.guarding("SCardEstablishContext") { () throws(PCSCError) in try client.establishContext() }
         do {
             let handle = try CallWatchdog.shared.guarding("SCardConnect") { () throws(PCSCError) in
                 shared
@@ -93,7 +100,7 @@ enum ReaderRestore {
     ///   refuses escape commands (libccid without ifdDriverOptions 0x0001) and no card was present.
     /// - Returns: whether every step got its expected answer.
     static func restore(
-        _ reader: String, cardPresent: Bool, connector: Connector = pcscConnector,
+        _ reader: String, cardPresent: Bool, connector: Connector,
         escapeRefused: UnsafeMutablePointer<Bool>? = nil, say: (String) -> Void
     ) -> Bool {
         for shared in cardPresent ? [false, true] : [false] {
@@ -161,18 +168,25 @@ final class ReaderCleanup: @unchecked Sendable {
     private var finished = false
     private var claimed = false
     let console: any Console
+    /// The client the command reaches its readers with; restores go through it too.
+    let client: any PCSCClient
 
-    init(console: any Console) { self.console = console }
+    init(console: any Console, client: any PCSCClient) {
+        self.console = console
+        self.client = client
+    }
 
     /// The clean-up of the command running on this thread, if any.
     static var current: ReaderCleanup? { Thread.current.threadDictionary[threadKey] as? ReaderCleanup }
 
     /// Marks `reader` as changed by the running command (no-op outside `wrapping`).
-    static func track(_ reader: String, connector: @escaping ReaderRestore.Connector = ReaderRestore.pcscConnector) {
+    static func track(_ reader: String, connector: ReaderRestore.Connector? = nil) {
         current?.track(reader, connector: connector)
     }
 
-    func track(_ reader: String, connector: @escaping ReaderRestore.Connector = ReaderRestore.pcscConnector) {
+    /// - Parameter connector: how to reach `reader` for the restore; by default through ``client``.
+    func track(_ reader: String, connector: ReaderRestore.Connector? = nil) {
+        let connector = connector ?? ReaderRestore.connector(client)
         lock.withLock {
             if !readers.contains(where: { $0.name == reader }) { readers.append((reader, connector)) }
         }
@@ -213,7 +227,7 @@ final class ReaderCleanup: @unchecked Sendable {
         _ run: @escaping @Sendable (Invocation) throws -> Int32
     ) -> @Sendable (Invocation) throws -> Int32 {
         { invocation in
-            let cleanup = ReaderCleanup(console: invocation.console)
+            let cleanup = ReaderCleanup(console: invocation.console, client: invocation.client)
             let dictionary = Thread.current.threadDictionary
             let previous = dictionary[threadKey]
             dictionary[threadKey] = cleanup

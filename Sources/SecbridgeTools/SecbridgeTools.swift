@@ -1,3 +1,4 @@
+import PCSC
 import SecbridgeCLI
 
 /// The `secbridge-tools` binary's entry point: the whole command tree, including the commands that
@@ -16,7 +17,11 @@ public enum SecbridgeTools {
     }
 
     /// Runs the full tool with `arguments` (without the program name); returns the exit status.
-    public static func main(arguments: [String], console: any Console = StandardConsole()) -> Int32 {
-        SecbridgeCLI.main(arguments: arguments, console: console, toolCommands: commands)
+    /// - Parameter client: how commands reach readers; pcsc-lite by default, an in-process client
+    ///   (InProcessPCSC) to run against simulated readers without pcscd.
+    public static func main(
+        arguments: [String], console: any Console = StandardConsole(), client: any PCSCClient = PCSCLiteClient()
+    ) -> Int32 {
+        SecbridgeCLI.main(arguments: arguments, console: console, toolCommands: commands, client: client)
     }
 }

@@ -76,7 +76,7 @@ extension SecbridgeCLI {
     // MARK: --hardware
 
     static func runHardwareSelftest(_ invocation: Invocation) throws -> Int32 {
-        let context = try openContext()
+        let context = try openContext(invocation)
         let readers = try listReaders(context)
         let reader: String
         if let argument = invocation.arguments.value("reader") {
@@ -218,8 +218,8 @@ extension SecbridgeCLI {
     }
 
     /// A DIRECT connection (no card needed: escape commands only).
-    static func connectDirect(_ context: PCSCContext, _ reader: String) throws(CLIError) -> CardHandle {
-        do {
+    static func connectDirect(_ context: any PCSCClientContext, _ reader: String) throws(CLIError) -> any PCSCConnection {
+        do throws(PCSCError) {
             return try context.connect(to: reader, share: .direct, protocols: .undefined)
         } catch {
             throw .failure("could not connect to '\(reader)' directly: \(describe(error))")

@@ -137,7 +137,7 @@ extension SecbridgeCLI {
             throw CLIError.usage("give the credential to present with --credential FILE")
         }
         let credential = try loadCredential(path, fallbackJSON: "")
-        let context = try openContext()
+        let context = try openContext(invocation)
         let readers = try listReaders(context)
         let reader = try selectReader(
             invocation.arguments.value("reader"), in: readers,
@@ -154,10 +154,11 @@ extension SecbridgeCLI {
         let keep = invocation.arguments.has("keep")
         installInterruptHandler()
         let cleanup = ReaderCleanup.current
+        let client = invocation.client
         let served = try awaitResult("card emulation", timeout: .seconds(180)) {
             try await emulate(
                 credential: credential, reader: reader, recorder: recorder, approve: approve, keep: keep, console: console,
-                changingReader: { cleanup?.track(reader) })
+                client: client, changingReader: { cleanup?.track(reader) })
         }
         return served > 0 ? exitSuccess : exitFailure
     }
@@ -165,7 +166,7 @@ extension SecbridgeCLI {
     /// The emulate sequence; returns how many C-APDUs terminals sent.
     static func emulate(
         credential: Credential, reader: String, recorder: TranscriptRecorder?, approve: Bool, keep: Bool,
-        console: any Console, changingReader: @escaping @Sendable () -> Void = {}
+        console: any Console, client: any PCSCClient = PCSCLiteClient(), changingReader: @escaping @Sendable () -> Void = {}
     ) async throws -> Int {
         @Sendable func say(_ line: String) { console.out(line + "\n") }
         let executor = BlockingExecutor(name: "emulate")
@@ -175,7 +176,7 @@ extension SecbridgeCLI {
             prompter.shutdown()
         }
         let backend = await PN532EmulationBackend.open(readerName: reader, executor: executor) {
-            let context = try PCSCContext()
+            let context = try client.establishContext()
             let handle = try context.connect(to: reader, share: .direct, protocols: .undefined)
             let channel: any CardChannel = recorder.map { RecordingChannel(wrapping: handle, recorder: $0) } ?? handle
             return (channel, { try? handle.disconnect(.leave); try? context.release() })
@@ -324,7 +325,7 @@ extension SecbridgeCLI {
             do throws(ISO7816Error) { return try AID(hex: text) } catch { throw CLIError.usage("--aid is not an AID (5 to 16 bytes of hex): \(error.reason)") }
         }
         let usePN532 = invocation.arguments.has("pn532")
-        let context = try openContext()
+        let context = try openContext(invocation)
         let (readers, states) = try listReadersWithStates(context)
         let withCard = Set(states.filter { $0.eventFlags.contains(.present) }.map(\.readerName))
         let reader = try selectReader(
@@ -361,8 +362,9 @@ extension SecbridgeCLI {
         }
         defer { try? writer?.close() }
         let recorder = writer.map { TranscriptRecorder(sink: $0) }
+        let client = invocation.client
         let session = ReaderSession(readerName: reader, path: usePN532 ? .pn532Initiator : .pcsc) {
-            let context = try PCSCContext()
+            let context = try client.establishContext()
             let handle = usePN532
                 ? try context.connect(to: reader, share: .direct, protocols: .undefined)
                 : try context.connect(to: reader, share: .shared, protocols: .any)

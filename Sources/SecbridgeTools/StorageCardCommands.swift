@@ -37,7 +37,7 @@ extension SecbridgeCLI {
 
     /// `read` for a card whose ATR names a PC/SC part 3 storage card: connect shared (recording
     /// with --record), then ``readStorageCard(channel:atr:reader:request:out:)``.
-    static func runStorageCardRead(_ invocation: Invocation, context: PCSCContext, reader: String) throws -> Int32 {
+    static func runStorageCardRead(_ invocation: Invocation, context: any PCSCClientContext, reader: String) throws -> Int32 {
         let request = try StorageReadRequest(invocation.arguments)
         let session: CardSession
         do {
@@ -311,7 +311,7 @@ extension SecbridgeCLI {
             throw CLIError.usage("write-ndef takes no arguments, got '\(invocation.arguments.positional[0])'")
         }
         let message = try writeNDEFMessage(invocation.arguments)
-        let context = try openContext()
+        let context = try openContext(invocation)
         let (readers, states) = try listReadersWithStates(context)
         let withCard = Set(states.filter { $0.eventFlags.contains(.present) }.map(\.readerName))
         let reader = try selectReader(invocation.arguments.value("reader"), in: readers, preferring: { withCard.contains($0) })

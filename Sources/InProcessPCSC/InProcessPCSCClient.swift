@@ -1,0 +1,136 @@
+import PCSCCore
+import Synchronization
+
+/// The in-process PC/SC client: contexts on ``InProcessReaders`` (simulated ACR122U readers driven
+/// through their driver's entry points with pcscd 1.9.9's rules), with no pcscd.
+///
+/// Code written against ``PCSCClient`` runs on it unchanged; the `secbridge` tool's tests use it to
+/// run commands in process, in parallel:
+///
+///     let readers = InProcessReaders()
+///     let name = try readers.createChannel(deviceName: "/tmp/my-test/a:timescale=0.01")
+///     let client = InProcessPCSCClient(readers)
+///     let context = try client.establishContext()
+///     let direct = try context.connect(to: name, share: .direct, protocols: .undefined)
+public struct InProcessPCSCClient: PCSCClient {
+    public let readers: InProcessReaders
+
+    public init(_ readers: InProcessReaders) { self.readers = readers }
+
+    /// A new context on ``readers``; never fails (there is no service to reach).
+    public func establishContext() throws(PCSCError) -> any PCSCClientContext {
+        InProcessContext(readers: readers)
+    }
+}
+
+/// A context of the in-process client.
+///
+/// ``getStatusChange(_:timeout:)`` reports what pcscd's event handler would: a reader's
+/// `dwEventState` is its card event counter in the high 16 bits and SCARD_STATE_EMPTY or
+/// SCARD_STATE_PRESENT (with INUSE for a connected card, EXCLUSIVE for an exclusive connection) in
+/// the low 16; `\\?PnP?\Notification` carries the number of readers in its high 16 bits. Presence is
+/// polled as pcscd polls IFDHICCPresence: every 400 ms (PCSCLITE_STATUS_POLL_RATE) while a call
+/// waits, so a card placed in the field is reported within that period.
+public final class InProcessContext: PCSCClientContext {
+    public typealias Connection = InProcessCardHandle
+
+    /// pcscd's presence poll period (PCSCLITE_STATUS_POLL_RATE, 400 ms).
+    public static let pollPeriod: Duration = .milliseconds(400)
+
+    public let readers: InProcessReaders
+    private let wake = ConditionLock()
+    private let state = Mutex((cancelled: false, released: false))
+
+    init(readers: InProcessReaders) { self.readers = readers }
+
+    /// SCardListReaders.
+    /// - Throws: `PCSCError` SCARD_E_INVALID_HANDLE after ``release()``.
+    public func listReaders() throws(PCSCError) -> [String] {
+        try checkValid("SCardListReaders")
+        return readers.listReaders()
+    }
+
+    /// SCardConnect, as ``InProcessReaders/connect(to:share:protocols:)``.
+    public func connect(to reader: String, share: ShareMode, protocols: ProtocolSet) throws(PCSCError) -> InProcessCardHandle {
+        try checkValid("SCardConnect")
+        return try readers.connect(to: reader, share: share, protocols: protocols)
+    }
+
+    /// SCardGetStatusChange: returns at once when a reader's state differs from its
+    /// ``ReaderState/currentState`` (SCARD_STATE_CHANGED set on it), else waits, polling presence
+    /// every ``pollPeriod``, until a change, `timeout`, or ``cancel()``.
+    /// - Throws: `PCSCError` — SCARD_E_UNKNOWN_READER, SCARD_E_CANCELLED, SCARD_E_INVALID_HANDLE.
+    public func getStatusChange(_ states: inout [ReaderState], timeout: Duration?) throws(PCSCError) -> Bool {
+        try checkValid("SCardGetStatusChange")
+        let deadline = timeout.map { ContinuousClock.now + $0 }
+        while true {
+            if try refresh(&states) { return true }
+            if let deadline, ContinuousClock.now >= deadline { return false }
+            var step = Self.pollPeriod
+            if let deadline { step = min(step, deadline - ContinuousClock.now) }
+            wake.lock()
+            if !state.withLock({ $0.cancelled }) { _ = wake.wait(timeout: step) }
+            wake.unlock()
+            let cancelled = state.withLock { state in
+                defer { state.cancelled = false }
+                return state.cancelled
+            }
+            if cancelled { throw PCSCError(code: PCSCError.cancelled.code, function: "SCardGetStatusChange") }
+        }
+    }
+
+    /// SCardCancel: a waiting ``getStatusChange(_:timeout:)`` throws SCARD_E_CANCELLED.
+    public func cancel() throws(PCSCError) {
+        try checkValid("SCardCancel")
+        wake.lock()
+        state.withLock { $0.cancelled = true }
+        wake.broadcast()
+        wake.unlock()
+    }
+
+    /// SCardReleaseContext. Idempotent; the readers stay (they belong to ``readers``).
+    public func release() throws(PCSCError) {
+        state.withLock { $0.released = true }
+    }
+
+    private func checkValid(_ function: String) throws(PCSCError) {
+        if state.withLock({ $0.released }) { throw PCSCError(code: PCSCError.invalidHandle.code, function: function) }
+    }
+
+    /// Fills each state's event state; true when one differs from what the caller believes.
+    private func refresh(_ states: inout [ReaderState]) throws(PCSCError) -> Bool {
+        var changed = false
+        let names = readers.listReaders()
+        for index in states.indices {
+            let current = states[index].currentState
+            var event: UInt
+            var atr: [UInt8] = []
+            if states[index].readerName == ReaderState.pnpNotification {
+                event = UInt(names.count) << 16
+            } else if current & ReaderStateFlags.ignore.rawValue != 0 {
+                continue
+            } else {
+                let status: InProcessReaderStatus
+                do {
+                    status = try readers.readerStatus(states[index].readerName)
+                } catch {
+                    throw PCSCError(code: error.code, function: "SCardGetStatusChange")
+                }
+                var flags: ReaderStateFlags = status.flags.contains(.present) ? .present : .empty
+                if status.flags.contains(.present) {
+                    if status.connections == -1 { flags.insert([.exclusive, .inUse]) } else if status.connections > 0 { flags.insert(.inUse) }
+                }
+                event = (status.eventCounter & 0xFFFF) << 16 | flags.rawValue
+                atr = status.atr
+            }
+            let mask = ~ReaderStateFlags.changed.rawValue
+            if current == 0 || (event & mask) != (current & mask) {
+                event |= ReaderStateFlags.changed.rawValue
+                changed = true
+            }
+            states[index].eventState = event
+            states[index].atr = atr
+        }
+        return changed
+    }
+}

@@ -1,0 +1,16 @@
+/// The pcsc-lite client: contexts on the pcscd that libpcsclite reaches (the system's at
+/// /run/pcscd/pcscd.comm, or the one `PCSCLITE_CSOCK_NAME` names, read once per process).
+///
+///     let context = try PCSCLiteClient().establishContext()
+///     let readers = try context.listReaders()
+///
+/// The corresponding PC/SC function is SCardEstablishContext.
+public struct PCSCLiteClient: PCSCClient {
+    public init() {}
+
+    /// A new ``PCSCContext``.
+    /// - Throws: ``PCSCError`` — SCARD_E_NO_SERVICE (0x8010001D) when pcscd is not running.
+    public func establishContext() throws(PCSCError) -> any PCSCClientContext {
+        try PCSCContext()
+    }
+}
