@@ -47,7 +47,7 @@ let package = Package(
         .target(name: "ACR122Driver", dependencies: ["ACR122Simulator", "PCSCCore", "CPCSCLite"]),
         .target(name: "InProcessPCSC", dependencies: ["ACR122Driver", "ACR122Simulator", "PCSCCore", "CPCSCLite", "ISO7816"]),
         // Test doubles, public and documented, for this package's tests and its users' own.
-        .target(name: "SecbridgeTesting", dependencies: ["PCSCCore", "ISO7816", "ACR122Simulator"]),
+        .target(name: "SecbridgeTesting", dependencies: ["PCSCCore", "ISO7816", "ACR122Simulator", "InProcessPCSC", "PCSCTestSupport"]),
         // A private pcscd with vpcd and vicc, for tests, benchmarks and demos.
         .target(name: "PCSCTestSupport"),
         // The command tree of the `secbridge` tool, as a library so tests can drive it.
@@ -109,7 +109,7 @@ let package = Package(
         .testTarget(name: "SecureElementCredentialTests", dependencies: ["SecureElementCredential", "ISO7816", "PN53x", "Transcript", "PCSC", "ACR122Simulator", "SecbridgeTesting"]),
         .testTarget(name: "ACR122SimulatorTests", dependencies: ["ACR122Simulator", "PN53x", "ISO7816", "Transcript", "SecbridgeTesting"]),
         .testTarget(name: "InProcessPCSCTests", dependencies: ["InProcessPCSC", "PN53x", "Transcript", "ACR122Simulator", "PCSC", "ISO7816", "PCSCTestSupport", "SecbridgeTesting"]),
-        .testTarget(name: "SecbridgeCLITests", dependencies: ["SecbridgeCLI", "SecbridgeTools"]),
+        .testTarget(name: "SecbridgeCLITests", dependencies: ["SecbridgeCLI", "SecbridgeTools", "SecbridgeTesting", "PCSCCore", "PCSCTestSupport"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: ["PCSC", "ISO7816", "PCSCTestSupport", "SecbridgeCLI", "SecbridgeTools", "InProcessPCSC"]

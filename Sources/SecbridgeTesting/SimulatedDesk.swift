@@ -1,0 +1,73 @@
+import Foundation
+import InProcessPCSC
+import PCSCCore
+import PCSCTestSupport
+import Synchronization
+
+/// Simulated ACR122U readers on a desk of their own, in this process: reached through the
+/// in-process PC/SC client (no pcscd), each with its control socket for placing cards, tags and
+/// terminals, and running on a time scale so that no test waits out a real device timeout.
+///
+///     let desk = try SimulatedDesk(readers: 2)
+///     defer { desk.close() }
+///     try desk.control(0).send("place-card uid=04A1B2C3 applet=t4t-ndef")
+///     let context = try desk.client.establishContext()
+///
+/// Readers of one desk share one RF field (reader 0's emulated card is a card in reader 1's
+/// field); desks do not see each other, so tests with desks of their own run in parallel. A
+/// process holds at most 16 in-process readers at a time: a desk waits up to 30 s for free ones.
+public final class SimulatedDesk: Sendable {
+    /// The default time scale: a simulated second takes 10 ms (the 5 s MCU timeout 50 ms).
+    public static let defaultTimeScale = 0.01
+
+    public let readers: InProcessReaders
+    /// The client to hand to code under test.
+    public let client: InProcessPCSCClient
+    /// The readers' names, in creation order: `ACS ACR122U PICC Interface 00 00`, `… 01 00`.
+    public let names: [String]
+    /// The desk's directory (control sockets at `<directory>/<n>/control.sock`).
+    public let directory: String
+
+    private static let counter = Atomic<Int>(0)
+
+    /// - Parameters:
+    ///   - count: how many readers, 1 to 4.
+    ///   - personality: the readers' personality (e.g. `ccid-escape-disabled`), default
+    ///     `ccid-escape-enabled`.
+    ///   - timeScale: wall-clock seconds per simulated second; `1` for real time.
+    /// - Throws: `InProcessReaderError` when the driver refuses a reader or no Lun frees up.
+    public init(readers count: Int = 1, personality: String? = nil, timeScale: Double = defaultTimeScale) throws {
+        let number = Self.counter.add(1, ordering: .relaxed).oldValue
+        directory = "/tmp/secbridge-desk.\(getpid()).\(number)"
+        try? FileManager.default.removeItem(atPath: directory)
+        readers = InProcessReaders()
+        client = InProcessPCSCClient(readers)
+        var names: [String] = []
+        do {
+            for index in 0..<max(1, min(count, 4)) {
+                var deviceName = "\(directory)/\(index):field=desk\(number):timescale=\(timeScale)"
+                if let personality { deviceName += ":personality=\(personality)" }
+                names.append(try readers.createChannel(deviceName: deviceName, waitingUpTo: .seconds(30)))
+            }
+        } catch {
+            readers.close()
+            try? FileManager.default.removeItem(atPath: directory)
+            throw error
+        }
+        self.names = names
+    }
+
+    deinit { close() }
+
+    /// The control client of reader `index` (see the driver's control protocol: `place-card`,
+    /// `place-tag`, `place-terminal`, `status`, `personality`, `timescale`, …).
+    public func control(_ index: Int = 0) -> SimulatedReaderControl {
+        SimulatedReaderControl(socketPath: "\(directory)/\(index)/control.sock")
+    }
+
+    /// Closes the readers and removes the directory; idempotent.
+    public func close() {
+        readers.close()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}

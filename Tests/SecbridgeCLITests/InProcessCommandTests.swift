@@ -1,0 +1,108 @@
+import Foundation
+import PCSCCore
+import SecbridgeCLI
+import SecbridgeTesting
+import SecbridgeTools
+import Testing
+
+/// Runs the whole tool in this process against `desk`'s simulated readers (the in-process PC/SC
+/// client, no pcscd), on a thread of its own, and captures its output.
+func runTool(_ arguments: [String], on desk: SimulatedDesk, input: [String] = []) async throws
+    -> (status: Int32, out: String, err: String)
+{
+    let executor = BlockingExecutor(name: "cli-test")
+    defer { executor.shutdown() }
+    let client = desk.client
+    return try await executor.run {
+        let console = CapturingConsole(input: input)
+        let status = SecbridgeTools.main(arguments: arguments, console: console, client: client)
+        return (status, console.standardOutput, console.standardError)
+    }
+}
+
+/// The tool's commands against simulated ACR122U readers in process: each test has a desk of its
+/// own, so these run in parallel and need no pcscd.
+@Suite struct InProcessCommandTests {
+    @Test func readersListsTheSimulatedReaderAndThePlacedCardsATR() async throws {
+        let desk = try SimulatedDesk()
+        defer { desk.close() }
+        try desk.control().send("place-card uid=04A1B2C3 applet=t4t-ndef id=card")
+        let result = try await runTool(["readers", "--json"], on: desk)
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.out.contains("\"name\": \"ACS ACR122U PICC Interface 00 00\""), "\(result.out)")
+        // docs/acr122-pn532.md §3: an ISO 14443-4 card without historical bytes, 3B 80 80 01 01.
+        #expect(result.out.contains("\"atr\": \"3B80800101\""), "\(result.out)")
+    }
+
+    @Test func sendSelectsTheNDEFApplicationOfAPlacedCard() async throws {
+        let desk = try SimulatedDesk()
+        defer { desk.close() }
+        try desk.control().send("place-card uid=04A1B2C3 applet=t4t-ndef id=card")
+        // The NDEF Tag Application SELECT (docs/iso14443-t4t-ndef.md §4).
+        let result = try await runTool(["send", "--reader", "0", "00A4040007D276000085010100"], on: desk)
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.out.contains("> 00 A4 04 00 07 D2 76 00 00 85 01 01 00\n"), "\(result.out)")
+        #expect(result.out.contains("< 90 00\n"), "\(result.out)")
+    }
+
+    @Test func resetAfterPollingWasLeftOffRestoresEveryDefault() async throws {
+        let desk = try SimulatedDesk()
+        defer { desk.close() }
+        let reader = desk.names[0]
+        // Automatic polling off: FF 00 51 00 00 (ACR122U API v2.04 §6), as an emulation leaves it.
+        let context = try desk.client.establishContext()
+        let direct = try context.connect(to: reader, share: .direct, protocols: .undefined)
+        #expect(try direct.control(code: 0x4200_0001, [0xFF, 0x00, 0x51, 0x00, 0x00]) == [0x90, 0x00])
+        try direct.disconnect(.leave)
+        let result = try await runTool(["reset", "--reader", reader], on: desk)
+        #expect(result.status == 0, "\(result.out)\(result.err)")
+        #expect(result.out.split(separator: "\n").map(String.init) == [
+            "reader: \(reader)",
+            "connection: DIRECT, escape code 0x42000001, firmware ACR122U207",
+            "abort a pending PN532 command (GetFirmwareVersion): FF 00 00 00 02 D4 02 → D5 03 32 01 06 07 90 00  ok",
+            "release targets (InRelease 00): FF 00 00 00 03 D4 52 00 → D5 53 00 90 00  ok",
+            "RF field on (RFConfiguration 01 01): FF 00 00 00 04 D4 32 01 01 → D5 33 90 00  ok",
+            "PICC operating parameter FF (automatic polling on): FF 00 51 FF 00 → 90 FF  ok",
+            "LEDs idle (red on, green off): FF 00 40 0D 04 00 00 00 00 → 90 01  ok",
+            "MCU timeout one 5 s step: FF 00 41 01 00 → 90 00  ok",
+            "reader restored",
+        ], "\(result.out)")
+        let status = try desk.control().send("status")
+        #expect(status["picc"] == "FF")
+        #expect(status["led"] == "01")
+        #expect(status["mcu-timeout"] == "01")
+    }
+
+    /// docs/cases.md P09 through the tool: libccid without ifdDriverOptions 0x0001.
+    @Test func P09_resetWithEscapeCommandsRefusedNamesTheDriverOption() async throws {
+        let desk = try SimulatedDesk(personality: "ccid-escape-disabled")
+        defer { desk.close() }
+        let result = try await runTool(["reset", "--reader", desk.names[0]], on: desk)
+        #expect(result.status == 1)
+        #expect(result.err.contains("cannot be reached without a card: the CCID driver refuses escape commands"), "\(result.err)")
+        #expect(!result.err.contains("unplug"), "replugging does not enable escape commands")
+    }
+
+    @Test func hardwareSelftestMatchesTheDocumentsWithoutPcscd() async throws {
+        let desk = try SimulatedDesk()
+        defer { desk.close() }
+        let bundle = FileManager.default.temporaryDirectory.appendingPathComponent("secbridge-selftest-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: bundle) }
+        let result = try await runTool(["selftest", "--hardware", "--reader", desk.names[0], "--output", bundle, "--json"], on: desk)
+        #expect(result.status == 0, "\(result.err)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(result.out.utf8)) as? [String: Any])
+        #expect(json["firmware"] as? String == "ACR122U207")
+        #expect(json["driver"] as? String == "libccid")
+        #expect(json["escapeCode"] as? String == "0x42000001")
+        #expect(json["errors"] as? Int == 0)
+        let parts = try #require(json["parts"] as? [[String: Any]])
+        let steps = parts.flatMap { ($0["steps"] as? [[String: Any]]) ?? [] }
+        let answers = Dictionary(steps.map { ($0["step"] as? String ?? "", $0["answer"] as? String ?? "") }, uniquingKeysWith: { a, _ in a })
+        // PC/SC part 10 §2.2: FEATURE_CCID_ESC_COMMAND (13) = 0x42000001; PN532 UM0701-02 §7.3.5:
+        // no card, NbTg 00; the MCU ends a TgInitAsTarget without a terminal with 63 00.
+        #expect(answers["feature request (CM_IOCTL_GET_FEATURE_REQUEST)"] == "130442000001")
+        #expect(answers["InListPassiveTarget 106 kbit/s Type A"] == "D54B009000")
+        #expect(answers["TgInitAsTarget, no terminal: ends at the MCU timeout"] == "6300")
+        #expect(try desk.control().send("status")["picc"] == "FF", "the selftest puts automatic polling back")
+    }
+}
