@@ -70,7 +70,8 @@ let package = Package(
             swiftSettings: [.unsafeFlags(["-Osize"])],
             // A static standard library, no Foundation, and a position-dependent executable (no
             // relocations for the loader to apply): `secbridge readers` must start within 1.5× of
-            // `pcsc_scan -r`; a statically linked Foundation alone costs about 4 ms, PIE about 0.5 ms.
+            // `pcsc_scan -r`, which one Foundation-linked binary does not (measurements in
+            // docs/test-infrastructure.md, "Start-up time: one binary or two").
             linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xclang-linker", "-no-pie"])]
         ),
         .executableTarget(

@@ -135,11 +135,21 @@ public enum SecbridgeCLI {
         let directory = me.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
         let tools = directory + "/secbridge-tools"
         var argv: [UnsafeMutablePointer<CChar>?] = ([tools] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
         execv(tools, &argv)
-        let error = errno
-        argv.forEach { free($0) }
-        console.err("secbridge: error: '\(arguments.first ?? "")' is run by \(tools), which could not be started (\(String(cString: strerror(error)))); build the whole package (`swift build`) so that secbridge-tools sits beside secbridge\n")
+        let besideError = errno
+        // Not beside this binary: the one in PATH, as a copy installed on its own would find it.
+        execvp("secbridge-tools", &argv)
+        console.err(
+            "secbridge: error: '\(arguments.first ?? "")' is run by secbridge-tools, found neither beside this binary (\(tools): \(String(cString: strerror(besideError)))) nor in PATH; "
+                + "install both binaries side by side, e.g. `install -m 755 .build/release/secbridge .build/release/secbridge-tools /usr/local/bin/` after `swift build -c release`\n")
         return exitFailure
+    }
+
+    /// The abstract of the `secbridge-tools` command `name`: the one text both binaries show (the
+    /// lean binary's root help lists the tools' commands without loading them).
+    package static func toolAbstract(_ name: String) -> String {
+        toolCommandSummaries.first { $0.name == name }?.abstract ?? ""
     }
 
     /// The commands of `secbridge-tools`, by name and abstract, in help order.

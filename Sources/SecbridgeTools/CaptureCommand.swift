@@ -9,7 +9,7 @@ import Glibc
 extension SecbridgeCLI {
     static let captureCommand = Command(
         name: "capture",
-        abstract: "Run any PC/SC program under pcsc-lite's spy and save what it did as a transcript.",
+        abstract: SecbridgeCLI.toolAbstract("capture"),
         usage: "-o FILE [--spy-log FILE] [--no-redact] [--force] [--json] -- COMMAND [ARGUMENT…]",
         discussion: """
             COMMAND runs with LD_PRELOAD=libpcscspy.so.0 (package libpcsclite-dev) and HOME set to a

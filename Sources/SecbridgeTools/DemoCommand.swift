@@ -16,7 +16,7 @@ import Glibc
 extension SecbridgeCLI {
     static let demoCommand = Command(
         name: "demo",
-        abstract: "The main job: a credential session emulating an NDEF tag on one simulated ACR122U, read by a second.",
+        abstract: SecbridgeCLI.toolAbstract("demo"),
         usage: "[--record FILE] [--credential FILE] [--time-scale FACTOR] [--in-process]",
         discussion: """
             Starts two simulated ACR122U readers sharing one RF field in a private pcscd (its own mount

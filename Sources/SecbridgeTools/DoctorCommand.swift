@@ -13,7 +13,7 @@ import Glibc
 extension SecbridgeCLI {
     static let doctorCommand = Command(
         name: "doctor",
-        abstract: "Check pcscd, the ACR122U, its driver, escape commands and firmware, and say how to fix what fails.",
+        abstract: SecbridgeCLI.toolAbstract("doctor"),
         usage: "[--reader NAME|INDEX] [--json]",
         discussion: """
             Checks, in order, each with a verdict (ok, warning, fail, skipped) and, when not ok, the fix:

@@ -15,7 +15,7 @@ import Glibc
 extension SecbridgeCLI {
     static let replayCommand = Command(
         name: "replay",
-        abstract: "Send a transcript's recorded commands to a live reader or a credential and compare the answers.",
+        abstract: SecbridgeCLI.toolAbstract("replay"),
         usage: "[--against live|credential:FILE|simulated] [--mode strict|ignore-timing|wildcard] [--reader NAME|INDEX] [--json] [--record FILE] FILE",
         discussion: """
             Every recorded command (SCardTransmit `>` and SCardControl `ctl` lines) is sent in

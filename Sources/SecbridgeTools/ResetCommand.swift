@@ -13,7 +13,7 @@ import Glibc
 extension SecbridgeCLI {
     static let resetCommand = Command(
         name: "reset",
-        abstract: "Bring an ACR122U back to a usable state after an interrupted emulation.",
+        abstract: SecbridgeCLI.toolAbstract("reset"),
         usage: "[--reader NAME|INDEX]",
         discussion: """
             Connects DIRECT (escape commands; if the driver refuses them and a card is present, SHARED

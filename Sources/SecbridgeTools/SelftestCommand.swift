@@ -16,7 +16,7 @@ import Glibc
 extension SecbridgeCLI {
     static let selftestCommand = Command(
         name: "selftest",
-        abstract: "Run a fixed sequence on an ACR122U in both roles and save it as a transcript bundle; replay bundles against the simulator.",
+        abstract: SecbridgeCLI.toolAbstract("selftest"),
         usage: "--hardware [--reader NAME|INDEX] [--output DIR] [--phone] [--json] | --replay DIR…",
         discussion: """
             --hardware runs the same escape commands on every unit, over a DIRECT connection (a card

@@ -16,7 +16,7 @@ extension SecbridgeCLI {
 
     static let credentialsCommand = Command(
         name: "credentials",
-        abstract: "List the credentials a session knows, from credential files.",
+        abstract: SecbridgeCLI.toolAbstract("credentials"),
         usage: "[--json] [FILE…]",
         discussion: """
             Loads each credential file (JSON; the format is in the README) into a session and lists
@@ -104,7 +104,7 @@ extension SecbridgeCLI {
 
     static let emulateCommand = Command(
         name: "emulate",
-        abstract: "Present a credential to a terminal: card emulation on an ACR122U.",
+        abstract: SecbridgeCLI.toolAbstract("emulate"),
         usage: "--credential FILE [--reader NAME|INDEX] [--yes] [--keep] [--record FILE]",
         discussion: """
             Runs the client sequence of a credential session on an ACR122-class reader: wired mode,
@@ -269,7 +269,7 @@ extension SecbridgeCLI {
 
     static let readCommand = Command(
         name: "read",
-        abstract: "A reader session: read the presented card's UID and ATS, SELECT an AID, or read its NDEF message.",
+        abstract: SecbridgeCLI.toolAbstract("read"),
         usage: "[--reader NAME|INDEX] [--pn532] [--aid HEX] [--key HEX12 [--key-b] --blocks N[-M]] [--json] [--record FILE]",
         discussion: """
             The host acts as the terminal. By default the reader's own polling finds the card

@@ -15,7 +15,7 @@ import Glibc
 extension SecbridgeCLI {
     static let simulateCommand = Command(
         name: "simulate",
-        abstract: "Run simulated ACR122U readers in a private pcscd, for any PC/SC program to use.",
+        abstract: SecbridgeCLI.toolAbstract("simulate"),
         usage: "[--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process]",
         discussion: """
             Starts a private pcscd (its own mount namespace; the system pcscd and USB readers are not

@@ -270,7 +270,7 @@ extension SecbridgeCLI {
 
     static let writeNDEFCommand = Command(
         name: "write-ndef",
-        abstract: "Write an NDEF message (a URI or a text record) to an NFC Forum Type 2 Tag.",
+        abstract: SecbridgeCLI.toolAbstract("write-ndef"),
         usage: "[--reader NAME|INDEX] (--uri URI | --text TEXT [--lang en]) [--record FILE] [--yes]",
         discussion: """
             Writes one URI record or one UTF-8 text record to the NFC Forum Type 2 Tag (MIFARE

@@ -13,7 +13,7 @@ import Glibc
 extension SecbridgeCLI {
     static let transcriptCommand = Command(
         name: "transcript",
-        abstract: "Read, compare, redact and import transcripts (Fixtures/README.md).",
+        abstract: SecbridgeCLI.toolAbstract("transcript"),
         discussion: """
             Example:
               secbridge transcript import-spy spy.log -o session.trn

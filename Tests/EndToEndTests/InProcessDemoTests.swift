@@ -49,7 +49,7 @@ import Testing
         let result = try await blocking { () -> (Int32, String) in
             let process = Process()
             process.executableURL = binary
-            process.arguments = ["simulate", "--in-process", "--readers", "1", "--time-scale", "0.01", "--timeout", "3"]
+            process.arguments = ["simulate", "--in-process", "--readers", "1", "--time-scale", "0.01", "--timeout", "1.5"]
             let input = Pipe()
             let output = Pipe()
             process.standardInput = input
@@ -58,7 +58,7 @@ import Testing
             try process.run()
             // Firmware without a card (escape path), then a card placed and SELECTed.
             input.fileHandleForWriting.write(Data("send a FF 00 48 00 00\na place-card uid=04A1B2C3 applet=t4t-ndef\n".utf8))
-            usleep(800_000)  // pcscd's rule: presence is polled; the in-process layer polls on use
+            usleep(300_000)  // the place-card line is handled before the next one; presence is polled on use
             input.fileHandleForWriting.write(Data("send a 00 A4 04 00 07 D2 76 00 00 85 01 01 00\n".utf8))
             process.waitUntilExit()
             return (process.terminationStatus, String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
