@@ -1,3 +1,4 @@
+import PCSCCore
 import ISO7816
 import PCSC
 
@@ -37,14 +38,7 @@ package final class CallWatchdog: @unchecked Sendable {
             return !started && bound != nil
         }
         guard start else { return }
-        var thread = pthread_t()
-        let box = Unmanaged.passRetained(self).toOpaque()
-        pthread_create(&thread, nil, { argument in
-            let watchdog = Unmanaged<CallWatchdog>.fromOpaque(argument!).takeRetainedValue()
-            watchdog.watch()
-            return nil
-        }, box)
-        pthread_detach(thread)
+        startThread(name: "secbridge-watch") { [self] in watch() }
     }
 
     /// Runs `body` (a blocking call) with the watchdog armed for `label`.

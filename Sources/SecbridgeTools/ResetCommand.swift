@@ -4,6 +4,7 @@ import SecbridgeCLI
 import Foundation
 import ISO7816
 import PCSC
+import PCSCCore
 import PN53x
 
 #if canImport(Glibc)
@@ -265,7 +266,7 @@ final class ReaderCleanup: @unchecked Sendable {
 
     /// A thread that polls the interrupt flag (set by the signal handler, which does nothing else).
     private func startWatcher() {
-        let thread = Thread { [self] in
+        startThread(name: "secbridge-intr") { [self] in
             while !lock.withLock({ finished }) {
                 if interrupted() {
                     watchInterrupt()
@@ -274,8 +275,6 @@ final class ReaderCleanup: @unchecked Sendable {
                 sleepMilliseconds(20)
             }
         }
-        thread.name = "secbridge interrupt watcher"
-        thread.start()
     }
 
     private func watchInterrupt() {
@@ -306,12 +305,11 @@ final class ReaderCleanup: @unchecked Sendable {
             let done = DispatchSemaphore(value: 0)
             let outcome = NSLock()
             nonisolated(unsafe) var restored = false
-            let thread = Thread {
+            startThread(name: "secbridge-restore") {
                 let ok = ReaderRestore.restore(reader, cardPresent: false, connector: connector) { console.err("  \($0)\n") }
                 outcome.withLock { restored = ok }
                 done.signal()
             }
-            thread.start()
             let seconds = Double(Self.restoreBound.components.seconds)
             if done.wait(timeout: .now() + seconds) == .timedOut {
                 console.err("  \(reader) did not answer within \(Int(seconds)) s: unplug the reader and plug it in again\n")

@@ -343,27 +343,13 @@ extension SecbridgeCLI {
         return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
     }
 
-    /// Writes `bytes` to a temporary file beside `path`, then renames it over `path`.
+    /// Writes `bytes` to a temporary file beside `path`, flushes it, then renames it over `path`
+    /// (Transcript's one atomic writer); on failure `path` is unchanged.
     static func writeAtomically(_ bytes: [UInt8], to path: String) throws(CLIError) {
-        let temporary = path + ".tmp-\(getpid())"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw .failure("cannot create \(temporary): \(String(cString: strerror(errno)))") }
-        var done = 0
-        while done < bytes.count {
-            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + done, $0.count - done) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 {
-                let reason = String(cString: strerror(errno))
-                close(fd)
-                unlink(temporary)
-                throw .failure("cannot write \(path): \(reason); nothing was written")
-            }
-            done += n
-        }
-        if fsync(fd) != 0 || close(fd) != 0 || rename(temporary, path) != 0 {
-            let reason = String(cString: strerror(errno))
-            unlink(temporary)
-            throw .failure("cannot write \(path): \(reason); nothing was written")
+        do {
+            try FileIO.atomicWrite(bytes, to: path)
+        } catch {
+            throw .failure(error.reason)
         }
     }
 

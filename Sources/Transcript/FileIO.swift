@@ -10,7 +10,7 @@ import Darwin
 ///
 /// Writes go straight to the kernel with write(2) (no user-space buffer), so a line is in the
 /// file as soon as ``writeAll(_:_:)`` returns: a crash of the process afterwards keeps it.
-enum FileIO {
+package enum FileIO {
     struct Failure: Error {
         var errorNumber: Int32
         var reason: String
@@ -89,8 +89,9 @@ enum FileIO {
     }
 
     /// Writes `bytes` to a temporary file next to `path`, flushes it to disk, then renames it over
-    /// `path`. On any failure the temporary file is removed and `path` is untouched.
-    static func atomicWrite(_ bytes: [UInt8], to path: String) throws(TranscriptWriteError) {
+    /// `path`. On any failure the descriptor is closed, the temporary file is removed and `path` is
+    /// untouched. The package's one atomic writer (transcripts, HTML timelines, captures).
+    package static func atomicWrite(_ bytes: [UInt8], to path: String) throws(TranscriptWriteError) {
         let slash = path.lastIndex(of: "/")
         let directory = slash.map { String(path[..<$0]) } ?? "."
         let base = slash.map { String(path[path.index(after: $0)...]) } ?? path
