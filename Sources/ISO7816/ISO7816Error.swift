@@ -7,12 +7,11 @@
 /// `offset` counts bytes from the start of the input given to the parser (Unicode scalars for hex
 /// text); it is `nil` when the error is not about a position (a value out of range, a transport
 /// decision).
-public struct ISO7816Error: Error, Sendable, Equatable, CustomStringConvertible {
+public struct ISO7816Error: CodedError {
     /// What went wrong. Open: codes not listed here still fit.
-    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public struct Code: ErrorCode {
         public let rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
 
         // Hex text.
         /// A character that is neither a hex digit nor a separator.
@@ -77,8 +76,6 @@ public struct ISO7816Error: Error, Sendable, Equatable, CustomStringConvertible 
         self.offset = offset
         self.reason = reason
     }
-
-    public static func == (lhs: ISO7816Error, rhs: ISO7816Error) -> Bool { lhs.code == rhs.code }
 
     public var description: String {
         if let offset { return "\(code) at offset \(offset): \(reason)" }

@@ -176,12 +176,11 @@ public struct InProcessReaderStatus: Sendable, Hashable {
 }
 
 /// A reader this layer could not open.
-public struct InProcessReaderError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct InProcessReaderError: CodedError {
     /// An open set of codes.
-    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public struct Code: ErrorCode {
         public var rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
         /// The driver's IFDHCreateChannelByName refused the DEVICENAME.
         public static let channelRefused = Code(rawValue: "channel-refused")
         /// Every Lun the driver serves in this process is taken.
@@ -195,9 +194,6 @@ public struct InProcessReaderError: Error, Sendable, Hashable, CustomStringConve
         self.code = code
         self.reason = reason
     }
-
-    public static func == (a: Self, b: Self) -> Bool { a.code == b.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
     public var description: String { "\(code): \(reason)" }
 }
 

@@ -1,3 +1,5 @@
+import PCSCCore
+
 /// Formats bytes as uppercase hex with a space between bytes (house style), e.g. `D5 41 00`.
 ///
 /// Internal to the module so that it can never clash with a hex helper another module exports.
@@ -18,9 +20,9 @@ enum PN53xHex {
 ///
 /// The code is open (unknown codes still fit); equality compares the code only, so tests and callers
 /// can match on the kind of failure without depending on the wording of the reason.
-public struct PN53xParseError: Error, Sendable, CustomStringConvertible {
+public struct PN53xParseError: CodedError {
     /// The kind of parse failure. Open: new codes can be added without breaking callers.
-    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public struct Code: ErrorCode {
         public let rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
 
@@ -36,8 +38,6 @@ public struct PN53xParseError: Error, Sendable, CustomStringConvertible {
         public static let invalidValue = Code(rawValue: "invalidValue")
         /// The pseudo-APDU is well formed but not one this library knows.
         public static let unknownCommand = Code(rawValue: "unknownCommand")
-
-        public var description: String { rawValue }
     }
 
     /// What went wrong.
@@ -54,11 +54,6 @@ public struct PN53xParseError: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "\(code) at offset \(offset): \(reason)" }
-}
-
-extension PN53xParseError: Equatable {
-    /// Compares the codes only.
-    public static func == (lhs: PN53xParseError, rhs: PN53xParseError) -> Bool { lhs.code == rhs.code }
 }
 
 /// A forward-only reader over a byte array for the parsers of this module.

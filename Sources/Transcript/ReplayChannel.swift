@@ -1,13 +1,13 @@
 import ISO7816
+import PCSCCore
 
 /// Why a replay stopped: the transcript's file and line, the expected and actual bytes, and a
 /// reason. Equatable by ``code``.
-public struct ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct ReplayError: CodedError {
     /// An open set of fault kinds.
-    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public struct Code: ErrorCode {
         public var rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
 
         /// The command differs from the recorded one (or the live answer from the recorded one).
         public static let mismatch = Self(rawValue: "mismatch")
@@ -48,8 +48,6 @@ public struct ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
         self.actual = actual
         self.reason = reason
     }
-
-    public static func == (a: Self, b: Self) -> Bool { a.code == b.code }
 
     /// `file:line: reason`, then the expected and actual lines.
     public var description: String {

@@ -1,13 +1,13 @@
 import ISO7816
+import PCSCCore
 
 /// Why a pcsc-spy log could not be imported: the file, the 1-based line and a reason that says
 /// what to do. Equatable by ``code``.
-public struct SpyImportError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct SpyImportError: CodedError {
     /// An open set of fault kinds.
-    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public struct Code: ErrorCode {
         public var rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
 
         /// The file could not be read, or is larger than ``SpyLogImporter/maximumFileSize``.
         public static let unreadable = Self(rawValue: "unreadable")
@@ -41,8 +41,6 @@ public struct SpyImportError: Error, Sendable, Equatable, CustomStringConvertibl
         self.line = line
         self.reason = reason
     }
-
-    public static func == (a: Self, b: Self) -> Bool { a.code == b.code }
 
     /// `file:line: reason`.
     public var description: String { line > 0 ? "\(file):\(line): \(reason)" : "\(file): \(reason)" }

@@ -1,15 +1,15 @@
 import ISO7816
+import PCSCCore
 
 /// Why a transcript text could not be read: the file, the 1-based line and column (in bytes) of
 /// the offending text, and a reason that says what to write instead.
 ///
 /// Equatable by ``code`` (house style); compare ``line`` and ``column`` separately when they matter.
-public struct TranscriptParseError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct TranscriptParseError: CodedError {
     /// What kind of fault. An open set: compare with the static members.
-    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public struct Code: ErrorCode {
         public var rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
 
         /// Line 1 is not `# secbridge-transcript: 1` (or the file is empty).
         public static let notATranscript = Self(rawValue: "not-a-transcript")
@@ -67,8 +67,6 @@ public struct TranscriptParseError: Error, Sendable, Equatable, CustomStringConv
         self.column = column
         self.reason = reason
     }
-
-    public static func == (a: Self, b: Self) -> Bool { a.code == b.code }
 
     /// `file:line:column: reason`, the form compilers use.
     public var description: String { "\(file):\(line):\(column): \(reason)" }

@@ -1,12 +1,12 @@
+import PCSCCore
 import Synchronization
 
 /// Why a transcript could not be written. Equatable by ``code``.
-public struct TranscriptWriteError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct TranscriptWriteError: CodedError {
     /// An open set of fault kinds.
-    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public struct Code: ErrorCode {
         public var rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
 
         /// The file (or the temporary file of an atomic save) could not be created.
         public static let cannotCreate = Self(rawValue: "cannot-create")
@@ -34,8 +34,6 @@ public struct TranscriptWriteError: Error, Sendable, Equatable, CustomStringConv
         self.errorNumber = errorNumber
         self.reason = reason
     }
-
-    public static func == (a: Self, b: Self) -> Bool { a.code == b.code }
 
     public var description: String { reason }
 }
