@@ -1,6 +1,10 @@
-/// Hex text ⇄ bytes, as the CLI, transcripts and tests write them.
+/// Hex text ⇄ bytes, as the CLI, transcripts and tests write them: the package's one hex
+/// implementation.
 ///
-/// The house form is uppercase with a space between bytes: `00 A4 04 00`.
+/// The house form is uppercase with a space between bytes: `00 A4 04 00`. (The transcript
+/// grammar's strict reader and streaming writer, Transcript's `HexText`, and the simulator's
+/// control protocol keep their own digit loops on purpose: a file format's parser must not accept
+/// what `parse(_:)` is lenient about, and the simulator is an independent oracle.)
 public enum HexBytes {
     /// Parses hex text into bytes.
     ///
@@ -82,6 +86,20 @@ public enum HexBytes {
         utf8.reserveCapacity(bytes.underestimatedCount * 3)
         for byte in bytes {
             if !utf8.isEmpty { utf8.append(0x20) }
+            utf8.append(hexDigit(byte >> 4))
+            utf8.append(hexDigit(byte & 0x0F))
+        }
+        return String(decoding: utf8, as: UTF8.self)
+    }
+
+    /// One byte as two uppercase hex digits, e.g. `0A`.
+    public static func format(_ byte: UInt8) -> String { format(CollectionOfOne(byte)) }
+
+    /// Formats bytes as uppercase hex without separators (`00A40400`), the form of the CLI's JSON.
+    public static func compact<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
+        var utf8: [UInt8] = []
+        utf8.reserveCapacity(bytes.underestimatedCount * 2)
+        for byte in bytes {
             utf8.append(hexDigit(byte >> 4))
             utf8.append(hexDigit(byte & 0x0F))
         }

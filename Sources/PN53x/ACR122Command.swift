@@ -1,3 +1,5 @@
+import ISO7816
+
 /// LED control bits, the P2 byte of the LED/buzzer pseudo-APDU (ACR122U API v2.04 §6.2).
 ///
 /// | bit | 7 | 6 | 5 | 4 | 3 | 2 | 1 | 0 |
@@ -241,7 +243,7 @@ public enum ACR122Command: Sendable, Hashable, CustomStringConvertible {
             guard value == expected else {
                 throw PN53xParseError(
                     .unexpectedByte, at: offset,
-                    "\(field) must be \(PN53xHex.format(expected)), found \(PN53xHex.format(value))")
+                    "\(field) must be \(HexBytes.format(expected)), found \(HexBytes.format(value))")
             }
         }
 
@@ -271,7 +273,7 @@ public enum ACR122Command: Sendable, Hashable, CustomStringConvertible {
             let data = try reader.readBytes(4, "LED/buzzer data (T1 T2 repetitions link)")
             guard let link = ACR122BuzzerLink(rawValue: data[3]) else {
                 throw PN53xParseError(
-                    .invalidValue, at: 8, "buzzer link must be 00 … 03, found \(PN53xHex.format(data[3]))")
+                    .invalidValue, at: 8, "buzzer link must be 00 … 03, found \(HexBytes.format(data[3]))")
             }
             self = .ledAndBuzzer(try ACR122LEDBuzzerControl(
                 led: ACR122LEDControl(rawValue: p2), t1: .milliseconds(Int(data[0]) * 100),
@@ -292,17 +294,17 @@ public enum ACR122Command: Sendable, Hashable, CustomStringConvertible {
             self = .setMCUTimeout(ACR122MCUTimeout(byte: p2))
         case (0x00, 0x52):
             guard p2 == 0x00 || p2 == 0xFF else {
-                throw PN53xParseError(.invalidValue, at: 3, "P2 of buzzer on detection must be 00 or FF, found \(PN53xHex.format(p2))")
+                throw PN53xParseError(.invalidValue, at: 3, "P2 of buzzer on detection must be 00 or FF, found \(HexBytes.format(p2))")
             }
             try expect(p3, 0x00, "Le of buzzer on detection", at: 4)
             self = .setBuzzerOnDetection(p2 == 0xFF)
         default:
             throw PN53xParseError(
                 .unknownCommand, at: 1,
-                "FF \(PN53xHex.format([ins, p1])) is not an ACR122U pseudo-APDU this library models")
+                "FF \(HexBytes.format([ins, p1])) is not an ACR122U pseudo-APDU this library models")
         }
         try reader.expectEnd("pseudo-APDU")
     }
 
-    public var description: String { PN53xHex.format(serialized()) }
+    public var description: String { HexBytes.format(serialized()) }
 }

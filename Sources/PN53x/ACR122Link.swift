@@ -168,7 +168,7 @@ public final class ACR122Link {
         let data = try checked(reply)
         guard data.isEmpty else {
             throw .malformedReply(PN53xParseError(
-                .trailingBytes, at: 0, "expected 90 00 alone, got \(PN53xHex.format(reply))"))
+                .trailingBytes, at: 0, "expected 90 00 alone, got \(HexBytes.format(reply))"))
         }
     }
 }

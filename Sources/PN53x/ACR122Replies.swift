@@ -1,3 +1,5 @@
+import ISO7816
+
 /// A failure at the ACR122U level: a status word from the reader's MCU, a refused escape command,
 /// or a reply that is not what the pseudo-APDU calls for (ACR122U API v2.04; docs/acr122-pn532.md §1, §2).
 ///
@@ -33,7 +35,7 @@ public enum ACR122Error: Error, Sendable, Equatable, CustomStringConvertible {
         case .unsupported:
             return "the ACR122U answered 6A 81: function not supported for this card or reader"
         case .unexpectedStatusWord(let sw):
-            return "the ACR122U answered with the unexpected status word \(PN53xHex.format([UInt8(sw >> 8), UInt8(sw & 0xFF)]))"
+            return "the ACR122U answered with the unexpected status word \(HexBytes.format([UInt8(sw >> 8), UInt8(sw & 0xFF)]))"
         case .escapeCommandsNotEnabled:
             return Self.escapeCommandsNotEnabledMessage
         case .noEscapeCode(let tried):
@@ -89,7 +91,7 @@ public struct ACR122Reply: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    public var description: String { PN53xHex.format(serialized()) }
+    public var description: String { HexBytes.format(serialized()) }
 }
 
 /// The answer to `FF 00 48 00 00`: printable ASCII, no status word, e.g. "ACR122U207" (ACR122U API
@@ -119,7 +121,7 @@ public struct ACR122FirmwareVersion: Sendable, Hashable, CustomStringConvertible
         for (offset, byte) in text.enumerated() where !(0x20...0x7E).contains(byte) {
             throw PN53xParseError(
                 .invalidValue, at: offset,
-                "the firmware-version reply must be printable ASCII, found \(PN53xHex.format(byte)) in \(PN53xHex.format(bytes))")
+                "the firmware-version reply must be printable ASCII, found \(HexBytes.format(byte)) in \(HexBytes.format(bytes))")
         }
         let string = String(decoding: text, as: UTF8.self)
         let digits = String(string.reversed().prefix { $0.isASCII && $0.isNumber }.reversed())
@@ -168,11 +170,11 @@ public struct ACR122LEDState: OptionSet, Sendable, Hashable {
         guard bytes.count == 2 else {
             throw .malformedReply(PN53xParseError(
                 bytes.count < 2 ? .truncated : .trailingBytes, at: min(bytes.count, 2),
-                "the \(command) reply must be 2 bytes (90 xx), got \(PN53xHex.format(bytes))"))
+                "the \(command) reply must be 2 bytes (90 xx), got \(HexBytes.format(bytes))"))
         }
         guard bytes[0] == 0x90 else {
             throw .malformedReply(PN53xParseError(
-                .unexpectedByte, at: 0, "the \(command) reply must start with 90, got \(PN53xHex.format(bytes))"))
+                .unexpectedByte, at: 0, "the \(command) reply must start with 90, got \(HexBytes.format(bytes))"))
         }
         return bytes[1]
     }

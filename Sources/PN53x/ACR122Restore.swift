@@ -76,7 +76,7 @@ public struct ACR122RestoreOutcome: Sendable, Hashable, CustomStringConvertible 
 
     /// `FF 00 51 FF 00 → 90 FF  ok`, one line per exchange, then the verdict.
     public var description: String {
-        var parts = exchanges.map { "\(PN53xHex.format($0.command)) → \($0.reply.isEmpty ? "(nothing)" : PN53xHex.format($0.reply))" }
+        var parts = exchanges.map { "\(HexBytes.format($0.command)) → \($0.reply.isEmpty ? "(nothing)" : HexBytes.format($0.reply))" }
         if parts.isEmpty { parts = ["(nothing sent)"] }
         return parts.joined(separator: "; ") + (failure.map { "  FAILED: \($0)" } ?? "  ok")
     }
@@ -161,12 +161,12 @@ extension PN532 {
                 case .piccParameter:
                     let now = try probe.link.setPICCOperatingParameter(.factoryDefault)
                     if now != .factoryDefault {
-                        failure = "the reader reports PICC parameter \(PN53xHex.format(now.rawValue)), not FF"
+                        failure = "the reader reports PICC parameter \(HexBytes.format(now.rawValue)), not FF"
                     }
                 case .idleLEDs:
                     let state = try probe.link.setLEDAndBuzzer(.idle)
                     if state != .red {
-                        failure = "the reader reports LED state \(PN53xHex.format(state.rawValue)), not 01 (red on, green off)"
+                        failure = "the reader reports LED state \(HexBytes.format(state.rawValue)), not 01 (red on, green off)"
                     }
                 default:
                     try probe.link.setMCUTimeout(.restoredDefault)

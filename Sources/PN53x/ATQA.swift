@@ -1,3 +1,5 @@
+import ISO7816
+
 /// ATQA (SENS_RES), the 2-byte answer of an ISO/IEC 14443-3 Type A card to REQA/WUPA.
 ///
 /// One value, converted at each codec, because the byte order differs (docs/acr122-pn532.md §4):
@@ -28,5 +30,5 @@ public struct ATQA: RawRepresentable, Sendable, Hashable, CustomStringConvertibl
     public var uidSizeCode: UInt8 { UInt8((rawValue >> 6) & 0x03) }
 
     /// Most significant byte first, as libnfc prints it, e.g. "00 04".
-    public var description: String { PN53xHex.format(mostSignificantFirst) }
+    public var description: String { HexBytes.format(mostSignificantFirst) }
 }

@@ -1,3 +1,5 @@
+import ISO7816
+
 /// What `PN532.receiveCommand()` got in target mode.
 public enum PN532TargetReceiveResult: Sendable, Hashable {
     /// A C-APDU from the initiator (chained parts already joined).
@@ -103,7 +105,7 @@ public final class PN532 {
             response = try send(InDataExchange(target: target, moreInformation: !isLast, data: part))
             if !isLast, !response.data.isEmpty {
                 throw PN532Error.malformedResponse(
-                    PN53xParseError(.trailingBytes, at: 3, "the target answered before the chained command was complete: \(PN53xHex.format(response.data))"),
+                    PN53xParseError(.trailingBytes, at: 3, "the target answered before the chained command was complete: \(HexBytes.format(response.data))"),
                     command: .inDataExchange)
             }
         }

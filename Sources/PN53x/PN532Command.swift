@@ -1,3 +1,5 @@
+import ISO7816
+
 /// A typed PN532 command: the parameters after `D4 cmd` and the parser for the data after
 /// `D5 cmd+1` (PN532 UM0701-02 §7).
 ///
@@ -48,7 +50,7 @@ enum PN532Parse {
     static func empty(_ data: [UInt8], _ command: PN532CommandCode) throws(PN532Error) {
         guard data.isEmpty else {
             throw .malformedResponse(
-                PN53xParseError(.trailingBytes, at: 2, "expected no data after the response code, got \(PN53xHex.format(data))"),
+                PN53xParseError(.trailingBytes, at: 2, "expected no data after the response code, got \(HexBytes.format(data))"),
                 command: command)
         }
     }
@@ -191,10 +193,10 @@ public struct EmulatedUID: Sendable, Hashable, CustomStringConvertible {
     ///   its first byte is 08.
     public init(_ uid: [UInt8]) throws(PN53xParseError) {
         guard uid.count == 4 else {
-            throw PN53xParseError(.lengthMismatch, at: 0, "a PN532 target's UID is 4 bytes (08 + 3), got \(uid.count): \(PN53xHex.format(uid))")
+            throw PN53xParseError(.lengthMismatch, at: 0, "a PN532 target's UID is 4 bytes (08 + 3), got \(uid.count): \(HexBytes.format(uid))")
         }
         guard uid[0] == 0x08 else {
-            throw PN53xParseError(.invalidValue, at: 0, "a PN532 target's UID must start with 08 (the chip fixes it), got \(PN53xHex.format(uid))")
+            throw PN53xParseError(.invalidValue, at: 0, "a PN532 target's UID must start with 08 (the chip fixes it), got \(HexBytes.format(uid))")
         }
         nfcid1t = Array(uid.dropFirst())
     }
@@ -207,7 +209,7 @@ public struct EmulatedUID: Sendable, Hashable, CustomStringConvertible {
     /// The UID as a reader sees it: `08 u1 u2 u3`.
     public var bytes: [UInt8] { [0x08] + nfcid1t }
 
-    public var description: String { PN53xHex.format(bytes) }
+    public var description: String { HexBytes.format(bytes) }
 }
 
 /// The mode byte TgInitAsTarget reports on activation (UM0701-02 §7.3.14):

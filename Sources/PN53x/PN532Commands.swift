@@ -1,3 +1,5 @@
+import ISO7816
+
 // The typed PN532 commands, one struct per command, named as in PN532 UM0701-02 §7 and nested in
 // `PN532` (e.g. `PN532.InDataExchange`). Each gives `| D4 | cmd | parameters |` and parses the data
 // after `| D5 | cmd+1 |`.
@@ -222,7 +224,7 @@ extension PN532 {
         }
         public func parameters() throws(PN532Error) -> [UInt8] {
             guard target & 0xC0 == 0 else {
-                throw .invalidRequest(command: Self.code, reason: "Tg must fit in bits 5–0, got \(PN53xHex.format(target))")
+                throw .invalidRequest(command: Self.code, reason: "Tg must fit in bits 5–0, got \(HexBytes.format(target))")
             }
             return [target | (moreInformation ? 0x40 : 0x00)] + data
         }

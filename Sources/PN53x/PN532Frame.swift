@@ -1,3 +1,5 @@
+import ISO7816
+
 /// A PN532 command code, the byte after D4 (PN532 UM0701-02 §7). Open: unknown codes still fit.
 ///
 /// The PN532 answers a command with D5 and the command code plus one.
@@ -38,9 +40,9 @@ public struct PN532CommandCode: RawRepresentable, Sendable, Hashable, CustomStri
     ]
 
     /// The UM0701 name, e.g. "InDataExchange", or "command 0xNN" for an unknown code.
-    public var name: String { Self.names[rawValue] ?? "command \(PN53xHex.format(rawValue))" }
+    public var name: String { Self.names[rawValue] ?? "command \(HexBytes.format(rawValue))" }
 
-    public var description: String { "\(name) (\(PN53xHex.format(rawValue)))" }
+    public var description: String { "\(name) (\(HexBytes.format(rawValue)))" }
 }
 
 /// A host-to-PN532 frame as the ACR122U carries it: `| D4 | cmd | params |` (PN532 UM0701-02 §6.2;
@@ -82,7 +84,7 @@ public struct PN532HostFrame: Sendable, Hashable, CustomStringConvertible {
 
     public func serialized() -> [UInt8] { [0xD4, command.rawValue] + parameters }
 
-    public var description: String { PN53xHex.format(serialized()) }
+    public var description: String { HexBytes.format(serialized()) }
 }
 
 /// A PN532-to-host frame: `| D5 | cmd + 1 | data |` (PN532 UM0701-02 §6.2).
@@ -120,7 +122,7 @@ public struct PN532ChipFrame: Sendable, Hashable, CustomStringConvertible {
 
     public func serialized() -> [UInt8] { [0xD5, responseCode] + data }
 
-    public var description: String { PN53xHex.format(serialized()) }
+    public var description: String { HexBytes.format(serialized()) }
 }
 
 /// A PN532 error code: the low 6 bits of a status byte (PN532 UM0701-02 §7.1). Open.
@@ -196,7 +198,7 @@ public struct PN532ErrorCode: RawRepresentable, Sendable, Hashable, CustomString
     /// is gone and the target must be initialised again (docs/acr122-pn532.md §4).
     public var isReleased: Bool { self == .targetReleased || self == .cardDisappeared }
 
-    public var description: String { "\(PN53xHex.format(rawValue)) (\(meaning))" }
+    public var description: String { "\(HexBytes.format(rawValue)) (\(meaning))" }
 }
 
 /// A PN532 status byte: `| NAD (bit 7) | MI (bit 6) | error code (bits 5–0) |` (UM0701-02 §7.1).
@@ -248,7 +250,7 @@ public enum PN532Error: Error, Sendable, Equatable, CustomStringConvertible {
         case .chipError(let status, let command):
             return "PN532 \(command.name) failed with status \(status)"
         case .desynchronized(let sent, let received):
-            return "the answer to PN532 \(sent.name) should start D5 \(PN53xHex.format(sent.responseCode)) but was \(received.isEmpty ? "empty" : PN53xHex.format(received)): a late reply to another command"
+            return "the answer to PN532 \(sent.name) should start D5 \(HexBytes.format(sent.responseCode)) but was \(received.isEmpty ? "empty" : HexBytes.format(received)): a late reply to another command"
         case .resynchronizationFailed(let attempts):
             return "the PN532 replies did not come back in step after \(attempts) GetFirmwareVersion commands: unplug and replug the reader"
         case .malformedResponse(let error, let command):

@@ -1,20 +1,5 @@
+import ISO7816
 import PCSCCore
-
-/// Formats bytes as uppercase hex with a space between bytes (house style), e.g. `D5 41 00`.
-///
-/// Internal to the module so that it can never clash with a hex helper another module exports.
-enum PN53xHex {
-    static func format<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
-        let digits: [Character] = Array("0123456789ABCDEF")
-        var parts: [String] = []
-        for byte in bytes {
-            parts.append(String([digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]]))
-        }
-        return parts.joined(separator: " ")
-    }
-
-    static func format(_ byte: UInt8) -> String { format([byte]) }
-}
 
 /// A malformed ACR122U pseudo-APDU, ACR122U reply or PN532 frame.
 ///
@@ -97,7 +82,7 @@ struct PN53xByteReader {
         guard byte == expected else {
             throw PN53xParseError(
                 .unexpectedByte, at: at,
-                "\(field) must be \(PN53xHex.format(expected)), found \(PN53xHex.format(byte))")
+                "\(field) must be \(HexBytes.format(expected)), found \(HexBytes.format(byte))")
         }
     }
 
@@ -105,7 +90,7 @@ struct PN53xByteReader {
         guard isAtEnd else {
             throw PN53xParseError(
                 .trailingBytes, at: offset,
-                "\(remaining) unexpected bytes after the \(structure): \(PN53xHex.format(bytes[offset...]))")
+                "\(remaining) unexpected bytes after the \(structure): \(HexBytes.format(bytes[offset...]))")
         }
     }
 }

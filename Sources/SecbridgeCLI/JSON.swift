@@ -1,3 +1,5 @@
+import ISO7816
+
 /// A JSON value with keys kept in the order they were given, so output is stable and diffable.
 ///
 /// Hex byte strings in the CLI's JSON are uppercase without spaces (`"00A40400"`).

@@ -1,3 +1,4 @@
+import ISO7816
 import PCSCCore
 import SecbridgeTesting
 import Testing
@@ -44,7 +45,7 @@ let commandVectors: [CommandVector] = [
 struct ACR122CommandTests {
     @Test(arguments: commandVectors)
     func serializes(_ vector: CommandVector) {
-        #expect(PN53xHex.format(vector.command.serialized()) == PN53xHex.format(vector.bytes))
+        #expect(HexBytes.format(vector.command.serialized()) == HexBytes.format(vector.bytes))
     }
 
     @Test(arguments: commandVectors)

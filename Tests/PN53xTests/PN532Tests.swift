@@ -100,7 +100,7 @@ struct PN532FrameTests {
         let moreInformation: Bool
         let nad: Bool
         let released: Bool
-        var testDescription: String { PN53xHex.format(byte) }
+        var testDescription: String { HexBytes.format(byte) }
     }
 
     @Test("status byte: low 6 bits code, bit 6 MI, bit 7 NAD; 29 and 2B both released (UM0701 §7.1, libnfc)", arguments: [
@@ -226,14 +226,14 @@ struct PN532CommandTests {
     ])
     func requests(_ vector: RequestVector) throws {
         let frame = try vector.command.hostFrame()
-        #expect(PN53xHex.format(frame.serialized()) == PN53xHex.format(vector.frame))
+        #expect(HexBytes.format(frame.serialized()) == HexBytes.format(vector.frame))
         #expect(try PN532HostFrame(parsing: vector.frame) == frame)
     }
 
     @Test("P10: TgInitAsTarget byte for byte with Lc 0x27 computed by the library")
     func p10Frame() throws {
         let apdu = ACR122Command.directTransmit(try p10InitAsTarget.hostFrame()).serialized()
-        #expect(PN53xHex.format(apdu) == PN53xHex.format(p10InitAsTargetAPDU))
+        #expect(HexBytes.format(apdu) == HexBytes.format(p10InitAsTargetAPDU))
         #expect(apdu[4] == 0x27)
     }
 
