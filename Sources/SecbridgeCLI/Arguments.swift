@@ -145,18 +145,6 @@ package struct ParsedArguments: Sendable {
 
     /// The bytes of a `.hex` option.
     package func bytes(_ name: String) -> [UInt8]? { values[name].flatMap { try? HexBytes.parse($0) } }
-
-    /// TEMPORARY: removed once no command checks its own numbers.
-    package func integer(_ name: String, in range: ClosedRange<Int>) throws(CLIError) -> Int? {
-        guard let text = values[name] else { return nil }
-        if let refusal = ValueKind.integer(range).refusal(of: text, option: name) { throw .usage(refusal) }
-        return Int(text)
-    }
-    package func seconds(_ name: String, limit: Double) throws(CLIError) -> Duration? {
-        guard let text = values[name] else { return nil }
-        if let refusal = ValueKind.seconds(limit: limit).refusal(of: text, option: name) { throw .usage(refusal) }
-        return seconds(name)
-    }
 }
 
 /// Parses `arguments` against `options`: `--name value`, `--name=value`, `-x value`, flags, and `--`
