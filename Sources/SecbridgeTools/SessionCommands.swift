@@ -306,7 +306,7 @@ extension SecbridgeCLI {
         options: [
             .reader("The reader: an index from `secbridge readers` or part of its name."),
             .flag("pn532", "Use PN532 initiator commands (ACR122U, no card needed at connect time)."),
-            .value("aid", "HEX", "SELECT this application instead of reading NDEF."),
+            .value("aid", "HEX", "SELECT this application (its AID: 5 to 16 bytes of hex) instead of reading NDEF."),
             .value("key", "HEX12", "MIFARE Classic: the 6-byte key (12 hex digits), key A unless --key-b."),
             .flag("key-b", "MIFARE Classic: authenticate with the key as key B."),
             .value("blocks", "N[-M]", "MIFARE Classic: the block or inclusive block range to read."),
