@@ -1,3 +1,100 @@
+import ISO7816
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The kind of value an option takes. The parser checks every given value against its kind before
+/// the command runs, and refuses one that does not fit with a usage error naming the option, what
+/// it takes and what was given.
+package enum ValueKind: Sendable {
+    /// Any text (a name, a URI, a file to write).
+    case text
+    /// A whole number in the range.
+    case integer(ClosedRange<Int>)
+    /// A number of seconds, fractions allowed, above 0 and at most `limit`.
+    case seconds(limit: Double)
+    /// A decimal number (digits and a point) above `lower` and at most `upper`; `note` is said
+    /// after the range in the refusal.
+    case decimal(above: Double, atMost: Double, note: String? = nil)
+    /// One of `words`. The refusal reads "--NAME takes a, b or c, not 'x'", or with a `noun`
+    /// "unknown NOUN 'x'; use one of a, b, c".
+    case choice([String], noun: String? = nil)
+    /// Bytes in hex (spaces, colons, 0x allowed), `lengths` bytes long when given. `takes` says
+    /// what for the refusal of a wrong length ("--NAME takes TAKES, not N"); a `secret` (a key) is
+    /// refused with "--NAME takes TAKES" only, never showing the text or where it went wrong.
+    case hex(lengths: [Int]? = nil, takes: String, secret: Bool = false)
+    /// The path of a file the command reads: it must exist and not be a directory.
+    case existingFile
+    /// A reader: an index from `secbridge readers` or part of a reader name, not empty.
+    case reader
+
+    /// Why `text` does not fit, as the usage error for option `name`; nil when it fits.
+    package func refusal(of text: String, option name: String) -> String? {
+        switch self {
+        case .text:
+            return nil
+        case .integer(let range):
+            guard let number = Int(text), range.contains(number) else {
+                return "--\(name) takes a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'"
+            }
+            return nil
+        case .seconds(let limit):
+            guard let number = Double(text), number > 0, number <= limit else {
+                return "--\(name) takes a number of seconds greater than 0 and at most \(Int(limit)), not '\(text)'"
+            }
+            return nil
+        case .decimal(let lower, let upper, let note):
+            guard text.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }), let number = Double(text),
+                number > lower, number <= upper
+            else {
+                return "--\(name) takes a decimal number above \(decimalText(lower)) and at most \(decimalText(upper))"
+                    + (note.map { " (\($0))" } ?? "") + ", not '\(text)'"
+            }
+            return nil
+        case .choice(let words, let noun):
+            guard !words.contains(text) else { return nil }
+            if let noun { return "unknown \(noun) '\(text)'; use one of \(words.joined(separator: ", "))" }
+            return "--\(name) takes \(listed(words)), not '\(text)'"
+        case .hex(let lengths, let takes, let secret):
+            let bytes: [UInt8]
+            do {
+                bytes = try HexBytes.parse(text)
+            } catch {
+                return secret ? "--\(name) takes \(takes)" : "--\(name) is not hex: \(error.reason)"
+            }
+            if let lengths, !lengths.contains(bytes.count) {
+                return secret ? "--\(name) takes \(takes)" : "--\(name) takes \(takes), not \(bytes.count)"
+            }
+            return nil
+        case .existingFile:
+            var info = stat()
+            guard stat(text, &info) == 0 else {
+                return "--\(name) takes an existing file, not '\(text)' (\(String(cString: strerror(errno))))"
+            }
+            if info.st_mode & S_IFMT == S_IFDIR {
+                return "--\(name) takes an existing file, not '\(text)' (a directory)"
+            }
+            return nil
+        case .reader:
+            return text.isEmpty ? "--\(name) needs a reader index or part of a reader name, not an empty string" : nil
+        }
+    }
+}
+
+/// 0 → "0", 0.5 → "0.5".
+private func decimalText(_ value: Double) -> String {
+    value == value.rounded() && abs(value) < 1e15 ? String(Int(value)) : String(value)
+}
+
+/// ["a", "b", "c"] → "a, b or c".
+private func listed(_ words: [String]) -> String {
+    guard words.count > 1 else { return words.first ?? "" }
+    return words.dropLast().joined(separator: ", ") + " or " + words.last!
+}
+
 /// An option a command accepts.
 package struct OptionSpec: Sendable {
     /// The long name without dashes, e.g. "reader".
@@ -7,16 +104,26 @@ package struct OptionSpec: Sendable {
     /// The value's placeholder for help ("NAME|INDEX"), or nil for a flag.
     package let valueName: String?
     package let help: String
+    /// What the value must be (checked before the command runs); `.text` for a flag.
+    package let kind: ValueKind
 
     package static func flag(_ name: String, short: Character? = nil, _ help: String) -> OptionSpec {
-        OptionSpec(name: name, short: short, valueName: nil, help: help)
+        OptionSpec(name: name, short: short, valueName: nil, help: help, kind: .text)
     }
-    package static func value(_ name: String, short: Character? = nil, _ valueName: String, _ help: String) -> OptionSpec {
-        OptionSpec(name: name, short: short, valueName: valueName, help: help)
+    /// An option with a value of `kind` (free text unless given).
+    package static func value(
+        _ name: String, short: Character? = nil, _ valueName: String, _ help: String, _ kind: ValueKind = .text
+    ) -> OptionSpec {
+        OptionSpec(name: name, short: short, valueName: valueName, help: help, kind: kind)
+    }
+    /// `-r, --reader NAME|INDEX`: a reader index or part of a reader name.
+    package static func reader(_ help: String) -> OptionSpec {
+        .value("reader", short: "r", "NAME|INDEX", help, .reader)
     }
 }
 
-/// Arguments after parsing: options by long name, and positional arguments in order.
+/// Arguments after parsing: options by long name, and positional arguments in order. Values were
+/// checked against their options' kinds, so the typed accessors find them well formed.
 package struct ParsedArguments: Sendable {
     package var flags: Set<String> = []
     package var values: [String: String] = [:]
@@ -25,31 +132,29 @@ package struct ParsedArguments: Sendable {
     package func has(_ flag: String) -> Bool { flags.contains(flag) }
     package func value(_ name: String) -> String? { values[name] }
 
-    /// An option's value as an integer in `range`, or a usage error naming the option.
-    package func integer(_ name: String, in range: ClosedRange<Int>) throws(CLIError) -> Int? {
-        guard let text = values[name] else { return nil }
-        guard let number = Int(text), range.contains(number) else {
-            throw .usage("--\(name) takes a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
-        }
-        return number
+    /// The value of an `.integer` option.
+    package func integer(_ name: String) -> Int? { values[name].flatMap { Int($0) } }
+
+    /// The value of a `.seconds` option, to the millisecond.
+    package func seconds(_ name: String) -> Duration? {
+        values[name].flatMap { Double($0) }.map { .milliseconds(Int64(($0 * 1000).rounded())) }
     }
 
-    /// An option's value as a number of seconds (fractions allowed) in (0, limit].
-    package func seconds(_ name: String, limit: Double) throws(CLIError) -> Duration? {
-        guard let text = values[name] else { return nil }
-        guard let number = Double(text), number > 0, number <= limit else {
-            throw .usage("--\(name) takes a number of seconds greater than 0 and at most \(Int(limit)), not '\(text)'")
-        }
-        return .milliseconds(Int64((number * 1000).rounded()))
-    }
+    /// The value of a `.decimal` option.
+    package func decimal(_ name: String) -> Double? { values[name].flatMap { Double($0) } }
+
+    /// The bytes of a `.hex` option.
+    package func bytes(_ name: String) -> [UInt8]? { values[name].flatMap { try? HexBytes.parse($0) } }
 }
 
 /// Parses `arguments` against `options`: `--name value`, `--name=value`, `-x value`, flags, and `--`
-/// to end options. `--help`/`-h` is always accepted.
+/// to end options. `--help`/`-h` is always accepted. Then each given value is checked against its
+/// option's kind, in the order the options were given (unless help was asked for).
 package func parseArguments(_ arguments: [String], options: [OptionSpec]) throws(CLIError) -> ParsedArguments {
     var parsed = ParsedArguments()
     var index = 0
     var optionsEnded = false
+    var given: [OptionSpec] = []
     func spec(named name: String) -> OptionSpec? { options.first { $0.name == name } }
     while index < arguments.count {
         let argument = arguments[index]
@@ -88,6 +193,7 @@ package func parseArguments(_ arguments: [String], options: [OptionSpec]) throws
             if inlineValue != nil { throw .usage("--\(name) takes no value") }
             parsed.flags.insert(name)
         } else {
+            if !given.contains(where: { $0.name == name }) { given.append(option) }
             if let inlineValue {
                 parsed.values[name] = inlineValue
             } else {
@@ -96,6 +202,13 @@ package func parseArguments(_ arguments: [String], options: [OptionSpec]) throws
                 }
                 parsed.values[name] = arguments[index]
                 index += 1
+            }
+        }
+    }
+    if !parsed.has("help") {
+        for option in given {
+            if let refusal = option.kind.refusal(of: parsed.values[option.name]!, option: option.name) {
+                throw .usage(refusal)
             }
         }
     }

@@ -22,8 +22,8 @@ extension SecbridgeCLI {
               card-inserted "Virtual PCD 00 00" ATR 3B 80 80 01 01
             """,
         options: [
-            .value("count", "N", "Stop after N events (1–1000000)."),
-            .value("timeout", "SECONDS", "Stop after SECONDS (at most 86400); exit 0."),
+            .value("count", "N", "Stop after N events (1–1000000).", .integer(1...1_000_000)),
+            .value("timeout", "SECONDS", "Stop after SECONDS (at most 86400); exit 0.", .seconds(limit: 86_400)),
             .flag("json", "Print one JSON object per line: {event, reader, atr, time}."),
             .value("record", "FILE", "Record the events to a transcript FILE."),
         ],
@@ -34,8 +34,8 @@ extension SecbridgeCLI {
         guard invocation.arguments.positional.isEmpty else {
             throw CLIError.usage("monitor takes no arguments, got '\(invocation.arguments.positional[0])'")
         }
-        let count = try invocation.arguments.integer("count", in: 1...1_000_000)
-        let timeout = try invocation.arguments.seconds("timeout", limit: 86_400)
+        let count = invocation.arguments.integer("count")
+        let timeout = invocation.arguments.seconds("timeout")
         let recorder = try invocation.arguments.value("record").map { path throws(CLIError) in
             try TranscriptRecording.startEvents(path: path, command: "monitor", console: invocation.console)
         }

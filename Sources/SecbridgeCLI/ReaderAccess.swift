@@ -23,7 +23,8 @@ package func describe(_ error: PCSCError) -> String {
 
 /// Picks a reader by `--reader`: a 0-based index into the list, or a case-insensitive substring of
 /// exactly one reader's name (names are opaque strings, docs/cases.md P13). Without `--reader`, the first
-/// reader whose state satisfies `preferring` (e.g. has a card), else the first reader.
+/// reader whose state satisfies `preferring` (e.g. has a card), else the first reader. An empty
+/// `--reader` never gets here: the parser refuses it (``ValueKind/reader``).
 package func selectReader(
     _ argument: String?, in readers: [String], preferring: ((String) -> Bool)? = nil
 ) throws(CLIError) -> String {
@@ -34,9 +35,6 @@ package func selectReader(
     guard let argument else {
         if let preferring, let match = readers.first(where: preferring) { return match }
         return readers[0]
-    }
-    guard !argument.isEmpty else {
-        throw .usage("--reader needs a reader index or part of a reader name, not an empty string")
     }
     if let index = Int(argument) {
         guard readers.indices.contains(index) else {

@@ -21,7 +21,7 @@ extension SecbridgeCLI {
             90 00 or 61xx), 1 otherwise.
             """,
         options: [
-            .value("reader", short: "r", "NAME|INDEX", "The reader: an index from `secbridge readers` or part of its name."),
+            .reader("The reader: an index from `secbridge readers` or part of its name."),
             .flag("raw", "Send the bytes as they are: no GET RESPONSE, no Le correction, no chaining."),
             .flag("stop-on-error", "Stop at the first status word other than 90 00 or 61xx, and exit 1."),
             .flag("json", "Print a JSON array of {line, command, response, sw, meaning}."),

@@ -24,7 +24,7 @@ extension SecbridgeCLI {
                 SW 6A 82: file or application not found
             """,
         options: [
-            .value("reader", short: "r", "NAME|INDEX", "The reader: an index from `secbridge readers` or part of its name."),
+            .reader("The reader: an index from `secbridge readers` or part of its name."),
             .flag("raw", "Send the bytes as they are: no GET RESPONSE, no Le correction, no chaining."),
             .flag("json", "Print a JSON object {reader, protocol, exchanges: [{command, response, data, sw, meaning, raw}]}."),
             .value("record", "FILE", "Record every exchange to a transcript FILE."),

@@ -36,7 +36,7 @@ extension SecbridgeCLI {
             """,
         options: [
             .value("record", "FILE", "Write the transcript to FILE (default: a new file in /tmp)."),
-            .value("credential", "FILE", "Emulate the credential of this file instead of the built-in URI tag."),
+            .value("credential", "FILE", "Emulate the credential of this file instead of the built-in URI tag.", .existingFile),
             SecbridgeCLI.timeScaleOption,
             .flag("in-process", "Run the simulated readers in this process instead of a private pcscd."),
         ],
@@ -67,7 +67,7 @@ extension SecbridgeCLI {
         let access: DemoReaderAccess
         var stop: () -> Void = {}
         defer { stop() }
-        let scale = try SecbridgeCLI.timeScale(invocation.arguments)
+        let scale = invocation.arguments.decimal("time-scale")
         if invocation.arguments.has("in-process") {
             access = try DemoReaderAccess.inProcess(timeScale: scale)
             stop = access.cleanup

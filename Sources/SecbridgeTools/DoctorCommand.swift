@@ -36,7 +36,7 @@ extension SecbridgeCLI {
                        fix: edit /etc/libccid_Info.plist: …
             """,
         options: [
-            .value("reader", short: "r", "NAME|INDEX", "The reader to check: an index from `secbridge readers` or part of its name."),
+            .reader("The reader to check: an index from `secbridge readers` or part of its name."),
             .flag("json", "Print a JSON array of {check, verdict, detail, fix}."),
         ],
         run: runDoctor

@@ -44,8 +44,9 @@ extension SecbridgeCLI {
             """,
         options: [
             .value("against", "TARGET", "What answers: live (a reader, the default), credential:FILE (a credential file's host applets), simulated (a simulated ACR122U in this process)."),
-            .value("mode", "MODE", "How answers are compared: strict (the default), ignore-timing or wildcard."),
-            .value("reader", short: "r", "NAME|INDEX", "The reader: an index from `secbridge readers` or part of its name."),
+            .value("mode", "MODE", "How answers are compared: strict (the default), ignore-timing or wildcard.",
+                   .choice(ReplayMode.allCases.map(\.rawValue))),
+            .reader("The reader: an index from `secbridge readers` or part of its name."),
             .flag("json", "Print a JSON object {file, reader, exchanges, result, error}."),
             .value("record", "FILE", "Record the replayed exchanges (what the reader answered now) to a transcript FILE."),
         ],
@@ -59,7 +60,7 @@ extension SecbridgeCLI {
                     ? "give the transcript file to replay" : "replay takes one transcript file, got \(invocation.arguments.positional.count) arguments")
         }
         let path = invocation.arguments.positional[0]
-        let options = try replayOptions(invocation.arguments.value("mode"))
+        let options = replayOptions(invocation.arguments.value("mode"))
         let against = invocation.arguments.value("against") ?? "live"
         var credentialPath: String?
         switch against {
@@ -272,13 +273,9 @@ extension SecbridgeCLI {
         }
     }
 
-    /// The `--mode` value as ``ReplayOptions``; strict when absent.
-    static func replayOptions(_ text: String?) throws(CLIError) -> ReplayOptions {
-        guard let text else { return ReplayOptions(mode: .strict) }
-        guard let mode = ReplayMode(rawValue: text) else {
-            throw .usage("--mode takes strict, ignore-timing or wildcard, not '\(text)'")
-        }
-        return ReplayOptions(mode: mode)
+    /// The `--mode` value (one of ``ReplayMode``'s, checked by the parser) as ``ReplayOptions``; strict when absent.
+    static func replayOptions(_ text: String?) -> ReplayOptions {
+        ReplayOptions(mode: text.flatMap(ReplayMode.init(rawValue:)) ?? .strict)
     }
 
     /// `--against credential:FILE`: the terminal's side to the credential's host applets.

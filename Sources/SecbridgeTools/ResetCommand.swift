@@ -37,7 +37,7 @@ extension SecbridgeCLI {
               reader restored
             """,
         options: [
-            .value("reader", short: "r", "NAME|INDEX", "The ACR122U: an index from `secbridge readers` or part of its name."),
+            .reader("The ACR122U: an index from `secbridge readers` or part of its name."),
         ],
         run: runReset
     )

@@ -43,7 +43,7 @@ extension SecbridgeCLI {
             """,
         options: [
             .flag("hardware", "Run the sequence on a reader and write a bundle."),
-            .value("reader", short: "r", "NAME|INDEX", "The reader: an index from `secbridge readers` or part of its name (default: the first ACR122-class reader)."),
+            .reader("The reader: an index from `secbridge readers` or part of its name (default: the first ACR122-class reader)."),
             .value("output", short: "o", "DIR", "The bundle directory to create (must not exist)."),
             .flag("phone", "Also emulate the built-in URI tag (one 60 s window) for a phone or terminal to read."),
             .value("replay", "DIR", "Replay the bundle in DIR against the simulated ACR122U (repeat or list several)."),

@@ -119,8 +119,8 @@ extension SecbridgeCLI {
             terminal exchanged APDUs, 1 otherwise.
             """,
         options: [
-            .value("credential", "FILE", "The credential file to present (required)."),
-            .value("reader", short: "r", "NAME|INDEX", "The ACR122U: an index from `secbridge readers` or part of its name."),
+            .value("credential", "FILE", "The credential file to present (required).", .existingFile),
+            .reader("The ACR122U: an index from `secbridge readers` or part of its name."),
             .flag("yes", "Approve the transaction without asking."),
             .flag("keep", "Serve terminals until the 60-second window ends, not only the first."),
             .value("record", "FILE", "Record the reader's exchanges and the terminal's APDUs to a transcript FILE."),
@@ -304,9 +304,9 @@ extension SecbridgeCLI {
               $ secbridge read --key FFFFFFFFFFFF --blocks 4-7     # a MIFARE Classic 1K
             """,
         options: [
-            .value("reader", short: "r", "NAME|INDEX", "The reader: an index from `secbridge readers` or part of its name."),
+            .reader("The reader: an index from `secbridge readers` or part of its name."),
             .flag("pn532", "Use PN532 initiator commands (ACR122U, no card needed at connect time)."),
-            .value("aid", "HEX", "SELECT this application instead of reading NDEF."),
+            .value("aid", "HEX", "SELECT this application (its AID: 5 to 16 bytes of hex) instead of reading NDEF."),
             .value("key", "HEX12", "MIFARE Classic: the 6-byte key (12 hex digits), key A unless --key-b."),
             .flag("key-b", "MIFARE Classic: authenticate with the key as key B."),
             .value("blocks", "N[-M]", "MIFARE Classic: the block or inclusive block range to read."),

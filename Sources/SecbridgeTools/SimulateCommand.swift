@@ -53,36 +53,34 @@ extension SecbridgeCLI {
               $ export PCSCLITE_CSOCK_NAME=…; secbridge send 00 A4 04 00 07 D2 76 00 00 85 01 01 00
             """,
         options: [
-            .value("readers", "1|2", "How many simulated readers (default 2, sharing one field)."),
-            .value("personality", "NAME", "The readers' personality (driver and firmware quirks)."),
-            .value("card", "UID", "Place an ISO 14443-4 card with this UID (4, 7 or 10 bytes of hex)."),
-            .value("applet", "NAME", "The placed card's applet: ok (default), echo or t4t-ndef."),
-            .value("tag", "UID", "Place an ISO 14443-3 tag (no ISO-DEP) with this UID, as peer `tag` (e.g. `a tag-memory peer=tag`)."),
-            .value("tag-type", "TYPE", "The placed tag's memory: ntag213, ntag215, ntag216 or ultralight (each with a 7-byte UID); classic1k, classic4k or mini (a 4- or 7-byte UID); default: none (UID only)."),
+            .value("readers", "1|2", "How many simulated readers (default 2, sharing one field).", .integer(1...2)),
+            .value("personality", "NAME", "The readers' personality (driver and firmware quirks): ccid-escape-enabled (default), ccid-escape-disabled, acs-driver, legacy-t0 or atr-whole-ats.",
+                   .choice(personalities, noun: "personality")),
+            .value("card", "UID", "Place an ISO 14443-4 card with this UID (4, 7 or 10 bytes of hex).", uidKind),
+            .value("applet", "NAME", "The placed card's applet: ok (default), echo or t4t-ndef.", .choice(applets, noun: "applet")),
+            .value("tag", "UID", "Place an ISO 14443-3 tag (no ISO-DEP) with this UID (4, 7 or 10 bytes of hex), as peer `tag` (e.g. `a tag-memory peer=tag`).", uidKind),
+            .value("tag-type", "TYPE", "The placed tag's memory: ntag213, ntag215, ntag216 or ultralight (each with a 7-byte UID); classic1k, classic4k or mini (a 4- or 7-byte UID); default: none (UID only).",
+                   .choice(tagTypes, noun: "--tag-type")),
             .value("tag-uri", "URI", "A Type 2 tag's content: an NDEF URI record (default: an empty NDEF message)."),
             .value("tag-text", "TEXT", "A Type 2 tag's content: an NDEF text record (language en)."),
-            .value("tag-key", "HEX12", "A MIFARE Classic tag's key A and key B for every sector (default FF FF FF FF FF FF)."),
-            .value("terminal", "SCRIPT", "Place a terminal running android-t4t-read or ios-t4t-read."),
-            .value("timeout", "SECONDS", "Stop after SECONDS (at most 86400) instead of waiting for Ctrl-C."),
+            .value("tag-key", "HEX12", "A MIFARE Classic tag's key A and key B for every sector: 6 bytes of hex (default FF FF FF FF FF FF).",
+                   .hex(lengths: [6], takes: "6 bytes of hex (12 digits), e.g. FFFFFFFFFFFF", secret: true)),
+            .value("terminal", "SCRIPT", "Place a terminal running android-t4t-read or ios-t4t-read.", .choice(terminalScripts, noun: "terminal script")),
+            .value("timeout", "SECONDS", "Stop after SECONDS (at most 86400) instead of waiting for Ctrl-C.", .seconds(limit: 86_400)),
             timeScaleOption,
             .flag("in-process", "Run the readers in this process (no pcscd); `send a|b HEX` on standard input."),
         ],
         run: runSimulate
     )
 
-    /// `--time-scale FACTOR`, shared by `simulate` and `demo`.
+    /// `--time-scale FACTOR`, shared by `simulate` and `demo`: a decimal number above 0 and at most 1000.
     static let timeScaleOption = OptionSpec.value(
         "time-scale", "FACTOR",
-        "Wall-clock seconds per simulated second, above 0 and at most 1000 (default 1, real time; 0.01: a 5 s MCU timeout takes 50 ms).")
+        "Wall-clock seconds per simulated second, above 0 and at most 1000 (default 1, real time; 0.01: a 5 s MCU timeout takes 50 ms).",
+        .decimal(above: 0, atMost: 1000, note: "1 is real time, 0.01 a hundred times faster"))
 
-    /// The `--time-scale` value, checked: a decimal number above 0 and at most 1000.
-    static func timeScale(_ arguments: ParsedArguments) throws(CLIError) -> Double? {
-        guard let text = arguments.value("time-scale") else { return nil }
-        guard text.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }), let scale = Double(text), scale > 0, scale <= 1000 else {
-            throw .usage("--time-scale takes a decimal number above 0 and at most 1000 (1 is real time, 0.01 a hundred times faster), not '\(text)'")
-        }
-        return scale
-    }
+    /// `--card UID`, `--tag UID`.
+    static let uidKind = ValueKind.hex(lengths: [4, 7, 10], takes: "a UID of 4, 7 or 10 bytes (ISO/IEC 14443-3)")
 
     /// `:timescale=FACTOR` for a simulated reader's DEVICENAME, or nothing for real time.
     static func timeScaleSuffix(_ scale: Double?) -> String { scale.map { ":timescale=\($0)" } ?? "" }
@@ -102,14 +100,12 @@ extension SecbridgeCLI {
     /// - Throws: a usage error naming the option that does not fit; it never repeats a key.
     static func simulatedTagLine(_ arguments: ParsedArguments) throws(CLIError) -> String? {
         let type = arguments.value("tag-type")
-        guard let uidText = arguments.value("tag") else {
+        guard let uid = arguments.bytes("tag") else {
             for option in ["tag-type", "tag-uri", "tag-text", "tag-key"] where arguments.value(option) != nil {
                 throw .usage("--\(option) describes the tag of --tag UID; add --tag")
             }
             return nil
         }
-        let uid: [UInt8]
-        do { uid = try HexBytes.parse(uidText) } catch { throw .usage("--tag is not hex: \(error.reason)") }
         var line = "place-tag uid=\(compactHex(uid)) id=tag"
         guard let type else {
             for option in ["tag-uri", "tag-text", "tag-key"] where arguments.value(option) != nil {
@@ -150,10 +146,7 @@ extension SecbridgeCLI {
             throw .usage("--\(option) is for a Type 2 tag (\(Type2TagModel.allCases.map(\.rawValue).joined(separator: ", "))), not \(type)")
         }
         var key = MIFAREClassicMemory.transportKey
-        if let text = arguments.value("tag-key") {
-            guard let bytes = try? HexBytes.parse(text), bytes.count == 6 else {
-                throw .usage("--tag-key takes 6 bytes of hex (12 digits), e.g. FFFFFFFFFFFF")
-            }
+        if let bytes = arguments.bytes("tag-key") {
             key = bytes
             line += " key=\(compactHex(bytes))"
         }
@@ -175,28 +168,11 @@ extension SecbridgeCLI {
         guard arguments.positional.isEmpty else {
             throw CLIError.usage("simulate takes no arguments, got '\(arguments.positional[0])'")
         }
-        let readerCount = try arguments.integer("readers", in: 1...2) ?? 2
-        let timeout = try arguments.seconds("timeout", limit: 86_400)
-        if let personality = arguments.value("personality"), !personalities.contains(personality) {
-            throw CLIError.usage("unknown personality '\(personality)'; use one of \(personalities.joined(separator: ", "))")
-        }
-        if let applet = arguments.value("applet"), !applets.contains(applet) {
-            throw CLIError.usage("unknown applet '\(applet)'; use one of \(applets.joined(separator: ", "))")
-        }
-        if let script = arguments.value("terminal"), !terminalScripts.contains(script) {
-            throw CLIError.usage("unknown terminal script '\(script)'; use one of \(terminalScripts.joined(separator: ", "))")
-        }
-        for option in ["card", "tag"] {
-            guard let text = arguments.value(option) else { continue }
-            let uid: [UInt8]
-            do { uid = try HexBytes.parse(text) } catch { throw CLIError.usage("--\(option) is not hex: \(error.reason)") }
-            guard [4, 7, 10].contains(uid.count) else {
-                throw CLIError.usage("--\(option) takes a UID of 4, 7 or 10 bytes (ISO/IEC 14443-3), not \(uid.count)")
-            }
-        }
-
+        // The options' values were checked by the parser (their kinds); the tag's as a whole here.
+        let readerCount = arguments.integer("readers") ?? 2
+        let timeout = arguments.seconds("timeout")
         let tagLine = try simulatedTagLine(arguments)
-        let scale = try timeScale(arguments)
+        let scale = arguments.decimal("time-scale")
         // A reader of standard output that goes away (`secbridge simulate | head -1`, to take the
         // export line) must not kill this process with SIGPIPE: its private pcscd would be left
         // running. The simulator keeps serving until a signal or --timeout; output is then lost.
@@ -247,8 +223,7 @@ extension SecbridgeCLI {
         if let personality = arguments.value("personality"), personality != "ccid-escape-enabled" {
             for (_, control) in controls { _ = try request(control, "personality name=\(personality)") }
         }
-        if let uid = arguments.value("card") {
-            let bytes = (try? HexBytes.parse(uid)) ?? []  // checked above
+        if let bytes = arguments.bytes("card") {
             _ = try request(SimulatedReaders.controlA, "place-card uid=\(compactHex(bytes)) applet=\(arguments.value("applet") ?? "ok") id=card")
         }
         if let tagLine {

@@ -296,7 +296,7 @@ extension SecbridgeCLI {
               NDEF record 1: URI https://example.com
             """,
         options: [
-            .value("reader", short: "r", "NAME|INDEX", "The reader: an index from `secbridge readers` or part of its name."),
+            .reader("The reader: an index from `secbridge readers` or part of its name."),
             .value("uri", "URI", "Write one URI record (the prefix abbreviated, e.g. https:// → 04)."),
             .value("text", "TEXT", "Write one UTF-8 text record."),
             .value("lang", "CODE", "The text record's language code (default en)."),

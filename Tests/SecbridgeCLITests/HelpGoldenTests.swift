@@ -1,0 +1,1092 @@
+import Testing
+
+@testable import SecbridgeCLI
+@testable import SecbridgeTools
+
+/// The exact `--help` of every command of the full tree (`secbridge-tools`, which `secbridge`
+/// shares), one usage error per command, and the refusal of each kind of option value.
+///
+/// Goldens, generated once from the built tool and read: a change of any help text, usage line or
+/// message fails here; update the golden with the change, on purpose.
+@Suite struct HelpGoldenTests {
+    struct Golden: Sendable, CustomTestStringConvertible {
+        /// The command's words after `secbridge`.
+        var path: [String]
+        /// `secbridge PATH --help`, on standard output, exit 0.
+        var help: String
+        /// `secbridge PATH --colour`, on standard error, exit 64.
+        var unknownOption: String
+        var testDescription: String { path.isEmpty ? "secbridge" : path.joined(separator: " ") }
+    }
+
+    struct Refusal: Sendable, CustomTestStringConvertible {
+        var kind: String
+        var arguments: [String]
+        /// Standard error, exit 64.
+        var error: String
+        var testDescription: String { "\(kind): \(arguments.joined(separator: " "))" }
+    }
+
+    @Test(arguments: goldens) func helpIsTheGolden(_ golden: Golden) {
+        let result = run(golden.path + ["--help"])
+        #expect(result.status == 0)
+        #expect(result.err == "")
+        #expect(result.out == golden.help)
+    }
+
+    @Test(arguments: goldens) func unknownOptionIsTheGolden(_ golden: Golden) {
+        let result = run(golden.path + ["--colour"])
+        #expect(result.status == 64)
+        #expect(result.out == "")
+        #expect(result.err == golden.unknownOption)
+    }
+
+    /// A command added to the tree needs its golden here.
+    @Test func everyCommandHasAGolden() {
+        func paths(_ command: Command, _ path: [String]) -> [[String]] {
+            [path] + command.subcommands.flatMap { paths($0, path + [$0.name]) }
+        }
+        let tree = paths(SecbridgeCLI.makeRoot(toolCommands: SecbridgeTools.commands), [])
+        #expect(tree == Self.goldens.map(\.path))
+    }
+
+    /// The parser refuses a value that does not fit its option's kind before the command runs
+    /// (nothing here reaches PC/SC or the file system beyond a stat).
+    @Test(arguments: refusals) func valueIsRefusedBeforeRunning(_ refusal: Refusal) {
+        let result = run(refusal.arguments)
+        #expect(result.status == 64)
+        #expect(result.out == "")
+        #expect(result.err == refusal.error)
+        #expect(!result.err.contains("A0A1A2A3A4"), "a key is never shown")
+    }
+
+    @Test func helpWinsOverABadValue() {
+        let result = run(["monitor", "--count", "0", "--help"])
+        #expect(result.status == 0)
+        #expect(result.out == Self.goldens.first { $0.path == ["monitor"] }?.help)
+    }
+
+    static let refusals: [Refusal] = [
+        Refusal(kind: "integer", arguments: ["monitor", "--count", "0"], error: #"""
+            secbridge: error: --count takes a whole number from 1 to 1000000, not '0'
+            USAGE: secbridge monitor [--count N] [--timeout SECONDS] [--json] [--record FILE]
+            Run 'secbridge monitor --help' for more information.
+
+            """#),
+        Refusal(kind: "integer, inline value", arguments: ["monitor", "--count=1000001"], error: #"""
+            secbridge: error: --count takes a whole number from 1 to 1000000, not '1000001'
+            USAGE: secbridge monitor [--count N] [--timeout SECONDS] [--json] [--record FILE]
+            Run 'secbridge monitor --help' for more information.
+
+            """#),
+        Refusal(kind: "integer 1|2", arguments: ["simulate", "--readers", "3"], error: #"""
+            secbridge: error: --readers takes a whole number from 1 to 2, not '3'
+            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process]
+            Run 'secbridge simulate --help' for more information.
+
+            """#),
+        Refusal(kind: "seconds", arguments: ["monitor", "--timeout", "soon"], error: #"""
+            secbridge: error: --timeout takes a number of seconds greater than 0 and at most 86400, not 'soon'
+            USAGE: secbridge monitor [--count N] [--timeout SECONDS] [--json] [--record FILE]
+            Run 'secbridge monitor --help' for more information.
+
+            """#),
+        Refusal(kind: "decimal", arguments: ["simulate", "--time-scale", "0"], error: #"""
+            secbridge: error: --time-scale takes a decimal number above 0 and at most 1000 (1 is real time, 0.01 a hundred times faster), not '0'
+            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process]
+            Run 'secbridge simulate --help' for more information.
+
+            """#),
+        Refusal(kind: "decimal, no exponent", arguments: ["demo", "--time-scale", "1e2"], error: #"""
+            secbridge: error: --time-scale takes a decimal number above 0 and at most 1000 (1 is real time, 0.01 a hundred times faster), not '1e2'
+            USAGE: secbridge demo [--record FILE] [--credential FILE] [--time-scale FACTOR] [--in-process]
+            Run 'secbridge demo --help' for more information.
+
+            """#),
+        Refusal(kind: "choice", arguments: ["replay", "--mode", "fast", "session.trn"], error: #"""
+            secbridge: error: --mode takes strict, ignore-timing or wildcard, not 'fast'
+            USAGE: secbridge replay [--against live|credential:FILE|simulated] [--mode strict|ignore-timing|wildcard] [--reader NAME|INDEX] [--json] [--record FILE] FILE
+            Run 'secbridge replay --help' for more information.
+
+            """#),
+        Refusal(kind: "choice with a noun", arguments: ["simulate", "--personality", "acr1252"], error: #"""
+            secbridge: error: unknown personality 'acr1252'; use one of ccid-escape-enabled, ccid-escape-disabled, acs-driver, legacy-t0, atr-whole-ats
+            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process]
+            Run 'secbridge simulate --help' for more information.
+
+            """#),
+        Refusal(kind: "choice of terminal scripts", arguments: ["simulate", "--terminal", "ios"], error: #"""
+            secbridge: error: unknown terminal script 'ios'; use one of android-t4t-read, ios-t4t-read
+            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process]
+            Run 'secbridge simulate --help' for more information.
+
+            """#),
+        Refusal(kind: "hex of a wrong length", arguments: ["simulate", "--card", "04A1B2"], error: #"""
+            secbridge: error: --card takes a UID of 4, 7 or 10 bytes (ISO/IEC 14443-3), not 3
+            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process]
+            Run 'secbridge simulate --help' for more information.
+
+            """#),
+        Refusal(kind: "not hex", arguments: ["simulate", "--tag", "04:A1:B2:CZ"], error: #"""
+            secbridge: error: --tag is not hex: 'Z' at character 10 is not a hex digit (0-9, A-F) or a separator (space, colon, comma)
+            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process]
+            Run 'secbridge simulate --help' for more information.
+
+            """#),
+        Refusal(kind: "secret hex: the key is never shown", arguments: ["simulate", "--tag", "04A1B2C3", "--tag-type", "classic1k", "--tag-key", "A0A1A2A3A4"], error: #"""
+            secbridge: error: --tag-key takes 6 bytes of hex (12 digits), e.g. FFFFFFFFFFFF
+            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process]
+            Run 'secbridge simulate --help' for more information.
+
+            """#),
+        Refusal(kind: "existing file", arguments: ["emulate", "--credential", "/nonexistent/credential.json"], error: #"""
+            secbridge: error: --credential takes an existing file, not '/nonexistent/credential.json' (No such file or directory)
+            USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX] [--yes] [--keep] [--record FILE]
+            Run 'secbridge emulate --help' for more information.
+
+            """#),
+        Refusal(kind: "existing file, not a directory", arguments: ["demo", "--credential", "/"], error: #"""
+            secbridge: error: --credential takes an existing file, not '/' (a directory)
+            USAGE: secbridge demo [--record FILE] [--credential FILE] [--time-scale FACTOR] [--in-process]
+            Run 'secbridge demo --help' for more information.
+
+            """#),
+        Refusal(kind: "reader", arguments: ["send", "--reader", "", "00A4040000"], error: #"""
+            secbridge: error: --reader needs a reader index or part of a reader name, not an empty string
+            USAGE: secbridge send [--reader NAME|INDEX] [--raw] [--json] [--record FILE] HEX…
+            Run 'secbridge send --help' for more information.
+
+            """#),
+        Refusal(kind: "first given first", arguments: ["monitor", "--timeout", "0", "--count", "0"], error: #"""
+            secbridge: error: --timeout takes a number of seconds greater than 0 and at most 86400, not '0'
+            USAGE: secbridge monitor [--count N] [--timeout SECONDS] [--json] [--record FILE]
+            Run 'secbridge monitor --help' for more information.
+
+            """#),
+    ]
+
+    static let goldens: [Golden] = [
+        Golden(
+            path: [],
+            help: #"""
+            OVERVIEW: PC/SC and NFC credential sessions on Linux: readers, APDUs, transcripts.
+
+            USAGE: secbridge <subcommand>
+
+            Talks to smart cards and NFC readers through pcscd (pcsc-lite). Set PCSCLITE_CSOCK_NAME to
+            use a pcscd other than the system one.
+
+            Exit status: 0 success, 1 failure, 64 usage error.
+
+            SUBCOMMANDS:
+              readers      List the readers pcscd knows, with card state, ATR and protocol.
+              send         Send APDUs to the card in a reader, with ISO 7816-4 handling.
+              decode       Decode a command APDU, a response, an ATR or BER-TLV data, given in hex.
+              monitor      Show reader and card events as they happen.
+              run          Send the APDUs of a script file to a card (reads pcsc-tools' scriptor files).
+              replay       Send a transcript's recorded commands to a live reader or a credential and compare the answers.
+              simulate     Run simulated ACR122U readers in a private pcscd, for any PC/SC program to use.
+              credentials  List the credentials a session knows, from credential files.
+              emulate      Present a credential to a terminal: card emulation on an ACR122U.
+              read         A reader session: read the presented card's UID and ATS, SELECT an AID, or read its NDEF message.
+              demo         The main job: a credential session emulating an NDEF tag on one simulated ACR122U, read by a second.
+              transcript   Read, compare, redact and import transcripts (Fixtures/README.md).
+              capture      Run any PC/SC program under pcsc-lite's spy and save what it did as a transcript.
+              selftest     Run a fixed sequence on an ACR122U in both roles and save it as a transcript bundle; replay bundles against the simulator.
+              doctor       Check pcscd, the ACR122U, its driver, escape commands and firmware, and say how to fix what fails.
+              reset        Bring an ACR122U back to a usable state after an interrupted emulation.
+              write-ndef   Write an NDEF message (a URI or a text record) to an NFC Forum Type 2 Tag.
+
+              See 'secbridge <subcommand> --help' for details.
+
+            OPTIONS:
+              --version   Show the version.
+              -h, --help  Show help information.
+
+            """#,
+            unknownOption: #"""
+            secbridge: error: unknown option '--colour'
+            USAGE: secbridge <subcommand>
+            Run 'secbridge --help' for more information.
+
+            """#),
+        Golden(
+            path: ["readers"],
+            help: #"""
+            OVERVIEW: List the readers pcscd knows, with card state, ATR and protocol.
+
+            USAGE: secbridge readers [--json] [--record FILE]
+
+            Each reader is shown with its index (usable as --reader INDEX in other commands), its
+            state, and for a present card its ATR and the protocol a shared connection negotiates
+            (decided from the ATR as pcscd does: T=1 when offered, else T=0; nothing is connected).
+
+            Example:
+              $ secbridge readers
+              0: Virtual PCD 00 00
+                 state: present  protocol: T=1
+                 ATR: 3B 80 80 01 01
+
+            OPTIONS:
+              --json           Print a JSON array of {index, name, state, atr, protocol}.
+              --record <FILE>  Record what was seen (reader-added and card-inserted events) to a transcript FILE.
+              -h, --help       Show help information.
+
+            """#,
+            unknownOption: #"""
+            secbridge: error: unknown option '--colour'
+            USAGE: secbridge readers [--json] [--record FILE]
+            Run 'secbridge readers --help' for more information.
+
+            """#),
+        Golden(
+            path: ["send"],
+            help: #"""
+            OVERVIEW: Send APDUs to the card in a reader, with ISO 7816-4 handling.
+
+            USAGE: secbridge send [--reader NAME|INDEX] [--raw] [--json] [--record FILE] HEX…
+
+            Consecutive single-byte arguments form one APDU (00 A4 04 00 00); any other argument is
+            an APDU of its own ("00A4040000" "00B0000000", or quoted with spaces). Hex may use
+            spaces, colons or 0x prefixes.
+
+            ISO 7816-4 handling is on by default: 61xx is answered with GET RESPONSE, 6Cxx by sending
+            again with the right Le, long commands use extended length or chaining as the card and
+            reader allow. Reader pseudo-APDUs (CLA FF) always go through untouched. --raw turns the
+            handling off. Each raw exchange is shown (> to the card, < from it), then the status
+            word's meaning. The exit status is 0 when every APDU was exchanged, whatever its SW.
+
+            Example:
+              $ secbridge send 00 A4 04 00 07 D2 76 00 00 85 01 01 00
+              > 00 A4 04 00 07 D2 76 00 00 85 01 01 00
+              < 6A 82
+                SW 6A 82: file or application not found
+
+            OPTIONS:
+              -r, --reader <NAME|INDEX>  The reader: an index from `secbridge readers` or part of its name.
+              --raw                      Send the bytes as they are: no GET RESPONSE, no Le correction, no chaining.
+              --json                     Print a JSON object {reader, protocol, exchanges: [{command, response, data, sw, meaning, raw}]}.
+              --record <FILE>            Record every exchange to a transcript FILE.
+              -h, --help                 Show help information.
+
+            """#,
+            unknownOption: #"""
+            secbridge: error: unknown option '--colour'
+            USAGE: secbridge send [--reader NAME|INDEX] [--raw] [--json] [--record FILE] HEX…
+            Run 'secbridge send --help' for more information.
+
+            """#),
+        Golden(
+            path: ["decode"],
+            help: #"""
+            OVERVIEW: Decode a command APDU, a response, an ATR or BER-TLV data, given in hex.
+
+            USAGE: secbridge decode <subcommand>
+
+            Nothing is sent: decoding works without pcscd or a reader.
+
+            Examples:
+              $ secbridge decode apdu 00 A4 04 00 07 D2 76 00 00 85 01 01 00
+              $ secbridge decode response 6A 82
+              $ secbridge decode atr 3B 8F 80 01 80 4F 0C A0 00 00 03 06 03 00 01 00 00 00 00 6A
+              $ secbridge decode tlv --json 6F 15 81 02 02 00 82 01 01 83 02 44 02 86 08 FF 90 90 90 90 90 90 00
+
+            SUBCOMMANDS:
+              apdu      Decode a command APDU: its ISO 7816-4 case, header, Nc and Ne.
+              response  Decode a response APDU: data and status word with its meaning.
+              atr       Decode an ATR: interface bytes, protocols, historical bytes, TCK.
+              tlv       Decode BER-TLV data objects (ISO/IEC 7816-4 §5.2), nested.
+
+              See 'secbridge decode <subcommand> --help' for details.
+
+            OPTIONS:
+              -h, --help  Show help information.
+
+            """#,
+            unknownOption: #"""
+            secbridge: error: unknown option '--colour'
+            USAGE: secbridge decode <subcommand>
+            Run 'secbridge decode --help' for more information.
+
+            """#),
+        Golden(
+            path: ["decode", "apdu"],
+            help: #"""
+            OVERVIEW: Decode a command APDU: its ISO 7816-4 case, header, Nc and Ne.
+
+            USAGE: secbridge decode apdu [--json] HEX…
+
+            The hex may be split over several arguments and use spaces, colons or 0x prefixes.
+
+            OPTIONS:
+              --json      Print JSON: {case, cla, ins, p1, p2, nc, ne, data}. Hex strings are uppercase without spaces.
+              -h, --help  Show help information.
+
+            """#,
+            unknownOption: #"""
+            secbridge: error: unknown option '--colour'
+            USAGE: secbridge decode apdu [--json] HEX…
+            Run 'secbridge decode apdu --help' for more information.
+
+            """#),
+        Golden(
+            path: ["decode", "response"],
+            help: #"""
+            OVERVIEW: Decode a response APDU: data and status word with its meaning.
+
+            USAGE: secbridge decode response [--json] HEX…
+
+            The hex may be split over several arguments and use spaces, colons or 0x prefixes.
+
+            OPTIONS:
+              --json      Print JSON: {data, sw, meaning}. Hex strings are uppercase without spaces.
+              -h, --help  Show help information.
+
+            """#,
+            unknownOption: #"""
+            secbridge: error: unknown option '--colour'
+            USAGE: secbridge decode response [--json] HEX…
+            Run 'secbridge decode response --help' for more information.
+
+            """#),
+        Golden(
+            path: ["decode", "atr"],
+            help: #"""
+            OVERVIEW: Decode an ATR: interface bytes, protocols, historical bytes, TCK.
+
+            USAGE: secbridge decode atr [--json] HEX…
+
+            The hex may be split over several arguments and use spaces, colons or 0x prefixes.
+
+            OPTIONS:
+              --json      Print JSON: {convention, t0, interfaceBytes, protocols, historicalBytes, tck, checksumValid, …}. Hex strings are uppercase without spaces.
+              -h, --help  Show help information.
+
+            """#,
+            unknownOption: #"""
+            secbridge: error: unknown option '--colour'
+            USAGE: secbridge decode atr [--json] HEX…
+            Run 'secbridge decode atr --help' for more information.
+
+            """#),
+        Golden(
+            path: ["decode", "tlv"],
+            help: #"""
+            OVERVIEW: Decode BER-TLV data objects (ISO/IEC 7816-4 §5.2), nested.
+
+            USAGE: secbridge decode tlv [--json] HEX…
+
+            The hex may be split over several arguments and use spaces, colons or 0x prefixes.
+
+            OPTIONS:
+              --json      Print JSON: [{tag, length, value} or {tag, length, children}]. Hex strings are uppercase without spaces.
+              -h, --help  Show help information.
+
+            """#,
+            unknownOption: #"""
+            secbridge: error: unknown option '--colour'
+            USAGE: secbridge decode tlv [--json] HEX…
+            Run 'secbridge decode tlv --help' for more information.
+
+            """#),
+        Golden(
+            path: ["monitor"],
+            help: #"""
+            OVERVIEW: Show reader and card events as they happen.
+
+            USAGE: secbridge monitor [--count N] [--timeout SECONDS] [--json] [--record FILE]
+
+            Prints readers and cards already present, then each reader attach/detach and card
+            insert/remove until interrupted (Ctrl-C), until N events were shown (--count), or until
+            SECONDS passed (--timeout). When pcscd stops or restarts, monitoring reports it and resumes
+            by itself once pcscd is back.
+
+            Example:
+              $ secbridge monitor --count 2
+              reader-attached "Virtual PCD 00 00"
+              card-inserted "Virtual PCD 00 00" ATR 3B 80 80 01 01
+
+            OPTIONS:
+              --count <N>          Stop after N events (1–1000000).
+              --timeout <SECONDS>  Stop after SECONDS (at most 86400); exit 0.
+              --json               Print one JSON object per line: {event, reader, atr, time}.
+              --record <FILE>      Record the events to a transcript FILE.
+              -h, --help           Show help information.
+
+            """#,
+            unknownOption: #"""
+            secbridge: error: unknown option '--colour'
+            USAGE: secbridge monitor [--count N] [--timeout SECONDS] [--json] [--record FILE]
+            Run 'secbridge monitor --help' for more information.
+
+            """#),
+        Golden(
+            path: ["run"],
+            help: #"""
+            OVERVIEW: Send the APDUs of a script file to a card (reads pcsc-tools' scriptor files).
+
+            USAGE: secbridge run [--reader NAME|INDEX] [--raw] [--stop-on-error] [--json] [--record FILE] SCRIPT
+
+            SCRIPT holds one APDU in hex per line; `#` and `//` start comments; `reset` resets the
+            card and `exit` stops, as in scriptor. The whole script is checked before anything is
+            sent. ISO 7816-4 handling is on unless --raw (see `secbridge send --help`).
+
+            Example script:
+              # select the NFC Forum Type 4 Tag application
+              00 A4 04 00 07 D2 76 00 00 85 01 01 00
+              00 B0 00 00 0F   // read the capability container
+
+            Exit status: 0 when every APDU was exchanged (with --stop-on-error: and every SW was
+            90 00 or 61xx), 1 otherwise.
+
+            OPTIONS:
+              -r, --reader <NAME|INDEX>  The reader: an index from `secbridge readers` or part of its name.
+              --raw                      Send the bytes as they are: no GET RESPONSE, no Le correction, no chaining.
+              --stop-on-error            Stop at the first status word other than 90 00 or 61xx, and exit 1.
+              --json                     Print a JSON array of {line, command, response, sw, meaning}.
+              --record <FILE>            Record every exchange to a transcript FILE.
+              -h, --help                 Show help information.
+
+            """#,
+            unknownOption: #"""
+            secbridge: error: unknown option '--colour'
+            USAGE: secbridge run [--reader NAME|INDEX] [--raw] [--stop-on-error] [--json] [--record FILE] SCRIPT
+            Run 'secbridge run --help' for more information.
+
+            """#),
+        Golden(
+            path: ["replay"],
+            help: #"""
+            OVERVIEW: Send a transcript's recorded commands to a live reader or a credential and compare the answers.
+
+            USAGE: secbridge replay [--against live|credential:FILE|simulated] [--mode strict|ignore-timing|wildcard] [--reader NAME|INDEX] [--json] [--record FILE] FILE
+
+            Every recorded command (SCardTransmit `>` and SCardControl `ctl` lines) is sent in
+            order; each answer must match the recorded one (`??` bytes match anything). The first
+            difference stops the replay with exit status 1, naming the file and line, the expected
+            and the actual answer.
+
+            Before anything is sent, the whole file is checked: a command with redacted bytes
+            (`[REDACTED n]`) or `??` wildcards is refused, since sending other bytes than the
+            original (a masked VERIFY) would spend the card's PIN tries.
+
+            The reader is --reader, else the transcript header's `reader` when connected, else the
+            first reader with a card. A transcript whose header says `protocol: undefined` is
+            replayed over a direct connection (no card needed; reader control commands only).
+
+            --against credential:FILE plays the terminal's side instead (the `tgt <` commands, or
+            the `>` commands of a file without `tgt` lines; reader pseudo-APDUs with CLA FF are
+            skipped) to the credential's host applets, and compares each answer with the recorded
+            `tgt >` (or `<`) line. No reader is needed.
+
+            --mode: every mode checks the order and count of the exchanges and never the time
+            offsets. strict (the default) compares the answers byte for byte (`??` and
+            `[REDACTED n]` in the file match anything); ignore-timing replays as strict; wildcard
+            also lets the data (not SW1-SW2, not the length) of GET CHALLENGE (INS 84) and of
+            INTERNAL/EXTERNAL AUTHENTICATE (INS 88/82) answers differ, since they are random.
+
+            OPTIONS:
+              --against <TARGET>         What answers: live (a reader, the default), credential:FILE (a credential file's host applets), simulated (a simulated ACR122U in this process).
+              --mode <MODE>              How answers are compared: strict (the default), ignore-timing or wildcard.
+              -r, --reader <NAME|INDEX>  The reader: an index from `secbridge readers` or part of its name.
+              --json                     Print a JSON object {file, reader, exchanges, result, error}.
+              --record <FILE>            Record the replayed exchanges (what the reader answered now) to a transcript FILE.
+              -h, --help                 Show help information.
+
+            """#,
+            unknownOption: #"""
+            secbridge: error: unknown option '--colour'
+            USAGE: secbridge replay [--against live|credential:FILE|simulated] [--mode strict|ignore-timing|wildcard] [--reader NAME|INDEX] [--json] [--record FILE] FILE
+            Run 'secbridge replay --help' for more information.
+
+            """#),
+        Golden(
+            path: ["simulate"],
+            help: #"""
+            OVERVIEW: Run simulated ACR122U readers in a private pcscd, for any PC/SC program to use.
+
+            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process]
+
+            Starts a private pcscd (its own mount namespace; the system pcscd and USB readers are not
+            touched) with one or two simulated ACR122U readers sharing one RF field, prints the
+            `export PCSCLITE_CSOCK_NAME=…` line that points other programs (secbridge, pcsc_scan,
+            opensc-tool, libnfc's tools) at it, and runs until Ctrl-C (or --timeout).
+
+            Peers are placed in the field with the options, or while it runs by typing control
+            requests on standard input, prefixed with the reader (a or b):
+              a place-card uid=04A1B2C3 applet=t4t-ndef     an ISO 14443-4 card (applet ok, echo, t4t-ndef)
+              a place-tag uid=04A1B2C3                      an ISO 14443-3 tag (UID only)
+              a place-tag type=ntag213 uid=04A1B2C3D4E5F6 ndef=D1010C55046578616D706C652E636F6D
+                                                            an NTAG213 holding an NDEF message (hex)
+              a place-tag type=classic1k uid=04A1B2C3 key=A0A1A2A3A4A5 id=mf
+                                                            a MIFARE Classic 1K, keys A and B of every sector
+              a tag-memory peer=mf first=4 count=3          what a tag holds now (keys read as 00)
+              b place-terminal script=android-t4t-read      a terminal that reads an emulated Type 4 Tag
+              a remove all=yes        a status        a events        a help
+            Each control socket is printed too, for programs that place peers themselves.
+
+            --time-scale 0.01 makes every wait of the simulated devices take 0.01 of its real time
+            (the ACR122U's 5 s MCU timeout 50 ms, libccid's 30 s escape timeout 300 ms), for tests
+            and CI that should not wait out device timeouts; the default 1 is real time.
+
+            Personalities: ccid-escape-enabled (default), ccid-escape-disabled, acs-driver, legacy-t0,
+            atr-whole-ats. Needs root, or unprivileged user namespaces; otherwise it says why and exits 1,
+            unless --in-process is given: then the readers run inside this process (no pcscd, so no
+            other program sees them) and standard input also takes `send a|b HEX…` to send a
+            command APDU (to the card) or a pseudo-APDU (FF …, through the escape path without a card).
+
+            Example:
+              $ secbridge simulate --card 04A1B2C3 &
+              export PCSCLITE_CSOCK_NAME=/tmp/secbridge-pcscd.1234.AB12CD34/run/pcscd.comm
+              …
+              $ export PCSCLITE_CSOCK_NAME=…; secbridge send 00 A4 04 00 07 D2 76 00 00 85 01 01 00
+
+            OPTIONS:
+              --readers <1|2>        How many simulated readers (default 2, sharing one field).
+              --personality <NAME>   The readers' personality (driver and firmware quirks): ccid-escape-enabled (default), ccid-escape-disabled, acs-driver, legacy-t0 or atr-whole-ats.
+              --card <UID>           Place an ISO 14443-4 card with this UID (4, 7 or 10 bytes of hex).
+              --applet <NAME>        The placed card's applet: ok (default), echo or t4t-ndef.
+              --tag <UID>            Place an ISO 14443-3 tag (no ISO-DEP) with this UID (4, 7 or 10 bytes of hex), as peer `tag` (e.g. `a tag-memory peer=tag`).
+              --tag-type <TYPE>      The placed tag's memory: ntag213, ntag215, ntag216 or ultralight (each with a 7-byte UID); classic1k, classic4k or mini (a 4- or 7-byte UID); default: none (UID only).
+              --tag-uri <URI>        A Type 2 tag's content: an NDEF URI record (default: an empty NDEF message).
+              --tag-text <TEXT>      A Type 2 tag's content: an NDEF text record (language en).
+              --tag-key <HEX12>      A MIFARE Classic tag's key A and key B for every sector: 6 bytes of hex (default FF FF FF FF FF FF).
+              --terminal <SCRIPT>    Place a terminal running android-t4t-read or ios-t4t-read.
+              --timeout <SECONDS>    Stop after SECONDS (at most 86400) instead of waiting for Ctrl-C.
+              --time-scale <FACTOR>  Wall-clock seconds per simulated second, above 0 and at most 1000 (default 1, real time; 0.01: a 5 s MCU timeout takes 50 ms).
+              --in-process           Run the readers in this process (no pcscd); `send a|b HEX` on standard input.
+              -h, --help             Show help information.
+
+            """#,
+            unknownOption: #"""
+            secbridge: error: unknown option '--colour'
+            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process]
+            Run 'secbridge simulate --help' for more information.
+
+            """#),
+        Golden(
+            path: ["credentials"],
+            help: #"""
+            OVERVIEW: List the credentials a session knows, from credential files.
+
+            USAGE: secbridge credentials [--json] [FILE…]
+
+            Loads each credential file (JSON; the format is in the README) into a session and lists
+            what `listCredentials()` returns: id, name, how the emulated card presents itself, and
+            the secure element (host applets with their AIDs, or a PC/SC card). Without files, the
+            built-in example (a URI tag for https://example.com) is listed.
+
+            Example:
+              $ secbridge credentials Fixtures/credentials/access-badge.json
+
+            OPTIONS:
+              --json      Print a JSON array of {id, name, emulation, secureElement}.
+              -h, --help  Show help information.
+
+            """#,
+            unknownOption: #"""
+            secbridge: error: unknown option '--colour'
+            USAGE: secbridge credentials [--json] [FILE…]
+            Run 'secbridge credentials --help' for more information.
+
+            """#),
+        Golden(
+            path: ["emulate"],
+            help: #"""
+            OVERVIEW: Present a credential to a terminal: card emulation on an ACR122U.
+
+            USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX] [--yes] [--keep] [--record FILE]
+
+            Runs the client sequence of a credential session on an ACR122-class reader: wired mode,
+            a presentment assertion, the authorization prompt (or --yes), then performTransaction:
+            the PN532 in target mode presents the credential until the terminal is done (it reads
+            and releases the target), or the 60-second card emulation window ends, or Ctrl-C. With
+            --keep, emulation continues for further terminals until the window ends. The reader's
+            settings (PICC polling, RF field) are restored at the end, also after Ctrl-C or errors.
+
+            Readers that cannot emulate (not ACR122-class, the ACR1252U family, escape commands not
+            enabled in the CCID driver) fail with the reason and what to do. Exit status 0 when a
+            terminal exchanged APDUs, 1 otherwise.
+
+            OPTIONS:
+              --credential <FILE>        The credential file to present (required).
+              -r, --reader <NAME|INDEX>  The ACR122U: an index from `secbridge readers` or part of its name.
+              --yes                      Approve the transaction without asking.
+              --keep                     Serve terminals until the 60-second window ends, not only the first.
+              --record <FILE>            Record the reader's exchanges and the terminal's APDUs to a transcript FILE.
+              -h, --help                 Show help information.
+
+            """#,
+            unknownOption: #"""
+            secbridge: error: unknown option '--colour'
+            USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX] [--yes] [--keep] [--record FILE]
+            Run 'secbridge emulate --help' for more information.
+
+            """#),
+        Golden(
+            path: ["read"],
+            help: #"""
+            OVERVIEW: A reader session: read the presented card's UID and ATS, SELECT an AID, or read its NDEF message.
+
+            USAGE: secbridge read [--reader NAME|INDEX] [--pn532] [--aid HEX] [--key HEX12 [--key-b] --blocks N[-M]] [--json] [--record FILE]
+
+            The host acts as the terminal. By default the reader's own polling finds the card
+            (a PC/SC connection); with --pn532 an ACR122U is driven with PN532 initiator commands
+            (automatic polling off, InListPassiveTarget, InDataExchange; settings restored after).
+
+            A storage card (its ATR names a PC/SC part 3 card: 80 4F 0C A0 00 00 03 06 …) is read
+            with the reader's pseudo-APDUs: the UID (FF CA 00 00 00) and the card name from the ATR;
+            an NFC Forum Type 2 Tag (MIFARE Ultralight, NTAG21x) has its capability container and
+            NDEF message read (FF B0) and decoded; a MIFARE Classic card has the blocks of --blocks
+            read with --key (key A, or key B with --key-b; loaded into the reader's volatile slot
+            00). Keys never appear in the output or in transcripts; a sector trailer shows key A as
+            zeros (the card never reveals it) and key B masked. A Type 2 Tag's model is asked with
+            GET_VERSION (FF 00 00 00 03 D4 42 60) after the reads and shown on the `card:` line. If
+            the card goes away mid-read, what was read and the exchanges are still printed (text
+            and --json), with the error, and the exit status is 1. --aid and --pn532 do not apply
+            to storage cards (usage error).
+
+            JSON: every hex value is uppercase without spaces. A byte string with secret bytes left
+            out is an object instead: {"hex": "FF82000006", "redacted": 6} for Load Keys, and a
+            sector trailer's data {"hex": "000000000000FF078069", "redacted": 6} (key B unshown).
+
+            Without --aid, the card is read as an NFC Forum Type 4 Tag with Android's sequence and its
+            NDEF message decoded. With --aid, that application is selected and the answer shown.
+            The UID and ATS come from the ACR122U's Get Data pseudo-APDUs (FF CA 00/01 00 00) on
+            the PC/SC path, from InListPassiveTarget on the PN532 path.
+
+            Example:
+              $ secbridge read --reader acr122
+              UID 08 00 B0 0B  ATS 05 75 33 92 03
+              NDEF record 1: URI https://example.com
+              $ secbridge read --key FFFFFFFFFFFF --blocks 4-7     # a MIFARE Classic 1K
+
+            OPTIONS:
+              -r, --reader <NAME|INDEX>  The reader: an index from `secbridge readers` or part of its name.
+              --pn532                    Use PN532 initiator commands (ACR122U, no card needed at connect time).
+              --aid <HEX>                SELECT this application (its AID: 5 to 16 bytes of hex) instead of reading NDEF.
+              --key <HEX12>              MIFARE Classic: the 6-byte key (12 hex digits), key A unless --key-b.
+              --key-b                    MIFARE Classic: authenticate with the key as key B.
+              --blocks <N[-M]>           MIFARE Classic: the block or inclusive block range to read.
+              --json                     Print a JSON object {reader, uid, ats, exchanges, ndef} (storage cards: {reader, card, uid, exchanges, ndef | blocks, error, note, hint}). Hex values are uppercase without spaces; a byte string with secret bytes left out (a key, a trailer's key B) is an object {"hex": the bytes shown, "redacted": how many bytes follow unshown}.
+              --record <FILE>            Record the exchanges to a transcript FILE.
+              -h, --help                 Show help information.
+
+            """#,
+            unknownOption: #"""
+            secbridge: error: unknown option '--colour'
+            USAGE: secbridge read [--reader NAME|INDEX] [--pn532] [--aid HEX] [--key HEX12 [--key-b] --blocks N[-M]] [--json] [--record FILE]
+            Run 'secbridge read --help' for more information.
+
+            """#),
+        Golden(
+            path: ["demo"],
+            help: #"""
+            OVERVIEW: The main job: a credential session emulating an NDEF tag on one simulated ACR122U, read by a second.
+
+            USAGE: secbridge demo [--record FILE] [--credential FILE] [--time-scale FACTOR] [--in-process]
+
+            Starts two simulated ACR122U readers sharing one RF field in a private pcscd (its own mount
+            namespace), then runs the client sequence of Apple's SecureElementCredential model on
+            reader A: startSession, enterWiredMode, acquirePresentmentAssertion, relinquish,
+            performTransaction (card emulation: the PN532 in target mode), while reader B, as the
+            terminal, reads the NDEF credential with Android's Type 4 Tag read sequence through PN532
+            initiator commands; then endCardEmulation, acquire and relinquish again, invalidate.
+
+            It prints the reader names, the escape control code in use, every state and session
+            event, the terminal's APDUs, the decoded NDEF record, and the transcript of both readers,
+            whose file it names. The credential is a URI tag for https://example.com unless
+            --credential names a credential file. Needs root (or unprivileged user namespaces) for
+            the private pcscd; otherwise it says why and exits 1, unless --in-process is given: then
+            the same readers run inside this process, driven through the same driver entry points
+            with pcscd's rules (no pcscd involved).
+
+            OPTIONS:
+              --record <FILE>        Write the transcript to FILE (default: a new file in /tmp).
+              --credential <FILE>    Emulate the credential of this file instead of the built-in URI tag.
+              --time-scale <FACTOR>  Wall-clock seconds per simulated second, above 0 and at most 1000 (default 1, real time; 0.01: a 5 s MCU timeout takes 50 ms).
+              --in-process           Run the simulated readers in this process instead of a private pcscd.
+              -h, --help             Show help information.
+
+            """#,
+            unknownOption: #"""
+            secbridge: error: unknown option '--colour'
+            USAGE: secbridge demo [--record FILE] [--credential FILE] [--time-scale FACTOR] [--in-process]
+            Run 'secbridge demo --help' for more information.
+
+            """#),
+        Golden(
+            path: ["transcript"],
+            help: #"""
+            OVERVIEW: Read, compare, redact and import transcripts (Fixtures/README.md).
+
+            USAGE: secbridge transcript <subcommand>
+
+            Example:
+              secbridge transcript import-spy spy.log -o session.trn
+              secbridge transcript show session.trn
+              secbridge transcript diff before.trn after.trn
+
+            SUBCOMMANDS:
+              import-spy  Convert the output of pcsc-spy into a transcript.
+              show        Print a transcript with status-word meanings, decoded ACR122/PN532 frames and NDEF records.
+              diff        Compare two transcripts structurally (records, not text).
+              redact      Mask secrets (PINs, keys) in a transcript's commands, keeping their length.
+              stats       Count a transcript's exchanges, failures, events and status words, and time them.
+
+              See 'secbridge transcript <subcommand> --help' for details.
+
+            OPTIONS:
+              -h, --help  Show help information.
+
+            """#,
+            unknownOption: #"""
+            secbridge: error: unknown option '--colour'
+            USAGE: secbridge transcript <subcommand>
+            Run 'secbridge transcript --help' for more information.
+
+            """#),
+        Golden(
+            path: ["transcript", "import-spy"],
+            help: #"""
+            OVERVIEW: Convert the output of pcsc-spy into a transcript.
+
+            USAGE: secbridge transcript import-spy [--no-redact] [--force] [--json] LOG -o FILE
+
+            LOG is what the pcsc-spy viewer printed (pcsc-lite's spy: LD_PRELOAD=libpcscspy.so.0, read by
+            `pcsc-spy`), in the older (pcsc-lite ≤ 2.1) or newer (2.2) result-line form, with or
+            without -t (thread tags), -d (diffable) or colour codes. SCardTransmit and SCardControl
+            become exchanges, SCardConnect/SCardStatus give the ATR and protocol, SCardGetStatusChange
+            gives card events. Several card handles get one channel id each (@h1, @h2, …).
+
+            Secrets (VERIFY PINs, keys: Fixtures/README.md, "Bytes") are redacted unless --no-redact.
+            Nothing is written when the log cannot be read: the error names its line.
+
+            Example:
+              secbridge transcript import-spy spy.log -o Fixtures/imported/nfc-list.trn
+
+            OPTIONS:
+              -o, --output <FILE>  The transcript to write (atomically).
+              --no-redact          Keep secrets (PINs, keys) as logged. Only for test cards.
+              --force              Replace FILE when it exists.
+              --json               Print a JSON object {file, output, exchanges, events, channels}.
+              -h, --help           Show help information.
+
+            """#,
+            unknownOption: #"""
+            secbridge: error: unknown option '--colour'
+            USAGE: secbridge transcript import-spy [--no-redact] [--force] [--json] LOG -o FILE
+            Run 'secbridge transcript import-spy --help' for more information.
+
+            """#),
+        Golden(
+            path: ["transcript", "show"],
+            help: #"""
+            OVERVIEW: Print a transcript with status-word meanings, decoded ACR122/PN532 frames and NDEF records.
+
+            USAGE: secbridge transcript show [--json] [--html OUT] FILE
+
+            Each line gets its meaning: the APDU's instruction, the status word (ISO/IEC 7816-4), the
+            ACR122U pseudo-APDU or PN532 command it carries (PN532 UM0701-02), and NDEF records read
+            from a tag. --html writes a self-contained page: a timeline of the exchange between
+            terminal, reader, host and secure element.
+
+            Example:
+              secbridge transcript show Fixtures/vicc/select-read.trn
+              secbridge transcript show --html session.html session.trn
+
+            OPTIONS:
+              --json        Print a JSON array of lines {line, offset, channel, kind, direction, hex, meaning}.
+              --html <OUT>  Write a self-contained HTML timeline to OUT (atomically) instead.
+              --force       With --html: replace OUT when it exists.
+              -h, --help    Show help information.
+
+            """#,
+            unknownOption: #"""
+            secbridge: error: unknown option '--colour'
+            USAGE: secbridge transcript show [--json] [--html OUT] FILE
+            Run 'secbridge transcript show --help' for more information.
+
+            """#),
+        Golden(
+            path: ["transcript", "diff"],
+            help: #"""
+            OVERVIEW: Compare two transcripts structurally (records, not text).
+
+            USAGE: secbridge transcript diff [--timing] [--notes] [--json] LEFT RIGHT
+
+            Header fields are compared by key (date and tool left out), records in order: comments,
+            blank lines, offsets and notes do not count unless --timing / --notes. A changed payload
+            names the first differing byte. Exit status 0 when equal, 1 when they differ.
+
+            Example:
+              secbridge transcript diff recorded.trn replayed.trn
+
+            OPTIONS:
+              --timing    Compare time offsets too.
+              --notes     Compare trailing '; notes' too.
+              --json      Print a JSON object {left, right, equal, differences}.
+              -h, --help  Show help information.
+
+            """#,
+            unknownOption: #"""
+            secbridge: error: unknown option '--colour'
+            USAGE: secbridge transcript diff [--timing] [--notes] [--json] LEFT RIGHT
+            Run 'secbridge transcript diff --help' for more information.
+
+            """#),
+        Golden(
+            path: ["transcript", "redact"],
+            help: #"""
+            OVERVIEW: Mask secrets (PINs, keys) in a transcript's commands, keeping their length.
+
+            USAGE: secbridge transcript redact [--force] [--json] FILE -o OUT
+
+            Applies the default policy (Fixtures/README.md, "Bytes"): VERIFY, CHANGE REFERENCE DATA,
+            RESET RETRY COUNTER, PUT KEY, EXTERNAL/MUTUAL AUTHENTICATE data, the ACR122U LOAD KEY key
+            and the MIFARE key of PN532 InDataExchange authentication. OUT may be FILE itself with
+            --force; it is replaced atomically.
+
+            Example:
+              secbridge transcript redact raw.trn -o shared.trn
+
+            OPTIONS:
+              -o, --output <OUT>  The redacted transcript to write.
+              --force             Replace OUT when it exists.
+              --json              Print a JSON object {file, output, redacted}.
+              -h, --help          Show help information.
+
+            """#,
+            unknownOption: #"""
+            secbridge: error: unknown option '--colour'
+            USAGE: secbridge transcript redact [--force] [--json] FILE -o OUT
+            Run 'secbridge transcript redact --help' for more information.
+
+            """#),
+        Golden(
+            path: ["transcript", "stats"],
+            help: #"""
+            OVERVIEW: Count a transcript's exchanges, failures, events and status words, and time them.
+
+            USAGE: secbridge transcript stats [--json] FILE
+
+            An exchange's time is its answer's offset minus its command's; the span is the last offset
+            minus the first. Times in JSON are microseconds.
+
+            Example:
+              secbridge transcript stats Fixtures/imported/nfc-list.trn
+
+            OPTIONS:
+              --json      Print a JSON object of the counts and times.
+              -h, --help  Show help information.
+
+            """#,
+            unknownOption: #"""
+            secbridge: error: unknown option '--colour'
+            USAGE: secbridge transcript stats [--json] FILE
+            Run 'secbridge transcript stats --help' for more information.
+
+            """#),
+        Golden(
+            path: ["capture"],
+            help: #"""
+            OVERVIEW: Run any PC/SC program under pcsc-lite's spy and save what it did as a transcript.
+
+            USAGE: secbridge capture -o FILE [--spy-log FILE] [--no-redact] [--force] [--json] -- COMMAND [ARGUMENT…]
+
+            COMMAND runs with LD_PRELOAD=libpcscspy.so.0 (package libpcsclite-dev) and HOME set to a
+            private temporary directory, where the spy library writes its log (`$HOME/pcsc-spy`).
+            When COMMAND ends, `pcsc-spy -n` turns the log into text and `transcript import-spy`
+            converts that into FILE: SCardTransmit and SCardControl exchanges, ATR, protocol and card
+            events. Secrets are redacted unless --no-redact. COMMAND's standard input and output are
+            this terminal's.
+
+            The exit status is COMMAND's success (0) or failure (1); FILE is written in both cases,
+            and nothing is written when the log cannot be converted.
+
+            Example:
+              secbridge capture -o select.trn -- opensc-tool --send-apdu 00A4040007D2760000850101
+              secbridge capture -o nfc-list.trn -- nfc-list
+
+            OPTIONS:
+              -o, --output <FILE>  The transcript to write (atomically).
+              --spy-log <FILE>     Also keep pcsc-spy's text output in FILE.
+              --no-redact          Keep secrets (PINs, keys) as logged. Only for test cards.
+              --force              Replace FILE when it exists.
+              --json               Print a JSON object {command, status, output, exchanges, events, channels}.
+              -h, --help           Show help information.
+
+            """#,
+            unknownOption: #"""
+            secbridge: error: unknown option '--colour'
+            USAGE: secbridge capture -o FILE [--spy-log FILE] [--no-redact] [--force] [--json] -- COMMAND [ARGUMENT…]
+            Run 'secbridge capture --help' for more information.
+
+            """#),
+        Golden(
+            path: ["selftest"],
+            help: #"""
+            OVERVIEW: Run a fixed sequence on an ACR122U in both roles and save it as a transcript bundle; replay bundles against the simulator.
+
+            USAGE: secbridge selftest --hardware [--reader NAME|INDEX] [--output DIR] [--phone] [--json] | --replay DIR…
+
+            --hardware runs the same escape commands on every unit, over a DIRECT connection (a card
+            is not needed): reader identification, PICC parameter, LEDs, PN532 status, RF field,
+            polling for a card with bounded retries, commands that must fail, and card emulation
+            (TgInitAsTarget) with no terminal until the 5 s MCU timeout; then everything it changed
+            is put back. With --phone it also emulates the built-in URI tag
+            (https://example.com) for one 60 s emulation window: hold a phone or terminal to the
+            reader to read it. A card left on the reader is found and recorded; keep phones away unless
+            --phone is given.
+
+            It writes a bundle directory (default selftest-FIRMWARE-DATE in the current directory,
+            never an existing one): reader.trn, target.trn and, with --phone, phone.trn, each with
+            its provenance in the header (reader name, driver, firmware, date; see Fixtures/README.md).
+            Each step prints ok, differs (the unit answered otherwise than the documents say; the
+            recording keeps what it said) or error. Exit status 1 only when a step failed with a
+            PC/SC error or the bundle could not be written.
+
+            --replay DIR… replays bundles against a simulated ACR122U in this process: reader.trn
+            and target.trn on a fresh simulated unit with the recorded driver and firmware (and the
+            recorded card placed in its field), phone.trn's terminal side against the built-in
+            credential. A bundle recorded on a real unit and put under Fixtures/hardware/ becomes a
+            fidelity test: the tests replay every bundle found there.
+
+            OPTIONS:
+              --hardware                 Run the sequence on a reader and write a bundle.
+              -r, --reader <NAME|INDEX>  The reader: an index from `secbridge readers` or part of its name (default: the first ACR122-class reader).
+              -o, --output <DIR>         The bundle directory to create (must not exist).
+              --phone                    Also emulate the built-in URI tag (one 60 s window) for a phone or terminal to read.
+              --replay <DIR>             Replay the bundle in DIR against the simulated ACR122U (repeat or list several).
+              --json                     Print the outcome as JSON.
+              -h, --help                 Show help information.
+
+            """#,
+            unknownOption: #"""
+            secbridge: error: unknown option '--colour'
+            USAGE: secbridge selftest --hardware [--reader NAME|INDEX] [--output DIR] [--phone] [--json] | --replay DIR…
+            Run 'secbridge selftest --help' for more information.
+
+            """#),
+        Golden(
+            path: ["doctor"],
+            help: #"""
+            OVERVIEW: Check pcscd, the ACR122U, its driver, escape commands and firmware, and say how to fix what fails.
+
+            USAGE: secbridge doctor [--reader NAME|INDEX] [--json]
+
+            Checks, in order, each with a verdict (ok, warning, fail, skipped) and, when not ok, the fix:
+              pcscd installed, pcscd running (the socket: PCSCLITE_CSOCK_NAME or /run/pcscd/pcscd.comm),
+              the reader in PC/SC (ACR122-class by name, confirmed by its firmware string),
+              the USB device 072F:2200 (or 072F:90CC Touchatag) and the kernel NFC modules that
+              claim it (pn533_usb, pn533, nfc), the driver serving it (escape code from
+              CM_IOCTL_GET_FEATURE_REQUEST tag 0x13: 0x42000001 libccid, 0x42000DAC acsccid),
+              escape commands (the ifdDriverOptions edit when refused), the firmware and its
+              known quirks, the PICC operating parameter (automatic polling), a card in the field.
+            Exit status 0 when no check failed, 1 otherwise. Read-only: nothing is changed.
+
+            Example:
+              $ secbridge doctor
+              ok       pcscd installed: /usr/sbin/pcscd
+              ok       pcscd running: SCardEstablishContext answered on /run/pcscd/pcscd.comm
+              ok       reader in PC/SC: ACS ACR122U PICC Interface 00 00
+              …
+              fail     escape commands: refused: SCardControl 0x42000001 gave SCARD_E_NOT_TRANSACTED (0x80100016)
+                       fix: edit /etc/libccid_Info.plist: …
+
+            OPTIONS:
+              -r, --reader <NAME|INDEX>  The reader to check: an index from `secbridge readers` or part of its name.
+              --json                     Print a JSON array of {check, verdict, detail, fix}.
+              -h, --help                 Show help information.
+
+            """#,
+            unknownOption: #"""
+            secbridge: error: unknown option '--colour'
+            USAGE: secbridge doctor [--reader NAME|INDEX] [--json]
+            Run 'secbridge doctor --help' for more information.
+
+            """#),
+        Golden(
+            path: ["reset"],
+            help: #"""
+            OVERVIEW: Bring an ACR122U back to a usable state after an interrupted emulation.
+
+            USAGE: secbridge reset [--reader NAME|INDEX]
+
+            Connects DIRECT (escape commands; if the driver refuses them and a card is present, SHARED
+            with pseudo-APDUs through SCardTransmit) and sends, printing each command and answer:
+              GetFirmwareVersion    FF 00 00 00 02 D4 02        aborts a pending PN532 command
+              InRelease             FF 00 00 00 03 D4 52 00     releases every target
+              RF field on           FF 00 00 00 04 D4 32 01 01
+              PICC parameter FF     FF 00 51 FF 00              automatic polling back on
+              LEDs idle             FF 00 40 0D 04 00 00 00 00  red on, green off
+              MCU timeout           FF 00 41 01 00              one 5-second step
+            Exit status 0 when every step got the expected answer; otherwise unplug and replug
+            the reader.
+
+            Example:
+              $ secbridge reset --reader acr122
+              reader: ACS ACR122U PICC Interface 00 00
+              connection: DIRECT, escape code 0x42000001, firmware ACR122U207
+              abort a pending PN532 command (GetFirmwareVersion): FF 00 00 00 02 D4 02 → D5 03 32 01 06 07 90 00  ok
+              …
+              reader restored
+
+            OPTIONS:
+              -r, --reader <NAME|INDEX>  The ACR122U: an index from `secbridge readers` or part of its name.
+              -h, --help                 Show help information.
+
+            """#,
+            unknownOption: #"""
+            secbridge: error: unknown option '--colour'
+            USAGE: secbridge reset [--reader NAME|INDEX]
+            Run 'secbridge reset --help' for more information.
+
+            """#),
+        Golden(
+            path: ["write-ndef"],
+            help: #"""
+            OVERVIEW: Write an NDEF message (a URI or a text record) to an NFC Forum Type 2 Tag.
+
+            USAGE: secbridge write-ndef [--reader NAME|INDEX] (--uri URI | --text TEXT [--lang en]) [--record FILE] [--yes]
+
+            Writes one URI record or one UTF-8 text record to the NFC Forum Type 2 Tag (MIFARE
+            Ultralight, NTAG213/215/216) on a PC/SC part 3 reader such as the ACR122U: reads the
+            model with GET_VERSION through Direct Transmit (FF 00 00 00 03 D4 42 60; a tag or reader
+            that does not answer is noted and the capability container used), the capability
+            container (page 3; refuses a tag that is not NDEF formatted, is read-only, or whose CC
+            claims more than its model has: NTAG213 144, NTAG215 504, NTAG216 888 bytes of user
+            memory), checks that the message fits, and the static lock bytes (page 2; refuses when a
+            page the message needs is locked). Only then does it ask (unless --yes) and write, in
+            the NFC Forum order that leaves a valid tag if interrupted: page 4 as an empty NDEF
+            message (03 00 FE), then `03 len message FE` from page 5 on with Update Binary
+            (FF D6 00 <page> 04, the last page padded with 00), then page 4 with the message's start;
+            then it reads the pages back to verify. A failed write says what the tag holds now.
+            Other cards (Type 4 tags, MIFARE Classic, phones) are refused.
+
+            Example:
+              $ secbridge write-ndef --uri https://example.com --yes
+              reader: ACS ACR122U PICC Interface 00 00
+              card: NTAG213 (GET_VERSION 00 04 04 02 01 00 0F 03; PC/SC part 3 name 00 03, ISO/IEC 14443 A, part 3)  UID 04 A1 B2 C3 D4 E5 F6
+              capability container: E1 10 12 00 (144 data bytes, read/write)
+              wrote 19 bytes (16 bytes of NDEF) to pages 4–8 and read them back
+              NDEF record 1: URI https://example.com
+
+            OPTIONS:
+              -r, --reader <NAME|INDEX>  The reader: an index from `secbridge readers` or part of its name.
+              --uri <URI>                Write one URI record (the prefix abbreviated, e.g. https:// → 04).
+              --text <TEXT>              Write one UTF-8 text record.
+              --lang <CODE>              The text record's language code (default en).
+              --record <FILE>            Record the exchanges to a transcript FILE.
+              --yes                      Write without asking.
+              -h, --help                 Show help information.
+
+            """#,
+            unknownOption: #"""
+            secbridge: error: unknown option '--colour'
+            USAGE: secbridge write-ndef [--reader NAME|INDEX] (--uri URI | --text TEXT [--lang en]) [--record FILE] [--yes]
+            Run 'secbridge write-ndef --help' for more information.
+
+            """#),
+    ]
+}
