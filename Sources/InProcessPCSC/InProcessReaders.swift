@@ -56,6 +56,38 @@ public final class InProcessReaders: Sendable {
             throw InProcessReaderError(
                 .tooManyReaders, "\(LunTable.capacity) in-process readers stayed open in this process for \(timeout); close some first")
         }
+        return try open(deviceName: deviceName, friendlyName: friendlyName, index: index)
+    }
+
+    /// Opens one reader per DEVICENAME, taking their Luns all at once (so tests that each need
+    /// several readers never wait for each other's half-made sets).
+    /// - Returns: the readers' names, in order.
+    /// - Throws: as ``createChannel(deviceName:friendlyName:waitingUpTo:)``; on a refusal the
+    ///   readers already opened are closed again.
+    @discardableResult
+    public func createChannels(
+        deviceNames: [String], friendlyName: String = acr122FriendlyName, waitingUpTo timeout: Duration = .zero
+    ) throws(InProcessReaderError) -> [String] {
+        guard let indices = LunTable.reserve(count: deviceNames.count, waitingUpTo: timeout) else {
+            throw InProcessReaderError(
+                .tooManyReaders,
+                "\(deviceNames.count) of the \(LunTable.capacity) in-process readers of this process did not become free within \(timeout); close some first")
+        }
+        var names: [String] = []
+        for (position, deviceName) in deviceNames.enumerated() {
+            do {
+                names.append(try open(deviceName: deviceName, friendlyName: friendlyName, index: indices[position]))
+            } catch {
+                for index in indices[(position + 1)...] { LunTable.release(index) }
+                for name in names { try? closeChannel(name) }
+                throw error
+            }
+        }
+        return names
+    }
+
+    /// Opens the reader on the reserved Lun index `index` (released again on failure).
+    private func open(deviceName: String, friendlyName: String, index: Int) throws(InProcessReaderError) -> String {
         let lun = UInt(index) << 16
         let result = DriverCalls.createChannel(lun: lun, deviceName: deviceName)
         guard result == IFDResponseCode.success else {
@@ -222,6 +254,14 @@ enum LunTable {
     /// Takes the lowest free index, waiting at most `timeout` for one to be released.
     /// - Returns: nil when none became free in time.
     static func reserve(waitingUpTo timeout: Duration) -> Int? {
+        reserve(count: 1, waitingUpTo: timeout)?.first
+    }
+
+    /// Takes `count` free indices at once, or none: a caller never holds some while it waits for
+    /// the rest, so callers that need several cannot deadlock each other.
+    /// - Returns: nil when that many did not become free within `timeout`.
+    static func reserve(count: Int, waitingUpTo timeout: Duration) -> [Int]? {
+        guard count > 0, count <= capacity else { return nil }
         var deadline = timespec()
         clock_gettime(CLOCK_MONOTONIC, &deadline)
         let (seconds, attoseconds) = max(timeout, .zero).components
@@ -232,9 +272,11 @@ enum LunTable {
         defer { pthread_mutex_unlock(table.mutex) }
         // Each wakeup either finds a free index or the deadline passes: bounded by the timeout.
         while true {
-            if let free = (0..<capacity).first(where: { !table.used.contains($0) }) {
-                table.used.insert(free)
-                return free
+            let free = (0..<capacity).filter { !table.used.contains($0) }
+            if free.count >= count {
+                let taken = Array(free.prefix(count))
+                table.used.formUnion(taken)
+                return taken
             }
             if pthread_cond_timedwait(table.condition, table.mutex, &deadline) == ETIMEDOUT {
                 return nil

@@ -42,13 +42,14 @@ public final class SimulatedDesk: Sendable {
         try? FileManager.default.removeItem(atPath: directory)
         readers = InProcessReaders()
         client = InProcessPCSCClient(readers)
-        var names: [String] = []
+        let base = directory
+        let deviceNames = (0..<max(1, min(count, 4))).map { index in
+            "\(base)/\(index):field=desk\(number):timescale=\(timeScale)" + (personality.map { ":personality=\($0)" } ?? "")
+        }
+        let names: [String]
         do {
-            for index in 0..<max(1, min(count, 4)) {
-                var deviceName = "\(directory)/\(index):field=desk\(number):timescale=\(timeScale)"
-                if let personality { deviceName += ":personality=\(personality)" }
-                names.append(try readers.createChannel(deviceName: deviceName, waitingUpTo: .seconds(30)))
-            }
+            // All of the desk's Luns at once: desks never hold some while waiting for the rest.
+            names = try readers.createChannels(deviceNames: deviceNames, waitingUpTo: .seconds(30))
         } catch {
             readers.close()
             try? FileManager.default.removeItem(atPath: directory)
