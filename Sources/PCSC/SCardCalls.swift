@@ -10,8 +10,10 @@ import Musl
 /// Each wrapper makes one C call, turns a non-success result into a ``PCSCError`` naming the function,
 /// and hands back plain Swift values. Every call here may block the calling thread (each is an IPC
 /// round trip to pcscd, and SCardGetStatusChange waits for events): callers run them on a dedicated
-/// thread (``BlockingExecutor``), never on Swift's shared concurrency pool. Tracing and fault injection
-/// attach here, at ``SCard/check(_:_:)``.
+/// thread (``BlockingExecutor``), never on Swift's shared concurrency pool. Every result passes
+/// through ``SCard/check(_:_:)``, the one place where a trace or fault-injection hook would attach;
+/// none is installed (tests inject faults with the simulated reader's `fault` control verb, and
+/// record exchanges with Transcript's `RecordingChannel` above this layer).
 enum SCard {
     typealias Context = SCARDCONTEXT
     typealias Handle = SCARDHANDLE

@@ -1,0 +1,488 @@
+import ISO7816
+import PCSCCore
+
+// MARK: - Blocks into a transcript
+
+struct SpyTranscriptBuilder {
+    let log: SpyLog
+    let fileName: String
+    let options: SpyImportOptions
+
+    /// One card handle from SCardConnect (or first seen in a call).
+    struct Connection {
+        var handle: String
+        var reader: String?
+        var share: String?
+        var transmissionProtocol: TransmissionProtocol?
+        var atr: [UInt8]?
+        var id: String = ""
+    }
+
+    func fail(_ code: SpyImportError.Code, _ line: Int, _ reason: String) -> SpyImportError {
+        SpyImportError(code: code, file: fileName, line: line, reason: reason)
+    }
+
+    /// What one block contributes, before channel ids are known.
+    enum Item {
+        case exchange(connection: Int, control: UInt32?, command: [UInt8], answer: Result<[UInt8], SpyFailure>?, start: UInt64?, end: UInt64?, line: Int)
+        case event(connection: Int?, TranscriptEvent, at: UInt64?)
+        case comment(String)
+    }
+
+    struct SpyFailure: Error {
+        var failure: TranscriptFailure
+    }
+
+    func build() throws(SpyImportError) -> Transcript {
+        var connections: [Connection] = []
+        var current: [String: Int] = [:]  // handle text → connection
+        var lastOnThread: [Int: Int] = [:]
+        var items: [Item] = []
+        var clock: UInt64 = 0
+        let timed = !log.diffable
+        var readerATR: [String: [UInt8]] = [:]
+
+        func connection(for handle: String, thread: Int) -> Int {
+            if handle == "0x????" {
+                if let c = lastOnThread[thread] ?? connections.indices.last { return c }
+            } else if let c = current[handle] {
+                return c
+            }
+            connections.append(Connection(handle: handle))
+            current[handle] = connections.count - 1
+            lastOnThread[thread] = connections.count - 1
+            return connections.count - 1
+        }
+
+        for block in log.blocks {
+            guard let result = block.result else { continue }
+            let start: UInt64? = timed ? clock : nil
+            if timed, let d = result.durationMicros { clock += d }
+            let end: UInt64? = timed ? clock : nil
+            let ok = result.code == 0
+            let failure = TranscriptFailure(name: result.name, code: result.code, message: result.message)
+            switch Self.kind(of: block.function) {
+            case .transmit, .control:
+                let isControl = Self.kind(of: block.function) == .control
+                let handle = try value(block, "hCard", incoming: true)
+                let c = connection(for: handle, thread: block.thread)
+                var code: UInt32?
+                if isControl {
+                    let text = try value(block, "dwControlCode", incoming: true)
+                    guard let open = text.lastIndex(of: "("), text.hasSuffix(")"),
+                          let v = Self.hexValue(text[text.index(after: open)..<text.index(before: text.endIndex)])
+                    else { throw fail(.badParameter, block.line, "the SCardControl block has no control code '(0x42000001)'") }
+                    code = v
+                }
+                guard let command = try buffer(block, "bSendBuffer", lengthLabel: "bSendLength", incoming: true) else {
+                    items.append(.comment("\(block.function) at log line \(block.line) sent no buffer (NULL); left out"))
+                    continue
+                }
+                var answer: Result<[UInt8], SpyFailure>
+                if ok {
+                    answer = .success(try buffer(block, "bRecvBuffer", lengthLabel: "bRecvLength", incoming: false) ?? [])
+                } else {
+                    answer = .failure(SpyFailure(failure: failure))
+                }
+                items.append(.exchange(connection: c, control: code, command: command, answer: answer, start: start, end: end, line: block.line))
+            case .connect:
+                let reader = try value(block, "szReader", incoming: true)
+                guard ok else {
+                    items.append(.comment("SCardConnect to '\(reader)' failed: \(result.name) (log line \(block.line))"))
+                    continue
+                }
+                let handle = try value(block, "phCard", incoming: false)
+                let handleValue = String(handle.split(separator: " ").first ?? "")
+                connections.append(Connection(handle: handleValue, reader: reader))
+                let c = connections.count - 1
+                current[handleValue] = c
+                lastOnThread[block.thread] = c
+                let share = Self.shareName((try? value(block, "dwShareMode", incoming: true)) ?? "")
+                let proto = Self.protocolName((try? value(block, "dwActiveProtocol", incoming: false)) ?? "")
+                connections[c].share = share
+                connections[c].transmissionProtocol = proto
+                if let atr = readerATR[reader] { connections[c].atr = atr }
+                var attributes: [TranscriptAttribute] = []
+                if let share { attributes.append(TranscriptAttribute("share", share)) }
+                if let proto { attributes.append(TranscriptAttribute("protocol", proto.rawValue)) }
+                if handleValue != "0x????" { attributes.append(TranscriptAttribute("handle", handleValue)) }
+                items.append(.event(connection: c, TranscriptEvent(.connected, attributes), at: end))
+            case .reconnect:
+                guard ok else { continue }
+                let c = connection(for: try value(block, "hCard", incoming: true), thread: block.thread)
+                let initialization = (try? value(block, "dwInitialization", incoming: true)).flatMap { Self.hexValue($0.split(separator: " ").first ?? "") } ?? 0
+                let proto = Self.protocolName((try? value(block, "dwActiveProtocol", incoming: false)) ?? "")
+                if let proto { connections[c].transmissionProtocol = connections[c].transmissionProtocol ?? proto }
+                if initialization == 1 || initialization == 2 {
+                    var attributes: [TranscriptAttribute] = []
+                    if let proto { attributes.append(TranscriptAttribute("protocol", proto.rawValue)) }
+                    items.append(.event(connection: c, TranscriptEvent(.cardReset, attributes), at: end))
+                }
+            case .disconnect:
+                let handle = try value(block, "hCard", incoming: true)
+                let c = connection(for: handle, thread: block.thread)
+                guard ok else { continue }
+                let disposition = (try? value(block, "dwDisposition", incoming: true)).map(Self.dispositionName)
+                items.append(.event(connection: c, TranscriptEvent(.disconnected, disposition.map { [TranscriptAttribute("disposition", $0)] } ?? []), at: end))
+                if handle != "0x????" { current[handle] = nil }
+            case .status:
+                guard ok else { continue }
+                let c = connection(for: try value(block, "hCard", incoming: true), thread: block.thread)
+                if let name = try? value(block, "mszReaderName", incoming: false), name != "NULL", connections[c].reader == nil {
+                    connections[c].reader = name
+                }
+                if let text = try? value(block, "bAtr", incoming: false), let atr = Self.spacedHex(text), !atr.isEmpty {
+                    connections[c].atr = atr
+                }
+                if let text = try? value(block, "dwProtocol", incoming: false),
+                   let p = Self.hexValue(text.split(separator: " ").first ?? "") {
+                    connections[c].transmissionProtocol = connections[c].transmissionProtocol ?? Self.protocolFromBits(p)
+                }
+            case .transaction(let began):
+                guard ok else { continue }
+                let c = connection(for: try value(block, "hCard", incoming: true), thread: block.thread)
+                items.append(.event(connection: c, TranscriptEvent(began ? .transactionBegan : .transactionEnded), at: end))
+            case .statusChange:
+                guard ok else { continue }
+                for (reader, event) in try statusChanges(block) {
+                    if let atr = event["atr"].flatMap({ try? TextScanner.concreteBytes($0) }) { readerATR[reader] = atr }
+                    items.append(.event(connection: nil, event, at: end))
+                }
+            case .other:
+                continue
+            }
+        }
+
+        // Blocks still open at the end: the program stopped inside the call.
+        var trailing: [Item] = []
+        for block in log.open {
+            let kind = Self.kind(of: block.function)
+            // A buffer cut short at the end is expected here; a damaged one is still an error.
+            var sent: [UInt8]?
+            if kind == .transmit || kind == .control, parameter(block, "bSendBuffer", incoming: true) != nil {
+                do {
+                    sent = try buffer(block, "bSendBuffer", lengthLabel: "bSendLength", incoming: true)
+                } catch where error.code == .lengthMismatch {
+                    sent = nil
+                }
+            }
+            if kind == .transmit || kind == .control,
+               let handle = try? value(block, "hCard", incoming: true),
+               let command = sent {
+                var code: UInt32?
+                if kind == .control, let text = try? value(block, "dwControlCode", incoming: true), let open = text.lastIndex(of: "(") {
+                    code = Self.hexValue(text[text.index(after: open)...].dropLast())
+                }
+                if kind == .transmit || code != nil {
+                    trailing.append(.comment("the log ends inside \(block.function) (log line \(block.line)): the call had not returned"))
+                    trailing.append(.exchange(connection: connection(for: handle, thread: block.thread), control: code, command: command,
+                                              answer: nil, start: timed ? clock : nil, end: nil, line: block.line))
+                    continue
+                }
+            }
+            trailing.append(.comment("the log ends inside \(block.function) (log line \(block.line)): the call had not returned"))
+        }
+        items += trailing
+
+        // Channel ids: none for a single card handle, else h1, h2, … in order of appearance.
+        let single = connections.count <= 1
+        for i in connections.indices { connections[i].id = single ? "" : "h\(i + 1)" }
+
+        var header = TranscriptHeader(tool: options.tool, origin: .imported, date: options.date)
+        if single, let c = connections.first {
+            header.reader = c.reader
+            header.atr = c.atr
+            header.transmissionProtocol = c.transmissionProtocol
+        }
+        header["source"] = options.source ?? "pcsc-spy output \(fileName)"
+        var format: [String] = [log.newerFormat == true ? "result lines of pcsc-lite 2.2 or later" : "result lines of pcsc-lite 2.1 or earlier"]
+        if log.threadTags { format.append("thread tags") }
+        if log.threads > 1 { format.append("\(log.threads) threads") }
+        if log.diffable { format.append("diffable") }
+        if log.colour { format.append("colour codes") }
+        header["spy-format"] = format.joined(separator: ", ")
+        header["timing"] = log.diffable
+            ? "none: the diffable mode prints no call times"
+            : "offsets add up pcsc-spy's call durations in log order; idle time between calls is not in the log"
+
+        var lines: [TranscriptLine] = []
+        if !single {
+            for c in connections {
+                var attributes: [TranscriptAttribute] = []
+                if let reader = c.reader { attributes.append(TranscriptAttribute("name", reader)) }
+                if c.handle != "0x????" { attributes.append(TranscriptAttribute("handle", c.handle)) }
+                if let p = c.transmissionProtocol { attributes.append(TranscriptAttribute("protocol", p.rawValue)) }
+                if let atr = c.atr { attributes.append(TranscriptAttribute("atr", HexText.string(atr))) }
+                lines.append(.record(TranscriptRecord(.reader(attributes), channel: c.id)))
+            }
+            if !connections.isEmpty { lines.append(.blank) }
+        }
+        func offset(_ micros: UInt64?) -> TranscriptOffset? {
+            micros.map { TranscriptOffset(mantissa: $0, fractionDigits: 0, unit: .microseconds) }
+        }
+        for item in items {
+            switch item {
+            case .comment(let text):
+                lines.append(.comment(text))
+            case .event(let c, let event, let at):
+                let channel = c.flatMap { connections[$0].id.isEmpty ? nil : connections[$0].id }
+                lines.append(.record(TranscriptRecord(.event(event), offset: offset(at), channel: channel)))
+            case .exchange(let c, let code, let command, let answer, let start, let end, _):
+                let channel = connections[c].id.isEmpty ? nil : connections[c].id
+                let commandEntry: TranscriptEntry = code.map { .control(code: $0, .outgoing, TranscriptBytes(command)) }
+                    ?? .transmit(.outgoing, TranscriptBytes(command))
+                lines.append(.record(options.redactor.redact(TranscriptRecord(commandEntry, offset: offset(start), channel: channel))))
+                switch answer {
+                case .success(let bytes)?:
+                    let entry: TranscriptEntry = code.map { .control(code: $0, .incoming, TranscriptBytes(bytes)) }
+                        ?? .transmit(.incoming, TranscriptBytes(bytes))
+                    lines.append(.record(options.redactor.redact(
+                        TranscriptRecord(entry, offset: offset(end), channel: channel), answering: command)))
+                case .failure(let f)?:
+                    lines.append(.record(TranscriptRecord(.failure(f.failure), offset: offset(end), channel: channel)))
+                case nil:
+                    break
+                }
+            }
+        }
+        let transcript = Transcript(header: header, lines: lines, fileName: fileName)
+        // The result must read back: a reader name with a control character, for one, cannot.
+        do {
+            _ = try Transcript(parsing: transcript.serialized(), fileName: fileName)
+        } catch {
+            throw fail(.badParameter, 0, "the converted transcript does not read back (\(error.reason)); report this log")
+        }
+        return transcript
+    }
+
+    enum Kind: Equatable {
+        case transmit, control, connect, reconnect, disconnect, status, statusChange, other
+        case transaction(began: Bool)
+    }
+
+    static func kind(of function: String) -> Kind {
+        switch function {
+        case "SCardTransmit": .transmit
+        case "SCarControl", "SCardControl", "SCardControl132": .control
+        case "SCardConnect": .connect
+        case "SCardReconnect": .reconnect
+        case "SCardDisconnect": .disconnect
+        case "SCardStatus": .status
+        case "SCardGetStatusChange": .statusChange
+        case "SCardBeginTransaction": .transaction(began: true)
+        case "SCardEndTransaction": .transaction(began: false)
+        default: .other
+        }
+    }
+
+    /// The text after `label` (followed by `:` or a space) of the first matching parameter line.
+    func value(_ block: SpyBlock, _ label: String, incoming: Bool) throws(SpyImportError) -> String {
+        guard let p = parameter(block, label, incoming: incoming) else {
+            throw fail(.badParameter, block.line, "the \(block.function) block has no '\(incoming ? "i" : "o") \(label)' line: the log is damaged or not from pcsc-spy")
+        }
+        return p.value
+    }
+
+    func parameter(_ block: SpyBlock, _ label: String, incoming: Bool) -> (value: String, index: Int)? {
+        for (i, p) in block.parameters.enumerated() where p.incoming == incoming {
+            guard p.text.hasPrefix(label) else { continue }
+            var rest = p.text.dropFirst(label.count)
+            if rest.isEmpty { return ("", i) }
+            guard rest.first == ":" || rest.first == " " else { continue }
+            if rest.first == ":" { rest = rest.dropFirst() }
+            if rest.first == " " { rest = rest.dropFirst() }
+            return (String(rest), i)
+        }
+        return nil
+    }
+
+    /// A hexdump buffer after its label line; nil when the buffer is NULL.
+    ///
+    /// Each line is `OOOO HH HH … ascii`: a 4-digit offset, up to 16 bytes at fixed columns (three
+    /// characters each), then the bytes as ASCII. The byte count must equal the length line.
+    func buffer(_ block: SpyBlock, _ label: String, lengthLabel: String, incoming: Bool) throws(SpyImportError) -> [UInt8]? {
+        guard let (_, index) = parameter(block, label, incoming: incoming) else {
+            throw fail(.badParameter, block.line, "the \(block.function) block has no '\(incoming ? "i" : "o") \(label)' line")
+        }
+        var bytes: [UInt8] = []
+        var lastLine = block.parameters[index].line
+        var shortLineSeen: Int?
+        for p in block.parameters[(index + 1)...] {
+            guard p.incoming == incoming, p.text.hasPrefix(" ") else { break }
+            let text = Array(p.text.utf8.dropFirst())
+            if text == Array("NULL".utf8) { return nil }
+            if let short = shortLineSeen {
+                throw fail(.badHex, p.line, "a hexdump line after the short line \(short): only the last line of a buffer may hold fewer than 16 bytes")
+            }
+            guard text.count >= 4, let offset = Self.hexValue(Substring(String(decoding: text[0..<4], as: UTF8.self))) else {
+                throw fail(.badHex, p.line, "a hexdump line starts with a 4-digit offset (0000, 0010, …)")
+            }
+            guard Int(offset) == bytes.count else {
+                throw fail(.badHex, p.line, "hexdump offset \(String(decoding: text[0..<4], as: UTF8.self)) where \(Self.offsetText(bytes.count)) was due: a line is missing or repeated")
+            }
+            var count = 0
+            for k in 0..<16 {
+                let at = 5 + 3 * k
+                guard at < text.count, text[at - 1] == 0x20, text[at] != 0x20 else { break }
+                guard at + 1 < text.count else {
+                    throw fail(.badHex, p.line, "the hexdump line ends inside a byte at column \(at + 5): the log is cut short or damaged; it is not a hex byte")
+                }
+                guard let hi = Self.hexDigit(text[at]), let lo = Self.hexDigit(text[at + 1]),
+                      at + 2 == text.count || text[at + 2] == 0x20
+                else {
+                    throw fail(.badHex, p.line, "'\(String(decoding: text[at..<min(at + 2, text.count)], as: UTF8.self))' at column \(at + 5) is not a hex byte: the hexdump line is damaged")
+                }
+                bytes.append(hi << 4 | lo)
+                count += 1
+            }
+            guard count > 0 else { throw fail(.badHex, p.line, "a hexdump line with no bytes") }
+            if count < 16 { shortLineSeen = p.line }
+            lastLine = p.line
+        }
+        if let lengthText = try? value(block, lengthLabel, incoming: incoming),
+           let length = Self.hexValue(lengthText.split(separator: " ").first ?? ""),
+           let expected = Int(exactly: length) {
+            // A length the buffer cannot match (a failed call) is only checked for successes.
+            if bytes.count != expected && (block.result?.code ?? 0) == 0 {
+                throw fail(.lengthMismatch, lastLine, "\(label) holds \(bytes.count) byte\(bytes.count == 1 ? "" : "s") but \(lengthLabel) says \(expected): the hexdump is cut short or damaged")
+            }
+        }
+        return bytes
+    }
+
+    /// The events of one SCardGetStatusChange: per reader whose output state has CHANGED (0x2),
+    /// `card-inserted`/`card-removed` when PRESENT (0x20) differs from the state the caller
+    /// knew, else `state-changed` (PC/SC Part 5 / pcsclite.h SCARD_STATE_* bits).
+    func statusChanges(_ block: SpyBlock) throws(SpyImportError) -> [(String, TranscriptEvent)] {
+        struct ReaderState { var name = ""; var current: UInt32 = 0; var event: UInt32 = 0; var atr: [UInt8] = [] }
+        var outputs: [ReaderState] = []
+        var inputs: [String: ReaderState] = [:]
+        var pending: ReaderState?
+        var incomingPending = true
+        func flush() {
+            guard let p = pending else { return }
+            if incomingPending { inputs[p.name] = p } else { outputs.append(p) }
+            pending = nil
+        }
+        for p in block.parameters {
+            let t = p.text
+            if t.hasPrefix("szReader:") {
+                flush()
+                pending = ReaderState(name: String(t.dropFirst("szReader:".count).drop { $0 == " " }))
+                incomingPending = p.incoming
+            } else if t.hasPrefix(" dwCurrentState:") {
+                pending?.current = Self.parenthesisedHex(t) ?? 0
+            } else if t.hasPrefix(" dwEventState:") {
+                pending?.event = Self.parenthesisedHex(t) ?? 0
+            } else if t.hasPrefix(" Atr:") {
+                pending?.atr = Self.spacedHex(String(t.dropFirst(" Atr:".count))) ?? []
+            }
+        }
+        flush()
+        var events: [(String, TranscriptEvent)] = []
+        for o in outputs where o.event & 0x2 != 0 {
+            let known = inputs[o.name]?.current ?? o.current
+            let wasPresent = known & 0x20 != 0, isPresent = o.event & 0x20 != 0
+            let atr = o.atr.isEmpty ? nil : HexText.string(o.atr)
+            let readerAttribute = TranscriptAttribute("reader", o.name)
+            if known & 0x30 != 0 && isPresent && !wasPresent {
+                events.append((o.name, TranscriptEvent(.cardInserted, [readerAttribute] + (atr.map { [TranscriptAttribute("atr", $0)] } ?? []))))
+            } else if wasPresent && !isPresent && o.event & 0x10 != 0 {
+                events.append((o.name, TranscriptEvent(.cardRemoved, [readerAttribute])))
+            } else {
+                var attributes = [readerAttribute, TranscriptAttribute("state", HexText.code(o.event))]
+                if let atr { attributes.append(TranscriptAttribute("atr", atr)) }
+                events.append((o.name, TranscriptEvent(.stateChanged, attributes)))
+            }
+        }
+        return events
+    }
+
+    static func offsetText(_ n: Int) -> String {
+        var s = ""
+        for shift in stride(from: 12, through: 0, by: -4) {
+            s.append(Character(Unicode.Scalar(UInt8(ascii: "0") + UInt8((n >> shift) & 0xF) + ((n >> shift) & 0xF > 9 ? 7 : 0))))
+        }
+        return s
+    }
+
+    static func hexDigit(_ c: UInt8) -> UInt8? {
+        HexText.value(ofUppercaseDigit: c) ?? (HexText.isLowercaseHexDigit(c) ? c - UInt8(ascii: "a") + 10 : nil)
+    }
+
+    /// `0x0000000C`, `0000` or `0x00000002` → the value.
+    static func hexValue<S: StringProtocol>(_ s: S) -> UInt32? {
+        var text = Substring(s)
+        if text.hasPrefix("0x") { text = text.dropFirst(2) }
+        guard !text.isEmpty, text.count <= 8 else { return nil }
+        return UInt32(text, radix: 16)
+    }
+
+    /// `... (0x00000012)` → 0x12.
+    static func parenthesisedHex(_ s: String) -> UInt32? {
+        guard let open = s.lastIndex(of: "("), s.hasSuffix(")") else { return nil }
+        return hexValue(s[s.index(after: open)..<s.index(before: s.endIndex)])
+    }
+
+    /// `3B 95 13` → bytes; empty text → []; anything else → nil.
+    static func spacedHex(_ s: String) -> [UInt8]? {
+        var out: [UInt8] = []
+        for word in s.split(separator: " ") {
+            guard word.count == 2, let b = UInt8(word, radix: 16) else { return nil }
+            out.append(b)
+        }
+        return out
+    }
+
+    /// `SCARD_SHARE_SHARED (0x00000002)` → `shared`.
+    static func shareName(_ s: String) -> String? {
+        switch parenthesisedHex(s) {
+        case 1: "exclusive"
+        case 2: "shared"
+        case 3: "direct"
+        default: nil
+        }
+    }
+
+    /// `T=1 (0x00000002)` → T=1; `UNKNOWN (0x00000000)` → undefined (a DIRECT connection).
+    static func protocolName(_ s: String) -> TransmissionProtocol? {
+        parenthesisedHex(s).flatMap(protocolFromBits)
+    }
+
+    /// SCARD_PROTOCOL_* bits: 1 T=0, 2 T=1, 4 RAW, 0 undefined.
+    static func protocolFromBits(_ bits: UInt32) -> TransmissionProtocol? {
+        switch bits {
+        case 0: .undefined
+        case 1: .t0
+        case 2: .t1
+        case 4: .raw
+        default: nil
+        }
+    }
+
+    /// `SCARD_LEAVE_CARD (0x00000000)` → `leave`.
+    static func dispositionName(_ s: String) -> String {
+        switch parenthesisedHex(s) {
+        case 0: "leave"
+        case 1: "reset"
+        case 2: "unpower"
+        case 3: "eject"
+        default: "unknown"
+        }
+    }
+}
+
+extension Substring {
+    /// The range of the last occurrence of `pattern`, or nil (Foundation-free).
+    func lastRange(of pattern: String) -> Range<Substring.Index>? {
+        let p = Array(pattern)
+        guard !p.isEmpty, count >= p.count else { return nil }
+        var end = endIndex
+        while true {
+            guard let start = index(end, offsetBy: -p.count, limitedBy: startIndex) else { return nil }
+            if self[start..<end].elementsEqual(p) { return start..<end }
+            if end == startIndex { return nil }
+            end = index(before: end)
+        }
+    }
+}
