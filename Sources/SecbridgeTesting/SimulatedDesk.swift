@@ -16,6 +16,9 @@ import Synchronization
 /// Readers of one desk share one RF field (reader 0's emulated card is a card in reader 1's
 /// field); desks do not see each other, so tests with desks of their own run in parallel. A
 /// process holds at most 16 in-process readers at a time: a desk waits up to 30 s for free ones.
+/// From async code (a Swift Testing test), make a desk with ``open(readers:personality:timeScale:)``,
+/// which waits on a thread of its own: a wait on Swift's shared pool could starve the very tests
+/// whose desks it waits for.
 public final class SimulatedDesk: Sendable {
     /// The default time scale: a simulated second takes 10 ms (the 5 s MCU timeout 50 ms).
     public static let defaultTimeScale = 0.01
@@ -56,6 +59,16 @@ public final class SimulatedDesk: Sendable {
             throw error
         }
         self.names = names
+    }
+
+    /// Makes a desk, waiting for free readers on a thread of its own (never on Swift's shared
+    /// concurrency pool). Parameters and errors as ``init(readers:personality:timeScale:)``.
+    public static func open(
+        readers count: Int = 1, personality: String? = nil, timeScale: Double = defaultTimeScale
+    ) async throws -> SimulatedDesk {
+        let executor = BlockingExecutor(name: "desk-open")
+        defer { executor.shutdown() }
+        return try await executor.run { try SimulatedDesk(readers: count, personality: personality, timeScale: timeScale) }
     }
 
     deinit { close() }

@@ -45,7 +45,7 @@ func eventually(_ what: String, _ condition: () -> Bool) async -> Bool {
     @Test func theInitiatorFindsAPlacedCardThroughEscapeCommandsOnADirectHandle() async throws {
         let bench = try await Bench.make()
         defer { bench.close() }
-        let name = try bench.addReader()
+        let name = try await bench.addReader()
         try bench.control().send("place-card uid=\"04 A1 B2 C3\" ats=\"06 75 77 81 02 80\" applet=echo")
         let (firmware, chipVersion, target, answer) = try await blocking {
             let direct = try bench.readers.connect(to: name, share: .direct, protocols: [])
@@ -68,7 +68,7 @@ func eventually(_ what: String, _ condition: () -> Bool) async -> Bool {
     @Test func theLinkWorksThroughTransmitOnASharedHandle() async throws {
         let bench = try await Bench.make()
         defer { bench.close() }
-        let name = try bench.addReader()
+        let name = try await bench.addReader()
         try bench.control().send("place-card uid=\"04 A1 B2 C3\" applet=echo")
         let (usesEscape, firmware, uid) = try await blocking {
             let card = try bench.readers.connect(to: name, share: .shared, protocols: .any)
@@ -83,7 +83,7 @@ func eventually(_ what: String, _ condition: () -> Bool) async -> Bool {
     @Test func P09_escapeDisabledGivesNotTransactedAndTheLinkNamesIfdDriverOptions() async throws {
         let bench = try await Bench.make()
         defer { bench.close() }
-        let name = try bench.addReader("a", options: ":personality=ccid-escape-disabled")
+        let name = try await bench.addReader("a", options: ":personality=ccid-escape-disabled")
         let (escapeError, features, linkError) = try await blocking {
             let direct = try bench.readers.connect(to: name, share: .direct, protocols: [])
             let escapeError = pcscError { try direct.control(code: ccidEscape, firmwareRequest) }
@@ -106,7 +106,7 @@ func eventually(_ what: String, _ condition: () -> Bool) async -> Bool {
     @Test func P10_targetRoleServesATerminalPlacedThroughTheControlSocket() async throws {
         let bench = try await Bench.make()
         defer { bench.close() }
-        let name = try bench.addReader()
+        let name = try await bench.addReader()
         try bench.control().send("place-terminal script=android-t4t-read id=phone")
         let (activation, served, deliveries, end) = try await blocking {
             let direct = try bench.readers.connect(to: name, share: .direct, protocols: [])
@@ -144,7 +144,7 @@ func eventually(_ what: String, _ condition: () -> Bool) async -> Bool {
     @Test func oneCallAtATimeReachesAReaderWhileTgInitAsTargetBlocks() async throws {
         let bench = try await Bench.make()
         defer { bench.close() }
-        let name = try bench.addReader(options: ":timescale=1")
+        let name = try await bench.addReader(options: ":timescale=1")
         let (chip, other) = try await blocking {
             let direct = try bench.readers.connect(to: name, share: .direct, protocols: [])
             let chip = PN532(link: try ACR122Link.open(channel: direct, readerName: name))
@@ -187,8 +187,8 @@ func eventually(_ what: String, _ condition: () -> Bool) async -> Bool {
     @Test func anotherReaderIsNotHeldUpByABlockedOne() async throws {
         let bench = try await Bench.make(readers: 2)
         defer { bench.close() }
-        let blockedName = try bench.addReader("a", options: ":timescale=1")
-        let freeName = try bench.addReader("b")
+        let blockedName = try await bench.addReader("a", options: ":timescale=1")
+        let freeName = try await bench.addReader("b")
         let chip = try await blocking {
             let direct = try bench.readers.connect(to: blockedName, share: .direct, protocols: [])
             let chip = PN532(link: try ACR122Link.open(channel: direct, readerName: blockedName))
@@ -219,7 +219,7 @@ let pcscFailureLine: @Sendable (any Error) -> TranscriptFailure = { error in
     @Test func anInProcessHandleRecordsLikeAPCSCHandle() async throws {
         let bench = try await Bench.make()
         defer { bench.close() }
-        let name = try bench.addReader()
+        let name = try await bench.addReader()
         let buffer = try TranscriptBuffer()
         let recorder = TranscriptRecorder(sink: buffer, clock: { .zero }, describeFailure: pcscFailureLine)
         try await blocking {

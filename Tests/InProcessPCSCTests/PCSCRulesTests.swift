@@ -13,12 +13,12 @@ import Testing
         let bench = try await Bench.make(readers: 2)
         defer { bench.close() }
         let (first, second, afterClose, reused) = try await blocking {
-            let first = try bench.addReader("a")
-            let second = try bench.addReader("b")
+            let first = try bench.addReaderOnThisThread("a")
+            let second = try bench.addReaderOnThisThread("b")
             let listed = bench.readers.listReaders()
             try bench.readers.closeChannel(first)
             let afterClose = bench.readers.listReaders()
-            let reused = try bench.addReader("c")
+            let reused = try bench.addReaderOnThisThread("c")
             return ([first, second] == listed ? first : "order differs", second, afterClose, reused)
         }
         #expect(first == "ACS ACR122U PICC Interface 00 00")
@@ -45,7 +45,7 @@ import Testing
     @Test func theControlSocketIsServedInProcess() async throws {
         let bench = try await Bench.make()
         defer { bench.close() }
-        try bench.addReader("a", options: ":personality=acs-driver")
+        try await bench.addReader("a", options: ":personality=acs-driver")
         let ping = try bench.control().send("ping")
         #expect(ping["driver"] == "secbridge-acr122")
         #expect(ping["reader"] == bench.directory + "/a")
@@ -58,7 +58,7 @@ import Testing
     func withoutACardANormalConnectFailsWithNoSmartcard(_ share: ShareMode) async throws {
         let bench = try await Bench.make()
         defer { bench.close() }
-        let name = try bench.addReader()
+        let name = try await bench.addReader()
         let error = try await blocking { pcscError { try bench.readers.connect(to: name, share: share, protocols: .any) } }
         // winscard.c SCardConnect: "Card Not Inserted" → SCARD_E_NO_SMARTCARD (0x8010000C).
         #expect(error == .noSmartcard)
@@ -69,7 +69,7 @@ import Testing
     @Test func directConnectHasProtocolZeroAndOnlyControlReachesTheReader() async throws {
         let bench = try await Bench.make()
         defer { bench.close() }
-        let name = try bench.addReader()
+        let name = try await bench.addReader()
         let (active, transmission, firmware, transmitError, features, maxInput, friendly) = try await blocking {
             let direct = try bench.readers.connect(to: name, share: .direct, protocols: [])
             return (direct.activeProtocol, direct.transmissionProtocol,
@@ -91,7 +91,7 @@ import Testing
     @Test func aPlacedCardIsPoweredUpAndT1IsSelectedThroughSetProtocolParameters() async throws {
         let bench = try await Bench.make()
         defer { bench.close() }
-        let name = try bench.addReader()
+        let name = try await bench.addReader()
         try bench.control().send("place-card uid=\"04 A1 B2 C3\" ats=\"06 75 77 81 02 80\" applet=echo")
         let (active, status, echoed, uid, readerState) = try await blocking {
             let card = try bench.readers.connect(to: name, share: .shared, protocols: .any)
@@ -113,7 +113,7 @@ import Testing
     @Test func directAfterANegotiationReportsTheCardProtocolAndAnOlderDirectHandleMismatches() async throws {
         let bench = try await Bench.make()
         defer { bench.close() }
-        let name = try bench.addReader()
+        let name = try await bench.addReader()
         let (early, mismatch, late, lateAnswer) = try await blocking {
             try bench.control().send("place-card uid=\"04 A1 B2 C3\" applet=echo")
             let early = try bench.readers.connect(to: name, share: .direct, protocols: [])
@@ -161,7 +161,7 @@ import Testing
     func protocolSelection(_ vector: ProtocolVector) async throws {
         let bench = try await Bench.make()
         defer { bench.close() }
-        let name = try bench.addReader("a", options: ":personality=\(vector.personality)")
+        let name = try await bench.addReader("a", options: ":personality=\(vector.personality)")
         try bench.control().send("place-card uid=\"04 A1 B2 C3\" applet=ok")
         let outcome = try await blocking {
             Result { () throws(PCSCError) in try bench.readers.connect(to: name, share: .shared, protocols: vector.protocols).activeProtocol }
@@ -178,7 +178,7 @@ import Testing
     @Test func anExclusiveConnectionBlocksEveryOtherAndSharedOnesCoexist() async throws {
         let bench = try await Bench.make()
         defer { bench.close() }
-        let name = try bench.addReader()
+        let name = try await bench.addReader()
         try bench.control().send("place-card uid=\"04 A1 B2 C3\" applet=echo")
         let (blocked, exclusiveWhileShared, twoShared, answers) = try await blocking {
             let exclusive = try bench.readers.connect(to: name, share: .exclusive, protocols: .any)
@@ -203,7 +203,7 @@ import Testing
     @Test func reconnectTurnsTheOnlySharedConnectionExclusiveAndBack() async throws {
         let bench = try await Bench.make()
         defer { bench.close() }
-        let name = try bench.addReader()
+        let name = try await bench.addReader()
         try bench.control().send("place-card uid=\"04 A1 B2 C3\" applet=echo")
         let (whileExclusive, afterShared) = try await blocking {
             let card = try bench.readers.connect(to: name, share: .shared, protocols: .any)
@@ -222,7 +222,7 @@ import Testing
     @Test func aRemovedCardIsReportedOnTheNextTransmitAndStatusButControlStillWorks() async throws {
         let bench = try await Bench.make()
         defer { bench.close() }
-        let name = try bench.addReader()
+        let name = try await bench.addReader()
         try bench.control().send("place-card uid=\"04 A1 B2 C3\" applet=echo id=card")
         let (removed, status, control, reconnect, connect, counter) = try await blocking {
             let card = try bench.readers.connect(to: name, share: .shared, protocols: .any)
@@ -248,7 +248,7 @@ import Testing
     @Test func aResetByOneHandleIsReportedToTheOtherUntilItReconnects() async throws {
         let bench = try await Bench.make()
         defer { bench.close() }
-        let name = try bench.addReader()
+        let name = try await bench.addReader()
         try bench.control().send("place-card uid=\"04 A1 B2 C3\" applet=echo")
         let (reset, afterReconnect) = try await blocking {
             let first = try bench.readers.connect(to: name, share: .shared, protocols: .any)
@@ -265,7 +265,7 @@ import Testing
     @Test func aDisconnectedHandleIsInvalidAndAClosedReaderUnavailable() async throws {
         let bench = try await Bench.make()
         defer { bench.close() }
-        let name = try bench.addReader()
+        let name = try await bench.addReader()
         let (invalid, unavailable) = try await blocking {
             let direct = try bench.readers.connect(to: name, share: .direct, protocols: [])
             try direct.disconnect()
@@ -314,7 +314,7 @@ import Testing
     @Test func driverErrorsReachTheClientAsPcscdMapsThem() async throws {
         let bench = try await Bench.make()
         defer { bench.close() }
-        let name = try bench.addReader()
+        let name = try await bench.addReader()
         let (unknownCode, unknownAttribute, late) = try await blocking {
             let direct = try bench.readers.connect(to: name, share: .direct, protocols: [])
             let unknownCode = pcscError { try direct.control(code: 0x4200_0DAC, firmwareRequest) }

@@ -7,8 +7,8 @@ import Testing
 /// them can fail.
 @Suite struct SecbridgeTestingTests {
     @Test("README: the SimulatedDesk example selects the NDEF application of a placed card")
-    func readmeDeskExample() throws {
-        let desk = try SimulatedDesk()
+    func readmeDeskExample() async throws {
+        let desk = try await SimulatedDesk.open()
         defer { desk.close() }
         try desk.control().send("place-card uid=04A1B2C3 applet=t4t-ndef")
         let context = try desk.client.establishContext()
@@ -20,8 +20,8 @@ import Testing
     }
 
     @Test("a desk's status change reports a card placed while a call waits")
-    func statusChangeSeesAPlacedCard() throws {
-        let desk = try SimulatedDesk()
+    func statusChangeSeesAPlacedCard() async throws {
+        let desk = try await SimulatedDesk.open()
         defer { desk.close() }
         let context = try desk.client.establishContext()
         var states = [ReaderState(readerName: desk.names[0])]

@@ -93,8 +93,19 @@ final class Bench: Sendable {
 
     /// Opens a reader on `<directory>/<sub>` with the DEVICENAME `options` (e.g. `:personality=…`),
     /// at ``timeScale`` unless `options` hold a `timescale=`.
+    /// Waits for a free Lun on a thread of its own, never on Swift's shared pool (two tests
+    /// blocked there would starve the tests whose readers they wait for).
     @discardableResult
-    func addReader(_ sub: String = "a", options: String = "") throws -> String {
+    func addReader(_ sub: String = "a", options: String = "") async throws -> String {
+        let scaled = options.contains(":timescale=") ? options : options + ":timescale=\(Self.timeScale)"
+        let deviceName = directory + "/" + sub + scaled
+        let readers = self.readers
+        return try await blocking("bench-add") { try readers.createChannel(deviceName: deviceName, waitingUpTo: .seconds(30)) }
+    }
+
+    /// ``addReader(_:options:)`` for code already on a thread of its own (inside `blocking`).
+    @discardableResult
+    func addReaderOnThisThread(_ sub: String = "a", options: String = "") throws -> String {
         let scaled = options.contains(":timescale=") ? options : options + ":timescale=\(Self.timeScale)"
         return try readers.createChannel(deviceName: directory + "/" + sub + scaled, waitingUpTo: .seconds(30))
     }

@@ -24,7 +24,7 @@ func runTool(_ arguments: [String], on desk: SimulatedDesk, input: [String] = []
 /// own, so these run in parallel and need no pcscd.
 @Suite struct InProcessCommandTests {
     @Test func readersListsTheSimulatedReaderAndThePlacedCardsATR() async throws {
-        let desk = try SimulatedDesk()
+        let desk = try await SimulatedDesk.open()
         defer { desk.close() }
         try desk.control().send("place-card uid=04A1B2C3 applet=t4t-ndef id=card")
         let result = try await runTool(["readers", "--json"], on: desk)
@@ -35,7 +35,7 @@ func runTool(_ arguments: [String], on desk: SimulatedDesk, input: [String] = []
     }
 
     @Test func sendSelectsTheNDEFApplicationOfAPlacedCard() async throws {
-        let desk = try SimulatedDesk()
+        let desk = try await SimulatedDesk.open()
         defer { desk.close() }
         try desk.control().send("place-card uid=04A1B2C3 applet=t4t-ndef id=card")
         // The NDEF Tag Application SELECT (docs/iso14443-t4t-ndef.md §4).
@@ -46,7 +46,7 @@ func runTool(_ arguments: [String], on desk: SimulatedDesk, input: [String] = []
     }
 
     @Test func resetAfterPollingWasLeftOffRestoresEveryDefault() async throws {
-        let desk = try SimulatedDesk()
+        let desk = try await SimulatedDesk.open()
         defer { desk.close() }
         let reader = desk.names[0]
         // Automatic polling off: FF 00 51 00 00 (ACR122U API v2.04 §6), as an emulation leaves it.
@@ -75,7 +75,7 @@ func runTool(_ arguments: [String], on desk: SimulatedDesk, input: [String] = []
 
     /// docs/cases.md P09 through the tool: libccid without ifdDriverOptions 0x0001.
     @Test func P09_resetWithEscapeCommandsRefusedNamesTheDriverOption() async throws {
-        let desk = try SimulatedDesk(personality: "ccid-escape-disabled")
+        let desk = try await SimulatedDesk.open(personality: "ccid-escape-disabled")
         defer { desk.close() }
         let result = try await runTool(["reset", "--reader", desk.names[0]], on: desk)
         #expect(result.status == 1)
@@ -84,7 +84,7 @@ func runTool(_ arguments: [String], on desk: SimulatedDesk, input: [String] = []
     }
 
     @Test func hardwareSelftestMatchesTheDocumentsWithoutPcscd() async throws {
-        let desk = try SimulatedDesk()
+        let desk = try await SimulatedDesk.open()
         defer { desk.close() }
         let bundle = FileManager.default.temporaryDirectory.appendingPathComponent("secbridge-selftest-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: bundle) }
