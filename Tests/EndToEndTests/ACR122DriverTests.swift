@@ -403,6 +403,8 @@ extension SharedReader {
             }
             #expect(failure?.code == .timeout)  // pcscd runs on, without the reader
             #expect(refused.logTail(lines: 200).contains("unknown option 'colour': the options are personality=<name>, field=<name> and timescale=<number>"))
+            // Stopped off Swift's shared pool (the defers then find both stopped).
+            _ = try await blocking { refused.stop(); pcscd.stop() }
         }
 
         @Test func cliReadersAndSendWorkAgainstTheSimulatedReader() async throws {
