@@ -16,7 +16,7 @@ let package = Package(
         // leftovers, hex literals, a channel straight onto a simulated reader.
         .library(name: "SecbridgeTesting", targets: ["SecbridgeTesting"]),
         // The simulated ACR122U as a pcscd driver (IFD handler): LIBPATH in a reader.conf file.
-        .library(name: "SecbridgeACR122IFD", type: .dynamic, targets: ["ACR122Driver"]),
+        .library(name: "SecbridgeACR122IFD", type: .dynamic, targets: ["SimulatedACR122IFD"]),
         .executable(name: "secbridge", targets: ["secbridge"]),
         .executable(name: "secbridge-tools", targets: ["secbridge-tools"]),
         .executable(name: "secbridge-bench", targets: ["secbridge-bench"]),
@@ -44,8 +44,8 @@ let package = Package(
         // Layer 5: a faithful model of the ACR122U (and its CCID driver) with a simulated RF field.
         .target(name: "ACR122Simulator", dependencies: ["PCSCCore", "ISO7816", "Transcript"]),
         // The simulated ACR122U exported as IFD handler entry points for pcscd.
-        .target(name: "ACR122Driver", dependencies: ["ACR122Simulator", "PCSCCore", "CPCSCLite"]),
-        .target(name: "InProcessPCSC", dependencies: ["ACR122Driver", "ACR122Simulator", "PCSCCore", "CPCSCLite", "ISO7816"]),
+        .target(name: "SimulatedACR122IFD", dependencies: ["ACR122Simulator", "PCSCCore", "CPCSCLite"]),
+        .target(name: "InProcessPCSC", dependencies: ["SimulatedACR122IFD", "ACR122Simulator", "PCSCCore", "CPCSCLite", "ISO7816"]),
         // Test doubles, public and documented, for this package's tests and its users' own.
         .target(name: "SecbridgeTesting", dependencies: ["PCSCCore", "ISO7816", "ACR122Simulator", "InProcessPCSC", "PCSCTestSupport"]),
         // A private pcscd with vpcd and vicc, for tests, benchmarks and demos.

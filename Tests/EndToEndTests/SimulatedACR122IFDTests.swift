@@ -75,7 +75,7 @@ struct ATRVector: Sendable, CustomTestStringConvertible {
 }
 
 extension SharedReader {
-    @Suite struct ACR122DriverTests {
+    @Suite struct SimulatedACR122IFDTests {
         @Test func readersAppearWithTheACR122NameAndTheirControlSockets() async throws {
             let environment = try await resetSimulatedReaders()
             #expect(Set([environment.simulatedReaderA, environment.simulatedReaderB])
