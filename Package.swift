@@ -16,7 +16,7 @@ let package = Package(
         // leftovers, hex literals, a channel straight onto a simulated reader.
         .library(name: "SecbridgeTesting", targets: ["SecbridgeTesting"]),
         // The simulated ACR122U as a pcscd driver (IFD handler): LIBPATH in a reader.conf file.
-        .library(name: "SecbridgeACR122IFD", type: .dynamic, targets: ["ACR122Driver"]),
+        .library(name: "SecbridgeACR122IFD", type: .dynamic, targets: ["SimulatedACR122IFD"]),
         .executable(name: "secbridge", targets: ["secbridge"]),
         .executable(name: "secbridge-tools", targets: ["secbridge-tools"]),
         .executable(name: "secbridge-bench", targets: ["secbridge-bench"]),
@@ -44,12 +44,13 @@ let package = Package(
         // Layer 5: a faithful model of the ACR122U (and its CCID driver) with a simulated RF field.
         .target(name: "ACR122Simulator", dependencies: ["PCSCCore", "ISO7816", "Transcript"]),
         // The simulated ACR122U exported as IFD handler entry points for pcscd.
-        .target(name: "ACR122Driver", dependencies: ["ACR122Simulator", "PCSCCore", "CPCSCLite"]),
-        .target(name: "InProcessPCSC", dependencies: ["ACR122Driver", "ACR122Simulator", "PCSCCore", "CPCSCLite", "ISO7816"]),
+        .target(name: "SimulatedACR122IFD", dependencies: ["ACR122Simulator", "PCSCCore", "CPCSCLite"]),
+        .target(name: "InProcessPCSC", dependencies: ["SimulatedACR122IFD", "ACR122Simulator", "PCSCCore", "CPCSCLite", "ISO7816"]),
         // Test doubles, public and documented, for this package's tests and its users' own.
-        .target(name: "SecbridgeTesting", dependencies: ["PCSCCore", "ISO7816", "ACR122Simulator", "InProcessPCSC", "PCSCTestSupport"]),
-        // A private pcscd with vpcd and vicc, for tests, benchmarks and demos.
-        .target(name: "PCSCTestSupport"),
+        .target(name: "SecbridgeTesting", dependencies: ["PCSCCore", "ISO7816", "ACR122Simulator", "InProcessPCSC", "PCSCSandbox"]),
+        // A sandbox for tests, benchmarks and demos: private pcscd instances in their own mount
+        // namespaces, vpcd and vicc, `pcsc_scan` parsing.
+        .target(name: "PCSCSandbox"),
         // The command tree of the `secbridge` tool, as a library so tests can drive it.
         .target(
             name: "SecbridgeCLI",
@@ -60,7 +61,7 @@ let package = Package(
         .target(
             name: "SecbridgeTools",
             dependencies: [
-                "SecbridgeCLI", "PCSC", "ISO7816", "Transcript", "PN53x", "PCSCTestSupport",
+                "SecbridgeCLI", "PCSC", "ISO7816", "Transcript", "PN53x", "PCSCSandbox",
                 "SecureElementCredential", "InProcessPCSC", "ACR122Simulator",
             ]
         ),
@@ -98,10 +99,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "secbridge-bench",
-            dependencies: ["PCSC", "ISO7816", "PCSCTestSupport", "CPCSCBaseline", "SecureElementCredential", "PN53x"]
+            dependencies: ["PCSC", "ISO7816", "PCSCSandbox", "CPCSCBaseline", "SecureElementCredential", "PN53x"]
         ),
         // A private pcscd with vpcd and vicc around a command, for demos and manual tests.
-        .executableTarget(name: "secbridge-testbed", dependencies: ["PCSCTestSupport"]),
+        .executableTarget(name: "secbridge-testbed", dependencies: ["PCSCSandbox"]),
         .testTarget(name: "PCSCCoreTests", dependencies: ["PCSCCore"]),
         .testTarget(name: "PCSCTests", dependencies: ["PCSC", "PCSCCore", "CPCSCLite"]),
         .testTarget(name: "ISO7816Tests", dependencies: ["ISO7816", "SecbridgeTesting"]),
@@ -109,11 +110,11 @@ let package = Package(
         .testTarget(name: "PN53xTests", dependencies: ["PN53x", "PCSCCore", "ISO7816", "SecbridgeTesting"]),
         .testTarget(name: "SecureElementCredentialTests", dependencies: ["SecureElementCredential", "ISO7816", "PN53x", "Transcript", "PCSC", "ACR122Simulator", "SecbridgeTesting"]),
         .testTarget(name: "ACR122SimulatorTests", dependencies: ["ACR122Simulator", "PN53x", "ISO7816", "Transcript", "SecbridgeTesting"]),
-        .testTarget(name: "InProcessPCSCTests", dependencies: ["InProcessPCSC", "PN53x", "Transcript", "ACR122Simulator", "PCSC", "ISO7816", "PCSCTestSupport", "SecbridgeTesting"]),
-        .testTarget(name: "SecbridgeCLITests", dependencies: ["SecbridgeCLI", "SecbridgeTools", "SecbridgeTesting", "PCSCCore", "PCSCTestSupport"]),
+        .testTarget(name: "InProcessPCSCTests", dependencies: ["InProcessPCSC", "PN53x", "Transcript", "ACR122Simulator", "PCSC", "ISO7816", "PCSCSandbox", "SecbridgeTesting"]),
+        .testTarget(name: "SecbridgeCLITests", dependencies: ["SecbridgeCLI", "SecbridgeTools", "SecbridgeTesting", "PCSCCore", "PCSCSandbox"]),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["PCSC", "ISO7816", "PCSCTestSupport", "SecbridgeCLI", "SecbridgeTools", "InProcessPCSC"]
+            dependencies: ["PCSC", "ISO7816", "PCSCSandbox", "SecbridgeCLI", "SecbridgeTools", "InProcessPCSC"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -9,7 +9,7 @@
 #   VICC_VENV=/path scripts/...        put the venv elsewhere (default: <repo>/.venv-vicc)
 #
 # A system pcscd started by the package install is left alone: the tests run their own pcscd in
-# a private mount namespace (see Sources/PCSCTestSupport/PrivatePCSCD.swift).
+# a private mount namespace (see Sources/PCSCSandbox/PrivatePCSCD.swift).
 set -eu
 
 REPO=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)

@@ -2,7 +2,7 @@ import PCSCCore
 
 /// The seam between a simulated reader and the code that exposes it to PC/SC clients.
 ///
-/// Two hosts drive an `IFDDevice`: the pcscd driver (`ACR122Driver`, a shared library exporting the
+/// Two hosts drive an `IFDDevice`: the pcscd driver (`SimulatedACR122IFD`, a shared library exporting the
 /// IFD handler entry points of pcsc-lite's `ifdhandler.h`), and the in-process path used by unit
 /// tests. Both call exactly these operations, the way pcscd calls a driver: presence polling,
 /// power up/down (which yields the ATR), protocol selection, transmit, control and capabilities.

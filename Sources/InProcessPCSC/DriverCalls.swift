@@ -1,8 +1,8 @@
-import ACR122Driver
+import SimulatedACR122IFD
 import CPCSCLite
 import PCSCCore
 
-/// The one place that calls the ACR122Driver's IFD handler entry points (`IFDH*`, pcsc-lite
+/// The one place that calls SimulatedACR122IFD's IFD handler entry points (`IFDH*`, pcsc-lite
 /// `ifdhandler.h` v3.0), as Swift functions: nothing is loaded dynamically. Each wrapper makes one
 /// call with the buffer sizes pcscd uses and hands back the raw RESPONSECODE; the SCARD mapping is
 /// the caller's (``ReaderContext``), per function, as pcscd's `ifdwrapper.c` and `winscard.c` do it.
@@ -19,30 +19,30 @@ enum DriverCalls {
     /// IFDHCreateChannelByName.
     static func createChannel(lun: UInt, deviceName: String) -> Int {
         var text = Array(deviceName.utf8CString)
-        return text.withUnsafeMutableBufferPointer { ACR122Driver.IFDHCreateChannelByName(lun, $0.baseAddress) }
+        return text.withUnsafeMutableBufferPointer { SimulatedACR122IFD.IFDHCreateChannelByName(lun, $0.baseAddress) }
     }
 
     /// IFDHCloseChannel.
     static func closeChannel(lun: UInt) -> Int {
-        ACR122Driver.IFDHCloseChannel(lun)
+        SimulatedACR122IFD.IFDHCloseChannel(lun)
     }
 
     /// IFDHICCPresence.
     static func presence(lun: UInt) -> Int {
-        ACR122Driver.IFDHICCPresence(lun)
+        SimulatedACR122IFD.IFDHICCPresence(lun)
     }
 
     /// IFDHPowerICC with IFD_POWER_UP, IFD_POWER_DOWN or IFD_RESET; the ATR on success.
     static func power(lun: UInt, action: Int32) -> (result: Int, atr: [UInt8]) {
         var buffer = [UInt8](repeating: 0, count: maximumATRSize)
         var length = UInt(maximumATRSize)
-        let result = buffer.withUnsafeMutableBufferPointer { ACR122Driver.IFDHPowerICC(lun, UInt(action), $0.baseAddress, &length) }
+        let result = buffer.withUnsafeMutableBufferPointer { SimulatedACR122IFD.IFDHPowerICC(lun, UInt(action), $0.baseAddress, &length) }
         return (result, result == IFDResponseCode.success ? Array(buffer.prefix(Int(min(length, UInt(maximumATRSize))))) : [])
     }
 
     /// IFDHSetProtocolParameters with an SCARD_PROTOCOL_* value and no PTS flags.
     static func setProtocol(lun: UInt, _ protocolValue: UInt) -> Int {
-        ACR122Driver.IFDHSetProtocolParameters(lun, protocolValue, 0, 0, 0, 0)
+        SimulatedACR122IFD.IFDHSetProtocolParameters(lun, protocolValue, 0, 0, 0, 0)
     }
 
     /// IFDHTransmitToICC. `headerProtocol` is what pcscd puts in SendPci.Protocol: 0 for T=0, 1 for
@@ -57,7 +57,7 @@ enum DriverCalls {
         let count = UInt(command.count)
         let result = command.withUnsafeMutableBufferPointer { tx in
             buffer.withUnsafeMutableBufferPointer { rx in
-                ACR122Driver.IFDHTransmitToICC(lun, header, tx.baseAddress, count, rx.baseAddress, &length, &received)
+                SimulatedACR122IFD.IFDHTransmitToICC(lun, header, tx.baseAddress, count, rx.baseAddress, &length, &received)
             }
         }
         guard result == IFDResponseCode.success else { return (result, []) }
@@ -72,7 +72,7 @@ enum DriverCalls {
         let count = UInt(command.count)
         let result = command.withUnsafeMutableBufferPointer { tx in
             buffer.withUnsafeMutableBufferPointer { rx in
-                ACR122Driver.IFDHControl(lun, UInt(code), tx.baseAddress, count, rx.baseAddress, UInt(receiveBufferSize), &returned)
+                SimulatedACR122IFD.IFDHControl(lun, UInt(code), tx.baseAddress, count, rx.baseAddress, UInt(receiveBufferSize), &returned)
             }
         }
         guard result == IFDResponseCode.success else { return (result, []) }
@@ -83,7 +83,7 @@ enum DriverCalls {
     static func capability(lun: UInt, tag: UInt32, capacity: Int = attributeBufferSize) -> (result: Int, value: [UInt8]) {
         var buffer = [UInt8](repeating: 0, count: capacity)
         var length = UInt(capacity)
-        let result = buffer.withUnsafeMutableBufferPointer { ACR122Driver.IFDHGetCapabilities(lun, UInt(tag), &length, $0.baseAddress) }
+        let result = buffer.withUnsafeMutableBufferPointer { SimulatedACR122IFD.IFDHGetCapabilities(lun, UInt(tag), &length, $0.baseAddress) }
         guard result == IFDResponseCode.success else { return (result, []) }
         return (result, Array(buffer.prefix(Int(min(length, UInt(capacity))))))
     }

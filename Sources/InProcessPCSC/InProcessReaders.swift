@@ -1,17 +1,17 @@
-import ACR122Driver
+import SimulatedACR122IFD
 import PCSCCore
 import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Simulated ACR122U readers driven in this process through the ACR122Driver's IFD handler entry
+/// Simulated ACR122U readers driven in this process through SimulatedACR122IFD's IFD handler entry
 /// points, with pcscd 1.9.9's rules kept by this layer: for unit tests and for machines where no
 /// private pcscd can start.
 ///
 /// A reader is made the way pcscd makes one from a reader.conf entry: a Lun, a DEVICENAME handed to
 /// IFDHCreateChannelByName (`<absolute dir>[:personality=<name>][:field=<name>]`, see
-/// `ACR122Driver/DeviceName.swift`), and the name `<FRIENDLYNAME> XX 00`, XX the lowest index not
+/// `SimulatedACR122IFD/DeviceName.swift`), and the name `<FRIENDLYNAME> XX 00`, XX the lowest index not
 /// used by a reader of the same friendly name in this instance. The driver serves the reader's
 /// control socket `<dir>/control.sock` as it does inside pcscd, so peers are placed the same way.
 ///

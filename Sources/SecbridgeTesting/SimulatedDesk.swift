@@ -1,7 +1,7 @@
 import Foundation
 import InProcessPCSC
 import PCSCCore
-import PCSCTestSupport
+import PCSCSandbox
 import Synchronization
 
 /// Simulated ACR122U readers on a desk of their own, in this process: reached through the

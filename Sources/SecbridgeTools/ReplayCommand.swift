@@ -1,10 +1,10 @@
-// These commands link Foundation (through the session engine and the test-support launcher), so
+// These commands link Foundation (through the session engine and the pcscd sandbox, PCSCSandbox), so
 // they live in the `secbridge-tools` binary; `secbridge` hands them over (see SecbridgeCLI/Root.swift).
 import SecbridgeCLI
 import ISO7816
 import InProcessPCSC
 import PCSC
-import PCSCTestSupport
+import PCSCSandbox
 import SecureElementCredential
 import Transcript
 

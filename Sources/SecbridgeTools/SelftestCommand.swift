@@ -4,7 +4,7 @@ import SecbridgeCLI
 import ISO7816
 import InProcessPCSC
 import PCSC
-import PCSCTestSupport
+import PCSCSandbox
 import PN53x
 import SecureElementCredential
 import Transcript

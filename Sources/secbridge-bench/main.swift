@@ -6,7 +6,7 @@
 //    (target: ≥ 5 million per second).
 // 3. CLI start time: `secbridge readers` against `pcsc_scan -r` (target: within 1.5×).
 //
-// It starts its own private pcscd with vpcd and vicc (PCSCTestSupport), so run it as root with the
+// It starts its own private pcscd with vpcd and vicc (PCSCSandbox), so run it as root with the
 // test dependencies installed (scripts/install-deps.sh). Build it in release mode:
 //     swift run -c release secbridge-bench
 // This is a benchmark, not a test: it prints figures and ratios and fails only when it cannot run.
@@ -15,7 +15,7 @@ import CPCSCBaseline
 import Foundation
 import ISO7816
 import PCSC
-import PCSCTestSupport
+import PCSCSandbox
 
 func now() -> ContinuousClock.Instant { ContinuousClock.now }
 func seconds(_ duration: Duration) -> Double {

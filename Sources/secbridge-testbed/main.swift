@@ -10,7 +10,7 @@
 // It needs root (or unprivileged user namespaces) and the packages of scripts/install-deps.sh.
 
 import Foundation
-import PCSCTestSupport
+import PCSCSandbox
 
 var arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == "--help" || arguments.first == "-h" {

@@ -1,5 +1,5 @@
 import Foundation
-import PCSCTestSupport
+import PCSCSandbox
 import Testing
 
 // `secbridge capture` runs a program under pcsc-lite's own spy (libpcscspy.so.0 and the pcsc-spy

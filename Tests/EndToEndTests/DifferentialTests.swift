@@ -3,7 +3,7 @@ import Foundation
 import InProcessPCSC
 import ISO7816
 import PCSC
-import PCSCTestSupport
+import PCSCSandbox
 import PN53x
 import Testing
 import Transcript

@@ -1,6 +1,6 @@
 import Foundation
 import PCSC
-import PCSCTestSupport
+import PCSCSandbox
 import PN53x
 import SecbridgeCLI
 import Testing

@@ -1,5 +1,5 @@
 import Foundation
-import PCSCTestSupport
+import PCSCSandbox
 import Testing
 
 /// The ATR of vicc's `iso7816` card (vsmartcard-vpicc 3.3, `Iso7816OS.makeATR(T=1,

@@ -1,5 +1,5 @@
 import Foundation
-import PCSCTestSupport
+import PCSCSandbox
 import Testing
 
 /// The demo and the simulator without pcscd: the same driver entry points, driven in process.

@@ -1,6 +1,6 @@
 import Foundation
 import PCSC
-import PCSCTestSupport
+import PCSCSandbox
 import Testing
 
 // libnfc 1.8.0 (scripts/build-libnfc.sh) against the session commands: libnfc's Type 4 Tag

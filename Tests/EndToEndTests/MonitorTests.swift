@@ -1,6 +1,6 @@
 import Foundation
 import PCSC
-import PCSCTestSupport
+import PCSCSandbox
 import Synchronization
 import Testing
 

@@ -1,7 +1,7 @@
 import Foundation
 import ISO7816
 import PCSC
-import PCSCTestSupport
+import PCSCSandbox
 import Testing
 
 /// vicc's `iso7816` card as pcscd 1.9.9 reports it (measured; see HarnessTests for the byte layout).

@@ -1,5 +1,5 @@
 import Foundation
-import PCSCTestSupport
+import PCSCSandbox
 import Testing
 
 /// A file under the repository root.

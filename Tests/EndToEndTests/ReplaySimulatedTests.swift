@@ -1,5 +1,5 @@
 import Foundation
-import PCSCTestSupport
+import PCSCSandbox
 import Testing
 
 /// `secbridge replay --against simulated`: a transcript's host side against a simulated ACR122U in

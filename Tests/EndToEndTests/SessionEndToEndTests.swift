@@ -1,7 +1,7 @@
 import Foundation
 import ISO7816
 import PCSC
-import PCSCTestSupport
+import PCSCSandbox
 import PN53x
 import SecbridgeCLI
 import SecureElementCredential

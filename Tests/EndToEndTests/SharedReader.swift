@@ -1,6 +1,6 @@
 import Foundation
 import PCSC
-import PCSCTestSupport
+import PCSCSandbox
 import SecbridgeCLI
 import SecbridgeTools
 import Testing

@@ -2,7 +2,7 @@ import Foundation
 import ISO7816
 import InProcessPCSC
 import PCSC
-import PCSCTestSupport
+import PCSCSandbox
 import PN53x
 import Synchronization
 import Testing

@@ -6,7 +6,7 @@ import Glibc
 /// The two simulated ACR122U readers every shared test pcscd has (see
 /// ``TestEnvironment/standardExtraReaders``), and where to find their driver and control sockets.
 ///
-/// Both readers are served by `libSecbridgeACR122IFD.so` (target ACR122Driver) and share one RF
+/// Both readers are served by `libSecbridgeACR122IFD.so` (target SimulatedACR122IFD) and share one RF
 /// field, so reader A's emulated card is a card in reader B's field and vice versa:
 ///
 ///     FRIENDLYNAME "ACS ACR122U PICC Interface"
@@ -220,7 +220,7 @@ public struct SimulatedReaderError: Error, Sendable, Hashable, CustomStringConve
 
 /// A client of a simulated ACR122U's control socket (`<directory>/control.sock`, served by the
 /// driver inside pcscd). Each request opens a connection, sends one line, waits (bounded) for one
-/// reply line and closes. See `Sources/ACR122Driver/ControlProtocol.swift` for the verbs.
+/// reply line and closes. See `Sources/SimulatedACR122IFD/ControlProtocol.swift` for the verbs.
 ///
 ///     let reply = try SimulatedReaders.controlA.send("place-card uid=\"04 A1 B2 C3\" applet=t4t-ndef")
 ///

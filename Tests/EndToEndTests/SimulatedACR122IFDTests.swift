@@ -1,7 +1,7 @@
 import Foundation
 import ISO7816
 import PCSC
-import PCSCTestSupport
+import PCSCSandbox
 import PN53x
 import SecbridgeCLI
 import Testing
@@ -75,7 +75,7 @@ struct ATRVector: Sendable, CustomTestStringConvertible {
 }
 
 extension SharedReader {
-    @Suite struct ACR122DriverTests {
+    @Suite struct SimulatedACR122IFDTests {
         @Test func readersAppearWithTheACR122NameAndTheirControlSockets() async throws {
             let environment = try await resetSimulatedReaders()
             #expect(Set([environment.simulatedReaderA, environment.simulatedReaderB])
