@@ -18,7 +18,7 @@ extension SharedReader {
     /// The `secbridge` commands against the shared pcscd with vpcd and vicc.
     @Suite struct CLIEndToEndTests {
         @Test func readersJSONListsTheCard() async throws {
-            let environment = try sharedEnvironment()
+            let environment = try await sharedEnvironment()
             let result = try await runCLI(["readers", "--json"])
             #expect(result.status == 0, "\(result.err)")
             #expect(result.out.contains("""
@@ -32,7 +32,7 @@ extension SharedReader {
         }
 
         @Test func sendSelectShowsTheStatusWordMeaning() async throws {
-            let environment = try sharedEnvironment()
+            let environment = try await sharedEnvironment()
             let result = try await runCLI(["send", "--reader", environment.vpcdReaderName, "00", "A4", "04", "00", "07", "D2", "76", "00", "00", "85", "01", "01", "00"])
             #expect(result.status == 0, "\(result.err)")
             #expect(result.out == """
@@ -44,7 +44,7 @@ extension SharedReader {
         }
 
         @Test func sendToAnUnknownReaderListsTheReaders() async throws {
-            let environment = try sharedEnvironment()
+            let environment = try await sharedEnvironment()
             let result = try await runCLI(["send", "--reader", "no such reader", "00A4000C023F00"])
             #expect(result.status == 1)
             #expect(result.err.hasPrefix("secbridge: error: no reader name contains 'no such reader'; the readers are:\n"))
@@ -52,7 +52,7 @@ extension SharedReader {
         }
 
         @Test func sendToAnEmptySlotSaysNoCard() async throws {
-            _ = try sharedEnvironment()
+            _ = try await sharedEnvironment()
             // vpcd's slot 1 has no vicc behind it.
             let result = try await runCLI(["send", "--reader", "Virtual PCD 00 01", "00A4000C023F00"])
             #expect(result.status == 1)
@@ -61,14 +61,14 @@ extension SharedReader {
 
         @Test(arguments: try viccFixtures())
         func replayFixtureAgainstVicc(_ fixture: URL) async throws {
-            _ = try sharedEnvironment()
+            _ = try await sharedEnvironment()
             let result = try await runCLI(["replay", fixture.path])
             #expect(result.status == 0, "\(result.err)")
             #expect(result.out.contains("every answer matches"))
         }
 
         @Test func recordThenReplayRoundTrip() async throws {
-            let environment = try sharedEnvironment()
+            let environment = try await sharedEnvironment()
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("secbridge-e2e-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: directory) }
@@ -93,7 +93,7 @@ extension SharedReader {
         }
 
         @Test func replayStopsAtTheFirstDifference() async throws {
-            _ = try sharedEnvironment()
+            _ = try await sharedEnvironment()
             let file = FileManager.default.temporaryDirectory.appendingPathComponent("secbridge-diverge-\(UUID().uuidString).trn")
             defer { try? FileManager.default.removeItem(at: file) }
             try """
@@ -116,7 +116,7 @@ extension SharedReader {
         }
 
         @Test func monitorRecordsEventsToATranscript() async throws {
-            let environment = try sharedEnvironment()
+            let environment = try await sharedEnvironment()
             let file = FileManager.default.temporaryDirectory.appendingPathComponent("secbridge-monitor-\(UUID().uuidString).trn")
             defer { try? FileManager.default.removeItem(at: file) }
             let result = try await runCLI(["monitor", "--json", "--count", "1", "--timeout", "10", "--record", file.path])
@@ -130,7 +130,7 @@ extension SharedReader {
         }
 
         @Test func replayRefusesARedactedVerify() async throws {
-            _ = try sharedEnvironment()
+            _ = try await sharedEnvironment()
             let file = FileManager.default.temporaryDirectory.appendingPathComponent("secbridge-verify-\(UUID().uuidString).trn")
             defer { try? FileManager.default.removeItem(at: file) }
             try """

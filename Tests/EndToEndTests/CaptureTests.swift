@@ -19,7 +19,7 @@ extension SharedReader {
         }
 
         @Test func capturesTheProjectsOwnCLI() async throws {
-            let environment = try sharedEnvironment()
+            let environment = try await sharedEnvironment()
             let dir = try scratch("send")
             defer { try? FileManager.default.removeItem(atPath: dir) }
             let out = dir + "/send.trn"

@@ -25,71 +25,86 @@ private let vpcdReaderNames = ["Virtual PCD 00 00", "Virtual PCD 00 01"]
 @Suite("Harness: private pcscd, vpcd and vicc", .serialized, .needsPrivatePCSCD)
 struct HarnessTests {
     @Test("The shared environment lists the vpcd reader with vicc's card")
-    func sharedEnvironmentHasCard() throws {
-        let environment = try TestEnvironment.shared.start()
-        #expect(environment.vpcdReaderName == "Virtual PCD 00 00")
-        #expect(vpcdReaderNames.allSatisfy(environment.readerNames.contains))
-        #expect(ProcessInfo.processInfo.environment["PCSCLITE_CSOCK_NAME"] == environment.socketPath)
-        #expect(environment.environmentForSubprocesses["PCSCLITE_CSOCK_NAME"] == environment.socketPath)
+    func sharedEnvironmentHasCard() async throws {
+        // Off Swift's shared pool: pcscd and vicc calls block for up to seconds.
+        try await blocking {
+            let environment = try TestEnvironment.shared.start()
+            #expect(environment.vpcdReaderName == "Virtual PCD 00 00")
+            #expect(vpcdReaderNames.allSatisfy(environment.readerNames.contains))
+            #expect(ProcessInfo.processInfo.environment["PCSCLITE_CSOCK_NAME"] == environment.socketPath)
+            #expect(environment.environmentForSubprocesses["PCSCLITE_CSOCK_NAME"] == environment.socketPath)
 
-        let readers = try PCSCScan.status(environment: environment.environmentForSubprocesses)
-        let reader = try #require(readers.first { $0.name == environment.vpcdReaderName })
-        #expect(reader.isCardPresent)
-        #expect(reader.atr == viccISO7816ATR)
-        #expect(environment.card.atr == viccISO7816ATR)
+            let readers = try PCSCScan.status(environment: environment.environmentForSubprocesses)
+            let reader = try #require(readers.first { $0.name == environment.vpcdReaderName })
+            #expect(reader.isCardPresent)
+            #expect(reader.atr == viccISO7816ATR)
+            #expect(environment.card.atr == viccISO7816ATR)
+        }
     }
 
     @Test("A second start returns the running environment")
-    func startIsIdempotent() throws {
-        let first = try TestEnvironment.shared.start()
-        let second = try TestEnvironment.shared.start()
-        #expect(first === second)
-        #expect(TestEnvironment.shared.current === first)
+    func startIsIdempotent() async throws {
+        // Off Swift's shared pool: pcscd and vicc calls block for up to seconds.
+        try await blocking {
+            let first = try TestEnvironment.shared.start()
+            let second = try TestEnvironment.shared.start()
+            #expect(first === second)
+            #expect(TestEnvironment.shared.current === first)
+        }
     }
 
     @Test("Stopping vicc removes the card; starting it again brings it back")
-    func viccStopAndStart() throws {
-        let (pcscd, card) = try privateInstance()
-        defer { card.stopQuietly(); pcscd.stop() }
+    func viccStopAndStart() async throws {
+        // Off Swift's shared pool: pcscd and vicc calls block for up to seconds.
+        try await blocking {
+            let (pcscd, card) = try privateInstance()
+            defer { card.stopQuietly(); pcscd.stop() }
 
-        #expect(try card.start() == viccISO7816ATR)
-        #expect(try cardState(pcscd, card.readerName)?.isCardPresent == true)
+            #expect(try card.start() == viccISO7816ATR)
+            #expect(try cardState(pcscd, card.readerName)?.isCardPresent == true)
 
-        try card.stop()
-        let removed = try #require(try cardState(pcscd, card.readerName))
-        #expect(!removed.isCardPresent)
-        #expect(removed.atr == nil)
+            try card.stop()
+            let removed = try #require(try cardState(pcscd, card.readerName))
+            #expect(!removed.isCardPresent)
+            #expect(removed.atr == nil)
 
-        #expect(try card.start() == viccISO7816ATR)
-        #expect(try cardState(pcscd, card.readerName)?.atr == viccISO7816ATR)
+            #expect(try card.start() == viccISO7816ATR)
+            #expect(try cardState(pcscd, card.readerName)?.atr == viccISO7816ATR)
+        }
     }
 
     @Test("Restarting pcscd keeps the socket path, and it answers again")
-    func pcscdRestart() throws {
-        let (pcscd, card) = try privateInstance()
-        defer { card.stopQuietly(); pcscd.stop() }
-        let socket = pcscd.socketPath
-        let firstPID = pcscd.processIdentifier
+    func pcscdRestart() async throws {
+        // Off Swift's shared pool: pcscd and vicc calls block for up to seconds.
+        try await blocking {
+            let (pcscd, card) = try privateInstance()
+            defer { card.stopQuietly(); pcscd.stop() }
+            let socket = pcscd.socketPath
+            let firstPID = pcscd.processIdentifier
 
-        #expect(try pcscd.restart() == vpcdReaderNames)
-        #expect(pcscd.socketPath == socket)
-        #expect(pcscd.processIdentifier != firstPID)
-        #expect(try PCSCScan.readers(environment: pcscd.environment) == vpcdReaderNames)
-        // vicc leaves with the old pcscd; a new one finds the new vpcd.
-        #expect(try card.start() == viccISO7816ATR)
+            #expect(try pcscd.restart() == vpcdReaderNames)
+            #expect(pcscd.socketPath == socket)
+            #expect(pcscd.processIdentifier != firstPID)
+            #expect(try PCSCScan.readers(environment: pcscd.environment) == vpcdReaderNames)
+            // vicc leaves with the old pcscd; a new one finds the new vpcd.
+            #expect(try card.start() == viccISO7816ATR)
+        }
     }
 
     @Test("After SIGKILL pcscd is gone, and a restart brings it back")
-    func pcscdKillAndRestart() throws {
-        let (pcscd, _) = try privateInstance()
-        defer { pcscd.stop() }
+    func pcscdKillAndRestart() async throws {
+        // Off Swift's shared pool: pcscd and vicc calls block for up to seconds.
+        try await blocking {
+            let (pcscd, _) = try privateInstance()
+            defer { pcscd.stop() }
 
-        #expect(pcscd.kill())
-        #expect(!pcscd.isRunning)
-        #expect(throws: HarnessError(code: .launchFailed, reason: "")) {
-            try PCSCScan.readers(environment: pcscd.environment)
+            #expect(pcscd.kill())
+            #expect(!pcscd.isRunning)
+            #expect(throws: HarnessError(code: .launchFailed, reason: "")) {
+                try PCSCScan.readers(environment: pcscd.environment)
+            }
+            #expect(try pcscd.restart() == vpcdReaderNames)
         }
-        #expect(try pcscd.restart() == vpcdReaderNames)
     }
 
     /// A pcscd of this test's own (a fresh directory and free port) with a vpcd reader, and a

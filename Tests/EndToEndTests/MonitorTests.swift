@@ -46,7 +46,7 @@ extension SharedReader {
     /// Monitoring of the shared pcscd: readers and vicc's card coming and going.
     @Suite struct MonitorTests {
         @Test func reportsPresentReadersAndCardThenRemovalAndInsertion() async throws {
-            let environment = try sharedEnvironment()
+            let environment = try await sharedEnvironment()
             let reader = environment.vpcdReaderName
             let monitor = ReaderMonitor()
             defer { monitor.stop() }
@@ -66,7 +66,7 @@ extension SharedReader {
         }
 
         @Test func reportsACardPlacedOnTheSimulatedACR122U() async throws {
-            let environment = try sharedEnvironment()
+            let environment = try await sharedEnvironment()
             let reader = environment.simulatedReaderA
             let other = environment.simulatedReaderB
             // A known state whatever earlier tests did: no peers, fresh devices (PICC polling on).
@@ -92,7 +92,7 @@ extension SharedReader {
         }
 
         @Test func stopFinishesTheStream() async throws {
-            _ = try sharedEnvironment()
+            _ = try await sharedEnvironment()
             let monitor = ReaderMonitor()
             let finished = Task { () -> Int in
                 var count = 0
@@ -158,7 +158,7 @@ extension SharedReader {
     }
 
     @Test func readersComeAndGoAndMonitoringSurvivesRestarts() async throws {
-        _ = try sharedEnvironment()  // makes sure the binaries and dependencies are there
+        _ = try await sharedEnvironment()  // makes sure the binaries and dependencies are there
         let first = ReaderConfEntry.vpcd(port: try FreePort.pick(), friendlyName: "Monitor First")
         let second = ReaderConfEntry.vpcd(port: try FreePort.pick(), friendlyName: "Monitor Second")
         let pcscd = try PrivatePCSCD(readers: [first])
@@ -189,7 +189,7 @@ extension SharedReader {
     }
 
     @Test func noPcscdIsAClearErrorNotAHang() async throws {
-        _ = try sharedEnvironment()
+        _ = try await sharedEnvironment()
         var environment = ProcessInfo.processInfo.environment
         environment["PCSCLITE_CSOCK_NAME"] = "/nonexistent/secbridge-test/pcscd.comm"
         let readers = try await runBinary(["readers"], environment: environment)
@@ -210,7 +210,7 @@ extension SharedReader {
 /// control requests on standard input, and a clean stop on Ctrl-C.
 @Suite(.serialized, .needsPrivatePCSCD) struct SimulateCommandTests {
     @Test func simulateServesReadersUntilInterrupted() async throws {
-        _ = try sharedEnvironment()
+        _ = try await sharedEnvironment()
         let process = Process()
         process.executableURL = try secbridgeBinary()
         process.arguments = ["simulate", "--card", "04A1B2C3", "--applet", "t4t-ndef", "--time-scale", "0.01", "--timeout", "60"]

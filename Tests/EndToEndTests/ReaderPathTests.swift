@@ -11,7 +11,7 @@ extension SharedReader {
     /// The PC/SC layer and the ISO 7816-4 transport against a real pcscd, vpcd and vicc.
     @Suite struct ReaderPathTests {
         @Test func listsTheVirtualReaderWithItsCard() async throws {
-            let environment = try sharedEnvironment()
+            let environment = try await sharedEnvironment()
             let (readers, states) = try await blocking {
                 let context = try PCSCContext()
                 let readers = try context.listReaders()
@@ -26,7 +26,7 @@ extension SharedReader {
         }
 
         @Test func statusAndAttributes() async throws {
-            let environment = try sharedEnvironment()
+            let environment = try await sharedEnvironment()
             let reader = environment.vpcdReaderName
             let status = try await blocking {
                 let card = try PCSCContext().connect(to: reader, share: .shared, protocols: .any)
@@ -40,7 +40,7 @@ extension SharedReader {
         }
 
         @Test func selectUnknownAIDGives6A82AndReadBinaryWithoutEFGives6986() async throws {
-            let environment = try sharedEnvironment()
+            let environment = try await sharedEnvironment()
             let reader = environment.vpcdReaderName
             let (select, read, selectMF) = try await blocking {
                 let card = try PCSCContext().connect(to: reader, share: .shared, protocols: .any)
@@ -61,7 +61,7 @@ extension SharedReader {
         }
 
         @Test func getChallengeReturnsEightBytes() async throws {
-            let environment = try sharedEnvironment()
+            let environment = try await sharedEnvironment()
             let reader = environment.vpcdReaderName
             let answers = try await blocking {
                 let card = try PCSCContext().connect(to: reader, share: .shared, protocols: .any)
@@ -77,7 +77,7 @@ extension SharedReader {
         }
 
         @Test func directConnectionReachesNoControlOnVpcd() async throws {
-            let environment = try sharedEnvironment()
+            let environment = try await sharedEnvironment()
             let reader = environment.vpcdReaderName
             let (active, features, controlError) = try await blocking {
                 let card = try PCSCContext().connect(to: reader, share: .direct, protocols: .undefined)
@@ -95,7 +95,7 @@ extension SharedReader {
         }
 
         @Test func receiveBufferIsNeverTooSmallP04() async throws {
-            let environment = try sharedEnvironment()
+            let environment = try await sharedEnvironment()
             let reader = environment.vpcdReaderName
             // docs/cases.md P04: GET DATA 9F7F with Le 2C failed with SCARD_E_INSUFFICIENT_BUFFER behind a 12-byte
             // receive buffer. Ours is always MAX_BUFFER_SIZE_EXTENDED, so the card's answer arrives.
@@ -108,7 +108,7 @@ extension SharedReader {
         }
 
         @Test func unknownReaderIsAnError() async throws {
-            _ = try sharedEnvironment()
+            _ = try await sharedEnvironment()
             let error = try await blocking { () -> PCSCError? in
                 do throws(PCSCError) {
                     _ = try PCSCContext().connect(to: "No Such Reader 00 00")
@@ -121,7 +121,7 @@ extension SharedReader {
         }
 
         @Test func transactionScopesAndReleases() async throws {
-            let environment = try sharedEnvironment()
+            let environment = try await sharedEnvironment()
             let reader = environment.vpcdReaderName
             let answer = try await blocking {
                 let card = try PCSCContext().connect(to: reader, share: .shared, protocols: .any)
@@ -133,7 +133,7 @@ extension SharedReader {
         }
 
         @Test func cardRemovedMidSessionFailsClearlyAndComesBack() async throws {
-            let environment = try sharedEnvironment()
+            let environment = try await sharedEnvironment()
             let reader = environment.vpcdReaderName
             let card = try await blocking { try PCSCContext().connect(to: reader, share: .shared, protocols: .any) }
             try await blocking { try environment.card.stop() }

@@ -19,7 +19,7 @@ extension SharedReader {
         }
 
         @Test func wiredTransceiveReachesViccOverPCSC() async throws {
-            let environment = try sharedEnvironment()
+            let environment = try await sharedEnvironment()
             let credential = try Self.viccCredential(environment)
             let session = try CredentialSession.startSession(
                 CredentialSessionOptions(credentials: [credential], authorizer: PolicyAuthorizer.declineAll))

@@ -79,7 +79,7 @@ extension SharedReader {
         }
 
         @Test func getChallengeFixtureReplaysLiveInWildcardMode() async throws {
-            _ = try sharedEnvironment()
+            _ = try await sharedEnvironment()
             let fixture = try replayFixtureFile("Fixtures/vicc/get-challenge.trn")
             let result = try await runCLI(["replay", "--mode", "wildcard", fixture.path])
             #expect(result.status == 0, "\(result.err)")
@@ -87,7 +87,7 @@ extension SharedReader {
         }
 
         @Test func concreteChallengeNeedsWildcardMode() async throws {
-            _ = try sharedEnvironment()
+            _ = try await sharedEnvironment()
             // The recording as the recorder wrote it, before ?? were put in by hand: vicc answers
             // other random bytes each time (a match by chance has probability 2^-64).
             let recorded = try String(contentsOf: try replayFixtureFile("Fixtures/vicc/get-challenge.trn"), encoding: .utf8)

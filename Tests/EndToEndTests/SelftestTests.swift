@@ -170,7 +170,7 @@ extension SharedReader {
         }
 
         @Test func aDifferentAnswerInABundleFailsTheReplayWithTheLine() async throws {
-            _ = try sharedEnvironment()
+            _ = try await sharedEnvironment()
             let source = try #require(try selftestBundles(under: "simulated").first, "Fixtures/simulated/ holds a selftest bundle")
             let bundle = temporaryBundlePath()
             try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: false)
@@ -188,7 +188,7 @@ extension SharedReader {
         }
 
         @Test func aFileThatIsNotATranscriptIsReportedAsUnusableNotAsADifference() async throws {
-            _ = try sharedEnvironment()
+            _ = try await sharedEnvironment()
             let source = try #require(try selftestBundles(under: "simulated").first)
             let bundle = temporaryBundlePath()
             try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: false)
@@ -227,7 +227,7 @@ extension SharedReader {
         /// (Fixtures/simulated/) replays against the simulator: a real unit's recording that stops
         /// matching is a fidelity regression.
         @Test func everyCommittedBundleReplaysAgainstTheSimulator() async throws {
-            _ = try sharedEnvironment()
+            _ = try await sharedEnvironment()
             let bundles = try selftestBundles(under: "hardware") + selftestBundles(under: "simulated")
             #expect(!bundles.isEmpty)
             for bundle in bundles {
@@ -237,7 +237,7 @@ extension SharedReader {
         }
 
         @Test func usageErrors() async throws {
-            _ = try sharedEnvironment()
+            _ = try await sharedEnvironment()
             #expect(try await runCLI(["selftest"]).status == 64)
             #expect(try await runCLI(["selftest", "--hardware", "--replay", "x"]).status == 64)
             #expect(try await runCLI(["selftest", "--replay", "x", "--phone"]).status == 64)

@@ -28,8 +28,11 @@ func requireBuiltBinaries() throws {
 let pcscExecutor = BlockingExecutor(name: "e2e-pcsc")
 
 /// Starts (once) the private pcscd with vpcd and vicc, and returns it.
-func sharedEnvironment() throws -> TestEnvironment {
-    try TestEnvironment.shared.start()
+///
+/// The first start takes seconds (pcscd, vicc): it runs on the PC/SC executor's thread, never on
+/// Swift's shared pool, where two suites waiting for it would stall every other test of the run.
+func sharedEnvironment() async throws -> TestEnvironment {
+    try await blocking { try TestEnvironment.shared.start() }
 }
 
 /// Runs blocking work on ``pcscExecutor``.

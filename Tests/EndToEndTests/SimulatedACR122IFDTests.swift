@@ -12,7 +12,7 @@ import Testing
 /// Puts both simulated readers back to their start: no peers in the shared field, default
 /// personality (libccid with escape commands enabled); waits until pcscd sees both readers empty.
 func resetSimulatedReaders() async throws -> TestEnvironment {
-    let environment = try sharedEnvironment()
+    let environment = try await sharedEnvironment()
     for control in [SimulatedReaders.controlA, SimulatedReaders.controlB] {
         try control.send("remove all=yes")
         try control.send("personality name=ccid-escape-enabled")
@@ -377,7 +377,7 @@ extension SharedReader {
         /// A pcscd of its own (the shared one keeps its readers): DEVICENAME options reach the
         /// driver, and a DEVICENAME it cannot use is refused with the reason in pcscd's log.
         @Test func deviceNameOptionsAndRejectionInAPcscdOfItsOwn() async throws {
-            _ = try sharedEnvironment()  // the library path is checked by the shared start
+            _ = try await sharedEnvironment()  // the library path is checked by the shared start
             let base = SimulatedReaders.baseDirectory + "/own"
             let good = ReaderConfEntry(friendlyName: SimulatedReaders.friendlyName,
                                        deviceName: base + "/c:personality=acs-driver:field=own",
