@@ -158,7 +158,7 @@ extension SharedReader {
     }
 
     @Test func readersComeAndGoAndMonitoringSurvivesRestarts() async throws {
-        _ = try await sharedEnvironment()  // makes sure the binaries and dependencies are there
+        try requireBuiltBinaries()  // a pcscd of its own: the shared one is not needed
         let first = ReaderConfEntry.vpcd(port: try FreePort.pick(), friendlyName: "Monitor First")
         let second = ReaderConfEntry.vpcd(port: try FreePort.pick(), friendlyName: "Monitor Second")
         let pcscd = try PrivatePCSCD(readers: [first])
@@ -189,7 +189,7 @@ extension SharedReader {
     }
 
     @Test func noPcscdIsAClearErrorNotAHang() async throws {
-        _ = try await sharedEnvironment()
+        try requireBuiltBinaries()  // a socket where no pcscd runs: the shared one is not needed
         var environment = ProcessInfo.processInfo.environment
         environment["PCSCLITE_CSOCK_NAME"] = "/nonexistent/secbridge-test/pcscd.comm"
         let readers = try await runBinary(["readers"], environment: environment)
@@ -210,7 +210,7 @@ extension SharedReader {
 /// control requests on standard input, and a clean stop on Ctrl-C.
 @Suite(.serialized, .needsPrivatePCSCD) struct SimulateCommandTests {
     @Test func simulateServesReadersUntilInterrupted() async throws {
-        _ = try await sharedEnvironment()
+        try requireBuiltBinaries()  // `simulate` starts a pcscd of its own
         let process = Process()
         process.executableURL = try secbridgeBinary()
         process.arguments = ["simulate", "--card", "04A1B2C3", "--applet", "t4t-ndef", "--time-scale", "0.01", "--timeout", "60"]
