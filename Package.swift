@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "ISO7816", targets: ["ISO7816"]),
         .library(name: "Transcript", targets: ["Transcript"]),
         .library(name: "PN53x", targets: ["PN53x"]),
+        .library(name: "NFCTags", targets: ["NFCTags"]),
         .library(name: "SecureElementCredential", targets: ["SecureElementCredential"]),
         .library(name: "ACR122Simulator", targets: ["ACR122Simulator"]),
         // Test doubles for code built on this package: a scripted card channel that reports
@@ -40,7 +41,10 @@ let package = Package(
         .target(name: "Transcript", dependencies: ["PCSCCore", "ISO7816"]),
         // ACR122U pseudo-APDUs and PN532 commands.
         .target(name: "PN53x", dependencies: ["PCSCCore", "ISO7816"]),
-        .target(name: "SecureElementCredential", dependencies: ["ISO7816", "PN53x", "Transcript", "PCSC"]),
+        // NFC Forum tags and storage cards from the reader's side: NDEF, the Type 2 Tag reader and
+        // writer, the Type 4 Tag capability container and reader, PC/SC part 3 storage cards, MIFARE Classic.
+        .target(name: "NFCTags", dependencies: ["ISO7816"]),
+        .target(name: "SecureElementCredential", dependencies: ["ISO7816", "PN53x", "Transcript", "PCSC", "NFCTags"]),
         // Layer 5: a faithful model of the ACR122U (and its CCID driver) with a simulated RF field.
         .target(name: "ACR122Simulator", dependencies: ["PCSCCore", "ISO7816", "Transcript"]),
         // The simulated ACR122U exported as IFD handler entry points for pcscd.
@@ -62,7 +66,7 @@ let package = Package(
             name: "SecbridgeTools",
             dependencies: [
                 "SecbridgeCLI", "PCSC", "ISO7816", "Transcript", "PN53x", "PCSCSandbox",
-                "SecureElementCredential", "InProcessPCSC", "ACR122Simulator",
+                "SecureElementCredential", "NFCTags", "InProcessPCSC", "ACR122Simulator",
             ]
         ),
         .executableTarget(
@@ -108,10 +112,10 @@ let package = Package(
         .testTarget(name: "ISO7816Tests", dependencies: ["ISO7816", "SecbridgeTesting"]),
         .testTarget(name: "TranscriptTests", dependencies: ["Transcript", "ISO7816"]),
         .testTarget(name: "PN53xTests", dependencies: ["PN53x", "PCSCCore", "ISO7816", "SecbridgeTesting"]),
-        .testTarget(name: "SecureElementCredentialTests", dependencies: ["SecureElementCredential", "ISO7816", "PN53x", "Transcript", "PCSC", "ACR122Simulator", "SecbridgeTesting"]),
+        .testTarget(name: "SecureElementCredentialTests", dependencies: ["SecureElementCredential", "NFCTags", "ISO7816", "PN53x", "Transcript", "PCSC", "ACR122Simulator", "SecbridgeTesting"]),
         .testTarget(name: "ACR122SimulatorTests", dependencies: ["ACR122Simulator", "PN53x", "ISO7816", "Transcript", "SecbridgeTesting"]),
         .testTarget(name: "InProcessPCSCTests", dependencies: ["InProcessPCSC", "PN53x", "Transcript", "ACR122Simulator", "PCSC", "ISO7816", "PCSCSandbox", "SecbridgeTesting"]),
-        .testTarget(name: "SecbridgeCLITests", dependencies: ["SecbridgeCLI", "SecbridgeTools", "SecbridgeTesting", "PCSCCore", "PCSCSandbox"]),
+        .testTarget(name: "SecbridgeCLITests", dependencies: ["SecbridgeCLI", "SecbridgeTools", "SecbridgeTesting", "PCSCCore", "PCSCSandbox", "NFCTags"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: ["PCSC", "ISO7816", "PCSCSandbox", "SecbridgeCLI", "SecbridgeTools", "InProcessPCSC"]

@@ -2,6 +2,7 @@ import ISO7816
 import Synchronization
 import SecbridgeTesting
 import Testing
+@testable import NFCTags
 @testable import SecureElementCredential
 
 /// A PC/SC part 3 reader with a storage card, in memory: Get Data, Load Keys, General Authenticate,

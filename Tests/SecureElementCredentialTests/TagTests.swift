@@ -1,6 +1,7 @@
 import ISO7816
 import SecbridgeTesting
 import Testing
+@testable import NFCTags
 @testable import SecureElementCredential
 
 /// One NDEF vector: a message and its bytes.
