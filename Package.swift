@@ -38,7 +38,7 @@ let package = Package(
         // ISO/IEC 7816-4 APDUs, status words, ATR, BER-TLV, the card-APDU transport.
         .target(name: "ISO7816", dependencies: ["PCSCCore"]),
         // The transcript format, recording, redaction and replay.
-        .target(name: "Transcript", dependencies: ["PCSCCore", "ISO7816"]),
+        .target(name: "Transcript", dependencies: ["PCSCCore", "ISO7816", "NFCTags"]),
         // ACR122U pseudo-APDUs and PN532 commands.
         .target(name: "PN53x", dependencies: ["PCSCCore", "ISO7816"]),
         // NFC Forum tags and storage cards from the reader's side: NDEF, the Type 2 Tag reader and
