@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "ISO7816", targets: ["ISO7816"]),
         .library(name: "Transcript", targets: ["Transcript"]),
         .library(name: "PN53x", targets: ["PN53x"]),
+        .library(name: "NFCTags", targets: ["NFCTags"]),
         .library(name: "SecureElementCredential", targets: ["SecureElementCredential"]),
         .library(name: "ACR122Simulator", targets: ["ACR122Simulator"]),
         // Test doubles for code built on this package: a scripted card channel that reports
@@ -25,7 +26,8 @@ let package = Package(
     targets: [
         // The PC/SC vocabulary, pure Swift and no C: result codes (PCSCError), protocol, share,
         // disposition and state bits, control codes, the part 10 feature list, pcscd's IFD → SCARD
-        // mapping, CardChannel, and the threads blocking calls run on. Every other module stands on it.
+        // mapping, CardChannel, and the threads blocking calls run on. Every library product stands
+        // on it.
         .target(name: "PCSCCore"),
         // The C shim over pcsc-lite (libpcsclite-dev). Headers only; see CPCSCLite/include/shim.h.
         // A C target rather than a system library with `pkgConfig: "libpcsclite"`: pkg-config's flags
@@ -36,15 +38,30 @@ let package = Package(
         .target(name: "PCSC", dependencies: ["PCSCCore", "CPCSCLite"]),
         // ISO/IEC 7816-4 APDUs, status words, ATR, BER-TLV, the card-APDU transport.
         .target(name: "ISO7816", dependencies: ["PCSCCore"]),
-        // The transcript format, recording, redaction and replay.
-        .target(name: "Transcript", dependencies: ["PCSCCore", "ISO7816"]),
-        // ACR122U pseudo-APDUs and PN532 commands.
+        // The tag reader/writer library: NDEF messages, the NFC Forum Type 2 Tag reader and writer, the
+        // Type 4 Tag capability container and reader, storage cards through PC/SC part 3 pseudo-APDUs,
+        // MIFARE Classic (its sector/block layout has its one home here).
+        .target(name: "NFCTags", dependencies: ["ISO7816"]),
+        // The transcript format, recording, redaction (MIFARE trailers by NFCTags' layout) and replay.
+        .target(name: "Transcript", dependencies: ["PCSCCore", "ISO7816", "NFCTags"]),
+        // ACR122U pseudo-APDUs and PN532 commands, both roles.
         .target(name: "PN53x", dependencies: ["PCSCCore", "ISO7816"]),
-        .target(name: "SecureElementCredential", dependencies: ["ISO7816", "PN53x", "Transcript", "PCSC"]),
-        // Layer 5: a faithful model of the ACR122U (and its CCID driver) with a simulated RF field.
+        // Apple's SecureElementCredential session model: CredentialSession, the session state
+        // machine, transactions, assertions, authorization, credentials and their applets (host,
+        // declarative, transcript, Type 4 Tag), a PC/SC card as secure element, the emulation
+        // backends, and the host as terminal (ReaderSession).
+        .target(
+            name: "SecureElementCredential",
+            dependencies: ["PCSCCore", "ISO7816", "PN53x", "Transcript", "PCSC", "NFCTags"]
+        ),
+        // A model of the ACR122U (and its CCID driver) with a simulated RF field: cards, tags with
+        // memory, terminals. Its tag arithmetic is its own, on purpose: it is an oracle of the card
+        // (see StorageCards.swift), checked against NFCTags by TagArithmeticCrossCheckTests.
         .target(name: "ACR122Simulator", dependencies: ["PCSCCore", "ISO7816", "Transcript"]),
-        // The simulated ACR122U exported as IFD handler entry points for pcscd.
-        .target(name: "SimulatedACR122IFD", dependencies: ["ACR122Simulator", "PCSCCore", "CPCSCLite"]),
+        // The simulated ACR122U as a pcscd driver: IFD handler entry points, the control socket.
+        .target(name: "SimulatedACR122IFD", dependencies: ["ACR122Simulator", "PCSCCore", "CPCSCLite", "ISO7816", "Transcript"]),
+        // The in-process PC/SC client: simulated readers driven through SimulatedACR122IFD's entry
+        // points with pcscd's rules, no pcscd.
         .target(name: "InProcessPCSC", dependencies: ["SimulatedACR122IFD", "ACR122Simulator", "PCSCCore", "CPCSCLite", "ISO7816"]),
         // Test doubles, public and documented, for this package's tests and its users' own.
         .target(name: "SecbridgeTesting", dependencies: ["PCSCCore", "ISO7816", "ACR122Simulator", "InProcessPCSC", "PCSCSandbox"]),
@@ -62,7 +79,7 @@ let package = Package(
             name: "SecbridgeTools",
             dependencies: [
                 "SecbridgeCLI", "PCSC", "ISO7816", "Transcript", "PN53x", "PCSCSandbox",
-                "SecureElementCredential", "InProcessPCSC", "ACR122Simulator",
+                "SecureElementCredential", "NFCTags", "InProcessPCSC", "ACR122Simulator",
             ]
         ),
         .executableTarget(
@@ -97,6 +114,8 @@ let package = Package(
             dependencies: ["CPCSCLite"],
             linkerSettings: [.linkedLibrary("pcsclite")]
         ),
+        // The benchmark: APDU round trips against the C baseline, codec throughput, CLI start time,
+        // emulation turnaround, on a private pcscd (PCSCSandbox).
         .executableTarget(
             name: "secbridge-bench",
             dependencies: ["PCSC", "ISO7816", "PCSCSandbox", "CPCSCBaseline", "SecureElementCredential", "PN53x"]
@@ -108,13 +127,20 @@ let package = Package(
         .testTarget(name: "ISO7816Tests", dependencies: ["ISO7816", "SecbridgeTesting"]),
         .testTarget(name: "TranscriptTests", dependencies: ["Transcript", "ISO7816"]),
         .testTarget(name: "PN53xTests", dependencies: ["PN53x", "PCSCCore", "ISO7816", "SecbridgeTesting"]),
-        .testTarget(name: "SecureElementCredentialTests", dependencies: ["SecureElementCredential", "ISO7816", "PN53x", "Transcript", "PCSC", "ACR122Simulator", "SecbridgeTesting"]),
-        .testTarget(name: "ACR122SimulatorTests", dependencies: ["ACR122Simulator", "PN53x", "ISO7816", "Transcript", "SecbridgeTesting"]),
+        .testTarget(name: "NFCTagsTests", dependencies: ["NFCTags", "ISO7816", "SecbridgeTesting"]),
+        .testTarget(name: "SecureElementCredentialTests", dependencies: ["SecureElementCredential", "NFCTags", "ISO7816", "PN53x", "Transcript", "PCSC", "ACR122Simulator", "SecbridgeTesting"]),
+        .testTarget(name: "ACR122SimulatorTests", dependencies: ["ACR122Simulator", "PN53x", "ISO7816", "Transcript", "SecbridgeTesting", "NFCTags"]),
         .testTarget(name: "InProcessPCSCTests", dependencies: ["InProcessPCSC", "PN53x", "Transcript", "ACR122Simulator", "PCSC", "ISO7816", "PCSCSandbox", "SecbridgeTesting"]),
-        .testTarget(name: "SecbridgeCLITests", dependencies: ["SecbridgeCLI", "SecbridgeTools", "SecbridgeTesting", "PCSCCore", "PCSCSandbox"]),
+        .testTarget(
+            name: "SecbridgeCLITests",
+            dependencies: ["SecbridgeCLI", "SecbridgeTools", "SecbridgeTesting", "PCSCCore", "PCSCSandbox", "NFCTags", "ISO7816", "PCSC", "PN53x"]
+        ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["PCSC", "ISO7816", "PCSCSandbox", "SecbridgeCLI", "SecbridgeTools", "InProcessPCSC"]
+            dependencies: [
+                "PCSC", "ISO7816", "PCSCSandbox", "SecbridgeCLI", "SecbridgeTools", "InProcessPCSC", "PN53x",
+                "SecureElementCredential", "Transcript",
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

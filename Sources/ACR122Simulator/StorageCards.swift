@@ -4,6 +4,15 @@ import ISO7816
 // MIFARE Classic (Mini, 1K, 4K). The memory models are pure values; ``ISO14443_3Tag`` keeps one
 // behind its lock and the PN532 model (InDataExchange, InCommunicateThru) and the ACR122U
 // pseudo-APDUs (FF 82 / FF 86 / FF 88 / FF B0 / FF D6) reach it through ``StorageCardMemory``.
+//
+// A second copy, on purpose: the MIFARE Classic sector/block arithmetic (``MIFAREClassicModel``),
+// the NDEF Message TLV (``Type2TagMemory/ndefTLV(_:)``) and the Type 2 static lock bits
+// (``Type2TagMemory/isLocked(page:)``) also live in NFCTags (`MifareClassicLayout`,
+// `Type2TagWriter`), which the reader code and the transcript redactor use. The simulator does not
+// import NFCTags: it is an oracle of the real card, written from the data sheets, so a mistake in
+// the reader code cannot also creep into the card it is tested against.
+// Tests/ACR122SimulatorTests/TagArithmeticCrossCheckTests.swift compares the two over every block
+// of MIFARE Classic Mini/1K/4K and a set of TLV and lock-byte vectors, so they cannot drift apart.
 
 /// A problem with the description of a storage card (bad UID length, NDEF message too large, bad
 /// key length); the reason says what to give instead.
@@ -150,6 +159,7 @@ public struct Type2TagMemory: Sendable, Hashable {
 
     /// `03 len msg FE`: the NDEF message TLV with its terminator (NFC Forum Type 2 Tag §2.3;
     /// docs/iso14443-t4t-ndef.md §6). Length one byte below 255, else `FF` and two bytes big-endian.
+    /// (The simulator's own copy of NFCTags' `Type2TagWriter.tlvBytes`; see the note at the top of this file.)
     public static func ndefTLV(_ message: [UInt8]) -> [UInt8] {
         let length: [UInt8] = message.count < 0xFF
             ? [UInt8(message.count)]
@@ -174,7 +184,8 @@ public struct Type2TagMemory: Sendable, Hashable {
 
     /// Whether a static lock bit protects `page` (pages 3–15: LOCK0 bits 3–7 lock pages 3–7,
     /// LOCK1 bits 0–7 pages 8–15; NTAG21x data sheet §8.5.2). Block-locking bits and the dynamic
-    /// lock bytes are kept in memory but not enforced.
+    /// lock bytes are kept in memory but not enforced. (The simulator's own copy of NFCTags'
+    /// `Type2TagWriter.lockedPages`, which covers pages 4–15; see the note at the top of this file.)
     func isLocked(page: Int) -> Bool {
         let lock0 = bytes[10], lock1 = bytes[11]
         switch page {
@@ -282,6 +293,7 @@ public enum MIFAREClassicModel: String, Sendable, Hashable, CaseIterable {
     }
 
     /// The sector of `block` (4K: blocks 128–255 are sectors 32–39 of 16 blocks), nil beyond the card.
+    /// (The simulator's own copy of NFCTags' `MifareClassicLayout`; see the note at the top of this file.)
     public func sector(ofBlock block: Int) -> Int? {
         guard block >= 0, block < blockCount else { return nil }
         return block < 128 ? block / 4 : 32 + (block - 128) / 16

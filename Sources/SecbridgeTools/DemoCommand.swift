@@ -6,6 +6,7 @@ import InProcessPCSC
 import PCSC
 import PCSCSandbox
 import PN53x
+import NFCTags
 import SecureElementCredential
 import Transcript
 

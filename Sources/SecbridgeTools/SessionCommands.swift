@@ -4,6 +4,7 @@ import SecbridgeCLI
 import ISO7816
 import PCSC
 import PN53x
+import NFCTags
 import SecureElementCredential
 import Transcript
 

@@ -5,7 +5,7 @@ import ISO7816
 import InProcessPCSC
 import PCSC
 import PCSCSandbox
-import SecureElementCredential
+import NFCTags
 import ACR122Simulator
 
 #if canImport(Glibc)

@@ -3,7 +3,7 @@
 import SecbridgeCLI
 import ISO7816
 import PCSC
-import SecureElementCredential
+import NFCTags
 import Transcript
 
 extension SecbridgeCLI {

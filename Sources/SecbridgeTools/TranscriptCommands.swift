@@ -3,7 +3,7 @@
 import SecbridgeCLI
 import ISO7816
 import PN53x
-import SecureElementCredential
+import NFCTags
 import Transcript
 
 #if canImport(Glibc)

@@ -1,5 +1,6 @@
 import Foundation
 import ISO7816
+import NFCTags
 import PN53x
 import Transcript
 

@@ -1,3 +1,5 @@
+import NFCTags
+
 /// One rule that finds secret bytes in a command.
 ///
 /// A rule sees the whole command (an APDU, a reader pseudo-APDU or the bytes of an SCardControl
@@ -67,15 +69,16 @@ public struct RedactionRule: Sendable {
     }
 
     /// PC/SC part 3 Update Binary of a MIFARE Classic sector trailer `| FF | D6 | 00 | block | 10 |
-    /// key A (6) | access bits (3) | GPB (1) | key B (6) |`, block < 128 with block % 4 == 3 or
-    /// block ≥ 128 with block % 16 == 15: keys A and B (data bytes 0–5 and 10–15, command offsets
-    /// 5–10 and 15–20) are masked; access bits and GPB stay readable (ACR122U API v2.04 §5, Update
-    /// Binary Blocks; NXP MF1S50yyX §8.7). Type 2 Tag page writes (Lc 04) are left alone.
+    /// key A (6) | access bits (3) | GPB (1) | key B (6) |`, the block a trailer by
+    /// ``MifareClassicLayout/isSectorTrailer(_:)`` (NFCTags): keys A and B (data bytes 0–5 and
+    /// 10–15, command offsets 5–10 and 15–20) are masked; access bits and GPB stay readable (ACR122U
+    /// API v2.04 §5, Update Binary Blocks; NXP MF1S50yyX §8.7). Type 2 Tag page writes (Lc 04) are
+    /// left alone.
     public static let mifareSectorTrailerWrite = RedactionRule(
         id: "mifare-trailer-write", summary: "Update Binary (FF D6) of a MIFARE Classic sector trailer: keys A and B"
     ) { c in
         guard c.count >= 21, c[0] == 0xFF, c[1] == 0xD6, c[2] == 0x00, c[4] == 0x10,
-              MifareTrailer.isTrailer(block: Int(c[3]))
+              MifareClassicLayout.isSectorTrailer(Int(c[3]))
         else { return [] }
         return [5..<11, 15..<21]
     }
@@ -122,7 +125,7 @@ public struct ResponseRedactionRule: Sendable {
     }
 
     /// PC/SC part 3 Read Binary of a MIFARE Classic sector trailer `FF B0 00 <trailer block> 10`
-    /// (block < 128 with block % 4 == 3, or block ≥ 128 with block % 16 == 15): the answer
+    /// (a trailer by ``MifareClassicLayout/isSectorTrailer(_:)``, NFCTags): the answer
     /// `| key A (6, reads as zeros) | access bits (3) | GPB | key B (6) | 90 00 |` may reveal key B,
     /// so answer bytes 10–15 are masked (ACR122U API v2.04 §5, Read Binary Blocks; NXP MF1S50yyX
     /// §8.7). Type 2 Tag readers should read page 3 with Le 04, which this rule leaves alone.
@@ -130,15 +133,10 @@ public struct ResponseRedactionRule: Sendable {
         id: "mifare-trailer-read", summary: "Read Binary (FF B0 … 10) answer of a MIFARE Classic sector trailer: key B"
     ) { c, r in
         guard c.count == 5, c[0] == 0xFF, c[1] == 0xB0, c[2] == 0x00, c[4] == 0x10,
-              MifareTrailer.isTrailer(block: Int(c[3])), r.count >= 16
+              MifareClassicLayout.isSectorTrailer(Int(c[3])), r.count >= 16
         else { return [] }
         return [10..<16]
     }
-}
-
-/// MIFARE Classic sector trailers (NXP MF1S50yyX / MF1S70yyX): the last block of each sector.
-enum MifareTrailer {
-    static func isTrailer(block: Int) -> Bool { block < 128 ? block % 4 == 3 : block % 16 == 15 }
 }
 
 /// Masks secrets in commands before they are written, keeping their length.

@@ -1,6 +1,6 @@
 import ISO7816
 import PCSC
-import SecureElementCredential
+import NFCTags
 import Testing
 
 @testable import SecbridgeCLI

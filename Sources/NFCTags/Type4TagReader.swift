@@ -1,7 +1,8 @@
 import ISO7816
 
 /// Reads the NDEF message of an NFC Forum Type 4 Tag the way Android does (docs/iso14443-t4t-ndef.md §4),
-/// through any transceive function: a `ReaderSession`, a PC/SC card handle, or a test double.
+/// through any transceive function: a `ReaderSession` (SecureElementCredential), a PC/SC card handle,
+/// or a test double.
 ///
 /// The sequence, byte for byte:
 /// 1. SELECT the NDEF Tag Application `00 A4 04 00 07 D2 76 00 00 85 01 01 00` (mapping 2.0, with

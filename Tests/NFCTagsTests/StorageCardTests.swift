@@ -2,7 +2,7 @@ import ISO7816
 import Synchronization
 import SecbridgeTesting
 import Testing
-@testable import SecureElementCredential
+@testable import NFCTags
 
 /// A PC/SC part 3 reader with a storage card, in memory: Get Data, Load Keys, General Authenticate,
 /// Read Binary, Update Binary (ACR122U API v2.04 §5), answering from a page or block memory.

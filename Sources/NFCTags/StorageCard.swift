@@ -424,6 +424,11 @@ public struct MifareKey: Sendable, Hashable, CustomStringConvertible, CustomDebu
 /// 16-byte blocks; sectors 0–31 have 4 blocks (blocks 0–127), sectors 32–39 of a 4K card have 16
 /// (blocks 128–255). The last block of each sector is its trailer:
 /// `| key A (6) | access bits (3) | GPB (1) | key B (6) |`.
+///
+/// The one home of this arithmetic: the reader (``MifareClassicReader``, ``StorageCard``) and the
+/// transcript redactor (Transcript's MIFARE trailer rules) use it. The simulator
+/// (`MIFAREClassicModel` in ACR122Simulator) keeps an independent copy on purpose, as an oracle of
+/// the card; `TagArithmeticCrossCheckTests` (ACR122SimulatorTests) keeps the two from drifting.
 public enum MifareClassicLayout {
     /// The sector holding `block` (0…255).
     public static func sector(ofBlock block: Int) -> Int {
