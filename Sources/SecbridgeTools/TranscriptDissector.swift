@@ -1,5 +1,6 @@
 import SecbridgeCLI
 import ISO7816
+import NFCTags
 import PN53x
 import SecureElementCredential
 import Transcript
