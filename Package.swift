@@ -41,7 +41,7 @@ let package = Package(
         // The tag reader/writer library: NDEF messages, the NFC Forum Type 2 Tag reader and writer, the
         // Type 4 Tag capability container and reader, storage cards through PC/SC part 3 pseudo-APDUs,
         // MIFARE Classic (its sector/block layout has its one home here).
-        .target(name: "NFCTags", dependencies: ["ISO7816"]),
+        .target(name: "NFCTags", dependencies: ["PCSCCore", "ISO7816"]),
         // The transcript format, recording, redaction (MIFARE trailers by NFCTags' layout) and replay.
         .target(name: "Transcript", dependencies: ["PCSCCore", "ISO7816", "NFCTags"]),
         // ACR122U pseudo-APDUs and PN532 commands, both roles.
@@ -67,7 +67,7 @@ let package = Package(
         .target(name: "SecbridgeTesting", dependencies: ["PCSCCore", "ISO7816", "ACR122Simulator", "InProcessPCSC", "PCSCSandbox"]),
         // A sandbox for tests, benchmarks and demos: private pcscd instances in their own mount
         // namespaces, vpcd and vicc, `pcsc_scan` parsing.
-        .target(name: "PCSCSandbox"),
+        .target(name: "PCSCSandbox", dependencies: ["PCSCCore"]),
         // The command tree of the `secbridge` tool, as a library so tests can drive it.
         .target(
             name: "SecbridgeCLI",

@@ -1,12 +1,12 @@
 import ISO7816
+import PCSCCore
 
 /// A parse or validation error of an NDEF message or a Type 4 Tag capability container: an open
 /// code, the offending offset and a reason. Equal when the codes are equal.
-public struct TagFormatError: Error, Sendable, Equatable, CustomStringConvertible {
-    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+public struct TagFormatError: CodedError {
+    public struct Code: ErrorCode {
         public let rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
 
         /// The input ends inside a record or before the structure is complete.
         public static let truncated = Code(rawValue: "truncated")
@@ -33,8 +33,6 @@ public struct TagFormatError: Error, Sendable, Equatable, CustomStringConvertibl
         self.offset = offset
         self.reason = reason
     }
-
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
 
     public var description: String {
         if let offset { return "\(code) at offset \(offset): \(reason)" }

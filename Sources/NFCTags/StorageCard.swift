@@ -1,16 +1,16 @@
 import ISO7816
+import PCSCCore
 
 /// A reason a PC/SC part 3 storage-card command failed: the command, what came back, why, and
 /// what to do (ACR122U API v2.04 §5; PC/SC part 3 supplement).
 ///
 /// Keys never appear: the command of a Load Keys failure is shown as `FF 82 00 <slot> 06
 /// [REDACTED 6]`, and no other command carries a key.
-public struct StorageCardError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct StorageCardError: CodedError {
     /// What went wrong, as an open code so callers can branch without parsing text.
-    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public struct Code: ErrorCode {
         public let rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
 
         /// SW 63 00: the operation failed (no card, wrong key, block not readable or writable).
         public static let operationFailed = Code(rawValue: "operationFailed")

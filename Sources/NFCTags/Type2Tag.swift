@@ -1,4 +1,5 @@
 import ISO7816
+import PCSCCore
 
 /// A reason a Type 2 Tag could not be read or written: a code, the page and data-area offset it
 /// concerns, the bytes found there, and why (NFC Forum Type 2 Tag operation; docs/iso14443-t4t-ndef.md §6).
@@ -6,11 +7,10 @@ import ISO7816
 /// The reader's own failures (63 00, a truncated read) come as ``StorageCardError`` instead, naming
 /// the Read Binary or Update Binary command and the page. Equal when the codes are equal (as
 /// `TagFormatError`).
-public struct Type2TagError: Error, Sendable, Hashable, CustomStringConvertible {
-    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+public struct Type2TagError: CodedError {
+    public struct Code: ErrorCode {
         public let rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
 
         /// The capability container's magic byte is not E1.
         public static let notNDEFFormatted = Code(rawValue: "notNDEFFormatted")
@@ -56,9 +56,6 @@ public struct Type2TagError: Error, Sendable, Hashable, CustomStringConvertible 
         self.reason = reason
         self.remedy = remedy
     }
-
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     /// An error at data-area `offset`, with its page (4 + offset / 4).
     static func at(_ code: Code, offset: Int, bytes: [UInt8], _ reason: String, remedy: String = "") -> Type2TagError {

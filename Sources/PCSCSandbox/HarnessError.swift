@@ -1,4 +1,5 @@
 import Foundation
+import PCSCCore
 
 /// A failure of the test harness: a missing dependency, a process that would not start or stop,
 /// a wait that ran out of time.
@@ -6,12 +7,11 @@ import Foundation
 /// The ``code`` is an open set (unknown codes still fit); equality compares the code only, so tests
 /// can match `HarnessError(code: .timeout, reason: "")` without spelling the reason. ``reason`` says
 /// what was wrong and what to do; ``logTail`` carries the last lines a failing process wrote.
-public struct HarnessError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct HarnessError: CodedError {
     /// The kind of failure. Open: new codes can be added without breaking callers.
-    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public struct Code: ErrorCode {
         public let rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
 
         /// A tool, package or the vicc virtual environment is missing: run `scripts/install-deps.sh`.
         public static let missingDependency = Code(rawValue: "missingDependency")
@@ -40,7 +40,6 @@ public struct HarnessError: Error, Sendable, Equatable, CustomStringConvertible 
     }
 
     /// Compares the codes only.
-    public static func == (lhs: HarnessError, rhs: HarnessError) -> Bool { lhs.code == rhs.code }
 
     public var description: String {
         var text = "HarnessError.\(code): \(reason)"

@@ -3,14 +3,14 @@ import ISO7816
 import NFCTags
 import PN53x
 import Transcript
+import PCSCCore
 
 /// A credential file that cannot be used: an open code, the JSON path of the offending value
 /// (`$.applets[0].records[1].uri`) and a reason. Equal when the codes are equal.
-public struct CredentialFileError: Error, Sendable, Equatable, CustomStringConvertible {
-    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+public struct CredentialFileError: CodedError {
+    public struct Code: ErrorCode {
         public let rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
         /// The file could not be read.
         public static let unreadable = Code(rawValue: "unreadable")
         /// The text is not JSON.
@@ -37,8 +37,6 @@ public struct CredentialFileError: Error, Sendable, Equatable, CustomStringConve
         self.path = path
         self.reason = reason
     }
-
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
     public var description: String { "\(path): \(reason)" }
 }
 
