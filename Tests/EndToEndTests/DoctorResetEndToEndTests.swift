@@ -59,41 +59,8 @@ extension SharedReader {
             #expect((firmware["fix"] as? String)?.hasPrefix("enable escape commands") == true, "\(firmware)")
         }
 
-        @Test func resetWithEscapeCommandsRefusedNamesTheDriverOption() async throws {
-            let environment = try await resetSimulatedReaders()
-            try SimulatedReaders.controlA.send("personality name=ccid-escape-disabled")
-            defer { _ = try? SimulatedReaders.controlA.send("personality name=ccid-escape-enabled") }
-            let result = try await runCLI(["reset", "--reader", environment.simulatedReaderA])
-            #expect(result.status == 1)
-            #expect(result.err.contains("cannot be reached without a card: the CCID driver refuses escape commands"), "\(result.err)")
-            #expect(!result.err.contains("unplug"), "replugging does not enable escape commands")
-        }
-
-        @Test func resetAfterPollingWasLeftOff() async throws {
-            let environment = try await resetSimulatedReaders()
-            let reader = environment.simulatedReaderA
-            try await blocking { try stopAutomaticPolling(on: reader) }  // FF 00 51 00 00
-            #expect(try await blocking { try piccOperatingParameterReply(reader) } == [0x90, 0x00])
-            let result = try await runCLI(["reset", "--reader", reader])
-            #expect(result.status == 0, "\(result.out)\(result.err)")
-            let lines = result.out.split(separator: "\n").map(String.init)
-            #expect(lines == [
-                "reader: \(reader)",
-                "connection: DIRECT, escape code 0x42000001, firmware ACR122U207",
-                "abort a pending PN532 command (GetFirmwareVersion): FF 00 00 00 02 D4 02 → D5 03 32 01 06 07 90 00  ok",
-                "release targets (InRelease 00): FF 00 00 00 03 D4 52 00 → D5 53 00 90 00  ok",
-                "RF field on (RFConfiguration 01 01): FF 00 00 00 04 D4 32 01 01 → D5 33 90 00  ok",
-                "PICC operating parameter FF (automatic polling on): FF 00 51 FF 00 → 90 FF  ok",
-                "LEDs idle (red on, green off): FF 00 40 0D 04 00 00 00 00 → 90 01  ok",
-                "MCU timeout one 5 s step: FF 00 41 01 00 → 90 00  ok",
-                "reader restored",
-            ], "\(result.out)")
-            #expect(try await blocking { try piccOperatingParameterReply(reader) } == [0x90, 0xFF])
-            let status = try SimulatedReaders.controlA.send("status")
-            #expect(status["picc"] == "FF")
-            #expect(status["led"] == "01")
-            #expect(status["mcu-timeout"] == "01")
-        }
+        // `reset` after polling was left off, and with escape commands refused (docs/cases.md P09),
+        // run in process against simulated desks: SecbridgeCLITests/InProcessCommandTests.
 
         @Test func emulateInterruptedBySIGINTLeavesTheReaderRestored() async throws {
             let environment = try await resetSimulatedReaders()
