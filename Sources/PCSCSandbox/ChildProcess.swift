@@ -1,4 +1,5 @@
 import Foundation
+import PCSCCore
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -72,15 +73,13 @@ final class ChildProcess: Sendable {
             init(_ process: Process) { self.process = process }
         }
         let launch = Launch(process)
-        let thread = Thread {
+        startThread(name: "secbridge-spawn") {
             var empty = sigset_t()
             sigemptyset(&empty)
             pthread_sigmask(SIG_SETMASK, &empty, nil)
             do { try launch.process.run() } catch { launch.failure = "\(error)" }
             launch.done.signal()
         }
-        thread.name = "secbridge-spawn"
-        thread.start()
         guard launch.done.wait(timeout: .now() + 10) == .success else {
             return "the launch did not finish within 10 s"
         }

@@ -189,6 +189,10 @@ struct ControlError: Error, Sendable, Hashable {
 }
 
 /// Hex text for the control protocol: uppercase with a space between bytes out, lenient in.
+///
+/// A second hex codec beside ISO7816's `HexBytes`, on purpose: the control protocol is part of the
+/// simulated device (the oracle the product is checked against), and its grammar (`key=HEX` with
+/// `0x`, spaces or colons) must not change when the product's own parser does.
 enum ControlHex {
     static func format(_ bytes: some Sequence<UInt8>) -> String {
         let digits = Array("0123456789ABCDEF")

@@ -103,7 +103,7 @@ final class ControlServer: Sendable {
             unlink(socketPath)
             throw ControlServerError("listen", code, socketPath)
         }
-        let started = PosixThread.detach { [self] in acceptLoop(listening: descriptor) }
+        let started = startThread(name: "acr122-accept") { [self] in acceptLoop(listening: descriptor) }
         guard started else {
             close(descriptor)
             unlink(socketPath)
@@ -154,7 +154,7 @@ final class ControlServer: Sendable {
                 close(client)
                 continue
             }
-            let started = PosixThread.detach { [self] in
+            let started = startThread(name: "acr122-control") { [self] in
                 serve(client)
                 close(client)
                 connections.subtract(1, ordering: .sequentiallyConsistent)
