@@ -180,8 +180,9 @@ extension SharedReader {
             let environment = try await resetSimulatedReaders()
             let (readerA, readerB) = (environment.simulatedReaderA, environment.simulatedReaderB)
             try await blocking { try stopAutomaticPolling(on: readerB) }
-            // Our card emulation on A, on its own thread: TgInitAsTarget blocks until B polls (each
-            // try lasts the MCU timeout, 5 s; at most three tries).
+            // Our card emulation on A, on its own thread: TgInitAsTarget blocks until B polls. Each
+            // try lasts the MCU timeout (5 s simulated, 50 ms at the test time scale), and nfc-list
+            // is a process of its own that runs in real time: up to 200 tries, 10 s in all.
             let emulation = Task.detached { () throws -> PN532TargetActivation? in
                 let executor = BlockingExecutor(name: "e2e-libnfc-emulation")
                 defer { executor.shutdown() }
@@ -190,7 +191,7 @@ extension SharedReader {
                     let chip = PN532(link: try ACR122Link.open(channel: direct, readerName: readerA))
                     try chip.prepareForCardEmulation()
                     defer { _ = try? chip.restoreReaderDefaults() }
-                    for _ in 0..<3 {
+                    for _ in 0..<200 {
                         do {
                             let activation = try chip.initAsTarget(
                                 uid: try EmulatedUID([0x08, 0x12, 0x34, 0x56]), historicalBytes: [0x80])
