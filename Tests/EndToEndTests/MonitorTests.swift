@@ -157,6 +157,8 @@ extension SharedReader {
         }
     }
 
+    /// Real-time check: pcscd is started, restarted and killed for real, and the monitor's reconnect
+    /// back-off runs on the wall clock (about 1 s alone; more while the rest of the suite runs).
     @Test func readersComeAndGoAndMonitoringSurvivesRestarts() async throws {
         try requireBuiltBinaries()  // a pcscd of its own: the shared one is not needed
         let first = ReaderConfEntry.vpcd(port: try FreePort.pick(), friendlyName: "Monitor First")
