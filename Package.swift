@@ -64,7 +64,7 @@ let package = Package(
         // points with pcscd's rules, no pcscd.
         .target(name: "InProcessPCSC", dependencies: ["SimulatedACR122IFD", "ACR122Simulator", "PCSCCore", "CPCSCLite", "ISO7816"]),
         // Test doubles, public and documented, for this package's tests and its users' own.
-        .target(name: "SecbridgeTesting", dependencies: ["PCSCCore", "ISO7816", "ACR122Simulator", "InProcessPCSC", "PCSCSandbox"]),
+        .target(name: "SecbridgeTesting", dependencies: ["PCSCCore", "ISO7816", "ACR122Simulator", "InProcessPCSC", "PCSCSandbox", "SecureElementCredential"]),
         // A sandbox for tests, benchmarks and demos: private pcscd instances in their own mount
         // namespaces, vpcd and vicc, `pcsc_scan` parsing.
         .target(name: "PCSCSandbox", dependencies: ["PCSCCore"]),
@@ -125,7 +125,7 @@ let package = Package(
         .testTarget(name: "PCSCCoreTests", dependencies: ["PCSCCore"]),
         .testTarget(name: "PCSCTests", dependencies: ["PCSC", "PCSCCore", "CPCSCLite"]),
         .testTarget(name: "ISO7816Tests", dependencies: ["ISO7816", "SecbridgeTesting"]),
-        .testTarget(name: "TranscriptTests", dependencies: ["Transcript", "ISO7816"]),
+        .testTarget(name: "TranscriptTests", dependencies: ["Transcript", "ISO7816", "SecbridgeTesting"]),
         .testTarget(name: "PN53xTests", dependencies: ["PN53x", "PCSCCore", "ISO7816", "SecbridgeTesting"]),
         .testTarget(name: "NFCTagsTests", dependencies: ["NFCTags", "ISO7816", "SecbridgeTesting"]),
         .testTarget(name: "SecureElementCredentialTests", dependencies: ["SecureElementCredential", "NFCTags", "ISO7816", "PN53x", "Transcript", "PCSC", "ACR122Simulator", "SecbridgeTesting"]),

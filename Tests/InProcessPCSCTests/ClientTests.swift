@@ -4,6 +4,7 @@ import ISO7816
 import PCSC
 import PN53x
 import Synchronization
+import SecbridgeTesting
 import Testing
 import Transcript
 

@@ -3,6 +3,7 @@ import InProcessPCSC
 import ISO7816
 import PCSC
 import Synchronization
+import SecbridgeTesting
 import Testing
 
 // pcscd 1.9.9's rules, each against the simulated ACR122U driven in-process. Sources are files of

@@ -5,6 +5,7 @@ import PCSC
 import PCSCSandbox
 import PN53x
 import Synchronization
+import SecbridgeTesting
 import Testing
 
 /// Runs blocking work (in-process PC/SC calls) on a dedicated thread of its own, never on Swift's
@@ -15,9 +16,6 @@ func blocking<T: Sendable>(_ name: String = "inproc-test", _ body: @escaping @Se
     return try await executor.run(body)
 }
 
-func hex(_ text: String) -> [UInt8] {
-    text.split(separator: " ").map { UInt8($0, radix: 16)! }
-}
 
 /// The error `body` throws as a PCSCError, or nil when it succeeds (another error fails the test).
 func pcscError<T>(_ body: () throws -> T) -> PCSCError? {

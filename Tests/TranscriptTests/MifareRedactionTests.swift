@@ -1,3 +1,4 @@
+import SecbridgeTesting
 import Testing
 @testable import Transcript
 
@@ -75,7 +76,7 @@ struct MifareRedactionTests {
             hex("FF D6 00 03 10 " + Self.trailer): .bytes(hex("90 00")),
         ])
         let buffer = try TranscriptBuffer(header: TranscriptHeader(origin: .recorded, transmissionProtocol: .t1), fileName: "rec")
-        let recorder = TranscriptRecorder(sink: buffer, clock: ManualClock().read)
+        let recorder = TranscriptRecorder(sink: buffer, clock: VirtualClock().read)
         let channel = RecordingChannel(wrapping: card, recorder: recorder)
         _ = try channel.transmit(hex("FF 82 00 00 06 A0 A1 A2 A3 A4 A5"))
         #expect(try channel.transmit(hex("FF B0 00 03 10")) == answer)

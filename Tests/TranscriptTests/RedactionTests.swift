@@ -1,3 +1,4 @@
+import SecbridgeTesting
 import Testing
 @testable import Transcript
 

@@ -1,4 +1,5 @@
 import ISO7816
+import SecbridgeTesting
 import Testing
 @testable import Transcript
 

@@ -1,5 +1,6 @@
 import Foundation
 import ISO7816
+import SecbridgeTesting
 import Testing
 
 @testable import Transcript

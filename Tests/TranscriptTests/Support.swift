@@ -1,5 +1,6 @@
 import Foundation
 import ISO7816
+import SecbridgeTesting
 import Synchronization
 @testable import Transcript
 
@@ -7,9 +8,6 @@ import Synchronization
 let versionLine = "# secbridge-transcript: 1\n"
 
 /// Hex in the project's form to bytes; traps on bad test data only.
-func hex(_ text: String) -> [UInt8] {
-    text.split(separator: " ").map { UInt8($0, radix: 16)! }
-}
 
 /// The ```transcript blocks of Fixtures/README.md, with the line where each starts.
 func readmeTranscripts() throws -> [(line: Int, text: String)] {
@@ -32,13 +30,6 @@ func readmeTranscripts() throws -> [(line: Int, text: String)] {
         }
     }
     return blocks
-}
-
-/// A test clock: time moves only when the test says so.
-final class ManualClock: Sendable {
-    private let now = Mutex<Duration>(.zero)
-    func advance(by d: Duration) { now.withLock { $0 += d } }
-    var read: @Sendable () -> Duration { { [self] in now.withLock { $0 } } }
 }
 
 /// A channel that answers from a table and counts calls; unknown commands throw.

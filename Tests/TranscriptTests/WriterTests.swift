@@ -1,5 +1,6 @@
 import Foundation
 import ISO7816
+import SecbridgeTesting
 import Testing
 @testable import Transcript
 
@@ -139,7 +140,7 @@ struct WriterTests {
 
     @Test("a recording channel writes command, answer and failure lines with clock offsets and redaction")
     func recordingChannel() throws {
-        let clock = ManualClock()
+        let clock = VirtualClock()
         let card = ScriptedChannel([
             hex("00 A4 04 00 06 D2 76 00 01 24 01 00"): .bytes(hex("90 00")),
             hex("00 20 00 81 06 31 32 33 34 35 36"): .bytes(hex("63 C2")),
@@ -185,7 +186,7 @@ struct WriterTests {
         let dir = try makeTemporaryDirectory()
         let path = dir + "/crash.transcript"
         let writer = try TranscriptWriter(creatingFileAt: path, header: TranscriptHeader())
-        let recorder = TranscriptRecorder(sink: writer, clock: ManualClock().read)
+        let recorder = TranscriptRecorder(sink: writer, clock: VirtualClock().read)
         let card = ScriptedChannel([hex("FF 00 00 00 02 D4 86"): .bytes(hex("D5 87 25 90 00"))])
         var seenDuringCall = ""
         card.onCall = { seenDuringCall = (try? fileText(path)) ?? "" }

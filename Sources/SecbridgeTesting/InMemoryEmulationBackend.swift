@@ -1,3 +1,4 @@
+import SecureElementCredential
 import Synchronization
 
 /// A terminal for `InMemoryEmulationBackend`: the C-APDUs it sends once it has activated the
