@@ -33,16 +33,17 @@ struct SpyTranscriptBuilder {
         var failure: TranscriptFailure
     }
 
-    func build() throws(SpyImportError) -> Transcript {
+    /// The mutable state `build()` threads through the per-function handlers.
+    private struct BuildState {
         var connections: [Connection] = []
         var current: [String: Int] = [:]  // handle text → connection
         var lastOnThread: [Int: Int] = [:]
         var items: [Item] = []
         var clock: UInt64 = 0
-        let timed = !log.diffable
         var readerATR: [String: [UInt8]] = [:]
 
-        func connection(for handle: String, thread: Int) -> Int {
+        /// The connection of a handle: the thread's last one for `0x????`, else the open one, else a new one.
+        mutating func connection(for handle: String, thread: Int) -> Int {
             if handle == "0x????" {
                 if let c = lastOnThread[thread] ?? connections.indices.last { return c }
             } else if let c = current[handle] {
@@ -53,101 +54,32 @@ struct SpyTranscriptBuilder {
             lastOnThread[thread] = connections.count - 1
             return connections.count - 1
         }
+    }
+
+    func build() throws(SpyImportError) -> Transcript {
+        var state = BuildState()
+        let timed = !log.diffable
 
         for block in log.blocks {
             guard let result = block.result else { continue }
-            let start: UInt64? = timed ? clock : nil
-            if timed, let d = result.durationMicros { clock += d }
-            let end: UInt64? = timed ? clock : nil
-            let ok = result.code == 0
-            let failure = TranscriptFailure(name: result.name, code: result.code, message: result.message)
+            let start: UInt64? = timed ? state.clock : nil
+            if timed, let d = result.durationMicros { state.clock += d }
+            let end: UInt64? = timed ? state.clock : nil
             switch Self.kind(of: block.function) {
             case .transmit, .control:
-                let isControl = Self.kind(of: block.function) == .control
-                let handle = try value(block, "hCard", incoming: true)
-                let c = connection(for: handle, thread: block.thread)
-                var code: UInt32?
-                if isControl {
-                    let text = try value(block, "dwControlCode", incoming: true)
-                    guard let open = text.lastIndex(of: "("), text.hasSuffix(")"),
-                          let v = Self.hexValue(text[text.index(after: open)..<text.index(before: text.endIndex)])
-                    else { throw fail(.badParameter, block.line, "the SCardControl block has no control code '(0x42000001)'") }
-                    code = v
-                }
-                guard let command = try buffer(block, "bSendBuffer", lengthLabel: "bSendLength", incoming: true) else {
-                    items.append(.comment("\(block.function) at log line \(block.line) sent no buffer (NULL); left out"))
-                    continue
-                }
-                var answer: Result<[UInt8], SpyFailure>
-                if ok {
-                    answer = .success(try buffer(block, "bRecvBuffer", lengthLabel: "bRecvLength", incoming: false) ?? [])
-                } else {
-                    answer = .failure(SpyFailure(failure: failure))
-                }
-                items.append(.exchange(connection: c, control: code, command: command, answer: answer, start: start, end: end, line: block.line))
+                try handleTransmitOrControl(block, result: result, start: start, end: end, into: &state)
             case .connect:
-                let reader = try value(block, "szReader", incoming: true)
-                guard ok else {
-                    items.append(.comment("SCardConnect to '\(reader)' failed: \(result.name) (log line \(block.line))"))
-                    continue
-                }
-                let handle = try value(block, "phCard", incoming: false)
-                let handleValue = String(handle.split(separator: " ").first ?? "")
-                connections.append(Connection(handle: handleValue, reader: reader))
-                let c = connections.count - 1
-                current[handleValue] = c
-                lastOnThread[block.thread] = c
-                let share = Self.shareName((try? value(block, "dwShareMode", incoming: true)) ?? "")
-                let proto = Self.protocolName((try? value(block, "dwActiveProtocol", incoming: false)) ?? "")
-                connections[c].share = share
-                connections[c].transmissionProtocol = proto
-                if let atr = readerATR[reader] { connections[c].atr = atr }
-                var attributes: [TranscriptAttribute] = []
-                if let share { attributes.append(TranscriptAttribute("share", share)) }
-                if let proto { attributes.append(TranscriptAttribute("protocol", proto.rawValue)) }
-                if handleValue != "0x????" { attributes.append(TranscriptAttribute("handle", handleValue)) }
-                items.append(.event(connection: c, TranscriptEvent(.connected, attributes), at: end))
+                try handleConnect(block, result: result, end: end, into: &state)
             case .reconnect:
-                guard ok else { continue }
-                let c = connection(for: try value(block, "hCard", incoming: true), thread: block.thread)
-                let initialization = (try? value(block, "dwInitialization", incoming: true)).flatMap { Self.hexValue($0.split(separator: " ").first ?? "") } ?? 0
-                let proto = Self.protocolName((try? value(block, "dwActiveProtocol", incoming: false)) ?? "")
-                if let proto { connections[c].transmissionProtocol = connections[c].transmissionProtocol ?? proto }
-                if initialization == 1 || initialization == 2 {
-                    var attributes: [TranscriptAttribute] = []
-                    if let proto { attributes.append(TranscriptAttribute("protocol", proto.rawValue)) }
-                    items.append(.event(connection: c, TranscriptEvent(.cardReset, attributes), at: end))
-                }
+                try handleReconnect(block, result: result, end: end, into: &state)
             case .disconnect:
-                let handle = try value(block, "hCard", incoming: true)
-                let c = connection(for: handle, thread: block.thread)
-                guard ok else { continue }
-                let disposition = (try? value(block, "dwDisposition", incoming: true)).map(Self.dispositionName)
-                items.append(.event(connection: c, TranscriptEvent(.disconnected, disposition.map { [TranscriptAttribute("disposition", $0)] } ?? []), at: end))
-                if handle != "0x????" { current[handle] = nil }
+                try handleDisconnect(block, result: result, end: end, into: &state)
             case .status:
-                guard ok else { continue }
-                let c = connection(for: try value(block, "hCard", incoming: true), thread: block.thread)
-                if let name = try? value(block, "mszReaderName", incoming: false), name != "NULL", connections[c].reader == nil {
-                    connections[c].reader = name
-                }
-                if let text = try? value(block, "bAtr", incoming: false), let atr = Self.spacedHex(text), !atr.isEmpty {
-                    connections[c].atr = atr
-                }
-                if let text = try? value(block, "dwProtocol", incoming: false),
-                   let p = Self.hexValue(text.split(separator: " ").first ?? "") {
-                    connections[c].transmissionProtocol = connections[c].transmissionProtocol ?? Self.protocolFromBits(p)
-                }
+                try handleStatus(block, result: result, into: &state)
             case .transaction(let began):
-                guard ok else { continue }
-                let c = connection(for: try value(block, "hCard", incoming: true), thread: block.thread)
-                items.append(.event(connection: c, TranscriptEvent(began ? .transactionBegan : .transactionEnded), at: end))
+                try handleTransaction(block, result: result, began: began, end: end, into: &state)
             case .statusChange:
-                guard ok else { continue }
-                for (reader, event) in try statusChanges(block) {
-                    if let atr = event["atr"].flatMap({ try? TextScanner.concreteBytes($0) }) { readerATR[reader] = atr }
-                    items.append(.event(connection: nil, event, at: end))
-                }
+                try handleStatusChange(block, result: result, end: end, into: &state)
             case .other:
                 continue
             }
@@ -175,14 +107,16 @@ struct SpyTranscriptBuilder {
                 }
                 if kind == .transmit || code != nil {
                     trailing.append(.comment("the log ends inside \(block.function) (log line \(block.line)): the call had not returned"))
-                    trailing.append(.exchange(connection: connection(for: handle, thread: block.thread), control: code, command: command,
-                                              answer: nil, start: timed ? clock : nil, end: nil, line: block.line))
+                    trailing.append(.exchange(connection: state.connection(for: handle, thread: block.thread), control: code, command: command,
+                                              answer: nil, start: timed ? state.clock : nil, end: nil, line: block.line))
                     continue
                 }
             }
             trailing.append(.comment("the log ends inside \(block.function) (log line \(block.line)): the call had not returned"))
         }
-        items += trailing
+        state.items += trailing
+        var connections = state.connections
+        let items = state.items
 
         // Channel ids: none for a single card handle, else h1, h2, … in order of appearance.
         let single = connections.count <= 1
@@ -253,6 +187,125 @@ struct SpyTranscriptBuilder {
             throw fail(.badParameter, 0, "the converted transcript does not read back (\(error.reason)); report this log")
         }
         return transcript
+    }
+
+    // MARK: - One handler per PC/SC function
+
+    /// SCardTransmit / SCardControl: adds the command and its answer (or failure) as an exchange.
+    private func handleTransmitOrControl(_ block: SpyBlock, result: SpyResult, start: UInt64?, end: UInt64?,
+                                         into state: inout BuildState) throws(SpyImportError) {
+        let ok = result.code == 0
+        let failure = TranscriptFailure(name: result.name, code: result.code, message: result.message)
+        let isControl = Self.kind(of: block.function) == .control
+        let handle = try value(block, "hCard", incoming: true)
+        let c = state.connection(for: handle, thread: block.thread)
+        var code: UInt32?
+        if isControl {
+            let text = try value(block, "dwControlCode", incoming: true)
+            guard let open = text.lastIndex(of: "("), text.hasSuffix(")"),
+                  let v = Self.hexValue(text[text.index(after: open)..<text.index(before: text.endIndex)])
+            else { throw fail(.badParameter, block.line, "the SCardControl block has no control code '(0x42000001)'") }
+            code = v
+        }
+        guard let command = try buffer(block, "bSendBuffer", lengthLabel: "bSendLength", incoming: true) else {
+            state.items.append(.comment("\(block.function) at log line \(block.line) sent no buffer (NULL); left out"))
+            return
+        }
+        var answer: Result<[UInt8], SpyFailure>
+        if ok {
+            answer = .success(try buffer(block, "bRecvBuffer", lengthLabel: "bRecvLength", incoming: false) ?? [])
+        } else {
+            answer = .failure(SpyFailure(failure: failure))
+        }
+        state.items.append(.exchange(connection: c, control: code, command: command, answer: answer, start: start, end: end, line: block.line))
+    }
+
+    /// SCardConnect: adds a new connection and a `connected` event (or a comment when it failed).
+    private func handleConnect(_ block: SpyBlock, result: SpyResult, end: UInt64?,
+                               into state: inout BuildState) throws(SpyImportError) {
+        let ok = result.code == 0
+        let reader = try value(block, "szReader", incoming: true)
+        guard ok else {
+            state.items.append(.comment("SCardConnect to '\(reader)' failed: \(result.name) (log line \(block.line))"))
+            return
+        }
+        let handle = try value(block, "phCard", incoming: false)
+        let handleValue = String(handle.split(separator: " ").first ?? "")
+        state.connections.append(Connection(handle: handleValue, reader: reader))
+        let c = state.connections.count - 1
+        state.current[handleValue] = c
+        state.lastOnThread[block.thread] = c
+        let share = Self.shareName((try? value(block, "dwShareMode", incoming: true)) ?? "")
+        let proto = Self.protocolName((try? value(block, "dwActiveProtocol", incoming: false)) ?? "")
+        state.connections[c].share = share
+        state.connections[c].transmissionProtocol = proto
+        if let atr = state.readerATR[reader] { state.connections[c].atr = atr }
+        var attributes: [TranscriptAttribute] = []
+        if let share { attributes.append(TranscriptAttribute("share", share)) }
+        if let proto { attributes.append(TranscriptAttribute("protocol", proto.rawValue)) }
+        if handleValue != "0x????" { attributes.append(TranscriptAttribute("handle", handleValue)) }
+        state.items.append(.event(connection: c, TranscriptEvent(.connected, attributes), at: end))
+    }
+
+    /// SCardReconnect: adds a `card-reset` event when it reset or unpowered the card.
+    private func handleReconnect(_ block: SpyBlock, result: SpyResult, end: UInt64?,
+                                 into state: inout BuildState) throws(SpyImportError) {
+        guard result.code == 0 else { return }
+        let c = state.connection(for: try value(block, "hCard", incoming: true), thread: block.thread)
+        let initialization = (try? value(block, "dwInitialization", incoming: true)).flatMap { Self.hexValue($0.split(separator: " ").first ?? "") } ?? 0
+        let proto = Self.protocolName((try? value(block, "dwActiveProtocol", incoming: false)) ?? "")
+        if let proto { state.connections[c].transmissionProtocol = state.connections[c].transmissionProtocol ?? proto }
+        if initialization == 1 || initialization == 2 {
+            var attributes: [TranscriptAttribute] = []
+            if let proto { attributes.append(TranscriptAttribute("protocol", proto.rawValue)) }
+            state.items.append(.event(connection: c, TranscriptEvent(.cardReset, attributes), at: end))
+        }
+    }
+
+    /// SCardDisconnect: adds a `disconnected` event with the disposition.
+    private func handleDisconnect(_ block: SpyBlock, result: SpyResult, end: UInt64?,
+                                  into state: inout BuildState) throws(SpyImportError) {
+        let handle = try value(block, "hCard", incoming: true)
+        let c = state.connection(for: handle, thread: block.thread)
+        guard result.code == 0 else { return }
+        let disposition = (try? value(block, "dwDisposition", incoming: true)).map(Self.dispositionName)
+        state.items.append(.event(connection: c, TranscriptEvent(.disconnected, disposition.map { [TranscriptAttribute("disposition", $0)] } ?? []), at: end))
+        if handle != "0x????" { state.current[handle] = nil }
+    }
+
+    /// SCardStatus: adds no line; fills in the connection's reader name, ATR and protocol.
+    private func handleStatus(_ block: SpyBlock, result: SpyResult,
+                              into state: inout BuildState) throws(SpyImportError) {
+        guard result.code == 0 else { return }
+        let c = state.connection(for: try value(block, "hCard", incoming: true), thread: block.thread)
+        if let name = try? value(block, "mszReaderName", incoming: false), name != "NULL", state.connections[c].reader == nil {
+            state.connections[c].reader = name
+        }
+        if let text = try? value(block, "bAtr", incoming: false), let atr = Self.spacedHex(text), !atr.isEmpty {
+            state.connections[c].atr = atr
+        }
+        if let text = try? value(block, "dwProtocol", incoming: false),
+           let p = Self.hexValue(text.split(separator: " ").first ?? "") {
+            state.connections[c].transmissionProtocol = state.connections[c].transmissionProtocol ?? Self.protocolFromBits(p)
+        }
+    }
+
+    /// SCardBeginTransaction / SCardEndTransaction: adds a `transaction-began` or `transaction-ended` event.
+    private func handleTransaction(_ block: SpyBlock, result: SpyResult, began: Bool, end: UInt64?,
+                                   into state: inout BuildState) throws(SpyImportError) {
+        guard result.code == 0 else { return }
+        let c = state.connection(for: try value(block, "hCard", incoming: true), thread: block.thread)
+        state.items.append(.event(connection: c, TranscriptEvent(began ? .transactionBegan : .transactionEnded), at: end))
+    }
+
+    /// SCardGetStatusChange: adds a reader event per changed reader and remembers each reader's ATR.
+    private func handleStatusChange(_ block: SpyBlock, result: SpyResult, end: UInt64?,
+                                    into state: inout BuildState) throws(SpyImportError) {
+        guard result.code == 0 else { return }
+        for (reader, event) in try statusChanges(block) {
+            if let atr = event["atr"].flatMap({ try? TextScanner.concreteBytes($0) }) { state.readerATR[reader] = atr }
+            state.items.append(.event(connection: nil, event, at: end))
+        }
     }
 
     enum Kind: Equatable {
