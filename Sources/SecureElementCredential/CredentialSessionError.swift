@@ -62,13 +62,12 @@ public enum UnderlyingCause: Sendable, Hashable, CustomStringConvertible {
 /// lower-layer cause when there is one.
 ///
 /// Two errors are equal when their codes are equal; the reason and the cause are for people.
-public struct CredentialSessionError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct CredentialSessionError: CodedError {
     /// The error codes of Apple's `CredentialSession.ErrorCode` (docs/session-model.md, "Error codes"),
     /// as an open set: every documented code is a static member, and codes not listed still fit.
-    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public struct Code: ErrorCode {
         public let rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
 
         /// The user may not use credentials on this host.
         public static let userNotAuthorized = Code(rawValue: "userNotAuthorized")
@@ -156,7 +155,6 @@ public struct CredentialSessionError: Error, Sendable, Equatable, CustomStringCo
         0x8010_000B, 0x8010_000C, 0x8010_0069, 0x8010_0017, 0x8010_0009, 0x8010_001D, 0x8010_001E, 0x8010_002E,
     ]
 
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
 
     public var description: String {
         if let cause { return "\(code): \(reason) [cause: \(cause)]" }

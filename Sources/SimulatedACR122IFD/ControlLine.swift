@@ -1,3 +1,5 @@
+import PCSCCore
+
 /// One request line of the control protocol: a verb and named arguments.
 ///
 /// Wire form (UTF-8, one line, at most ``maximumLength`` bytes before the `\n`):
@@ -147,9 +149,9 @@ struct ControlReply: Sendable, Hashable {
 }
 
 /// A failed control request, sent back as `error <code> <reason>`.
-struct ControlError: Error, Sendable, Hashable {
+struct ControlError: CodedError {
     /// The open set of error codes.
-    struct Code: RawRepresentable, Sendable, Hashable {
+    struct Code: ErrorCode {
         var rawValue: String
         init(rawValue: String) { self.rawValue = rawValue }
 
@@ -184,8 +186,8 @@ struct ControlError: Error, Sendable, Hashable {
         "error " + code.rawValue + " " + String(reason.map { $0 == "\n" || $0 == "\r" ? " " : $0 })
     }
 
-    static func == (lhs: ControlError, rhs: ControlError) -> Bool { lhs.code == rhs.code }
-    func hash(into hasher: inout Hasher) { hasher.combine(code) }
+    /// `<code>: <reason>`.
+    var description: String { "\(code): \(reason)" }
 }
 
 /// Hex text for the control protocol: uppercase with a space between bytes out, lenient in.
