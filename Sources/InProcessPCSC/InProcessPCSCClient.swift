@@ -39,7 +39,7 @@ public final class InProcessContext: PCSCClientContext {
 
     public let readers: InProcessReaders
     private let wake = ConditionLock()
-    private let state = Mutex((cancelled: false, released: false))
+    private let state = Mutex((cancelled: false, released: false, waiting: 0))
 
     init(readers: InProcessReaders) { self.readers = readers }
 
@@ -63,6 +63,8 @@ public final class InProcessContext: PCSCClientContext {
     public func getStatusChange(_ states: inout [ReaderState], timeout: Duration?) throws(PCSCError) -> Bool {
         try checkValid("SCardGetStatusChange")
         let deadline = timeout.map { ContinuousClock.now + $0 }
+        state.withLock { $0.waiting += 1 }
+        defer { state.withLock { $0.waiting -= 1 } }
         while true {
             if try refresh(&states) { return true }
             if let deadline, ContinuousClock.now >= deadline { return false }
@@ -79,11 +81,12 @@ public final class InProcessContext: PCSCClientContext {
         }
     }
 
-    /// SCardCancel: a waiting ``getStatusChange(_:timeout:)`` throws SCARD_E_CANCELLED.
+    /// SCardCancel: a waiting ``getStatusChange(_:timeout:)`` throws SCARD_E_CANCELLED. With no call
+    /// waiting it does nothing, as pcscd's does (a later call is not cancelled in advance).
     public func cancel() throws(PCSCError) {
         try checkValid("SCardCancel")
         wake.lock()
-        state.withLock { $0.cancelled = true }
+        state.withLock { if $0.waiting > 0 { $0.cancelled = true } }
         wake.broadcast()
         wake.unlock()
     }

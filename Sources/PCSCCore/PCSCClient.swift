@@ -104,6 +104,12 @@ public protocol PCSCConnection: CardChannel, Sendable {
 }
 
 extension PCSCConnection {
+    /// Ends the transaction and leaves the card as it is (SCARD_LEAVE_CARD).
+    public func endTransaction() throws(PCSCError) { try endTransaction(.leave) }
+
+    /// Ends the connection and leaves the card as it is (SCARD_LEAVE_CARD).
+    public func disconnect() throws(PCSCError) { try disconnect(.leave) }
+
     /// SCARD_ATTR_VENDOR_NAME as text (trailing NULs removed).
     public func vendorName() throws(PCSCError) -> String {
         let bytes = try attribute(.vendorName)

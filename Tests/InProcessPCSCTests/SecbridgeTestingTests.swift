@@ -35,6 +35,22 @@ import Testing
         #expect(states[0].eventCounter == states[0].currentCounter + 1, "one insertion")
     }
 
+    @Test("cancel with no call waiting cancels nothing later; transactions end with .leave by default")
+    func cancelAndTransactionsThroughTheProtocols() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        try desk.control().send("place-card uid=04A1B2C3 applet=ok")
+        let context = try desk.client.establishContext()
+        try context.cancel()
+        var states = [ReaderState(readerName: desk.names[0])]
+        #expect(try context.getStatusChange(&states, timeout: .zero))  // not SCARD_E_CANCELLED
+        let card = try context.connect(to: desk.names[0], share: .shared, protocols: .any)
+        try card.beginTransaction()
+        try card.endTransaction()
+        #expect(throws: PCSCError.notTransacted) { try card.endTransaction() }
+        try card.disconnect()
+    }
+
     @Test("ScriptedCardChannel reports leftovers and a call that differs from the script")
     func scriptedChannelReportsWhatWentWrong() throws {
         let channel = ScriptedCardChannel(.t1, exchanges: [("00 A4 04 00 00", "90 00"), ("00 B0 00 00 00", "6B 00")])

@@ -92,13 +92,13 @@ import Testing
 
             """#),
         Refusal(kind: "decimal", arguments: ["simulate", "--time-scale", "0"], error: #"""
-            secbridge: error: --time-scale takes a decimal number above 0 and at most 1000 (1 is real time, 0.01 a hundred times faster), not '0'
+            secbridge: error: --time-scale takes a decimal number above 0.002 and at most 1 (1 is real time, 0.01 a hundred times faster), not '0'
             USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process]
             Run 'secbridge simulate --help' for more information.
 
             """#),
         Refusal(kind: "decimal, no exponent", arguments: ["demo", "--time-scale", "1e2"], error: #"""
-            secbridge: error: --time-scale takes a decimal number above 0 and at most 1000 (1 is real time, 0.01 a hundred times faster), not '1e2'
+            secbridge: error: --time-scale takes a decimal number above 0.002 and at most 1 (1 is real time, 0.01 a hundred times faster), not '1e2'
             USAGE: secbridge demo [--record FILE] [--credential FILE] [--time-scale FACTOR] [--in-process]
             Run 'secbridge demo --help' for more information.
 
@@ -553,7 +553,7 @@ import Testing
               --tag-key <HEX12>      A MIFARE Classic tag's key A and key B for every sector: 6 bytes of hex (default FF FF FF FF FF FF).
               --terminal <SCRIPT>    Place a terminal running android-t4t-read or ios-t4t-read.
               --timeout <SECONDS>    Stop after SECONDS (at most 86400) instead of waiting for Ctrl-C.
-              --time-scale <FACTOR>  Wall-clock seconds per simulated second, above 0 and at most 1000 (default 1, real time; 0.01: a 5 s MCU timeout takes 50 ms).
+              --time-scale <FACTOR>  Wall-clock seconds per simulated second, above 0.002 and at most 1 (default 1, real time; 0.01: a 5 s MCU timeout takes 50 ms).
               --in-process           Run the readers in this process (no pcscd); `send a|b HEX` on standard input.
               -h, --help             Show help information.
 
@@ -704,7 +704,7 @@ import Testing
             OPTIONS:
               --record <FILE>        Write the transcript to FILE (default: a new file in /tmp).
               --credential <FILE>    Emulate the credential of this file instead of the built-in URI tag.
-              --time-scale <FACTOR>  Wall-clock seconds per simulated second, above 0 and at most 1000 (default 1, real time; 0.01: a 5 s MCU timeout takes 50 ms).
+              --time-scale <FACTOR>  Wall-clock seconds per simulated second, above 0.002 and at most 1 (default 1, real time; 0.01: a 5 s MCU timeout takes 50 ms).
               --in-process           Run the simulated readers in this process instead of a private pcscd.
               -h, --help             Show help information.
 
