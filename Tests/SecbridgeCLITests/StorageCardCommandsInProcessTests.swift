@@ -18,6 +18,11 @@ private func tagMemory(_ peer: String, first: Int, count: Int, on desk: Simulate
     return (reply["data"] ?? "").split(separator: " ").compactMap { UInt8($0, radix: 16) }
 }
 
+/// Every page of a placed NTAG213 (45 pages), as tag-memory shows it.
+private func wholeNTAG213(_ peer: String, on desk: SimulatedDesk) throws -> [UInt8] {
+    try tagMemory(peer, first: 0, count: 45, on: desk)
+}
+
 private func temporaryTranscriptPath() -> String {
     FileManager.default.temporaryDirectory.appendingPathComponent("secbridge-storage-\(UUID().uuidString).trn").path
 }
@@ -27,17 +32,12 @@ extension InProcessCommandTests {
         @Test func readShowsTheUIDTheCardNameAndTheNDEFMessageOfAnNTAG213() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            func runCLI(_ arguments: [String], input: [String] = []) async throws -> (status: Int32, out: String, err: String) {
-                try await runTool(arguments, on: desk, input: input)
-            }
-            /// Every page of a placed NTAG213 (45 pages), as tag-memory shows it.
-            func wholeNTAG213(_ peer: String) throws -> [UInt8] { try tagMemory(peer, first: 0, count: 45, on: desk) }
             try desk.control().send("place-tag type=ntag213 uid=04A1B2C3D4E5F6 ndef=\(exampleURIMessage) id=t2")
             defer { _ = try? desk.control().send("remove all=yes") }
             let state = try await cardState(desk)
             // PC/SC part 3 storage-card ATR, name 00 03 (Ultralight/NTAG), TCK 68 (docs/cases.md P05).
             #expect(state.atr == hex("3B 8F 80 01 80 4F 0C A0 00 00 03 06 03 00 03 00 00 00 00 68"))
-            let result = try await runCLI(["read", "--reader", desk.names[0]])
+            let result = try await runTool(["read", "--reader", desk.names[0]], on: desk)
             #expect(result.status == 0, "\(result.err)")
             #expect(result.out.contains("UID 04 A1 B2 C3 D4 E5 F6\n"))
             // The model from GET_VERSION through Direct Transmit (NTAG213: 00 04 04 02 01 00 0F 03).
@@ -45,7 +45,7 @@ extension InProcessCommandTests {
             // NTAG213: CC E1 10 12 00, 0x12 × 8 = 144 data bytes (NXP NTAG213/215/216 data sheet).
             #expect(result.out.contains("capability container: E1 10 12 00 (version 1.0, 144 data bytes, read/write)\n"))
             #expect(result.out.contains("NDEF record 1: URI https://example.com\n"))
-            let json = try await runCLI(["read", "--reader", desk.names[0], "--json"])
+            let json = try await runTool(["read", "--reader", desk.names[0], "--json"], on: desk)
             #expect(json.status == 0, "\(json.err)")
             #expect(json.out.contains("\"uri\": \"https://example.com\""))
             #expect(json.out.contains("\"uid\": \"04A1B2C3D4E5F6\""))
@@ -57,90 +57,70 @@ extension InProcessCommandTests {
         @Test func writeNDEFRefusesAnNTAG213WhoseCCClaimsMoreThanItHasAndWritesNothing() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            func runCLI(_ arguments: [String], input: [String] = []) async throws -> (status: Int32, out: String, err: String) {
-                try await runTool(arguments, on: desk, input: input)
-            }
-            /// Every page of a placed NTAG213 (45 pages), as tag-memory shows it.
-            func wholeNTAG213(_ peer: String) throws -> [UInt8] { try tagMemory(peer, first: 0, count: 45, on: desk) }
             try desk.control().send("place-tag type=ntag213 uid=04A1B2C3D4E5F6 ndef=\(exampleURIMessage) id=t2")
             defer { _ = try? desk.control().send("remove all=yes") }
                         // The CC is one-time programmable: writing E1 10 FF 00 ORs SIZE up to FF (2040 bytes).
-            let send = try await runCLI(["send", "--reader", desk.names[0], "FF D6 00 03 04 E1 10 FF 00"])
+            let send = try await runTool(["send", "--reader", desk.names[0], "FF D6 00 03 04 E1 10 FF 00"], on: desk)
             #expect(send.status == 0, "\(send.err)")
             #expect(try tagMemory("t2", first: 3, count: 1, on: desk) == hex("E1 10 FF 00"))
-            let before = try wholeNTAG213("t2")
-            let result = try await runCLI(["write-ndef", "--reader", desk.names[0], "--text", "Hello", "--yes"])
+            let before = try wholeNTAG213("t2", on: desk)
+            let result = try await runTool(["write-ndef", "--reader", desk.names[0], "--text", "Hello", "--yes"], on: desk)
             #expect(result.status == 1)
             #expect(result.out.contains("card: NTAG213 (GET_VERSION 00 04 04 02 01 00 0F 03; "), "\(result.out)")
             #expect(result.err.contains("the capability container claims a data area of 2040 bytes (SIZE FF × 8), but the tag is an NTAG213 (GET_VERSION 00 04 04 02 01 00 0F 03) with 144 bytes of user memory (pages 4–39)"), "\(result.err)")
             // Nothing written: not the data area, not the lock and configuration pages 28h–2Ch.
-            #expect(try wholeNTAG213("t2") == before)
+            #expect(try wholeNTAG213("t2", on: desk) == before)
         }
 
         @Test func anUltralightWhoseCCClaimsMoreThanItHoldsIsRefusedWithNothingWritten() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            func runCLI(_ arguments: [String], input: [String] = []) async throws -> (status: Int32, out: String, err: String) {
-                try await runTool(arguments, on: desk, input: input)
-            }
-            /// Every page of a placed NTAG213 (45 pages), as tag-memory shows it.
-            func wholeNTAG213(_ peer: String) throws -> [UInt8] { try tagMemory(peer, first: 0, count: 45, on: desk) }
             try desk.control().send("place-tag type=ultralight uid=04A1B2C3D4E5F6 ndef=\(exampleURIMessage) id=ul")
             defer { _ = try? desk.control().send("remove all=yes") }
                         // The Ultralight's CC E1 10 06 00 (48 bytes), raised to FF: it has pages 0–15 only
             // (NXP MF0ICU1 data sheet) and no GET_VERSION to tell its model.
-            let send = try await runCLI(["send", "--reader", desk.names[0], "FF D6 00 03 04 00 00 FF 00"])
+            let send = try await runTool(["send", "--reader", desk.names[0], "FF D6 00 03 04 00 00 FF 00"], on: desk)
             #expect(send.status == 0, "\(send.err)")
             let before = try tagMemory("ul", first: 0, count: 16, on: desk)
             let long = "https://example.com/" + String(repeating: "a", count: 60)
-            let result = try await runCLI(["write-ndef", "--reader", desk.names[0], "--uri", long, "--yes"])
+            let result = try await runTool(["write-ndef", "--reader", desk.names[0], "--uri", long, "--yes"], on: desk)
             #expect(result.status == 1)
             #expect(result.out.contains("note: the tag did not answer GET_VERSION"), "\(result.out)")
             #expect(result.err.contains("the message needs pages 4–23, but the tag does not answer a read of page 23 (63 00)"), "\(result.err)")
             #expect(try tagMemory("ul", first: 0, count: 16, on: desk) == before)
-            let read = try await runCLI(["read", "--reader", desk.names[0]])
+            let read = try await runTool(["read", "--reader", desk.names[0]], on: desk)
             #expect(read.out.contains("NDEF record 1: URI https://example.com\n"), "\(read.out)")
         }
 
         @Test func writeNDEFRefusedByAStaticLockLeavesTheTagAsItWas() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            func runCLI(_ arguments: [String], input: [String] = []) async throws -> (status: Int32, out: String, err: String) {
-                try await runTool(arguments, on: desk, input: input)
-            }
-            /// Every page of a placed NTAG213 (45 pages), as tag-memory shows it.
-            func wholeNTAG213(_ peer: String) throws -> [UInt8] { try tagMemory(peer, first: 0, count: 45, on: desk) }
             try desk.control().send("place-tag type=ntag213 uid=04A1B2C3D4E5F6 ndef=\(exampleURIMessage) id=t2")
             defer { _ = try? desk.control().send("remove all=yes") }
                         // LOCK1 bit 0 (page 2 byte 3): page 8 read-only for good (NTAG213 data sheet §8.5.2).
-            let send = try await runCLI(["send", "--reader", desk.names[0], "FF D6 00 02 04 00 00 00 01"])
+            let send = try await runTool(["send", "--reader", desk.names[0], "FF D6 00 02 04 00 00 00 01"], on: desk)
             #expect(send.status == 0, "\(send.err)")
-            let before = try wholeNTAG213("t2")
+            let before = try wholeNTAG213("t2", on: desk)
             // BCC1 = C3 ⊕ D4 ⊕ E5 ⊕ F6 = 04, internal 48, LOCK0 00, LOCK1 01.
             #expect(Array(before[8..<12]) == hex("04 48 00 01"))
             // "Hello world, hello world": 31 bytes of NDEF, 34 with the TLV, pages 4–12; page 8 is locked.
-            let result = try await runCLI(["write-ndef", "--reader", desk.names[0], "--text", "Hello world, hello world", "--yes"])
+            let result = try await runTool(["write-ndef", "--reader", desk.names[0], "--text", "Hello world, hello world", "--yes"], on: desk)
             #expect(result.status == 1)
             #expect(result.err.contains("page 8 is locked by the static lock bits (page 2 bytes 2–3: 00 01) and the message needs pages 4–12; nothing was written"), "\(result.err)")
-            #expect(try wholeNTAG213("t2") == before)
-            let read = try await runCLI(["read", "--reader", desk.names[0]])
+            #expect(try wholeNTAG213("t2", on: desk) == before)
+            let read = try await runTool(["read", "--reader", desk.names[0]], on: desk)
             #expect(read.out.contains("NDEF record 1: URI https://example.com\n"), "\(read.out)")
         }
 
         @Test func readOptionsThatDoNotApplyToAStorageCardAreUsageErrors() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            func runCLI(_ arguments: [String], input: [String] = []) async throws -> (status: Int32, out: String, err: String) {
-                try await runTool(arguments, on: desk, input: input)
-            }
-            /// Every page of a placed NTAG213 (45 pages), as tag-memory shows it.
-            func wholeNTAG213(_ peer: String) throws -> [UInt8] { try tagMemory(peer, first: 0, count: 45, on: desk) }
             try desk.control().send("place-tag type=ntag213 uid=04A1B2C3D4E5F6 id=t2")
             defer { _ = try? desk.control().send("remove all=yes") }
-                        let aid = try await runCLI(["read", "--reader", desk.names[0], "--aid", "D2760000850101"])
+                        let aid = try await runTool(["read", "--reader", desk.names[0], "--aid", "D2760000850101"], on: desk)
             #expect(aid.status == 64)
             #expect(aid.err.contains("a memory card without applications: read it without --aid"), "\(aid.err)")
-            let pn532 = try await runCLI(["read", "--reader", desk.names[0], "--pn532"])
+            let pn532 = try await runTool(["read", "--reader", desk.names[0], "--pn532"], on: desk)
             #expect(pn532.status == 64)
             #expect(pn532.err.contains("drop --pn532; storage cards are read through the PC/SC part 3 path"), "\(pn532.err)")
         }
@@ -148,14 +128,9 @@ extension InProcessCommandTests {
         @Test func anUltralightIsReadByItsCCWithANoteThatGETVERSIONGotNoAnswer() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            func runCLI(_ arguments: [String], input: [String] = []) async throws -> (status: Int32, out: String, err: String) {
-                try await runTool(arguments, on: desk, input: input)
-            }
-            /// Every page of a placed NTAG213 (45 pages), as tag-memory shows it.
-            func wholeNTAG213(_ peer: String) throws -> [UInt8] { try tagMemory(peer, first: 0, count: 45, on: desk) }
             try desk.control().send("place-tag type=ultralight uid=04A1B2C3D4E5F6 ndef=\(exampleURIMessage) id=t2")
             defer { _ = try? desk.control().send("remove all=yes") }
-                        let result = try await runCLI(["read", "--reader", desk.names[0]])
+                        let result = try await runTool(["read", "--reader", desk.names[0]], on: desk)
             #expect(result.status == 0, "\(result.err)")
             #expect(result.out.contains("card: MIFARE Ultralight (PC/SC part 3 name 00 03, ISO/IEC 14443 A, part 3)\n"))
             #expect(result.out.contains("note: the tag did not answer GET_VERSION (PN532 status "), "\(result.out)")
@@ -165,18 +140,13 @@ extension InProcessCommandTests {
         @Test func keyBUnderTransportAccessConditionsAndBlocksOutsideTheCard() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            func runCLI(_ arguments: [String], input: [String] = []) async throws -> (status: Int32, out: String, err: String) {
-                try await runTool(arguments, on: desk, input: input)
-            }
-            /// Every page of a placed NTAG213 (45 pages), as tag-memory shows it.
-            func wholeNTAG213(_ peer: String) throws -> [UInt8] { try tagMemory(peer, first: 0, count: 45, on: desk) }
             try desk.control().send("place-tag type=classic1k uid=04A1B2C3 id=mf")
             defer { _ = try? desk.control().send("remove all=yes") }
-                        let keyB = try await runCLI(["read", "--reader", desk.names[0], "--key", "FFFFFFFFFFFF", "--key-b", "--blocks", "4"])
+                        let keyB = try await runTool(["read", "--reader", desk.names[0], "--key", "FFFFFFFFFFFF", "--key-b", "--blocks", "4"], on: desk)
             #expect(keyB.status == 1)
             #expect(keyB.err.contains("the card refused the read after authenticating with key B: with the transport access conditions (FF 07 80) key B may not read"), "\(keyB.err)")
             #expect(keyB.err.contains("try key A"))
-            let outside = try await runCLI(["read", "--reader", desk.names[0], "--key", "FFFFFFFFFFFF", "--blocks", "64"])
+            let outside = try await runTool(["read", "--reader", desk.names[0], "--key", "FFFFFFFFFFFF", "--blocks", "64"], on: desk)
             #expect(outside.status == 64)
             #expect(outside.err.contains("--blocks 64: block 64 is not on a MIFARE Classic 1K, which has blocks 0–63"), "\(outside.err)")
             #expect(!outside.err.contains("(> )"))
@@ -185,18 +155,13 @@ extension InProcessCommandTests {
         @Test func writeNDEFWritesATextRecordPageByPageAndReadsItBack() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            func runCLI(_ arguments: [String], input: [String] = []) async throws -> (status: Int32, out: String, err: String) {
-                try await runTool(arguments, on: desk, input: input)
-            }
-            /// Every page of a placed NTAG213 (45 pages), as tag-memory shows it.
-            func wholeNTAG213(_ peer: String) throws -> [UInt8] { try tagMemory(peer, first: 0, count: 45, on: desk) }
             try desk.control().send("place-tag type=ntag213 uid=04A1B2C3D4E5F6 id=t2")
             defer { _ = try? desk.control().send("remove all=yes") }
             // A fresh tag holds the empty NDEF message: 03 00 FE from page 4.
             #expect(try tagMemory("t2", first: 4, count: 1, on: desk) == hex("03 00 FE 00"))
                         let record = temporaryTranscriptPath()
             defer { try? FileManager.default.removeItem(atPath: record) }
-            let result = try await runCLI(["write-ndef", "--reader", desk.names[0], "--text", "Hello", "--yes", "--record", record])
+            let result = try await runTool(["write-ndef", "--reader", desk.names[0], "--text", "Hello", "--yes", "--record", record], on: desk)
             #expect(result.status == 0, "\(result.err)\n\(result.out)")
             #expect(result.out.contains("NDEF record 1: text \"Hello\" (en)\n"))
             // "Hello" (en) → D1 01 08 54 02 65 6E 48 65 6C 6C 6F (docs/iso14443-t4t-ndef.md §5), in an NDEF TLV
@@ -209,23 +174,18 @@ extension InProcessCommandTests {
                 return nil
             }
             #expect(commands.contains(hex("FF D6 00 04 04 03 0C D1 01")))
-            let read = try await runCLI(["read", "--reader", desk.names[0]])
+            let read = try await runTool(["read", "--reader", desk.names[0]], on: desk)
             #expect(read.out.contains("NDEF record 1: text \"Hello\" (en)\n"), "\(read.out)")
         }
 
         @Test func writeNDEFRefusesAMessageLargerThanTheTag() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            func runCLI(_ arguments: [String], input: [String] = []) async throws -> (status: Int32, out: String, err: String) {
-                try await runTool(arguments, on: desk, input: input)
-            }
-            /// Every page of a placed NTAG213 (45 pages), as tag-memory shows it.
-            func wholeNTAG213(_ peer: String) throws -> [UInt8] { try tagMemory(peer, first: 0, count: 45, on: desk) }
             // A MIFARE Ultralight: CC E1 10 06 00, 48 data bytes.
             try desk.control().send("place-tag type=ultralight uid=04A1B2C3D4E5F6 id=t2")
             defer { _ = try? desk.control().send("remove all=yes") }
                         let long = "https://example.com/" + String(repeating: "a", count: 60)
-            let result = try await runCLI(["write-ndef", "--reader", desk.names[0], "--uri", long, "--yes"])
+            let result = try await runTool(["write-ndef", "--reader", desk.names[0], "--uri", long, "--yes"], on: desk)
             #expect(result.status == 1)
             #expect(result.err.contains("48"), "\(result.err)")
             // Nothing was written.
@@ -235,14 +195,9 @@ extension InProcessCommandTests {
         @Test func writeNDEFRefusesACardThatIsNotAType2Tag() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            func runCLI(_ arguments: [String], input: [String] = []) async throws -> (status: Int32, out: String, err: String) {
-                try await runTool(arguments, on: desk, input: input)
-            }
-            /// Every page of a placed NTAG213 (45 pages), as tag-memory shows it.
-            func wholeNTAG213(_ peer: String) throws -> [UInt8] { try tagMemory(peer, first: 0, count: 45, on: desk) }
             try desk.control().send("place-tag type=classic1k uid=04A1B2C3 id=mf")
             defer { _ = try? desk.control().send("remove all=yes") }
-                        let result = try await runCLI(["write-ndef", "--reader", desk.names[0], "--uri", "https://example.com", "--yes"])
+                        let result = try await runTool(["write-ndef", "--reader", desk.names[0], "--uri", "https://example.com", "--yes"], on: desk)
             #expect(result.status == 1)
             #expect(result.err.contains("MIFARE Classic 1K"), "\(result.err)")
         }
@@ -250,25 +205,20 @@ extension InProcessCommandTests {
         @Test func mifareClassicBlocksAreReadWithTheKeyWhichNeverReachesTheTranscript() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            func runCLI(_ arguments: [String], input: [String] = []) async throws -> (status: Int32, out: String, err: String) {
-                try await runTool(arguments, on: desk, input: input)
-            }
-            /// Every page of a placed NTAG213 (45 pages), as tag-memory shows it.
-            func wholeNTAG213(_ peer: String) throws -> [UInt8] { try tagMemory(peer, first: 0, count: 45, on: desk) }
             try desk.control().send("place-tag type=classic1k uid=04A1B2C3 key=A0A1A2A3A4A5 id=mf")
             defer { _ = try? desk.control().send("remove all=yes") }
             let state = try await cardState(desk)
             // Name 00 01 (MIFARE Classic 1K), TCK 6A (docs/cases.md P05).
             #expect(state.atr == hex("3B 8F 80 01 80 4F 0C A0 00 00 03 06 03 00 01 00 00 00 00 6A"))
 
-            let noKey = try await runCLI(["read", "--reader", desk.names[0]])
+            let noKey = try await runTool(["read", "--reader", desk.names[0]], on: desk)
             #expect(noKey.status == 0, "\(noKey.err)")
             #expect(noKey.out.contains("UID 04 A1 B2 C3\n"))
             #expect(noKey.out.contains("--key"))
 
             let record = temporaryTranscriptPath()
             defer { try? FileManager.default.removeItem(atPath: record) }
-            let result = try await runCLI(["read", "--reader", desk.names[0], "--key", "A0A1A2A3A4A5", "--blocks", "4-7", "--record", record])
+            let result = try await runTool(["read", "--reader", desk.names[0], "--key", "A0A1A2A3A4A5", "--blocks", "4-7", "--record", record], on: desk)
             #expect(result.status == 0, "\(result.err)\n\(result.out)")
             // Sector 1's trailer: key A reads as zeros, access bits FF 07 80 69 (transport
             // configuration), key B masked (NXP MIFARE Classic EV1 1K data sheet, §8.6–8.7).
@@ -279,7 +229,7 @@ extension InProcessCommandTests {
             #expect(text.contains("> FF 86 00 00 05 01 00 04 60 00"))
             #expect(!text.contains("A0 A1 A2 A3 A4 A5"))
 
-            let wrong = try await runCLI(["read", "--reader", desk.names[0], "--key", "FFFFFFFFFFFF", "--blocks", "4"])
+            let wrong = try await runTool(["read", "--reader", desk.names[0], "--key", "FFFFFFFFFFFF", "--blocks", "4"], on: desk)
             #expect(wrong.status == 1)
             #expect(wrong.err.contains("sector 1"), "\(wrong.err)")
             #expect(!wrong.err.contains("FF FF FF FF FF FF"))
