@@ -105,4 +105,27 @@ func runTool(_ arguments: [String], on desk: SimulatedDesk, input: [String] = []
         #expect(answers["TgInitAsTarget, no terminal: ends at the MCU timeout"] == "6300")
         #expect(try desk.control().send("status")["picc"] == "FF", "the selftest puts automatic polling back")
     }
+
+    /// `emulate` in process: the session engine, the PN532 backend and the restore on the way out,
+    /// all through the in-process client; the Android Type 4 Tag read of
+    /// docs/iso14443-t4t-ndef.md §4 ("Full URI read") answered byte for byte.
+    @Test func emulateServesAndroidsReadOfTheWorkedExampleInProcess() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        let reader = desk.names[0]
+        try desk.control().send("place-terminal script=android-t4t-read id=android")
+        let credential = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Fixtures/credentials/worked-example-tag.json").path
+        let result = try await runTool(["emulate", "--credential", credential, "--yes", "--reader", reader], on: desk)
+        #expect(result.status == 0, "\(result.err)\n\(result.out)")
+        let reply = try desk.control().send("terminal-result peer=android wait-ms=5000")
+        #expect(reply["result"] == "passed", "\(reply)")
+        #expect(reply["exchanges"] == "6")
+        #expect(reply["activations"] == "1")
+        // The NDEF file's last read: the URI record https://example.com, then 90 00.
+        #expect(result.out.contains("  host     < D1 01 0C 55 04 65 78 61 6D 70 6C 65 2E 63 6F 6D 90 00\n"), "\(result.out)")
+        #expect(result.out.contains("event: fieldStateChanged(fieldAbsent: TgGetData: PN532 status 29 (the initiator released the target))\n"))
+        // The reader is restored: automatic PICC polling on again (FF 00 51 FF 00).
+        #expect(try desk.control().send("status")["picc"] == "FF")
+    }
 }
