@@ -217,27 +217,8 @@ extension SharedReader {
             #expect(try SimulatedReaders.controlA.send("status")["picc"] == "FF")
         }
 
-        @Test func readOverPCSCDecodesAPlacedType4Tag() async throws {
-            let environment = try await resetSimulatedReaders()
-            let readerB = environment.simulatedReaderB
-            try SimulatedReaders.controlB.send("place-card uid=\"04 A1 B2 C3 D4 E5 F6\" applet=t4t-ndef id=tag")
-            _ = try await waitForCard(in: readerB, present: true)
-            let read = try await runCLI(["read", "--reader", readerB])
-            #expect(read.status == 0, "\(read.err)")
-            // UID and ATS from the ACR122U's Get Data pseudo-APDUs (FF CA 00 00 00, FF CA 01 00 00,
-            // ACR122U API v2.04 §4): the placed card's UID, and its whole ATS (default 05 78 80 70 02).
-            #expect(read.out.hasPrefix("reader: \(readerB)\nUID 04 A1 B2 C3 D4 E5 F6  ATS 05 78 80 70 02\n"), "\(read.out)")
-            let lines: [String] = read.out.split(separator: "\n").map(String.init)
-            var exchanges: [String] = ["> FF CA 00 00 00", "< 04 A1 B2 C3 D4 E5 F6 90 00", "> FF CA 01 00 00", "< 05 78 80 70 02 90 00"]
-            for exchange in workedExampleAndroidRead {
-                exchanges.append("> " + exchange.command)
-                exchanges.append("< " + exchange.response)
-            }
-            let printed = lines.filter { $0.hasPrefix("> ") || $0.hasPrefix("< ") }
-            #expect(printed == exchanges)
-            #expect(lines.last == "NDEF record 1: URI https://example.com")
-            try SimulatedReaders.controlB.send("remove peer=tag")
-        }
+        // `read` over PC/SC of a placed Type 4 Tag runs in process:
+        // SecbridgeCLITests/InProcessCommandTests.readOverPCSCDecodesAPlacedType4TagInProcess.
 
         // MARK: Fixtures/flows replayed
 

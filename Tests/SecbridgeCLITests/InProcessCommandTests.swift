@@ -128,4 +128,29 @@ func runTool(_ arguments: [String], on desk: SimulatedDesk, input: [String] = []
         // The reader is restored: automatic PICC polling on again (FF 00 51 FF 00).
         #expect(try desk.control().send("status")["picc"] == "FF")
     }
+
+    /// `read` over PC/SC in process: UID and ATS from the ACR122U's Get Data pseudo-APDUs (ACR122U
+    /// API v2.04 §4), then Android's Type 4 Tag read (docs/iso14443-t4t-ndef.md §4), every exchange
+    /// printed.
+    @Test func readOverPCSCDecodesAPlacedType4TagInProcess() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        let reader = desk.names[0]
+        try desk.control().send("place-card uid=\"04 A1 B2 C3 D4 E5 F6\" applet=t4t-ndef id=tag")
+        let read = try await runTool(["read", "--reader", reader], on: desk)
+        #expect(read.status == 0, "\(read.err)")
+        // The placed card's UID, and its whole ATS (the simulator's default 05 78 80 70 02).
+        #expect(read.out.hasPrefix("reader: \(reader)\nUID 04 A1 B2 C3 D4 E5 F6  ATS 05 78 80 70 02\n"), "\(read.out)")
+        let printed = read.out.split(separator: "\n").map(String.init).filter { $0.hasPrefix("> ") || $0.hasPrefix("< ") }
+        #expect(printed == [
+            "> FF CA 00 00 00", "< 04 A1 B2 C3 D4 E5 F6 90 00", "> FF CA 01 00 00", "< 05 78 80 70 02 90 00",
+            "> 00 A4 04 00 07 D2 76 00 00 85 01 01 00", "< 90 00",
+            "> 00 A4 00 0C 02 E1 03", "< 90 00",
+            "> 00 B0 00 00 0F", "< 00 0F 20 00 7F 00 7F 04 06 E1 04 04 00 00 00 90 00",
+            "> 00 A4 00 0C 02 E1 04", "< 90 00",
+            "> 00 B0 00 00 02", "< 00 10 90 00",
+            "> 00 B0 00 02 10", "< D1 01 0C 55 04 65 78 61 6D 70 6C 65 2E 63 6F 6D 90 00",
+        ], "\(read.out)")
+        #expect(read.out.hasSuffix("NDEF record 1: URI https://example.com\n"), "\(read.out)")
+    }
 }
