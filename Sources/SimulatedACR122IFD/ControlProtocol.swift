@@ -98,9 +98,7 @@ enum ControlProtocol {
             // reader of the field (real time for a check that must see a device wait whole).
             try request.allowOnly(["value"])
             if let text = request.value("value") {
-                guard text.allSatisfy({ $0.isASCII && ($0.isNumber || ".eE+-".contains($0)) }), let scale = Double(text),
-                    scale >= 0, scale <= 1000
-                else {
+                guard let scale = DeviceName.timeScale(text) else {
                     throw ControlError(.badArgument, "timescale value '\(text)' must be a decimal number from 0 to 1000, e.g. value=0.01 (1 is real time)")
                 }
                 binding.field.field.setClock(SimulationClock(scale: scale))

@@ -74,9 +74,7 @@ struct DeviceName: Sendable, Hashable {
                 }
                 field = "field:" + value
             case "timescale":
-                guard value.allSatisfy({ $0.isASCII && ($0.isNumber || ".eE+-".contains($0)) }), let scale = Double(value),
-                    scale >= 0, scale <= 1000
-                else {
+                guard let scale = Self.timeScale(value) else {
                     throw DeviceNameError(
                         text, "timescale '\(value)' must be a decimal number from 0 to 1000, e.g. timescale=0.01 (1 is real time)")
                 }
@@ -86,6 +84,17 @@ struct DeviceName: Sendable, Hashable {
                     text, "unknown option '\(key)': the options are personality=<name>, field=<name> and timescale=<number>")
             }
         }
+    }
+}
+
+extension DeviceName {
+    /// A time scale as the `timescale=` option and the `timescale value=` control verb write it: a
+    /// decimal number (an exponent allowed) from 0 to 1000, -0 read as 0; nil for anything else.
+    static func timeScale(_ text: String) -> Double? {
+        guard text.allSatisfy({ $0.isASCII && ($0.isNumber || ".eE+-".contains($0)) }), let scale = Double(text),
+            scale >= 0, scale <= 1000
+        else { return nil }
+        return scale == 0 ? 0 : scale
     }
 }
 
