@@ -71,13 +71,16 @@ public enum SimulatedReaders {
     /// waits out a real device timeout.
     public static let testTimeScale = 0.01
 
+    /// `:timescale=FACTOR`, the simulated driver's DEVICENAME option for `scale`, or nothing for
+    /// real time (nil).
+    public static func timeScaleOption(_ scale: Double?) -> String { scale.map { ":timescale=\($0)" } ?? "" }
+
     /// The reader.conf entries of reader A and reader B, every device wait scaled by `timeScale`
     /// (the driver's `timescale=` DEVICENAME option; nil for real time).
     public static func readerConfEntries(timeScale: Double?) -> [ReaderConfEntry] {
         [directoryA, directoryB].map { directory in
-            var deviceName = directory + ":field=" + sharedFieldName
-            if let timeScale { deviceName += ":timescale=\(timeScale)" }
-            return ReaderConfEntry(friendlyName: friendlyName, deviceName: deviceName, libraryPath: libraryPath)
+            ReaderConfEntry(friendlyName: friendlyName, deviceName: directory + ":field=" + sharedFieldName + timeScaleOption(timeScale),
+                            libraryPath: libraryPath)
         }
     }
 

@@ -47,7 +47,7 @@ public final class SimulatedDesk: Sendable {
         client = InProcessPCSCClient(readers)
         let base = directory
         let deviceNames = (0..<max(1, min(count, 4))).map { index in
-            "\(base)/\(index):field=desk\(number):timescale=\(timeScale)" + (personality.map { ":personality=\($0)" } ?? "")
+            "\(base)/\(index):field=desk\(number)" + SimulatedReaders.timeScaleOption(timeScale) + (personality.map { ":personality=\($0)" } ?? "")
         }
         let names: [String]
         do {

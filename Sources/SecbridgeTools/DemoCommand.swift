@@ -147,8 +147,8 @@ struct DemoReaderAccess: Sendable {
         let a: String
         let b: String
         do {
-            a = try readers.createChannel(deviceName: base + "/a:field=demo" + SecbridgeCLI.timeScaleSuffix(timeScale))
-            b = try readers.createChannel(deviceName: base + "/b:field=demo" + SecbridgeCLI.timeScaleSuffix(timeScale))
+            a = try readers.createChannel(deviceName: base + "/a:field=demo" + SimulatedReaders.timeScaleOption(timeScale))
+            b = try readers.createChannel(deviceName: base + "/b:field=demo" + SimulatedReaders.timeScaleOption(timeScale))
         } catch {
             throw CLIError.failure("cannot create the in-process simulated readers: \(error)")
         }

@@ -213,7 +213,7 @@ extension SecbridgeCLI {
         }
         let reader: String
         do {
-            reader = try readers.createChannel(deviceName: base + "/a" + SecbridgeCLI.timeScaleSuffix(replayTimeScale))
+            reader = try readers.createChannel(deviceName: base + "/a" + SimulatedReaders.timeScaleOption(replayTimeScale))
         } catch {
             throw CLIError.failure("cannot create the in-process simulated reader: \(error)")
         }

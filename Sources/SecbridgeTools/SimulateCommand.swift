@@ -90,9 +90,6 @@ extension SecbridgeCLI {
     /// `--card UID`, `--tag UID`.
     static let uidKind = ValueKind.hex(lengths: [4, 7, 10], takes: "a UID of 4, 7 or 10 bytes (ISO/IEC 14443-3)")
 
-    /// `:timescale=FACTOR` for a simulated reader's DEVICENAME, or nothing for real time.
-    static func timeScaleSuffix(_ scale: Double?) -> String { scale.map { ":timescale=\($0)" } ?? "" }
-
     static let personalities = ["ccid-escape-enabled", "ccid-escape-disabled", "acs-driver", "legacy-t0", "atr-whole-ats"]
     static let applets = ["ok", "echo", "t4t-ndef"]
     static let terminalScripts = ["android-t4t-read", "ios-t4t-read"]
@@ -197,7 +194,7 @@ extension SecbridgeCLI {
             names = []
             do {
                 for letter in ["a", "b"].prefix(readerCount) {
-                    names.append(try readers.createChannel(deviceName: "\(base)/\(letter):field=\(SimulatedReaders.sharedFieldName)" + timeScaleSuffix(scale)))
+                    names.append(try readers.createChannel(deviceName: "\(base)/\(letter):field=\(SimulatedReaders.sharedFieldName)" + SimulatedReaders.timeScaleOption(scale)))
                 }
             } catch {
                 throw CLIError.failure("cannot create the in-process simulated readers: \(error)")

@@ -95,16 +95,13 @@ final class Bench: Sendable {
     /// blocked there would starve the tests whose readers they wait for).
     @discardableResult
     func addReader(_ sub: String = "a", options: String = "") async throws -> String {
-        let scaled = options.contains(":timescale=") ? options : options + ":timescale=\(Self.timeScale)"
-        let deviceName = directory + "/" + sub + scaled
-        let readers = self.readers
-        return try await blocking("bench-add") { try readers.createChannel(deviceName: deviceName, waitingUpTo: .seconds(30)) }
+        try await blocking("bench-add") { [self] in try addReaderOnThisThread(sub, options: options) }
     }
 
     /// ``addReader(_:options:)`` for code already on a thread of its own (inside `blocking`).
     @discardableResult
     func addReaderOnThisThread(_ sub: String = "a", options: String = "") throws -> String {
-        let scaled = options.contains(":timescale=") ? options : options + ":timescale=\(Self.timeScale)"
+        let scaled = options.contains(":timescale=") ? options : options + SimulatedReaders.timeScaleOption(Self.timeScale)
         return try readers.createChannel(deviceName: directory + "/" + sub + scaled, waitingUpTo: .seconds(30))
     }
 
