@@ -1,9 +1,6 @@
 import SimulatedACR122IFD
 import PCSCCore
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Simulated ACR122U readers driven in this process through SimulatedACR122IFD's IFD handler entry
 /// points, with pcscd 1.9.9's rules kept by this layer: for unit tests and for machines where no
@@ -234,20 +231,11 @@ public struct InProcessReaderError: CodedError {
 enum LunTable {
     /// The driver's limit (TAG_IFD_SIMULTANEOUS_ACCESS).
     static let capacity = 16
-    /// The used indices behind a pthread mutex and condition (allocated once, never freed: the
-    /// table lives as long as the process).
+    /// The used indices behind the package's condition lock (the table lives as long as the
+    /// process).
     private final class Table: @unchecked Sendable {
-        let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-        let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+        let condition = ConditionLock()
         var used: Set<Int> = []
-        init() {
-            pthread_mutex_init(mutex, nil)
-            var attributes = pthread_condattr_t()
-            pthread_condattr_init(&attributes)
-            pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
-            pthread_cond_init(condition, &attributes)
-            pthread_condattr_destroy(&attributes)
-        }
     }
     private static let table = Table()
 
@@ -262,15 +250,10 @@ enum LunTable {
     /// - Returns: nil when that many did not become free within `timeout`.
     static func reserve(count: Int, waitingUpTo timeout: Duration) -> [Int]? {
         guard count > 0, count <= capacity else { return nil }
-        var deadline = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &deadline)
-        let (seconds, attoseconds) = max(timeout, .zero).components
-        let nanoseconds = Int(deadline.tv_nsec) + Int(attoseconds / 1_000_000_000)
-        deadline.tv_sec += Int(seconds) + nanoseconds / 1_000_000_000
-        deadline.tv_nsec = nanoseconds % 1_000_000_000
-        pthread_mutex_lock(table.mutex)
-        defer { pthread_mutex_unlock(table.mutex) }
-        // Each wakeup either finds a free index or the deadline passes: bounded by the timeout.
+        let deadline = ContinuousClock.now + max(timeout, .zero)
+        table.condition.lock()
+        defer { table.condition.unlock() }
+        // Each wakeup either finds enough free indices or the deadline passes: bounded by the timeout.
         while true {
             let free = (0..<capacity).filter { !table.used.contains($0) }
             if free.count >= count {
@@ -278,16 +261,16 @@ enum LunTable {
                 table.used.formUnion(taken)
                 return taken
             }
-            if pthread_cond_timedwait(table.condition, table.mutex, &deadline) == ETIMEDOUT {
-                return nil
-            }
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { return nil }
+            _ = table.condition.wait(timeout: left)
         }
     }
 
     static func release(_ index: Int) {
-        pthread_mutex_lock(table.mutex)
+        table.condition.lock()
         table.used.remove(index)
-        pthread_cond_broadcast(table.condition)
-        pthread_mutex_unlock(table.mutex)
+        table.condition.broadcast()
+        table.condition.unlock()
     }
 }

@@ -33,7 +33,8 @@ import Testing
         defer { bench.close() }
         var refused: InProcessReaderError?
         do {
-            try bench.readers.createChannel(deviceName: bench.directory + "/a:colour=red")
+            // A Lun may be busy for a moment (desks of other tests draw from the same 16).
+            try bench.readers.createChannel(deviceName: bench.directory + "/a:colour=red", waitingUpTo: .seconds(30))
         } catch {
             refused = error
         }
