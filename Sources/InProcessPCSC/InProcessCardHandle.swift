@@ -146,7 +146,8 @@ public final class InProcessCardHandle: PCSCConnection, Sendable {
     /// Takes the reader's lock for this handle (transactions nest).
     ///
     /// The corresponding PC/SC function is SCardBeginTransaction. While another handle holds the
-    /// lock, pcsc-lite's client library retries every PCSCLITE_LOCK_POLL_RATE (100 ms) with no end;
+    /// lock, pcsc-lite's client library retries every PCSCLITE_LOCK_POLL_RATE (100 ms) with no end
+    /// (docs/test-infrastructure.md, "What the in-process client copies from pcsc-lite's client library");
     /// this one retries the same way for at most ``transactionWaitLimit`` and then throws
     /// SCARD_E_TIMEOUT (0x8010000A), so a transaction left open never hangs the caller.
     /// - Throws: `PCSCError` — SCARD_W_REMOVED_CARD / SCARD_W_RESET_CARD, SCARD_E_TIMEOUT.

@@ -82,7 +82,9 @@ public final class InProcessContext: PCSCClientContext {
     }
 
     /// SCardCancel: a waiting ``getStatusChange(_:timeout:)`` throws SCARD_E_CANCELLED. With no call
-    /// waiting it does nothing, as pcscd's does (a later call is not cancelled in advance).
+    /// waiting it does nothing, as pcsc-lite's `SCardCancel` does outside a cancellable call
+    /// (docs/test-infrastructure.md, "What the in-process client copies from pcsc-lite's client
+    /// library").
     public func cancel() throws(PCSCError) {
         try checkValid("SCardCancel")
         wake.lock()
