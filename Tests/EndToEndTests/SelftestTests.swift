@@ -138,12 +138,12 @@ extension SharedReader {
             #expect(replay.out.contains("\(bundle)/phone.trn: 6 exchanges, every answer matches"))
         }
 
-        /// Real-time check: the shared field runs at `timescale=1` here, so that the target part's
-        /// TgInitAsTarget is still waiting out its 5 s MCU timeout when SIGINT arrives (the test
-        /// itself takes well under a second).
+        /// Slowed-time check: the shared field runs at `timescale=0.4` here, so that the target
+        /// part's TgInitAsTarget is still waiting out its MCU timeout (5 s simulated, 2 s here) when
+        /// SIGINT arrives 300 ms after the part began; the restore then waits for the rest of it.
         @Test func ctrlCDuringTheTargetPartRestoresTheReaderAndKeepsWhatWasRecorded() async throws {
             let environment = try await resetSimulatedReaders()
-            try SimulatedReaders.controlA.send("timescale value=1")
+            try SimulatedReaders.controlA.send("timescale value=0.4")
             defer { _ = try? SimulatedReaders.controlA.send("timescale value=\(SimulatedReaders.testTimeScale)") }
             try await stopPollingOnReaderB(environment)
             defer { _ = try? SimulatedReaders.controlB.send("personality name=ccid-escape-enabled") }
@@ -152,7 +152,7 @@ extension SharedReader {
             let selftest = try BackgroundSecbridge(
                 ["selftest", "--hardware", "--reader", environment.simulatedReaderA, "--output", bundle],
                 environment: environment.environmentForSubprocesses)
-            // The target part waits in TgInitAsTarget for the 5 s MCU timeout, polling off.
+            // The target part waits in TgInitAsTarget for the MCU timeout, polling off.
             let waiting = try await selftest.waitForOutput(containing: "target role (about 5 s, the MCU timeout):")
             #expect(waiting, "\(selftest.outputSoFar)")
             try await Task.sleep(for: .milliseconds(300))
