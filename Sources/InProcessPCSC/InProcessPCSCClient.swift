@@ -105,13 +105,12 @@ public final class InProcessContext: PCSCClientContext {
     /// Fills each state's event state; true when one differs from what the caller believes.
     private func refresh(_ states: inout [ReaderState]) throws(PCSCError) -> Bool {
         var changed = false
-        let names = readers.listReaders()
         for index in states.indices {
             let current = states[index].currentState
             var event: UInt
             var atr: [UInt8] = []
             if states[index].readerName == ReaderState.pnpNotification {
-                event = UInt(names.count) << 16
+                event = UInt(readers.listReaders().count) << 16
             } else if current & ReaderStateFlags.ignore.rawValue != 0 {
                 continue
             } else {

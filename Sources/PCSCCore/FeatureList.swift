@@ -18,6 +18,7 @@ public struct PCSCFeature: Sendable, Hashable, CustomStringConvertible {
     /// FEATURE_GET_TLV_PROPERTIES (0x12).
     public static let getTLVPropertiesTag: UInt8 = 0x12
 
+    /// A feature from its tag and control code (e.g. 0x13, 0x42000001).
     public init(tag: UInt8, controlCode: UInt32) {
         self.tag = tag
         self.controlCode = controlCode
@@ -42,8 +43,10 @@ public struct PCSCFeature: Sendable, Hashable, CustomStringConvertible {
 /// This is the one codec of the list; the PC/SC clients, the ACR122U layer and the simulator all
 /// use it.
 public struct PCSCFeatureList: Sendable, Hashable {
+    /// The entries, in the driver's order.
     public var features: [PCSCFeature]
 
+    /// A list of `features`, e.g. to build a driver's answer (``serialized()``).
     public init(_ features: [PCSCFeature]) { self.features = features }
 
     /// Parses the concatenated TLVs; the whole input must parse.
@@ -101,18 +104,23 @@ public struct FeatureListError: Error, Sendable, Hashable, CustomStringConvertib
         public static let lengthMismatch = Code(rawValue: "length-mismatch")
     }
 
+    /// What kind of fault.
     public var code: Code
     /// The offset of the offending byte in the answer.
     public var offset: Int
+    /// What is wrong, naming the feature tag and the byte counts.
     public var reason: String
 
+    /// An error of `code` at byte `offset`.
     public init(_ code: Code, at offset: Int, _ reason: String) {
         self.code = code
         self.offset = offset
         self.reason = reason
     }
 
+    /// Equal when code and offset are (the reason's wording is for people).
     public static func == (a: Self, b: Self) -> Bool { a.code == b.code && a.offset == b.offset }
+    /// Hashes code and offset, consistent with `==`.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(code)
         hasher.combine(offset)

@@ -141,6 +141,7 @@ extension PCSCConnection {
 
 /// What SCardStatus reports about a connection.
 public struct CardStatus: Sendable, Hashable {
+    /// The reader's name, as SCardListReaders gives it.
     public var readerName: String
     /// The card state as pcsc-lite reports it: the event counter in the high 16 bits (insertions
     /// and removals seen), the SCARD_ABSENT … SCARD_SPECIFIC flags in the low 16.
@@ -150,6 +151,7 @@ public struct CardStatus: Sendable, Hashable {
     /// The card's ATR, empty without a card.
     public var atr: [UInt8]
 
+    /// A status as a client reports it.
     public init(readerName: String, state: CardState, activeProtocol: ProtocolSet, atr: [UInt8]) {
         self.readerName = readerName
         self.state = state
