@@ -17,6 +17,9 @@ public struct InProcessPCSCClient: PCSCClient {
 
     public init(_ readers: InProcessReaders) { self.readers = readers }
 
+    /// These readers' own namespace: `in-process <address of readers>/`.
+    public var readerScope: String { "in-process \(ObjectIdentifier(readers).hashValue)/" }
+
     /// A new context on ``readers``; never fails (there is no service to reach).
     public func establishContext() throws(PCSCError) -> any PCSCClientContext {
         InProcessContext(readers: readers)

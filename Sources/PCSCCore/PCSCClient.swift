@@ -16,6 +16,15 @@ public protocol PCSCClient: Sendable {
     /// The corresponding PC/SC function is SCardEstablishContext.
     /// - Throws: ``PCSCError`` — SCARD_E_NO_SERVICE (0x8010001D) when no resource manager answers.
     func establishContext() throws(PCSCError) -> any PCSCClientContext
+    /// What makes this client's reader names unique in the process: empty for pcsc-lite (one
+    /// resource manager per process, whose names are unique), an identity per set of in-process
+    /// readers (two desks both have an `ACS ACR122U PICC Interface 00 00`). Rules that hold
+    /// per reader, such as one credential session per reader, key on `readerScope` + name.
+    var readerScope: String { get }
+}
+
+extension PCSCClient {
+    public var readerScope: String { "" }
 }
 
 /// A connection to a resource manager (an SCARDCONTEXT): lists readers, waits for changes, connects.

@@ -80,12 +80,17 @@ package struct Invocation: Sendable {
     package let path: [String]
     /// How the command reaches readers: pcsc-lite, or the in-process client in tests.
     package let client: any PCSCClient
+    /// Wall-clock seconds per second of the session rules (the 60 s card-emulation window, the
+    /// authorization timeout): 1 on a real desk; the simulated readers' scale in tests, so a test
+    /// of a whole window takes 0.6 s.
+    package let timeScale: Double
 
-    package init(arguments: ParsedArguments, console: any Console, path: [String], client: any PCSCClient) {
+    package init(arguments: ParsedArguments, console: any Console, path: [String], client: any PCSCClient, timeScale: Double = 1) {
         self.arguments = arguments
         self.console = console
         self.path = path
         self.client = client
+        self.timeScale = timeScale
     }
 
     package var json: Bool { arguments.has("json") }

@@ -27,10 +27,10 @@ public enum SecbridgeCLI {
     /// in-process client (InProcessPCSC) to run commands against simulated readers without pcscd.
     public static func main(
         arguments: [String], console: any Console = StandardConsole(), toolCommands: [Command]? = nil,
-        client: any PCSCClient = PCSCLiteClient()
+        client: any PCSCClient = PCSCLiteClient(), timeScale: Double = 1
     ) -> Int32 {
         let root = makeRoot(toolCommands: toolCommands ?? delegatedToolCommands)
-        let status = dispatch(arguments: arguments, console: console, root: root, client: client)
+        let status = dispatch(arguments: arguments, console: console, root: root, client: client, timeScale: timeScale)
         if let failure = (console as? StandardConsole)?.outputFailure {
             console.err("secbridge: error: cannot write standard output: \(failure)\n")
             return exitFailure
@@ -39,11 +39,11 @@ public enum SecbridgeCLI {
     }
 
     package static func dispatch(
-        arguments: [String], console: any Console, root: Command, client: any PCSCClient
+        arguments: [String], console: any Console, root: Command, client: any PCSCClient, timeScale: Double = 1
     ) -> Int32 {
         // `secbridge help [COMMAND…]` is `secbridge [COMMAND…] --help`.
         if arguments.first == "help" {
-            return dispatch(arguments: Array(arguments.dropFirst()) + ["--help"], console: console, root: root, client: client)
+            return dispatch(arguments: Array(arguments.dropFirst()) + ["--help"], console: console, root: root, client: client, timeScale: timeScale)
         }
         var path: [String] = []
         var command = root
@@ -80,7 +80,7 @@ public enum SecbridgeCLI {
             return parsed.has("help") || path.isEmpty && arguments.isEmpty ? exitSuccess : exitUsage
         }
         do {
-            return try command.run!(Invocation(arguments: parsed, console: console, path: path, client: client))
+            return try command.run!(Invocation(arguments: parsed, console: console, path: path, client: client, timeScale: timeScale))
         } catch let error as CLIError {
             switch error {
             case .usage(let message):

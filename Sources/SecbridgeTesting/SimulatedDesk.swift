@@ -30,6 +30,9 @@ public final class SimulatedDesk: Sendable {
     public let names: [String]
     /// The desk's directory (control sockets at `<directory>/<n>/control.sock`).
     public let directory: String
+    /// Wall-clock seconds per simulated second; give the same to the code under test's session
+    /// clock (`ScaledSessionClock`, `SecbridgeTools.main(…timeScale:)`) so both keep one time.
+    public let timeScale: Double
 
     private static let counter = Atomic<Int>(0)
 
@@ -41,6 +44,7 @@ public final class SimulatedDesk: Sendable {
     /// - Throws: `InProcessReaderError` when the driver refuses a reader or no Lun frees up.
     public init(readers count: Int = 1, personality: String? = nil, timeScale: Double = defaultTimeScale) throws {
         let number = Self.counter.add(1, ordering: .relaxed).oldValue
+        self.timeScale = timeScale
         directory = "/tmp/secbridge-desk.\(getpid()).\(number)"
         try? FileManager.default.removeItem(atPath: directory)
         readers = InProcessReaders()

@@ -129,6 +129,8 @@ struct DemoReaderAccess: Sendable {
     var direct: @Sendable (String) throws -> (handle: any CardChannel, features: () throws -> [PCSCFeature], close: @Sendable () -> Void)
     /// Releases what the readers left (in-process: closes the channels, removes their directory).
     var cleanup: @Sendable () -> Void = {}
+    /// `PCSCClient.readerScope` of the readers (in process: their own namespace).
+    var readerScope = ""
 
     static func pcscd(emulator: String, terminal: String, socket: String) -> DemoReaderAccess {
         DemoReaderAccess(emulator: emulator, terminal: terminal, where_: "pcscd: private instance, PCSCLITE_CSOCK_NAME=\(socket)") { reader in
@@ -156,6 +158,7 @@ struct DemoReaderAccess: Sendable {
             let handle = try readers.connect(to: reader, share: .direct, protocols: .undefined)
             return (handle, { try handle.features() }, { try? handle.disconnect(.leave) })
         }
+        access.readerScope = InProcessPCSCClient(readers).readerScope
         access.cleanup = {
             readers.close()
             for directory in [base + "/a", base + "/b", base] { _ = rmdir(directory) }
@@ -225,7 +228,7 @@ final class DemoRun: Sendable {
         try? recorder.record(.reader([TranscriptAttribute("name", emulator), TranscriptAttribute("role", "card emulation")]), channel: "a")
         try? recorder.record(.reader([TranscriptAttribute("name", terminal), TranscriptAttribute("role", "terminal")]), channel: "b")
 
-        let backend = await PN532EmulationBackend.open(readerName: emulator, executor: executorA) { [self] in
+        let backend = await PN532EmulationBackend.open(readerName: emulator, executor: executorA, readerScope: access.readerScope) { [self] in
             try directConnection(emulator, id: "a")
         }
         if case .unsupported(let reason, _) = backend.support {

@@ -19,9 +19,12 @@ public enum SecbridgeTools {
     /// Runs the full tool with `arguments` (without the program name); returns the exit status.
     /// - Parameter client: how commands reach readers; pcsc-lite by default, an in-process client
     ///   (InProcessPCSC) to run against simulated readers without pcscd.
+    /// - Parameter timeScale: wall-clock seconds per second of the session rules (the 60 s window);
+    ///   give simulated readers' scale (`SimulatedDesk.timeScale`) so that both run on one time.
     public static func main(
-        arguments: [String], console: any Console = StandardConsole(), client: any PCSCClient = PCSCLiteClient()
+        arguments: [String], console: any Console = StandardConsole(), client: any PCSCClient = PCSCLiteClient(),
+        timeScale: Double = 1
     ) -> Int32 {
-        SecbridgeCLI.main(arguments: arguments, console: console, toolCommands: commands, client: client)
+        SecbridgeCLI.main(arguments: arguments, console: console, toolCommands: commands, client: client, timeScale: timeScale)
     }
 }

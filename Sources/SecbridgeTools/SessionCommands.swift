@@ -103,6 +103,11 @@ extension SecbridgeCLI {
 
     // MARK: emulate
 
+    /// The session rules' clock: real time, or the invocation's time scale (tests on simulated readers).
+    static func sessionClock(_ invocation: Invocation) -> any SessionClock {
+        invocation.timeScale == 1 ? ContinuousSessionClock() : ScaledSessionClock(scale: invocation.timeScale)
+    }
+
     static let emulateCommand = Command(
         name: "emulate",
         abstract: SecbridgeCLI.toolAbstract("emulate"),
@@ -159,7 +164,7 @@ extension SecbridgeCLI {
         let served = try awaitResult("card emulation", timeout: .seconds(180)) {
             try await emulate(
                 credential: credential, reader: reader, recorder: recorder, approve: approve, keep: keep, console: console,
-                client: client, changingReader: { cleanup?.track(reader) })
+                client: client, clock: sessionClock(invocation), changingReader: { cleanup?.track(reader) })
         }
         return served > 0 ? exitSuccess : exitFailure
     }
@@ -167,7 +172,8 @@ extension SecbridgeCLI {
     /// The emulate sequence; returns how many C-APDUs terminals sent.
     static func emulate(
         credential: Credential, reader: String, recorder: TranscriptRecorder?, approve: Bool, keep: Bool,
-        console: any Console, client: any PCSCClient = PCSCLiteClient(), changingReader: @escaping @Sendable () -> Void = {}
+        console: any Console, client: any PCSCClient = PCSCLiteClient(), clock: any SessionClock = ContinuousSessionClock(),
+        changingReader: @escaping @Sendable () -> Void = {}
     ) async throws -> Int {
         @Sendable func say(_ line: String) { console.out(line + "\n") }
         let executor = BlockingExecutor(name: "emulate")
@@ -176,7 +182,7 @@ extension SecbridgeCLI {
             executor.shutdown()
             prompter.shutdown()
         }
-        let backend = await PN532EmulationBackend.open(readerName: reader, executor: executor) {
+        let backend = await PN532EmulationBackend.open(readerName: reader, executor: executor, readerScope: client.readerScope) {
             let context = try client.establishContext()
             let handle = try context.connect(to: reader, share: .direct, protocols: .undefined)
             let channel: any CardChannel = recorder.map { RecordingChannel(wrapping: handle, recorder: $0) } ?? handle
@@ -207,7 +213,7 @@ extension SecbridgeCLI {
         let session: CredentialSession
         do {
             session = try CredentialSession.startSession(
-                CredentialSessionOptions(credentials: [credential], emulationBackend: backend, authorizer: authorizer))
+                CredentialSessionOptions(credentials: [credential], emulationBackend: backend, authorizer: authorizer, clock: clock))
         } catch {
             throw CLIError.failure("\(error)")
         }

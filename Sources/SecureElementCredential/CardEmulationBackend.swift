@@ -57,8 +57,12 @@ public enum TargetSendOutcome: Sendable, Hashable {
 /// Calls never overlap. `interrupt()` may come from any task while a step runs: backends that can
 /// end a wait early do so; hardware backends cannot and ignore it.
 public protocol CardEmulationBackend: AnyObject, Sendable {
-    /// A name for messages and for the one-session-per-reader rule (the PC/SC reader name).
+    /// A name for messages (the PC/SC reader name).
     var readerName: String { get }
+    /// What the one-session-per-reader rule keys on: the reader name, prefixed with the client's
+    /// `PCSCClient.readerScope` when names repeat across clients (in-process readers). Default:
+    /// `readerName`.
+    var readerClaim: String { get }
     /// Whether this reader can emulate; decided when the backend was made.
     var support: EmulationSupport { get }
     /// Makes the reader ready: automatic PICC polling off (`FF 00 51 00 00`), RF field off,
@@ -78,4 +82,8 @@ public protocol CardEmulationBackend: AnyObject, Sendable {
     var maximumCommandLength: Int { get }
     /// The longest R-APDU the device sends in one TgSetData.
     var maximumResponseLength: Int { get }
+}
+
+extension CardEmulationBackend {
+    public var readerClaim: String { readerName }
 }

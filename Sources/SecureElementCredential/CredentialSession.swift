@@ -50,6 +50,9 @@ public actor CredentialSession {
     private var machine: SessionStateMachine
     private var timerTask: Task<Void, Never>?
     private var runner: (runner: EmulationRunner, task: Task<Void, Never>)?
+    /// Every runner asked to stop, until it has restored the reader: whoever ends the session
+    /// waits for it, also when another path (the window's end, a failed step) asked first.
+    private var stoppingRunners: Task<Void, Never>?
     private var assertions: [UInt64: WeakAssertion] = [:]
 
     private struct WeakAssertion {
@@ -73,12 +76,13 @@ public actor CredentialSession {
     /// Starts a session in `management`.
     /// - Throws: `CredentialSessionError` `resourceUnavailable` when another session holds the reader.
     public static func startSession(_ options: CredentialSessionOptions) throws(CredentialSessionError) -> CredentialSession {
-        let reader = options.readerName ?? options.emulationBackend?.readerName
+        let reader = options.emulationBackend?.readerClaim ?? options.readerName
         var claim: (String, UInt64)?
         if let reader {
             guard let token = ReaderClaims.claim(reader) else {
                 throw CredentialSessionError(
-                    .resourceUnavailable, "another credential session holds the reader \"\(reader)\"; invalidate it first")
+                    .resourceUnavailable,
+                    "another credential session holds the reader \"\(options.emulationBackend?.readerName ?? reader)\"; invalidate it first")
             }
             claim = (reader, token)
         }
@@ -294,11 +298,21 @@ public actor CredentialSession {
         }
     }
 
+    /// Asks the runner to stop; with `wait`, returns once every stopped runner has restored the
+    /// reader. A caller that finds the runner already stopping by another path (the window's
+    /// deadline while `invalidate()` arrives) waits for that one too, so the session never ends
+    /// (and its backend's executor never shuts down) before the restore ran.
     private func stopRunner(wait: Bool) async {
-        guard let current = runner else { return }
-        runner = nil
-        current.runner.stop()
-        if wait { await current.task.value }
+        if let current = runner {
+            runner = nil
+            current.runner.stop()
+            let earlier = stoppingRunners
+            stoppingRunners = Task {
+                await earlier?.value
+                await current.task.value
+            }
+        }
+        if wait, let stopping = stoppingRunners { await stopping.value }
     }
 
     // MARK: Presentment assertions
@@ -346,6 +360,8 @@ public actor CredentialSession {
             case .endAssertion(let id):
                 assertions.removeValue(forKey: id)?.assertion?.markInvalid()
             case .finishSession:
+                // Not from the runner's own report (it would wait for itself): the reader is gone then.
+                if waitForRunner, let stopping = stoppingRunners { await stopping.value }
                 if let claim { ReaderClaims.release(claim.reader, token: claim.token) }
                 continuation.finish()
             }

@@ -29,6 +29,8 @@ final class PN532Box: @unchecked Sendable {
 /// nothing: the engine stops within one step. All calls run on `executor`.
 public final class PN532EmulationBackend: CardEmulationBackend {
     public let readerName: String
+    /// `readerScope` + `readerName` (see `PCSCClient.readerScope`).
+    public let readerClaim: String
     public let support: EmulationSupport
     public let mcuTimeout: ACR122MCUTimeout
     /// TgGetData's C-APDU is cut at 252 bytes by the ACR122's frame size (docs/acr122-pn532.md §4).
@@ -40,19 +42,22 @@ public final class PN532EmulationBackend: CardEmulationBackend {
     /// - Parameters:
     ///   - pn532: the client over the reader's direct (escape) connection.
     ///   - mcuTimeout: the step: how long one TgInitAsTarget or TgGetData may block.
+    ///   - readerScope: the client's `PCSCClient.readerScope`, for the one-session-per-reader rule.
     public init(
         readerName: String, pn532: PN532, executor: BlockingExecutor, mcuTimeout: ACR122MCUTimeout = .fiveSecondSteps(1),
-        close: (@Sendable () -> Void)? = nil
+        readerScope: String = "", close: (@Sendable () -> Void)? = nil
     ) {
         self.readerName = readerName
+        self.readerClaim = readerScope + readerName
         self.support = .supported
         self.mcuTimeout = mcuTimeout
         self.executor = executor
         box = PN532Box(pn532: pn532, close: close)
     }
 
-    private init(readerName: String, unsupported reason: String, cause: UnderlyingCause?, executor: BlockingExecutor) {
+    private init(readerName: String, readerScope: String, unsupported reason: String, cause: UnderlyingCause?, executor: BlockingExecutor) {
         self.readerName = readerName
+        self.readerClaim = readerScope + readerName
         self.support = .unsupported(reason: reason, cause: cause)
         self.mcuTimeout = .fiveSecondSteps(1)
         self.executor = executor
@@ -69,14 +74,15 @@ public final class PN532EmulationBackend: CardEmulationBackend {
     /// emulation there is memory images only, docs/acr122-pn532.md §7), a reader whose firmware is not
     /// an ACR122U, escape commands refused by the CCID driver (docs/cases.md P09).
     /// - Parameter open: connects, on the executor thread; returns the channel and its release.
+    /// - Parameter readerScope: the client's `PCSCClient.readerScope`.
     public static func open(
         readerName: String, executor: BlockingExecutor, mcuTimeout: ACR122MCUTimeout = .fiveSecondSteps(1),
-        channel open: @escaping @Sendable () throws -> (channel: any CardChannel, close: @Sendable () -> Void)
+        readerScope: String = "", channel open: @escaping @Sendable () throws -> (channel: any CardChannel, close: @Sendable () -> Void)
     ) async -> PN532EmulationBackend {
         let lowered = readerName.lowercased()
         if lowered.contains("acr1252") || lowered.contains("acr1255") {
             return PN532EmulationBackend(
-                readerName: readerName,
+                readerName: readerName, readerScope: readerScope,
                 unsupported: "\(readerName) is an ACR1252U/ACR1255U: its card emulation serves MIFARE Ultralight or FeliCa memory images only, not host-routed ISO 14443-4 APDUs. Use an ACR122U for card emulation; this reader still works for reader sessions",
                 cause: nil, executor: executor)
         }
@@ -91,7 +97,9 @@ public final class PN532EmulationBackend: CardEmulationBackend {
                     throw error
                 }
             }
-            let backend = PN532EmulationBackend(readerName: readerName, pn532: box.pn532!, executor: executor, mcuTimeout: mcuTimeout, close: box.close)
+            let backend = PN532EmulationBackend(
+                readerName: readerName, pn532: box.pn532!, executor: executor, mcuTimeout: mcuTimeout, readerScope: readerScope,
+                close: box.close)
             return backend
         } catch {
             let cause = UnderlyingCause(error)
@@ -104,7 +112,7 @@ public final class PN532EmulationBackend: CardEmulationBackend {
             default:
                 reason = "\(readerName) could not be opened for card emulation: \(cause)"
             }
-            return PN532EmulationBackend(readerName: readerName, unsupported: reason, cause: cause, executor: executor)
+            return PN532EmulationBackend(readerName: readerName, readerScope: readerScope, unsupported: reason, cause: cause, executor: executor)
         }
     }
 

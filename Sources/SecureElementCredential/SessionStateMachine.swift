@@ -395,9 +395,11 @@ public struct SessionStateMachine: Sendable {
                 actions.append(.emit(.presentmentIntentAssertionTimeout))
                 activeAssertion = nil
             } else if let deadline = emulationDeadline, deadline == next, case .cardEmulation = state {
+                // The event first: stopping the runner waits up to one device step, and an
+                // `invalidate()` arriving meanwhile must not finish the stream before it.
+                actions.append(.emit(.cardEmulationTimeout))
                 actions += leavingActions()
                 transition(to: .management)
-                actions.append(.emit(.cardEmulationTimeout))
             } else if let deadline = wiredIdleDeadline, deadline == next {
                 actions += invalidate(reason: .wiredIdleTimeout(timings.wiredIdleTimeout))
             } else {

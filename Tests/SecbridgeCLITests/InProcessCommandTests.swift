@@ -7,15 +7,17 @@ import Testing
 
 /// Runs the whole tool in this process against `desk`'s simulated readers (the in-process PC/SC
 /// client, no pcscd), on a thread of its own, and captures its output.
-func runTool(_ arguments: [String], on desk: SimulatedDesk, input: [String] = []) async throws
+/// The tool's session clock runs at the desk's time scale unless `timeScale` says otherwise.
+func runTool(_ arguments: [String], on desk: SimulatedDesk, input: [String] = [], timeScale: Double? = nil) async throws
     -> (status: Int32, out: String, err: String)
 {
     let executor = BlockingExecutor(name: "cli-test")
     defer { executor.shutdown() }
     let client = desk.client
+    let scale = timeScale ?? desk.timeScale
     return try await executor.run {
         let console = CapturingConsole(input: input)
-        let status = SecbridgeTools.main(arguments: arguments, console: console, client: client)
+        let status = SecbridgeTools.main(arguments: arguments, console: console, client: client, timeScale: scale)
         return (status, console.standardOutput, console.standardError)
     }
 }

@@ -241,7 +241,7 @@ struct DeadlineTests {
         _ = try m.commitCardEmulation(m.check(.performTransaction(credentialA), now: .seconds(2)), credential: credentialA, now: .seconds(2))
         #expect(m.nextDeadline == .seconds(62))
         #expect(m.advance(to: .seconds(61)) == [])
-        #expect(m.advance(to: .seconds(62)) == [.stopEmulation, .closeSecureElement(credentialA), .emit(.cardEmulationTimeout)])
+        #expect(m.advance(to: .seconds(62)) == [.emit(.cardEmulationTimeout), .stopEmulation, .closeSecureElement(credentialA)])
         #expect(m.state == .management)
     }
 

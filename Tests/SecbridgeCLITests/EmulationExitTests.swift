@@ -1,0 +1,28 @@
+import Foundation
+import SecbridgeTesting
+import Testing
+
+/// How `emulate` ends: the reader is restored on every exit path, and nothing waits out an MCU
+/// timeout after the terminal is done (issue: "Correct on a real desk", card emulation).
+@Suite struct EmulationExitTests {
+    static func credential(_ name: String) -> String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Fixtures/credentials/\(name)").path
+    }
+
+    /// `--keep` re-arms after the one read; the 60 s window then ends while a TgInitAsTarget is
+    /// pending. The restore still runs: PICC polling back on (`FF 00 51 FF 00`, status picc FF).
+    /// The device runs at 0.1 (one MCU step 0.5 s), the session at 0.01 (the window 0.6 s), so
+    /// the window surely ends inside a step.
+    @Test func theWindowEndingDuringAPendingTgInitAsTargetStillRestoresTheReader() async throws {
+        let desk = try await SimulatedDesk.open(timeScale: 0.1)
+        defer { desk.close() }
+        try desk.control().send("place-terminal script=android-t4t-read id=android")
+        let result = try await runTool(
+            ["emulate", "--credential", Self.credential("uri-tag.json"), "--yes", "--keep", "--reader", desk.names[0]], on: desk,
+            timeScale: 0.01)
+        #expect(result.status == 0, "\(result.err)\n\(result.out)")
+        #expect(result.out.contains("event: cardEmulationTimeout"), "\(result.out)")
+        #expect(try desk.control().send("status")["picc"] == "FF", "\(result.out)")
+    }
+}
