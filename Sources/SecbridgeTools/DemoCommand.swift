@@ -284,7 +284,9 @@ final class DemoRun: Sendable {
         // Reader B stays quiet until it reads: its automatic PICC polling (on since power-up) would
         // otherwise activate A's emulated target by itself (the two share one field).
         try await setPolling(terminal, on: false, executor: executorB)
-        try await session.performTransaction(using: credential)
+        // One terminal read, then endCardEmulation: no re-arm after the release (a TgInitAsTarget
+        // cannot be cancelled, and endCardEmulation would wait out its MCU timeout).
+        try await session.performTransaction(using: credential, options: credential.emulationDefaults.rearming(.never))
         await state("performTransaction(using:)")
 
         // Reader B, the terminal: PN532 initiator commands, Android's Type 4 Tag read.

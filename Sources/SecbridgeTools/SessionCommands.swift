@@ -116,9 +116,13 @@ extension SecbridgeCLI {
             Runs the client sequence of a credential session on an ACR122-class reader: wired mode,
             a presentment assertion, the authorization prompt (or --yes), then performTransaction:
             the PN532 in target mode presents the credential until the terminal is done (it reads
-            and releases the target), or the 60-second card emulation window ends, or Ctrl-C. With
-            --keep, emulation continues for further terminals until the window ends. The reader's
-            settings (PICC polling, RF field) are restored at the end, also after Ctrl-C or errors.
+            and releases the target), or the 60-second card emulation window ends, or Ctrl-C. The
+            target is then not armed again, so the reader is restored at once (an armed
+            TgInitAsTarget cannot be cancelled and would hold the reader for one 5 s MCU timeout).
+            With --keep, emulation continues for further terminals until the window ends: the
+            target is armed again 250 ms after each release. The reader's settings (PICC polling,
+            RF field) are restored at the end, on every exit path: after Ctrl-C, errors, and when
+            the window ends while the target waits for a terminal.
 
             Readers that cannot emulate (not ACR122-class, the ACR1252U family, escape commands not
             enabled in the CCID driver) fail with the reason and what to do. Exit status 0 when a
@@ -251,7 +255,10 @@ extension SecbridgeCLI {
             let assertion = try await session.acquirePresentmentAssertion()
             say("presentment assertion: \(assertion.state.rawValue)")
             await assertion.relinquish()
-            try await session.performTransaction(using: credential)
+            // Without --keep one terminal is served: the target is not armed again after its
+            // release, so the restore follows at once instead of after one MCU timeout.
+            try await session.performTransaction(
+                using: credential, options: keep ? nil : credential.emulationDefaults.rearming(.never))
             say("state: \(await session.state) on \(reader): present the reader to the terminal (Ctrl-C stops)")
             // Wait (bounded by the session's own 60 s window) for the terminal, the window, or Ctrl-C.
             while done.lock.withLock({ done.result }) == nil && !interrupted() {

@@ -13,12 +13,15 @@ public struct TargetParameters: Sendable, Hashable {
     public var atqa: ATQA
     public var sak: UInt8
     public var historicalBytes: [UInt8]
+    /// What the engine does after a release (``CardEmulationOptions/afterRelease``).
+    public var afterRelease: TargetRearm
 
     public init(_ options: CardEmulationOptions) {
         uid = options.uid
         atqa = options.atqa
         sak = options.sak
         historicalBytes = options.historicalBytes
+        afterRelease = options.afterRelease
     }
 }
 

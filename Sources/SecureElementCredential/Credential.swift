@@ -72,15 +72,41 @@ public struct CardEmulationOptions: Sendable, Hashable {
     public var historicalBytes: [UInt8]
     /// The emulation window; nil uses the session's (60 s by default). Never longer than it.
     public var timeLimit: Duration?
+    /// What happens after a terminal released the target or left the field. Default: armed
+    /// again after a 250 ms grace on the session clock, in which `endCardEmulation()` wins.
+    public var afterRelease: TargetRearm
+
+    /// These options with `afterRelease` replaced.
+    public func rearming(_ afterRelease: TargetRearm) -> CardEmulationOptions {
+        var copy = self
+        copy.afterRelease = afterRelease
+        return copy
+    }
 
     public init(
         uid: EmulatedUID = EmulatedUID(nfcid1t: (0x00, 0xB0, 0x0B)), atqa: ATQA = ATQA(rawValue: 0x0004),
-        sak: UInt8 = 0x20, historicalBytes: [UInt8] = [], timeLimit: Duration? = nil
+        sak: UInt8 = 0x20, historicalBytes: [UInt8] = [], timeLimit: Duration? = nil,
+        afterRelease: TargetRearm = .afterGrace(.milliseconds(250))
     ) {
         self.uid = uid
         self.atqa = atqa
         self.sak = sak
         self.historicalBytes = historicalBytes
         self.timeLimit = timeLimit
+        self.afterRelease = afterRelease
     }
+}
+
+/// Whether card emulation arms the target again for the next terminal.
+///
+/// Arming is a TgInitAsTarget that the ACR122U cannot cancel: it blocks until a terminal comes or
+/// the MCU timeout passes (5 s by default, docs/acr122-pn532.md §5). An `endCardEmulation()` that
+/// arrives just after the re-arm therefore waits out that step; the grace lets it win first, and
+/// `.never` avoids the step altogether when one terminal is all the app wants.
+public enum TargetRearm: Sendable, Hashable {
+    /// Arm again once `grace` (session clock) has passed without `endCardEmulation()`.
+    case afterGrace(Duration)
+    /// Do not arm again: the window stays open with the PN532 idle, until `endCardEmulation()`,
+    /// `invalidate()` or the window's end, all of which then restore the reader at once.
+    case never
 }

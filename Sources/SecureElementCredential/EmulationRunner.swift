@@ -24,7 +24,8 @@ final class EmulationRunner: Sendable {
     /// A hard bound on device steps per window, far above what a 60 s window can hold.
     static let maximumSteps = 100_000
 
-    private let stopped = Mutex(false)
+    /// Whether `stop()` came, and the pause (after a release) that it ends early.
+    private let control = Mutex<(stopped: Bool, pause: Task<Void, Never>?)>((false, nil))
 
     init(
         backend: any CardEmulationBackend, secureElement: any SecureElement, parameters: TargetParameters,
@@ -40,12 +41,35 @@ final class EmulationRunner: Sendable {
 
     /// Asks the loop to end; it does within one device step.
     func stop() {
-        stopped.withLock { $0 = true }
+        let pause = control.withLock { c in
+            c.stopped = true
+            return c.pause
+        }
+        pause?.cancel()
         backend.interrupt()
     }
 
     private var shouldContinue: Bool {
-        !stopped.withLock { $0 } && clock.now < deadline && !Task.isCancelled
+        !control.withLock { $0.stopped } && clock.now < deadline && !Task.isCancelled
+    }
+
+    /// Waits on the session clock until `instant` (at most the window's end), or less when
+    /// `stop()` or cancellation comes first. No device command runs meanwhile.
+    private func pause(until instant: Duration) async {
+        let clock = self.clock
+        let end = min(instant, deadline)
+        let sleeper = Task<Void, Never> { _ = try? await clock.sleep(until: end) }
+        let stoppedAlready = control.withLock { c in
+            c.pause = sleeper
+            return c.stopped
+        }
+        if stoppedAlready { sleeper.cancel() }
+        await withTaskCancellationHandler {
+            await sleeper.value
+        } onCancel: {
+            sleeper.cancel()
+        }
+        control.withLock { $0.pause = nil }
     }
 
     func run() async {
@@ -53,9 +77,20 @@ final class EmulationRunner: Sendable {
         var steps = 0
         var splitter = ResponseSplitter(maximumLength: backend.maximumResponseLength)
         var active = false
+        var released = false
         while shouldContinue, steps < Self.maximumSteps {
             steps += 1
             do {
+                if released {
+                    // The terminal is done: re-arm only after the grace, or never (no dead
+                    // MCU-timeout step in front of an endCardEmulation that follows).
+                    released = false
+                    switch parameters.afterRelease {
+                    case .afterGrace(let grace): await pause(until: clock.now + grace)
+                    case .never: await pause(until: deadline)
+                    }
+                    continue
+                }
                 if !active {
                     switch try await backend.waitForActivation(parameters) {
                     case .noTerminal:
@@ -75,13 +110,16 @@ final class EmulationRunner: Sendable {
                         await report(.exchanged(command: command, response: response))
                         if case .released(let cause) = try await backend.sendResponse(response) {
                             active = false
+                            released = true
                             await report(.field(FieldStateInfo(state: .fieldAbsent, observation: "TgSetData: \(cause)")))
                         }
                     case .released(let cause):
                         active = false
+                        released = true
                         await report(.field(FieldStateInfo(state: .fieldAbsent, observation: "TgGetData: \(cause)")))
                     case .silent:
                         active = false
+                        released = true
                         await report(.field(FieldStateInfo(
                             state: .fieldAbsent, observation: "no command from the terminal within one MCU timeout")))
                     }

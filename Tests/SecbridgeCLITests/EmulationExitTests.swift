@@ -26,3 +26,25 @@ import Testing
         #expect(try desk.control().send("status")["picc"] == "FF", "\(result.out)")
     }
 }
+
+extension EmulationExitTests {
+    /// Without `--keep` one terminal is served: after TgGetData's status 29 (PN532 UM0701-02
+    /// §7.3.16: the initiator released the target) the next command is the restore
+    /// (`FF 00 51 FF 00`), not another TgInitAsTarget (`D4 8C`) that would block one MCU timeout.
+    @Test func afterTheTerminalsReleaseTheTargetIsNotArmedAgainAndTheRestoreFollows() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        try desk.control().send("place-terminal script=android-t4t-read id=android")
+        let record = desk.directory + "/emulate.trn"
+        let result = try await runTool(
+            ["emulate", "--credential", Self.credential("uri-tag.json"), "--yes", "--record", record, "--reader", desk.names[0]],
+            on: desk)
+        #expect(result.status == 0, "\(result.err)\n\(result.out)")
+        let controls = try String(contentsOfFile: record, encoding: .utf8).split(separator: "\n")
+            .filter { $0.contains(" ctl 0x42000001 ") }
+            .map { String($0.split(separator: " ", maxSplits: 3).last ?? "") }
+        let release = try #require(controls.lastIndex(of: "< D5 87 29 90 00"), "\(controls)")
+        #expect(Array(controls[(release + 1)...].prefix(2)) == ["> FF 00 51 FF 00", "< 90 FF"], "\(controls)")
+        #expect(!controls[release...].contains { $0.hasPrefix("> FF 00 00 00") && $0.contains(" D4 8C") }, "\(controls)")
+    }
+}
