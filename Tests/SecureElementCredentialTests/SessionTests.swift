@@ -70,16 +70,23 @@ struct SessionTests {
         await h.session.invalidate()
     }
 
-    @Test("after a release the target is armed again only after the grace: an endCardEmulation within it restores at once")
-    func rearmGrace() async throws {
-        let h = try Harness()
+    /// A session in card emulation whose one terminal sent a SELECT and released the target;
+    /// returns once the runner pauses (the window's timer, the session's, the grace: 3 sleepers).
+    static func releasedAfterOneCommand() async throws -> Harness {
+        let h = try Harness(reader: "\(#function) \(UInt64.random(in: 0...UInt64.max))")
         var events = h.session.eventStream.makeAsyncIterator()
         try await h.session.enterWiredMode(using: h.credential)
         try await h.session.performTransaction(using: h.credential)
         h.backend.present(InMemoryTerminal(commands: [hex("00 A4 04 00 07 D2 76 00 00 85 01 01 00")]))
         #expect(await nextEvent(&events, where: isField(.fieldAbsent)) != nil)
+        await h.waitForSleepers(3)
+        return h
+    }
+
+    @Test("after a release the target is armed again only after the grace: an endCardEmulation within it restores at once")
+    func rearmGrace() async throws {
+        let h = try await Self.releasedAfterOneCommand()
         // The runner pauses on the virtual clock; nothing arms while the clock stands still.
-        await h.waitForSleepers(3)  // the window, the assertion-free session timer, the grace
         #expect(h.backend.calls.suffix(2) == ["set", "get"], "\(h.backend.calls)")
         try await h.session.endCardEmulation()
         #expect(h.backend.calls.suffix(3) == ["set", "get", "restore"], "\(h.backend.calls)")
@@ -88,13 +95,7 @@ struct SessionTests {
 
     @Test("after a release the grace passes (250 ms) and the target is armed for the next terminal")
     func rearmAfterGrace() async throws {
-        let h = try Harness()
-        var events = h.session.eventStream.makeAsyncIterator()
-        try await h.session.enterWiredMode(using: h.credential)
-        try await h.session.performTransaction(using: h.credential)
-        h.backend.present(InMemoryTerminal(commands: [hex("00 A4 04 00 07 D2 76 00 00 85 01 01 00")]))
-        #expect(await nextEvent(&events, where: isField(.fieldAbsent)) != nil)
-        await h.waitForSleepers(3)
+        let h = try await Self.releasedAfterOneCommand()
         h.clock.advance(by: .milliseconds(250))
         for _ in 0..<100_000 where h.backend.calls.last != "arm" { await Task.yield() }
         #expect(h.backend.calls.suffix(3) == ["set", "get", "arm"], "\(h.backend.calls)")
