@@ -41,6 +41,10 @@ public struct ACR122Personality: Sendable, Hashable {
     /// How long one passive activation attempt of InListPassiveTarget takes (simulated time), so
     /// that MxRtyPassiveActivation n bounds polling at (n + 1) attempts. 5 ms is an estimate (U).
     public var passiveActivationAttempt: Duration
+    /// When TgInitAsTarget's MCU timeout passes with no terminal, the reader answers with no bytes
+    /// at all instead of `63 00`. Some firmware is reported to behave so (the issue that asked
+    /// for it, not a document: (U)); a client must take it as "no terminal yet".
+    public var emptyAnswerWhileNoTerminal: Bool = false
 
     public init(
         driver: Driver = .ccidEscapeEnabled, firmware: String = "ACR122U207", legacyT0Firmware: Bool = false,

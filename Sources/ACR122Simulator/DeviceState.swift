@@ -105,6 +105,8 @@ enum ChipOutcome {
     case failed
     /// libccid's own timeout passed first: IFD_COMMUNICATION_ERROR.
     case driverTimeout
+    /// The MCU answers with no bytes at all (``ACR122Personality/emptyAnswerWhileNoTerminal``).
+    case empty
 }
 
 /// The mutable state of one simulated ACR122U, only touched with the field locked (hence

@@ -406,7 +406,8 @@ extension DeviceState {
             if case .target(let current) = role, current === t, !t.isActivated {
                 role = .idle
             }
-            return outcome == .driverTimeout ? .driverTimeout : .failed
+            if outcome == .driverTimeout { return .driverTimeout }
+            return personality.emptyAnswerWhileNoTerminal ? .empty : .failed
         }
     }
 

@@ -240,6 +240,7 @@ extension DeviceState {
         switch runChip(frame, world: world, lock: lock) {
         case .frame(let reply): own = reply + Self.ok
         case .failed: own = Self.failed
+        case .empty: own = []
         case .driverTimeout: throw IFDError.communicationError
         }
         if let waiting = lateAnswer {

@@ -155,6 +155,7 @@ public final class ACR122Link {
     public func ats() throws -> [UInt8] { try Self.checked(try exchange(.getATS)) }
 
     static func checked(_ reply: [UInt8]) throws(ACR122Error) -> [UInt8] {
+        if reply.isEmpty { throw .emptyReply }
         let parsed: ACR122Reply
         do {
             parsed = try ACR122Reply(parsing: reply)

@@ -23,6 +23,9 @@ public enum ACR122Error: Error, Sendable, Equatable, CustomStringConvertible {
     case notAnACR122(readerName: String, firmware: String)
     /// A T=0 unit kept answering `61 xx` to `FF C0 00 00 xx` beyond the bound.
     case tooManyGetResponses(limit: Int)
+    /// The reader answered with no bytes at all, not even a status word. Some firmware answers a
+    /// TgInitAsTarget this way while no terminal came (card emulation takes it as "no terminal yet").
+    case emptyReply
 
     /// The exact text docs/cases.md P09 asks for.
     public static let escapeCommandsNotEnabledMessage =
@@ -49,6 +52,8 @@ public enum ACR122Error: Error, Sendable, Equatable, CustomStringConvertible {
             return "reader \"\(name)\" answered the firmware-version command with \"\(firmware)\", which is not an ACR122U"
         case .tooManyGetResponses(let limit):
             return "the reader kept answering 61 xx after \(limit) Get Response (FF C0) commands"
+        case .emptyReply:
+            return "the ACR122U answered with no bytes (not even a status word): run `secbridge reset`, and replug the reader if it persists"
         }
     }
 }

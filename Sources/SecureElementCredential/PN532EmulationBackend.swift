@@ -19,7 +19,8 @@ final class PN532Box: @unchecked Sendable {
 /// - `prepare()`: automatic PICC polling off (`FF 00 51 00 00`), the bounded MCU timeout
 ///   (`FF 00 41 TO 00`, default 1 step = 5 s), RF field off, SetParameters 30.
 /// - `waitForActivation`: TgInitAsTarget (modes PassiveOnly | PICCOnly); the ACR122U answers 63 00
-///   when its MCU timeout passes first, which is a step without a terminal.
+///   when its MCU timeout passes first, which is a step without a terminal; an answer of no bytes
+///   at all (some firmware) is the same.
 /// - `receiveCommand` / `sendResponse`: TgGetData / TgSetData; status 29 or 2B (and 25) mean the
 ///   terminal released the target; 63 00 on TgGetData means it fell silent.
 /// - `restore()`: `FF 00 51 FF 00`, so the reader polls for cards again (and `FF 00 41 01 00` when
@@ -143,6 +144,9 @@ public final class PN532EmulationBackend: CardEmulationBackend {
                 return .activated(mode: activation.mode.rawValue, initiatorCommand: activation.initiatorCommand)
             } catch ACR122Error.operationFailed {
                 // 63 00: the MCU timeout passed with no terminal (ACR122U API v2.04 §6.3).
+                return .noTerminal
+            } catch ACR122Error.emptyReply {
+                // Some firmware answers nothing at all until a terminal comes: no terminal yet.
                 return .noTerminal
             }
         }

@@ -65,12 +65,18 @@ enum PersonalityName {
     /// | `acs-driver` | ACS acsccid: escape 0x42000DAC, always listed |
     /// | `legacy-t0` | an early T=0 unit (61 xx + FF C0), firmware ACR122U103, libccid with escape enabled |
     /// | `atr-whole-ats` | escape enabled; the ATR's historical bytes are the whole ATS (ACR122T manual (U)) |
+    /// | `empty-target-wait` | escape enabled; TgInitAsTarget without a terminal answers 0 bytes, not 63 00 (U) |
     static let all: [(name: String, personality: ACR122Personality)] = [
         ("ccid-escape-enabled", .ccidEscapeEnabled),
         ("ccid-escape-disabled", .ccidEscapeDisabled),
         ("acs-driver", .acsDriver),
         ("legacy-t0", .legacyT0Firmware),
         ("atr-whole-ats", ACR122Personality(driver: .ccidEscapeEnabled, atrHistoricalBytes: .wholeATS)),
+        ("empty-target-wait", {
+            var personality = ACR122Personality.ccidEscapeEnabled
+            personality.emptyAnswerWhileNoTerminal = true
+            return personality
+        }()),
     ]
 
     /// The personality `name`, with the firmware string replaced when `firmware` is given.

@@ -48,3 +48,25 @@ extension EmulationExitTests {
         #expect(!controls[release...].contains { $0.hasPrefix("> FF 00 00 00") && $0.contains(" D4 8C") }, "\(controls)")
     }
 }
+
+extension EmulationExitTests {
+    /// A firmware that answers TgInitAsTarget with no bytes while no terminal comes (personality
+    /// `empty-target-wait`): each such answer is "no terminal yet", the target is armed again, and
+    /// the window ends with `cardEmulationTimeout`, not with "device steps failed".
+    @Test func anEmptyAnswerToTgInitAsTargetIsNoTerminalYet() async throws {
+        let desk = try await SimulatedDesk.open(personality: "empty-target-wait")
+        defer { desk.close() }
+        let record = desk.directory + "/emulate.trn"
+        let result = try await runTool(
+            ["emulate", "--credential", Self.credential("uri-tag.json"), "--yes", "--record", record, "--reader", desk.names[0]],
+            on: desk)
+        #expect(result.status == 1, "no terminal exchanged APDUs: \(result.err)\n\(result.out)")
+        #expect(result.out.contains("event: cardEmulationTimeout"), "\(result.out)")
+        #expect(!result.out.contains("failed") && !result.err.contains("failed"), "\(result.err)\n\(result.out)")
+        let lines = try String(contentsOfFile: record, encoding: .utf8).split(separator: "\n").map(String.init)
+        let arms = lines.indices.filter { lines[$0].contains(" ctl 0x42000001 > FF 00 00 00 27 D4 8C") }
+        #expect(arms.count >= 4, "armed again after each empty answer: \(arms.count)")
+        #expect(lines[arms[0] + 1].hasSuffix(" ctl 0x42000001 <"), "\(lines[arms[0] + 1])")
+        #expect(try desk.control().send("status")["picc"] == "FF")
+    }
+}

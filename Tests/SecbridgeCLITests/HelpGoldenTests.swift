@@ -110,7 +110,7 @@ import Testing
 
             """#),
         Refusal(kind: "choice with a noun", arguments: ["simulate", "--personality", "acr1252"], error: #"""
-            secbridge: error: unknown personality 'acr1252'; use one of ccid-escape-enabled, ccid-escape-disabled, acs-driver, legacy-t0, atr-whole-ats
+            secbridge: error: unknown personality 'acr1252'; use one of ccid-escape-enabled, ccid-escape-disabled, acs-driver, legacy-t0, atr-whole-ats, empty-target-wait
             USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process]
             Run 'secbridge simulate --help' for more information.
 
@@ -530,7 +530,7 @@ import Testing
             and CI that should not wait out device timeouts; the default 1 is real time.
 
             Personalities: ccid-escape-enabled (default), ccid-escape-disabled, acs-driver, legacy-t0,
-            atr-whole-ats. Needs root, or unprivileged user namespaces; otherwise it says why and exits 1,
+            atr-whole-ats, empty-target-wait (no terminal: TgInitAsTarget answers 0 bytes). Needs root, or unprivileged user namespaces; otherwise it says why and exits 1,
             unless --in-process is given: then the readers run inside this process (no pcscd, so no
             other program sees them) and standard input also takes `send a|b HEX…` to send a
             command APDU (to the card) or a pseudo-APDU (FF …, through the escape path without a card).
@@ -543,7 +543,7 @@ import Testing
 
             OPTIONS:
               --readers <1|2>        How many simulated readers (default 2, sharing one field).
-              --personality <NAME>   The readers' personality (driver and firmware quirks): ccid-escape-enabled (default), ccid-escape-disabled, acs-driver, legacy-t0 or atr-whole-ats.
+              --personality <NAME>   The readers' personality (driver and firmware quirks): ccid-escape-enabled (default), ccid-escape-disabled, acs-driver, legacy-t0, atr-whole-ats or empty-target-wait.
               --card <UID>           Place an ISO 14443-4 card with this UID (4, 7 or 10 bytes of hex).
               --applet <NAME>        The placed card's applet: ok (default), echo or t4t-ndef.
               --tag <UID>            Place an ISO 14443-3 tag (no ISO-DEP) with this UID (4, 7 or 10 bytes of hex), as peer `tag` (e.g. `a tag-memory peer=tag`).
