@@ -94,12 +94,19 @@ public final class VirtualSessionClock: SessionClock {
         }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let resumeNow: Bool = state.withLock { s in
+                // Checked under the lock: a cancellation that came before this registration finds
+                // no sleeper to resume in its handler, so it must be seen here.
+                let resumeNow: Bool? = state.withLock { s in
+                    if Task.isCancelled { return nil }
                     if s.now >= deadline { return true }
                     s.sleepers.append(Sleeper(id: id, deadline: deadline, continuation: continuation))
                     return false
                 }
-                if resumeNow { continuation.resume() }
+                switch resumeNow {
+                case nil: continuation.resume(throwing: CancellationError())
+                case true?: continuation.resume()
+                case false?: break
+                }
             }
         } onCancel: {
             let cancelled: Sleeper? = state.withLock { s in
