@@ -42,6 +42,9 @@ public final class ISO14443_4Card: FieldPeer {
     public let ats: [UInt8]
     private let handler: @Sendable ([UInt8]) -> [UInt8]
     private let log = Mutex<[[UInt8]]>([])
+    /// The card leaves the field while it answers its `leavesAfter`-th C-APDU (the answer is lost):
+    /// a card pulled away mid-exchange. nil: it stays.
+    public let leavesAfter: Int?
 
     /// - Parameters:
     ///   - uid: 4, 7 or 10 bytes.
@@ -49,20 +52,24 @@ public final class ISO14443_4Card: FieldPeer {
     ///   - sak: default 0x20 (ISO/IEC 14443-4 compliant).
     ///   - ats: the whole ATS, TL first; default `05 78 80 70 02` (TL 05, FSCI 8, no historical bytes).
     ///   - handler: answers one C-APDU with one R-APDU (SW1-SW2 included).
+    ///   - leavesAfter: the card leaves the field during this C-APDU (1 = the first); nil stays.
     public convenience init(
         uid: [UInt8], atqa: UInt16 = 0x0004, sak: UInt8 = 0x20, ats: [UInt8] = [0x05, 0x78, 0x80, 0x70, 0x02],
-        handler: @escaping @Sendable ([UInt8]) -> [UInt8]
+        leavesAfter: Int? = nil, handler: @escaping @Sendable ([UInt8]) -> [UInt8]
     ) {
-        self.init(identity: TypeAIdentity(uid: uid, atqa: atqa, sak: sak), ats: ats, replay: nil, handler: handler)
+        self.init(
+            identity: TypeAIdentity(uid: uid, atqa: atqa, sak: sak), ats: ats, replay: nil, leavesAfter: leavesAfter,
+            handler: handler)
     }
 
     private init(
-        identity: TypeAIdentity, ats: [UInt8], replay: TranscriptResponder?,
+        identity: TypeAIdentity, ats: [UInt8], replay: TranscriptResponder?, leavesAfter: Int? = nil,
         handler: @escaping @Sendable ([UInt8]) -> [UInt8]
     ) {
         self.identity = identity
         self.ats = ats
         self.replay = replay
+        self.leavesAfter = leavesAfter
         self.handler = handler
     }
 
@@ -93,8 +100,13 @@ public final class ISO14443_4Card: FieldPeer {
 
     public var peerDescription: String { "ISO 14443-4 card \(identity.uid.hexString)" }
 
-    func answer(_ apdu: [UInt8]) -> [UInt8] {
-        log.withLock { $0.append(apdu) }
+    /// The R-APDU, or nil when the card leaves the field during this command (``leavesAfter``).
+    func answer(_ apdu: [UInt8]) -> [UInt8]? {
+        let count = log.withLock { log in
+            log.append(apdu)
+            return log.count
+        }
+        if let leavesAfter, count >= leavesAfter { return nil }
         return handler(apdu)
     }
 }

@@ -9,6 +9,8 @@ extension DeviceState {
         case status(UInt8)
         case mcuTimeout
         case driverTimeout
+        /// The card left the field during the exchange (``ISO14443_4Card/leavesAfter``).
+        case cardLost
     }
 
     func runChip(_ frame: [UInt8], world: FieldWorld, lock: ConditionLock<FieldWorld>) -> ChipOutcome {
@@ -241,6 +243,10 @@ extension DeviceState {
             result = .failed
         case .driverTimeout:
             result = .driverTimeout
+        case .cardLost:
+            // The target left mid-exchange: the PN532 times out waiting for it (status 01).
+            lastError = 0x01
+            result = reply([0x01])
         }
         if case .initiator = role { role = .initiator(targets) }
         return result
@@ -261,7 +267,11 @@ extension DeviceState {
         switch target.peer {
         case .card(let card):
             guard target.isoDEP else { return .status(0x01) }
-            return .answer(card.answer(command))
+            guard let answer = card.answer(command) else {
+                world.removePeer(card)
+                return .cardLost
+            }
+            return .answer(answer)
         case .tag(let tag):
             guard let answer = tag.transceive(command) else { return .status(mifareAuthentication(tag, command)) }
             return Self.outcome(of: answer)
@@ -320,7 +330,7 @@ extension DeviceState {
         case .status(let status):
             lastError = status
             return [status]
-        case .mcuTimeout, .driverTimeout:
+        case .mcuTimeout, .driverTimeout, .cardLost:
             return [0x01]
         }
     }

@@ -54,6 +54,10 @@ extension DeviceState {
         case .status: return Self.failed
         case .mcuTimeout: return Self.failed
         case .driverTimeout: throw IFDError.communicationError
+        // The card left during the exchange: the CCID slot reports an error for the block
+        // (libccid's CmdXfrBlock fails), which pcscd turns into SCARD_E_NOT_TRANSACTED (U: no
+        // byte log of an ACR122U losing a card mid-APDU was found).
+        case .cardLost: throw IFDError.communicationError
         }
     }
 

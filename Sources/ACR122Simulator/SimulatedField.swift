@@ -45,11 +45,7 @@ public final class SimulatedField: Sendable {
     /// card taken away); an emulating reader whose terminal leaves sees status 29 (released).
     public func remove(_ peer: any FieldPeer) {
         lock.withLock { world in
-            guard let index = world.peers.firstIndex(where: { $0 === peer }) else { return }
-            world.peers.remove(at: index)
-            for device in world.devices { device.peerRemoved(peer, world: world) }
-            world.record(.peerRemoved(peer.peerDescription), reader: nil)
-            lock.broadcast()
+            if world.removePeer(peer) { lock.broadcast() }
         }
     }
 
@@ -115,6 +111,16 @@ final class FieldWorld {
 
     init(eventCapacity: Int) {
         self.eventCapacity = eventCapacity
+    }
+
+    /// Takes `peer` out of the field (the lock held); false when it was not in it.
+    @discardableResult
+    func removePeer(_ peer: any FieldPeer) -> Bool {
+        guard let index = peers.firstIndex(where: { $0 === peer }) else { return false }
+        peers.remove(at: index)
+        for device in devices { device.peerRemoved(peer, world: self) }
+        record(.peerRemoved(peer.peerDescription), reader: nil)
+        return true
     }
 
     func record(_ kind: FieldEvent.Kind, reader: String?) {

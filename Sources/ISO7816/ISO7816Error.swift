@@ -62,6 +62,8 @@ public struct ISO7816Error: CodedError {
         public static let extendedLengthOnT0 = Code(rawValue: "extendedLengthOnT0")
         /// The card kept answering 61 XX past the transport's GET RESPONSE cap.
         public static let getResponseLimit = Code(rawValue: "getResponseLimit")
+        /// The card answered with no bytes at all (a "success" of length 0): a mute card.
+        public static let noResponse = Code(rawValue: "noResponse")
     }
 
     /// What went wrong.

@@ -18,12 +18,18 @@
 /// 2. T=0: the command goes as its C-TPDU (`CommandAPDU.serializedForT0()`): case 4 sends no Le.
 /// 3. 6C XX: the same command is sent again, once, with Le = XX (ISO/IEC 7816-3 §12.2.2 /
 ///    7816-4 §5.6).
-/// 4. 61 XX: GET RESPONSE `| CLA' | C0 | 00 | 00 | P3 |` with P3 = min(remaining Ne, XX) (XX = 00
-///    means 256, P3 256 is sent as 00), repeated while the card answers 61 XX, at most
-///    `maxGetResponses` times; each answer's data is appended (P01, P02). When Ne bytes have
-///    arrived and the card still says 61 XX, the response returns with that 61 XX: the card has
-///    more than was asked for.
-/// 5. Any other status word is returned as it is: a status word is a value, not an error.
+/// 4. 61 XX: GET RESPONSE `| CLA' | C0 | 00 | 00 | P3 |` with P3 = min(Ne still wanted, XX), or XX
+///    once Ne has arrived (XX = 00 means 256, sent as 00), repeated while the card answers 61 XX,
+///    at most `maxGetResponses` times; each answer's data is appended (P01, P02). By default (`responseChain = .toTheEnd`) the chain is followed
+///    to its end whatever Ne the command said, as OpenSC's `sc_get_response`, javax.smartcardio and
+///    pcsc-sharp do: a 2847-byte object read with Le 00 arrives whole. With `.stopAtNe` the chain
+///    stops once Ne bytes arrived and the response returns with the card's last 61 XX: the card has more than was asked for.
+/// 5. A GET RESPONSE answered with an error status word (anything but 61 XX, 90 00 and the
+///    warnings 62 XX / 63 XX) ends the chain with ``GetResponseChainError``, which carries the
+///    data that came before it as partial, never as the answer.
+/// 6. Any other status word is returned as it is: a status word is a value, not an error.
+/// 7. An answer of 0 bytes (a mute card: the reader reports success and no bytes) throws
+///    `ISO7816Error` `noResponse`.
 ///
 /// Not thread-safe (it holds the channel, which blocks): use it from the thread that owns the
 /// PC/SC card handle.
@@ -40,6 +46,16 @@ public struct ISO7816Transport {
     /// The most GET RESPONSE commands sent for one command (default 256: enough for Ne = 65 536
     /// in 256-byte pieces).
     public var maxGetResponses: Int
+    /// How far a 61 XX chain is followed (default ``ResponseChain/toTheEnd``).
+    public var responseChain: ResponseChain
+
+    /// How far GET RESPONSE follows the card's 61 XX.
+    public enum ResponseChain: Sendable, Hashable {
+        /// Until the card stops answering 61 XX (bounded by `maxGetResponses`), whatever Ne said.
+        case toTheEnd
+        /// Until Ne bytes arrived; the card's remaining 61 XX is left in the response.
+        case stopAtNe
+    }
 
     /// The longest short APDU: case 4S with Nc = 255.
     public static let shortAPDUMaxLength = 4 + 1 + 255 + 1
@@ -48,12 +64,14 @@ public struct ISO7816Transport {
         channel: any CardChannel,
         capabilities: CardCapabilities = .shortOnly,
         readerMaxInput: Int? = nil,
-        maxGetResponses: Int = 256
+        maxGetResponses: Int = 256,
+        responseChain: ResponseChain = .toTheEnd
     ) {
         self.channel = channel
         self.capabilities = capabilities
         self.readerMaxInput = readerMaxInput
         self.maxGetResponses = maxGetResponses
+        self.responseChain = responseChain
     }
 
     /// How the transport will send a command, decided before anything is sent.
@@ -128,8 +146,9 @@ public struct ISO7816Transport {
     ///
     /// - Parameter command: a card APDU, or a reader pseudo-APDU (CLA FF) which is passed through.
     /// - Returns: all response data collected (through GET RESPONSE if needed) and the last SW.
-    /// - Throws: `ISO7816Error` (`commandTooLong` before sending, `responseTooShort`,
-    ///   `getResponseLimit`), or whatever the channel throws.
+    /// - Throws: `ISO7816Error` (`commandTooLong` before sending, `noResponse` for an answer of
+    ///   0 bytes, `responseTooShort`, `getResponseLimit`), ``GetResponseChainError`` when a GET
+    ///   RESPONSE fails mid-chain, or whatever the channel throws.
     public func transmit(_ command: CommandAPDU) throws -> ResponseAPDU {
         switch try plan(for: command) {
         case .passThrough:
@@ -158,7 +177,16 @@ public struct ISO7816Transport {
 
     func send(_ apdu: CommandAPDU) throws -> ResponseAPDU {
         let bytes = channel.transmissionProtocol == .t0 ? try apdu.serializedForT0() : apdu.serialized()
-        return try ResponseAPDU(parsing: channel.transmit(bytes))
+        let answer = try channel.transmit(bytes)
+        if answer.isEmpty { throw Self.noResponse(to: bytes) }
+        return try ResponseAPDU(parsing: answer)
+    }
+
+    /// The `noResponse` error for a command answered with 0 bytes (a mute card).
+    public static func noResponse(to command: [UInt8]) -> ISO7816Error {
+        ISO7816Error(
+            .noResponse,
+            "the card answered \(command.hexString) with no bytes at all, not even SW1 SW2 (the reader reported success): the card is mute. Take it out of the field and present it again; if it stays mute, it does not handle this command")
     }
 
     func exchange(_ apdu: CommandAPDU, wantedNe: Int) throws -> ResponseAPDU {
@@ -175,8 +203,10 @@ public struct ISO7816Transport {
         var iterations = 0
         // Bounded by maxGetResponses.
         while let available = sw.bytesAvailable {
-            let remaining = wantedNe == 0 ? available : wantedNe - data.count
-            if remaining <= 0 { break }  // Ne reached; the 61 XX stays in the result
+            // Up to Ne, ask for what is still wanted; past Ne (.toTheEnd), for what the card offers.
+            let wanted = wantedNe == 0 ? available : wantedNe - data.count
+            if wanted <= 0 && responseChain == .stopAtNe { break }  // Ne reached; the 61 XX stays in the result
+            let remaining = wanted <= 0 ? available : wanted
             guard iterations < maxGetResponses else {
                 throw ISO7816Error(
                     .getResponseLimit,
@@ -190,6 +220,9 @@ public struct ISO7816Transport {
                 iterations += 1
                 p3 = le
                 next = try send(CommandAPDU(uncheckedCLA: getResponseCLA, ins: 0xC0, p1: 0x00, p2: 0x00, data: [], ne: p3, isExtended: false))
+            }
+            if next.statusWord.bytesAvailable == nil, next.statusWord.category != .normal, next.statusWord.category != .warning {
+                throw GetResponseChainError(partialData: data, statusWord: next.statusWord, getResponses: iterations)
             }
             data.append(contentsOf: next.data)
             sw = next.statusWord
@@ -206,5 +239,27 @@ public struct ISO7816Transport {
         case 0x40...0x7F: cla & 0x4F  // further interindustry: b7 set, channel - 4 in b4-b1
         default: 0x00
         }
+    }
+}
+
+/// A GET RESPONSE chain that a card ended with an error status word: the bytes collected before it
+/// are partial, not the answer (ISO/IEC 7816-4 §5.1.3: the response is complete only when the last
+/// GET RESPONSE is answered 90 00 or a warning).
+public struct GetResponseChainError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The data that arrived before the failing GET RESPONSE (the first answer's and the chain's).
+    public let partialData: [UInt8]
+    /// The status word that ended the chain.
+    public let statusWord: StatusWord
+    /// How many GET RESPONSE commands were sent, the failing one included.
+    public let getResponses: Int
+
+    public init(partialData: [UInt8], statusWord: StatusWord, getResponses: Int) {
+        self.partialData = partialData
+        self.statusWord = statusWord
+        self.getResponses = getResponses
+    }
+
+    public var description: String {
+        "GET RESPONSE \(getResponses) was answered \(statusWord.bytes.hexString) (\(statusWord.meaning)): the response is incomplete; \(partialData.count) bytes arrived before it (partial data, not the answer)"
     }
 }

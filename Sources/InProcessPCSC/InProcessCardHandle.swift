@@ -148,12 +148,12 @@ public final class InProcessCardHandle: PCSCConnection, Sendable {
     /// The corresponding PC/SC function is SCardBeginTransaction. While another handle holds the
     /// lock, pcsc-lite's client library retries every PCSCLITE_LOCK_POLL_RATE (100 ms) with no end
     /// (docs/test-infrastructure.md, "What the in-process client copies from pcsc-lite's client library");
-    /// this one retries the same way for at most ``transactionWaitLimit`` and then throws
+    /// this one retries the same way for at most `InProcessReaders.transactionWaitLimit` and then throws
     /// SCARD_E_TIMEOUT (0x8010000A), so a transaction left open never hangs the caller.
     /// - Throws: `PCSCError` — SCARD_W_REMOVED_CARD / SCARD_W_RESET_CARD, SCARD_E_TIMEOUT.
     public func beginTransaction() throws(PCSCError) {
         try checkConnected("SCardBeginTransaction")
-        let deadline = ContinuousClock.now + Self.transactionWaitLimit
+        let deadline = ContinuousClock.now + reader.transactionWaitLimit
         while true {
             do {
                 return try Self.named("SCardBeginTransaction") { () throws(PCSCError) in try reader.beginTransaction(id) }
@@ -167,8 +167,6 @@ public final class InProcessCardHandle: PCSCConnection, Sendable {
         }
     }
 
-    /// How long ``beginTransaction()`` waits for another handle's transaction: 60 s.
-    public static let transactionWaitLimit: Duration = .seconds(60)
 
     /// Ends the transaction; RESET or UNPOWER act on the card first (the other handles then see
     /// SCARD_W_RESET_CARD).

@@ -31,7 +31,14 @@ public final class InProcessReaders: Sendable {
     }
     private let entries = Mutex<[Entry]>([])
 
-    public init() {}
+    /// How long SCardBeginTransaction waits for another handle's transaction before
+    /// SCARD_E_TIMEOUT (``InProcessCardHandle/beginTransaction()``).
+    public let transactionWaitLimit: Duration
+
+    /// - Parameter transactionWaitLimit: default 60 s; simulated desks scale it with their time.
+    public init(transactionWaitLimit: Duration = .seconds(60)) {
+        self.transactionWaitLimit = transactionWaitLimit
+    }
 
     deinit { close() }
 
@@ -97,7 +104,7 @@ public final class InProcessReaders: Sendable {
             let taken = Set(entries.filter { $0.friendlyName == friendlyName }.map { $0.reader.index })
             let number = (0..<LunTable.capacity).first { !taken.contains($0) } ?? entries.count
             let name = friendlyName + " " + Self.hex(number) + " 00"
-            let reader = ReaderContext(name: name, lun: lun, index: number, deviceName: deviceName)
+            let reader = ReaderContext(name: name, lun: lun, index: number, deviceName: deviceName, transactionWaitLimit: transactionWaitLimit)
             reader.poll(initial: true)
             entries.append(Entry(friendlyName: friendlyName, reader: reader))
             return name

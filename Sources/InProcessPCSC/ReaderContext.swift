@@ -66,6 +66,8 @@ final class ReaderContext: Sendable {
     let lun: UInt
     let index: Int
     let deviceName: String
+    /// How long SCardBeginTransaction waits for another handle's transaction.
+    let transactionWaitLimit: Duration
     private let driverLock = Mutex(())
     /// pcscd's single event-handler thread per reader: one presence poll at a time.
     private let pollLock = Mutex(())
@@ -73,7 +75,8 @@ final class ReaderContext: Sendable {
     let record = Mutex(ReaderRecord())
     private let nextHandle = Atomic<UInt>(1)
 
-    init(name: String, lun: UInt, index: Int, deviceName: String) {
+    init(name: String, lun: UInt, index: Int, deviceName: String, transactionWaitLimit: Duration) {
+        self.transactionWaitLimit = transactionWaitLimit
         self.name = name
         self.lun = lun
         self.index = index

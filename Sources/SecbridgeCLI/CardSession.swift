@@ -16,11 +16,13 @@ package final class CardSession {
     /// The transcript recorder with `--record`, for events (a card reset) beside the exchanges.
     package let recorder: TranscriptRecorder?
     private let finish: () -> Void
+    private let context: any PCSCClientContext
 
     private init(
         reader: String, handle: any PCSCConnection, channel: any CardChannel, capabilities: CardCapabilities,
-        maxInput: Int?, atr: [UInt8], recorder: TranscriptRecorder?, finish: @escaping () -> Void
+        maxInput: Int?, atr: [UInt8], recorder: TranscriptRecorder?, context: any PCSCClientContext, finish: @escaping () -> Void
     ) {
+        self.context = context
         self.recorder = recorder
         self.reader = reader
         self.handle = handle
@@ -68,7 +70,67 @@ package final class CardSession {
         }
         return CardSession(
             reader: reader, handle: handle, channel: channel, capabilities: capabilities,
-            maxInput: maxInput.flatMap { $0 > 0 ? $0 : nil }, atr: atr, recorder: recorder, finish: finish)
+            maxInput: maxInput.flatMap { $0 > 0 ? $0 : nil }, atr: atr, recorder: recorder, context: context, finish: finish)
+    }
+
+    /// What went wrong with an exchange, in words a user can act on. After a PC/SC failure the
+    /// reader is asked (SCardStatus) whether the card is still there, because pcscd reports a
+    /// card pulled away mid-APDU as SCARD_E_NOT_TRANSACTED (the driver's IFD_COMMUNICATION_ERROR,
+    /// `IFDResultMapping.transmit`), whose own wording ("transaction failed") says nothing of the card.
+    /// - Parameter command: the APDU that failed, for the message.
+    package func explainFailure(_ error: any Error, sending command: [UInt8]) -> String {
+        let recorded = recorder == nil ? "" : " and recorded"
+        switch error {
+        case let error as GetResponseChainError:
+            return "\(command.hexString): \(error)" + (error.partialData.isEmpty ? "" : "; partial data: \(error.partialData.hexString)")
+        case let error as ISO7816Error:
+            return "could not send \(command.hexString): \(error.reason)"
+        case let error as PCSCError:
+            if error == .resetCard {
+                return "\(command.hexString): the card was reset by another program (SCARD_W_RESET_CARD): its state is lost (the selected application, a verified PIN, an open secure channel); the exchanges before it are shown\(recorded). Run the sequence again from its SELECT"
+            }
+            if error == .sharingViolation {
+                return "\(command.hexString): \(describe(error))"
+            }
+            if error == .removedCard || cardIsGone(waitingForPresencePoll: error == .notTransacted) {
+                return "\(command.hexString): the card was removed during the exchange; the exchanges before it are shown\(recorded). Hold the card on the reader and run the command again (\(error.name) from the reader)"
+            }
+            return "\(command.hexString): \(describe(error))"
+        default:
+            return "\(command.hexString): \(error)"
+        }
+    }
+
+    /// Whether the reader says the card has left (or was replaced) since the connection.
+    ///
+    /// pcscd learns of a removal from its presence poll (every 400 ms, PCSCLITE_STATUS_POLL_RATE in
+    /// pcsc-lite's pcscd.h), so right after a failed exchange SCardStatus may still say present.
+    /// With `waitingForPresencePoll`, the reader's state is then watched for one more poll
+    /// (SCardGetStatusChange, at most 1 s): a card that left shows as a change to empty.
+    private func cardIsGone(waitingForPresencePoll: Bool) -> Bool {
+        do {
+            let status = try CallWatchdog.shared.guarding("SCardStatus") { try handle.status() }
+            if !status.state.contains(.present) { return true }
+        } catch let error as PCSCError {
+            return error == .removedCard || error == .noSmartcard
+        } catch {
+            return false
+        }
+        guard waitingForPresencePoll else { return false }
+        var states = [ReaderState(readerName: reader)]
+        do {
+            _ = try CallWatchdog.shared.guarding("SCardGetStatusChange") { () throws(PCSCError) in
+                try context.getStatusChange(&states, timeout: .zero)
+            }
+            if !states[0].eventFlags.contains(.present) { return true }
+            states[0].acknowledge()
+            _ = try CallWatchdog.shared.guarding("SCardGetStatusChange") { () throws(PCSCError) in
+                try context.getStatusChange(&states, timeout: .seconds(1))
+            }
+            return !states[0].eventFlags.contains(.present)
+        } catch {
+            return false
+        }
     }
 
     /// Ends recording and disconnects, leaving the card as it is.

@@ -46,7 +46,11 @@ extension SecbridgeCLI {
         var results: [JSONValue] = []
         var status = exitSuccess
         do {
-            try runSteps(script, path: path, session: session, invocation: invocation, results: &results, status: &status)
+            // The whole script inside one PC/SC transaction (decision: by default, as a script is a
+            // sequence whose later commands depend on the earlier ones' state).
+            try withCardTransaction(session.handle, reader: session.reader) {
+                try runSteps(script, path: path, session: session, invocation: invocation, results: &results, status: &status)
+            }
         } catch let error as CLIError {
             // The exchanges done so far are shown (and recorded) before the failure.
             if invocation.json {
@@ -89,10 +93,8 @@ extension SecbridgeCLI {
                             channel: tracer, capabilities: session.capabilities, readerMaxInput: session.maxInput)
                         answer = try transport.transmit(try CommandAPDU(parsing: bytes)).serialized()
                     }
-                } catch let error as PCSCError {
-                    throw CLIError.failure("\(path):\(line): \(describe(error))")
-                } catch let error as ISO7816Error {
-                    throw CLIError.failure("\(path):\(line): could not send \(bytes.hexString): \(error.reason)")
+                } catch {
+                    throw CLIError.failure("\(path):\(line): " + session.explainFailure(error, sending: bytes))
                 }
                 let response = answer.count >= 2 ? try? ResponseAPDU(parsing: answer) : nil
                 if invocation.json {

@@ -5,7 +5,7 @@ extension SecbridgeCLI {
     package static let sendCommand = Command(
         name: "send",
         abstract: "Send APDUs to the card in a reader, with ISO 7816-4 handling.",
-        usage: "[--reader NAME|INDEX] [--raw] [--json] [--record FILE] HEX…",
+        usage: "[--reader NAME|INDEX] [--raw | --stop-at-ne] [--json] [--record FILE] HEX…",
         discussion: """
             Consecutive single-byte arguments form one APDU (00 A4 04 00 00); any other argument is
             an APDU of its own ("00A4040000" "00B0000000", or quoted with spaces). Hex may use
@@ -13,9 +13,16 @@ extension SecbridgeCLI {
 
             ISO 7816-4 handling is on by default: 61xx is answered with GET RESPONSE, 6Cxx by sending
             again with the right Le, long commands use extended length or chaining as the card and
-            reader allow. Reader pseudo-APDUs (CLA FF) always go through untouched. --raw turns the
-            handling off. Each raw exchange is shown (> to the card, < from it), then the status
-            word's meaning. The exit status is 0 when every APDU was exchanged, whatever its SW.
+            reader allow. A 61xx chain is followed to its end whatever Le said (as OpenSC and
+            javax.smartcardio do: a 2847-byte object read with Le 00 arrives whole), at most 256
+            GET RESPONSEs; --stop-at-ne stops once Le's bytes arrived and shows the card's 61xx.
+            Reader pseudo-APDUs (CLA FF) always go through untouched. --raw turns the handling off.
+            Each raw exchange is shown (> to the card, < from it), then the status word's meaning.
+            The exit status is 0 when every APDU was exchanged, whatever its SW. It is 1 when an
+            exchange failed: a card that answered nothing (0 bytes), a GET RESPONSE chain broken by
+            an error SW (the data before it is shown as partial), the card removed or reset during
+            the exchange; the exchanges before the failure are still shown, in --json too (with an
+            "error" member), and recorded.
 
             Example:
               $ secbridge send 00 A4 04 00 07 D2 76 00 00 85 01 01 00
@@ -26,6 +33,7 @@ extension SecbridgeCLI {
         options: [
             .reader("The reader: an index from `secbridge readers` or part of its name."),
             .flag("raw", "Send the bytes as they are: no GET RESPONSE, no Le correction, no chaining."),
+            .flag("stop-at-ne", "Follow 61xx only until Le's bytes arrived; the card's remaining 61xx is shown."),
             .flag("json", "Print a JSON object {reader, protocol, exchanges: [{command, response, data, sw, meaning, raw}]}."),
             .value("record", "FILE", "Record every exchange to a transcript FILE."),
         ],
@@ -69,6 +77,9 @@ extension SecbridgeCLI {
     }
 
     @Sendable package static func runSend(_ invocation: Invocation) throws -> Int32 {
+        if invocation.arguments.has("raw") && invocation.arguments.has("stop-at-ne") {
+            throw CLIError.usage("--raw sends no GET RESPONSE at all, so --stop-at-ne does not apply; give one of them")
+        }
         let commands = try apdus(from: invocation.arguments.positional)
         // Validate every APDU before anything is sent.
         var parsedCommands: [CommandAPDU?] = []
@@ -92,53 +103,71 @@ extension SecbridgeCLI {
             record: invocation.arguments.value("record"), command: "send")
         defer { session.close() }
         var exchanges: [JSONValue] = []
-        for (bytes, parsed) in zip(commands, parsedCommands) {
-            var raw: [(String, String)] = []
-            var pending = ""
-            let tracer = TracingChannel(session.channel) { line in
-                if line.hasPrefix("> ") { pending = String(line.dropFirst(2)) }
-                else if line.hasPrefix("< ") { raw.append((pending, String(line.dropFirst(2)))) }
-                if !invocation.json { invocation.out(line) }
-            }
-            let answer: [UInt8]
-            do {
-                if invocation.arguments.has("raw") || parsed == nil {
-                    answer = try tracer.transmit(bytes)
-                } else {
-                    let transport = ISO7816Transport(
-                        channel: tracer, capabilities: session.capabilities, readerMaxInput: session.maxInput)
-                    answer = try transport.transmit(parsed!).serialized()
-                }
-            } catch let error as PCSCError {
-                throw CLIError.failure(describe(error))
-            } catch let error as ISO7816Error {
-                throw CLIError.failure("could not send \(bytes.hexString): \(error.reason)")
-            }
-            let response = answer.count >= 2 ? try? ResponseAPDU(parsing: answer) : nil
-            if invocation.json {
-                var members: [(String, JSONValue)] = [("command", .hex(bytes)), ("response", .hex(answer))]
-                if let response {
-                    members += [
-                        ("data", .hex(response.data)), ("sw", .hex(response.statusWord.bytes)),
-                        ("meaning", .string(response.statusWord.meaning)),
-                    ]
-                }
-                members.append(("raw", .array(raw.map { .object([("command", .string($0.0.replacingSpaces())), ("response", .string($0.1.replacingSpaces()))]) })))
-                exchanges.append(.object(members))
-            } else {
-                if raw.count > 1, let response { invocation.out("= " + response.serialized().hexString) }
-                if let response, parsed != nil || response.statusWord.sw1 == 0x90 || response.statusWord.sw1 == 0x63 || response.statusWord.sw1 == 0x6A {
-                    invocation.out("  SW \(response.statusWord.bytes.hexString): \(response.statusWord.meaning)")
-                }
-            }
-        }
-        if invocation.json {
-            invocation.out(JSONValue.object([
+        func printJSON(error: String?) {
+            var members: [(String, JSONValue)] = [
                 ("reader", .string(session.reader)),
                 ("protocol", .string(session.channel.transmissionProtocol.rawValue)),
                 ("exchanges", .array(exchanges)),
-            ]).prettySerialized())
+            ]
+            if let error { members.append(("error", .string(error))) }
+            invocation.out(JSONValue.object(members).prettySerialized())
         }
+        let chain: ISO7816Transport.ResponseChain = invocation.arguments.has("stop-at-ne") ? .stopAtNe : .toTheEnd
+        // The APDUs of one invocation are one sequence: inside one PC/SC transaction.
+        try withCardTransaction(session.handle, reader: session.reader) {
+            for (bytes, parsed) in zip(commands, parsedCommands) {
+                var raw: [(String, String)] = []
+                var pending = ""
+                let tracer = TracingChannel(session.channel) { line in
+                    if line.hasPrefix("> ") { pending = String(line.dropFirst(2)) }
+                    else if line.hasPrefix("< ") { raw.append((pending, String(line.dropFirst(2)))) }
+                    if !invocation.json { invocation.out(line) }
+                }
+                let answer: [UInt8]
+                do {
+                    if invocation.arguments.has("raw") || parsed == nil {
+                        answer = try tracer.transmit(bytes)
+                        if answer.isEmpty && parsed != nil { throw ISO7816Transport.noResponse(to: bytes) }
+                    } else {
+                        let transport = ISO7816Transport(
+                            channel: tracer, capabilities: session.capabilities, readerMaxInput: session.maxInput,
+                            responseChain: chain)
+                        answer = try transport.transmit(parsed!).serialized()
+                    }
+                } catch {
+                    // What was exchanged before stays: printed as it happened, in the JSON, recorded.
+                    let message = session.explainFailure(error, sending: bytes)
+                    if invocation.json {
+                        if !raw.isEmpty {
+                            exchanges.append(.object([
+                                ("command", .hex(bytes)),
+                                ("raw", .array(raw.map { .object([("command", .string($0.0.replacingSpaces())), ("response", .string($0.1.replacingSpaces()))]) })),
+                            ]))
+                        }
+                        printJSON(error: message)
+                    }
+                    throw CLIError.failure(message)
+                }
+                let response = answer.count >= 2 ? try? ResponseAPDU(parsing: answer) : nil
+                if invocation.json {
+                    var members: [(String, JSONValue)] = [("command", .hex(bytes)), ("response", .hex(answer))]
+                    if let response {
+                        members += [
+                            ("data", .hex(response.data)), ("sw", .hex(response.statusWord.bytes)),
+                            ("meaning", .string(response.statusWord.meaning)),
+                        ]
+                    }
+                    members.append(("raw", .array(raw.map { .object([("command", .string($0.0.replacingSpaces())), ("response", .string($0.1.replacingSpaces()))]) })))
+                    exchanges.append(.object(members))
+                } else {
+                    if raw.count > 1, let response { invocation.out("= " + response.serialized().hexString) }
+                    if let response, parsed != nil || response.statusWord.sw1 == 0x90 || response.statusWord.sw1 == 0x63 || response.statusWord.sw1 == 0x6A {
+                        invocation.out("  SW \(response.statusWord.bytes.hexString): \(response.statusWord.meaning)")
+                    }
+                }
+            }
+        }
+        if invocation.json { printJSON(error: nil) }
         return SecbridgeCLI.exitSuccess
     }
 }

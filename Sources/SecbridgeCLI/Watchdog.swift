@@ -19,7 +19,7 @@ package final class CallWatchdog: @unchecked Sendable {
 
     private let lock = ConsoleLock()
     private var bound: Duration?
-    private var armed: (label: String, deadline: ContinuousClock.Instant)?
+    private var armed: (label: String, stalled: String?, deadline: ContinuousClock.Instant)?
     private var started = false
     private var output: (any Console)?
 
@@ -42,10 +42,12 @@ package final class CallWatchdog: @unchecked Sendable {
     }
 
     /// Runs `body` (a blocking call) with the watchdog armed for `label`.
-    package func guarding<T, E: Error>(_ label: String, _ body: () throws(E) -> T) throws(E) -> T {
+    /// - Parameter stalled: what to say when the call outlives the bound, when the generic "pcscd
+    ///   or the card stopped answering" would mislead (a transaction another program holds).
+    package func guarding<T, E: Error>(_ label: String, stalled: String? = nil, _ body: () throws(E) -> T) throws(E) -> T {
         startThreadOnce()
         lock.withLock {
-            if let bound { armed = (label, ContinuousClock.now + bound) }
+            if let bound { armed = (label, stalled, ContinuousClock.now + bound) }
         }
         defer { lock.withLock { armed = nil } }
         return try body()
@@ -54,13 +56,14 @@ package final class CallWatchdog: @unchecked Sendable {
     private func watch() {
         while true {
             sleepMilliseconds(100)
-            let expired = lock.withLock { () -> (String, Duration)? in
+            let expired = lock.withLock { () -> (String, String?, Duration)? in
                 guard let armed, let bound, ContinuousClock.now > armed.deadline else { return nil }
-                return (armed.label, bound)
+                return (armed.label, armed.stalled, bound)
             }
-            if let (label, bound) = expired {
+            if let (label, stalled, bound) = expired {
                 let seconds = bound.components.seconds
-                output?.err("secbridge: error: \(label) did not return within \(seconds) s: pcscd or the card stopped answering; check `systemctl status pcscd` (or the PCSCLITE_CSOCK_NAME socket), then remove and replace the card\n")
+                let why = stalled ?? "pcscd or the card stopped answering; check `systemctl status pcscd` (or the PCSCLITE_CSOCK_NAME socket), then remove and replace the card"
+                output?.err("secbridge: error: \(label) did not return within \(seconds) s: \(why)\n")
                 _exit(1)
             }
         }
@@ -86,4 +89,33 @@ package final class GuardedChannel: CardChannel {
     package func control(code: UInt32, _ command: [UInt8]) throws -> [UInt8] {
         try CallWatchdog.shared.guarding("SCardControl") { try inner.control(code: code, command) }
     }
+}
+
+/// Runs `body` inside a PC/SC transaction on `handle`, so that no other program's APDU lands
+/// between the sequence's commands (a SELECT and the READ BINARY that depends on it). The
+/// transaction ends with SCARD_LEAVE_CARD on every path.
+///
+/// The corresponding PC/SC functions are SCardBeginTransaction and SCardEndTransaction.
+/// - Throws: `CLIError.failure` saying that another program holds the card (a transaction of its
+///   own or exclusive access) when the transaction cannot begin within the bound; what `body` throws.
+/// The message for a card another program keeps: its own transaction, or exclusive access.
+package func heldByAnotherProgram(_ reader: String) -> String {
+    "another program holds the card in '\(reader)' (a PC/SC transaction of its own, or exclusive access) and did not let go; close that program (pcsc_scan, a browser or a middleware that keeps the card) and retry"
+}
+
+package func withCardTransaction<T>(
+    _ handle: any PCSCConnection, reader: String, _ body: () throws -> T
+) throws -> T {
+    let held = heldByAnotherProgram(reader)
+    do {
+        try CallWatchdog.shared.guarding("SCardBeginTransaction", stalled: held) { () throws(PCSCError) in
+            try handle.beginTransaction()
+        }
+    } catch where error == .timeout || error == .sharingViolation {
+        throw CLIError.failure(held + " (\(error.name))")
+    } catch {
+        throw CLIError.failure("could not begin a PC/SC transaction on '\(reader)': \(describe(error))")
+    }
+    defer { _ = try? CallWatchdog.shared.guarding("SCardEndTransaction") { () throws(PCSCError) in try handle.endTransaction(.leave) } }
+    return try body()
 }

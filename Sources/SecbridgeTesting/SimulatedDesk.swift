@@ -47,7 +47,8 @@ public final class SimulatedDesk: Sendable {
         self.timeScale = timeScale
         directory = "/tmp/secbridge-desk.\(getpid()).\(number)"
         try? FileManager.default.removeItem(atPath: directory)
-        readers = InProcessReaders()
+        // A transaction another handle keeps is waited for 60 simulated seconds.
+        readers = InProcessReaders(transactionWaitLimit: .seconds(60) * timeScale)
         client = InProcessPCSCClient(readers)
         let base = directory
         let deviceNames = (0..<max(1, min(count, 4))).map { index in

@@ -382,8 +382,25 @@ extension SecbridgeCLI {
             let handle = usePN532
                 ? try context.connect(to: reader, share: .direct, protocols: .undefined)
                 : try context.connect(to: reader, share: .shared, protocols: .any)
+            // The PC/SC path runs in one transaction: no other program's SELECT lands between our
+            // SELECT and the READ BINARY that depends on it.
+            if !usePN532 {
+                do {
+                    try CallWatchdog.shared.guarding("SCardBeginTransaction", stalled: heldByAnotherProgram(reader)) { () throws(PCSCError) in
+                        try handle.beginTransaction()
+                    }
+                } catch {
+                    try? handle.disconnect(.leave)
+                    try? context.release()
+                    throw error
+                }
+            }
             let channel: any CardChannel = recorder.map { RecordingChannel(wrapping: handle, recorder: $0) } ?? handle
-            return (channel, { try? handle.disconnect(.leave); try? context.release() })
+            return (channel, {
+                if !usePN532 { try? handle.endTransaction(.leave) }
+                try? handle.disconnect(.leave)
+                try? context.release()
+            })
         }
         struct Outcome: Sendable {
             var uid: [UInt8]?
@@ -393,7 +410,7 @@ extension SecbridgeCLI {
             var tagError: String?
         }
         let isACR122 = ACR122Detection.nameSuggestsACR122(reader)
-        let (outcome, exchanges) = try awaitResult("the reader session", timeout: .seconds(60)) {
+        let (outcome, exchanges) = try readerSessionErrorsExplained(reader) { () throws in try awaitResult("the reader session", timeout: .seconds(60)) {
             try await session.run { session -> Outcome in
                 // On the PN532 path, the C-APDUs inside InDataExchange are recorded as `ini` lines
                 // beside the raw `ctl` exchanges (Fixtures/README.md).
@@ -420,7 +437,7 @@ extension SecbridgeCLI {
                 }
                 return outcome
             }
-        }
+        } }
         if invocation.json {
             var members: [(String, JSONValue)] = [
                 ("reader", .string(reader)), ("uid", outcome.uid.map { .hex($0) } ?? .null),
@@ -457,6 +474,24 @@ extension SecbridgeCLI {
             throw CLIError.failure("not readable as an NFC Forum Type 4 Tag: \(error)")
         }
         return exitSuccess
+    }
+
+    /// Runs `body`, turning a reader session's failure to take the card into the words `send`
+    /// uses: a sharing violation at connect (another program has the card exclusively), or a
+    /// transaction that could not begin (another program holds one).
+    static func readerSessionErrorsExplained<T>(_ reader: String, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as CredentialSessionError {
+            guard case .pcsc(let code, _)? = error.cause else { throw error }
+            if code == PCSCError.sharingViolation.code {
+                throw CLIError.failure("could not connect to '\(reader)': \(describe(PCSCError(code: code, function: "SCardConnect")))")
+            }
+            if code == PCSCError.timeout.code {
+                throw CLIError.failure(heldByAnotherProgram(reader) + " (SCardBeginTransaction: SCARD_E_TIMEOUT)")
+            }
+            throw error
+        }
     }
 
     /// A reader session's transceiver that also records each APDU as `ini` lines.

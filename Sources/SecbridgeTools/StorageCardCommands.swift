@@ -50,7 +50,11 @@ extension SecbridgeCLI {
             throw error
         }
         defer { session.close() }
-        return try readStorageCard(channel: session.channel, atr: session.atr, reader: reader, request: request) { invocation.out($0) }
+        // One PC/SC transaction: no other program's command lands between the reads (and the
+        // key loading and authentication they depend on).
+        return try withCardTransaction(session.handle, reader: reader) {
+            try readStorageCard(channel: session.channel, atr: session.atr, reader: reader, request: request) { invocation.out($0) }
+        }
     }
 
     /// Reads a storage card through `channel` and prints what it holds: the UID and card name, then
@@ -334,16 +338,22 @@ extension SecbridgeCLI {
                 throw CLIError.failure("could not select the tag again after GET_VERSION (SCardReconnect): \(describe(error)); lift it off the reader, put it back and try again")
             }
         }
-        return try writeNDEF(message: message, channel: session.channel, atr: session.atr, reader: reader, out: { invocation.out($0) },
-                             reactivate: reactivate) { prompt in
-            if approve { return true }
-            console.out("\(prompt) [y/N] ")
-            switch console.readLine()?.lowercased() {
-            case "y", "yes": return true
-            case nil:
-                console.out("\nno answer on standard input: not written (use --yes to write without asking)\n")
-                return false
-            default: return false
+        // One PC/SC transaction from the first read to the read-back, the prompt included: the
+        // checks made before the prompt (size, lock bits) still hold when the write comes.
+        return try withCardTransaction(session.handle, reader: reader) {
+            try writeNDEF(
+                message: message, channel: session.channel, atr: session.atr, reader: reader, out: { invocation.out($0) },
+                reactivate: reactivate
+            ) { prompt in
+                if approve { return true }
+                console.out("\(prompt) [y/N] ")
+                switch console.readLine()?.lowercased() {
+                case "y", "yes": return true
+                case nil:
+                    console.out("\nno answer on standard input: not written (use --yes to write without asking)\n")
+                    return false
+                default: return false
+                }
             }
         }
     }

@@ -11,6 +11,14 @@ enum BuiltInApplet: String, CaseIterable, Sendable {
     case ok = "ok"
     /// Answers a C-APDU with its own bytes followed by `90 00` (for transport tests).
     case echo = "echo"
+    /// A mute card: answers every C-APDU with an empty frame, which the reader passes on as a
+    /// successful exchange of 0 bytes (no SW1 SW2).
+    case mute = "mute"
+    /// Answers any command but GET RESPONSE with a 2847-byte object (``LongObject``) in 256-byte
+    /// parts chained with `61 XX` (ISO/IEC 7816-4 §5.1.3), whatever the command's Le said.
+    case longObject = "long-object"
+    /// As `long-object`, but the second GET RESPONSE is answered `6F 00`: a chain broken mid-way.
+    case brokenChain = "broken-chain"
 
     /// A fresh handler (the T4T keeps its selection state per card).
     func makeHandler() -> @Sendable ([UInt8]) -> [UInt8] {
@@ -19,12 +27,61 @@ enum BuiltInApplet: String, CaseIterable, Sendable {
             return { _ in [0x90, 0x00] }
         case .echo:
             return { $0 + [0x90, 0x00] }
+        case .mute:
+            return { _ in [] }
+        case .longObject:
+            let object = LongObject(failingGetResponse: nil)
+            return { object.answer($0) }
+        case .brokenChain:
+            let object = LongObject(failingGetResponse: 2)
+            return { object.answer($0) }
         case .t4tNDEF:
             let tag = Type4Tag(
                 capabilityContainer: ExternalTerminal.Script.exampleCapabilityContainer,
                 ndefFile: ExternalTerminal.Script.exampleNDEFFile)
             return { tag.answer($0) }
         }
+    }
+}
+
+/// A 2847-byte data object served through GET RESPONSE: the first 256 bytes with `61 00`, then
+/// each `00 C0 00 00 Le` gets min(Le, what is left) bytes with `61 XX` (XX = what is left, 00 for
+/// 256 or more) until the last part, which ends `90 00`. Byte i of the object is `i × 7 mod 256`.
+final class LongObject: Sendable {
+    static let length = 2847
+    static let bytes: [UInt8] = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+    private let offset = Mutex<Int?>(nil)
+    private let getResponses = Mutex(0)
+    /// Which GET RESPONSE (1 = the first) is answered `6F 00` instead; nil: none.
+    let failingGetResponse: Int?
+
+    init(failingGetResponse: Int?) { self.failingGetResponse = failingGetResponse }
+
+    func answer(_ apdu: [UInt8]) -> [UInt8] {
+        guard apdu.count >= 4 else { return [0x67, 0x00] }
+        if apdu[1] != 0xC0 {
+            getResponses.withLock { $0 = 0 }
+            return part(from: 0, le: 256)
+        }
+        let number = getResponses.withLock { count in
+            count += 1
+            return count
+        }
+        if number == failingGetResponse {
+            offset.withLock { $0 = nil }
+            return [0x6F, 0x00]
+        }
+        guard let start = offset.withLock({ $0 }) else { return [0x69, 0x85] }  // nothing pending
+        let le = apdu.count >= 5 ? (apdu[4] == 0 ? 256 : Int(apdu[4])) : 256
+        return part(from: start, le: le)
+    }
+
+    private func part(from start: Int, le: Int) -> [UInt8] {
+        let end = min(Self.length, start + le)
+        let left = Self.length - end
+        offset.withLock { $0 = left > 0 ? end : nil }
+        let status: [UInt8] = left == 0 ? [0x90, 0x00] : [0x61, left >= 256 ? 0x00 : UInt8(left)]
+        return Array(Self.bytes[start..<end]) + status
     }
 }
 

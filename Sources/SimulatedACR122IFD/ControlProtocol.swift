@@ -19,7 +19,7 @@ import Glibc
 /// | `ping` | `driver protocol reader field open-order` | — (`open-order` 0 for the first reader pcscd opened on this driver: it is named `… 00 00`, the next `… 01 00`) |
 /// | `help` | `verbs` | — |
 /// | `status` | `personality firmware card led picc mcu-timeout rf peers` | — (`card` = present/absent as pcscd sees it; `led`, `picc`, `mcu-timeout` one hex byte) |
-/// | `place-card uid= [atqa=] [sak=] [ats=] [applet=] [transcript=] [channel=] [id=]` | `peer` | an ISO/IEC 14443-4 card: `applet` one of ``BuiltInApplet`` (default `ok`), or answers from a transcript file; ATQA default `00 04`, SAK `20`, ATS `05 78 80 70 02` |
+/// | `place-card uid= [atqa=] [sak=] [ats=] [applet=] [transcript=] [channel=] [id=] [leave-after=]` | `peer` | an ISO/IEC 14443-4 card: `applet` one of ``BuiltInApplet`` (default `ok`: `t4t-ndef`, `ok`, `echo`, `mute`, `long-object`, `broken-chain`), or answers from a transcript file; ATQA default `00 04`, SAK `20`, ATS `05 78 80 70 02`; `leave-after=n`: the card leaves the field during its n-th C-APDU |
 /// | `place-tag uid= [atqa=] [sak=] [id=]` | `peer` | an ISO/IEC 14443-3 tag without memory (default ATQA `00 04`, SAK `08`): anticollision and any-key MIFARE authentication only |
 /// | `place-tag type=ntag213\|ntag215\|ntag216\|ultralight uid=<7 bytes> [ndef=<hex>] [id=]` | `peer type` | an NFC Forum Type 2 tag with memory (``Type2TagMemory``); `ndef` = the raw NDEF message bytes, written as TLV `03 len msg FE` from page 4 (default: an empty NDEF tag `03 00 FE`) |
 /// | `place-tag type=classic1k\|classic4k\|mini uid=<4 or 7 bytes> [key=<6 bytes>] [id=]` | `peer type` | a MIFARE Classic card with memory (``MIFAREClassicMemory``); `key` sets key A and key B of every sector (default `FF FF FF FF FF FF`) |
@@ -31,7 +31,7 @@ import Glibc
 /// | `fault late-reply=<n>` | `armed` | the next n Direct Transmit commands answer late (docs/acr122-pn532.md §5b) |
 /// | `events [after=<n>]` | `last count events` | the field's events after sequence n, `; `-separated |
 /// | `terminal-result peer=<id> [wait-ms=<0…60000>]` | `result step exchanges activations [expected actual]` | waits (bounded) until the terminal's run ends |
-/// | `card-log peer=<id>` | `count last` | C-APDUs a placed card received |
+/// | `card-log peer=<id>` | `count last all` | C-APDUs a placed card received (`all`: every one, oldest first, `; `-separated) |
 enum ControlProtocol {
     static let version = "1"
 
@@ -127,7 +127,8 @@ enum ControlProtocol {
                 throw ControlError(.refused, "no ISO 14443-4 card '\(id)' in the field")
             }
             let log = card.receivedAPDUs
-            return ControlReply([("count", String(log.count)), ("last", ControlHex.format(log.last ?? []))])
+            return ControlReply([("count", String(log.count)), ("last", ControlHex.format(log.last ?? [])),
+                                 ("all", log.map { ControlHex.format($0) }.joined(separator: "; "))])
         case "tag-memory":
             return try tagMemory(request, binding: binding)
         default:
@@ -138,7 +139,8 @@ enum ControlProtocol {
     // MARK: Peers
 
     private static func placeCard(_ request: ControlRequest, binding: SimulatorBinding) throws(ControlError) -> ControlReply {
-        try request.allowOnly(["uid", "atqa", "sak", "ats", "applet", "transcript", "channel", "id"])
+        try request.allowOnly(["uid", "atqa", "sak", "ats", "applet", "transcript", "channel", "id", "leave-after"])
+        let leavesAfter = try request.integer("leave-after", in: 1...1_000_000)
         let uid = try uid(request)
         let atqa = try atqa(request) ?? 0x0004
         let sak = try byte(request, "sak") ?? 0x20
@@ -151,6 +153,9 @@ enum ControlProtocol {
             guard request.value("applet") == nil else {
                 throw ControlError(.badArgument, "give applet= or transcript=, not both")
             }
+            guard leavesAfter == nil else {
+                throw ControlError(.badArgument, "leave-after= goes with applet=, not with transcript=")
+            }
             card = ISO14443_4Card(uid: uid, atqa: atqa, sak: sak, ats: ats,
                                   transcript: try loadTranscript(path), channel: request.value("channel"))
         } else {
@@ -158,7 +163,7 @@ enum ControlProtocol {
             guard let applet = BuiltInApplet(rawValue: name) else {
                 throw ControlError(.badArgument, "unknown applet '\(name)'; known: \(BuiltInApplet.allCases.map(\.rawValue).joined(separator: ", "))")
             }
-            card = ISO14443_4Card(uid: uid, atqa: atqa, sak: sak, ats: ats, handler: applet.makeHandler())
+            card = ISO14443_4Card(uid: uid, atqa: atqa, sak: sak, ats: ats, leavesAfter: leavesAfter, handler: applet.makeHandler())
         }
         return ControlReply([("peer", try binding.field.place(card, id: try peerID(request), prefix: "card"))])
     }

@@ -58,18 +58,69 @@ struct TransportTests {
 
     // MARK: 61 XX and 6C XX
 
-    @Test("61 XX stops at Ne and keeps the card's 61 XX")
+    @Test("with .stopAtNe, 61 XX stops at Ne and keeps the card's 61 XX")
     func getResponseStopsAtNe() throws {
         let ten = [UInt8](repeating: 0x11, count: 10)
         let channel = ScriptedCardChannel(.t1, exchanges: [
             (hex("00 CA 00 00 14"), ten + [0x61, 0x30]),  // Ne 20: 10 bytes, 48 more available
             (hex("00 C0 00 00 0A"), ten + [0x61, 0x26]),  // P3 = min(20 - 10, 48) = 10
         ])
-        let response = try ISO7816Transport(channel: channel).transmit(CommandAPDU(cla: 0, ins: 0xCA, p1: 0, p2: 0, ne: 20))
+        let response = try ISO7816Transport(channel: channel, responseChain: .stopAtNe)
+            .transmit(CommandAPDU(cla: 0, ins: 0xCA, p1: 0, p2: 0, ne: 20))
         #expect(response.data.count == 20)
         #expect(response.statusWord == StatusWord(0x6126))
         #expect(channel.leftovers.isEmpty)
         _ = try response.checked()  // 61 XX left after resolution is success
+    }
+
+    /// The issue's case: a 2847-byte object read with Le 00 arrives whole (256 + 10 × 256 + 31),
+    /// as OpenSC, javax.smartcardio and pcsc-sharp follow 61 XX past a short Ne.
+    @Test("by default the 61 XX chain is followed to its end, past a short Le 00")
+    func getResponseFollowsTheChainToTheEnd() throws {
+        let object = (0..<2847).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        var exchanges: [([UInt8], [UInt8])] = [(hex("00 CB 3F FF 05 5C 03 5F C1 05 00"), Array(object[0..<256]) + [0x61, 0x00])]
+        var offset = 256
+        while offset < object.count {
+            let part = min(256, object.count - offset)
+            let left = object.count - offset - part
+            exchanges.append((hex("00 C0 00 00 00"), Array(object[offset..<(offset + part)]) + (left == 0 ? [0x90, 0x00] : [0x61, left >= 256 ? 0x00 : UInt8(left)])))
+            offset += part
+        }
+        // The last GET RESPONSE asks for exactly what the card offered: 61 1F → P3 1F.
+        exchanges[exchanges.count - 1].0 = hex("00 C0 00 00 1F")
+        let channel = ScriptedCardChannel(.t1, exchanges: exchanges)
+        let response = try ISO7816Transport(channel: channel)
+            .transmit(CommandAPDU(cla: 0, ins: 0xCB, p1: 0x3F, p2: 0xFF, data: hex("5C 03 5F C1 05"), ne: 256))
+        #expect(response.data == object)
+        #expect(response.statusWord == .success)
+        #expect(channel.commands.count == 12)
+        #expect(channel.leftovers.isEmpty)
+    }
+
+    @Test("an error status word mid-chain ends it: the data before it is partial, not the answer")
+    func getResponseChainBroken() throws {
+        let channel = ScriptedCardChannel(.t1, exchanges: [
+            (hex("00 B0 00 00 00"), [UInt8](repeating: 0xAA, count: 256) + [0x61, 0x00]),
+            (hex("00 C0 00 00 00"), [UInt8](repeating: 0xBB, count: 256) + [0x61, 0x40]),
+            (hex("00 C0 00 00 40"), [0x6F, 0x00]),
+        ])
+        do {
+            _ = try ISO7816Transport(channel: channel).transmit(CommandAPDU(cla: 0, ins: 0xB0, p1: 0, p2: 0, ne: 256))
+            Issue.record("a broken chain must throw")
+        } catch let error as GetResponseChainError {
+            #expect(error.partialData == [UInt8](repeating: 0xAA, count: 256) + [UInt8](repeating: 0xBB, count: 256))
+            #expect(error.statusWord == StatusWord(0x6F00))
+            #expect(error.getResponses == 2)
+        }
+        #expect(channel.leftovers.isEmpty)
+    }
+
+    @Test("an answer of 0 bytes is noResponse (a mute card), not a parse complaint")
+    func mutCardIsNoResponse() throws {
+        let channel = ScriptedCardChannel(.t1, exchanges: [(hex("00 A4 04 00 07 D2 76 00 00 85 01 01 00"), [])])
+        #expect(throws: ISO7816Error(.noResponse, "")) {
+            try ISO7816Transport(channel: channel).transmit(CommandAPDU(parsing: hex("00 A4 04 00 07 D2 76 00 00 85 01 01 00")))
+        }
     }
 
     @Test("the GET RESPONSE loop is bounded")

@@ -278,13 +278,14 @@ func run(_ arguments: [String]) -> (status: Int32, out: String, err: String) {
         #expect(result.out.hasPrefix("""
             OVERVIEW: Send APDUs to the card in a reader, with ISO 7816-4 handling.
 
-            USAGE: secbridge send [--reader NAME|INDEX] [--raw] [--json] [--record FILE] HEX…
+            USAGE: secbridge send [--reader NAME|INDEX] [--raw | --stop-at-ne] [--json] [--record FILE] HEX…
 
             """))
         #expect(result.out.hasSuffix("""
             OPTIONS:
               -r, --reader <NAME|INDEX>  The reader: an index from `secbridge readers` or part of its name.
               --raw                      Send the bytes as they are: no GET RESPONSE, no Le correction, no chaining.
+              --stop-at-ne               Follow 61xx only until Le's bytes arrived; the card's remaining 61xx is shown.
               --json                     Print a JSON object {reader, protocol, exchanges: [{command, response, data, sw, meaning, raw}]}.
               --record <FILE>            Record every exchange to a transcript FILE.
               -h, --help                 Show help information.

@@ -153,7 +153,7 @@ import Testing
             """#),
         Refusal(kind: "reader", arguments: ["send", "--reader", "", "00A4040000"], error: #"""
             secbridge: error: --reader needs a reader index or part of a reader name, not an empty string
-            USAGE: secbridge send [--reader NAME|INDEX] [--raw] [--json] [--record FILE] HEX…
+            USAGE: secbridge send [--reader NAME|INDEX] [--raw | --stop-at-ne] [--json] [--record FILE] HEX…
             Run 'secbridge send --help' for more information.
 
             """#),
@@ -244,7 +244,7 @@ import Testing
             help: #"""
             OVERVIEW: Send APDUs to the card in a reader, with ISO 7816-4 handling.
 
-            USAGE: secbridge send [--reader NAME|INDEX] [--raw] [--json] [--record FILE] HEX…
+            USAGE: secbridge send [--reader NAME|INDEX] [--raw | --stop-at-ne] [--json] [--record FILE] HEX…
 
             Consecutive single-byte arguments form one APDU (00 A4 04 00 00); any other argument is
             an APDU of its own ("00A4040000" "00B0000000", or quoted with spaces). Hex may use
@@ -252,9 +252,16 @@ import Testing
 
             ISO 7816-4 handling is on by default: 61xx is answered with GET RESPONSE, 6Cxx by sending
             again with the right Le, long commands use extended length or chaining as the card and
-            reader allow. Reader pseudo-APDUs (CLA FF) always go through untouched. --raw turns the
-            handling off. Each raw exchange is shown (> to the card, < from it), then the status
-            word's meaning. The exit status is 0 when every APDU was exchanged, whatever its SW.
+            reader allow. A 61xx chain is followed to its end whatever Le said (as OpenSC and
+            javax.smartcardio do: a 2847-byte object read with Le 00 arrives whole), at most 256
+            GET RESPONSEs; --stop-at-ne stops once Le's bytes arrived and shows the card's 61xx.
+            Reader pseudo-APDUs (CLA FF) always go through untouched. --raw turns the handling off.
+            Each raw exchange is shown (> to the card, < from it), then the status word's meaning.
+            The exit status is 0 when every APDU was exchanged, whatever its SW. It is 1 when an
+            exchange failed: a card that answered nothing (0 bytes), a GET RESPONSE chain broken by
+            an error SW (the data before it is shown as partial), the card removed or reset during
+            the exchange; the exchanges before the failure are still shown, in --json too (with an
+            "error" member), and recorded.
 
             Example:
               $ secbridge send 00 A4 04 00 07 D2 76 00 00 85 01 01 00
@@ -265,6 +272,7 @@ import Testing
             OPTIONS:
               -r, --reader <NAME|INDEX>  The reader: an index from `secbridge readers` or part of its name.
               --raw                      Send the bytes as they are: no GET RESPONSE, no Le correction, no chaining.
+              --stop-at-ne               Follow 61xx only until Le's bytes arrived; the card's remaining 61xx is shown.
               --json                     Print a JSON object {reader, protocol, exchanges: [{command, response, data, sw, meaning, raw}]}.
               --record <FILE>            Record every exchange to a transcript FILE.
               -h, --help                 Show help information.
@@ -272,7 +280,7 @@ import Testing
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge send [--reader NAME|INDEX] [--raw] [--json] [--record FILE] HEX…
+            USAGE: secbridge send [--reader NAME|INDEX] [--raw | --stop-at-ne] [--json] [--record FILE] HEX…
             Run 'secbridge send --help' for more information.
 
             """#),

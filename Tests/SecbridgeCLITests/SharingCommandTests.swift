@@ -1,0 +1,81 @@
+import Foundation
+import PCSCCore
+import SecbridgeTesting
+import Synchronization
+import Testing
+
+/// Sharing the card with other programs: multi-APDU commands run inside a PC/SC transaction, and
+/// a card another program keeps is said to be kept, in process.
+@Suite struct SharingCommandTests {
+    /// Another program sends its own SELECT again and again while `read` runs three times; the
+    /// card sees each read's sequence whole: nothing of the other program between its SELECT of
+    /// the NDEF application and its last READ BINARY.
+    @Test func anotherProgramsSelectNeverLandsInsideARead() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        let reader = desk.names[0]
+        try desk.control().send("place-card uid=04A1B2C3 applet=t4t-ndef id=tag")
+        let stop = Atomic(false)
+        let other = BlockingExecutor(name: "other-program")
+        defer { other.shutdown() }
+        let client = desk.client
+        let interloper = Task {
+            try await other.run {
+                let context = try client.establishContext()
+                let handle = try context.connect(to: reader, share: .shared, protocols: .any)
+                while !stop.load(ordering: .relaxed) {
+                    _ = try? handle.transmit([0x00, 0xA4, 0x04, 0x00, 0x05, 0xF0, 0x01, 0x02, 0x03, 0x04])
+                }
+                try? handle.disconnect(.leave)
+            }
+        }
+        for _ in 0..<3 {
+            let read = try await runTool(["read", "--reader", reader], on: desk)
+            #expect(read.status == 0, "\(read.err)")
+        }
+        stop.store(true, ordering: .relaxed)
+        try await interloper.value
+        let log = try desk.control().send("card-log peer=tag")["all"]?.components(separatedBy: "; ") ?? []
+        let ours = ["00 A4 04 00 07 D2 76 00 00 85 01 01 00", "00 A4 00 0C 02 E1 03", "00 B0 00 00 0F",
+                    "00 A4 00 0C 02 E1 04", "00 B0 00 00 02", "00 B0 00 02 10"]
+        let starts = log.indices.filter { log[$0] == ours[0] }
+        #expect(starts.count == 3, "\(log.count) commands")
+        for start in starts {
+            #expect(Array(log[start..<min(log.count, start + ours.count)]) == ours)
+        }
+        #expect(log.contains("00 A4 04 00 05 F0 01 02 03 04"), "the other program was served too")
+    }
+
+    /// Another program keeps a transaction: `send` of two APDUs waits the bound (60 simulated
+    /// seconds) and then says who holds the card, not that pcscd stopped answering.
+    @Test func aTransactionAnotherProgramKeepsIsReportedAsSuch() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        let reader = desk.names[0]
+        try desk.control().send("place-card uid=04A1B2C3 applet=ok id=card")
+        let context = try desk.client.establishContext()
+        let handle = try context.connect(to: reader, share: .shared, protocols: .any)
+        try handle.beginTransaction()
+        defer { try? handle.endTransaction(.leave) }
+        let result = try await runTool(["send", "00 A4 04 00 00", "00 B0 00 00 00"], on: desk)
+        #expect(result.status == 1)
+        #expect(result.err.contains("another program holds the card in '\(reader)' (a PC/SC transaction of its own, or exclusive access)"), "\(result.err)")
+        #expect(result.err.contains("SCARD_E_TIMEOUT"), "\(result.err)")
+    }
+
+    /// Another program has the card exclusively: `read` says so in `send`'s words.
+    @Test func aSharingViolationInReadGetsSendsMessage() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        let reader = desk.names[0]
+        try desk.control().send("place-card uid=04A1B2C3 applet=t4t-ndef id=tag")
+        let context = try desk.client.establishContext()
+        let handle = try context.connect(to: reader, share: .exclusive, protocols: .any)
+        defer { try? handle.disconnect(.leave) }
+        let read = try await runTool(["read", "--reader", reader], on: desk)
+        let send = try await runTool(["send", "--reader", reader, "00 A4 04 00 00"], on: desk)
+        #expect(read.status == 1 && send.status == 1)
+        #expect(send.err.contains("could not connect to '\(reader)': SCardConnect failed: SCARD_E_SHARING_VIOLATION"), "\(send.err)")
+        #expect(read.err == send.err, "read:\n\(read.err)\nsend:\n\(send.err)")
+    }
+}

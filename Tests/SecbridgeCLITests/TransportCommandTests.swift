@@ -1,0 +1,84 @@
+import Foundation
+import SecbridgeTesting
+import Testing
+
+/// `send` against cards that misbehave as real ones do, in process: a long object behind a 61 XX
+/// chain, a chain broken by an error SW, a mute card (0 bytes), a card pulled away mid-exchange.
+@Suite struct TransportCommandTests {
+    /// The simulator's `long-object` applet: byte i is i × 7 mod 256, 2847 bytes.
+    static let longObject: [UInt8] = (0..<2847).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+
+    static func placed(_ options: String) async throws -> SimulatedDesk {
+        let desk = try await SimulatedDesk.open()
+        try desk.control().send("place-card uid=04A1B2C3 id=card " + options)
+        return desk
+    }
+
+    @Test func aLongObjectReadWithLe00ArrivesWholeThroughItsGetResponseChain() async throws {
+        let desk = try await Self.placed("applet=long-object")
+        defer { desk.close() }
+        let result = try await runTool(["send", "--json", "00 CB 3F FF 05 5C 03 5F C1 05 00"], on: desk)
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.out.contains("\"data\": \"\(hex: Self.longObject)\""), "\(result.out.prefix(400))")
+        #expect(result.out.contains("\"sw\": \"9000\""))
+        // 1 command + 11 GET RESPONSEs (10 × 256 bytes, then the last 31 asked with P3 1F).
+        #expect(result.out.components(separatedBy: "\"command\": \"00C00000").count - 1 == 11, "\(result.out.suffix(600))")
+        #expect(result.out.contains("\"command\": \"00C000001F\""))
+    }
+
+    @Test func stopAtNeStopsAfterLesBytesAndShowsTheCardsRemaining61XX() async throws {
+        let desk = try await Self.placed("applet=long-object")
+        defer { desk.close() }
+        let result = try await runTool(["send", "--stop-at-ne", "00 CB 3F FF 05 5C 03 5F C1 05 00"], on: desk)
+        #expect(result.status == 0, "\(result.err)")
+        let lines = result.out.split(separator: "\n").map(String.init)
+        #expect(lines.filter { $0.hasPrefix("> ") }.count == 1, "\(result.out)")
+        #expect(lines.last == "  SW 61 00: \(lines.last?.dropFirst(12) ?? "")", "\(result.out)")
+        #expect(lines.contains { $0.hasPrefix("< ") && $0.hasSuffix(" 61 00") })
+    }
+
+    @Test func aChainBrokenByAnErrorStatusWordReportsThePartialDataNotAnAnswer() async throws {
+        let desk = try await Self.placed("applet=broken-chain")
+        defer { desk.close() }
+        let result = try await runTool(["send", "--json", "00 CB 3F FF 05 5C 03 5F C1 05 00"], on: desk)
+        #expect(result.status == 1)
+        #expect(result.err.contains("GET RESPONSE 2 was answered 6F 00"), "\(result.err)")
+        #expect(result.err.contains("512 bytes arrived before it (partial data, not the answer)"), "\(result.err)")
+        // The JSON still lists the raw exchanges made, and the error; no "data" as if answered.
+        #expect(result.out.contains("\"error\": "), "\(result.out.prefix(300))")
+        #expect(result.out.contains("\"response\": \"6F00\""))
+        #expect(!result.out.contains("\"sw\": "))
+    }
+
+    @Test func aMuteCardIsATypedErrorAndTheExchangesBeforeItStay() async throws {
+        let desk = try await Self.placed("applet=mute")
+        defer { desk.close() }
+        let result = try await runTool(["send", "--json", "00 A4 04 00 07 D2 76 00 00 85 01 01 00"], on: desk)
+        #expect(result.status == 1)
+        #expect(result.err.contains("the card answered 00 A4 04 00 07 D2 76 00 00 85 01 01 00 with no bytes at all, not even SW1 SW2"), "\(result.err)")
+        #expect(result.out.contains("\"response\": \"\""), "\(result.out)")
+        #expect(result.out.contains("\"error\": "), "\(result.out)")
+    }
+
+    @Test func aCardRemovedDuringTheExchangeIsSaidSoAndEarlierExchangesAreKept() async throws {
+        let desk = try await Self.placed("applet=ok leave-after=2")
+        defer { desk.close() }
+        let record = desk.directory + "/send.trn"
+        let result = try await runTool(
+            ["send", "--json", "--record", record, "00 A4 04 00 07 D2 76 00 00 85 01 01 00", "00 B0 00 00 0F", "00 B0 00 0F 0F"], on: desk)
+        #expect(result.status == 1)
+        #expect(result.err.contains("00 B0 00 00 0F: the card was removed during the exchange; the exchanges before it are shown and recorded"), "\(result.err)")
+        #expect(result.out.contains("\"command\": \"00A4040007D276000085010100\""), "\(result.out)")
+        #expect(result.out.contains("\"sw\": \"9000\""))
+        let transcript = try String(contentsOfFile: record, encoding: .utf8)
+        #expect(transcript.contains("> 00 A4 04 00 07 D2 76 00 00 85 01 01 00\n"), "\(transcript)")
+        #expect(transcript.contains("< 90 00\n"), "\(transcript)")
+    }
+}
+
+extension String.StringInterpolation {
+    /// Uppercase hex without spaces, as the tool's JSON writes bytes.
+    mutating func appendInterpolation(hex bytes: [UInt8]) {
+        appendLiteral(bytes.map { String(format: "%02X", $0) }.joined())
+    }
+}
