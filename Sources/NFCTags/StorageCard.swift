@@ -187,6 +187,25 @@ public final class StorageCard {
         identify(atr: atr).map { StorageCardKind(cardName: $0.cardName) }
     }
 
+    // MARK: The reader's T=0 answers
+
+    /// How many `FF C0` a pseudo-APDU may take before the answer is given up on.
+    public static let maximumGetResponseRounds = 4
+
+    /// Sends a pseudo-APDU and returns its answer. An early T=0 ACR122U (firmware 1.x, the
+    /// Touchatag) announces an answer with data as `61 LL` and hands it over on Get Response
+    /// `FF C0 00 00 LL` (ACR122U API v2.04 §6, T=0 mode; docs/acr122-pn532.md §2), which is
+    /// followed here, at most ``maximumGetResponseRounds`` times.
+    func transmit(_ command: [UInt8]) throws -> [UInt8] {
+        var response = try channel.transmit(command)
+        var rounds = 0
+        while response.count == 2, response[0] == 0x61, rounds < Self.maximumGetResponseRounds {
+            rounds += 1
+            response = try channel.transmit([0xFF, 0xC0, 0x00, 0x00, response[1]])
+        }
+        return response
+    }
+
     // MARK: Get Data
 
     /// Get Data, UID: `FF CA 00 00 00` → `UID 90 00` (ACR122U API v2.04 §5, Get Data).
@@ -226,7 +245,7 @@ public final class StorageCard {
     /// - Throws: only the channel's errors (PC/SC, card removed), unchanged.
     public func type2Version() throws -> Type2TagIdentification {
         let command = Self.getVersionCommand
-        let response = try channel.transmit(command)
+        let response = try transmit(command)
         let sent = "> \(command.hexString), < \(response.isEmpty ? "nothing" : response.hexString)"
         let ok = response.count >= 2 && response.suffix(2).elementsEqual([0x90, 0x00])
         guard ok, response.count >= 5, response[0] == 0xD5, response[1] == 0x43 else {
@@ -257,7 +276,7 @@ public final class StorageCard {
             throw StorageCardError(.invalidArgument, operation: "Load Keys", command: header, redactedByteCount: 6,
                                    reason: "the ACR122U has key slots 00 and 01; got \([slot].hexString)")
         }
-        let response = try channel.transmit(header + key.bytes)
+        let response = try transmit(header + key.bytes)
         _ = try check("Load Keys into slot \([slot].hexString)", header, redacted: 6, response,
                       remedyFor63: "the reader refused the key; check the slot (00 or 01) and reconnect the reader")
     }
@@ -271,7 +290,7 @@ public final class StorageCard {
     ///   `unexpectedStatus`, `noStatusWord`.
     public func authenticate(block: UInt8, keyType: MifareKeyType, slot: UInt8 = 0) throws {
         let command: [UInt8] = [0xFF, 0x86, 0x00, 0x00, 0x05, 0x01, 0x00, block, keyType.rawValue, slot]
-        let response = try channel.transmit(command)
+        let response = try transmit(command)
         let sector = MifareClassicLayout.sector(ofBlock: Int(block))
         let operation = "General Authenticate block \(block) (sector \(sector)) with key \(keyType)"
         if response == [0x63, 0x00] {
@@ -299,7 +318,7 @@ public final class StorageCard {
             throw StorageCardError(.invalidArgument, operation: operation, command: command,
                                    reason: "Le is 1 to 16 bytes (one block or four pages); got \(length)")
         }
-        let response = try channel.transmit(command)
+        let response = try transmit(command)
         let data = try check(operation, command, redacted: 0, response,
                              remedyFor63: "the block is not readable: authenticate its sector first (MIFARE Classic), check the block number, and keep the card on the reader")
         guard data.count >= length else {
@@ -325,7 +344,7 @@ public final class StorageCard {
         // A MIFARE Classic sector trailer's data holds keys A and B: never show it.
         let hidden = data.count == 16 && MifareClassicLayout.isSectorTrailer(Int(block))
         let command = header + data
-        let response = try channel.transmit(command)
+        let response = try transmit(command)
         _ = try check(operation, hidden ? header : command, redacted: hidden ? 16 : 0, response,
                       remedyFor63: "the block is not writable: check that it is not locked or read-only, authenticate its sector first (MIFARE Classic), and keep the card on the reader")
     }
@@ -338,7 +357,7 @@ public final class StorageCard {
     }
 
     private func exchange(_ operation: String, _ command: [UInt8], remedyFor63: String) throws -> Outcome {
-        let response = try channel.transmit(command)
+        let response = try transmit(command)
         if response.count == 2, response[0] == 0x6C {
             return .resend(response[1])
         }

@@ -54,6 +54,20 @@ extension InProcessCommandTests {
         }
 
 
+        /// An early T=0 unit (personality `legacy-t0`, ACR122U103) announces a pseudo-APDU's answer
+        /// with `61 LL` and hands it over on `FF C0 00 00 LL` (ACR122U API v2.04 §6, T=0): the
+        /// GET_VERSION through Direct Transmit still names the NTAG213.
+        @Test func readOnALegacyT0UnitFetchesGetVersionsAnswerWithFFC0() async throws {
+            let desk = try await SimulatedDesk.open(personality: "legacy-t0")
+            defer { desk.close() }
+            try desk.control().send("place-tag type=ntag213 uid=04A1B2C3D4E5F6 ndef=\(exampleURIMessage) id=t2")
+            let result = try await runTool(["read", "--reader", desk.names[0]], on: desk)
+            #expect(result.status == 0, "\(result.err)")
+            #expect(result.out.contains("card: NTAG213 (GET_VERSION 00 04 04 02 01 00 0F 03; PC/SC part 3 name 00 03, ISO/IEC 14443 A, part 3)\n"), "\(result.out)")
+            #expect(result.out.contains("> FF C0 00 00 0B\n"), "\(result.out)")
+            #expect(result.out.contains("NDEF record 1: URI https://example.com\n"))
+        }
+
         @Test func writeNDEFRefusesAnNTAG213WhoseCCClaimsMoreThanItHasAndWritesNothing() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
