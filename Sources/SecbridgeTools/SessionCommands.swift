@@ -444,7 +444,12 @@ extension SecbridgeCLI {
                 ("ats", outcome.ats.map { .hex($0) } ?? .null),
                 ("exchanges", .array(exchanges.map { JSONValue.object([("command", JSONValue.hex($0.command)), ("response", JSONValue.hex($0.response))]) })),
             ]
-            if let response = outcome.selectResponse { members.append(("select", .hex(response))) }
+            if let response = outcome.selectResponse {
+                members.append(("select", .hex(response)))
+                if let parsed = try? ResponseAPDU(parsing: response), let verdict = selection(of: aid!, parsed) {
+                    members.append(("selected", .string(verdict.kind)))
+                }
+            }
             if let tag = outcome.tag {
                 members.append(("ndef", .array(tag.message.records.map(recordJSON))))
             }
@@ -462,6 +467,7 @@ extension SecbridgeCLI {
             }
             if let response = outcome.selectResponse, let parsed = try? ResponseAPDU(parsing: response) {
                 invocation.out("SELECT \(aid!.bytes.hexString): SW \(parsed.statusWord.bytes.hexString) (\(parsed.statusWord.meaning))")
+                if let verdict = selection(of: aid!, parsed) { invocation.out(verdict.text) }
             }
             if let tag = outcome.tag {
                 for (index, record) in tag.message.records.enumerated() {
@@ -474,6 +480,33 @@ extension SecbridgeCLI {
             throw CLIError.failure("not readable as an NFC Forum Type 4 Tag: \(error)")
         }
         return exitSuccess
+    }
+
+    /// What a successful SELECT says about the application selected (ISO/IEC 7816-4 §7.1.1: the
+    /// FCI's DF name 84, or 61/4F; docs/cases.md P14): nil unless the SW is 90 00. `kind` is the
+    /// JSON word: `verified` (the FCI names the AID, an extension or its PIX), `unverified` (a
+    /// bare 90 00 without FCI, or an FCI naming no AID), `mismatch`.
+    static func selection(of aid: AID, _ response: ResponseAPDU) -> (kind: String, text: String)? {
+        guard response.statusWord.isSuccess else { return nil }
+        if response.data.isEmpty {
+            return ("unverified", "selected without FCI (a bare 90 00): unverified, the card did not say which application answered")
+        }
+        do {
+            switch try checkSelectedAID(requested: aid, responseData: response.data) {
+            case .notReported:
+                return ("unverified", "selected: the FCI names no AID, so which application answered is unverified")
+            case .exact:
+                return ("verified", "selected: the FCI names \(aid.bytes.hexString)")
+            case .extendsRequest(let longer):
+                return ("verified", "selected: the FCI names \(longer.bytes.hexString), which extends the AID asked for")
+            case .pixOnly(let pix):
+                return ("verified", "selected: the FCI names the PIX \(pix.hexString) of the AID asked for")
+            }
+        } catch let error as SelectedAIDMismatchError {
+            return ("mismatch", "warning: \(error)")
+        } catch {
+            return ("unverified", "selected: the answer's data is not BER-TLV (\(error)), so which application answered is unverified")
+        }
     }
 
     /// Runs `body`, turning a reader session's failure to take the card into the words `send`

@@ -76,6 +76,20 @@ import Testing
     }
 }
 
+extension TransportCommandTests {
+    /// The simulated Type 4 Tag answers SELECT of its application with a bare 90 00 (no FCI): the
+    /// application counts as selected, unverified (ISO/IEC 7816-4 §7.1.1 lets the FCI be absent).
+    @Test func aSelectAnsweredWithABare9000IsSelectedWithoutFCIUnverified() async throws {
+        let desk = try await Self.placed("applet=t4t-ndef")
+        defer { desk.close() }
+        let text = try await runTool(["read", "--aid", "D2760000850101"], on: desk)
+        #expect(text.status == 0, "\(text.err)")
+        #expect(text.out.hasSuffix("SELECT D2 76 00 00 85 01 01: SW 90 00 (normal processing, no further qualification)\nselected without FCI (a bare 90 00): unverified, the card did not say which application answered\n"), "\(text.out)")
+        let json = try await runTool(["read", "--aid", "D2760000850101", "--json"], on: desk)
+        #expect(json.out.contains("\"selected\": \"unverified\""), "\(json.out)")
+    }
+}
+
 extension String.StringInterpolation {
     /// Uppercase hex without spaces, as the tool's JSON writes bytes.
     mutating func appendInterpolation(hex bytes: [UInt8]) {
