@@ -41,8 +41,12 @@ public final class SimulatedDesk: Sendable {
     ///   - personality: the readers' personality (e.g. `ccid-escape-disabled`), default
     ///     `ccid-escape-enabled`.
     ///   - timeScale: wall-clock seconds per simulated second; `1` for real time.
+    ///   - separateFields: each reader gets an RF field of its own (a card placed on one is not
+    ///     in the other's field), e.g. a secure-element card beside an emulating reader.
     /// - Throws: `InProcessReaderError` when the driver refuses a reader or no Lun frees up.
-    public init(readers count: Int = 1, personality: String? = nil, timeScale: Double = defaultTimeScale) throws {
+    public init(
+        readers count: Int = 1, personality: String? = nil, timeScale: Double = defaultTimeScale, separateFields: Bool = false
+    ) throws {
         let number = Self.counter.add(1, ordering: .relaxed).oldValue
         self.timeScale = timeScale
         directory = "/tmp/secbridge-desk.\(getpid()).\(number)"
@@ -52,7 +56,7 @@ public final class SimulatedDesk: Sendable {
         client = InProcessPCSCClient(readers)
         let base = directory
         let deviceNames = (0..<max(1, min(count, 4))).map { index in
-            "\(base)/\(index):field=desk\(number)" + SimulatedReaders.timeScaleOption(timeScale) + (personality.map { ":personality=\($0)" } ?? "")
+            "\(base)/\(index):field=desk\(number)" + (separateFields ? "-\(index)" : "") + SimulatedReaders.timeScaleOption(timeScale) + (personality.map { ":personality=\($0)" } ?? "")
         }
         let names: [String]
         do {
@@ -67,13 +71,15 @@ public final class SimulatedDesk: Sendable {
     }
 
     /// Makes a desk, waiting for free readers on a thread of its own (never on Swift's shared
-    /// concurrency pool). Parameters and errors as ``init(readers:personality:timeScale:)``.
+    /// concurrency pool). Parameters and errors as ``init(readers:personality:timeScale:separateFields:)``.
     public static func open(
-        readers count: Int = 1, personality: String? = nil, timeScale: Double = defaultTimeScale
+        readers count: Int = 1, personality: String? = nil, timeScale: Double = defaultTimeScale, separateFields: Bool = false
     ) async throws -> SimulatedDesk {
         let executor = BlockingExecutor(name: "desk-open")
         defer { executor.shutdown() }
-        return try await executor.run { try SimulatedDesk(readers: count, personality: personality, timeScale: timeScale) }
+        return try await executor.run {
+            try SimulatedDesk(readers: count, personality: personality, timeScale: timeScale, separateFields: separateFields)
+        }
     }
 
     deinit { close() }

@@ -107,11 +107,16 @@ extension SecbridgeCLI {
     }
 
     /// A credential from a file, or from built-in JSON.
-    static func loadCredential(_ path: String?, fallbackJSON: String) throws(CLIError) -> Credential {
+    /// - Parameter client: reaches the reader of a `pcscCard` credential (a relay).
+    static func loadCredential(
+        _ path: String?, fallbackJSON: String, client: any PCSCClient = PCSCLiteClient()
+    ) throws(CLIError) -> Credential {
         do {
             let file = try path.map { path throws(CredentialFileError) in try CredentialFile(contentsOfFile: path) }
                 ?? CredentialFile(json: Array(fallbackJSON.utf8))
-            return try file.makeCredential()
+            return try file.makeCredential { reader, resolve in
+                CardSecureElement.pcsc(readerName: reader, resolveStatusWordsLocally: resolve, client: client)
+            }
         } catch {
             throw CLIError.failure("the credential file is not usable: \(error)")
         }

@@ -7,6 +7,7 @@ import PN53x
 import NFCTags
 import SecureElementCredential
 import Transcript
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -146,7 +147,7 @@ extension SecbridgeCLI {
         guard let path = invocation.arguments.value("credential") else {
             throw CLIError.usage("give the credential to present with --credential FILE")
         }
-        let credential = try loadCredential(path, fallbackJSON: "")
+        let credential = try loadCredential(path, fallbackJSON: "", client: invocation.client)
         let context = try openContext(invocation)
         let readers = try listReaders(context)
         let reader = try selectReader(
@@ -222,6 +223,7 @@ extension SecbridgeCLI {
             throw CLIError.failure("\(error)")
         }
         let done = ResultBox<Bool>()
+        let secureElementChanges = Mutex<[String]>([])
         let events = Task { () -> Int in
             var commands = 0
             var activeAfterCommands = false
@@ -240,6 +242,10 @@ extension SecbridgeCLI {
                     if info.state == .fieldAbsent && activeAfterCommands && !keep {
                         done.lock.withLock { done.result = .success(true) }
                     }
+                case .connectivityEvent(.secureElementChanged(let detail)):
+                    say("event: secure element changed: \(detail)")
+                    try? recorder?.recordEvent(.cardReset, [TranscriptAttribute("secure-element", detail)])
+                    secureElementChanges.withLock { $0.append(detail) }
                 case .cardEmulationTimeout:
                     say("event: cardEmulationTimeout (the 60-second window ended)")
                     done.lock.withLock { done.result = .success(false) }
@@ -276,7 +282,13 @@ extension SecbridgeCLI {
             throw CLIError.failure("\(error)")
         }
         await session.invalidate()
-        return await events.value
+        let served = await events.value
+        // A terminal command met a changed secure element and was answered 6F 00: that
+        // transaction could not continue, whatever came after.
+        if let change = secureElementChanges.withLock({ $0.first }) {
+            throw CLIError.failure("the terminal's transaction could not continue: \(change)")
+        }
+        return served
     }
 
     // MARK: read

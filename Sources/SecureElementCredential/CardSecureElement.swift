@@ -36,9 +36,12 @@ public final class CardSecureElement: SecureElement {
     }
 
     /// The card in the PC/SC reader `readerName`, connected SHARED with T=0 or T=1.
-    public static func pcsc(readerName: String, resolveStatusWordsLocally: Bool = false) -> CardSecureElement {
+    /// - Parameter client: how to reach the reader: pcsc-lite by default, or in process.
+    public static func pcsc(
+        readerName: String, resolveStatusWordsLocally: Bool = false, client: any PCSCClient = PCSCLiteClient()
+    ) -> CardSecureElement {
         CardSecureElement(description: "PC/SC card in \(readerName)", resolveStatusWordsLocally: resolveStatusWordsLocally) {
-            let context = try PCSCContext()
+            let context = try client.establishContext()
             let handle = try context.connect(to: readerName, share: .shared, protocols: .any)
             return (handle, {
                 try? handle.disconnect(.leave)
@@ -63,19 +66,64 @@ public final class CardSecureElement: SecureElement {
         }
     }
 
+    /// Sends `command` to the card.
+    ///
+    /// When the card changed since it was connected — SCARD_W_REMOVED_CARD, SCARD_W_RESET_CARD,
+    /// SCARD_E_INVALID_HANDLE, or a failed exchange after which SCardStatus shows the card gone —
+    /// the old connection is released and a new one opened (a new card session: nothing selected),
+    /// and `secureElementChanged` is thrown saying so: the command that met the change is not
+    /// answered, because its context (the selected application) is gone.
+    /// - Throws: `CredentialSessionError` `secureElementChanged` (the card changed),
+    ///   `invalidCredentialState` (not connected), or the wrapped lower-layer error.
     public func transceive(_ command: [UInt8]) async throws(CredentialSessionError) -> [UInt8] {
         let box = self.box
         let resolve = resolveStatusWordsLocally
+        let connector = self.connector
+        let description = secureElementDescription
         do {
             return try await executor.run {
                 guard let channel = box.channel else {
                     throw CredentialSessionError(.invalidCredentialState, "the card is not connected; enter wired mode first")
                 }
-                if resolve { return try ISO7816Transport(channel: channel).transmit(bytes: command) }
-                return try channel.transmit(command)
+                do {
+                    if resolve { return try ISO7816Transport(channel: channel).transmit(bytes: command) }
+                    return try channel.transmit(command)
+                } catch let error as PCSCError where Self.meansCardChanged(error, channel: channel) {
+                    box.close?()
+                    box.channel = nil
+                    box.close = nil
+                    let what = error == .resetCard ? "was reset by another program" : "was removed or replaced"
+                    do {
+                        let (channel, close) = try connector()
+                        box.channel = channel
+                        box.close = close
+                        throw CredentialSessionError(
+                            .secureElementChanged,
+                            "the card serving as secure element (\(description)) \(what) (\(error.name)) during \(command.hexString): its state is lost; a new card session was opened for what follows",
+                            cause: UnderlyingCause(error))
+                    } catch let reconnect as PCSCError {
+                        throw CredentialSessionError(
+                            .secureElementChanged,
+                            "the card serving as secure element (\(description)) \(what) (\(error.name)) during \(command.hexString), and could not be connected again (\(reconnect.name)): put the card back on its reader",
+                            cause: UnderlyingCause(error))
+                    }
+                }
             }
         } catch {
-            throw CredentialSessionError.wrapping(error, as: .internalError, "SCardTransmit to \(secureElementDescription) failed")
+            throw CredentialSessionError.wrapping(error, as: .internalError, "SCardTransmit to \(description) failed")
+        }
+    }
+
+    /// Whether a failed exchange means the card is not the one connected any more.
+    static func meansCardChanged(_ error: PCSCError, channel: any CardChannel) -> Bool {
+        if error == .removedCard || error == .resetCard || error == .invalidHandle { return true }
+        guard let connection = channel as? any PCSCConnection else { return false }
+        do {
+            return !(try connection.status().state.contains(.present))
+        } catch let status as PCSCError {
+            return status == .removedCard || status == .resetCard || status == .noSmartcard
+        } catch {
+            return false
         }
     }
 

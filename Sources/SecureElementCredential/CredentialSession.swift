@@ -295,6 +295,8 @@ public actor CredentialSession {
             await perform(machine.emulationStopped(reason: reason), waitForRunner: false)
         case .readerLost(let detail):
             await perform(machine.invalidate(reason: .readerLost(detail)), waitForRunner: false)
+        case .secureElementChanged(let detail):
+            continuation.yield(.connectivityEvent(.secureElementChanged(detail)))
         }
     }
 

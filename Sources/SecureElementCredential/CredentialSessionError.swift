@@ -113,6 +113,9 @@ public struct CredentialSessionError: CodedError {
         public static let invalidInput = Code(rawValue: "invalidInput")
         /// An internal error.
         public static let internalError = Code(rawValue: "internalError")
+        /// Ours: the card serving as secure element was removed, put back or reset by another
+        /// program since the session connected it; its state (the selected application) is lost.
+        public static let secureElementChanged = Code(rawValue: "secureElementChanged")
 
         /// Every documented code, in the order docs/session-model.md lists them.
         public static let documented: [Code] = [

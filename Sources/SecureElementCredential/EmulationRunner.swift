@@ -12,6 +12,8 @@ final class EmulationRunner: Sendable {
         case exchanged(command: [UInt8], response: [UInt8])
         case failed(String)
         case readerLost(String)
+        /// The secure element's card changed (removed, reset): the command was answered 6F 00.
+        case secureElementChanged(String)
     }
 
     let backend: any CardEmulationBackend
@@ -159,6 +161,7 @@ final class EmulationRunner: Sendable {
         do {
             response = try await secureElement.transceive(command)
         } catch {
+            if error.code == .secureElementChanged { await report(.secureElementChanged(error.reason)) }
             // The secure element could not answer at all: "no precise diagnosis".
             return [0x6F, 0x00]
         }

@@ -56,6 +56,10 @@ public enum InvalidationReason: Sendable, Hashable, CustomStringConvertible {
 public enum ConnectivityEvent: Sendable, Hashable {
     /// Card emulation stopped because the reader kept failing; the text says why.
     case emulationStoppedByReaderError(String)
+    /// Ours: the card serving as secure element changed under the session (removed, put back, or
+    /// reset by another program): the terminal's command got `6F 00`, its transaction could not
+    /// continue; the text says what happened and whether a new card session was opened.
+    case secureElementChanged(String)
 }
 
 /// The events of `CredentialSession.eventStream` (docs/session-model.md, "Events").
