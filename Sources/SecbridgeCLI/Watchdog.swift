@@ -106,6 +106,14 @@ package func heldByAnotherProgram(_ reader: String) -> String {
 package func withCardTransaction<T>(
     _ handle: any PCSCConnection, reader: String, _ body: () throws -> T
 ) throws -> T {
+    try beginCardTransaction(handle, reader: reader)
+    defer { endCardTransaction(handle) }
+    return try body()
+}
+
+/// SCardBeginTransaction, bounded, with ``withCardTransaction(_:reader:_:)``'s errors; for a
+/// transaction that spans more than one scope, ended with ``endCardTransaction(_:)``.
+package func beginCardTransaction(_ handle: any PCSCConnection, reader: String) throws(CLIError) {
     let held = heldByAnotherProgram(reader)
     do {
         try CallWatchdog.shared.guarding("SCardBeginTransaction", stalled: held) { () throws(PCSCError) in
@@ -116,6 +124,9 @@ package func withCardTransaction<T>(
     } catch {
         throw CLIError.failure("could not begin a PC/SC transaction on '\(reader)': \(describe(error))")
     }
-    defer { _ = try? CallWatchdog.shared.guarding("SCardEndTransaction") { () throws(PCSCError) in try handle.endTransaction(.leave) } }
-    return try body()
+}
+
+/// SCardEndTransaction with SCARD_LEAVE_CARD, bounded; a failure (the card is gone) is ignored.
+package func endCardTransaction(_ handle: any PCSCConnection) {
+    _ = try? CallWatchdog.shared.guarding("SCardEndTransaction") { () throws(PCSCError) in try handle.endTransaction(.leave) }
 }
