@@ -88,10 +88,6 @@ extension SecbridgeCLI {
         }
         let handle = try connectDirect(context, reader)
         defer { try? handle.disconnect(.leave) }
-        // The fixed sequence in one PC/SC transaction: no other program's escape command lands
-        // between its steps (each step's expected answer depends on the ones before).
-        try beginCardTransaction(handle, reader: reader)
-        defer { endCardTransaction(handle) }
 
         // Identify the unit first, unrecorded, so every part's header carries its provenance.
         let link: ACR122Link
