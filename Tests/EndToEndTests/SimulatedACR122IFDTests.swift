@@ -259,6 +259,23 @@ extension SharedReader {
             try SimulatedReaders.controlA.send("remove peer=t0-card")
         }
 
+        /// Through pcscd: a card that leaves during its second C-APDU makes the driver fail the
+        /// block (IFD_COMMUNICATION_ERROR), which pcscd returns as SCARD_E_NOT_TRANSACTED; `send`
+        /// watches the reader for pcscd's next presence poll and says the card was removed, with
+        /// the first exchange still printed.
+        @Test func aCardRemovedMidExchangeIsReportedAsRemovedThroughPcscd() async throws {
+            let environment = try await resetSimulatedReaders()
+            let reader = environment.simulatedReaderA
+            try SimulatedReaders.controlA.send("place-card uid=\"04 A1 B2 C3\" applet=ok leave-after=2 id=leaving")
+            _ = try await waitForCard(in: reader, present: true)
+            let result = try await runCLI(["send", "--reader", reader, "00 A4 04 00 05 F0 01 02 03 04", "00 B0 00 00 0F"])
+            #expect(result.status == 1)
+            #expect(result.out.hasPrefix("> 00 A4 04 00 05 F0 01 02 03 04\n< 90 00\n"), "\(result.out)")
+            #expect(result.err.contains("00 B0 00 00 0F: the card was removed during the exchange; the exchanges before it are shown"), "\(result.err)")
+            #expect(result.err.contains("SCARD_E_NOT_TRANSACTED from the reader"), "\(result.err)")
+            _ = try await waitForCard(in: reader, present: false)
+        }
+
         @Test func lateReplyFaultIsDetectedAndResynchronised() async throws {
             let environment = try await resetSimulatedReaders()
             let reader = environment.simulatedReaderA
