@@ -437,7 +437,9 @@ import Testing
 
             SCRIPT holds one APDU in hex per line; `#` and `//` start comments; `reset` resets the
             card and `exit` stops, as in scriptor. The whole script is checked before anything is
-            sent. ISO 7816-4 handling is on unless --raw (see `secbridge send --help`).
+            sent. ISO 7816-4 handling is on unless --raw (see `secbridge send --help`). The whole
+            script runs inside one PC/SC transaction: no other program's command lands between its
+            lines (a `reset` line keeps the transaction).
 
             Example script:
               # select the NFC Forum Type 4 Tag application

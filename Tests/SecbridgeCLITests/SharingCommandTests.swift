@@ -79,3 +79,20 @@ import Testing
         #expect(read.err == send.err, "read:\n\(read.err)\nsend:\n\(send.err)")
     }
 }
+
+extension SharingCommandTests {
+    /// `run` holds one transaction over its script, a `reset` line included: the card is reset
+    /// (SCardReconnect with SCARD_RESET_CARD) and the lines after it still go through.
+    @Test func aScriptWithAResetLineRunsWholeInsideItsTransaction() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        try desk.control().send("place-card uid=04A1B2C3 applet=echo id=card")
+        let script = desk.directory + "/script.txt"
+        try Data("00 A4 04 00 01 AA\nreset\n00 B0 00 00 01 BB\n".utf8).write(to: URL(fileURLWithPath: script))
+        let result = try await runTool(["run", script], on: desk)
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.out.contains("reset\n"), "\(result.out)")
+        let log = try desk.control().send("card-log peer=card")["all"]
+        #expect(log == "00 A4 04 00 01 AA; 00 B0 00 00 01 BB", "\(log ?? "")")
+    }
+}
