@@ -2,6 +2,26 @@ import ISO7816
 import PCSC
 import Transcript
 
+/// Whether `reader` shows no card now, or loses it within pcscd's next presence poll (at most
+/// 1 s of SCardGetStatusChange): how a command learns that a failed exchange met a card being
+/// taken away (pcscd polls presence every 400 ms, PCSCLITE_STATUS_POLL_RATE in pcsc-lite's pcscd.h).
+package func cardLeft(_ reader: String, context: any PCSCClientContext) -> Bool {
+    var states = [ReaderState(readerName: reader)]
+    do {
+        _ = try CallWatchdog.shared.guarding("SCardGetStatusChange") { () throws(PCSCError) in
+            try context.getStatusChange(&states, timeout: .zero)
+        }
+        if !states[0].eventFlags.contains(.present) { return true }
+        states[0].acknowledge()
+        _ = try CallWatchdog.shared.guarding("SCardGetStatusChange") { () throws(PCSCError) in
+            try context.getStatusChange(&states, timeout: .seconds(1))
+        }
+        return !states[0].eventFlags.contains(.present)
+    } catch {
+        return false
+    }
+}
+
 /// A connection to the card in the reader a command chose, with what the ISO transport needs to
 /// know (card capabilities from the ATR, the reader's maximum input), and the transcript recorder
 /// when `--record` was given.
@@ -117,20 +137,7 @@ package final class CardSession {
             return false
         }
         guard waitingForPresencePoll else { return false }
-        var states = [ReaderState(readerName: reader)]
-        do {
-            _ = try CallWatchdog.shared.guarding("SCardGetStatusChange") { () throws(PCSCError) in
-                try context.getStatusChange(&states, timeout: .zero)
-            }
-            if !states[0].eventFlags.contains(.present) { return true }
-            states[0].acknowledge()
-            _ = try CallWatchdog.shared.guarding("SCardGetStatusChange") { () throws(PCSCError) in
-                try context.getStatusChange(&states, timeout: .seconds(1))
-            }
-            return !states[0].eventFlags.contains(.present)
-        } catch {
-            return false
-        }
+        return cardLeft(reader, context: context)
     }
 
     /// Ends recording and disconnects, leaving the card as it is.

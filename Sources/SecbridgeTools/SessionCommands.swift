@@ -422,11 +422,14 @@ extension SecbridgeCLI {
             var tagError: String?
         }
         let isACR122 = ACR122Detection.nameSuggestsACR122(reader)
-        let (outcome, exchanges) = try readerSessionErrorsExplained(reader) { () throws in try awaitResult("the reader session", timeout: .seconds(60)) {
+        let log = ExchangeLog()
+        let (outcome, exchanges) = try readerSessionErrorsExplained(reader) { () throws in
+            do {
+                return try awaitResult("the reader session", timeout: .seconds(60)) {
             try await session.run { session -> Outcome in
                 // On the PN532 path, the C-APDUs inside InDataExchange are recorded as `ini` lines
                 // beside the raw `ctl` exchanges (Fixtures/README.md).
-                let transceiver = RecordingTransceiver(session, recorder: usePN532 ? recorder : nil)
+                let transceiver = RecordingTransceiver(session, recorder: usePN532 ? recorder : nil, log: log)
                 var outcome = Outcome()
                 if let target = transceiver.target {
                     outcome.uid = target.uid
@@ -449,7 +452,27 @@ extension SecbridgeCLI {
                 }
                 return outcome
             }
-        } }
+                }
+            } catch let error where !(error is CLIError) && !(error is CredentialSessionError && log.all.isEmpty) {
+                // The exchanges that completed stay in the output (and the recording has them).
+                let message = explainReadFailure(error, reader: reader, context: context)
+                let done = log.all
+                if invocation.json {
+                    invocation.out(JSONValue.object([
+                        ("reader", .string(reader)),
+                        ("exchanges", .array(done.map { JSONValue.object([("command", JSONValue.hex($0.command)), ("response", JSONValue.hex($0.response))]) })),
+                        ("error", .string(message)),
+                    ]).prettySerialized())
+                } else {
+                    invocation.out("reader: \(reader)")
+                    for exchange in done {
+                        invocation.out("> \(exchange.command.hexString)")
+                        invocation.out("< \(exchange.response.hexString)")
+                    }
+                }
+                throw CLIError.failure(message)
+            }
+        }
         if invocation.json {
             var members: [(String, JSONValue)] = [
                 ("reader", .string(reader)), ("uid", outcome.uid.map { .hex($0) } ?? .null),
@@ -539,21 +562,48 @@ extension SecbridgeCLI {
         }
     }
 
+    /// A failed reader session in words: a card removed mid-exchange is said so (pcscd reports
+    /// it as SCARD_E_NOT_TRANSACTED or SCARD_W_REMOVED_CARD; the reader is asked), a card reset
+    /// by another program gets the hint that its state is lost.
+    static func explainReadFailure(_ error: any Error, reader: String, context: any PCSCClientContext) -> String {
+        let cause = (error as? CredentialSessionError)?.cause ?? UnderlyingCause(error)
+        guard case .pcsc(let code, let name) = cause else { return "\(error)" }
+        if code == PCSCError.resetCard.code {
+            return "the card was reset by another program during the read (\(name)): its state (the selected application) is lost; the exchanges before it are shown. Run the read again"
+        }
+        let mayHaveLeft = [PCSCError.removedCard.code, PCSCError.notTransacted.code, PCSCError.noSmartcard.code].contains(code)
+        if mayHaveLeft, code == PCSCError.removedCard.code || cardLeft(reader, context: context) {
+            return "the card was removed during the exchange (\(name) from the reader); the exchanges before it are shown. Hold the card on the reader and run the read again"
+        }
+        return "\(error)"
+    }
+
     /// A reader session's transceiver that also records each APDU as `ini` lines.
     struct RecordingTransceiver: Sendable {
         let inner: ReaderSession.Transceiver
         let recorder: TranscriptRecorder?
-        init(_ inner: ReaderSession.Transceiver, recorder: TranscriptRecorder?) {
+        /// Every exchange that completed, kept for the output when a later one fails.
+        let log: ExchangeLog?
+        init(_ inner: ReaderSession.Transceiver, recorder: TranscriptRecorder?, log: ExchangeLog? = nil) {
             self.inner = inner
             self.recorder = recorder
+            self.log = log
         }
         var target: ISO14443ATarget? { inner.target }
         func transceive(_ command: [UInt8]) async throws -> [UInt8] {
             try? recorder?.record(.initiator(.outgoing, TranscriptBytes(command)))
             let response = try await inner.transceive(command)
             try? recorder?.record(.initiator(.incoming, TranscriptBytes(response)))
+            log?.append(command, response)
             return response
         }
+    }
+
+    /// The exchanges of a reader session so far, shared between its task and the command.
+    final class ExchangeLog: Sendable {
+        private let entries = Mutex<[(command: [UInt8], response: [UInt8])]>([])
+        func append(_ command: [UInt8], _ response: [UInt8]) { entries.withLock { $0.append((command, response)) } }
+        var all: [(command: [UInt8], response: [UInt8])] { entries.withLock { $0 } }
     }
 
     static func describeRecord(_ record: NDEFRecord) -> String {

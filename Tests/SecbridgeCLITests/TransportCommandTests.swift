@@ -96,3 +96,21 @@ extension String.StringInterpolation {
         appendLiteral(bytes.map { String(format: "%02X", $0) }.joined())
     }
 }
+
+extension TransportCommandTests {
+    /// A Type 4 Tag taken away during Android's fourth command (SELECT E104): `read` says the
+    /// card was removed, and the exchanges before it stay in the text and the JSON.
+    @Test func aTagRemovedMidReadKeepsTheExchangesBeforeIt() async throws {
+        let desk = try await Self.placed("applet=t4t-ndef leave-after=4")
+        defer { desk.close() }
+        let text = try await runTool(["read"], on: desk)
+        #expect(text.status == 1)
+        #expect(text.err.contains("the card was removed during the exchange"), "\(text.err)")
+        #expect(text.out.contains("> 00 B0 00 00 0F\n< 00 0F 20 00 7F 00 7F 04 06 E1 04 04 00 00 00 90 00\n"), "\(text.out)")
+        try desk.control().send("place-card uid=04A1B2C3 id=card2 applet=t4t-ndef leave-after=4")
+        let json = try await runTool(["read", "--json"], on: desk)
+        #expect(json.status == 1)
+        #expect(json.out.contains("\"command\": \"00B000000F\""), "\(json.out)")
+        #expect(json.out.contains("\"error\": \"the card was removed during the exchange"), "\(json.out)")
+    }
+}
