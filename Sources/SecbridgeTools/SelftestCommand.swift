@@ -88,6 +88,11 @@ extension SecbridgeCLI {
         }
         let handle = try connectDirect(context, reader)
         defer { try? handle.disconnect(.leave) }
+        // The reader and target parts in one PC/SC transaction: no other program's escape command
+        // lands between their steps. It ends before the phone part, whose session connects anew.
+        try beginCardTransaction(handle, reader: reader)
+        var inTransaction = true
+        defer { if inTransaction { endCardTransaction(handle) } }
 
         // Identify the unit first, unrecorded, so every part's header carries its provenance.
         let link: ACR122Link
@@ -167,6 +172,9 @@ extension SecbridgeCLI {
         let warnings = HardwareSelftest.warnings(results.flatMap(\.outcomes))
         if !json { for warning in warnings { invocation.out("warning: \(warning)") } }
 
+        endCardTransaction(handle)
+        inTransaction = false
+
         if invocation.arguments.has("phone") && !interrupted() {
             if !json { invocation.out("phone: hold a phone or terminal to the reader within 60 s (it reads https://example.com)") }
             let file = directory + "/" + HardwareSelftest.Part.phone.fileName
@@ -180,7 +188,7 @@ extension SecbridgeCLI {
             let exchanges = try awaitResult("the phone part", timeout: .seconds(90)) {
                 try await emulate(
                     credential: credential, reader: reader, recorder: TranscriptRecorder(sink: writer), approve: true,
-                    keep: false, console: console)
+                    keep: false, console: console, client: invocation.client, clock: sessionClock(invocation))
             }
             if !json { invocation.out("  phone: \(exchanges) APDU exchange\(exchanges == 1 ? "" : "s") with the terminal") }
             results.append((.phone, [], file))
