@@ -115,7 +115,25 @@ extension SecbridgeCLI {
             let file = try path.map { path throws(CredentialFileError) in try CredentialFile(contentsOfFile: path) }
                 ?? CredentialFile(json: Array(fallbackJSON.utf8))
             return try file.makeCredential { reader, resolve in
-                CardSecureElement.pcsc(readerName: reader, resolveStatusWordsLocally: resolve, client: client)
+                // The relay session holds the card in one PC/SC transaction (bounded by the call
+                // watchdog), so no other program's APDU lands inside a terminal's transaction;
+                // a new card session after a change begins a new one.
+                CardSecureElement(description: "PC/SC card in \(reader)", resolveStatusWordsLocally: resolve) {
+                    let context = try client.establishContext()
+                    let handle = try context.connect(to: reader, share: .shared, protocols: .any)
+                    do {
+                        try beginCardTransaction(handle, reader: reader)
+                    } catch {
+                        try? handle.disconnect(.leave)
+                        try? context.release()
+                        throw error
+                    }
+                    return (handle, {
+                        endCardTransaction(handle)
+                        try? handle.disconnect(.leave)
+                        try? context.release()
+                    })
+                }
             }
         } catch {
             throw CLIError.failure("the credential file is not usable: \(error)")

@@ -69,7 +69,7 @@ public final class CardSecureElement: SecureElement {
     /// Sends `command` to the card.
     ///
     /// When the card changed since it was connected — SCARD_W_REMOVED_CARD, SCARD_W_RESET_CARD,
-    /// SCARD_E_INVALID_HANDLE, or a failed exchange after which SCardStatus shows the card gone —
+    /// SCARD_E_INVALID_HANDLE, SCARD_E_NOT_TRANSACTED, or SCardStatus showing the card gone —
     /// the old connection is released and a new one opened (a new card session: nothing selected),
     /// and `secureElementChanged` is thrown saying so: the command that met the change is not
     /// answered, because its context (the selected application) is gone.
@@ -89,24 +89,27 @@ public final class CardSecureElement: SecureElement {
                     if resolve { return try ISO7816Transport(channel: channel).transmit(bytes: command) }
                     return try channel.transmit(command)
                 } catch let error as PCSCError where Self.meansCardChanged(error, channel: channel) {
+                    let what = error == .resetCard ? "was reset by another program"
+                        : error == .notTransacted && !Self.cardIsGone(channel) ? "failed the exchange (taken out of the field or swapped for another)"
+                        : "was removed or replaced"
                     box.close?()
                     box.channel = nil
                     box.close = nil
-                    let what = error == .resetCard ? "was reset by another program" : "was removed or replaced"
+                    let reconnected: String
                     do {
                         let (channel, close) = try connector()
                         box.channel = channel
                         box.close = close
-                        throw CredentialSessionError(
-                            .secureElementChanged,
-                            "the card serving as secure element (\(description)) \(what) (\(error.name)) during \(command.hexString): its state is lost; a new card session was opened for what follows",
-                            cause: UnderlyingCause(error))
+                        reconnected = "its state is lost; a new card session was opened for what follows"
                     } catch let reconnect as PCSCError {
-                        throw CredentialSessionError(
-                            .secureElementChanged,
-                            "the card serving as secure element (\(description)) \(what) (\(error.name)) during \(command.hexString), and could not be connected again (\(reconnect.name)): put the card back on its reader",
-                            cause: UnderlyingCause(error))
+                        reconnected = "and it could not be connected again (\(reconnect.name)): put the card back on its reader"
+                    } catch {
+                        reconnected = "and it could not be connected again (\(error)): put the card back on its reader"
                     }
+                    throw CredentialSessionError(
+                        .secureElementChanged,
+                        "the card serving as secure element (\(description)) \(what) (\(error.name)) during \(command.hexString); \(reconnected)",
+                        cause: UnderlyingCause(error))
                 }
             }
         } catch {
@@ -114,9 +117,18 @@ public final class CardSecureElement: SecureElement {
         }
     }
 
-    /// Whether a failed exchange means the card is not the one connected any more.
+    /// Whether a failed exchange means the card session is not the one connected any more:
+    /// removed, reset, an invalid handle, or SCARD_E_NOT_TRANSACTED. A contactless card that
+    /// fails an exchange has lost its RF session (it left the field, maybe for another card the
+    /// reader then activated before pcscd's presence poll saw a gap), so its state is gone
+    /// whether or not pcscd noticed.
     static func meansCardChanged(_ error: PCSCError, channel: any CardChannel) -> Bool {
-        if error == .removedCard || error == .resetCard || error == .invalidHandle { return true }
+        if error == .removedCard || error == .resetCard || error == .invalidHandle || error == .notTransacted { return true }
+        return cardIsGone(channel)
+    }
+
+    /// Whether SCardStatus says the connected card has left.
+    static func cardIsGone(_ channel: any CardChannel) -> Bool {
         guard let connection = channel as? any PCSCConnection else { return false }
         do {
             return !(try connection.status().state.contains(.present))

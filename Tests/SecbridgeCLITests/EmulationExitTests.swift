@@ -72,24 +72,44 @@ extension EmulationExitTests {
 }
 
 extension EmulationExitTests {
+    /// `emulate` of a relay credential on reader 0 (Android's read placed), its secure element
+    /// the first of `cards` placed on reader 1 (a field of its own).
+    static func relay(on desk: SimulatedDesk, cards: [String]) async throws -> (status: Int32, out: String, err: String) {
+        for card in cards { try desk.control(1).send("place-card " + card) }
+        try desk.control(0).send("place-terminal script=android-t4t-read id=android")
+        let credential = desk.directory + "/relay.json"
+        try Data("""
+            {"secbridge-credential": 1, "id": "relay", "name": "relay", "pcscCard": {"reader": "\(desk.names[1])"}}
+            """.utf8).write(to: URL(fileURLWithPath: credential))
+        return try await runTool(["emulate", "--credential", credential, "--yes", "--reader", desk.names[0]], on: desk)
+    }
+
     /// A relay whose secure element (a PC/SC card on a reader of its own) leaves during the
     /// terminal's third command: the event is printed, the command gets 6F 00, a new card
     /// session is tried, and emulate fails (exit 1) saying the transaction could not continue.
     @Test func aRelaysSecureElementRemovedMidTransactionIsAnEventAndAFailure() async throws {
         let desk = try await SimulatedDesk.open(readers: 2, separateFields: true)
         defer { desk.close() }
-        try desk.control(1).send("place-card uid=04A1B2C3 applet=t4t-ndef leave-after=3 id=se")
-        try desk.control(0).send("place-terminal script=android-t4t-read id=android")
-        let credential = desk.directory + "/relay.json"
-        try Data("""
-            {"secbridge-credential": 1, "id": "relay", "name": "relay", "pcscCard": {"reader": "\(desk.names[1])"}}
-            """.utf8).write(to: URL(fileURLWithPath: credential))
-        let result = try await runTool(["emulate", "--credential", credential, "--yes", "--reader", desk.names[0]], on: desk)
+        let result = try await Self.relay(on: desk, cards: ["uid=04A1B2C3 applet=t4t-ndef leave-after=3 id=se"])
         #expect(result.status == 1, "\(result.out)")
         #expect(result.out.contains("event: secure element changed: the card serving as secure element (PC/SC card in \(desk.names[1])) was removed or replaced"), "\(result.out)")
         #expect(result.out.contains("  terminal > 00 B0 00 00 0F\n  host     < 6F 00\n"), "\(result.out)")
         #expect(result.err.contains("the terminal's transaction could not continue: "), "\(result.err)")
         #expect(result.err.contains("could not be connected again"), "\(result.err)")
         #expect(try desk.control(0).send("status")["picc"] == "FF")
+    }
+}
+
+extension EmulationExitTests {
+    /// The secure element's card leaves and another is in its reader's field (a card put back):
+    /// the relay opens a new card session on it, says so, and emulate still exits 1 for the
+    /// transaction that met the change.
+    @Test func aRelayOpensANewCardSessionWhenTheCardIsPutBack() async throws {
+        let desk = try await SimulatedDesk.open(readers: 2, separateFields: true)
+        defer { desk.close() }
+        let result = try await Self.relay(
+            on: desk, cards: ["uid=04A1B2C3 applet=t4t-ndef leave-after=3 id=se", "uid=04A1B2C4 applet=t4t-ndef id=se-again"])
+        #expect(result.status == 1, "\(result.out)")
+        #expect(result.out.contains("its state is lost; a new card session was opened for what follows"), "\(result.out)")
     }
 }
