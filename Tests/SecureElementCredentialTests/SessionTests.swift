@@ -71,7 +71,7 @@ struct SessionTests {
     }
 
     /// A session in card emulation whose one terminal sent a SELECT and released the target;
-    /// returns once the runner pauses (the window's timer, the session's, the grace: 3 sleepers).
+    /// returns once the runner pauses for its grace.
     static func releasedAfterOneCommand() async throws -> Harness {
         let h = try Harness(reader: "\(#function) \(UInt64.random(in: 0...UInt64.max))")
         var events = h.session.eventStream.makeAsyncIterator()
@@ -79,7 +79,9 @@ struct SessionTests {
         try await h.session.performTransaction(using: h.credential)
         h.backend.present(InMemoryTerminal(commands: [hex("00 A4 04 00 07 D2 76 00 00 85 01 01 00")]))
         #expect(await nextEvent(&events, where: isField(.fieldAbsent)) != nil)
-        await h.waitForSleepers(3)
+        // The runner's grace is the earliest sleeper: 250 ms on a clock still at zero.
+        for _ in 0..<100_000 where h.clock.nextDeadline != .milliseconds(250) { await Task.yield() }
+        #expect(h.clock.nextDeadline == .milliseconds(250))
         return h
     }
 
