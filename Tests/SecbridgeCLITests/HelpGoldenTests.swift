@@ -181,6 +181,7 @@ import Testing
             SUBCOMMANDS:
               readers      List the readers pcscd knows, with card state, ATR and protocol.
               send         Send APDUs to the card in a reader, with ISO 7816-4 handling.
+              control      Send escape commands and pseudo-APDUs to a reader, with or without a card.
               decode       Decode a command APDU, a response, an ATR or BER-TLV data, given in hex.
               monitor      Show reader and card events as they happen.
               run          Send the APDUs of a script file to a card (reads pcsc-tools' scriptor files).
@@ -282,6 +283,46 @@ import Testing
             secbridge: error: unknown option '--colour'
             USAGE: secbridge send [--reader NAME|INDEX] [--raw | --stop-at-ne] [--json] [--record FILE] HEX…
             Run 'secbridge send --help' for more information.
+
+            """#),
+        Golden(
+            path: ["control"],
+            help: #"""
+            OVERVIEW: Send escape commands and pseudo-APDUs to a reader, with or without a card.
+
+            USAGE: secbridge control [--reader NAME|INDEX] [--code HEX4] [--json] [--record FILE] HEX…
+
+            Opens a DIRECT connection to the reader (SCardConnect with SCARD_SHARE_DIRECT: no card
+            needed) and sends each argument with SCardControl. Without --code the control code is the
+            reader's escape command: the one its feature list announces (CM_IOCTL_GET_FEATURE_REQUEST,
+            FEATURE_CCID_ESC_COMMAND, tag 0x13: 0x42000001 for libccid with escape commands enabled,
+            0x42000DAC for ACS's acsccid). Arguments form APDUs as in `secbridge send`.
+
+            On an ACR122U this carries the reader's pseudo-APDUs (FF 00 48 00 00 firmware string,
+            FF 00 51 PP 00 PICC operating parameter, FF 00 40 … LEDs) and PN532 commands through
+            Direct Transmit (FF 00 00 00 Lc D4 …). Answers are shown as the reader gives them: a
+            pseudo-APDU's status word is its last two bytes, the firmware string has none. Nothing
+            is restored afterwards: a setting you change stays changed (`secbridge reset` puts an
+            ACR122U back).
+
+            Example:
+              $ secbridge control FF 00 48 00 00
+              > FF 00 48 00 00
+              < 41 43 52 31 32 32 55 32 30 37
+                firmware: ACR122U207
+
+            OPTIONS:
+              -r, --reader <NAME|INDEX>  The reader: an index from `secbridge readers` or part of its name.
+              --code <HEX4>              The SCardControl code, e.g. 42000001 (default: the escape code the reader announces).
+              --json                     Print a JSON object {reader, code, exchanges: [{command, response}]}.
+              --record <FILE>            Record every exchange to a transcript FILE.
+              -h, --help                 Show help information.
+
+            """#,
+            unknownOption: #"""
+            secbridge: error: unknown option '--colour'
+            USAGE: secbridge control [--reader NAME|INDEX] [--code HEX4] [--json] [--record FILE] HEX…
+            Run 'secbridge control --help' for more information.
 
             """#),
         Golden(

@@ -1,0 +1,49 @@
+import Foundation
+import SecbridgeTesting
+import Testing
+
+/// `secbridge control`: escape commands to a reader without a card, in process.
+@Suite struct ControlCommandTests {
+    /// The firmware string through the escape code the reader announces (libccid with escape
+    /// commands enabled: 0x42000001), no card on the reader (docs/acr122-pn532.md §1, §2).
+    @Test func theFirmwareStringOfAReaderWithoutACard() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        let result = try await runTool(["control", "FF 00 48 00 00"], on: desk)
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.out == """
+            reader: \(desk.names[0])  control code: 0x42000001
+            > FF 00 48 00 00
+            < 41 43 52 31 32 32 55 32 30 37
+              firmware: ACR122U207
+
+            """, "\(result.out)")
+        let json = try await runTool(["control", "--json", "FF 00 50 00 00"], on: desk)
+        #expect(json.out.contains("\"response\": \"90FF\""), "\(json.out)")  // PICC parameter FF at power-up
+        #expect(json.out.contains("\"code\": \"0x42000001\""))
+    }
+
+    /// --code sends any control code: CM_IOCTL_GET_FEATURE_REQUEST (0x42000D48) lists
+    /// FEATURE_CCID_ESC_COMMAND as `13 04 42 00 00 01` (PC/SC part 10 §2.2).
+    @Test func anyControlCodeWithCode() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        let result = try await runTool(["control", "--code", "42000D48", "--json", "00"], on: desk)
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.out.contains("\"response\": \"130442000001\""), "\(result.out)")
+    }
+
+    /// libccid's default refuses escape commands: the tool says how to enable them (docs/cases.md P09).
+    @Test func escapeCommandsDisabledSaysWhatToSet() async throws {
+        let desk = try await SimulatedDesk.open(personality: "ccid-escape-disabled")
+        defer { desk.close() }
+        let result = try await runTool(["control", "FF 00 48 00 00"], on: desk)
+        #expect(result.status == 1)
+        #expect(result.err.contains("announces no escape command"), "\(result.err)")
+        #expect(result.err.contains("ifdDriverOptions to 0x0001"), "\(result.err)")
+        let forced = try await runTool(["control", "--code", "42000001", "FF 00 48 00 00"], on: desk)
+        #expect(forced.status == 1)
+        #expect(forced.err.contains("SCARD_E_NOT_TRANSACTED"), "\(forced.err)")
+        #expect(forced.err.contains("ifdDriverOptions 0x0001"), "\(forced.err)")
+    }
+}
