@@ -116,6 +116,10 @@ package struct OptionSpec: Sendable {
     ) -> OptionSpec {
         OptionSpec(name: name, short: short, valueName: valueName, help: help, kind: kind)
     }
+    /// `--wait SECONDS`: wait (at most an hour) for a card when none is there (``waitForCard(context:reader:upTo:)``).
+    package static let waitForCard = OptionSpec.value(
+        "wait", "SECONDS", "Wait up to SECONDS (at most 3600) for a card when none is there.", .seconds(limit: 3600))
+
     /// `-r, --reader NAME|INDEX`: a reader index or part of a reader name.
     package static func reader(_ help: String) -> OptionSpec {
         .value("reader", short: "r", "NAME|INDEX", help, .reader)

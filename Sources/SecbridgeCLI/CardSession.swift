@@ -2,6 +2,47 @@ import ISO7816
 import PCSC
 import Transcript
 
+/// `--wait SECONDS`: waits (SCardGetStatusChange, at most `limit`) until a card is present in the
+/// reader `argument` selects, or in any reader without `--reader`; returns the readers and their
+/// states then. The corresponding PC/SC function is SCardGetStatusChange, as pcsc-tools' scriptor
+/// and pyscard's `CardRequest(timeout=…)` wait.
+/// - Throws: `CLIError.failure` naming the wait when no card came in time.
+package func waitForCard(
+    context: any PCSCClientContext, reader argument: String?, upTo limit: Duration
+) throws(CLIError) -> (readers: [String], states: [ReaderState]) {
+    let deadline = ContinuousClock.now + limit
+    while true {  // bounded by the deadline
+        let readers = try listReaders(context)
+        var watched = readers
+        if let argument { watched = [try selectReader(argument, in: readers)] }
+        // The PnP entry wakes the wait when readers come or go, so one plugged in is watched too.
+        var states = watched.map { ReaderState(readerName: $0) } + [ReaderState(readerName: ReaderState.pnpNotification)]
+        do throws(PCSCError) {
+            _ = try CallWatchdog.shared.guarding("SCardGetStatusChange") { () throws(PCSCError) in
+                try context.getStatusChange(&states, timeout: .zero)
+            }
+            let left = deadline - ContinuousClock.now
+            if !states.contains(where: { $0.eventFlags.contains(.present) }), left > .zero {
+                for index in states.indices { states[index].acknowledge() }
+                _ = try CallWatchdog.shared.guarding("SCardGetStatusChange") { () throws(PCSCError) in
+                    try context.getStatusChange(&states, timeout: min(left, .seconds(30)))
+                }
+            }
+        } catch where error == .timeout {
+            // No change within the wait: checked against the deadline below.
+        } catch {
+            throw .failure("waiting for a card failed: \(describe(error))")
+        }
+        if states.contains(where: { $0.readerName != ReaderState.pnpNotification && $0.eventFlags.contains(.present) }) {
+            return try listReadersWithStates(context)
+        }
+        if ContinuousClock.now >= deadline { break }
+    }
+    let milliseconds = limit.components.seconds * 1000 + limit.components.attoseconds / 1_000_000_000_000_000
+    let seconds = milliseconds % 1000 == 0 ? "\(milliseconds / 1000)" : "\(Double(milliseconds) / 1000)"
+    throw .failure("no card came to \(argument.map { "'\($0)'" } ?? "any reader") within \(seconds) s (--wait); place the card or tag on the reader")
+}
+
 /// Whether `reader` shows no card now, or loses it within pcscd's next presence poll (at most
 /// 1 s of SCardGetStatusChange): how a command learns that a failed exchange met a card being
 /// taken away (pcscd polls presence every 400 ms, PCSCLITE_STATUS_POLL_RATE in pcsc-lite's pcscd.h).
@@ -55,10 +96,13 @@ package final class CardSession {
 
     /// Chooses the reader (preferring one with a card), connects shared with T=0 or T=1, reads the
     /// ATR's card capabilities and SCARD_ATTR_MAXINPUT, and starts recording if asked.
+    /// - Parameter wait: with `--wait SECONDS`, how long to wait for a card when none is there.
     package static func open(
-        context: any PCSCClientContext, reader argument: String?, record path: String?, command: String
+        context: any PCSCClientContext, reader argument: String?, record path: String?, command: String,
+        wait: Duration? = nil
     ) throws(CLIError) -> CardSession {
-        let (readers, states) = try listReadersWithStates(context)
+        var (readers, states) = try listReadersWithStates(context)
+        if let wait { (readers, states) = try waitForCard(context: context, reader: argument, upTo: wait) }
         let withCard = Set(states.filter { $0.eventFlags.contains(.present) }.map(\.readerName))
         if argument == nil && withCard.isEmpty && !readers.isEmpty {
             let listing = readers.enumerated().map { "  \($0.offset): \($0.element)" }.joined(separator: "\n")

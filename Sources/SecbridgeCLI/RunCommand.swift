@@ -6,7 +6,7 @@ extension SecbridgeCLI {
     package static let runCommand = Command(
         name: "run",
         abstract: "Send the APDUs of a script file to a card (reads pcsc-tools' scriptor files).",
-        usage: "[--reader NAME|INDEX] [--raw] [--stop-on-error] [--json] [--record FILE] SCRIPT",
+        usage: "[--reader NAME|INDEX] [--raw] [--stop-on-error] [--wait SECONDS] [--json] [--record FILE] SCRIPT",
         discussion: """
             SCRIPT holds one APDU in hex per line; `#` and `//` start comments; `reset` resets the
             card and `exit` stops, as in scriptor. The whole script is checked before anything is
@@ -26,6 +26,7 @@ extension SecbridgeCLI {
             .reader("The reader: an index from `secbridge readers` or part of its name."),
             .flag("raw", "Send the bytes as they are: no GET RESPONSE, no Le correction, no chaining."),
             .flag("stop-on-error", "Stop at the first status word other than 90 00 or 61xx, and exit 1."),
+            .waitForCard,
             .flag("json", "Print a JSON array of {line, command, response, sw, meaning}."),
             .value("record", "FILE", "Record every exchange to a transcript FILE."),
         ],
@@ -43,7 +44,7 @@ extension SecbridgeCLI {
         let context = try openContext(invocation)
         let session = try CardSession.open(
             context: context, reader: invocation.arguments.value("reader"),
-            record: invocation.arguments.value("record"), command: "run")
+            record: invocation.arguments.value("record"), command: "run", wait: invocation.arguments.seconds("wait"))
         defer { session.close() }
         var results: [JSONValue] = []
         var status = exitSuccess

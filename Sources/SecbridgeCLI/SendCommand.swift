@@ -5,7 +5,7 @@ extension SecbridgeCLI {
     package static let sendCommand = Command(
         name: "send",
         abstract: "Send APDUs to the card in a reader, with ISO 7816-4 handling.",
-        usage: "[--reader NAME|INDEX] [--raw | --stop-at-ne] [--json] [--record FILE] HEX…",
+        usage: "[--reader NAME|INDEX] [--raw | --stop-at-ne] [--wait SECONDS] [--json] [--record FILE] HEX…",
         discussion: """
             Consecutive single-byte arguments form one APDU (00 A4 04 00 00); any other argument is
             an APDU of its own ("00A4040000" "00B0000000", or quoted with spaces). Hex may use
@@ -34,6 +34,7 @@ extension SecbridgeCLI {
             .reader("The reader: an index from `secbridge readers` or part of its name."),
             .flag("raw", "Send the bytes as they are: no GET RESPONSE, no Le correction, no chaining."),
             .flag("stop-at-ne", "Follow 61xx only until Le's bytes arrived; the card's remaining 61xx is shown."),
+            .waitForCard,
             .flag("json", "Print a JSON object {reader, protocol, exchanges: [{command, response, data, sw, meaning, raw}]}."),
             .value("record", "FILE", "Record every exchange to a transcript FILE."),
         ],
@@ -100,7 +101,7 @@ extension SecbridgeCLI {
         let context = try openContext(invocation)
         let session = try CardSession.open(
             context: context, reader: invocation.arguments.value("reader"),
-            record: invocation.arguments.value("record"), command: "send")
+            record: invocation.arguments.value("record"), command: "send", wait: invocation.arguments.seconds("wait"))
         defer { session.close() }
         var exchanges: [JSONValue] = []
         func printJSON(error: String?) {

@@ -296,7 +296,7 @@ extension SecbridgeCLI {
     static let readCommand = Command(
         name: "read",
         abstract: SecbridgeCLI.toolAbstract("read"),
-        usage: "[--reader NAME|INDEX] [--pn532] [--aid HEX] [--key HEX12 [--key-b] --blocks N[-M]] [--json] [--record FILE]",
+        usage: "[--reader NAME|INDEX] [--pn532] [--wait SECONDS] [--aid HEX] [--key HEX12 [--key-b] --blocks N[-M]] [--json] [--record FILE]",
         discussion: """
             The host acts as the terminal. By default the reader's own polling finds the card
             (a PC/SC connection); with --pn532 an ACR122U is driven with PN532 initiator commands
@@ -332,6 +332,7 @@ extension SecbridgeCLI {
         options: [
             .reader("The reader: an index from `secbridge readers` or part of its name."),
             .flag("pn532", "Use PN532 initiator commands (ACR122U, no card needed at connect time)."),
+            .waitForCard,
             .value("aid", "HEX", "SELECT this application (its AID: 5 to 16 bytes of hex) instead of reading NDEF."),
             .value("key", "HEX12", "MIFARE Classic: the 6-byte key (12 hex digits), key A unless --key-b."),
             .flag("key-b", "MIFARE Classic: authenticate with the key as key B."),
@@ -352,7 +353,10 @@ extension SecbridgeCLI {
         }
         let usePN532 = invocation.arguments.has("pn532")
         let context = try openContext(invocation)
-        let (readers, states) = try listReadersWithStates(context)
+        var (readers, states) = try listReadersWithStates(context)
+        if let wait = invocation.arguments.seconds("wait"), !usePN532 {
+            (readers, states) = try waitForCard(context: context, reader: invocation.arguments.value("reader"), upTo: wait)
+        }
         let withCard = Set(states.filter { $0.eventFlags.contains(.present) }.map(\.readerName))
         let reader = try selectReader(
             invocation.arguments.value("reader"), in: readers,

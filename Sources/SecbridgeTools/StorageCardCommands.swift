@@ -275,7 +275,7 @@ extension SecbridgeCLI {
     static let writeNDEFCommand = Command(
         name: "write-ndef",
         abstract: SecbridgeCLI.toolAbstract("write-ndef"),
-        usage: "[--reader NAME|INDEX] (--uri URI | --text TEXT [--lang en]) [--record FILE] [--yes]",
+        usage: "[--reader NAME|INDEX] (--uri URI | --text TEXT [--lang en]) [--wait SECONDS] [--record FILE] [--yes]",
         discussion: """
             Writes one URI record or one UTF-8 text record to the NFC Forum Type 2 Tag (MIFARE
             Ultralight, NTAG213/215/216) on a PC/SC part 3 reader such as the ACR122U: reads the
@@ -306,6 +306,7 @@ extension SecbridgeCLI {
             .value("lang", "CODE", "The text record's language code (default en)."),
             .value("record", "FILE", "Record the exchanges to a transcript FILE."),
             .flag("yes", "Write without asking."),
+            .waitForCard,
         ],
         run: runWriteNDEF
     )
@@ -316,7 +317,10 @@ extension SecbridgeCLI {
         }
         let message = try writeNDEFMessage(invocation.arguments)
         let context = try openContext(invocation)
-        let (readers, states) = try listReadersWithStates(context)
+        var (readers, states) = try listReadersWithStates(context)
+        if let wait = invocation.arguments.seconds("wait") {
+            (readers, states) = try waitForCard(context: context, reader: invocation.arguments.value("reader"), upTo: wait)
+        }
         let withCard = Set(states.filter { $0.eventFlags.contains(.present) }.map(\.readerName))
         let reader = try selectReader(invocation.arguments.value("reader"), in: readers, preferring: { withCard.contains($0) })
         guard withCard.contains(reader) else {

@@ -273,26 +273,6 @@ func run(_ arguments: [String]) -> (status: Int32, out: String, err: String) {
         #expect(real.map(\.1) == summaries.map(\.1))
     }
 
-    @Test func sendHelpGolden() {
-        let result = run(["send", "--help"])
-        #expect(result.out.hasPrefix("""
-            OVERVIEW: Send APDUs to the card in a reader, with ISO 7816-4 handling.
-
-            USAGE: secbridge send [--reader NAME|INDEX] [--raw | --stop-at-ne] [--json] [--record FILE] HEX…
-
-            """))
-        #expect(result.out.hasSuffix("""
-            OPTIONS:
-              -r, --reader <NAME|INDEX>  The reader: an index from `secbridge readers` or part of its name.
-              --raw                      Send the bytes as they are: no GET RESPONSE, no Le correction, no chaining.
-              --stop-at-ne               Follow 61xx only until Le's bytes arrived; the card's remaining 61xx is shown.
-              --json                     Print a JSON object {reader, protocol, exchanges: [{command, response, data, sw, meaning, raw}]}.
-              --record <FILE>            Record every exchange to a transcript FILE.
-              -h, --help                 Show help information.
-
-            """))
-    }
-
     @Test func readerSelectionP13() throws {
         let readers = [
             "Microchip SEC1210 [CCID Interface] (12345678) 00 00",

@@ -47,3 +47,28 @@ import Testing
         #expect(forced.err.contains("ifdDriverOptions 0x0001"), "\(forced.err)")
     }
 }
+
+/// `--wait SECONDS`: commands that need a card wait for one (SCardGetStatusChange), bounded.
+@Suite struct WaitForCardTests {
+    @Test func sendWaitsForACardPlacedAfterItStarted() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        let control = desk.control()
+        let placer = Task {
+            try await Task.sleep(for: .milliseconds(150))
+            try control.send("place-card uid=04A1B2C3 applet=ok id=late")
+        }
+        let result = try await runTool(["send", "--wait", "10", "00 A4 04 00 00"], on: desk)
+        try await placer.value
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.out.contains("< 90 00\n"), "\(result.out)")
+    }
+
+    @Test func theWaitIsBoundedAndSaysSo() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        let result = try await runTool(["read", "--wait", "0.3"], on: desk)
+        #expect(result.status == 1)
+        #expect(result.err.contains("no card came to any reader within 0.3 s (--wait); place the card or tag on the reader"), "\(result.err)")
+    }
+}

@@ -153,7 +153,7 @@ import Testing
             """#),
         Refusal(kind: "reader", arguments: ["send", "--reader", "", "00A4040000"], error: #"""
             secbridge: error: --reader needs a reader index or part of a reader name, not an empty string
-            USAGE: secbridge send [--reader NAME|INDEX] [--raw | --stop-at-ne] [--json] [--record FILE] HEX…
+            USAGE: secbridge send [--reader NAME|INDEX] [--raw | --stop-at-ne] [--wait SECONDS] [--json] [--record FILE] HEX…
             Run 'secbridge send --help' for more information.
 
             """#),
@@ -245,7 +245,7 @@ import Testing
             help: #"""
             OVERVIEW: Send APDUs to the card in a reader, with ISO 7816-4 handling.
 
-            USAGE: secbridge send [--reader NAME|INDEX] [--raw | --stop-at-ne] [--json] [--record FILE] HEX…
+            USAGE: secbridge send [--reader NAME|INDEX] [--raw | --stop-at-ne] [--wait SECONDS] [--json] [--record FILE] HEX…
 
             Consecutive single-byte arguments form one APDU (00 A4 04 00 00); any other argument is
             an APDU of its own ("00A4040000" "00B0000000", or quoted with spaces). Hex may use
@@ -274,6 +274,7 @@ import Testing
               -r, --reader <NAME|INDEX>  The reader: an index from `secbridge readers` or part of its name.
               --raw                      Send the bytes as they are: no GET RESPONSE, no Le correction, no chaining.
               --stop-at-ne               Follow 61xx only until Le's bytes arrived; the card's remaining 61xx is shown.
+              --wait <SECONDS>           Wait up to SECONDS (at most 3600) for a card when none is there.
               --json                     Print a JSON object {reader, protocol, exchanges: [{command, response, data, sw, meaning, raw}]}.
               --record <FILE>            Record every exchange to a transcript FILE.
               -h, --help                 Show help information.
@@ -281,7 +282,7 @@ import Testing
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge send [--reader NAME|INDEX] [--raw | --stop-at-ne] [--json] [--record FILE] HEX…
+            USAGE: secbridge send [--reader NAME|INDEX] [--raw | --stop-at-ne] [--wait SECONDS] [--json] [--record FILE] HEX…
             Run 'secbridge send --help' for more information.
 
             """#),
@@ -474,7 +475,7 @@ import Testing
             help: #"""
             OVERVIEW: Send the APDUs of a script file to a card (reads pcsc-tools' scriptor files).
 
-            USAGE: secbridge run [--reader NAME|INDEX] [--raw] [--stop-on-error] [--json] [--record FILE] SCRIPT
+            USAGE: secbridge run [--reader NAME|INDEX] [--raw] [--stop-on-error] [--wait SECONDS] [--json] [--record FILE] SCRIPT
 
             SCRIPT holds one APDU in hex per line; `#` and `//` start comments; `reset` resets the
             card and `exit` stops, as in scriptor. The whole script is checked before anything is
@@ -494,6 +495,7 @@ import Testing
               -r, --reader <NAME|INDEX>  The reader: an index from `secbridge readers` or part of its name.
               --raw                      Send the bytes as they are: no GET RESPONSE, no Le correction, no chaining.
               --stop-on-error            Stop at the first status word other than 90 00 or 61xx, and exit 1.
+              --wait <SECONDS>           Wait up to SECONDS (at most 3600) for a card when none is there.
               --json                     Print a JSON array of {line, command, response, sw, meaning}.
               --record <FILE>            Record every exchange to a transcript FILE.
               -h, --help                 Show help information.
@@ -501,7 +503,7 @@ import Testing
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge run [--reader NAME|INDEX] [--raw] [--stop-on-error] [--json] [--record FILE] SCRIPT
+            USAGE: secbridge run [--reader NAME|INDEX] [--raw] [--stop-on-error] [--wait SECONDS] [--json] [--record FILE] SCRIPT
             Run 'secbridge run --help' for more information.
 
             """#),
@@ -683,7 +685,7 @@ import Testing
             help: #"""
             OVERVIEW: A reader session: read the presented card's UID and ATS, SELECT an AID, or read its NDEF message.
 
-            USAGE: secbridge read [--reader NAME|INDEX] [--pn532] [--aid HEX] [--key HEX12 [--key-b] --blocks N[-M]] [--json] [--record FILE]
+            USAGE: secbridge read [--reader NAME|INDEX] [--pn532] [--wait SECONDS] [--aid HEX] [--key HEX12 [--key-b] --blocks N[-M]] [--json] [--record FILE]
 
             The host acts as the terminal. By default the reader's own polling finds the card
             (a PC/SC connection); with --pn532 an ACR122U is driven with PN532 initiator commands
@@ -719,6 +721,7 @@ import Testing
             OPTIONS:
               -r, --reader <NAME|INDEX>  The reader: an index from `secbridge readers` or part of its name.
               --pn532                    Use PN532 initiator commands (ACR122U, no card needed at connect time).
+              --wait <SECONDS>           Wait up to SECONDS (at most 3600) for a card when none is there.
               --aid <HEX>                SELECT this application (its AID: 5 to 16 bytes of hex) instead of reading NDEF.
               --key <HEX12>              MIFARE Classic: the 6-byte key (12 hex digits), key A unless --key-b.
               --key-b                    MIFARE Classic: authenticate with the key as key B.
@@ -730,7 +733,7 @@ import Testing
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge read [--reader NAME|INDEX] [--pn532] [--aid HEX] [--key HEX12 [--key-b] --blocks N[-M]] [--json] [--record FILE]
+            USAGE: secbridge read [--reader NAME|INDEX] [--pn532] [--wait SECONDS] [--aid HEX] [--key HEX12 [--key-b] --blocks N[-M]] [--json] [--record FILE]
             Run 'secbridge read --help' for more information.
 
             """#),
@@ -1103,7 +1106,7 @@ import Testing
             help: #"""
             OVERVIEW: Write an NDEF message (a URI or a text record) to an NFC Forum Type 2 Tag.
 
-            USAGE: secbridge write-ndef [--reader NAME|INDEX] (--uri URI | --text TEXT [--lang en]) [--record FILE] [--yes]
+            USAGE: secbridge write-ndef [--reader NAME|INDEX] (--uri URI | --text TEXT [--lang en]) [--wait SECONDS] [--record FILE] [--yes]
 
             Writes one URI record or one UTF-8 text record to the NFC Forum Type 2 Tag (MIFARE
             Ultralight, NTAG213/215/216) on a PC/SC part 3 reader such as the ACR122U: reads the
@@ -1134,12 +1137,13 @@ import Testing
               --lang <CODE>              The text record's language code (default en).
               --record <FILE>            Record the exchanges to a transcript FILE.
               --yes                      Write without asking.
+              --wait <SECONDS>           Wait up to SECONDS (at most 3600) for a card when none is there.
               -h, --help                 Show help information.
 
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge write-ndef [--reader NAME|INDEX] (--uri URI | --text TEXT [--lang en]) [--record FILE] [--yes]
+            USAGE: secbridge write-ndef [--reader NAME|INDEX] (--uri URI | --text TEXT [--lang en]) [--wait SECONDS] [--record FILE] [--yes]
             Run 'secbridge write-ndef --help' for more information.
 
             """#),
