@@ -9,7 +9,8 @@ extension SecbridgeCLI {
         usage: "[--reader NAME|INDEX] [--raw] [--stop-on-error] [--wait SECONDS] [--json] [--record FILE] SCRIPT",
         discussion: """
             SCRIPT holds one APDU in hex per line; `#` and `//` start comments; `reset` resets the
-            card and `exit` stops, as in scriptor. The whole script is checked before anything is
+            card (its ATR is shown) and `exit` stops, as in scriptor; `-` reads the script from
+            standard input. The whole script is checked before anything is
             sent. ISO 7816-4 handling is on unless --raw (see `secbridge send --help`). The whole
             script runs inside one PC/SC transaction: no other program's command lands between its
             lines (a `reset` line keeps the transaction).
@@ -40,7 +41,20 @@ extension SecbridgeCLI {
                     ? "give the script file to run" : "run takes one script file, got \(invocation.arguments.positional.count) arguments")
         }
         let path = invocation.arguments.positional[0]
-        let script = try APDUScript(contentsOfFile: path)
+        let script: APDUScript
+        if path == "-" {
+            // The script from standard input, read whole (and checked) before anything is sent.
+            var lines: [String] = []
+            while let line = invocation.console.readLine() {
+                lines.append(line)
+                guard lines.count <= 100_000 else {
+                    throw CLIError.failure("the script on standard input has more than 100000 lines; split it")
+                }
+            }
+            script = try APDUScript(parsing: lines.joined(separator: "\n"), fileName: "<stdin>")
+        } else {
+            script = try APDUScript(contentsOfFile: path)
+        }
         let context = try openContext(invocation)
         let session = try CardSession.open(
             context: context, reader: invocation.arguments.value("reader"),
@@ -80,10 +94,11 @@ extension SecbridgeCLI {
                 } catch {
                     throw CLIError.failure("\(path):\(line): reset failed: \(describe(error))")
                 }
+                let atr = (try? session.handle.status().atr) ?? []
                 if invocation.json {
-                    results.append(.object([("line", .int(line)), ("reset", .bool(true))]))
+                    results.append(.object([("line", .int(line)), ("reset", .bool(true)), ("atr", .hex(atr))]))
                 } else {
-                    invocation.out("reset")
+                    invocation.out("reset: ATR \(atr.isEmpty ? "none" : atr.hexString)")
                 }
             case .apdu(let bytes, let line):
                 let answer: [UInt8]

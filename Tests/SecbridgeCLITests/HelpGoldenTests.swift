@@ -478,7 +478,8 @@ import Testing
             USAGE: secbridge run [--reader NAME|INDEX] [--raw] [--stop-on-error] [--wait SECONDS] [--json] [--record FILE] SCRIPT
 
             SCRIPT holds one APDU in hex per line; `#` and `//` start comments; `reset` resets the
-            card and `exit` stops, as in scriptor. The whole script is checked before anything is
+            card (its ATR is shown) and `exit` stops, as in scriptor; `-` reads the script from
+            standard input. The whole script is checked before anything is
             sent. ISO 7816-4 handling is on unless --raw (see `secbridge send --help`). The whole
             script runs inside one PC/SC transaction: no other program's command lands between its
             lines (a `reset` line keeps the transaction).

@@ -91,8 +91,21 @@ extension SharingCommandTests {
         try Data("00 A4 04 00 01 AA\nreset\n00 B0 00 00 01 BB\n".utf8).write(to: URL(fileURLWithPath: script))
         let result = try await runTool(["run", script], on: desk)
         #expect(result.status == 0, "\(result.err)")
-        #expect(result.out.contains("reset\n"), "\(result.out)")
+        // docs/acr122-pn532.md §3: an ISO 14443-4 card without historical bytes, 3B 80 80 01 01.
+        #expect(result.out.contains("reset: ATR 3B 80 80 01 01\n"), "\(result.out)")
         let log = try desk.control().send("card-log peer=card")["all"]
         #expect(log == "00 A4 04 00 01 AA; 00 B0 00 00 01 BB", "\(log ?? "")")
+    }
+}
+
+extension SharingCommandTests {
+    /// `run -` takes the script from standard input, as scriptor does.
+    @Test func runReadsItsScriptFromStandardInput() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        try desk.control().send("place-card uid=04A1B2C3 applet=echo id=card")
+        let result = try await runTool(["run", "-"], on: desk, input: ["# from stdin", "00 A4 04 00 01 AA"])
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.out.contains("> 00 A4 04 00 01 AA\n< 00 A4 04 00 01 AA 90 00\n"), "\(result.out)")
     }
 }
