@@ -251,7 +251,13 @@ extension SecbridgeCLI {
 
         installInterruptHandler()
         let deadline = timeout.map { ContinuousClock.now + $0 }
-        var stdinOpen = true
+        // Started in the background of an interactive shell (`simulate … &`), standard input is a
+        // terminal this process group does not own: reading it would stop the job (SIGTTIN,
+        // "Stopped (tty input)"), so requests then go only to the control sockets.
+        var stdinOpen = !(isatty(STDIN_FILENO) != 0 && tcgetpgrp(STDIN_FILENO) != getpgrp())
+        if !stdinOpen {
+            invocation.out("running in the background: standard input is not read; send control requests to the sockets above")
+        }
         var pending: [UInt8] = []
         while !interrupted() {
             if let deadline, ContinuousClock.now >= deadline { break }
