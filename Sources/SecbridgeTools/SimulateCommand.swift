@@ -201,7 +201,11 @@ extension SecbridgeCLI {
             }
             inProcess = readers
             controls = Array(zip(["a", "b"], [SimulatedReaderControl(socketPath: base + "/a/control.sock"), SimulatedReaderControl(socketPath: base + "/b/control.sock")]).prefix(readerCount))
-            stop = { readers.close() }
+            // Closing the readers removes their sockets; the directories they lived in go too.
+            stop = {
+                readers.close()
+                for directory in [base + "/a", base + "/b", base] { _ = rmdir(directory) }
+            }
         } else {
             let entries = Array(SimulatedReaders.readerConfEntries(timeScale: scale).prefix(readerCount))
             do {
@@ -229,13 +233,13 @@ extension SecbridgeCLI {
             for (_, control) in controls { _ = try request(control, "personality name=\(personality)") }
         }
         if let bytes = arguments.bytes("card") {
-            _ = try request(SimulatedReaders.controlA, "place-card uid=\(compactHex(bytes)) applet=\(arguments.value("applet") ?? "ok") id=card")
+            _ = try request(controls[0].1, "place-card uid=\(compactHex(bytes)) applet=\(arguments.value("applet") ?? "ok") id=card")
         }
         if let tagLine {
-            _ = try request(SimulatedReaders.controlA, tagLine)
+            _ = try request(controls[0].1, tagLine)
         }
         if let script = arguments.value("terminal") {
-            _ = try request(SimulatedReaders.controlA, "place-terminal script=\(script) id=terminal")
+            _ = try request(controls[0].1, "place-terminal script=\(script) id=terminal")
         }
 
         let ordered = inProcess != nil ? names : readerNamesInOrder(names, controls: controls)
