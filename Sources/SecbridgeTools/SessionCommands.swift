@@ -224,12 +224,20 @@ extension SecbridgeCLI {
         }
         let done = ResultBox<Bool>()
         let secureElementChanges = Mutex<[String]>([])
+        // The card-emulation state line comes before the first event of the emulation, whichever
+        // of the session's return and a fast terminal's first event is seen first.
+        let emulationAnnounced = OnceFlag()
+        let emulationLine = "state: \(SessionState.cardEmulation(credential: credential)) on \(reader): present the reader to the terminal (Ctrl-C stops)"
+        @Sendable func announceEmulation() {
+            emulationAnnounced.once { say(emulationLine) }
+        }
         let events = Task { () -> Int in
             var commands = 0
             var activeAfterCommands = false
             for await event in session.eventStream {
                 switch event {
                 case .apduExchanged(let command, let response):
+                    announceEmulation()
                     commands += 1
                     activeAfterCommands = true
                     say("  terminal > \(command.hexString)")
@@ -237,6 +245,7 @@ extension SecbridgeCLI {
                     try? recorder?.record(.target(.incoming, TranscriptBytes(command)))
                     try? recorder?.record(.target(.outgoing, TranscriptBytes(response)))
                 case .fieldStateChanged(let info):
+                    announceEmulation()
                     say("event: fieldStateChanged(\(info.state.rawValue): \(info.observation))")
                     try? recorder?.recordEvent(info.state == .fieldPresent ? .fieldOn : .fieldOff, [TranscriptAttribute("observed", info.observation)])
                     if info.state == .fieldAbsent && activeAfterCommands && !keep {
@@ -265,7 +274,7 @@ extension SecbridgeCLI {
             // release, so the restore follows at once instead of after one MCU timeout.
             try await session.performTransaction(
                 using: credential, options: keep ? nil : credential.emulationDefaults.rearming(.never))
-            say("state: \(await session.state) on \(reader): present the reader to the terminal (Ctrl-C stops)")
+            announceEmulation()
             // Wait (bounded by the session's own 60 s window) for the terminal, the window, or Ctrl-C.
             while done.lock.withLock({ done.result }) == nil && !interrupted() {
                 if case .cardEmulation = await session.state {} else { break }
@@ -600,6 +609,17 @@ extension SecbridgeCLI {
             try? recorder?.record(.initiator(.incoming, TranscriptBytes(response)))
             log?.append(command, response)
             return response
+        }
+    }
+
+    /// Runs a body at most once, from any thread (the body runs under the flag's lock).
+    final class OnceFlag: Sendable {
+        private let done = Mutex(false)
+        func once(_ body: () -> Void) {
+            done.withLock { done in
+                if !done { body() }
+                done = true
+            }
         }
     }
 

@@ -12,15 +12,15 @@ import Testing
 
     /// `--keep` re-arms after the one read; the 60 s window then ends while a TgInitAsTarget is
     /// pending. The restore still runs: PICC polling back on (`FF 00 51 FF 00`, status picc FF).
-    /// The device runs at 0.1 (one MCU step 0.5 s), the session at 0.01 (the window 0.6 s), so
+    /// The device runs at 0.2 (one MCU step 1 s), the session at 0.02 (the window 1.2 s), so
     /// the window surely ends inside a step.
     @Test func theWindowEndingDuringAPendingTgInitAsTargetStillRestoresTheReader() async throws {
-        let desk = try await SimulatedDesk.open(timeScale: 0.1)
+        let desk = try await SimulatedDesk.open(timeScale: 0.2)
         defer { desk.close() }
         try desk.control().send("place-terminal script=android-t4t-read id=android")
         let result = try await runTool(
             ["emulate", "--credential", Self.credential("uri-tag.json"), "--yes", "--keep", "--reader", desk.names[0]], on: desk,
-            timeScale: 0.01)
+            timeScale: 0.02)
         #expect(result.status == 0, "\(result.err)\n\(result.out)")
         #expect(result.out.contains("event: cardEmulationTimeout"), "\(result.out)")
         #expect(try desk.control().send("status")["picc"] == "FF", "\(result.out)")
@@ -59,7 +59,7 @@ extension EmulationExitTests {
         let record = desk.directory + "/emulate.trn"
         let result = try await runTool(
             ["emulate", "--credential", Self.credential("uri-tag.json"), "--yes", "--record", record, "--reader", desk.names[0]],
-            on: desk)
+            on: desk, timeScale: 0.02)
         #expect(result.status == 1, "no terminal exchanged APDUs: \(result.err)\n\(result.out)")
         #expect(result.out.contains("event: cardEmulationTimeout"), "\(result.out)")
         #expect(!result.out.contains("failed") && !result.err.contains("failed"), "\(result.err)\n\(result.out)")

@@ -7,14 +7,16 @@ import Testing
 
 /// Runs the whole tool in this process against `desk`'s simulated readers (the in-process PC/SC
 /// client, no pcscd), on a thread of its own, and captures its output.
-/// The tool's session clock runs at the desk's time scale unless `timeScale` says otherwise.
-func runTool(_ arguments: [String], on desk: SimulatedDesk, input: [String] = [], timeScale: Double? = nil) async throws
+/// The tool's session rules (the 60 s window, the 15 s wired idle rule) run in real time unless
+/// `timeScale` says otherwise: a test that needs the window to end passes a scale, and not below
+/// 0.02, so the wired idle rule (0.3 s then) is not broken by a loaded machine's own slowness.
+func runTool(_ arguments: [String], on desk: SimulatedDesk, input: [String] = [], timeScale: Double = 1) async throws
     -> (status: Int32, out: String, err: String)
 {
     let executor = BlockingExecutor(name: "cli-test")
     defer { executor.shutdown() }
     let client = desk.client
-    let scale = timeScale ?? desk.timeScale
+    let scale = timeScale
     return try await executor.run {
         let console = CapturingConsole(input: input)
         let status = SecbridgeTools.main(arguments: arguments, console: console, client: client, timeScale: scale)
