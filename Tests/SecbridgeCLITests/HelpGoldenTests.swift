@@ -464,7 +464,7 @@ import Testing
               -r, --reader <NAME|INDEX>  The reader: an index from `secbridge readers` or part of its name.
               --raw                      Send the bytes as they are: no GET RESPONSE, no Le correction, no chaining.
               --stop-on-error            Stop at the first status word other than 90 00 or 61xx, and exit 1.
-              --json                     Print a JSON array of {line, command, response, sw, meaning}.
+              --json                     Print a JSON array of {line, command, response, sw, meaning}; firmware instead of sw for FF 00 48 00 00.
               --record <FILE>            Record every exchange to a transcript FILE.
               -h, --help                 Show help information.
 
