@@ -254,6 +254,10 @@ enum TranscriptPresenter {
         if let c = command, c.count >= 4, c[1] == 0xB0, c[0] & 0x80 == 0, bytes.count > 2, bytes.suffix(2) == [0x90, 0x00] {
             out += describeNDEF(Array(bytes.dropLast(2)))
         }
+        // A SELECT's FCP, FMD or FCI, with the common parameters named (ISO/IEC 7816-4 §7.4.3).
+        if bytes.count > 2, let objects = SecbridgeCLI.fileControlObjects(Array(bytes.dropLast(2))) {
+            out += SecbridgeCLI.tlvLines(objects)
+        }
         return out
     }
 
