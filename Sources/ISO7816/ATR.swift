@@ -18,10 +18,27 @@ public struct ATR: Sendable, Hashable {
     public let interfaceGroups: [InterfaceGroup]
     /// The historical bytes, K of them.
     public let historicalBytes: [UInt8]
-    /// The check byte, present unless only T=0 is announced.
+    /// The check byte, present unless only T=0 is announced (or missing, see `checkByte`).
     public let tck: UInt8?
-    /// Whether the XOR of T0 … TCK is 0 (always true when TCK is absent).
-    public let isChecksumValid: Bool
+    /// What the check byte says.
+    public let checkByte: CheckByte
+    /// Whether the XOR of T0 … TCK is 0; true when only T=0 is announced (no TCK is needed),
+    /// false when TCK is wrong or missing.
+    public var isChecksumValid: Bool { checkByte == .valid || checkByte == .notRequired }
+
+    /// The state of TCK (ISO/IEC 7816-3 §8.2.5). `expected` is the TCK that makes the XOR of
+    /// T0 … TCK zero: the XOR of T0 … the last historical byte.
+    public enum CheckByte: Sendable, Hashable {
+        /// Only T=0 is announced: the ATR has no TCK.
+        case notRequired
+        /// TCK is present and right.
+        case valid
+        /// TCK is present and wrong.
+        case invalid(expected: UInt8)
+        /// A protocol other than T=0 is announced but the ATR ends after the historical bytes
+        /// (only `readLeniently` gives this).
+        case missing(expected: UInt8)
+    }
 
     /// TS: how the card codes its bits (ISO/IEC 7816-3 §8.1).
     public enum Convention: UInt8, Sendable {
@@ -54,11 +71,11 @@ public struct ATR: Sendable, Hashable {
     /// The longest ATR: TS and 32 more bytes.
     public static let maxLength = 33
 
-    /// Parses an ATR.
+    /// Parses an ATR strictly: the input is one whole ATR.
     /// - Parameters:
     ///   - bytes: the ATR from TS to TCK, 2…33 bytes.
     ///   - requireValidChecksum: when true (the default) a wrong TCK throws; when false it parses
-    ///     and `isChecksumValid` is false.
+    ///     and `checkByte` is `.invalid`.
     /// - Throws: `ISO7816Error` with code `invalidTS`, `truncated` (interface bytes, historical
     ///   bytes or TCK missing), `trailingBytes`, `oversize` (more than 33 bytes) or
     ///   `checksumMismatch`.
@@ -66,6 +83,50 @@ public struct ATR: Sendable, Hashable {
         guard bytes.count <= Self.maxLength else {
             throw ISO7816Error(.oversize, offset: Self.maxLength, "an ATR is at most 33 bytes; got \(bytes.count)")
         }
+        let reading = try Self.read(bytes, lenient: false)
+        if requireValidChecksum, case .invalid(let expected) = reading.atr.checkByte, let tck = reading.atr.tck {
+            throw ISO7816Error(
+                .checksumMismatch, offset: reading.atr.bytes.count - 1,
+                "TCK is \([tck].hexString) but the XOR of T0 … TCK is \([tck ^ expected].hexString), not 00; the expected TCK is \([expected].hexString)")
+        }
+        self = reading.atr
+    }
+
+    /// What `readLeniently` found: the ATR and what it let pass.
+    public struct LenientReading: Sendable, Hashable {
+        /// The ATR, without the bytes after it. Its `checkByte` may be `.invalid` or `.missing`.
+        public let atr: ATR
+        /// The bytes after a complete ATR (for example the SW 90 00 of a tool that printed the
+        /// ATR with a status word), not part of `atr.bytes`.
+        public let bytesAfter: [UInt8]
+    }
+
+    /// Reads an ATR as tools and logs give it, accepting what `init(parsing:)` refuses but a
+    /// reader of the bytes can still make sense of: bytes after a complete ATR (returned in
+    /// `bytesAfter`), a wrong TCK (`.invalid`), and a TCK missing where a protocol other than T=0
+    /// is announced (`.missing`). The ATR's own structure must still be whole.
+    /// - Parameter bytes: TS, then the ATR, then anything.
+    /// - Throws: `ISO7816Error` with code `invalidTS`, `truncated` (interface or historical bytes
+    ///   missing) or `oversize` (the ATR itself runs past 33 bytes).
+    public static func readLeniently(_ bytes: [UInt8]) throws(ISO7816Error) -> LenientReading {
+        try read(bytes, lenient: true)
+    }
+
+    private init(
+        bytes: [UInt8], convention: Convention, groups: [InterfaceGroup], historical: [UInt8],
+        tck: UInt8?, checkByte: CheckByte
+    ) {
+        self.bytes = bytes
+        self.convention = convention
+        self.t0 = bytes[1]
+        self.interfaceGroups = groups
+        self.historicalBytes = historical
+        self.tck = tck
+        self.checkByte = checkByte
+    }
+
+    /// The structure walk shared by both entry points; `lenient` as in `readLeniently`.
+    private static func read(_ bytes: [UInt8], lenient: Bool) throws(ISO7816Error) -> LenientReading {
         guard let first = bytes.first else {
             throw ISO7816Error(.truncated, offset: 0, "an ATR starts with TS; the input is empty")
         }
@@ -84,8 +145,8 @@ public struct ATR: Sendable, Hashable {
         var groups: [InterfaceGroup] = []
         var needsTCK = false
         var index = 1
-        // Each group consumes at least its TDi byte to continue, and the ATR is at most 33 bytes,
-        // so this loop runs at most 32 times.
+        // Each group consumes its TDi byte to continue; the bound on the ATR's length stops a
+        // long input of TDi bytes that all announce another group.
         while true {
             var values: [UInt8?] = [nil, nil, nil, nil]
             for bit in 0..<4 where y & (1 << bit) != 0 {
@@ -97,6 +158,10 @@ public struct ATR: Sendable, Hashable {
                 }
                 values[bit] = bytes[cursor]
                 cursor += 1
+            }
+            guard cursor <= maxLength else {
+                throw ISO7816Error(
+                    .oversize, offset: maxLength, "the interface bytes run past 33 bytes, the longest ATR")
             }
             let group = InterfaceGroup(index: index, ta: values[0], tb: values[1], tc: values[2], td: values[3])
             groups.append(group)
@@ -116,39 +181,36 @@ public struct ATR: Sendable, Hashable {
         }
         let historical = Array(bytes[cursor..<(cursor + k)])
         cursor += k
+        var expected: UInt8 = 0
+        for b in bytes[1..<cursor] { expected ^= b }
         var tck: UInt8? = nil
+        var checkByte = CheckByte.notRequired
         if needsTCK {
-            guard cursor < bytes.count else {
+            if cursor < bytes.count {
+                tck = bytes[cursor]
+                cursor += 1
+                checkByte = tck == expected ? .valid : .invalid(expected: expected)
+            } else if lenient {
+                checkByte = .missing(expected: expected)
+            } else {
                 throw ISO7816Error(
                     .truncated, offset: cursor,
                     "a protocol other than T=0 is announced, so TCK must follow the historical bytes; the ATR ended")
             }
-            tck = bytes[cursor]
-            cursor += 1
         }
-        guard cursor == bytes.count else {
+        guard cursor <= maxLength else {
+            throw ISO7816Error(
+                .oversize, offset: maxLength, "T0 and TD announce an ATR of \(cursor) bytes; at most 33 are allowed")
+        }
+        guard lenient || cursor == bytes.count else {
             throw ISO7816Error(
                 .trailingBytes, offset: cursor,
                 "the ATR ends at byte \(cursor); \(bytes.count - cursor) more bytes follow")
         }
-        var valid = true
-        if tck != nil {
-            var x: UInt8 = 0
-            for b in bytes[1...] { x ^= b }
-            valid = x == 0
-            if !valid && requireValidChecksum {
-                throw ISO7816Error(
-                    .checksumMismatch, offset: cursor - 1,
-                    "TCK is \([tck!].hexString) but the XOR of T0 … TCK is \([x].hexString), not 00; the expected TCK is \([tck! ^ x].hexString)")
-            }
-        }
-        self.bytes = bytes
-        self.convention = convention
-        self.t0 = t0
-        self.interfaceGroups = groups
-        self.historicalBytes = historical
-        self.tck = tck
-        self.isChecksumValid = valid
+        let atr = ATR(
+            bytes: Array(bytes[..<cursor]), convention: convention, groups: groups, historical: historical,
+            tck: tck, checkByte: checkByte)
+        return LenientReading(atr: atr, bytesAfter: Array(bytes[cursor...]))
     }
 
     /// The raw ATR.

@@ -49,18 +49,51 @@ public struct BERTag: RawRepresentable, Sendable, Hashable, CustomStringConverti
 ///
 /// Length: 00–7F in one byte; 81 XX; 82 XX XX; 83 XX XX XX; 84 XX XX XX XX. The indefinite form 80
 /// and 85–FF are rejected (ISO/IEC 7816-4 allows neither). A constructed tag (b6 of its first byte)
-/// has its value parsed into `children`; parsing fails if that value is not BER-TLV.
+/// has its value parsed into `children`; parsing fails if that value is not BER-TLV, unless
+/// `ReadingOptions.keepsMalformedContent` keeps the object with its raw value and `contentError`.
 ///
-/// Padding: between objects of a sequence, bytes 00 and FF carry no meaning and are skipped
-/// (ISO/IEC 7816-4 §5.2.2 allows them before, between and after objects); a 00 or FF where a tag is
-/// needed in `init(parsing:)` is rejected.
+/// Padding: ISO/IEC 7816-4 §5.2.2 lets bytes 00 and FF without meaning stand before, between and
+/// after objects (erased or rewritten data). A sequence always skips 00 there (no tag starts with
+/// 00). FF is ambiguous, since FF also starts a private-class constructed tag of two or more bytes
+/// (FF 01 …); `ReadingOptions.ff` decides, and the default skips it as padding: card responses and
+/// files padded with FF are common, private tags starting FF are rare (docs/iso7816-fcp.md §2).
+/// A 00, or an FF read as padding, where one object is needed in `init(parsing:)` is rejected.
 public struct BERTLV: Sendable, Hashable {
     /// The tag.
     public let tag: BERTag
     /// The value bytes (for a constructed object, the encoding of its children).
     public let value: [UInt8]
-    /// The objects inside a constructed object, in order; empty for a primitive one.
+    /// The objects inside a constructed object, in order; empty for a primitive one, and for a
+    /// constructed one whose value did not parse (then `contentError` says why).
     public let children: [BERTLV]
+    /// Why the value of a constructed object is not BER-TLV, when `ReadingOptions` kept it raw;
+    /// nil otherwise. Offsets count from the start of the input given to the parser.
+    public let contentError: ISO7816Error?
+
+    /// How a sequence is read where ISO/IEC 7816-4 §5.2.2 leaves a choice (see the type's comment).
+    public struct ReadingOptions: Sendable, Hashable {
+        /// What an FF byte where an object may start is.
+        public enum FF: Sendable, Hashable {
+            /// Padding, skipped like 00 (the default).
+            case padding
+            /// The first byte of a private-class constructed tag (FF 01 …).
+            case tag
+        }
+
+        /// What FF between objects is.
+        public var ff: FF
+        /// Whether a constructed object whose value is not BER-TLV is kept with its raw value and
+        /// `contentError` set (true) or fails the whole parse (false, the default).
+        public var keepsMalformedContent: Bool
+
+        public init(ff: FF = .padding, keepsMalformedContent: Bool = false) {
+            self.ff = ff
+            self.keepsMalformedContent = keepsMalformedContent
+        }
+
+        /// FF is padding; a malformed constructed value fails the parse.
+        public static let strict = ReadingOptions()
+    }
 
     /// How deep constructed objects may nest before parsing gives up (a bound against a hostile input).
     public static let maxDepth = 16
@@ -74,7 +107,8 @@ public struct BERTLV: Sendable, Hashable {
         }
         self.tag = tag
         self.value = value
-        self.children = tag.isConstructed ? try BERTLV.parseSequence(value, from: 0, to: value.count, base: 0, depth: 1) : []
+        self.children = tag.isConstructed ? try BERTLV.parseSequence(value, from: 0, to: value.count, base: 0, depth: 1, options: .strict) : []
+        self.contentError = nil
     }
 
     /// A constructed object from its children.
@@ -85,12 +119,14 @@ public struct BERTLV: Sendable, Hashable {
         self.tag = tag
         self.value = value
         self.children = children
+        self.contentError = nil
     }
 
-    private init(tag: BERTag, value: [UInt8], children: [BERTLV]) {
+    private init(tag: BERTag, value: [UInt8], children: [BERTLV], contentError: ISO7816Error?) {
         self.tag = tag
         self.value = value
         self.children = children
+        self.contentError = contentError
     }
 
     /// Parses exactly one object that fills `bytes`.
@@ -99,7 +135,7 @@ public struct BERTLV: Sendable, Hashable {
     ///   `invalidLength` (80 indefinite form, 85–FF), `nestingTooDeep`, `trailingBytes`.
     public init(parsing bytes: [UInt8]) throws(ISO7816Error) {
         var cursor = 0
-        let object = try BERTLV.readObject(bytes, at: &cursor, end: bytes.count, base: 0, depth: 0)
+        let object = try BERTLV.readObject(bytes, at: &cursor, end: bytes.count, base: 0, depth: 0, options: .strict)
         guard cursor == bytes.count else {
             throw ISO7816Error(
                 .trailingBytes, offset: cursor,
@@ -108,10 +144,13 @@ public struct BERTLV: Sendable, Hashable {
         self = object
     }
 
-    /// Parses a sequence of objects that fills `bytes`, skipping 00/FF padding between them.
-    /// - Throws: the errors of `init(parsing:)`, offsets counted from the start of `bytes`.
-    public static func parseAll(_ bytes: [UInt8]) throws(ISO7816Error) -> [BERTLV] {
-        try parseSequence(bytes, from: 0, to: bytes.count, base: 0, depth: 0)
+    /// Parses a sequence of objects that fills `bytes`, skipping padding between them: 00 always,
+    /// FF unless `options.ff` is `.tag`.
+    /// - Throws: the errors of `init(parsing:)` (except `trailingBytes`), offsets counted from the
+    ///   start of `bytes`; with `options.keepsMalformedContent` only those of the top-level
+    ///   objects' tags, lengths and value bounds.
+    public static func parseAll(_ bytes: [UInt8], options: ReadingOptions = .strict) throws(ISO7816Error) -> [BERTLV] {
+        try parseSequence(bytes, from: 0, to: bytes.count, base: 0, depth: 0, options: options)
     }
 
     /// The first direct child with this tag.
@@ -186,18 +225,18 @@ public struct BERTLV: Sendable, Hashable {
     // MARK: Reading
 
     static func parseSequence(
-        _ bytes: [UInt8], from start: Int, to end: Int, base: Int, depth: Int
+        _ bytes: [UInt8], from start: Int, to end: Int, base: Int, depth: Int, options: ReadingOptions
     ) throws(ISO7816Error) -> [BERTLV] {
         var result: [BERTLV] = []
         var cursor = start
         // Each pass consumes at least one byte, so the loop ends within `end - start` passes.
         while cursor < end {
             let b = bytes[cursor]
-            if b == 0x00 || b == 0xFF {
+            if b == 0x00 || (b == 0xFF && options.ff == .padding) {
                 cursor += 1  // padding between objects, ISO/IEC 7816-4 §5.2.2
                 continue
             }
-            result.append(try readObject(bytes, at: &cursor, end: end, base: base, depth: depth))
+            result.append(try readObject(bytes, at: &cursor, end: end, base: base, depth: depth, options: options))
         }
         return result
     }
@@ -205,7 +244,7 @@ public struct BERTLV: Sendable, Hashable {
     /// Reads one object at `cursor` (which moves past it). `base` is added to offsets in errors
     /// so that they count from the start of the caller's input.
     static func readObject(
-        _ bytes: [UInt8], at cursor: inout Int, end: Int, base: Int, depth: Int
+        _ bytes: [UInt8], at cursor: inout Int, end: Int, base: Int, depth: Int, options: ReadingOptions
     ) throws(ISO7816Error) -> BERTLV {
         guard depth <= maxDepth else {
             throw ISO7816Error(
@@ -218,7 +257,7 @@ public struct BERTLV: Sendable, Hashable {
             throw ISO7816Error(.truncated, offset: base + cursor, "a BER-TLV tag was expected; the input ended")
         }
         let first = bytes[cursor]
-        if first == 0x00 || first == 0xFF {
+        if first == 0x00 || (first == 0xFF && options.ff == .padding) {
             throw ISO7816Error(
                 .invalidTag, offset: base + cursor,
                 "\([first].hexString) is padding, not a tag (ISO/IEC 7816-4 §5.2.2)")
@@ -294,11 +333,17 @@ public struct BERTLV: Sendable, Hashable {
         let valueEnd = cursor + length
         cursor = valueEnd
         let bertag = BERTag(tag)
-        let children =
-            bertag.isConstructed
-            ? try parseSequence(bytes, from: valueStart, to: valueEnd, base: base, depth: depth + 1)
-            : []
-        return BERTLV(tag: bertag, value: Array(bytes[valueStart..<valueEnd]), children: children)
+        var children: [BERTLV] = []
+        var contentError: ISO7816Error? = nil
+        if bertag.isConstructed {
+            do {
+                children = try parseSequence(bytes, from: valueStart, to: valueEnd, base: base, depth: depth + 1, options: options)
+            } catch {
+                guard options.keepsMalformedContent else { throw error }
+                contentError = error
+            }
+        }
+        return BERTLV(tag: bertag, value: Array(bytes[valueStart..<valueEnd]), children: children, contentError: contentError)
     }
 }
 

@@ -19,25 +19,46 @@ extension SecbridgeCLI {
                 json: "{case, cla, ins, p1, p2, nc, ne, data}", run: decodeAPDU),
             decodeSubcommand(
                 "response", "Decode a response APDU: data and status word with its meaning.",
-                json: "{data, sw, meaning}", run: decodeResponse),
+                json: "{data, sw, meaning, tlv (when the data is FCP, FMD or FCI)}", run: decodeResponse),
             decodeSubcommand(
                 "atr", "Decode an ATR: interface bytes, protocols, historical bytes, TCK.",
-                json: "{convention, t0, interfaceBytes, protocols, historicalBytes, tck, checksumValid, …}",
+                json: "{convention, t0, interfaceBytes, protocols, historicalBytes, tck, checksumValid, …, warnings}",
+                discussion: """
+                    What can still be read is decoded and the rest said: bytes after a complete ATR
+                    (an ATR copied with its SW 90 00) are reported and ignored, a wrong TCK is named
+                    with the expected one, a TCK missing where a protocol other than T=0 is announced
+                    and malformed historical bytes are warnings.
+                    """,
                 run: decodeATR),
             decodeSubcommand(
                 "tlv", "Decode BER-TLV data objects (ISO/IEC 7816-4 §5.2), nested.",
-                json: "[{tag, length, value} or {tag, length, children}]", run: decodeTLV),
+                json: "[{tag, length, meaning, value, note} or {tag, length, meaning, children}]",
+                discussion: """
+                    ISO/IEC 7816-4 §5.2.2 lets 00 and FF bytes stand before, between and after objects
+                    as padding. 00 is always skipped there. FF is skipped too by default (--ff padding),
+                    since card responses and files padded with FF are common; with --ff tag an FF
+                    starts a private-class constructed tag (FF 01 …). A constructed object whose value
+                    is not BER-TLV is shown with its raw value and a note. Inside 62 (FCP), 64 (FMD)
+                    and 6F (FCI) the common parameters are named (ISO/IEC 7816-4 §7.4.3).
+                    """,
+                options: [
+                    .value("ff", "padding|tag", "What FF between objects is: padding (the default) or the first byte of a tag.",
+                           .choice(["padding", "tag"])),
+                ],
+                run: decodeTLV),
         ]
     )
 
     package static func decodeSubcommand(
-        _ name: String, _ abstract: String, json: String,
+        _ name: String, _ abstract: String, json: String, discussion: String? = nil, options: [OptionSpec] = [],
         run: @escaping @Sendable (Invocation, [UInt8]) throws -> Int32
     ) -> Command {
-        Command(
-            name: name, abstract: abstract, usage: "[--json] HEX…",
-            discussion: "The hex may be split over several arguments and use spaces, colons or 0x prefixes.",
-            options: [.flag("json", "Print JSON: \(json). Hex strings are uppercase without spaces.")],
+        let hexNote = "The hex may be split over several arguments and use spaces, colons or 0x prefixes."
+        return Command(
+            name: name, abstract: abstract,
+            usage: "[--json] " + options.map { "[--\($0.name) \($0.valueName ?? "")] " }.joined() + "HEX…",
+            discussion: discussion.map { hexNote + "\n\n" + $0 } ?? hexNote,
+            options: [.flag("json", "Print JSON: \(json). Hex strings are uppercase without spaces.")] + options,
             run: { invocation in
                 let text = invocation.arguments.positional.joined(separator: " ")
                 guard !text.isEmpty else { throw CLIError.usage("give the bytes to decode in hex") }
@@ -82,27 +103,57 @@ extension SecbridgeCLI {
         } catch {
             throw CLIError.failure("not a valid response APDU: \(error.reason)")
         }
+        let fileControl = fileControlObjects(response.data)
         if invocation.json {
-            invocation.out(JSONValue.object([
+            var members: [(String, JSONValue)] = [
                 ("data", .hex(response.data)), ("sw", .hex(response.statusWord.bytes)),
                 ("meaning", .string(response.statusWord.meaning)),
-            ]).prettySerialized())
+            ]
+            if let fileControl { members.append(("tlv", .array(fileControl.map { tlvJSON($0, inside: nil) }))) }
+            invocation.out(JSONValue.object(members).prettySerialized())
         } else {
             if !response.data.isEmpty { invocation.out("data (\(byteCount(response.data.count))) \(response.data.hexString)") }
+            for line in tlvLines(fileControl ?? [], depth: 1) { invocation.out(line) }
             invocation.out("SW \(response.statusWord.bytes.hexString): \(response.statusWord.meaning)")
         }
         return exitSuccess
     }
 
     @Sendable static func decodeATR(_ invocation: Invocation, _ bytes: [UInt8]) throws -> Int32 {
-        let atr: ATR
+        // Lenient: an ATR copied with the SW after it, a wrong or missing TCK, or broken historical
+        // bytes still decode, and each is said (ATR.readLeniently).
+        let reading: ATR.LenientReading
         do {
-            atr = try ATR(parsing: bytes, requireValidChecksum: false)
+            reading = try ATR.readLeniently(bytes)
         } catch {
             throw CLIError.failure("not a valid ATR: \(error.reason)")
         }
-        let historical = try? atr.decodedHistoricalBytes()
+        let atr = reading.atr
+        let historical: HistoricalBytes?
+        var warnings: [String] = []
+        do {
+            historical = try atr.decodedHistoricalBytes()
+        } catch {
+            historical = nil
+            warnings.append("historical bytes malformed: \(error.reason)")
+        }
         let storage = historical?.contactlessStorageCard
+        let tckText: String
+        switch atr.checkByte {
+        case .notRequired:
+            tckText = "TCK absent (only T=0 announced)"
+        case .valid:
+            tckText = "TCK \([atr.tck ?? 0].hexString) (valid)"
+        case .invalid(let expected):
+            tckText = "TCK \([atr.tck ?? 0].hexString) invalid: expected \([expected].hexString)"
+            warnings.append(tckText)
+        case .missing(let expected):
+            tckText = "TCK missing: a protocol other than T=0 is announced, so the ATR should end with TCK \([expected].hexString)"
+            warnings.append(tckText)
+        }
+        if !reading.bytesAfter.isEmpty {
+            warnings.append("\(byteCount(reading.bytesAfter.count)) after the ATR ignored: \(reading.bytesAfter.hexString)")
+        }
         if invocation.json {
             var members: [(String, JSONValue)] = [
                 ("convention", .string(atr.convention == .direct ? "direct" : "inverse")),
@@ -120,6 +171,11 @@ extension SecbridgeCLI {
                 ("tck", atr.tck.map { .hex([$0]) } ?? .null),
                 ("checksumValid", .bool(atr.isChecksumValid)),
             ]
+            switch atr.checkByte {
+            case .invalid(let expected), .missing(let expected): members.append(("expectedTCK", .hex([expected])))
+            case .valid, .notRequired: break
+            }
+            if !reading.bytesAfter.isEmpty { members.append(("ignoredAfterATR", .hex(reading.bytesAfter))) }
             if let historical {
                 members.append(("categoryIndicator", historical.categoryIndicator.map { .hex([$0]) } ?? .null))
                 members.append(("compactTLV", .array(historical.objects.map {
@@ -136,6 +192,7 @@ extension SecbridgeCLI {
                     ("cardNameText", storage.cardNameText.map { .string($0) } ?? .null),
                 ])))
             }
+            members.append(("warnings", .array(warnings.map { .string($0) })))
             invocation.out(JSONValue.object(members).prettySerialized())
         } else {
             invocation.out("TS \([atr.bytes[0]].hexString) (\(atr.convention == .direct ? "direct" : "inverse") convention)  T0 \([atr.t0].hexString)  K = \(atr.historicalBytes.count)")
@@ -157,11 +214,8 @@ extension SecbridgeCLI {
             if let storage {
                 invocation.out("contactless storage card: RID \(storage.rid.hexString), standard \([storage.standard].hexString)\(storage.standardText.map { " (\($0))" } ?? ""), name \([UInt8(storage.cardName >> 8), UInt8(storage.cardName & 0xFF)].hexString)\(storage.cardNameText.map { " (\($0))" } ?? "")")
             }
-            if let tck = atr.tck {
-                invocation.out("TCK \([tck].hexString) (\(atr.isChecksumValid ? "valid" : "INVALID: the XOR of T0…TCK is not 0"))")
-            } else {
-                invocation.out("TCK absent (only T=0 announced)")
-            }
+            invocation.out(tckText)
+            for warning in warnings where warning != tckText { invocation.out(warning) }
         }
         return exitSuccess
     }
@@ -196,36 +250,63 @@ extension SecbridgeCLI {
     }
 
     @Sendable static func decodeTLV(_ invocation: Invocation, _ bytes: [UInt8]) throws -> Int32 {
+        let options = BERTLV.ReadingOptions(
+            ff: invocation.arguments.value("ff") == "tag" ? .tag : .padding, keepsMalformedContent: true)
         let objects: [BERTLV]
         do {
-            objects = try BERTLV.parseAll(bytes)
+            objects = try BERTLV.parseAll(bytes, options: options)
         } catch {
             throw CLIError.failure("not valid BER-TLV: \(error.reason)")
         }
-        func json(_ object: BERTLV) -> JSONValue {
-            var members: [(String, JSONValue)] = [("tag", .hex(object.tag.bytes)), ("length", .int(object.value.count))]
-            if object.tag.isConstructed {
-                members.append(("children", .array(object.children.map(json))))
-            } else {
-                members.append(("value", .hex(object.value)))
-            }
-            return .object(members)
-        }
-        func text(_ object: BERTLV, depth: Int) {
-            let indent = String(repeating: "  ", count: depth)
-            if object.tag.isConstructed {
-                invocation.out("\(indent)\(object.tag.bytes.hexString) (\(byteCount(object.value.count)))")
-                for child in object.children { text(child, depth: depth + 1) }
-            } else {
-                invocation.out("\(indent)\(object.tag.bytes.hexString) (\(byteCount(object.value.count)))" + (object.value.isEmpty ? "" : ": \(object.value.hexString)"))
-            }
-        }
         if invocation.json {
-            invocation.out(JSONValue.array(objects.map(json)).prettySerialized())
+            invocation.out(JSONValue.array(objects.map { tlvJSON($0, inside: nil) }).prettySerialized())
         } else {
-            for object in objects { text(object, depth: 0) }
+            for line in tlvLines(objects) { invocation.out(line) }
         }
         return exitSuccess
+    }
+
+    /// Response data that is file control information (it starts with 62, 64 or 6F and reads as
+    /// BER-TLV, malformed constructed values kept raw); nil for any other data.
+    package static func fileControlObjects(_ data: [UInt8]) -> [BERTLV]? {
+        guard let first = data.first, FileControlInformation.templateNames[UInt32(first)] != nil else { return nil }
+        return try? BERTLV.parseAll(data, options: BERTLV.ReadingOptions(keepsMalformedContent: true))
+    }
+
+    /// The note on a constructed object kept with its raw value.
+    static func contentNote(_ error: ISO7816Error) -> String {
+        "constructed, but the value is not BER-TLV (\(error.reason)); shown raw"
+    }
+
+    /// One line per object, children indented under their parent: tag, length, the value of a
+    /// primitive object (or of a constructed one that did not parse), the meaning of file control
+    /// parameters (`FileControlInformation`).
+    package static func tlvLines(_ objects: [BERTLV], inside parent: BERTag? = nil, depth: Int = 0) -> [String] {
+        var lines: [String] = []
+        for object in objects {
+            var line = String(repeating: "  ", count: depth) + "\(object.tag.bytes.hexString) (\(byteCount(object.value.count)))"
+            let raw = !object.tag.isConstructed || object.contentError != nil
+            if raw && !object.value.isEmpty { line += ": \(object.value.hexString)" }
+            if let meaning = FileControlInformation.meaning(of: object, inside: parent) { line += " — \(meaning)" }
+            if let error = object.contentError { line += " [\(contentNote(error))]" }
+            lines.append(line)
+            lines += tlvLines(object.children, inside: object.tag, depth: depth + 1)
+        }
+        return lines
+    }
+
+    /// `{tag, length, meaning, value, note}` or `{tag, length, meaning, children}`; meaning and note
+    /// only when there is one.
+    static func tlvJSON(_ object: BERTLV, inside parent: BERTag?) -> JSONValue {
+        var members: [(String, JSONValue)] = [("tag", .hex(object.tag.bytes)), ("length", .int(object.value.count))]
+        if let meaning = FileControlInformation.meaning(of: object, inside: parent) { members.append(("meaning", .string(meaning))) }
+        if object.tag.isConstructed && object.contentError == nil {
+            members.append(("children", .array(object.children.map { tlvJSON($0, inside: object.tag) })))
+        } else {
+            members.append(("value", .hex(object.value)))
+            if let error = object.contentError { members.append(("note", .string(contentNote(error)))) }
+        }
+        return .object(members)
     }
 }
 

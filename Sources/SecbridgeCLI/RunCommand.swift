@@ -28,7 +28,7 @@ extension SecbridgeCLI {
             .flag("raw", "Send the bytes as they are: no GET RESPONSE, no Le correction, no chaining."),
             .flag("stop-on-error", "Stop at the first status word other than 90 00 or 61xx, and exit 1."),
             .waitForCard,
-            .flag("json", "Print a JSON array of {line, command, response, sw, meaning}."),
+            .flag("json", "Print a JSON array of {line, command, response, sw, meaning}; firmware instead of sw for FF 00 48 00 00."),
             .value("record", "FILE", "Record every exchange to a transcript FILE."),
         ],
         run: runScript
@@ -114,9 +114,11 @@ extension SecbridgeCLI {
                 } catch {
                     throw CLIError.failure("\(path):\(line): " + session.explainFailure(error, sending: bytes))
                 }
-                let response = answer.count >= 2 ? try? ResponseAPDU(parsing: answer) : nil
+                let firmware = firmwareVersionAnswer(command: bytes, answer: answer)
+                let response = firmware == nil && answer.count >= 2 ? try? ResponseAPDU(parsing: answer) : nil
                 if invocation.json {
                     var members: [(String, JSONValue)] = [("line", .int(line)), ("command", .hex(bytes)), ("response", .hex(answer))]
+                    if let firmware { members.append(("firmware", .string(firmware.text))) }
                     if let response {
                         members.append(("sw", .hex(response.statusWord.bytes)))
                         members.append(("meaning", .string(response.statusWord.meaning)))

@@ -149,9 +149,12 @@ extension SecbridgeCLI {
                     }
                     throw CLIError.failure(message)
                 }
-                let response = answer.count >= 2 ? try? ResponseAPDU(parsing: answer) : nil
+                // The firmware-version answer is ASCII with no SW: all data, never split.
+                let firmware = firmwareVersionAnswer(command: bytes, answer: answer)
+                let response = firmware == nil && answer.count >= 2 ? try? ResponseAPDU(parsing: answer) : nil
                 if invocation.json {
                     var members: [(String, JSONValue)] = [("command", .hex(bytes)), ("response", .hex(answer))]
+                    if let firmware { members += [("data", .hex(answer)), ("firmware", .string(firmware.text))] }
                     if let response {
                         members += [
                             ("data", .hex(response.data)), ("sw", .hex(response.statusWord.bytes)),
@@ -162,6 +165,7 @@ extension SecbridgeCLI {
                     exchanges.append(.object(members))
                 } else {
                     if raw.count > 1, let response { invocation.out("= " + response.serialized().hexString) }
+                    if let firmware { invocation.out("  firmware \"\(firmware.text)\"") }
                     if let response, parsed != nil || response.statusWord.sw1 == 0x90 || response.statusWord.sw1 == 0x63 || response.statusWord.sw1 == 0x6A {
                         invocation.out("  SW \(response.statusWord.bytes.hexString): \(response.statusWord.meaning)")
                     }

@@ -230,9 +230,8 @@ enum TranscriptPresenter {
     /// An answer: a PN532 response (D5), else an R-APDU with its status word.
     static func describeAnswer(_ b: TranscriptBytes, to command: [UInt8]?) -> [String] {
         guard let bytes = b.bytes else { return describeStatusWord(b) }
-        if let c = command, c.count >= 3, c[0] == 0xFF, c[1] == 0x00, c[2] == 0x48 {
-            // The firmware version comes as ASCII, with no status word (ACR122U API v2.04 §4.3).
-            return ["firmware \"\(String(decoding: bytes.map { (0x20...0x7E).contains($0) ? $0 : UInt8(ascii: ".") }, as: UTF8.self))\""]
+        if let c = command, let firmware = firmwareVersionAnswer(command: c, answer: bytes) {
+            return ["firmware \"\(firmware.text)\""]
         }
         if let c = command, c.count > 6, c[0] == 0xFF, c[5] == 0xD4, bytes.count >= 2, bytes[0] == 0xD5 {
             var out = ["PN532 \(PN532CommandCode(rawValue: bytes[1] &- 1).name) answer"]
@@ -254,6 +253,10 @@ enum TranscriptPresenter {
         var out = describeStatusWord(b)
         if let c = command, c.count >= 4, c[1] == 0xB0, c[0] & 0x80 == 0, bytes.count > 2, bytes.suffix(2) == [0x90, 0x00] {
             out += describeNDEF(Array(bytes.dropLast(2)))
+        }
+        // A SELECT's FCP, FMD or FCI, with the common parameters named (ISO/IEC 7816-4 §7.4.3).
+        if bytes.count > 2, let objects = SecbridgeCLI.fileControlObjects(Array(bytes.dropLast(2))) {
+            out += SecbridgeCLI.tlvLines(objects)
         }
         return out
     }

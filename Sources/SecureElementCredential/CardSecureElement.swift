@@ -132,10 +132,8 @@ public final class CardSecureElement: SecureElement {
         guard let connection = channel as? any PCSCConnection else { return false }
         do {
             return !(try connection.status().state.contains(.present))
-        } catch let status as PCSCError {
-            return status == .removedCard || status == .resetCard || status == .noSmartcard
         } catch {
-            return false
+            return error == .removedCard || error == .resetCard || error == .noSmartcard
         }
     }
 

@@ -34,6 +34,7 @@ struct ATRTests {
         #expect(atr.historicalBytes == Array(bytes[4..<(bytes.count - 1)]))
         #expect(atr.tck == bytes.last)
         #expect(atr.isChecksumValid)
+        #expect(atr.checkByte == .valid)
         #expect(atr.serialized() == bytes)
     }
 
@@ -233,6 +234,66 @@ struct ATRTests {
     func lenientChecksum() throws {
         let atr = try ATR(parsing: [0x3B, 0x80, 0x80, 0x01, 0x00], requireValidChecksum: false)
         #expect(!atr.isChecksumValid)
+    }
+
+    @Test("lenient: the SW 90 00 after a complete ATR is returned apart, the ATR decodes")
+    func lenientBytesAfter() throws {
+        // docs/cases.md P05 MIFARE Classic 1K ATR as a tool printed it, with the SW of the exchange.
+        let atr = hex("3B 8F 80 01 80 4F 0C A0 00 00 03 06 03 00 01 00 00 00 00 6A")
+        let reading = try ATR.readLeniently(atr + [0x90, 0x00])
+        #expect(reading.atr.bytes == atr)
+        #expect(reading.bytesAfter == [0x90, 0x00])
+        #expect(reading.atr.checkByte == .valid)
+        #expect(try reading.atr.decodedHistoricalBytes().contactlessStorageCard?.cardName == 0x0001)
+        // A T=0-only ATR has no TCK: everything after its historical bytes is "after".
+        let t0 = try ATR.readLeniently([0x3B, 0x02, 0x14, 0x50, 0x90, 0x00])
+        #expect(t0.atr.bytes == [0x3B, 0x02, 0x14, 0x50])
+        #expect(t0.atr.checkByte == .notRequired)
+        #expect(t0.bytesAfter == [0x90, 0x00])
+        // More than 33 bytes in all is fine when the ATR itself is shorter.
+        let long = try ATR.readLeniently([0x3B, 0x0F] + [UInt8](repeating: 0, count: 32))
+        #expect(long.atr.bytes.count == 17)
+        #expect(long.bytesAfter.count == 17)
+        // Strict parsing still refuses both.
+        #expect(throws: ISO7816Error(.trailingBytes, "")) { try ATR(parsing: atr + [0x90, 0x00]) }
+    }
+
+    @Test("lenient: a wrong TCK names the expected one; strict parsing refuses it")
+    func lenientWrongTCK() throws {
+        let bytes = hex("3B 8F 80 01 80 4F 0C A0 00 00 03 06 03 00 01 00 00 00 00 6B")
+        let reading = try ATR.readLeniently(bytes)
+        #expect(reading.atr.checkByte == .invalid(expected: 0x6A))
+        #expect(reading.atr.tck == 0x6B)
+        #expect(!reading.atr.isChecksumValid)
+        #expect(reading.bytesAfter.isEmpty)
+        #expect {
+            try ATR(parsing: bytes)
+        } throws: { error in
+            (error as? ISO7816Error)?.reason.hasSuffix("the expected TCK is 6A") == true
+        }
+    }
+
+    @Test("lenient: a missing TCK is reported with the expected value", arguments: p05)
+    func lenientMissingTCK(_ v: ATRVector) throws {
+        let whole = hex(v.atr)
+        let reading = try ATR.readLeniently(Array(whole.dropLast()))
+        #expect(reading.atr.checkByte == .missing(expected: whole.last!))
+        #expect(reading.atr.tck == nil)
+        #expect(!reading.atr.isChecksumValid)
+        #expect(reading.atr.historicalBytes == Array(whole[4..<(whole.count - 1)]))
+        // Shorter prefixes lack interface or historical bytes: still refused.
+        for n in 0..<(whole.count - 1) {
+            #expect(throws: ISO7816Error.self, "prefix of \(n) bytes") { try ATR.readLeniently(Array(whole[0..<n])) }
+        }
+    }
+
+    @Test("lenient: malformed historical bytes leave the ATR readable")
+    func lenientMalformedHistorical() throws {
+        // Category 80 with card capabilities 73 announcing 3 bytes, only 2 present; TCK 17.
+        let reading = try ATR.readLeniently(hex("3B 84 80 01 80 73 C0 21 17"))
+        #expect(reading.atr.checkByte == .valid)
+        #expect(reading.atr.historicalBytes == [0x80, 0x73, 0xC0, 0x21])
+        #expect(throws: ISO7816Error(.truncated, "")) { try reading.atr.decodedHistoricalBytes() }
     }
 
     @Test("contactless ATR builder (PC/SC part 3)")

@@ -121,6 +121,55 @@ struct BERTLVTests {
         #expect(objects.map(\.tag.rawValue) == [0x5C, 0x53])
     }
 
+    @Test("00 is skipped between objects whatever FF is")
+    func zeroPaddingAlwaysSkipped() throws {
+        let bytes: [UInt8] = [0x00, 0x5C, 0x01, 0x7E, 0x00, 0x00]
+        #expect(try BERTLV.parseAll(bytes).map(\.tag.rawValue) == [0x5C])
+        #expect(try BERTLV.parseAll(bytes, options: .init(ff: .tag)).map(\.tag.rawValue) == [0x5C])
+    }
+
+    @Test("FF starts a private-class constructed tag when asked; padding by default")
+    func ffAsTag() throws {
+        let bytes: [UInt8] = [
+            0xFF, 0x01,  // private class, constructed, tag number 1
+            0x03,  // length
+            0x5A, 0x01, 0x42,  // child
+        ]
+        let asTag = try BERTLV.parseAll(bytes, options: .init(ff: .tag))
+        #expect(asTag.count == 1)
+        #expect(asTag[0].tag == BERTag(0xFF01))
+        #expect(asTag[0].tag.tagClass == .private)
+        #expect(asTag[0].tag.isConstructed)
+        #expect(asTag[0].children.map(\.value) == [[0x42]])
+        // By default FF is padding: 01 03 … is then read, a primitive tag 01 of 3 bytes.
+        let asPadding = try BERTLV.parseAll(bytes)
+        #expect(asPadding.map(\.tag.rawValue) == [0x01])
+        #expect(asPadding[0].value == [0x5A, 0x01, 0x42])
+        // FF padding at the end fails when FF is a tag: FF FF announces more tag bytes.
+        #expect(throws: ISO7816Error(.truncated, "")) {
+            try BERTLV.parseAll([0x5C, 0x01, 0x7E, 0xFF, 0xFF], options: .init(ff: .tag))
+        }
+    }
+
+    @Test("a constructed value that is not BER-TLV is kept raw with the reason when asked")
+    func malformedContentKept() throws {
+        let keep = BERTLV.ReadingOptions(keepsMalformedContent: true)
+        // FCI template 6F holding a proprietary template A5 whose DF name 84 announces 5 bytes, 2 present.
+        let bytes: [UInt8] = [0x6F, 0x06, 0xA5, 0x04, 0x84, 0x05, 0xA0, 0x00]
+        let objects = try BERTLV.parseAll(bytes, options: keep)
+        #expect(objects.count == 1)
+        #expect(objects[0].contentError == nil)
+        let a5 = try #require(objects[0].child(BERTag(0xA5)))
+        #expect(a5.value == [0x84, 0x05, 0xA0, 0x00])
+        #expect(a5.children.isEmpty)
+        #expect(a5.contentError?.code == .truncated)
+        #expect(a5.contentError?.offset == 8)
+        // Without the option the same bytes fail, as before.
+        #expect(throws: ISO7816Error(.truncated, "")) { try BERTLV.parseAll(bytes) }
+        // The top-level object's own header errors still fail.
+        #expect(throws: ISO7816Error(.invalidLength, "")) { try BERTLV.parseAll([0x61, 0x80, 0x4F, 0x0B], options: keep) }
+    }
+
     struct Rejection: Sendable, CustomTestStringConvertible {
         let id: String
         let bytes: [UInt8]

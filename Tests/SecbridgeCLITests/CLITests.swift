@@ -88,7 +88,46 @@ func run(_ arguments: [String]) -> (status: Int32, out: String, err: String) {
         // The ISO 14443-4 ATR of docs/cases.md P05 with TCK changed from 01 to 02.
         let result = run(["decode", "atr", "3B 80 80 01 02"])
         #expect(result.status == 0)
-        #expect(result.out.contains("TCK 02 (INVALID: the XOR of T0…TCK is not 0)"))
+        #expect(result.out.hasSuffix("historical bytes: none\nTCK 02 invalid: expected 01\n"))
+        // The MIFARE Classic 1K ATR of docs/cases.md P05 with TCK 6B for 6A.
+        let mifare = run(["decode", "atr", "--json", "3B 8F 80 01 80 4F 0C A0 00 00 03 06 03 00 01 00 00 00 00 6B"])
+        #expect(mifare.status == 0)
+        #expect(mifare.out.contains(#""checksumValid": false,\#n  "expectedTCK": "6A","#))
+        #expect(mifare.out.contains(#""warnings": [\#n    "TCK 6B invalid: expected 6A"\#n  ]"#))
+    }
+
+    @Test func decodeATRIgnoresTheSWAfterIt() {
+        // docs/cases.md P05 MIFARE Classic 1K, copied with the SW 90 00 of the exchange.
+        let atr = "3B 8F 80 01 80 4F 0C A0 00 00 03 06 03 00 01 00 00 00 00 6A"
+        let text = run(["decode", "atr", atr, "90 00"])
+        #expect(text.status == 0, "\(text.err)")
+        #expect(text.out.hasSuffix("TCK 6A (valid)\n2 bytes after the ATR ignored: 90 00\n"))
+        #expect(text.out.contains("name 00 01 (MIFARE Classic 1K)"))
+        let json = run(["decode", "atr", "--json", atr, "90 00"])
+        #expect(json.out.contains(#""ignoredAfterATR": "9000","#))
+        #expect(json.out.contains(#""historicalBytes": "804F0CA00000030603000100000000""#))
+        // Nothing after: no warning.
+        #expect(run(["decode", "atr", "--json", atr]).out.contains(#""warnings": []"#))
+    }
+
+    @Test func decodeATRWithoutTCKWarns() {
+        // docs/cases.md P05 ISO 14443-4 ATR 3B 80 80 01 01 with its TCK cut off: T=1 needs one.
+        let result = run(["decode", "atr", "3B 80 80 01"])
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.out.hasSuffix("protocols: T=0, T=1\nhistorical bytes: none\nTCK missing: a protocol other than T=0 is announced, so the ATR should end with TCK 01\n"))
+        // Interface bytes cut off are still a refusal.
+        let cut = run(["decode", "atr", "3B F0 13 00"])
+        #expect(cut.status == 1)
+        #expect(cut.err.hasPrefix("secbridge: error: not a valid ATR: TC1 is announced; the ATR ended"))
+    }
+
+    @Test func decodeATRReportsMalformedHistoricalBytes() {
+        // Card capabilities 73 announce 3 bytes; 2 follow. TCK 17 is right.
+        let result = run(["decode", "atr", "3B 84 80 01 80 73 C0 21 17"])
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.out.hasSuffix("historical bytes: 80 73 C0 21\nTCK 17 (valid)\nhistorical bytes malformed: COMPACT-TLV 73 at byte 1 announces 3 bytes; only 2 remain\n"))
+        let json = run(["decode", "atr", "--json", "3B 84 80 01 80 73 C0 21 17"])
+        #expect(json.out.contains(#""warnings": [\#n    "historical bytes malformed: COMPACT-TLV 73 at byte 1 announces 3 bytes; only 2 remain"\#n  ]"#))
     }
 
     @Test func decodeTLVJSONFromP02() {
@@ -100,25 +139,30 @@ func run(_ arguments: [String]) -> (status: Int32, out: String, err: String) {
               {
                 "tag": "6F",
                 "length": 21,
+                "meaning": "FCI template (file control information)",
                 "children": [
                   {
                     "tag": "81",
                     "length": 2,
+                    "meaning": "total file size (with structural information): 512 bytes",
                     "value": "0200"
                   },
                   {
                     "tag": "82",
                     "length": 1,
+                    "meaning": "file descriptor: not shareable, working EF, transparent",
                     "value": "01"
                   },
                   {
                     "tag": "83",
                     "length": 2,
+                    "meaning": "file identifier",
                     "value": "4402"
                   },
                   {
                     "tag": "86",
                     "length": 8,
+                    "meaning": "security attributes (proprietary format)",
                     "value": "FF90909090909000"
                   }
                 ]
@@ -133,6 +177,53 @@ func run(_ arguments: [String]) -> (status: Int32, out: String, err: String) {
         let result = run(["decode", "tlv", "61 80 4F 0B"])
         #expect(result.status == 1)
         #expect(result.err.hasPrefix("secbridge: error: not valid BER-TLV: "))
+    }
+
+    @Test func decodeTLVShowsAMalformedConstructedValueRaw() {
+        // An FCI whose proprietary template A5 holds a DF name 84 announcing 5 bytes with 2 present.
+        let text = run(["decode", "tlv", "6F 06 A5 04 84 05 A0 00"])
+        #expect(text.status == 0, "\(text.err)")
+        #expect(text.out == """
+            6F (6 bytes) — FCI template (file control information)
+              A5 (4 bytes): 84 05 A0 00 — proprietary information (constructed) [constructed, but the value is not BER-TLV (tag 84 announces 5 value bytes; only 2 remain); shown raw]
+
+            """)
+        let json = run(["decode", "tlv", "--json", "6F 06 A5 04 84 05 A0 00"])
+        #expect(json.out.contains(#""value": "8405A000",\#n        "note": "constructed, but the value is not BER-TLV (tag 84 announces 5 value bytes; only 2 remain); shown raw""#))
+    }
+
+    @Test func decodeTLVFFIsPaddingUnlessAsked() {
+        // FF 01 03 5A 01 42: a private-class constructed tag FF 01 holding 5A, or FF padding then tag 01.
+        let padding = run(["decode", "tlv", "FF 01 03 5A 01 42 FF FF"])
+        #expect(padding.status == 0, "\(padding.err)")
+        #expect(padding.out == "01 (3 bytes): 5A 01 42\n")
+        #expect(run(["decode", "tlv", "--ff", "padding", "FF 01 03 5A 01 42"]).out == padding.out)
+        let tag = run(["decode", "tlv", "--ff", "tag", "00 FF 01 03 5A 01 42 00"])
+        #expect(tag.status == 0, "\(tag.err)")
+        #expect(tag.out == "FF 01 (3 bytes)\n  5A (1 byte): 42\n")
+        let refused = run(["decode", "tlv", "--ff", "ignore", "00"])
+        #expect(refused.status == 64)
+        #expect(refused.err.hasPrefix("secbridge: error: --ff takes padding or tag, not 'ignore'\n"))
+    }
+
+    @Test func decodeResponseNamesTheFCP() {
+        // The FCP of an MF: shareable DF, FID 3F 00, operational activated, security attributes 8B.
+        let result = run(["decode", "response", "62 10 82 02 78 21 83 02 3F 00 8A 01 05 8B 03 2F 06 01 90 00"])
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.out == """
+            data (18 bytes) 62 10 82 02 78 21 83 02 3F 00 8A 01 05 8B 03 2F 06 01
+              62 (16 bytes) — FCP template (file control parameters)
+                82 (2 bytes): 78 21 — file descriptor: shareable, DF; data coding byte 21
+                83 (2 bytes): 3F 00 — file identifier (the MF)
+                8A (1 byte): 05 — life cycle status: 05 (operational state, activated)
+                8B (3 bytes): 2F 06 01 — security attributes (referencing the expanded format)
+            SW 90 00: normal processing, no further qualification
+
+            """)
+        let json = run(["decode", "response", "--json", "62 03 8A 01 0C 90 00"])
+        #expect(json.out.contains(#""meaning": "life cycle status: 0C (termination state)""#))
+        // Data that is not file control information gets no "tlv".
+        #expect(!run(["decode", "response", "--json", "5A 01 42 90 00"]).out.contains("\"tlv\""))
     }
 
     @Test func decodeResponseShowsMeaning() {

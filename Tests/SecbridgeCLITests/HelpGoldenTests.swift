@@ -389,7 +389,7 @@ import Testing
             The hex may be split over several arguments and use spaces, colons or 0x prefixes.
 
             OPTIONS:
-              --json      Print JSON: {data, sw, meaning}. Hex strings are uppercase without spaces.
+              --json      Print JSON: {data, sw, meaning, tlv (when the data is FCP, FMD or FCI)}. Hex strings are uppercase without spaces.
               -h, --help  Show help information.
 
             """#,
@@ -408,8 +408,13 @@ import Testing
 
             The hex may be split over several arguments and use spaces, colons or 0x prefixes.
 
+            What can still be read is decoded and the rest said: bytes after a complete ATR
+            (an ATR copied with its SW 90 00) are reported and ignored, a wrong TCK is named
+            with the expected one, a TCK missing where a protocol other than T=0 is announced
+            and malformed historical bytes are warnings.
+
             OPTIONS:
-              --json      Print JSON: {convention, t0, interfaceBytes, protocols, historicalBytes, tck, checksumValid, …}. Hex strings are uppercase without spaces.
+              --json      Print JSON: {convention, t0, interfaceBytes, protocols, historicalBytes, tck, checksumValid, …, warnings}. Hex strings are uppercase without spaces.
               -h, --help  Show help information.
 
             """#,
@@ -424,18 +429,26 @@ import Testing
             help: #"""
             OVERVIEW: Decode BER-TLV data objects (ISO/IEC 7816-4 §5.2), nested.
 
-            USAGE: secbridge decode tlv [--json] HEX…
+            USAGE: secbridge decode tlv [--json] [--ff padding|tag] HEX…
 
             The hex may be split over several arguments and use spaces, colons or 0x prefixes.
 
+            ISO/IEC 7816-4 §5.2.2 lets 00 and FF bytes stand before, between and after objects
+            as padding. 00 is always skipped there. FF is skipped too by default (--ff padding),
+            since card responses and files padded with FF are common; with --ff tag an FF
+            starts a private-class constructed tag (FF 01 …). A constructed object whose value
+            is not BER-TLV is shown with its raw value and a note. Inside 62 (FCP), 64 (FMD)
+            and 6F (FCI) the common parameters are named (ISO/IEC 7816-4 §7.4.3).
+
             OPTIONS:
-              --json      Print JSON: [{tag, length, value} or {tag, length, children}]. Hex strings are uppercase without spaces.
-              -h, --help  Show help information.
+              --json              Print JSON: [{tag, length, meaning, value, note} or {tag, length, meaning, children}]. Hex strings are uppercase without spaces.
+              --ff <padding|tag>  What FF between objects is: padding (the default) or the first byte of a tag.
+              -h, --help          Show help information.
 
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge decode tlv [--json] HEX…
+            USAGE: secbridge decode tlv [--json] [--ff padding|tag] HEX…
             Run 'secbridge decode tlv --help' for more information.
 
             """#),
@@ -497,7 +510,7 @@ import Testing
               --raw                      Send the bytes as they are: no GET RESPONSE, no Le correction, no chaining.
               --stop-on-error            Stop at the first status word other than 90 00 or 61xx, and exit 1.
               --wait <SECONDS>           Wait up to SECONDS (at most 3600) for a card when none is there.
-              --json                     Print a JSON array of {line, command, response, sw, meaning}.
+              --json                     Print a JSON array of {line, command, response, sw, meaning}; firmware instead of sw for FF 00 48 00 00.
               --record <FILE>            Record every exchange to a transcript FILE.
               -h, --help                 Show help information.
 

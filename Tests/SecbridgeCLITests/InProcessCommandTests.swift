@@ -49,6 +49,37 @@ func runTool(_ arguments: [String], on desk: SimulatedDesk, input: [String] = []
         #expect(result.out.contains("< 90 00\n"), "\(result.out)")
     }
 
+    @Test func sendJSONGivesTheFirmwareStringWholeWithoutASW() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        try desk.control().send("place-card uid=04A1B2C3 applet=t4t-ndef id=card")
+        // FF 00 48 00 00 answers "ACR122U207" alone (ACR122U API v2.04 §6.1): its last bytes 30 37
+        // are "07", not a status word.
+        let json = try await runTool(["send", "--reader", "0", "--json", "FF00480000"], on: desk)
+        #expect(json.status == 0, "\(json.err)")
+        #expect(json.out.contains(#""response": "41435231323255323037",\#n      "data": "41435231323255323037",\#n      "firmware": "ACR122U207","#), "\(json.out)")
+        #expect(!json.out.contains("\"sw\""), "\(json.out)")
+        let text = try await runTool(["send", "--reader", "0", "FF00480000"], on: desk)
+        #expect(text.out.hasSuffix("< 41 43 52 31 32 32 55 32 30 37\n  firmware \"ACR122U207\"\n"), "\(text.out)")
+        // Another pseudo-APDU keeps its status word: FF CA 00 00 00 gives the UID and 90 00.
+        let uid = try await runTool(["send", "--reader", "0", "--json", "FFCA000000"], on: desk)
+        #expect(uid.out.contains(#""data": "04A1B2C3",\#n      "sw": "9000","#), "\(uid.out)")
+    }
+
+    @Test func runJSONGivesTheFirmwareStringWithoutASW() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        try desk.control().send("place-card uid=04A1B2C3 applet=t4t-ndef id=card")
+        let dir = try scratchDirectory("run-firmware")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let script = dir + "/firmware.script"
+        try "FF 00 48 00 00   // firmware version\n".write(toFile: script, atomically: true, encoding: .utf8)
+        let result = try await runTool(["run", "--reader", "0", "--json", script], on: desk)
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.out.contains(#""response": "41435231323255323037",\#n    "firmware": "ACR122U207""#), "\(result.out)")
+        #expect(!result.out.contains("\"sw\""), "\(result.out)")
+    }
+
     @Test func resetAfterPollingWasLeftOffRestoresEveryDefault() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }

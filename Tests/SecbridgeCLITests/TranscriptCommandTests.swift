@@ -62,6 +62,41 @@ func repositoryFile(_ relative: String) -> String {
         #expect(result.out.contains("        reader: SW 90 00: normal processing, no further qualification\n"))
     }
 
+    @Test func showJSONKeepsTheFirmwareStringWhole() {
+        // nfc-list.trn line 13: FF 00 48 00 00 answered by "ACR122U207" alone, no status word.
+        let result = run(["transcript", "show", "--json", repositoryFile("Fixtures/imported/nfc-list.trn")])
+        #expect(result.status == 0)
+        #expect(result.out.contains(#""hex": "41435231323255323037",\#n    "controlCode": "0x42000001",\#n    "note": null,\#n    "meaning": [\#n      "firmware \"ACR122U207\""\#n    ]"#))
+        #expect(!result.out.contains("SW 30 37"))
+    }
+
+    @Test func showNamesTheFCPOfASelect() throws {
+        let dir = try scratchDirectory("fcp")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let file = dir + "/select-mf.trn"
+        // SELECT of the MF by file identifier, answered with its FCP: a shareable DF, FID 3F 00,
+        // operational activated, security attributes in expanded-format reference 8B.
+        try """
+            # secbridge-transcript: 1
+            # origin: recorded
+
+            +1.000ms > 00 A4 00 04 02 3F 00 00
+            +2.000ms < 62 10 82 02 78 21 83 02 3F 00 8A 01 05 8B 03 2F 06 01 90 00
+
+            """.write(toFile: file, atomically: true, encoding: .utf8)
+        let result = run(["transcript", "show", file])
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.out.contains("""
+                    SW 90 00: normal processing, no further qualification
+                    62 (16 bytes) — FCP template (file control parameters)
+                      82 (2 bytes): 78 21 — file descriptor: shareable, DF; data coding byte 21
+                      83 (2 bytes): 3F 00 — file identifier (the MF)
+                      8A (1 byte): 05 — life cycle status: 05 (operational state, activated)
+                      8B (3 bytes): 2F 06 01 — security attributes (referencing the expanded format)
+
+            """), "\(result.out)")
+    }
+
     @Test func showJSONHasUppercaseHexWithoutSpaces() {
         let result = run(["transcript", "show", "--json", repositoryFile("Fixtures/imported/two-threads.trn")])
         #expect(result.status == 0)
