@@ -1,4 +1,6 @@
 import Foundation
+import PCSCCore
+import SecbridgeCLI
 import SecbridgeTesting
 import Testing
 
@@ -112,5 +114,32 @@ extension TransportCommandTests {
         #expect(json.status == 1)
         #expect(json.out.contains("\"command\": \"00B000000F\""), "\(json.out)")
         #expect(json.out.contains("\"error\": \"the card was removed during the exchange"), "\(json.out)")
+    }
+}
+
+extension TransportCommandTests {
+    /// A card another program reset (SCARD_W_RESET_CARD on our next call): the hint says its
+    /// state is lost and to start again from the SELECT. The reset is made by a second handle.
+    @Test func aCardResetByAnotherProgramGetsTheHintThatItsStateIsLost() async throws {
+        let desk = try await Self.placed("applet=ok")
+        defer { desk.close() }
+        let executor = BlockingExecutor(name: "reset-test")
+        defer { executor.shutdown() }
+        let client = desk.client
+        let reader = desk.names[0]
+        let message = try await executor.run { () throws -> String in
+            let context = try client.establishContext()
+            let session = try CardSession.open(context: context, reader: reader, record: nil, command: "test")
+            defer { session.close() }
+            let other = try client.establishContext().connect(to: reader, share: .shared, protocols: .any)
+            try other.reconnect(share: .shared, protocols: .any, initialization: .reset)
+            do {
+                _ = try session.channel.transmit([0x00, 0xA4, 0x04, 0x00, 0x00])
+                return "no error"
+            } catch {
+                return session.explainFailure(error, sending: [0x00, 0xA4, 0x04, 0x00, 0x00])
+            }
+        }
+        #expect(message.hasPrefix("00 A4 04 00 00: the card was reset by another program (SCARD_W_RESET_CARD): its state is lost"), "\(message)")
     }
 }
