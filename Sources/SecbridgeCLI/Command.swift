@@ -80,9 +80,8 @@ package struct Invocation: Sendable {
     package let path: [String]
     /// How the command reaches readers: pcsc-lite, or the in-process client in tests.
     package let client: any PCSCClient
-    /// Wall-clock seconds per second of the session rules (the 60 s card-emulation window, the
-    /// authorization timeout): 1 on a real desk; the simulated readers' scale in tests, so a test
-    /// of a whole window takes 0.6 s.
+    /// How much the 60 s card-emulation window is shrunk: 1 on a real desk; in tests on simulated
+    /// readers e.g. 0.02, so a test of a whole window takes 1.2 s (other session rules keep real time).
     package let timeScale: Double
 
     package init(arguments: ParsedArguments, console: any Console, path: [String], client: any PCSCClient, timeScale: Double = 1) {

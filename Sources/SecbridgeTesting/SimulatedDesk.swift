@@ -30,8 +30,7 @@ public final class SimulatedDesk: Sendable {
     public let names: [String]
     /// The desk's directory (control sockets at `<directory>/<n>/control.sock`).
     public let directory: String
-    /// Wall-clock seconds per simulated second; give the same to the code under test's session
-    /// clock (`ScaledSessionClock`, `SecbridgeTools.main(…timeScale:)`) so both keep one time.
+    /// Wall-clock seconds per simulated second (the 5 s MCU timeout takes 5 s × this).
     public let timeScale: Double
 
     private static let counter = Atomic<Int>(0)

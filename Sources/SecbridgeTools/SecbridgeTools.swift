@@ -19,8 +19,8 @@ public enum SecbridgeTools {
     /// Runs the full tool with `arguments` (without the program name); returns the exit status.
     /// - Parameter client: how commands reach readers; pcsc-lite by default, an in-process client
     ///   (InProcessPCSC) to run against simulated readers without pcscd.
-    /// - Parameter timeScale: wall-clock seconds per second of the session rules (the 60 s window);
-    ///   give simulated readers' scale (`SimulatedDesk.timeScale`) so that both run on one time.
+    /// - Parameter timeScale: shrinks the 60 s card-emulation window (0.02: 1.2 s), for tests on
+    ///   simulated readers whose device time is scaled too; other session rules keep real time.
     public static func main(
         arguments: [String], console: any Console = StandardConsole(), client: any PCSCClient = PCSCLiteClient(),
         timeScale: Double = 1

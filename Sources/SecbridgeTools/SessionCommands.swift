@@ -104,9 +104,11 @@ extension SecbridgeCLI {
 
     // MARK: emulate
 
-    /// The session rules' clock: real time, or the invocation's time scale (tests on simulated readers).
-    static func sessionClock(_ invocation: Invocation) -> any SessionClock {
-        invocation.timeScale == 1 ? ContinuousSessionClock() : ScaledSessionClock(scale: invocation.timeScale)
+    /// The card-emulation window for an invocation: Apple's 60 s, times the invocation's time
+    /// scale (tests on simulated readers shrink the window only; every other session rule, such
+    /// as the 15 s wired idle rule, stays in real time, so a slow machine cannot break them).
+    static func emulationWindow(_ invocation: Invocation) -> Duration {
+        .seconds(60) * (invocation.timeScale > 0 ? invocation.timeScale : 1)
     }
 
     static let emulateCommand = Command(
@@ -169,7 +171,7 @@ extension SecbridgeCLI {
         let served = try awaitResult("card emulation", timeout: .seconds(180)) {
             try await emulate(
                 credential: credential, reader: reader, recorder: recorder, approve: approve, keep: keep, console: console,
-                client: client, clock: sessionClock(invocation), changingReader: { cleanup?.track(reader) })
+                client: client, window: emulationWindow(invocation), changingReader: { cleanup?.track(reader) })
         }
         return served > 0 ? exitSuccess : exitFailure
     }
@@ -177,7 +179,7 @@ extension SecbridgeCLI {
     /// The emulate sequence; returns how many C-APDUs terminals sent.
     static func emulate(
         credential: Credential, reader: String, recorder: TranscriptRecorder?, approve: Bool, keep: Bool,
-        console: any Console, client: any PCSCClient = PCSCLiteClient(), clock: any SessionClock = ContinuousSessionClock(),
+        console: any Console, client: any PCSCClient = PCSCLiteClient(), window: Duration = .seconds(60),
         changingReader: @escaping @Sendable () -> Void = {}
     ) async throws -> Int {
         @Sendable func say(_ line: String) { console.out(line + "\n") }
@@ -218,7 +220,7 @@ extension SecbridgeCLI {
         let session: CredentialSession
         do {
             session = try CredentialSession.startSession(
-                CredentialSessionOptions(credentials: [credential], emulationBackend: backend, authorizer: authorizer, clock: clock))
+                CredentialSessionOptions(credentials: [credential], emulationBackend: backend, authorizer: authorizer))
         } catch {
             throw CLIError.failure("\(error)")
         }
@@ -272,8 +274,9 @@ extension SecbridgeCLI {
             await assertion.relinquish()
             // Without --keep one terminal is served: the target is not armed again after its
             // release, so the restore follows at once instead of after one MCU timeout.
-            try await session.performTransaction(
-                using: credential, options: keep ? nil : credential.emulationDefaults.rearming(.never))
+            var options = keep ? credential.emulationDefaults : credential.emulationDefaults.rearming(.never)
+            if window < .seconds(60) { options.timeLimit = min(options.timeLimit ?? window, window) }
+            try await session.performTransaction(using: credential, options: options)
             announceEmulation()
             // Wait (bounded by the session's own 60 s window) for the terminal, the window, or Ctrl-C.
             while done.lock.withLock({ done.result }) == nil && !interrupted() {

@@ -26,27 +26,6 @@ public struct ContinuousSessionClock: SessionClock {
     }
 }
 
-/// Real time run faster or slower: a session second lasts `scale` wall-clock seconds, so with
-/// the simulated readers' scale 0.01 the 60 s card-emulation window takes 0.6 s and matches the
-/// device's own clock (its 5 s MCU timeout takes 50 ms).
-public struct ScaledSessionClock: SessionClock {
-    private let origin: ContinuousClock.Instant
-    /// Wall-clock seconds per session second, greater than zero.
-    public let scale: Double
-
-    /// - Parameter scale: wall-clock seconds per session second; values ≤ 0 or not finite count as 1.
-    public init(scale: Double) {
-        origin = ContinuousClock.now
-        self.scale = scale.isFinite && scale > 0 ? scale : 1
-    }
-
-    public var now: Duration { (ContinuousClock.now - origin) / scale }
-
-    public func sleep(until deadline: Duration) async throws {
-        try await ContinuousClock().sleep(until: origin.advanced(by: deadline * scale), tolerance: nil)
-    }
-}
-
 /// A clock that moves only in `advance(by:)`: sleepers whose deadline is reached resume then, in
 /// deadline order. No real time passes in tests that use it.
 public final class VirtualSessionClock: SessionClock {

@@ -64,9 +64,10 @@ extension EmulationExitTests {
         #expect(result.out.contains("event: cardEmulationTimeout"), "\(result.out)")
         #expect(!result.out.contains("failed") && !result.err.contains("failed"), "\(result.err)\n\(result.out)")
         let lines = try String(contentsOfFile: record, encoding: .utf8).split(separator: "\n").map(String.init)
-        let arms = lines.indices.filter { lines[$0].contains(" ctl 0x42000001 > FF 00 00 00 27 D4 8C") }
+        let arms = lines.indices.filter { $0 + 1 < lines.count && lines[$0].contains(" ctl 0x42000001 > FF 00 00 00 27 D4 8C") }
         #expect(arms.count >= 4, "armed again after each empty answer: \(arms.count)")
-        #expect(lines[arms[0] + 1].hasSuffix(" ctl 0x42000001 <"), "\(lines[arms[0] + 1])")
+        let first = try #require(arms.first)
+        #expect(lines[first + 1].hasSuffix(" ctl 0x42000001 <"), "\(lines[first + 1])")
         #expect(try desk.control().send("status")["picc"] == "FF")
     }
 }

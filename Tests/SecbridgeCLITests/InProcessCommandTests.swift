@@ -7,9 +7,8 @@ import Testing
 
 /// Runs the whole tool in this process against `desk`'s simulated readers (the in-process PC/SC
 /// client, no pcscd), on a thread of its own, and captures its output.
-/// The tool's session rules (the 60 s window, the 15 s wired idle rule) run in real time unless
-/// `timeScale` says otherwise: a test that needs the window to end passes a scale, and not below
-/// 0.02, so the wired idle rule (0.3 s then) is not broken by a loaded machine's own slowness.
+/// The 60 s card-emulation window is real unless `timeScale` shrinks it (a test that needs the
+/// window to end passes e.g. 0.02: 1.2 s); the other session rules always keep real time.
 func runTool(_ arguments: [String], on desk: SimulatedDesk, input: [String] = [], timeScale: Double = 1) async throws
     -> (status: Int32, out: String, err: String)
 {
