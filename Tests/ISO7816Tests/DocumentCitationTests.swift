@@ -1,4 +1,5 @@
 import Foundation
+import SecbridgeTesting
 import Testing
 
 /// One citation of the project's documentation found in a source file: a mention of a file under
@@ -28,6 +29,14 @@ private enum DocumentationScan {
         for _ in 0..<3 { url.deleteLastPathComponent() }
         return url.path
     }()
+
+    /// The citations, scanned once per test run (lazily, on the thread of the first caller).
+    private static let scan: Result<[DocumentCitation], any Error> = Result { try citations() }
+
+    /// The citations, scanned on a thread of its own (never on Swift's shared pool).
+    static func scanned() async throws -> [DocumentCitation] {
+        try await onOwnThread("citation-scan") { try scan.get() }
+    }
 
     /// Every `.swift` file under Sources/ and Tests/, and scripts/*.sh, relative to the root.
     static func sourceFiles() -> [String] {
@@ -129,20 +138,20 @@ private enum DocumentationScan {
 @Suite("Citations of docs/ resolve")
 struct DocumentCitationTests {
     @Test("the scan sees the sources and their citations")
-    func scanSeesTheSources() throws {
-        let files = DocumentationScan.sourceFiles()
+    func scanSeesTheSources() async throws {
+        let files = try await onOwnThread { DocumentationScan.sourceFiles() }
         #expect(files.count > 100, "\(files.count) files under \(DocumentationScan.root)")
         #expect(files.contains("Tests/ISO7816Tests/DocumentCitationTests.swift"))
         #expect(files.contains("scripts/build-libnfc.sh"))
-        let citations = try DocumentationScan.citations()
+        let citations = try await DocumentationScan.scanned()
         #expect(citations.count > 100, "\(citations.count) citations")
         #expect(citations.contains { $0.document == "cases" && !$0.sections.isEmpty })
         #expect(citations.contains { $0.document == "acr122-pn532" && $0.sections.contains("5b") })
     }
 
     @Test("every cited document exists under docs/")
-    func citedDocumentsExist() throws {
-        let dangling = try DocumentationScan.citations()
+    func citedDocumentsExist() async throws {
+        let dangling = try await DocumentationScan.scanned()
             .filter { !FileManager.default.fileExists(atPath: DocumentationScan.root + "/docs/" + $0.document + ".md") }
             .map { "\($0): no file docs/\($0.document).md" }
         let report = dangling.joined(separator: "\n")
@@ -150,10 +159,10 @@ struct DocumentCitationTests {
     }
 
     @Test("every section cited by number (§X) is a heading of its document")
-    func citedSectionsExist() throws {
+    func citedSectionsExist() async throws {
         var headingIDs: [String: Set<String>] = [:]
         var dangling: [String] = []
-        for citation in try DocumentationScan.citations() where citation.document != "cases" {
+        for citation in try await DocumentationScan.scanned() where citation.document != "cases" {
             let ids = headingIDs[citation.document] ?? DocumentationScan.headingIDs(of: citation.document)
             headingIDs[citation.document] = ids
             for section in citation.sections where !ids.contains(section) {
@@ -165,10 +174,10 @@ struct DocumentCitationTests {
     }
 
     @Test("every case cited as docs/cases.md Pnn has a heading there")
-    func citedCasesExist() throws {
+    func citedCasesExist() async throws {
         let ids = DocumentationScan.headingIDs(of: "cases")
         var dangling: [String] = []
-        for citation in try DocumentationScan.citations() where citation.document == "cases" {
+        for citation in try await DocumentationScan.scanned() where citation.document == "cases" {
             for id in citation.sections where !ids.contains(id) {
                 dangling.append("\(citation): docs/cases.md has no heading \(id)")
             }
@@ -178,9 +187,9 @@ struct DocumentCitationTests {
     }
 
     @Test("every section cited by its heading text is a heading of its document")
-    func citedHeadingsExist() throws {
+    func citedHeadingsExist() async throws {
         var dangling: [String] = []
-        for citation in try DocumentationScan.citations() {
+        for citation in try await DocumentationScan.scanned() {
             guard let name = citation.headingName else { continue }
             let headings = DocumentationScan.headings(of: citation.document) ?? []
             if !headings.contains(where: { $0.hasPrefix(name) }) {
@@ -192,16 +201,19 @@ struct DocumentCitationTests {
     }
 
     @Test("no source points at documents kept outside the repository")
-    func nothingPointsOutside() throws {
+    func nothingPointsOutside() async throws {
         // Spelled in pieces so that this file does not match itself.
         let outside = ["shared" + "/docs", "shared" + "/cases", "../" + "shared"]
-        var dangling: [String] = []
-        for file in DocumentationScan.sourceFiles() {
-            for (index, line) in try DocumentationScan.lines(of: file).enumerated() {
-                for path in outside where line.contains(path) {
-                    dangling.append("\(file):\(index + 1): mentions \(path)")
+        let dangling = try await onOwnThread { () throws -> [String] in
+            var dangling: [String] = []
+            for file in DocumentationScan.sourceFiles() {
+                for (index, line) in try DocumentationScan.lines(of: file).enumerated() {
+                    for path in outside where line.contains(path) {
+                        dangling.append("\(file):\(index + 1): mentions \(path)")
+                    }
                 }
             }
+            return dangling
         }
         let report = dangling.joined(separator: "\n")
         #expect(dangling.isEmpty, "\(dangling.count) references outside the repository:\n\(report)")
