@@ -50,16 +50,37 @@ public final class ACR122Link {
 
     private var escapeHasSucceeded = false
 
+    /// How pseudo-APDUs reach the reader.
+    public enum Path: Sendable, Hashable {
+        /// SCardControl with the escape code (a DIRECT connection).
+        case escape
+        /// SCardTransmit (a connection to a card, T=0 or T=1).
+        case transmit
+
+        /// What a channel's protocol suggests: `.escape` when no protocol is active.
+        static func guessed(for channel: any CardChannel) -> Path {
+            channel.transmissionProtocol == .undefined ? .escape : .transmit
+        }
+    }
+
+    /// How this link sends pseudo-APDUs.
+    public let path: Path
+
     /// - Parameters:
     ///   - channel: the card handle, connected SHARED/EXCLUSIVE with a card or DIRECT without one.
     ///   - escapeCode: the control code for a direct connection, e.g. from `discoverEscapeCodes(on:)`.
-    public init(channel: any CardChannel, escapeCode: UInt32 = ACR122ControlCode.ccidEscape) {
+    ///   - path: `.escape` for a DIRECT connection. Give it: pcsc-lite reports a DIRECT handle's
+    ///     protocol as the card's (T=1) when a card was negotiated before (docs/acr122-pn532.md §1),
+    ///     and guessing from the protocol (nil) would then send pseudo-APDUs to the card path,
+    ///     which turning automatic polling off tears down (SCARD_W_REMOVED_CARD).
+    public init(channel: any CardChannel, escapeCode: UInt32 = ACR122ControlCode.ccidEscape, path: Path? = nil) {
         self.channel = channel
         self.escapeCode = escapeCode
+        self.path = path ?? .guessed(for: channel)
     }
 
     /// Whether pseudo-APDUs go through SCardControl (direct connection) rather than SCardTransmit.
-    public var usesEscapeCommands: Bool { channel.transmissionProtocol == .undefined }
+    public var usesEscapeCommands: Bool { path == .escape }
 
     /// Sends one pseudo-APDU and returns the reader's raw reply (status word, if any, included).
     ///
@@ -202,18 +223,20 @@ extension ACR122Link {
     /// - Throws: `ACR122Error.escapeCommandsNotEnabled` when libccid refused 0x42000001 and no other
     ///   code answered (P09); `.noEscapeCode` when no code answered; `.notAnACR122` when the firmware
     ///   string does not name an ACR122U; on a card connection, `firmwareVersion()`'s errors.
-    public static func open(channel: any CardChannel, readerName: String) throws -> ACR122Link {
+    /// - Parameter path: `.escape` for a DIRECT connection (see ``init(channel:escapeCode:path:)``);
+    ///   nil guesses from the channel's protocol.
+    public static func open(channel: any CardChannel, readerName: String, path: Path? = nil) throws -> ACR122Link {
         let link: ACR122Link
         let firmware: ACR122FirmwareVersion
-        if channel.transmissionProtocol != .undefined {
-            link = ACR122Link(channel: channel)
+        if (path ?? .guessed(for: channel)) == .transmit {
+            link = ACR122Link(channel: channel, path: .transmit)
             firmware = try link.firmwareVersion()
         } else {
             let candidates = discoverEscapeCodes(on: channel)
             var found: (ACR122Link, ACR122FirmwareVersion)?
             var refusedByCCID = false
             for code in candidates {
-                let candidate = ACR122Link(channel: channel, escapeCode: code)
+                let candidate = ACR122Link(channel: channel, escapeCode: code, path: .escape)
                 do {
                     found = (candidate, try candidate.firmwareVersion())
                     break

@@ -147,7 +147,7 @@ extension PN532 {
         var outcomes: [ACR122RestoreOutcome] = []
         for (step, name) in ACR122RestoreSteps.ordered where steps.contains(step) {
             let capture = CapturingCardChannel(link.channel)
-            let probe = PN532(link: ACR122Link(channel: capture, escapeCode: link.escapeCode))
+            let probe = PN532(link: ACR122Link(channel: capture, escapeCode: link.escapeCode, path: link.path))
             probe.resynchronizationAttempts = resynchronizationAttempts
             var failure: String?
             do {

@@ -376,7 +376,7 @@ final class DemoRun: Sendable {
         try await executor.run { [self] in
             let (connection, close) = try directConnection(reader, id: channel)
             defer { close() }
-            let link = try ACR122Link.open(channel: connection, readerName: reader)
+            let link = try ACR122Link.open(channel: connection, readerName: reader, path: .escape)
             _ = try link.setPICCOperatingParameter(ACR122PICCOperatingParameter(rawValue: on ? 0xFF : 0x00))
         }
         say("reader \(channel == "a" ? "A" : "B"): automatic PICC polling \(on ? "on (restored)" : "off")")

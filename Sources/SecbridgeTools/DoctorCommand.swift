@@ -234,7 +234,7 @@ struct DoctorPCSCFindings: Sendable {
                 findings.announcedEscapeCode = (try? PCSCFeatureList(parsing: reply))?.escapeCommandCode
             }
             do {
-                let link = try ACR122Link.open(channel: channel, readerName: reader)
+                let link = try ACR122Link.open(channel: channel, readerName: reader, path: .escape)
                 findings.workingEscapeCode = link.escapeCode
                 findings.firmware = link.firmware
                 read(link, into: &findings)

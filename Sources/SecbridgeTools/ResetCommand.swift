@@ -116,7 +116,7 @@ enum ReaderRestore {
             defer { close() }
             let link: ACR122Link
             do {
-                link = try ACR122Link.open(channel: channel, readerName: reader)
+                link = try ACR122Link.open(channel: channel, readerName: reader, path: shared ? .transmit : .escape)
             } catch {
                 if case ACR122Error.escapeCommandsNotEnabled = error, !shared { escapeRefused?.pointee = true }
                 say("connection \(shared ? "SHARED" : "DIRECT"): \(error)")

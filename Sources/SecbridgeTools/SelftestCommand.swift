@@ -98,7 +98,7 @@ extension SecbridgeCLI {
         let link: ACR122Link
         let firmware: String
         do {
-            link = try ACR122Link.open(channel: handle, readerName: reader)  // asks the firmware string
+            link = try ACR122Link.open(channel: handle, readerName: reader, path: .escape)  // asks the firmware string
             firmware = try link.firmware?.text ?? link.firmwareVersion().text
         } catch {
             throw CLIError.failure("'\(reader)' does not answer as an ACR122U: \(error) (run `secbridge doctor --reader \"\(reader)\"`)")

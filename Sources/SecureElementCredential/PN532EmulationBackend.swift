@@ -91,7 +91,7 @@ public final class PN532EmulationBackend: CardEmulationBackend {
             let box = try await executor.run {
                 let (channel, close) = try open()
                 do {
-                    let link = try ACR122Link.open(channel: channel, readerName: readerName)
+                    let link = try ACR122Link.open(channel: channel, readerName: readerName, path: .escape)
                     return PN532Box(pn532: PN532(link: link), close: close)
                 } catch {
                     close()

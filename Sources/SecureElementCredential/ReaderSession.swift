@@ -100,7 +100,7 @@ public final class ReaderSession: Sendable {
                 box.channel = channel
                 box.close = close
                 if path == .pn532Initiator {
-                    let link = try ACR122Link.open(channel: channel, readerName: name)
+                    let link = try ACR122Link.open(channel: channel, readerName: name, path: .escape)
                     let pn532 = PN532(link: link)
                     box.pn532 = pn532
                     try link.setPICCOperatingParameter([])

@@ -78,7 +78,7 @@ func benchmarkEmulationTurnaround(environment: TestEnvironment, count: Int) {
         }
         // B must not poll: an auto-polling ACR122U activates A's target itself (docs/acr122-pn532.md §2).
         let direct = try PCSCContext().connect(to: readerB, share: .direct, protocols: [])
-        try ACR122Link.open(channel: direct, readerName: readerB).setPICCOperatingParameter([])
+        try ACR122Link.open(channel: direct, readerName: readerB, path: .escape).setPICCOperatingParameter([])
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var text = "# secbridge-transcript: 1\n# origin: simulated\n"
         for _ in 0..<count {

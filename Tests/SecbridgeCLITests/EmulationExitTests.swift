@@ -65,7 +65,7 @@ extension EmulationExitTests {
         #expect(!result.out.contains("failed") && !result.err.contains("failed"), "\(result.err)\n\(result.out)")
         let lines = try String(contentsOfFile: record, encoding: .utf8).split(separator: "\n").map(String.init)
         let arms = lines.indices.filter { $0 + 1 < lines.count && lines[$0].contains(" ctl 0x42000001 > FF 00 00 00 27 D4 8C") }
-        #expect(arms.count >= 4, "armed again after each empty answer: \(arms.count)")
+        #expect(arms.count >= 2, "armed again after an empty answer: \(arms.count)")
         let first = try #require(arms.first)
         #expect(lines[first + 1].hasSuffix(" ctl 0x42000001 <"), "\(lines[first + 1])")
         #expect(try desk.control().send("status")["picc"] == "FF")
@@ -112,5 +112,39 @@ extension EmulationExitTests {
             on: desk, cards: ["uid=04A1B2C3 applet=t4t-ndef leave-after=3 id=se", "uid=04A1B2C4 applet=t4t-ndef id=se-again"])
         #expect(result.status == 1, "\(result.out)")
         #expect(result.out.contains("its state is lost; a new card session was opened for what follows"), "\(result.out)")
+    }
+}
+
+extension EmulationExitTests {
+    /// After another command negotiated T=1 with a card, pcsc-lite reports a new DIRECT handle's
+    /// protocol as T=1. emulate still drives the reader through the escape command: the terminal
+    /// is served and the reader restored, not lost to SCARD_W_REMOVED_CARD when polling stops.
+    @Test func emulateAfterACardWasNegotiatedStillUsesTheEscapePath() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        try desk.control().send("place-card uid=04A1B2C3 applet=t4t-ndef id=card")
+        let send = try await runTool(["send", "00 A4 04 00 07 D2 76 00 00 85 01 01 00"], on: desk)
+        #expect(send.status == 0, "\(send.err)")
+        // The card stays in the field: the reader is still powering it when emulate connects.
+        try desk.control().send("place-terminal script=android-t4t-read id=android")
+        let result = try await runTool(
+            ["emulate", "--credential", Self.credential("worked-example-tag.json"), "--yes", "--reader", desk.names[0]], on: desk)
+        #expect(result.status == 0, "\(result.err)\n\(result.out)")
+        #expect(!result.out.contains("SCARD_W_REMOVED_CARD"), "\(result.out)")
+        let status = try desk.control().send("status")
+        #expect(status["picc"] == "FF", "\(status) \(result.out)")
+    }
+
+    /// The tester's case: escape commands disabled, a card negotiated by `send` first. emulate
+    /// refuses up front with the ifdDriverOptions advice, and the reader is left as it was.
+    @Test func escapeDisabledAfterANegotiatedCardIsRefusedUpFront() async throws {
+        let desk = try await SimulatedDesk.open(personality: "ccid-escape-disabled")
+        defer { desk.close() }
+        try desk.control().send("place-card uid=04A1B2C3 applet=t4t-ndef id=card")
+        _ = try await runTool(["send", "00 A4 04 00 07 D2 76 00 00 85 01 01 00"], on: desk)
+        let result = try await runTool(["emulate", "--credential", Self.credential("uri-tag.json"), "--yes", "--reader", desk.names[0]], on: desk)
+        #expect(result.status == 1)
+        #expect(result.err.contains("ifdDriverOptions"), "\(result.err)\n\(result.out)")
+        #expect(try desk.control().send("status")["picc"] == "FF")
     }
 }
