@@ -70,7 +70,8 @@ public final class ACR122Link {
     ///   - channel: the card handle, connected SHARED/EXCLUSIVE with a card or DIRECT without one.
     ///   - escapeCode: the control code for a direct connection, e.g. from `discoverEscapeCodes(on:)`.
     ///   - path: `.escape` for a DIRECT connection. Give it: pcsc-lite reports a DIRECT handle's
-    ///     protocol as the card's (T=1) when a card was negotiated before (docs/acr122-pn532.md §1),
+    ///     protocol as the card's (T=1) when a card was negotiated before (winscard.c SCardConnect
+    ///     sets the active protocol from the reader's card protocol; docs/acr122-pn532.md §1),
     ///     and guessing from the protocol (nil) would then send pseudo-APDUs to the card path,
     ///     which turning automatic polling off tears down (SCARD_W_REMOVED_CARD).
     public init(channel: any CardChannel, escapeCode: UInt32 = ACR122ControlCode.ccidEscape, path: Path? = nil) {
