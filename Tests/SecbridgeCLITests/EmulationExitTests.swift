@@ -148,3 +148,17 @@ extension EmulationExitTests {
         #expect(try desk.control().send("status")["picc"] == "FF")
     }
 }
+
+extension EmulationExitTests {
+    /// The stock read-only `uri-tag.json` (CC write access FF) is read whole by the simulated
+    /// Android phone, which, as a phone does, looks only at the read-access byte.
+    @Test func theStockReadOnlyURITagIsReadWholeByAndroid() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        try desk.control().send("place-terminal script=android-t4t-read id=android")
+        let result = try await runTool(["emulate", "--credential", Self.credential("uri-tag.json"), "--yes", "--reader", desk.names[0]], on: desk)
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.out.contains("  host     < D1 01 0C 55 04 65 78 61 6D 70 6C 65 2E 63 6F 6D 90 00\n"), "\(result.out)")
+        #expect(try desk.control().send("terminal-result peer=android wait-ms=5000")["result"] == "passed")
+    }
+}
