@@ -11,10 +11,14 @@ package func waitForCard(
     context: any PCSCClientContext, reader argument: String?, upTo limit: Duration
 ) throws(CLIError) -> (readers: [String], states: [ReaderState]) {
     let deadline = ContinuousClock.now + limit
+    var chosen: String?
     while true {  // bounded by the deadline
         let readers = try listReaders(context)
         var watched = readers
-        if let argument { watched = [try selectReader(argument, in: readers)] }
+        if let argument {
+            chosen = try selectReader(argument, in: readers)
+            watched = [chosen!]
+        }
         // The PnP entry wakes the wait when readers come or go, so one plugged in is watched too.
         var states = watched.map { ReaderState(readerName: $0) } + [ReaderState(readerName: ReaderState.pnpNotification)]
         do throws(PCSCError) {
@@ -38,9 +42,9 @@ package func waitForCard(
         }
         if ContinuousClock.now >= deadline { break }
     }
-    let milliseconds = limit.components.seconds * 1000 + limit.components.attoseconds / 1_000_000_000_000_000
+    let milliseconds = max(1, limit.components.seconds * 1000 + limit.components.attoseconds / 1_000_000_000_000_000)
     let seconds = milliseconds % 1000 == 0 ? "\(milliseconds / 1000)" : "\(Double(milliseconds) / 1000)"
-    throw .failure("no card came to \(argument.map { "'\($0)'" } ?? "any reader") within \(seconds) s (--wait); place the card or tag on the reader")
+    throw .failure("no card came to \(chosen.map { "'\($0)'" } ?? "any reader") within \(seconds) s (--wait); place the card or tag on the reader")
 }
 
 /// Whether `reader` shows no card now, or loses it within pcscd's next presence poll (at most

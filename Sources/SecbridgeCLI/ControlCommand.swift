@@ -38,7 +38,7 @@ extension SecbridgeCLI {
     )
 
     @Sendable package static func runControl(_ invocation: Invocation) throws -> Int32 {
-        let commands = try apdus(from: invocation.arguments.positional)
+        let commands = try apdus(from: invocation.arguments.positional, example: "secbridge control FF 00 48 00 00")
         let chosenCode = invocation.arguments.value("code").flatMap { try? HexBytes.parse($0) }.map { bytes in
             bytes.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
         }

@@ -66,7 +66,9 @@ extension SecbridgeCLI {
             // The whole script inside one PC/SC transaction (decision: by default, as a script is a
             // sequence whose later commands depend on the earlier ones' state).
             try withCardTransaction(session.handle, reader: session.reader) {
-                try runSteps(script, path: path, session: session, invocation: invocation, results: &results, status: &status)
+                try runSteps(
+                    script, path: path == "-" ? "<stdin>" : path, session: session, invocation: invocation, results: &results,
+                    status: &status)
             }
         } catch let error as CLIError {
             // The exchanges done so far are shown (and recorded) before the failure.

@@ -42,9 +42,12 @@ extension SecbridgeCLI {
     )
 
     /// Splits the positional arguments into APDUs (see the command's discussion).
-    package static func apdus(from arguments: [String]) throws(CLIError) -> [[UInt8]] {
+    /// - Parameter example: the usage example shown when no APDU is given.
+    package static func apdus(
+        from arguments: [String], example: String = "secbridge send 00 A4 04 00 00"
+    ) throws(CLIError) -> [[UInt8]] {
         guard !arguments.isEmpty else {
-            throw .usage("give at least one APDU in hex, e.g. `secbridge send 00 A4 04 00 00`")
+            throw .usage("give at least one APDU in hex, e.g. `\(example)`")
         }
         func parse(_ text: String, what: String) throws(CLIError) -> [UInt8] {
             let bytes: [UInt8]
