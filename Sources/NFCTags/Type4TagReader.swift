@@ -39,6 +39,11 @@ public enum Type4TagReader {
     public static func read(transceive: ([UInt8]) async throws -> [UInt8]) async throws -> Result {
         func expectSuccess(_ step: String, _ command: [UInt8]) async throws -> [UInt8] {
             let response = try await transceive(command)
+            guard !response.isEmpty else {
+                throw ReadError(
+                    step: step, command: command, response: response,
+                    reason: "no bytes at all, not even SW1 SW2: the card is mute (take it away and present it again)")
+            }
             guard response.count >= 2 else {
                 throw ReadError(step: step, command: command, response: response, reason: "an answer without a status word")
             }

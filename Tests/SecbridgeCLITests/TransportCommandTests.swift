@@ -143,3 +143,14 @@ extension TransportCommandTests {
         #expect(message.hasPrefix("00 A4 04 00 00: the card was reset by another program (SCARD_W_RESET_CARD): its state is lost"), "\(message)")
     }
 }
+
+extension TransportCommandTests {
+    /// `read` of a mute card says it is mute, as `send` does.
+    @Test func readOfAMuteCardSaysTheCardIsMute() async throws {
+        let desk = try await Self.placed("applet=mute")
+        defer { desk.close() }
+        let result = try await runTool(["read"], on: desk)
+        #expect(result.status == 1)
+        #expect(result.err.contains("the card is mute"), "\(result.err)")
+    }
+}
