@@ -10,19 +10,27 @@ package func awaitResult<T: Sendable>(
     _ what: String, timeout: Duration, _ body: @escaping @Sendable () async throws -> T
 ) throws -> T {
     let box = ResultBox<T>()
+    let done = ConditionLock()
     let task = Task {
         let result: Result<T, any Error>
         do { result = .success(try await body()) } catch { result = .failure(error) }
         box.lock.withLock { box.result = result }
+        done.lock()
+        done.signal()
+        done.unlock()
     }
+    // Woken by the task's signal; the deadline bounds the wait (no polling).
     let deadline = ContinuousClock.now + timeout
+    done.lock()
+    defer { done.unlock() }
     while true {
         if let result = box.lock.withLock({ box.result }) { return try result.get() }
-        if ContinuousClock.now >= deadline {
+        let left = deadline - ContinuousClock.now
+        if left <= .zero {
             task.cancel()
             throw CLIError.failure("\(what) did not finish within \(timeout); the reader may be blocked (run `secbridge readers` to check)")
         }
-        sleepMilliseconds(5)
+        _ = done.wait(timeout: left)
     }
 }
 
