@@ -206,7 +206,10 @@ extension SecbridgeCLI {
                 return .approved
             }
             console.out("\(request.prompt) [y/N] ")
-            let answer = try? await prompter.run { console.readLine() }
+            guard let answer = await answerOrInterrupt(prompter: prompter, console: console) else {
+                say("\ninterrupted at the prompt: declined")
+                return .declined
+            }
             switch answer?.lowercased() {
             case "y", "yes":
                 changingReader()
@@ -615,9 +618,30 @@ extension SecbridgeCLI {
         }
     }
 
+    /// The line typed at a prompt (nil at the end of input), or nil when Ctrl-C or SIGTERM came
+    /// first: the read blocks a thread that cannot be woken, so the signal flag is watched beside
+    /// it (every 50 ms: a signal handler can only set a flag) and the read is left behind.
+    static func answerOrInterrupt(prompter: BlockingExecutor, console: any Console) async -> String?? {
+        let once = OnceFlag()
+        return await withCheckedContinuation { (continuation: CheckedContinuation<String??, Never>) in
+            Task {
+                let line = try? await prompter.run { console.readLine() }
+                once.once { continuation.resume(returning: .some(line ?? nil)) }
+            }
+            Task {
+                while !interrupted() {
+                    if once.isDone { return }
+                    try? await Task.sleep(for: .milliseconds(50))
+                }
+                once.once { continuation.resume(returning: nil) }
+            }
+        }
+    }
+
     /// Runs a body at most once, from any thread (the body runs under the flag's lock).
     final class OnceFlag: Sendable {
         private let done = Mutex(false)
+        var isDone: Bool { done.withLock { $0 } }
         func once(_ body: () -> Void) {
             done.withLock { done in
                 if !done { body() }
