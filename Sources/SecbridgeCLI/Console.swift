@@ -82,3 +82,23 @@ package func environmentValue(_ name: String) -> String? {
     guard let value = getenv(name) else { return nil }
     return String(cString: value)
 }
+
+/// Passes everything to another console and notes whether standard output was written.
+package final class OutputTrackingConsole: Console, @unchecked Sendable {
+    // @unchecked: `written` is guarded by `lock`.
+    private let inner: any Console
+    private let lock = ConsoleLock()
+    private var written = false
+
+    package init(_ inner: any Console) { self.inner = inner }
+
+    /// Whether anything went to standard output.
+    package var wroteOutput: Bool { lock.withLock { written } }
+
+    package func out(_ text: String) {
+        lock.withLock { written = true }
+        inner.out(text)
+    }
+    package func err(_ text: String) { inner.err(text) }
+    package func readLine() -> String? { inner.readLine() }
+}

@@ -79,19 +79,28 @@ public enum SecbridgeCLI {
             console.out(command.help(path: path))
             return parsed.has("help") || path.isEmpty && arguments.isEmpty ? exitSuccess : exitUsage
         }
+        // With --json, a command that fails before printing its JSON still prints a JSON object,
+        // {"error": …}, so a script reading standard output always gets one.
+        let tracking = parsed.has("json") ? OutputTrackingConsole(console) : nil
+        func failed(_ message: String) -> Int32 {
+            console.err("secbridge: error: \(message)\n")
+            if let tracking, !tracking.wroteOutput {
+                console.out(JSONValue.object([("error", .string(message))]).prettySerialized() + "\n")
+            }
+            return exitFailure
+        }
         do {
-            return try command.run!(Invocation(arguments: parsed, console: console, path: path, client: client, timeScale: timeScale))
+            return try command.run!(Invocation(
+                arguments: parsed, console: tracking ?? console, path: path, client: client, timeScale: timeScale))
         } catch let error as CLIError {
             switch error {
             case .usage(let message):
                 return usageError(message, command: command, path: path, console: console)
             case .failure(let message):
-                console.err("secbridge: error: \(message)\n")
-                return exitFailure
+                return failed(message)
             }
         } catch {
-            console.err("secbridge: error: \(error)\n")
-            return exitFailure
+            return failed("\(error)")
         }
     }
 

@@ -72,3 +72,19 @@ import Testing
         #expect(result.err.contains("no card came to any reader within 0.3 s (--wait); place the card or tag on the reader"), "\(result.err)")
     }
 }
+
+extension WaitForCardTests {
+    /// With --json a command that fails before its JSON still prints one object, {"error": …}.
+    @Test func aFailureBeforeTheJSONStillPrintsAJSONError() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        let result = try await runTool(["send", "--json", "--wait", "0.1", "00 A4 04 00 00"], on: desk)
+        #expect(result.status == 1)
+        let object = try JSONSerialization.jsonObject(with: Data(result.out.utf8)) as? [String: Any]
+        #expect((object?["error"] as? String)?.hasPrefix("no card came to any reader within 0.1 s") == true, "\(result.out)")
+        // A command that printed its own JSON with an error is not given a second object.
+        let control = try await runTool(["control", "--json", "--code", "12345678", "FF 00 48 00 00"], on: desk)
+        #expect(control.status == 1)
+        #expect(control.out.components(separatedBy: "\"error\"").count == 2, "\(control.out)")
+    }
+}
