@@ -35,7 +35,7 @@ extension SecbridgeCLI {
             .flag("raw", "Send the bytes as they are: no GET RESPONSE, no Le correction, no chaining."),
             .flag("stop-at-ne", "Follow 61xx only until Le's bytes arrived; the card's remaining 61xx is shown."),
             .waitForCard,
-            .flag("json", "Print a JSON object {reader, protocol, exchanges: [{command, response, data, sw, meaning, raw}]}."),
+            .flag("json", "Print a JSON object {reader, protocol, exchanges: [{command, response, data, sw, meaning, raw}], error}; a broken GET RESPONSE chain gives {command, partial, sw, raw}."),
             .value("record", "FILE", "Record every exchange to a transcript FILE."),
         ],
         run: runSend
@@ -143,10 +143,13 @@ extension SecbridgeCLI {
                     let message = session.explainFailure(error, sending: bytes)
                     if invocation.json {
                         if !raw.isEmpty {
-                            exchanges.append(.object([
-                                ("command", .hex(bytes)),
-                                ("raw", .array(raw.map { .object([("command", .string($0.0.replacingSpaces())), ("response", .string($0.1.replacingSpaces()))]) })),
-                            ]))
+                            var members: [(String, JSONValue)] = [("command", .hex(bytes))]
+                            // A broken GET RESPONSE chain: the data before it, marked partial.
+                            if let chain = error as? GetResponseChainError {
+                                members += [("partial", .hex(chain.partialData)), ("sw", .hex(chain.statusWord.bytes))]
+                            }
+                            members.append(("raw", .array(raw.map { .object([("command", .string($0.0.replacingSpaces())), ("response", .string($0.1.replacingSpaces()))]) })))
+                            exchanges.append(.object(members))
                         }
                         printJSON(error: message)
                     }

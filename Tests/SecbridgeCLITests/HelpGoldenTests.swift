@@ -275,7 +275,7 @@ import Testing
               --raw                      Send the bytes as they are: no GET RESPONSE, no Le correction, no chaining.
               --stop-at-ne               Follow 61xx only until Le's bytes arrived; the card's remaining 61xx is shown.
               --wait <SECONDS>           Wait up to SECONDS (at most 3600) for a card when none is there.
-              --json                     Print a JSON object {reader, protocol, exchanges: [{command, response, data, sw, meaning, raw}]}.
+              --json                     Print a JSON object {reader, protocol, exchanges: [{command, response, data, sw, meaning, raw}], error}; a broken GET RESPONSE chain gives {command, partial, sw, raw}.
               --record <FILE>            Record every exchange to a transcript FILE.
               -h, --help                 Show help information.
 

@@ -49,7 +49,10 @@ import Testing
         // The JSON still lists the raw exchanges made, and the error; no "data" as if answered.
         #expect(result.out.contains("\"error\": "), "\(result.out.prefix(300))")
         #expect(result.out.contains("\"response\": \"6F00\""))
-        #expect(!result.out.contains("\"sw\": "))
+        // The partial data as its own member, with the SW that ended the chain; no "data" as if answered.
+        #expect(result.out.contains("\"partial\": \"\(hex: Array(Self.longObject.prefix(512)))\""), "\(result.out.prefix(300))")
+        #expect(result.out.contains("\"sw\": \"6F00\""))
+        #expect(!result.out.contains("\"data\": "))
     }
 
     @Test func aMuteCardIsATypedErrorAndTheExchangesBeforeItStay() async throws {
