@@ -15,7 +15,7 @@ extension SecbridgeCLI {
     static let resetCommand = Command(
         name: "reset",
         abstract: SecbridgeCLI.toolAbstract("reset"),
-        usage: "[--reader NAME|INDEX]",
+        usage: "[--reader NAME|INDEX] [--json]",
         discussion: """
             Connects DIRECT (escape commands; if the driver refuses them and a card is present, SHARED
             with pseudo-APDUs through SCardTransmit) and sends, printing each command and answer:
@@ -38,6 +38,7 @@ extension SecbridgeCLI {
             """,
         options: [
             .reader("The ACR122U: an index from `secbridge readers` or part of its name."),
+            .flag("json", "Print a JSON object {reader, connection, steps: [{name, exchanges: [{command, reply}], ok, failure}], restored}."),
         ],
         run: runReset
     )
@@ -53,15 +54,41 @@ extension SecbridgeCLI {
             invocation.arguments.value("reader"), in: readers,
             preferring: { ACR122Detection.nameSuggestsACR122($0) })
         let present = states.first { $0.readerName == reader }?.eventFlags.contains(.present) ?? false
-        invocation.out("reader: \(reader)")
+        let json = invocation.json
+        if !json { invocation.out("reader: \(reader)") }
         var escapeRefused = false
-        guard ReaderRestore.restore(reader, cardPresent: present, connector: ReaderRestore.connector(invocation.client), escapeRefused: &escapeRefused, say: invocation.out) else {
-            if escapeRefused {
-                throw CLIError.failure("\(reader) cannot be reached without a card: the CCID driver refuses escape commands; enable them (`secbridge doctor` shows the ifdDriverOptions edit), or place a card on the reader and run `secbridge reset` again")
-            }
-            throw CLIError.failure("\(reader) was not fully restored: unplug the reader and plug it in again (then `secbridge doctor`)")
+        var lines: [String] = []
+        var outcomes: [ACR122RestoreOutcome] = []
+        let restored = ReaderRestore.restore(
+            reader, cardPresent: present, connector: ReaderRestore.connector(invocation.client), escapeRefused: &escapeRefused,
+            say: { line in if json { lines.append(line) } else { invocation.out(line) } },
+            onOutcome: { outcomes.append($0) })
+        var failure: String?
+        if !restored {
+            failure = escapeRefused
+                ? "\(reader) cannot be reached without a card: the CCID driver refuses escape commands; enable them (`secbridge doctor` shows the ifdDriverOptions edit), or place a card on the reader and run `secbridge reset` again"
+                : "\(reader) was not fully restored: unplug the reader and plug it in again (then `secbridge doctor`)"
         }
-        invocation.out("reader restored")
+        if json {
+            var members: [(String, JSONValue)] = [
+                ("reader", .string(reader)),
+                ("connection", lines.last { $0.hasPrefix("connection: ") }.map { .string(String($0.dropFirst(12))) } ?? .null),
+                ("steps", .array(outcomes.map { outcome in
+                    var step: [(String, JSONValue)] = [
+                        ("name", .string(outcome.name)),
+                        ("exchanges", .array(outcome.exchanges.map { .object([("command", .hex($0.command)), ("reply", .hex($0.reply))]) })),
+                        ("ok", .bool(outcome.succeeded)),
+                    ]
+                    if let why = outcome.failure { step.append(("failure", .string(why))) }
+                    return .object(step)
+                })),
+                ("restored", .bool(restored)),
+            ]
+            if let failure { members.append(("error", .string(failure))) }
+            invocation.out(JSONValue.object(members).prettySerialized())
+        }
+        if let failure { throw CLIError.failure(failure) }
+        if !json { invocation.out("reader restored") }
         return exitSuccess
     }
 }
@@ -102,7 +129,8 @@ enum ReaderRestore {
     /// - Returns: whether every step got its expected answer.
     static func restore(
         _ reader: String, cardPresent: Bool, connector: Connector,
-        escapeRefused: UnsafeMutablePointer<Bool>? = nil, say: (String) -> Void
+        escapeRefused: UnsafeMutablePointer<Bool>? = nil, say: (String) -> Void,
+        onOutcome: (ACR122RestoreOutcome) -> Void = { _ in }
     ) -> Bool {
         for shared in cardPresent ? [false, true] : [false] {
             let channel: any CardChannel
@@ -127,7 +155,10 @@ enum ReaderRestore {
                 : "SHARED (card present), pseudo-APDUs through SCardTransmit"
             say("connection: \(path), firmware \(link.firmware?.text ?? "unknown")")
             do {
-                try PN532(link: link).restoreReaderDefaults(.all) { say("\($0.name): \($0)") }
+                try PN532(link: link).restoreReaderDefaults(.all) { outcome in
+                    say("\(outcome.name): \(outcome)")
+                    onOutcome(outcome)
+                }
                 return true
             } catch {
                 return false

@@ -88,3 +88,22 @@ extension WaitForCardTests {
         #expect(control.out.components(separatedBy: "\"error\"").count == 2, "\(control.out)")
     }
 }
+
+/// `reset --json`: every restore step with its exchanges, as a script reads them.
+@Suite struct ResetJSONTests {
+    @Test func resetJSONListsEachStepWithItsExchanges() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        // Polling off first, as an interrupted emulation leaves it.
+        _ = try await runTool(["control", "FF 00 51 00 00"], on: desk)
+        let result = try await runTool(["reset", "--json"], on: desk)
+        #expect(result.status == 0, "\(result.err)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(result.out.utf8)) as? [String: Any], "\(result.out)")
+        #expect(object["restored"] as? Bool == true)
+        let steps = try #require(object["steps"] as? [[String: Any]])
+        let picc = try #require(steps.first { ($0["name"] as? String)?.hasPrefix("PICC operating parameter FF") == true }, "\(steps)")
+        let exchanges = try #require(picc["exchanges"] as? [[String: String]])
+        #expect(exchanges.last?["command"] == "FF0051FF00" && exchanges.last?["reply"] == "90FF", "\(exchanges)")
+        #expect(try desk.control().send("status")["picc"] == "FF")
+    }
+}

@@ -1083,7 +1083,7 @@ import Testing
             help: #"""
             OVERVIEW: Bring an ACR122U back to a usable state after an interrupted emulation.
 
-            USAGE: secbridge reset [--reader NAME|INDEX]
+            USAGE: secbridge reset [--reader NAME|INDEX] [--json]
 
             Connects DIRECT (escape commands; if the driver refuses them and a card is present, SHARED
             with pseudo-APDUs through SCardTransmit) and sends, printing each command and answer:
@@ -1106,12 +1106,13 @@ import Testing
 
             OPTIONS:
               -r, --reader <NAME|INDEX>  The ACR122U: an index from `secbridge readers` or part of its name.
+              --json                     Print a JSON object {reader, connection, steps: [{name, exchanges: [{command, reply}], ok, failure}], restored}.
               -h, --help                 Show help information.
 
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge reset [--reader NAME|INDEX]
+            USAGE: secbridge reset [--reader NAME|INDEX] [--json]
             Run 'secbridge reset --help' for more information.
 
             """#),
