@@ -5,6 +5,7 @@ import ISO7816
 import PCSC
 import PCSCSandbox
 import PN53x
+import SecbridgeTesting
 import Testing
 import Transcript
 

@@ -3,6 +3,7 @@ import ISO7816
 import PCSC
 import PCSCSandbox
 import PN53x
+import SecbridgeTesting
 import Testing
 
 // libnfc 1.8.0 (built by scripts/build-libnfc.sh from Debian's source package with its PC/SC

@@ -2,6 +2,7 @@ import Foundation
 import PCSC
 import PCSCSandbox
 import SecureElementCredential
+import SecbridgeTesting
 import Testing
 
 // A card in a PC/SC reader as the secure element (docs/session-model.md, "Relaying to a PC/SC card"):

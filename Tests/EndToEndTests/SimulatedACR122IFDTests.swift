@@ -4,6 +4,7 @@ import PCSC
 import PCSCSandbox
 import PN53x
 import SecbridgeCLI
+import SecbridgeTesting
 import Testing
 
 // The simulated ACR122U driver (libSecbridgeACR122IFD.so) inside the shared private pcscd: what a
@@ -47,21 +48,6 @@ func waitForCard(in reader: String, present: Bool, timeout: Duration = .seconds(
         }
         return states[0]
     }
-}
-
-/// The worked example of docs/iso14443-t4t-ndef.md §4 ("Full URI read"), as an emulating host answers
-/// it: each command the Android read sends and the R-APDU.
-let type4FullURIRead: [(command: [UInt8], response: [UInt8])] = [
-    (hex("00 A4 04 00 07 D2 76 00 00 85 01 01 00"), hex("90 00")),
-    (hex("00 A4 00 0C 02 E1 03"), hex("90 00")),
-    (hex("00 B0 00 00 0F"), hex("00 0F 20 00 7F 00 7F 04 06 E1 04 04 00 00 00 90 00")),
-    (hex("00 A4 00 0C 02 E1 04"), hex("90 00")),
-    (hex("00 B0 00 00 02"), hex("00 10 90 00")),
-    (hex("00 B0 00 02 10"), hex("D1 01 0C 55 04 65 78 61 6D 70 6C 65 2E 63 6F 6D 90 00")),
-]
-
-func hex(_ text: String) -> [UInt8] {
-    text.split(separator: " ").map { UInt8($0, radix: 16)! }
 }
 
 /// One synthesised-ATR vector: a placed card's ATS and the ATR the reader must report.
@@ -464,21 +450,9 @@ extension SharedReader {
                 let chip = PN532(link: try ACR122Link.open(channel: direct, readerName: reader))
                 try chip.prepareForCardEmulation()
                 let activation = try chip.initAsTarget(uid: try EmulatedUID([0x08, 0x12, 0x34, 0x56]))
-                var served: [[UInt8]] = []
-                var deliveries: [PN532TargetSendResult] = []
-                var end: PN532TargetReceiveResult?
-                for _ in 0..<16 {
-                    let result = try chip.receiveCommand()
-                    guard case .command(let apdu) = result else {
-                        end = result
-                        break
-                    }
-                    served.append(apdu)
-                    let answer = type4FullURIRead.first { $0.command == apdu }?.response ?? hex("6D 00")
-                    deliveries.append(try chip.sendResponse(answer))
-                }
+                let terminal = try serveTerminal(on: chip, answers: type4FullURIRead)
                 try chip.release()
-                return (activation, served, end, deliveries)
+                return (activation, terminal.commands, terminal.end, terminal.deliveries)
             }
             #expect(firstActivation.mode.rawValue == 0x08)  // 106 kbit/s, ISO 14443-4 PICC, Type A
             #expect(firstActivation.initiatorCommand == hex("E0 80"))  // RATS, FSD 256, CID 0

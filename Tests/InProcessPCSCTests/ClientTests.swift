@@ -21,17 +21,6 @@ final class Log: Sendable {
     var all: [String] { lines.withLock { $0 } }
 }
 
-/// The worked example of docs/iso14443-t4t-ndef.md §4 ("Full URI read"): each command an Android read
-/// sends and the R-APDU the emulating host gives.
-let type4FullURIRead: [(command: [UInt8], response: [UInt8])] = [
-    (hex("00 A4 04 00 07 D2 76 00 00 85 01 01 00"), hex("90 00")),
-    (hex("00 A4 00 0C 02 E1 03"), hex("90 00")),
-    (hex("00 B0 00 00 0F"), hex("00 0F 20 00 7F 00 7F 04 06 E1 04 04 00 00 00 90 00")),
-    (hex("00 A4 00 0C 02 E1 04"), hex("90 00")),
-    (hex("00 B0 00 00 02"), hex("00 10 90 00")),
-    (hex("00 B0 00 02 10"), hex("D1 01 0C 55 04 65 78 61 6D 70 6C 65 2E 63 6F 6D 90 00")),
-]
-
 /// Waits (bounded, yielding, without sleeping) until `condition` holds.
 func eventually(_ what: String, _ condition: () -> Bool) async -> Bool {
     for _ in 0..<2_000_000 {
@@ -115,20 +104,9 @@ func eventually(_ what: String, _ condition: () -> Bool) async -> Bool {
             try chip.prepareForCardEmulation()
             defer { _ = try? chip.restoreReaderDefaults() }
             let activation = try chip.initAsTarget(uid: try EmulatedUID([0x08, 0x12, 0x34, 0x56]))
-            var served: [[UInt8]] = []
-            var deliveries: [PN532TargetSendResult] = []
-            var end: PN532TargetReceiveResult?
-            for _ in 0..<16 {
-                let result = try chip.receiveCommand()
-                guard case .command(let apdu) = result else {
-                    end = result
-                    break
-                }
-                served.append(apdu)
-                deliveries.append(try chip.sendResponse(type4FullURIRead.first { $0.command == apdu }?.response ?? hex("6D 00")))
-            }
+            let terminal = try serveTerminal(on: chip, answers: type4FullURIRead)
             try chip.release()
-            return (activation, served, deliveries, end)
+            return (activation, terminal.commands, terminal.deliveries, terminal.end)
         }
         #expect(activation.mode.rawValue == 0x08)  // 106 kbit/s, ISO 14443-4 PICC, Type A (docs/cases.md P10)
         #expect(activation.initiatorCommand == hex("E0 80"))  // RATS, FSD 256, CID 0

@@ -17,9 +17,9 @@ struct CredentialFileTests {
         #expect(file.id == "example-uri-tag")
         #expect(file.emulation.uid.bytes == hex("08 00 B0 0B"))
         let element = try file.makeCredential().secureElement
-        for (command, response) in uriReadSequence {
-            let expected = command == "00 B0 00 00 0F" ? "00 0F 20 00 7F 00 7F 04 06 E1 04 04 00 00 FF 90 00" : response
-            #expect(try await element.transceive(hex(command)).hexString == expected)
+        for (command, response) in type4FullURIRead {
+            let expected = command == hex("00 B0 00 00 0F") ? hex("00 0F 20 00 7F 00 7F 04 06 E1 04 04 00 00 FF 90 00") : response
+            #expect(try await element.transceive(command) == expected)
         }
     }
 

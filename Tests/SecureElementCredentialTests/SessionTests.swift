@@ -53,11 +53,11 @@ struct SessionTests {
         #expect(await h.session.state == .cardEmulation(credential: h.credential))
         #expect(await h.session.billingLog.map(\.credentialID) == ["uri-tag"])
 
-        let terminal = InMemoryTerminal(commands: uriReadSequence.map { hex($0.command) })
+        let terminal = InMemoryTerminal(commands: type4FullURIRead.map(\.command))
         h.backend.present(terminal)
         #expect(await nextEvent(&events, where: isField(.fieldPresent)) != nil)
         #expect(await nextEvent(&events, where: isField(.fieldAbsent)) != nil)
-        #expect(terminal.responses.map(\.hexString) == uriReadSequence.map(\.response))
+        #expect(terminal.responses == type4FullURIRead.map(\.response))
 
         try await h.session.endCardEmulation()
         #expect(await h.session.state == .management)

@@ -4,16 +4,6 @@ import Testing
 import NFCTags
 @testable import SecureElementCredential
 
-/// The full URI read of docs/iso14443-t4t-ndef.md §4, byte for byte.
-let uriReadSequence: [(command: String, response: String)] = [
-    ("00 A4 04 00 07 D2 76 00 00 85 01 01 00", "90 00"),
-    ("00 A4 00 0C 02 E1 03", "90 00"),
-    ("00 B0 00 00 0F", "00 0F 20 00 7F 00 7F 04 06 E1 04 04 00 00 00 90 00"),
-    ("00 A4 00 0C 02 E1 04", "90 00"),
-    ("00 B0 00 00 02", "00 10 90 00"),
-    ("00 B0 00 02 10", "D1 01 0C 55 04 65 78 61 6D 70 6C 65 2E 63 6F 6D 90 00"),
-]
-
 /// The worked example's tag: read/write CC `00 0F 20 00 7F 00 7F 04 06 E1 04 04 00 00 00`.
 func exampleTag() throws -> Type4TagApplet {
     try Type4TagApplet(
@@ -28,16 +18,16 @@ struct Type4TagTests {
     @Test("the full URI read sequence, byte for byte")
     func uriRead() async throws {
         let element = try exampleElement()
-        for (command, response) in uriReadSequence {
-            #expect(try await element.transceive(hex(command)).hexString == response, "\(command)")
+        for (command, response) in type4FullURIRead {
+            #expect(try await element.transceive(command) == response, "\(command.hexString)")
         }
     }
 
     @Test("iOS reads NLEN bytes from offset 0, then the rest; any offset and length")
     func iOSRead() async throws {
         let element = try exampleElement()
-        for (command, response) in uriReadSequence.prefix(5) {
-            #expect(try await element.transceive(hex(command)).hexString == response)
+        for (command, response) in type4FullURIRead.prefix(5) {
+            #expect(try await element.transceive(command) == response)
         }
         #expect(try await element.transceive(hex("00 B0 00 00 10")).hexString
             == "00 10 D1 01 0C 55 04 65 78 61 6D 70 6C 65 2E 63 90 00")
