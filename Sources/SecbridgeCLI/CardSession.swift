@@ -47,6 +47,25 @@ package func waitForCard(
     throw .failure("no card came to \(chosen.map { "'\($0)'" } ?? "any reader") within \(seconds) s (--wait); place the card or tag on the reader")
 }
 
+/// The words for a failed exchange that met a card change, or nil when `code` is not one: a card
+/// reset by another program (SCARD_W_RESET_CARD: its state is lost), or a card removed during the
+/// exchange (SCARD_W_REMOVED_CARD, or SCARD_E_NOT_TRANSACTED / SCARD_E_NO_SMARTCARD when
+/// `cardIsGone` says the reader has lost it). `again` names what to run again ("sequence", "read").
+package func cardChange(
+    _ code: UInt32, reader: String, cardIsGone: () -> Bool, recorded: Bool, again: String
+) -> String? {
+    let kept = "the exchanges before it are shown" + (recorded ? " and recorded" : "")
+    let name = PCSCError(code: code).name
+    if code == PCSCError.resetCard.code {
+        return "the card was reset by another program (\(name)): its state is lost (the selected application, a verified PIN, an open secure channel); \(kept). Run the \(again) again from the start (its SELECT)"
+    }
+    let mayHaveLeft = [PCSCError.notTransacted.code, PCSCError.noSmartcard.code].contains(code)
+    if code == PCSCError.removedCard.code || mayHaveLeft && cardIsGone() {
+        return "the card was removed during the exchange; \(kept). Hold the card on the reader and run the \(again) again (\(name) from the reader)"
+    }
+    return nil
+}
+
 /// Whether `reader` shows no card now, or loses it within pcscd's next presence poll (at most
 /// 1 s of SCardGetStatusChange): how a command learns that a failed exchange met a card being
 /// taken away (pcscd polls presence every 400 ms, PCSCLITE_STATUS_POLL_RATE in pcsc-lite's pcscd.h).
@@ -147,21 +166,18 @@ package final class CardSession {
     /// `IFDResultMapping.transmit`), whose own wording ("transaction failed") says nothing of the card.
     /// - Parameter command: the APDU that failed, for the message.
     package func explainFailure(_ error: any Error, sending command: [UInt8]) -> String {
-        let recorded = recorder == nil ? "" : " and recorded"
         switch error {
         case let error as GetResponseChainError:
             return "\(command.hexString): \(error)" + (error.partialData.isEmpty ? "" : "; partial data: \(error.partialData.hexString)")
         case let error as ISO7816Error:
             return "could not send \(command.hexString): \(error.reason)"
         case let error as PCSCError:
-            if error == .resetCard {
-                return "\(command.hexString): the card was reset by another program (SCARD_W_RESET_CARD): its state is lost (the selected application, a verified PIN, an open secure channel); the exchanges before it are shown\(recorded). Run the sequence again from its SELECT"
-            }
             if error == .sharingViolation {
                 return "\(command.hexString): \(describe(error))"
             }
-            if error == .removedCard || cardIsGone(waitingForPresencePoll: error == .notTransacted) {
-                return "\(command.hexString): the card was removed during the exchange; the exchanges before it are shown\(recorded). Hold the card on the reader and run the command again (\(error.name) from the reader)"
+            let gone = { self.cardIsGone(waitingForPresencePoll: error == .notTransacted) }
+            if let changed = cardChange(error.code, reader: reader, cardIsGone: gone, recorded: recorder != nil, again: "sequence") {
+                return "\(command.hexString): \(changed)"
             }
             return "\(command.hexString): \(describe(error))"
         default:
@@ -169,7 +185,8 @@ package final class CardSession {
         }
     }
 
-    /// Whether the reader says the card has left (or was replaced) since the connection.
+    /// Whether the reader says the card has left (or was replaced) since the connection: SCardStatus,
+    /// then (with `waitingForPresencePoll`) ``cardLeft(_:context:)``.
     ///
     /// pcscd learns of a removal from its presence poll (every 400 ms, PCSCLITE_STATUS_POLL_RATE in
     /// pcsc-lite's pcscd.h), so right after a failed exchange SCardStatus may still say present.

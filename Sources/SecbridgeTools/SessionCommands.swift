@@ -474,7 +474,7 @@ extension SecbridgeCLI {
                 }
             } catch let error where !(error is CLIError) && !(error is CredentialSessionError && log.all.isEmpty) {
                 // The exchanges that completed stay in the output (and the recording has them).
-                let message = explainReadFailure(error, reader: reader, context: context)
+                let message = explainReadFailure(error, reader: reader, context: context, recorded: recorder != nil)
                 let done = log.all
                 if invocation.json {
                     invocation.out(JSONValue.object([
@@ -581,20 +581,14 @@ extension SecbridgeCLI {
         }
     }
 
-    /// A failed reader session in words: a card removed mid-exchange is said so (pcscd reports
-    /// it as SCARD_E_NOT_TRANSACTED or SCARD_W_REMOVED_CARD; the reader is asked), a card reset
-    /// by another program gets the hint that its state is lost.
-    static func explainReadFailure(_ error: any Error, reader: String, context: any PCSCClientContext) -> String {
+    /// A failed reader session in words: a card reset or removed mid-read is said so
+    /// (``cardChange(_:reader:cardIsGone:recorded:again:)``, the reader asked through `context`).
+    static func explainReadFailure(_ error: any Error, reader: String, context: any PCSCClientContext, recorded: Bool) -> String {
         let cause = (error as? CredentialSessionError)?.cause ?? UnderlyingCause(error)
-        guard case .pcsc(let code, let name) = cause else { return "\(error)" }
-        if code == PCSCError.resetCard.code {
-            return "the card was reset by another program during the read (\(name)): its state (the selected application) is lost; the exchanges before it are shown. Run the read again"
-        }
-        let mayHaveLeft = [PCSCError.removedCard.code, PCSCError.notTransacted.code, PCSCError.noSmartcard.code].contains(code)
-        if mayHaveLeft, code == PCSCError.removedCard.code || cardLeft(reader, context: context) {
-            return "the card was removed during the exchange (\(name) from the reader); the exchanges before it are shown. Hold the card on the reader and run the read again"
-        }
-        return "\(error)"
+        guard case .pcsc(let code, _) = cause,
+              let changed = cardChange(code, reader: reader, cardIsGone: { cardLeft(reader, context: context) }, recorded: recorded, again: "read")
+        else { return "\(error)" }
+        return changed
     }
 
     /// A reader session's transceiver that also records each APDU as `ini` lines.
