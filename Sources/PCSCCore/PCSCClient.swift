@@ -113,6 +113,18 @@ public protocol PCSCConnection: CardChannel, Sendable {
 }
 
 extension PCSCConnection {
+    /// Whether the reader says the connected card has left: SCardStatus shows no card, or answers
+    /// SCARD_W_REMOVED_CARD (the card was taken away or swapped since the connection) or
+    /// SCARD_E_NO_SMARTCARD. Any other error counts as "not known to have left".
+    /// The corresponding PC/SC function is SCardStatus.
+    public func cardHasLeft() -> Bool {
+        do {
+            return !(try status().state.contains(.present))
+        } catch {
+            return error == .removedCard || error == .noSmartcard
+        }
+    }
+
     /// Ends the transaction and leaves the card as it is (SCARD_LEAVE_CARD).
     public func endTransaction() throws(PCSCError) { try endTransaction(.leave) }
 

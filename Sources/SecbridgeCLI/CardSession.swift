@@ -193,14 +193,7 @@ package final class CardSession {
     /// With `waitingForPresencePoll`, the reader's state is then watched for one more poll
     /// (SCardGetStatusChange, at most 1 s): a card that left shows as a change to empty.
     private func cardIsGone(waitingForPresencePoll: Bool) -> Bool {
-        do {
-            let status = try CallWatchdog.shared.guarding("SCardStatus") { try handle.status() }
-            if !status.state.contains(.present) { return true }
-        } catch let error as PCSCError {
-            return error == .removedCard || error == .noSmartcard
-        } catch {
-            return false
-        }
+        if CallWatchdog.shared.guarding("SCardStatus", { handle.cardHasLeft() }) { return true }
         guard waitingForPresencePoll else { return false }
         return cardLeft(reader, context: context)
     }

@@ -129,12 +129,7 @@ public final class CardSecureElement: SecureElement {
 
     /// Whether SCardStatus says the connected card has left.
     static func cardIsGone(_ channel: any CardChannel) -> Bool {
-        guard let connection = channel as? any PCSCConnection else { return false }
-        do {
-            return !(try connection.status().state.contains(.present))
-        } catch {
-            return error == .removedCard || error == .resetCard || error == .noSmartcard
-        }
+        (channel as? any PCSCConnection)?.cardHasLeft() ?? false
     }
 
     public func terminalActivated() async {}
