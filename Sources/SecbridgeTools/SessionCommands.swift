@@ -616,26 +616,19 @@ extension SecbridgeCLI {
     /// first: the read blocks a thread that cannot be woken, so the signal flag is watched beside
     /// it (every 50 ms: a signal handler can only set a flag) and the read is left behind.
     static func answerOrInterrupt(prompter: BlockingExecutor, console: any Console) async -> String?? {
-        let once = OnceFlag()
-        return await withCheckedContinuation { (continuation: CheckedContinuation<String??, Never>) in
-            Task {
-                let line = try? await prompter.run { console.readLine() }
-                once.once { continuation.resume(returning: .some(line ?? nil)) }
-            }
-            Task {
+        await firstOf(
+            { .some((try? await prompter.run { console.readLine() }) ?? nil) },
+            {
                 while !interrupted() {
-                    if once.isDone { return }
-                    try? await Task.sleep(for: .milliseconds(50))
+                    do { try await Task.sleep(for: .milliseconds(50)) } catch { break }
                 }
-                once.once { continuation.resume(returning: nil) }
-            }
-        }
+                return nil
+            })
     }
 
     /// Runs a body at most once, from any thread (the body runs under the flag's lock).
     final class OnceFlag: Sendable {
         private let done = Mutex(false)
-        var isDone: Bool { done.withLock { $0 } }
         func once(_ body: () -> Void) {
             done.withLock { done in
                 if !done { body() }

@@ -100,7 +100,7 @@ public final class VirtualSessionClock: SessionClock {
 
 /// Runs two operations at once and returns the first result; the other is cancelled and not
 /// waited for (an authorizer that ignores cancellation cannot hold the caller).
-func firstOf<T: Sendable>(
+package func firstOf<T: Sendable>(
     _ first: @escaping @Sendable () async -> T,
     _ second: @escaping @Sendable () async -> T
 ) async -> T {
