@@ -284,8 +284,8 @@ extension ExternalTerminal.Script {
             .init([0x00, 0xA4, 0x04, 0x00, 0x07] + ndefApplicationAID + [0x00], expect: ok),
             .init([0x00, 0xA4, 0x00, 0x0C, 0x02, 0xE1, 0x03], expect: ok),
             // A reading phone checks the read-access byte of the NDEF File Control TLV, not the
-            // write-access byte (CC byte 14: 00 read/write, FF read-only; docs/iso14443-t4t-ndef.md §4): a
-            // read-only tag is read the same way, so that byte is a wildcard here.
+            // write-access byte (CC byte 14: 00 read/write, FF read-only): AOSP's rw_t4t.c accepts
+            // 00, FF and 80+ there (docs/iso14443-t4t-ndef.md §4), so that byte is a wildcard here.
             .init(
                 command: [0x00, 0xB0, 0x00, 0x00, UInt8(min(cc.count, 255))],
                 expectedResponse: TranscriptBytes(items: cc.enumerated().map { $0.offset == 14 ? .wildcard : .byte($0.element) } + ok.map { .byte($0) })),

@@ -12,7 +12,8 @@ enum BuiltInApplet: String, CaseIterable, Sendable {
     /// Answers a C-APDU with its own bytes followed by `90 00` (for transport tests).
     case echo = "echo"
     /// A mute card: answers every C-APDU with an empty frame, which the reader passes on as a
-    /// successful exchange of 0 bytes (no SW1 SW2).
+    /// successful exchange of 0 bytes (no SW1 SW2). (U): no ACR122U byte log of such an answer was
+    /// found; it models a reader that reports success with no bytes, which a client must survive.
     case mute = "mute"
     /// Answers any command but GET RESPONSE with a 2847-byte object (``LongObject``) in 256-byte
     /// parts chained with `61 XX` (ISO/IEC 7816-4 §5.1.3), whatever the command's Le said.
