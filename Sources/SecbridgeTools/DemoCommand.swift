@@ -77,6 +77,8 @@ extension SecbridgeCLI {
             let pcscd: PrivatePCSCD
             let names: [String]
             do {
+                // Daemons of runs that died before the lifeline existed, or whose watcher was killed too.
+                PrivatePCSCD.reapLeftovers()
                 pcscd = try PrivatePCSCD(readers: SimulatedReaders.readerConfEntries(timeScale: scale))
                 names = try pcscd.start()
             } catch let error as HarnessError {

@@ -266,4 +266,59 @@ extension SharedReader {
         let after = try await runBinary(["readers"], environment: environment)
         #expect(after.status == 1)
     }
+
+    /// SIGKILL of `simulate` (a CI timeout, the OOM killer) takes its private pcscd with it: the
+    /// daemon's lifeline (its standard input, a pipe only `simulate` held) ends, and its watcher
+    /// stops it. Before, that pcscd ran on for good.
+    @Test func simulateKilledTakesItsPcscdWithIt() async throws {
+        try requireBuiltBinaries()  // `simulate` starts a pcscd of its own
+        let process = Process()
+        process.executableURL = try secbridgeBinary()
+        process.arguments = ["simulate", "--readers", "1", "--time-scale", "0.01", "--timeout", "60"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardInput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        let lines = Locked<[String]>([])
+        output.fileHandleForReading.readabilityHandler = { handle in
+            let text = String(decoding: handle.availableData, as: UTF8.self)
+            lines.withLock { $0 += text.split(separator: "\n").map(String.init) }
+        }
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        let deadline = ContinuousClock.now + .seconds(20)
+        var export: String?
+        while export == nil, ContinuousClock.now < deadline {
+            export = lines.withLock { $0.first { $0.hasPrefix("export PCSCLITE_CSOCK_NAME=") } }
+            if export == nil { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        let socket = try #require(export).dropFirst("export PCSCLITE_CSOCK_NAME=".count)
+        let run = socket.dropLast("/pcscd.comm".count)
+        let pidText = try String(contentsOfFile: run + "/pcscd.pid", encoding: .utf8)
+        let pcscd = try #require(Int32(pidText.trimmingCharacters(in: CharacterSet(charactersIn: "\n\0 "))))
+        #expect(kill(pcscd, 0) == 0, "pcscd \(pcscd) should run while simulate does")
+        kill(process.processIdentifier, SIGKILL)
+        _ = try await blocking { process.waitUntilExit() }
+        let exited = try await blocking { waitForExit(of: pcscd, upTo: .seconds(10)) }
+        #expect(exited, "pcscd \(pcscd) still runs after simulate was killed")
+        var environment = ProcessInfo.processInfo.environment
+        environment["PCSCLITE_CSOCK_NAME"] = String(socket)
+        let after = try await runBinary(["readers"], environment: environment)
+        #expect(after.status == 1)
+        #expect(after.err.contains("SCARD_E_NO_SERVICE"), "\(after.err)")
+    }
+}
+
+/// Waits until the process `pid` (not necessarily a child) has exited, at most `bound`.
+///
+/// It is not this process's child, so there is nothing to wait(2) on, and pidfd_open(2) is
+/// reachable only through the variadic syscall(2), which Swift cannot call: kill(pid, 0) every
+/// 20 ms, bounded.
+func waitForExit(of pid: Int32, upTo bound: Duration) -> Bool {
+    let deadline = ContinuousClock.now + bound
+    while ContinuousClock.now < deadline {
+        if kill(pid, 0) != 0 && errno == ESRCH { return true }
+        usleep(20_000)
+    }
+    return false
 }
