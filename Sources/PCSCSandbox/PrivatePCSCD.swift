@@ -17,7 +17,8 @@ import Glibc
 /// As root this needs nothing more. Without root the harness tries
 /// `unshare --user --map-root-user --mount`, which the host may forbid (user namespaces disabled).
 ///
-/// Layout of ``directory`` (a fresh `secbridge-pcscd.*` under the temporary directory):
+/// Layout of ``directory`` (a fresh `secbridge-pcscd.*` under the temporary directory, mode 0700:
+/// only its owner reaches the socket):
 ///
 ///     run/             bind-mounted on /run/pcscd: pcscd.comm (the socket), pcscd.pid
 ///     reader.conf.d/   one file per ``ReaderConfEntry``, passed as `pcscd -c` (absolute)
@@ -250,6 +251,12 @@ public final class PrivatePCSCD: Sendable {
         do {
             if geteuid() == 0, !files.fileExists(atPath: "/run/pcscd") {
                 try files.createDirectory(atPath: "/run/pcscd", withIntermediateDirectories: true)
+            }
+            // Owner only: the socket inside is 0666 (pcscd makes it so), so the directory is what
+            // keeps other local users away from this private pcscd and its readers.
+            try files.createDirectory(at: directory, withIntermediateDirectories: true)
+            guard chmod(directory.path, 0o700) == 0 else {
+                throw HarnessError(code: .launchFailed, reason: "cannot make \(directory.path) private (chmod 700): \(String(cString: strerror(errno)))")
             }
             for name in ["run", "reader.conf.d", "empty"] {
                 try files.createDirectory(at: directory.appendingPathComponent(name), withIntermediateDirectories: true)
