@@ -36,7 +36,7 @@ extension SecbridgeCLI {
               $ secbridge serve --credential Fixtures/credentials/uri-tag.json
               serving credential 'example-uri-tag' (host applets (NFC Forum Type 4 Tag)) as ATR 3B 80 80 01 01
               connected to vpcd at localhost:35963: the card is in its reader (Ctrl-C stops)
-              $ secbridge read --reader 'Virtual PCD 00 00' --ndef    # in another terminal
+              $ secbridge read --reader 'Virtual PCD 00 00'    # in another terminal: NDEF record 1: URI https://example.com
             """,
         options: [
             .value("credential", "FILE", "The credential file to present (required).", .existingFile),
