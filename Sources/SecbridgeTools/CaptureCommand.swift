@@ -55,6 +55,9 @@ extension SecbridgeCLI {
         guard let libraries = SpyLibraries.find() else {
             throw CLIError.failure("pcsc-lite's spy library libpcscspy.so.0 and libpcsclite.so.1 were not found side by side in \(SpyLibraries.directories.joined(separator: ", ")): install libpcsclite-dev")
         }
+        // From here on a signal only sets a flag (and, while the program runs, is passed on to it),
+        // so the temporary directory below is removed however capture ends.
+        installInterruptHandler()
         var template = Array("/tmp/secbridge-capture-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else {
             throw CLIError.failure("cannot create a temporary directory in /tmp: \(String(cString: strerror(errno)))")
@@ -131,6 +134,10 @@ extension SecbridgeCLI {
         if let signal = run.forwardedSignal {
             invocation.console.err("secbridge: '\(command[0])' was stopped by \(signalName(signal)) (passed on to it); its session so far was saved in \(output)\n")
             return 128 + signal
+        }
+        if interrupted() {
+            invocation.console.err("secbridge: interrupted; the session of '\(command[0])' was saved in \(output)\n")
+            return interruptedExitStatus()
         }
         if status != 0 {
             invocation.console.err("secbridge: error: '\(command[0])' exited with status \(status); its session was saved in \(output)\n")

@@ -1,4 +1,5 @@
-// How `secbridge capture` puts pcsc-lite's spy library under a program (docs/pcsc-spy.md).
+// How `secbridge capture` puts pcsc-lite's spy library under a program
+// (docs/test-infrastructure.md, "pcsc-spy under any program (secbridge capture)").
 import Foundation
 import SecbridgeCLI
 import Transcript

@@ -53,7 +53,7 @@ package enum VPCDMessage: Sendable, Equatable {
 }
 
 /// Why a ``VPCDLink`` stopped reading.
-package enum VPCDLinkEnd: Error, Equatable {
+package enum VPCDLinkEnd: Error, Equatable, Sendable {
     /// The stop descriptor became readable (SIGINT, SIGTERM).
     case stopped
     /// vpcd closed the connection, or it broke (`reason`).
