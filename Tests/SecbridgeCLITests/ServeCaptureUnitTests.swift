@@ -38,6 +38,23 @@ import Glibc
             """.utf8)).makeCredential()
     }
 
+    /// A TCP socket listening on 127.0.0.1 at a port the system chose, and that port: where a
+    /// stand-in vpcd waits for serve.
+    static func loopbackListener() throws -> (Int32, UInt16) {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) } }
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
+        guard listener >= 0, bound == 0, listen(listener, 1) == 0 else {
+            close(listener)
+            throw CLIError.failure("cannot listen on 127.0.0.1: \(String(cString: strerror(errno)))")
+        }
+        return (listener, UInt16(bigEndian: address.sin_port))
+    }
+
     /// PC/SC part 3 §3.1.3.2.3 with no historical bytes (docs/acr122-pn532.md §3), or --atr.
     @Test func theDefaultATRIsPCSCPart3sContactlessOne() throws {
         let credential = try Self.uriTag()
@@ -51,20 +68,13 @@ import Glibc
     @Test func servesAStandInVpcdOverLoopback() async throws {
         // Sockets and the serve loop block: a thread of their own, never Swift's shared pool.
         let (end, served, answers) = try await onOwnThread { () throws -> (VPCDLinkEnd, Int, [UInt8]) in
-            let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            let (listener, port) = try Self.loopbackListener()
             defer { close(listener) }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) } }
-            listen(listener, 1)
-            _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
             var stop: [Int32] = [-1, -1]
             _ = pipe(&stop)
             defer { close(stop[0]); close(stop[1]) }
             let credential = try Self.uriTag()
-            let link = try VPCDLink(host: "127.0.0.1", port: UInt16(bigEndian: address.sin_port), stop: stop[0])
+            let link = try VPCDLink(host: "127.0.0.1", port: port, stop: stop[0])
             let vpcd = accept(listener, nil, nil)
             defer { close(vpcd) }
             func send(_ payload: [UInt8]) {
@@ -97,19 +107,12 @@ import Glibc
 
     /// A byte on the stop pipe (what the SIGINT/SIGTERM handler writes) ends a wait for vpcd at once.
     @Test func theStopDescriptorEndsTheWait() throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let (listener, port) = try Self.loopbackListener()
         defer { close(listener) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) } }
-        listen(listener, 1)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
         var stop: [Int32] = [-1, -1]
         try #require(pipe(&stop) == 0)
         defer { close(stop[0]); close(stop[1]) }
-        let link = try VPCDLink(host: "127.0.0.1", port: UInt16(bigEndian: address.sin_port), stop: stop[0])
+        let link = try VPCDLink(host: "127.0.0.1", port: port, stop: stop[0])
         var byte: UInt8 = 1
         _ = write(stop[1], &byte, 1)
         #expect(throws: VPCDLinkEnd.stopped) { try link.receive() }
