@@ -12,6 +12,10 @@ extension SecbridgeCLI {
     /// vpcd's default port (vsmartcard vpcd.h `VPCDPORT`, docs/vpcd-protocol.md §1).
     package static let vpcdDefaultPort = 35963
 
+    /// The bound on one answer of the credential: host applets answer at once, a relayed PC/SC
+    /// card within the call watchdog's 40 s; vpcd itself waits for an answer without a bound.
+    static let serveAnswerBound = Duration.seconds(45)
+
     static let serveCommand = Command(
         name: "serve",
         abstract: SecbridgeCLI.toolAbstract("serve"),
@@ -132,7 +136,7 @@ extension SecbridgeCLI {
                     try link.send(atr)
                 case .powerOn, .reset:
                     // A card forgets its selection at power-up and reset (ISO/IEC 7816-3 §6.2).
-                    _ = try? awaitResult("resetting the applets", timeout: .seconds(5)) { await element.terminalActivated() }
+                    _ = try? awaitResult("resetting the applets", timeout: serveAnswerBound) { await element.terminalActivated() }
                     try? recorder?.recordEvent(VPCDMessage(payload: payload) == .reset ? .cardReset : .targetActivated)
                 case .powerOff:
                     try? recorder?.recordEvent(.targetReleased)
@@ -142,7 +146,7 @@ extension SecbridgeCLI {
                     try? recorder?.record(.target(.incoming, TranscriptBytes(command)))
                     let response: [UInt8]
                     do {
-                        response = try awaitResult("the credential's answer", timeout: .seconds(5)) { try await element.transceive(command) }
+                        response = try awaitResult("the credential's answer", timeout: serveAnswerBound) { try await element.transceive(command) }
                         try? recorder?.record(.target(.outgoing, TranscriptBytes(response)))
                     } catch {
                         // vpcd needs an answer to every C-APDU: 6F 00 (no precise diagnosis, ISO/IEC 7816-4 §5.6).
