@@ -49,8 +49,10 @@ extension SharedReader {
             let dir = try scratch("nfc-list")
             defer { try? FileManager.default.removeItem(atPath: dir) }
             let out = dir + "/nfc-list.trn"
-            let toolEnvironment = Libnfc.environment(reader: environment.simulatedReaderA, base: ProcessInfo.processInfo.environment)
-            let result = try await runBinary(["capture", "--json", "-o", out, "--", Libnfc.tool("nfc-list")!],
+            var toolEnvironment = Libnfc.environment(reader: environment.simulatedReaderA, base: ProcessInfo.processInfo.environment)
+            // The second example of `capture --help` as printed: nfc-list found on PATH.
+            toolEnvironment["PATH"] = Libnfc.binDirectory! + ":" + (toolEnvironment["PATH"] ?? "/usr/bin:/bin")
+            let result = try await runBinary(["capture", "--json", "-o", out, "--", "nfc-list"],
                                              environment: toolEnvironment, timeout: .seconds(60))
             #expect(result.status == 0, "\(result.err)")
             #expect(result.out.contains("\"status\": 0"))
@@ -60,6 +62,7 @@ extension SharedReader {
             #expect(text.contains(" ctl 0x42000001 > FF 00 48 00 00\n"))
             #expect(text.contains(" ctl 0x42000001 < 41 43 52 31 32 32 55 32 30 37\n"))
             #expect(text.contains(" ctl 0x42000001 > FF 00 00 00 02 D4 02\n"), "PN532 GetFirmwareVersion")
+            #expect(text.contains("(libpcscspy.so.0 preloaded, pcsc-spy -n)"), "nfc-list is linked with libpcsclite (through libnfc)")
         }
 
         /// The capture directories left in /tmp (each capture removes its own on every way out).
