@@ -58,12 +58,17 @@ let openscInstalled = FileManager.default.isExecutableFile(atPath: "/usr/bin/ope
         #expect(read.status == 0, "\(read.err)")
         #expect(read.out.contains("https://example.com"), "\(read.out)")
 
-        // opensc-tool (which loads libpcsclite with dlopen) sends the NDEF application SELECT.
+        // opensc-tool (which loads libpcsclite with dlopen) reads the NDEF message too, with the
+        // Type 4 Tag read sequence (docs/iso14443-t4t-ndef.md §4): SELECT the NDEF application,
+        // SELECT the NDEF file E104, READ BINARY its length and then the 16-byte message.
         if openscInstalled {
+            let apdus = ["00A4040007D276000085010100", "00A4000C02E104", "00B0000002", "00B0000210"]
             let opensc = try await runProgram(
-                URL(fileURLWithPath: "/usr/bin/opensc-tool"), ["--reader", "0", "--send-apdu", "00A4040007D276000085010100"], environment: environment)
+                URL(fileURLWithPath: "/usr/bin/opensc-tool"), ["--reader", "0"] + apdus.flatMap { ["--send-apdu", $0] }, environment: environment)
             #expect(opensc.status == 0, "\(opensc.err)")
             #expect(opensc.out.contains("Received (SW1=0x90, SW2=0x00)"), "\(opensc.out)")
+            // The URI record: D1 01 0C 55, prefix 04 (https://), "example.com".
+            #expect(opensc.out.contains("D1 01 0C 55 04 65 78 61 6D 70 6C 65 2E 63 6F 6D"), "\(opensc.out)")
         }
 
         // pcscd restarts: serve notices vpcd going away, connects again, and the card is back.
