@@ -111,52 +111,6 @@ extension SharedReader {
 /// with other readers, and kills: reader arrival and removal, and recovery after pcscd restarts
 /// (docs/cases.md P12), without disturbing the shared pcscd of this process.
 @Suite(.serialized, .needsPrivatePCSCD) struct MonitorRecoveryTests {
-    /// A running `secbridge monitor --json`, its output lines collected as they come.
-    final class MonitorProcess: @unchecked Sendable {
-        let process = Process()
-        private let lines = Locked<[String]>([])
-        private let buffer = Locked<String>("")
-
-        init(environment: [String: String]) throws {
-            process.executableURL = try secbridgeBinary()
-            process.arguments = ["monitor", "--json", "--timeout", "60"]
-            process.environment = environment
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            process.standardError = FileHandle.nullDevice
-            pipe.fileHandleForReading.readabilityHandler = { [lines, buffer] handle in
-                let data = handle.availableData
-                guard !data.isEmpty else { return }
-                buffer.withLock { text in
-                    text += String(decoding: data, as: UTF8.self)
-                    while let newline = text.firstIndex(of: "\n") {
-                        let line = String(text[..<newline])
-                        text = String(text[text.index(after: newline)...])
-                        lines.withLock { $0.append(line) }
-                    }
-                }
-            }
-            try process.run()
-        }
-
-        var output: [String] { lines.withLock { $0 } }
-
-        func wait(for needle: String, after index: Int = 0, timeout: Duration = .seconds(20)) async throws -> Int {
-            let deadline = ContinuousClock.now + timeout
-            while ContinuousClock.now < deadline {
-                let current = output
-                if let found = current.indices.first(where: { $0 >= index && current[$0].contains(needle) }) { return found }
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            throw HarnessError(code: .timeout, reason: "secbridge monitor printed no line with \(needle) within \(timeout): \(output)")
-        }
-
-        func stop() {
-            if process.isRunning { process.interrupt() }
-            process.waitUntilExit()
-        }
-    }
-
     /// Real-time check: pcscd is started, restarted and killed for real, and the monitor's reconnect
     /// back-off runs on the wall clock (about 1 s alone; more while the rest of the suite runs).
     @Test func readersComeAndGoAndMonitoringSurvivesRestarts() async throws {
@@ -166,7 +120,7 @@ extension SharedReader {
         let pcscd = try PrivatePCSCD(readers: [first])
         defer { pcscd.stop() }
         _ = try await blocking { try pcscd.start() }
-        let monitor = try MonitorProcess(environment: pcscd.environment)
+        let monitor = try BinaryProcess(["monitor", "--json", "--timeout", "60"], environment: pcscd.environment)
         defer { monitor.stop() }
 
         var at = try await monitor.wait(for: #""event":"reader-attached","reader":"Monitor First 00 00""#)

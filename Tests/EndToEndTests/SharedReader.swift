@@ -69,7 +69,13 @@ func secbridgeBinary() throws -> URL {
 func runBinary(_ arguments: [String], environment: [String: String], timeout: Duration = .seconds(20)) async throws
     -> (status: Int32, out: String, err: String)
 {
-    let binary = try secbridgeBinary()
+    try await runProgram(try secbridgeBinary(), arguments, environment: environment, timeout: timeout)
+}
+
+/// Runs `program` as a subprocess with `environment` and a bound on its run time.
+func runProgram(_ binary: URL, _ arguments: [String], environment: [String: String], timeout: Duration = .seconds(20)) async throws
+    -> (status: Int32, out: String, err: String)
+{
     // A thread of its own: subprocesses of suites that run in parallel do not queue behind each
     // other on the shared PC/SC executor.
     let executor = BlockingExecutor(name: "e2e-binary")
@@ -94,5 +100,60 @@ func runBinary(_ arguments: [String], environment: [String: String], timeout: Du
         let outText = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         let errText = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         return (process.terminationStatus, outText, errText)
+    }
+}
+
+/// A running `secbridge` subprocess (`monitor --json`, `serve`), its standard output lines collected
+/// as they come; standard error is kept whole.
+final class BinaryProcess: @unchecked Sendable {
+    let process = Process()
+    private let lines = Locked<[String]>([])
+    private let buffer = Locked<String>("")
+    private let errorText = Locked<String>("")
+
+    init(_ arguments: [String], environment: [String: String]) throws {
+        process.executableURL = try secbridgeBinary()
+        process.arguments = arguments
+        process.environment = environment
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        let errors = Pipe()
+        process.standardError = errors
+        errors.fileHandleForReading.readabilityHandler = { [errorText] handle in
+            let data = handle.availableData
+            guard !data.isEmpty else { return }
+            errorText.withLock { $0 += String(decoding: data, as: UTF8.self) }
+        }
+        pipe.fileHandleForReading.readabilityHandler = { [lines, buffer] handle in
+            let data = handle.availableData
+            guard !data.isEmpty else { return }
+            buffer.withLock { text in
+                text += String(decoding: data, as: UTF8.self)
+                while let newline = text.firstIndex(of: "\n") {
+                    let line = String(text[..<newline])
+                    text = String(text[text.index(after: newline)...])
+                    lines.withLock { $0.append(line) }
+                }
+            }
+        }
+        try process.run()
+    }
+
+    var output: [String] { lines.withLock { $0 } }
+    var standardError: String { errorText.withLock { $0 } }
+
+    func wait(for needle: String, after index: Int = 0, timeout: Duration = .seconds(20)) async throws -> Int {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let current = output
+            if let found = current.indices.first(where: { $0 >= index && current[$0].contains(needle) }) { return found }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw HarnessError(code: .timeout, reason: "secbridge \(process.arguments?.first ?? "") printed no line with \(needle) within \(timeout): \(output) \(standardError)")
+    }
+
+    func stop() {
+        if process.isRunning { process.interrupt() }
+        process.waitUntilExit()
     }
 }
