@@ -110,6 +110,7 @@ final class BinaryProcess: @unchecked Sendable {
     private let lines = Locked<[String]>([])
     private let buffer = Locked<String>("")
     private let errorText = Locked<String>("")
+    private let errorClosed = DispatchSemaphore(value: 0)
 
     init(_ arguments: [String], environment: [String: String]) throws {
         process.executableURL = try secbridgeBinary()
@@ -119,9 +120,13 @@ final class BinaryProcess: @unchecked Sendable {
         process.standardOutput = pipe
         let errors = Pipe()
         process.standardError = errors
-        errors.fileHandleForReading.readabilityHandler = { [errorText] handle in
+        errors.fileHandleForReading.readabilityHandler = { [errorText, errorClosed] handle in
             let data = handle.availableData
-            guard !data.isEmpty else { return }
+            guard !data.isEmpty else {
+                handle.readabilityHandler = nil
+                errorClosed.signal()
+                return
+            }
             errorText.withLock { $0 += String(decoding: data, as: UTF8.self) }
         }
         pipe.fileHandleForReading.readabilityHandler = { [lines, buffer] handle in
@@ -141,6 +146,14 @@ final class BinaryProcess: @unchecked Sendable {
 
     var output: [String] { lines.withLock { $0 } }
     var standardError: String { errorText.withLock { $0 } }
+
+    /// Standard error once every writer closed it (the process and what it started exited), at
+    /// most `timeout`: what the process wrote last, which the readability handler may deliver
+    /// after `waitUntilExit` returns.
+    func finalStandardError(timeout: Duration = .seconds(10)) -> String {
+        _ = errorClosed.wait(timeout: .now() + .seconds(Int(timeout.components.seconds)))
+        return standardError
+    }
 
     func wait(for needle: String, after index: Int = 0, timeout: Duration = .seconds(20)) async throws -> Int {
         let deadline = ContinuousClock.now + timeout
