@@ -31,7 +31,7 @@ extension SecbridgeCLI {
             .flag("stop-on-error", "Stop at the first status word other than 90 00 or 61xx, and exit 1."),
             .waitForCard,
             .controlCode,
-            .flag("json", "Print a JSON array of {line, command, response, sw, meaning}; firmware instead of sw for FF 00 48 00 00."),
+            .flag("json", "Print a JSON array, an object per line run: {line, command, response, sw, meaning} for an APDU (firmware instead of sw for FF 00 48 00 00), {line, control, command, response} for an escape command, {line, reset, atr}, {line, reader, atr}, {line, record} and {line, recorded}."),
             .value("record", "FILE", "Record every exchange to a transcript FILE."),
         ],
         run: runScript
