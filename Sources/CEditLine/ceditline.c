@@ -2,7 +2,11 @@
 #include "ceditline.h"
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 static void *library;
 static const char *failure;
@@ -41,6 +45,10 @@ int ceditline_open(void) {
     FIND(using_history)
 #undef FIND
     library = handle;
+    // libedit's own signal handling re-raises SIGINT after restoring the terminal, which ends the
+    // process; ceditline_readline_interruptible takes SIGINT itself instead.
+    int *catch_signals = (int *)dlsym(handle, "rl_catch_signals");
+    if (catch_signals != NULL) *catch_signals = 0;
     p_using_history();
     return 0;
 }
@@ -48,6 +56,32 @@ int ceditline_open(void) {
 const char *ceditline_error(void) { return failure; }
 
 char *ceditline_readline(const char *prompt) { return library ? p_readline(prompt) : NULL; }
+
+static volatile sig_atomic_t interrupted;
+static void note_interrupt(int signal) {
+    (void)signal;
+    interrupted = 1;
+}
+
+char *ceditline_readline_interruptible(const char *prompt, int *was_interrupted) {
+    *was_interrupted = 0;
+    if (!library) return NULL;
+    struct sigaction mine, previous;
+    memset(&mine, 0, sizeof mine);
+    mine.sa_handler = note_interrupt;
+    sigemptyset(&mine.sa_mask);
+    mine.sa_flags = 0;  // no SA_RESTART: the read(2) in libedit returns EINTR
+    interrupted = 0;
+    sigaction(SIGINT, &mine, &previous);
+    char *line = p_readline(prompt);
+    sigaction(SIGINT, &previous, NULL);
+    if (interrupted) {
+        *was_interrupted = 1;
+        free(line);
+        return NULL;
+    }
+    return line;
+}
 int ceditline_add_history(const char *line) { return library ? p_add_history(line) : -1; }
 int ceditline_stifle_history(int count) {
     if (!library) return -1;

@@ -70,13 +70,22 @@ package final class LineEditor {
     /// Whether libedit edits the lines.
     package var isEditing: Bool { edits }
 
-    /// One line after `prompt`; nil at the end of input (Ctrl-D).
+    /// One line after `prompt`; nil at the end of input (Ctrl-D). Ctrl-C drops the line being
+    /// typed: an empty line.
     package func readLine(prompt: String) -> String? {
         guard edits else {
             console.out(prompt)
             return console.readLine()
         }
-        guard let pointer = ceditline_readline(prompt) else { return nil }
+        var interrupted: Int32 = 0
+        guard let pointer = ceditline_readline_interruptible(prompt, &interrupted) else {
+            // Ctrl-C drops the line being typed, as in other shells; Ctrl-D ends.
+            if interrupted != 0 {
+                console.out("\n")
+                return ""
+            }
+            return nil
+        }
         defer { free(pointer) }
         let line = String(cString: pointer)
         remember(line)

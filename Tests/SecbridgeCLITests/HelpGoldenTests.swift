@@ -548,9 +548,10 @@ import Testing
               help             this list
               exit, quit       stop (Ctrl-D too)
 
-            On a terminal, lines are edited with libedit (arrow keys, Ctrl-A, Ctrl-E, history) and the
-            history is kept in --history, by default $XDG_STATE_HOME/secbridge/history or else
-            ~/.local/state/secbridge/history; a failing line is reported and the session goes on.
+            On a terminal, lines are edited with libedit (arrow keys, Ctrl-A, Ctrl-E, history; Ctrl-C
+            drops the line being typed) and the history is kept in --history, by default
+            $XDG_STATE_HOME/secbridge/history or else ~/.local/state/secbridge/history; a failing
+            line is reported and the session goes on.
             When standard input is not a terminal, the lines are read without prompts as a script,
             exactly as `secbridge run -` reads them: the same output, one PC/SC transaction over
             the card, and the first failing line stops the script (exit status 1).

@@ -21,6 +21,9 @@ const char *ceditline_error(void);
 // readline(3) of libedit: reads one line with editing, prompt `prompt`; the line without its
 // newline, to be freed with free(), or NULL at end of input (Ctrl-D on an empty line).
 char *ceditline_readline(const char *prompt);
+// ceditline_readline with SIGINT caught while it reads: Ctrl-C ends the read with NULL and
+// *was_interrupted set to 1 (the line typed so far is dropped); SIGINT's disposition is restored.
+char *ceditline_readline_interruptible(const char *prompt, int *was_interrupted);
 // add_history(3): appends `line` to the in-memory history.
 int ceditline_add_history(const char *line);
 // stifle_history(3): keep at most `count` entries.
