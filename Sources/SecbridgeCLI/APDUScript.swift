@@ -124,10 +124,10 @@ package enum ScriptLine {
         // The first word, for a keyword.
         var wordEnd = start
         while wordEnd < end && !isBlank(raw[wordEnd]) { wordEnd += 1 }
-        var argumentStart = wordEnd
-        while argumentStart < end && isBlank(raw[argumentStart]) { argumentStart += 1 }
-        let argument = argumentStart < end ? String(decoding: raw[argumentStart..<end], as: UTF8.self) : nil
         if let keyword = Keyword(raw[start..<wordEnd]) {
+            var argumentStart = wordEnd
+            while argumentStart < end && isBlank(raw[argumentStart]) { argumentStart += 1 }
+            let argument = argumentStart < end ? String(decoding: raw[argumentStart..<end], as: UTF8.self) : nil
             func alone(_ step: Parsed) throws(CLIError) -> Parsed {
                 guard argument == nil else {
                     throw .failure("\(fileName):\(lineNumber): '\(keyword.rawValue)' takes nothing after it, got '\(argument!)'")
@@ -171,7 +171,7 @@ package enum ScriptLine {
 
         init?(_ word: ArraySlice<UInt8>) {
             // Keywords are 4 to 7 ASCII letters; anything else (every hex APDU) is not one.
-            guard (4...7).contains(word.count), let first = word.first, first | 0x20 >= 0x63 else { return nil }
+            guard (4...7).contains(word.count), let first = word.first, (first | 0x20) >= 0x63 else { return nil }
             var lowered = ""
             for byte in word {
                 guard (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) else { return nil }
