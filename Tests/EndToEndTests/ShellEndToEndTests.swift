@@ -11,6 +11,15 @@ extension SharedReader {
         /// The simulated ACR122U's firmware string (docs/acr122-pn532.md §2).
         static let firmwareLines = "ctl 0x42000001 > FF 00 48 00 00\nctl < 41 43 52 31 32 32 55 32 30 37\n  firmware: ACR122U207\n"
 
+        /// Reader A with the echo applet's card ("shell-card") in its field, once pcscd sees it.
+        static func readerWithEchoCard() async throws -> (TestEnvironment, String) {
+            let environment = try await resetSimulatedReaders()
+            let reader = environment.simulatedReaderA
+            try SimulatedReaders.controlA.send("place-card uid=04A1B2C3 applet=echo id=shell-card")
+            _ = try await waitForCard(in: reader, present: true)
+            return (environment, reader)
+        }
+
         @Test func anEscapeCommandWithNoCardGivesTheFirmwareString() async throws {
             let environment = try await resetSimulatedReaders()
             let reader = environment.simulatedReaderA
@@ -24,11 +33,8 @@ extension SharedReader {
 
         /// An APDU to a simulated card and a `reset`: the card's real answers, the same as `run -`.
         @Test func anAPDUAndAResetFromAPipeMatchRun() async throws {
-            let environment = try await resetSimulatedReaders()
-            let reader = environment.simulatedReaderA
-            try SimulatedReaders.controlA.send("place-card uid=04A1B2C3 applet=echo id=shell-card")
+            let (environment, reader) = try await Self.readerWithEchoCard()
             defer { _ = try? SimulatedReaders.controlA.send("remove peer=shell-card") }
-            _ = try await waitForCard(in: reader, present: true)
             let script = "# a select to the echo applet, a reset, the firmware\n00 A4 04 00 01 AA\nreset\nFF 00 48 00 00\n"
             let shell = try await runBinary(["shell", "--reader", reader], environment: environment.environmentForSubprocesses, input: script)
             #expect(shell.status == 0, "\(shell.err)")
@@ -43,11 +49,8 @@ extension SharedReader {
         }
 
         @Test func recordWritesATranscriptThatParses() async throws {
-            let environment = try await resetSimulatedReaders()
-            let reader = environment.simulatedReaderA
-            try SimulatedReaders.controlA.send("place-card uid=04A1B2C3 applet=echo id=shell-card")
+            let (environment, reader) = try await Self.readerWithEchoCard()
             defer { _ = try? SimulatedReaders.controlA.send("remove peer=shell-card") }
-            _ = try await waitForCard(in: reader, present: true)
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("secbridge-shell-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: directory) }
