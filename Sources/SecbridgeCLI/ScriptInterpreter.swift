@@ -202,7 +202,9 @@ package final class ScriptInterpreter {
                     answer = try transport.transmit(try CommandAPDU(parsing: bytes)).serialized()
                 }
             } catch {
-                throw .failure("\(fileName):\(line): " + card.explainFailure(error, sending: bytes, recorded: recording != nil))
+                let message = "\(fileName):\(line): " + card.explainFailure(error, sending: bytes, recorded: recording != nil)
+                dropCardIfGone(card)
+                throw .failure(message)
             }
         } else {
             answer = try control(bytes, line: line, asPseudoAPDU: true)
@@ -280,6 +282,7 @@ package final class ScriptInterpreter {
                 try card.handle.reconnect(share: .shared, protocols: .any, initialization: .reset)
             }
         } catch {
+            dropCardIfGone(card)
             throw .failure("\(fileName):\(line): reset failed: \(describe(error))")
         }
         let atr = (try? card.handle.status().atr) ?? []
@@ -340,6 +343,14 @@ package final class ScriptInterpreter {
             try connect(card: true)
             try beginTransactionIfHeld()
         }
+    }
+
+    /// After a failure: when the card has left (SCardStatus), the session goes back to the reader
+    /// alone (DIRECT), so the next line that needs a card connects to the one placed then.
+    private func dropCardIfGone(_ card: CardSession) {
+        guard CallWatchdog.shared.guarding("SCardStatus", { card.handle.cardHasLeft() }) else { return }
+        disconnect()
+        try? connect(card: false)
     }
 
     private func beginTransactionIfHeld() throws(CLIError) {

@@ -1,4 +1,5 @@
 import Foundation
+import PCSCCore
 import SecbridgeCLI
 import SecbridgeTesting
 import Testing
@@ -214,5 +215,46 @@ import Transcript
         next.remember("reader 1")
         #expect(next.historyEntries.count == 3)
         #expect(console.standardError == "")
+    }
+}
+
+/// The interpreter itself, on the in-process client: what a long interactive session meets.
+@Suite struct ScriptInterpreterTests {
+    static let select: [UInt8] = [0x00, 0xA4, 0x04, 0x00, 0x01, 0xAA]
+
+    /// A card taken away mid-session: the failing APDU says so, the session goes back to the reader
+    /// alone, and the next APDU connects to the card placed since.
+    @Test func aCardTakenAwayAndPlacedAgainIsFoundByTheNextAPDU() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        try desk.control().send("place-card uid=04A1B2C3 applet=echo id=first")
+        let executor = BlockingExecutor(name: "interpreter-test")
+        defer { executor.shutdown() }
+        try await executor.run {
+            let console = CapturingConsole()
+            let invocation = Invocation(
+                arguments: try parseArguments([], options: SecbridgeCLI.shellCommand.options), console: console, path: ["shell"],
+                client: desk.client)
+            var options = ScriptInterpreter.Options()
+            options.holdsTransaction = false
+            options.command = "shell"
+            let interpreter = try ScriptInterpreter(
+                invocation: invocation, context: try desk.client.establishContext(), fileName: "shell", options: options,
+                reader: nil, needsCard: false, wait: nil)
+            defer { interpreter.close() }
+            #expect(interpreter.readerDescription == "reader: \(desk.names[0]), card ATR 3B 80 80 01 01")
+            #expect(try interpreter.execute(.apdu(Self.select, line: 1)))
+            try desk.control().send("remove peer=first")
+            do throws(CLIError) {
+                _ = try interpreter.execute(.apdu(Self.select, line: 2))
+                Issue.record("an APDU to a card that left succeeded")
+            } catch {
+                #expect(error.message.hasPrefix("shell:2: 00 A4 04 00 01 AA: the card was removed during the exchange"), "\(error.message)")
+            }
+            #expect(interpreter.readerDescription.hasSuffix(", no card (a DIRECT connection: pseudo-APDUs FF … and control only)"))
+            try desk.control().send("place-card uid=04A1B2C3 applet=echo id=second")
+            #expect(try interpreter.execute(.apdu(Self.select, line: 3)))
+            #expect(try desk.control().send("card-log peer=second")["all"] == "00 A4 04 00 01 AA")
+        }
     }
 }
