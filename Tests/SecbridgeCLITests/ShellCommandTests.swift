@@ -150,6 +150,24 @@ import Transcript
     }
 }
 
+extension ShellCommandTests {
+    /// A malformed line after an exchange: `run --json` prints the exchange and the error in one
+    /// array (once), and the error goes to standard error too.
+    @Test func runJSONShowsTheExchangesBeforeAMalformedLine() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        try desk.control().send("place-card uid=04A1B2C3 applet=echo id=card")
+        let result = try await runTool(["run", "--json", "-"], on: desk, input: ["00 A4 04 00 01 AA", "nonsense"])
+        #expect(result.status == 1)
+        let array = try #require(try JSONSerialization.jsonObject(with: Data(result.out.utf8)) as? [[String: Any]], "\(result.out)")
+        #expect(array.count == 2)
+        #expect(array.first?["response"] as? String == "00A4040001AA9000")
+        let error = try #require(array.last?["error"] as? String)
+        #expect(error.hasPrefix("<stdin>:2: 'nonsense' is not an APDU in hex"), "\(error)")
+        #expect(result.err == "secbridge: error: \(error)\n")
+    }
+}
+
 /// The language's parser, line by line from bytes.
 @Suite struct ScriptLanguageTests {
     @Test func theShellStatementsParse() throws {
