@@ -34,6 +34,9 @@ let package = Package(
         // carry -pthread, which SwiftPM warns about on every build. Instead, forwarding headers in
         // include/ (on every dependent's include path) stand in for -I/usr/include/PCSC.
         .target(name: "CPCSCLite", linkerSettings: [.linkedLibrary("pcsclite")]),
+        // libedit (libedit-dev) for `secbridge shell`'s line editing and history, opened with dlopen
+        // when an interactive shell starts, so no other command loads it (see CEditLine/include/ceditline.h).
+        .target(name: "CEditLine"),
         // The pcsc-lite client: contexts, card handles, transmit/control, status change, monitoring.
         .target(name: "PCSC", dependencies: ["PCSCCore", "CPCSCLite"]),
         // ISO/IEC 7816-4 APDUs, status words, ATR, BER-TLV, the card-APDU transport.
@@ -71,7 +74,7 @@ let package = Package(
         // The command tree of the `secbridge` tool, as a library so tests can drive it.
         .target(
             name: "SecbridgeCLI",
-            dependencies: ["PCSCCore", "PCSC", "ISO7816", "Transcript", "PN53x"]
+            dependencies: ["PCSCCore", "PCSC", "ISO7816", "Transcript", "PN53x", "CEditLine"]
         ),
         // The commands that link Foundation (session engine, simulator launcher, transcript tools):
         // the `secbridge-tools` binary, which `secbridge` runs for them.

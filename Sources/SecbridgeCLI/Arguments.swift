@@ -120,6 +120,11 @@ package struct OptionSpec: Sendable {
     package static let waitForCard = OptionSpec.value(
         "wait", "SECONDS", "Wait up to SECONDS (at most 3600) for a card when none is there.", .seconds(limit: 3600))
 
+    /// `--code HEX4`: the SCardControl code of escape commands (`control`, and `control` lines of scripts).
+    package static let controlCode = OptionSpec.value(
+        "code", "HEX4", "The SCardControl code, e.g. 42000001 (default: the escape code the reader announces).",
+        .hex(lengths: [4], takes: "a 4-byte control code such as 42000001"))
+
     /// `-r, --reader NAME|INDEX`: a reader index or part of a reader name.
     package static func reader(_ help: String) -> OptionSpec {
         .value("reader", short: "r", "NAME|INDEX", help, .reader)

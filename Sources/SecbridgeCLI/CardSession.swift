@@ -165,7 +165,8 @@ package final class CardSession {
     /// card pulled away mid-APDU as SCARD_E_NOT_TRANSACTED (the driver's IFD_COMMUNICATION_ERROR,
     /// `IFDResultMapping.transmit`), whose own wording ("transaction failed") says nothing of the card.
     /// - Parameter command: the APDU that failed, for the message.
-    package func explainFailure(_ error: any Error, sending command: [UInt8]) -> String {
+    /// - Parameter recorded: whether the exchanges are being recorded (default: this session's `--record`).
+    package func explainFailure(_ error: any Error, sending command: [UInt8], recorded: Bool? = nil) -> String {
         switch error {
         case let error as GetResponseChainError:
             return "\(command.hexString): \(error)" + (error.partialData.isEmpty ? "" : "; partial data: \(error.partialData.hexString)")
@@ -176,7 +177,7 @@ package final class CardSession {
                 return "\(command.hexString): \(describe(error))"
             }
             let gone = { self.cardIsGone(waitingForPresencePoll: error == .notTransacted) }
-            if let changed = cardChange(error.code, reader: reader, cardIsGone: gone, recorded: recorder != nil, again: "sequence") {
+            if let changed = cardChange(error.code, reader: reader, cardIsGone: gone, recorded: recorded ?? (recorder != nil), again: "sequence") {
                 return "\(command.hexString): \(changed)"
             }
             return "\(command.hexString): \(describe(error))"

@@ -94,6 +94,11 @@ package struct Invocation: Sendable {
 
     package var json: Bool { arguments.has("json") }
 
+    /// The same invocation writing to `console`.
+    package func with(console: any Console) -> Invocation {
+        Invocation(arguments: arguments, console: console, path: path, client: client, timeScale: timeScale)
+    }
+
     package func out(_ line: String) { console.out(line + "\n") }
 }
 

@@ -11,6 +11,17 @@ public protocol Console: AnyObject, Sendable {
     func err(_ text: String)
     /// Reads one line from standard input (for prompts); nil at end of input.
     func readLine() -> String?
+    /// Whether standard input is a terminal (an interactive `secbridge shell`); false by default.
+    var inputIsTerminal: Bool { get }
+    /// Whether reading a line now could wait for input (nothing readable on standard input yet):
+    /// buffered output is written first, so a program driving the tool through a pipe sees the
+    /// answer to one line before it sends the next. False by default.
+    var inputMayWait: Bool { get }
+}
+
+extension Console {
+    public var inputIsTerminal: Bool { false }
+    public var inputMayWait: Bool { false }
 }
 
 /// The process's standard streams, unbuffered per line so a pipe sees every event as it happens.
@@ -46,6 +57,11 @@ public final class StandardConsole: Console, @unchecked Sendable {
         }
     }
     public func readLine() -> String? { Swift.readLine() }
+    public var inputIsTerminal: Bool { isatty(STDIN_FILENO) == 1 }
+    public var inputMayWait: Bool {
+        var descriptor = pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0)
+        return poll(&descriptor, 1, 0) == 0
+    }
 }
 
 /// A console that keeps what was written, for tests.
@@ -101,4 +117,50 @@ package final class OutputTrackingConsole: Console, @unchecked Sendable {
     }
     package func err(_ text: String) { inner.err(text) }
     package func readLine() -> String? { inner.readLine() }
+    package var inputIsTerminal: Bool { inner.inputIsTerminal }
+    package var inputMayWait: Bool { inner.inputMayWait }
+}
+
+/// Keeps standard output in memory and passes it on in large writes: when 64 KiB have gathered,
+/// before anything goes to standard error, before a line is read that may have to wait for input
+/// (at a prompt, or a program driving the tool through a pipe), and at
+/// ``flush()`` (a command's end). `run` and `shell` use it, so a script's output costs a few
+/// write(2) calls rather than three per APDU.
+package final class BufferedConsole: Console, @unchecked Sendable {
+    // @unchecked: `buffer` is guarded by `lock`.
+    private let inner: any Console
+    private let lock = ConsoleLock()
+    private var buffer = ""
+    private static let limit = 64 << 10
+
+    package init(_ inner: any Console) { self.inner = inner }
+
+    package func out(_ text: String) {
+        let full: String? = lock.withLock {
+            buffer += text
+            guard buffer.utf8.count >= Self.limit else { return nil }
+            defer { buffer = "" }
+            return buffer
+        }
+        if let full { inner.out(full) }
+    }
+    package func err(_ text: String) {
+        flush()
+        inner.err(text)
+    }
+    package func readLine() -> String? {
+        if inner.inputMayWait { flush() }
+        return inner.readLine()
+    }
+    package var inputIsTerminal: Bool { inner.inputIsTerminal }
+    package var inputMayWait: Bool { inner.inputMayWait }
+
+    /// Writes what is buffered.
+    package func flush() {
+        let pending: String = lock.withLock {
+            defer { buffer = "" }
+            return buffer
+        }
+        if !pending.isEmpty { inner.out(pending) }
+    }
 }

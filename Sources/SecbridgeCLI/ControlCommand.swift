@@ -29,8 +29,7 @@ extension SecbridgeCLI {
             """,
         options: [
             .reader("The reader: an index from `secbridge readers` or part of its name."),
-            .value("code", "HEX4", "The SCardControl code, e.g. 42000001 (default: the escape code the reader announces).",
-                   .hex(lengths: [4], takes: "a 4-byte control code such as 42000001")),
+            .controlCode,
             .flag("json", "Print a JSON object {reader, code, exchanges: [{command, response}]}."),
             .value("record", "FILE", "Record every exchange to a transcript FILE."),
         ],
@@ -53,25 +52,7 @@ extension SecbridgeCLI {
             throw CLIError.failure("could not connect to '\(reader)' directly: \(describe(error))")
         }
         defer { try? handle.disconnect(.leave) }
-        let code: UInt32
-        if let chosenCode {
-            code = chosenCode
-        } else {
-            let features: [PCSCFeature]
-            do {
-                features = try CallWatchdog.shared.guarding("SCardControl") { try handle.features() }
-            } catch let error as PCSCError {
-                throw CLIError.failure("could not ask '\(reader)' for its features (CM_IOCTL_GET_FEATURE_REQUEST): \(describe(error)); give --code")
-            } catch {
-                throw CLIError.failure("'\(reader)' answered CM_IOCTL_GET_FEATURE_REQUEST with a malformed feature list: \(error); give --code")
-            }
-            guard let escape = PCSCFeatureList(features).escapeCommandCode else {
-                throw CLIError.failure(
-                    "'\(reader)' announces no escape command (no FEATURE_CCID_ESC_COMMAND, tag 0x13, in its feature list): for an ACR122U behind libccid, "
-                        + "set ifdDriverOptions to 0x0001 in /etc/libccid_Info.plist and restart pcscd; or give the code with --code")
-            }
-            code = escape
-        }
+        let code = try chosenCode ?? escapeCode(of: handle, reader: reader)
         let codeText = "0x" + String(code, radix: 16, uppercase: true)
         let recording = try invocation.arguments.value("record").map { path throws(CLIError) in
             try TranscriptRecording.openWriter(
@@ -87,9 +68,7 @@ extension SecbridgeCLI {
             do {
                 answer = try CallWatchdog.shared.guarding("SCardControl") { try channel.control(code: code, command) }
             } catch let error as PCSCError {
-                let hint = error == .notTransacted && code == 0x4200_0001
-                    ? " (libccid refuses escape commands unless ifdDriverOptions 0x0001 is set in /etc/libccid_Info.plist)" : ""
-                let message = "SCardControl \(codeText) with \(command.hexString): \(describe(error))\(hint)"
+                let message = controlFailure(error, code: code, command: command)
                 if invocation.json {
                     invocation.out(JSONValue.object([
                         ("reader", .string(reader)), ("code", .string(codeText)), ("exchanges", .array(exchanges)),
@@ -113,6 +92,33 @@ extension SecbridgeCLI {
             ]).prettySerialized())
         }
         return exitSuccess
+    }
+
+    /// The escape command's control code `reader` announces: CM_IOCTL_GET_FEATURE_REQUEST's
+    /// FEATURE_CCID_ESC_COMMAND (PC/SC part 10, tag 0x13) on `handle`.
+    /// - Throws: `CLIError.failure` saying how to enable escape commands, or to give a code.
+    package static func escapeCode(of handle: any PCSCConnection, reader: String) throws(CLIError) -> UInt32 {
+        let features: [PCSCFeature]
+        do {
+            features = try CallWatchdog.shared.guarding("SCardControl") { try handle.features() }
+        } catch let error as PCSCError {
+            throw CLIError.failure("could not ask '\(reader)' for its features (CM_IOCTL_GET_FEATURE_REQUEST): \(describe(error)); give --code")
+        } catch {
+            throw CLIError.failure("'\(reader)' answered CM_IOCTL_GET_FEATURE_REQUEST with a malformed feature list: \(error); give --code")
+        }
+        guard let escape = PCSCFeatureList(features).escapeCommandCode else {
+            throw CLIError.failure(
+                "'\(reader)' announces no escape command (no FEATURE_CCID_ESC_COMMAND, tag 0x13, in its feature list): for an ACR122U behind libccid, "
+                    + "set ifdDriverOptions to 0x0001 in /etc/libccid_Info.plist and restart pcscd; or give the code with --code")
+        }
+        return escape
+    }
+
+    /// A failed SCardControl in words, with libccid's reason for refusing escape commands.
+    package static func controlFailure(_ error: PCSCError, code: UInt32, command: [UInt8]) -> String {
+        let hint = error == .notTransacted && code == 0x4200_0001
+            ? " (libccid refuses escape commands unless ifdDriverOptions 0x0001 is set in /etc/libccid_Info.plist)" : ""
+        return "SCardControl 0x\(String(code, radix: 16, uppercase: true)) with \(command.hexString): \(describe(error))\(hint)"
     }
 
     /// The ACR122U firmware string, when `command` is `FF 00 48 00 00` and the answer is printable

@@ -127,7 +127,7 @@ public enum SecbridgeCLI {
             Exit status: 0 success, 1 failure, 64 usage error.
             """,
         options: [.flag("version", "Show the version.")],
-        subcommands: [readersCommand, sendCommand, controlCommand, decodeCommand, monitorCommand, runCommand] + toolCommands
+        subcommands: [readersCommand, sendCommand, controlCommand, decodeCommand, monitorCommand, runCommand, shellCommand] + toolCommands
         )
     }
 

@@ -65,8 +65,9 @@ func secbridgeBinary() throws -> URL {
     return fallback
 }
 
-/// Runs the `secbridge` binary as a subprocess with `environment` and a bound on its run time.
-func runBinary(_ arguments: [String], environment: [String: String], timeout: Duration = .seconds(20)) async throws
+/// Runs the `secbridge` binary as a subprocess with `environment` and a bound on its run time;
+/// with `input`, standard input is a pipe that carries it and then ends.
+func runBinary(_ arguments: [String], environment: [String: String], input: String? = nil, timeout: Duration = .seconds(20)) async throws
     -> (status: Int32, out: String, err: String)
 {
     try await runProgram(try secbridgeBinary(), arguments, environment: environment, timeout: timeout)
@@ -89,9 +90,15 @@ func runProgram(_ binary: URL, _ arguments: [String], environment: [String: Stri
         let err = Pipe()
         process.standardOutput = out
         process.standardError = err
+        let stdin = input.map { _ in Pipe() }
+        if let stdin { process.standardInput = stdin }
         let exited = DispatchSemaphore(value: 0)
         process.terminationHandler = { _ in exited.signal() }
         try process.run()
+        if let stdin, let input {
+            stdin.fileHandleForWriting.write(Data(input.utf8))
+            try stdin.fileHandleForWriting.close()
+        }
         let (seconds, attoseconds) = timeout.components
         if exited.wait(timeout: .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))) == .timedOut {
             process.terminate()

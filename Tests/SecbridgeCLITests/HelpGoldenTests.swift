@@ -185,6 +185,7 @@ import Testing
               decode       Decode a command APDU, a response, an ATR or BER-TLV data, given in hex.
               monitor      Show reader and card events as they happen.
               run          Send the APDUs of a script file to a card (reads pcsc-tools' scriptor files).
+              shell        An interactive session on a reader: APDUs, pseudo-APDUs, escape commands, reset, with history.
               replay       Send a transcript's recorded commands to a live reader or a credential and compare the answers.
               simulate     Run simulated ACR122U readers in a private pcscd, for any PC/SC program to use.
               credentials  List the credentials a session knows, from credential files.
@@ -489,14 +490,16 @@ import Testing
             help: #"""
             OVERVIEW: Send the APDUs of a script file to a card (reads pcsc-tools' scriptor files).
 
-            USAGE: secbridge run [--reader NAME|INDEX] [--raw] [--stop-on-error] [--wait SECONDS] [--json] [--record FILE] SCRIPT
+            USAGE: secbridge run [--reader NAME|INDEX] [--raw] [--stop-on-error] [--wait SECONDS] [--code HEX4] [--json] [--record FILE] SCRIPT
 
             SCRIPT holds one APDU in hex per line; `#` and `//` start comments; `reset` resets the
             card (its ATR is shown) and `exit` stops, as in scriptor; `-` reads the script from
-            standard input. The whole script is checked before anything is
-            sent. ISO 7816-4 handling is on unless --raw (see `secbridge send --help`). The whole
-            script runs inside one PC/SC transaction: no other program's command lands between its
-            lines (a `reset` line keeps the transaction).
+            standard input. Scripts speak the language of `secbridge shell` (its --help lists
+            control, reader, record and help too), so `secbridge shell < SCRIPT` prints the same.
+            Lines are read and run one at a time: a malformed line stops the script there, after
+            the lines before it ran. ISO 7816-4 handling is on unless --raw (see `secbridge send
+            --help`). The whole script runs inside one PC/SC transaction: no other program's
+            command lands between its lines (a `reset` line keeps the transaction).
 
             Example script:
               # select the NFC Forum Type 4 Tag application
@@ -511,15 +514,73 @@ import Testing
               --raw                      Send the bytes as they are: no GET RESPONSE, no Le correction, no chaining.
               --stop-on-error            Stop at the first status word other than 90 00 or 61xx, and exit 1.
               --wait <SECONDS>           Wait up to SECONDS (at most 3600) for a card when none is there.
-              --json                     Print a JSON array of {line, command, response, sw, meaning}; firmware instead of sw for FF 00 48 00 00.
+              --code <HEX4>              The SCardControl code, e.g. 42000001 (default: the escape code the reader announces).
+              --json                     Print a JSON array, an object per line run: {line, command, response, sw, meaning} for an APDU (firmware instead of sw for FF 00 48 00 00), {line, control, command, response} for an escape command, {line, reset, atr}, {line, reader, atr}, {line, record} and {line, recorded}.
               --record <FILE>            Record every exchange to a transcript FILE.
               -h, --help                 Show help information.
 
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge run [--reader NAME|INDEX] [--raw] [--stop-on-error] [--wait SECONDS] [--json] [--record FILE] SCRIPT
+            USAGE: secbridge run [--reader NAME|INDEX] [--raw] [--stop-on-error] [--wait SECONDS] [--code HEX4] [--json] [--record FILE] SCRIPT
             Run 'secbridge run --help' for more information.
+
+            """#),
+        Golden(
+            path: ["shell"],
+            help: #"""
+            OVERVIEW: An interactive session on a reader: APDUs, pseudo-APDUs, escape commands, reset, with history.
+
+            USAGE: secbridge shell [--reader NAME|INDEX] [--raw] [--stop-on-error] [--wait SECONDS] [--code HEX4] [--record FILE] [--history FILE]
+
+            Opens the reader (--reader, else the first with a card, else the first) and reads
+            statements, one a line: on the card when there is one, else on the reader alone (a
+            DIRECT connection, where pseudo-APDUs go as escape commands as `secbridge control`
+            sends them). A card placed later is connected to by the first APDU that needs one.
+
+            Statements (one a line; `#` and `//` start comments; keywords in any case):
+              HEX…             an APDU in hex, e.g. 00 A4 04 00 07 D2 76 00 00 85 01 01 00
+              FF …             a reader pseudo-APDU (e.g. FF 00 48 00 00, the ACR122U firmware);
+                               without a card it goes as an escape command
+              control HEX…     an escape command (SCardControl with the reader's escape code)
+              reset            reset the card and show its ATR
+              reader [NAME]    show the reader, or change to another (an index or part of its name)
+              record FILE      record every exchange to a new transcript FILE; `record off` stops
+              help             this list
+              exit, quit       stop (Ctrl-D too)
+
+            On a terminal, lines are edited with libedit (arrow keys, Ctrl-A, Ctrl-E, history; Ctrl-C
+            drops the line being typed) and the history is kept in --history, by default
+            $XDG_STATE_HOME/secbridge/history or else ~/.local/state/secbridge/history; a failing
+            line is reported and the session goes on.
+            When standard input is not a terminal, the lines are read without prompts as a script,
+            exactly as `secbridge run -` reads them: the same output, one PC/SC transaction over
+            the card, and the first failing line stops the script (exit status 1).
+
+            Example:
+              $ secbridge shell
+              reader: ACS ACR122U PICC Interface 00 00, no card (a DIRECT connection: …)
+              secbridge> FF 00 48 00 00
+              ctl 0x42000001 > FF 00 48 00 00
+              ctl < 41 43 52 31 32 32 55 32 30 37
+                firmware: ACR122U207
+              $ printf '00 A4 04 00 07 D2 76 00 00 85 01 01 00\nreset\n' | secbridge shell
+
+            OPTIONS:
+              -r, --reader <NAME|INDEX>  The reader: an index from `secbridge readers` or part of its name.
+              --raw                      Send the bytes as they are: no GET RESPONSE, no Le correction, no chaining.
+              --stop-on-error            In a script: stop at the first status word other than 90 00 or 61xx, and exit 1.
+              --wait <SECONDS>           Wait up to SECONDS (at most 3600) for a card when none is there.
+              --code <HEX4>              The SCardControl code, e.g. 42000001 (default: the escape code the reader announces).
+              --record <FILE>            Record every exchange to a transcript FILE (as the `record` statement does).
+              --history <FILE>           The history file on a terminal (default: $XDG_STATE_HOME/secbridge/history).
+              -h, --help                 Show help information.
+
+            """#,
+            unknownOption: #"""
+            secbridge: error: unknown option '--colour'
+            USAGE: secbridge shell [--reader NAME|INDEX] [--raw] [--stop-on-error] [--wait SECONDS] [--code HEX4] [--record FILE] [--history FILE]
+            Run 'secbridge shell --help' for more information.
 
             """#),
         Golden(

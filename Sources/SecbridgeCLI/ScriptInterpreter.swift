@@ -1,0 +1,435 @@
+import ISO7816
+import PCSC
+import Transcript
+
+/// Where a script's steps come from: a file's lines (``APDUScript/Lines``) or standard input's.
+package protocol ScriptSource {
+    /// The next step; nil at the end or at `exit`.
+    mutating func next() throws(CLIError) -> APDUScript.Step?
+}
+
+extension APDUScript.Lines: ScriptSource {}
+
+/// The lines of standard input, parsed one at a time as they arrive (`run -`, `shell < FILE`).
+package struct ConsoleLines: ScriptSource {
+    let console: any Console
+    let fileName: String
+    private var lineNumber = 0
+    private var ended = false
+
+    package init(console: any Console, fileName: String = "<stdin>") {
+        self.console = console
+        self.fileName = fileName
+    }
+
+    package mutating func next() throws(CLIError) -> APDUScript.Step? {
+        while !ended, let line = console.readLine() {
+            lineNumber += 1
+            switch try ScriptLine.parse(Array(line.utf8)[...], fileName: fileName, line: lineNumber) {
+            case .none: continue
+            case .exit: ended = true
+            case .step(let step): return step
+            }
+        }
+        return nil
+    }
+}
+
+/// Runs the statements of the script language (``APDUScript``) on one reader at a time: `secbridge
+/// run` and `secbridge shell` share it, so the same lines print the same output in both.
+///
+/// The session is on a card (SCardConnect shared, T=0 or T=1) when the reader has one, else on the
+/// reader alone (SCardConnect with SCARD_SHARE_DIRECT), where pseudo-APDUs (`FF …`) and `control`
+/// lines go as escape commands (SCardControl with the code the reader announces, as `secbridge
+/// control` sends them). A card placed later is connected to by the first APDU that needs it.
+package final class ScriptInterpreter {
+    package struct Options {
+        /// `--raw`: no GET RESPONSE, no Le correction, no chaining.
+        package var raw = false
+        package var stopOnError = false
+        /// Hold one PC/SC transaction on the card while the session is on it (`run`, a shell script).
+        package var holdsTransaction = true
+        /// The SCardControl code for escape commands (`--code`); nil: the one the reader announces.
+        package var controlCode: UInt32?
+        /// The command named in transcript headers ("run", "shell").
+        package var command = "run"
+        package init() {}
+    }
+
+    private let invocation: Invocation
+    private let context: any PCSCClientContext
+    private let options: Options
+    /// The file name in messages ("script.txt:3: …").
+    private let fileName: String
+    package private(set) var reader: String
+    private var card: CardSession?
+    private var direct: (any PCSCConnection)?
+    private var escapeCode: UInt32?
+    private var inTransaction = false
+    private var recording: (path: String, writer: TranscriptWriter, recorder: TranscriptRecorder)?
+    /// With --json, one object per step run so far.
+    package private(set) var results: [JSONValue] = []
+    package private(set) var status = SecbridgeCLI.exitSuccess
+
+    /// Opens the session: on a card (the reader `argument` names, else the first with a card) when
+    /// `needsCard`, or when `wait` is given; otherwise on the chosen reader, with or without a card.
+    /// - Throws: `CLIError.failure` from reader selection, the connection or the transaction.
+    package init(
+        invocation: Invocation, context: any PCSCClientContext, fileName: String, options: Options,
+        reader argument: String?, needsCard: Bool, wait: Duration?
+    ) throws(CLIError) {
+        self.invocation = invocation
+        self.context = context
+        self.options = options
+        self.fileName = fileName
+        if needsCard || wait != nil {
+            let session = try CardSession.open(context: context, reader: argument, record: nil, command: options.command, wait: wait)
+            reader = session.reader
+            card = session
+        } else {
+            let (readers, states) = try listReadersWithStates(context)
+            let withCard = Set(states.filter { $0.eventFlags.contains(.present) }.map(\.readerName))
+            reader = try selectReader(argument, in: readers, preferring: { withCard.contains($0) })
+            try connect(card: withCard.contains(reader))
+        }
+        try beginTransactionIfHeld()
+    }
+
+    /// Ends recording, the transaction and the connection, leaving the card as it is.
+    package func close() {
+        stopRecording()
+        disconnect()
+    }
+
+    /// What the session is on: "reader: NAME, card ATR …" or "reader: NAME, no card (…)".
+    package var readerDescription: String {
+        if let card { return "reader: \(reader), card ATR \(card.atr.isEmpty ? "none" : card.atr.hexString)" }
+        return "reader: \(reader), no card (a DIRECT connection: pseudo-APDUs FF … and control only)"
+    }
+
+    /// Runs one step. Returns false when the script should stop here (--stop-on-error).
+    /// - Throws: `CLIError.failure` "FILE:LINE: …" when the step failed.
+    package func execute(_ step: APDUScript.Step) throws(CLIError) -> Bool {
+        switch step {
+        case .apdu(let bytes, let line):
+            return try exchange(bytes, line: line)
+        case .control(let bytes, let line):
+            _ = try control(bytes, line: line, asPseudoAPDU: false)
+        case .reset(let line):
+            try reset(line: line)
+        case .reader(let argument, let line):
+            if let argument { try changeReader(to: argument, line: line) }
+            if invocation.json {
+                results.append(.object([("line", .int(line)), ("reader", .string(reader)), ("atr", card.map { .hex($0.atr) } ?? .null)]))
+            } else {
+                invocation.out(readerDescription)
+            }
+        case .record(let path, let line):
+            if let path {
+                try startRecording(path, line: line)
+            } else {
+                guard let finished = recording?.path else {
+                    throw .failure("\(fileName):\(line): 'record off', but nothing is being recorded")
+                }
+                stopRecording()
+                if invocation.json {
+                    results.append(.object([("line", .int(line)), ("recorded", .string(finished))]))
+                } else {
+                    invocation.out("recorded to \(finished)")
+                }
+            }
+        case .help(let line):
+            if invocation.json {
+                results.append(.object([("line", .int(line)), ("help", .string(Self.languageHelp))]))
+            } else {
+                invocation.console.out(Self.languageHelp + "\n")
+            }
+        }
+        return true
+    }
+
+    /// The statements, as `help` prints them and `secbridge shell --help` shows them.
+    package static let languageHelp = """
+        Statements (one a line; `#` and `//` start comments; keywords in any case):
+          HEX…             an APDU in hex, e.g. 00 A4 04 00 07 D2 76 00 00 85 01 01 00
+          FF …             a reader pseudo-APDU (e.g. FF 00 48 00 00, the ACR122U firmware);
+                           without a card it goes as an escape command
+          control HEX…     an escape command (SCardControl with the reader's escape code)
+          reset            reset the card and show its ATR
+          reader [NAME]    show the reader, or change to another (an index or part of its name)
+          record FILE      record every exchange to a new transcript FILE; `record off` stops
+          help             this list
+          exit, quit       stop (Ctrl-D too)
+        """
+
+    /// Starts recording to `path` (`record FILE`, `--record FILE`); `line` nil for the option.
+    package func startRecording(_ path: String, line: Int?) throws(CLIError) {
+        let place = line.map { "\(fileName):\($0): " } ?? ""
+        if let recording {
+            throw .failure("\(place)already recording to '\(recording.path)'; `record off` first")
+        }
+        let writer: TranscriptWriter
+        do {
+            writer = try TranscriptRecording.openWriter(
+                path: path,
+                header: TranscriptRecording.header(
+                    reader: reader, atr: card?.atr, transmissionProtocol: card?.handle.transmissionProtocol ?? .undefined,
+                    command: options.command))
+        } catch {
+            throw .failure(place + error.message)
+        }
+        recording = (path, writer, TranscriptRecorder(sink: writer))
+        guard let line else { return }
+        if invocation.json {
+            results.append(.object([("line", .int(line)), ("record", .string(path))]))
+        } else {
+            invocation.out("recording to \(path)")
+        }
+    }
+
+    // MARK: - Steps
+
+    private func exchange(_ bytes: [UInt8], line: Int) throws(CLIError) -> Bool {
+        if card == nil && bytes[0] != 0xFF { try attachCard(line: line, for: "an APDU other than a pseudo-APDU (FF …)") }
+        let answer: [UInt8]
+        if let card {
+            do {
+                let tracer = TracingChannel(recorded(card.channel)) { [invocation] in if !invocation.json { invocation.out($0) } }
+                if options.raw || bytes[0] == 0xFF {
+                    answer = try tracer.transmit(bytes)
+                } else {
+                    let transport = ISO7816Transport(channel: tracer, capabilities: card.capabilities, readerMaxInput: card.maxInput)
+                    answer = try transport.transmit(try CommandAPDU(parsing: bytes)).serialized()
+                }
+            } catch {
+                let message = "\(fileName):\(line): " + card.explainFailure(error, sending: bytes, recorded: recording != nil)
+                dropCardIfGone(card)
+                throw .failure(message)
+            }
+        } else {
+            answer = try control(bytes, line: line, asPseudoAPDU: true)
+        }
+        let firmware = firmwareVersionAnswer(command: bytes, answer: answer)
+        let response = firmware == nil && answer.count >= 2 ? try? ResponseAPDU(parsing: answer) : nil
+        if invocation.json {
+            if card != nil {
+                var members: [(String, JSONValue)] = [("line", .int(line)), ("command", .hex(bytes)), ("response", .hex(answer))]
+                if let firmware { members.append(("firmware", .string(firmware.text))) }
+                if let response {
+                    members.append(("sw", .hex(response.statusWord.bytes)))
+                    members.append(("meaning", .string(response.statusWord.meaning)))
+                }
+                results.append(.object(members))
+            }
+        } else if let response {
+            invocation.out("  SW \(response.statusWord.bytes.hexString): \(response.statusWord.meaning)")
+        } else if let firmware {
+            invocation.out("  firmware: \(firmware.text)")
+        }
+        if options.stopOnError, let sw = response?.statusWord, !(sw.isSuccess || sw.sw1 == 0x61) {
+            invocation.console.err("secbridge: stopped at \(fileName):\(line): SW \(sw.bytes.hexString) (\(sw.meaning))\n")
+            status = SecbridgeCLI.exitFailure
+            return false
+        }
+        return true
+    }
+
+    /// An escape command on the session's handle (a card's or the DIRECT one). With
+    /// `asPseudoAPDU` the caller reports the answer (as for a transmitted pseudo-APDU).
+    private func control(_ bytes: [UInt8], line: Int, asPseudoAPDU: Bool) throws(CLIError) -> [UInt8] {
+        guard let handle = card?.handle ?? direct else {
+            throw .failure("\(fileName):\(line): no connection to '\(reader)'; choose a reader with `reader NAME`")
+        }
+        let code: UInt32
+        if let known = options.controlCode ?? escapeCode {
+            code = known
+        } else {
+            do {
+                code = try SecbridgeCLI.escapeCode(of: handle, reader: reader)
+            } catch {
+                throw .failure("\(fileName):\(line): \(error.message)")
+            }
+            escapeCode = code
+        }
+        let answer: [UInt8]
+        do {
+            let tracer = TracingChannel(recorded(GuardedChannel(handle))) { [invocation] in if !invocation.json { invocation.out($0) } }
+            answer = try tracer.control(code: code, bytes)
+        } catch let error as PCSCError {
+            throw .failure("\(fileName):\(line): " + SecbridgeCLI.controlFailure(error, code: code, command: bytes))
+        } catch {
+            throw .failure("\(fileName):\(line): SCardControl with \(bytes.hexString): \(error)")
+        }
+        let firmware = SecbridgeCLI.firmwareString(bytes, answer)
+        if invocation.json {
+            var members: [(String, JSONValue)] = [
+                ("line", .int(line)), ("control", .string("0x" + String(code, radix: 16, uppercase: true))),
+                ("command", .hex(bytes)), ("response", .hex(answer)),
+            ]
+            if let firmware { members.append(("firmware", .string(firmware))) }
+            results.append(.object(members))
+        } else if !asPseudoAPDU, let firmware {
+            invocation.out("  firmware: \(firmware)")
+        }
+        return answer
+    }
+
+    private func reset(line: Int) throws(CLIError) {
+        if card == nil { try attachCard(line: line, for: "reset") }
+        guard let card else { return }
+        do {
+            try CallWatchdog.shared.guarding("SCardReconnect") { () throws(PCSCError) in
+                try card.handle.reconnect(share: .shared, protocols: .any, initialization: .reset)
+            }
+        } catch {
+            dropCardIfGone(card)
+            throw .failure("\(fileName):\(line): reset failed: \(describe(error))")
+        }
+        let atr = (try? card.handle.status().atr) ?? []
+        try? recording?.recorder.recordEvent(.cardReset, [TranscriptAttribute("atr", atr.hexString)])
+        if invocation.json {
+            results.append(.object([("line", .int(line)), ("reset", .bool(true)), ("atr", .hex(atr))]))
+        } else {
+            invocation.out("reset: ATR \(atr.isEmpty ? "none" : atr.hexString)")
+        }
+    }
+
+    private func changeReader(to argument: String, line: Int) throws(CLIError) {
+        let (readers, states) = try located(line) { () throws(CLIError) in try listReadersWithStates(context) }
+        let chosen = try located(line) { () throws(CLIError) in try selectReader(argument, in: readers) }
+        disconnect()
+        reader = chosen
+        escapeCode = nil
+        let present = states.first { $0.readerName == chosen }?.eventFlags.contains(.present) ?? false
+        try located(line) { () throws(CLIError) in
+            try connect(card: present)
+            try beginTransactionIfHeld()
+        }
+    }
+
+    // MARK: - Connections
+
+    /// Connects to the card in ``reader`` (`card`), else to the reader alone (DIRECT).
+    private func connect(card: Bool) throws(CLIError) {
+        if card {
+            self.card = try CardSession.open(context: context, reader: reader, record: nil, command: options.command)
+            return
+        }
+        let reader = self.reader
+        do {
+            direct = try CallWatchdog.shared.guarding("SCardConnect") { () throws(PCSCError) in
+                try context.connect(to: reader, share: .direct, protocols: .undefined)
+            }
+        } catch {
+            throw .failure("could not connect to '\(reader)' directly: \(describe(error))")
+        }
+    }
+
+    /// A DIRECT session gets the card now in the reader, for `what`.
+    /// - Throws: `CLIError.failure` saying that `what` needs a card when there is none.
+    private func attachCard(line: Int, for what: String) throws(CLIError) {
+        let states: [ReaderState]
+        do {
+            states = try readerStates(context, [reader])
+        } catch {
+            throw .failure("\(fileName):\(line): \(describe(error))")
+        }
+        guard states.first?.eventFlags.contains(.present) == true else {
+            throw .failure("\(fileName):\(line): no card in '\(reader)': \(what) needs one; place a card or tag on the reader, or change readers with `reader NAME`")
+        }
+        try? direct?.disconnect(.leave)
+        direct = nil
+        try located(line) { () throws(CLIError) in
+            try connect(card: true)
+            try beginTransactionIfHeld()
+        }
+    }
+
+    /// After a failure: when the card has left (SCardStatus), the session goes back to the reader
+    /// alone (DIRECT), so the next line that needs a card connects to the one placed then.
+    private func dropCardIfGone(_ card: CardSession) {
+        guard CallWatchdog.shared.guarding("SCardStatus", { card.handle.cardHasLeft() }) else { return }
+        disconnect()
+        try? connect(card: false)
+    }
+
+    private func beginTransactionIfHeld() throws(CLIError) {
+        guard options.holdsTransaction, let card, !inTransaction else { return }
+        try beginCardTransaction(card.handle, reader: card.reader)
+        inTransaction = true
+    }
+
+    private func disconnect() {
+        if let card {
+            if inTransaction { endCardTransaction(card.handle) }
+            card.close()
+        }
+        inTransaction = false
+        card = nil
+        try? direct?.disconnect(.leave)
+        direct = nil
+    }
+
+    private func stopRecording() {
+        try? recording?.writer.close()
+        recording = nil
+    }
+
+    /// `channel`, recorded when a recording is on.
+    private func recorded(_ channel: any CardChannel) -> any CardChannel {
+        recording.map { RecordingChannel(wrapping: channel, recorder: $0.recorder) } ?? channel
+    }
+
+    /// `body`'s error with "FILE:LINE: " before it.
+    private func located<T>(_ line: Int, _ body: () throws(CLIError) -> T) throws(CLIError) -> T {
+        do {
+            return try body()
+        } catch {
+            throw .failure("\(fileName):\(line): \(error.message)")
+        }
+    }
+}
+
+extension SecbridgeCLI {
+    /// Runs `source`'s steps with a ``ScriptInterpreter``: `secbridge run` and a shell reading a
+    /// script. With --json the results (and a failure) are printed as one array at the end.
+    package static func interpret(
+        _ source: inout some ScriptSource, invocation: Invocation, fileName: String, options: ScriptInterpreter.Options,
+        needsCard: Bool
+    ) throws -> Int32 {
+        // The first step is read before a reader is opened: a malformed first line is reported as such.
+        var pending = try source.next()
+        let context = try openContext(invocation)
+        let interpreter = try ScriptInterpreter(
+            invocation: invocation, context: context, fileName: fileName, options: options,
+            reader: invocation.arguments.value("reader"), needsCard: needsCard, wait: invocation.arguments.seconds("wait"))
+        defer { interpreter.close() }
+        do throws(CLIError) {
+            if let path = invocation.arguments.value("record") { try interpreter.startRecording(path, line: nil) }
+            while let step = pending {
+                guard try interpreter.execute(step) else { break }
+                pending = try source.next()
+            }
+        } catch {
+            // The exchanges done so far are shown (and recorded) before the failure.
+            if invocation.json {
+                invocation.out(JSONValue.array(interpreter.results + [.object([("error", .string(error.message))])]).prettySerialized())
+            }
+            throw error
+        }
+        if invocation.json { invocation.out(JSONValue.array(interpreter.results).prettySerialized()) }
+        return interpreter.status
+    }
+
+    /// The interpreter's options from a command's `--raw`, `--stop-on-error` and `--code`.
+    package static func interpreterOptions(_ invocation: Invocation, command: String) -> ScriptInterpreter.Options {
+        var options = ScriptInterpreter.Options()
+        options.raw = invocation.arguments.has("raw")
+        options.stopOnError = invocation.arguments.has("stop-on-error")
+        options.command = command
+        options.controlCode = invocation.arguments.value("code").flatMap { try? HexBytes.parse($0) }.map { bytes in
+            bytes.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        }
+        return options
+    }
+}

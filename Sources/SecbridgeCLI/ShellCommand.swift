@@ -1,0 +1,90 @@
+import ISO7816
+import PCSC
+
+extension SecbridgeCLI {
+    package static let shellCommand = Command(
+        name: "shell",
+        abstract: "An interactive session on a reader: APDUs, pseudo-APDUs, escape commands, reset, with history.",
+        usage: "[--reader NAME|INDEX] [--raw] [--stop-on-error] [--wait SECONDS] [--code HEX4] [--record FILE] [--history FILE]",
+        discussion: """
+            Opens the reader (--reader, else the first with a card, else the first) and reads
+            statements, one a line: on the card when there is one, else on the reader alone (a
+            DIRECT connection, where pseudo-APDUs go as escape commands as `secbridge control`
+            sends them). A card placed later is connected to by the first APDU that needs one.
+
+            \(ScriptInterpreter.languageHelp)
+
+            On a terminal, lines are edited with libedit (arrow keys, Ctrl-A, Ctrl-E, history; Ctrl-C
+            drops the line being typed) and the history is kept in --history, by default
+            $XDG_STATE_HOME/secbridge/history or else ~/.local/state/secbridge/history; a failing
+            line is reported and the session goes on.
+            When standard input is not a terminal, the lines are read without prompts as a script,
+            exactly as `secbridge run -` reads them: the same output, one PC/SC transaction over
+            the card, and the first failing line stops the script (exit status 1).
+
+            Example:
+              $ secbridge shell
+              reader: ACS ACR122U PICC Interface 00 00, no card (a DIRECT connection: …)
+              secbridge> FF 00 48 00 00
+              ctl 0x42000001 > FF 00 48 00 00
+              ctl < 41 43 52 31 32 32 55 32 30 37
+                firmware: ACR122U207
+              $ printf '00 A4 04 00 07 D2 76 00 00 85 01 01 00\\nreset\\n' | secbridge shell
+            """,
+        options: [
+            .reader("The reader: an index from `secbridge readers` or part of its name."),
+            .flag("raw", "Send the bytes as they are: no GET RESPONSE, no Le correction, no chaining."),
+            .flag("stop-on-error", "In a script: stop at the first status word other than 90 00 or 61xx, and exit 1."),
+            .waitForCard,
+            .controlCode,
+            .value("record", "FILE", "Record every exchange to a transcript FILE (as the `record` statement does)."),
+            .value("history", "FILE", "The history file on a terminal (default: $XDG_STATE_HOME/secbridge/history)."),
+        ],
+        run: runShell
+    )
+
+    @Sendable package static func runShell(_ invocation: Invocation) throws -> Int32 {
+        guard invocation.arguments.positional.isEmpty else {
+            throw CLIError.usage("shell takes no arguments, got '\(invocation.arguments.positional[0])'; give a script on standard input or use `secbridge run SCRIPT`")
+        }
+        let buffered = BufferedConsole(invocation.console)
+        defer { buffered.flush() }
+        let invocation = invocation.with(console: buffered)
+        var options = interpreterOptions(invocation, command: "shell")
+        guard buffered.inputIsTerminal else {
+            var source = ConsoleLines(console: buffered)
+            return try interpret(&source, invocation: invocation, fileName: "<stdin>", options: options, needsCard: false)
+        }
+        // Interactive: no transaction held while the user thinks, so other programs reach the card.
+        options.holdsTransaction = false
+        let context = try openContext(invocation)
+        let interpreter = try ScriptInterpreter(
+            invocation: invocation, context: context, fileName: "shell", options: options,
+            reader: invocation.arguments.value("reader"), needsCard: false, wait: invocation.arguments.seconds("wait"))
+        defer { interpreter.close() }
+        if let path = invocation.arguments.value("record") { try interpreter.startRecording(path, line: nil) }
+        invocation.out(interpreter.readerDescription)
+        invocation.out("`help` lists the statements; Ctrl-D or `exit` ends the session.")
+        let editor = LineEditor(
+            console: buffered, historyPath: invocation.arguments.value("history") ?? ShellHistory.defaultPath(environment: environmentValue))
+        var lineNumber = 0
+        while true {
+            buffered.flush()
+            guard let line = editor.readLine(prompt: "secbridge> ") else {
+                invocation.out("")
+                break
+            }
+            lineNumber += 1
+            do throws(CLIError) {
+                switch try ScriptLine.parse(Array(line.utf8)[...], fileName: "shell", line: lineNumber) {
+                case .none: continue
+                case .exit: return exitSuccess
+                case .step(let step): _ = try interpreter.execute(step)
+                }
+            } catch {
+                buffered.err("secbridge: error: \(error.message)\n")
+            }
+        }
+        return exitSuccess
+    }
+}
