@@ -70,11 +70,14 @@ func secbridgeBinary() throws -> URL {
 func runBinary(_ arguments: [String], environment: [String: String], input: String? = nil, timeout: Duration = .seconds(20)) async throws
     -> (status: Int32, out: String, err: String)
 {
-    try await runProgram(try secbridgeBinary(), arguments, environment: environment, timeout: timeout)
+    try await runProgram(try secbridgeBinary(), arguments, environment: environment, input: input, timeout: timeout)
 }
 
-/// Runs `program` as a subprocess with `environment` and a bound on its run time.
-func runProgram(_ binary: URL, _ arguments: [String], environment: [String: String], timeout: Duration = .seconds(20)) async throws
+/// Runs `program` as a subprocess with `environment` and a bound on its run time; with `input`,
+/// standard input is a pipe that carries it and then ends.
+func runProgram(
+    _ binary: URL, _ arguments: [String], environment: [String: String], input: String? = nil, timeout: Duration = .seconds(20)
+) async throws
     -> (status: Int32, out: String, err: String)
 {
     // A thread of its own: subprocesses of suites that run in parallel do not queue behind each
