@@ -227,8 +227,12 @@ public struct Type2TagMemory: Sendable, Hashable {
         return .ack
     }
 
-    /// One command on air: READ 30, WRITE A2, GET_VERSION 60. Anything else (or a wrong length)
-    /// gets NAK 0h; GET_VERSION to an Ultralight gets no answer.
+    /// One command on air: READ 30, WRITE A2, COMPATIBILITY_WRITE A0, GET_VERSION 60. Anything
+    /// else (or a wrong length) gets NAK 0h; GET_VERSION to an Ultralight gets no answer.
+    ///
+    /// COMPATIBILITY_WRITE `A0 page` + 16 bytes (the PN532 sends both parts in one InDataExchange,
+    /// as for MIFARE Classic) writes the first 4 bytes to the page under the rules of WRITE
+    /// (NTAG21x data sheet §10.5, MF0ICU1 §9.4); libnfc's nfc-mfultralight writes with it.
     mutating func transceive(_ command: [UInt8]) -> TagAnswer {
         guard let code = command.first else { return .mute }
         switch code {
@@ -237,6 +241,9 @@ public struct Type2TagMemory: Sendable, Hashable {
             return read(page: Int(command[1]))
         case 0xA2:
             guard command.count == 6 else { return .nak(0x0) }
+            return write(page: Int(command[1]), Array(command[2..<6]))
+        case 0xA0:
+            guard command.count == 18 else { return .nak(0x0) }
             return write(page: Int(command[1]), Array(command[2..<6]))
         case 0x60:
             guard let version = model.versionInfo else { return .mute }
