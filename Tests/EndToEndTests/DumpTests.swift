@@ -303,9 +303,27 @@ extension SharedReader {
             #expect(read.status == 0, "\(read.output)")
             #expect(read.output.contains("NTAG Type: NTAG213"), "\(read.output)")
             #expect(try bytes(of: theirs) == bytes(of: ours))
-            // Its dump loads in ours (nothing differs, nothing is written).
+            // Its dump loads in ours: onto a fresh NTAG213 with an empty NDEF message.
+            try await removeAll(environment: environment)
+            try await place("place-tag type=ntag213 uid=04A1B2C3D4E5F6 id=t2", environment: environment)
             let loaded = try await runCLI(["write-dump", theirs, "--reader", reader, "--yes"])
-            #expect(loaded.out.contains("nothing to write: the tag already holds the dump's pages (45 unchanged)"), "\(loaded.out)\(loaded.err)")
+            #expect(loaded.status == 0, "\(loaded.err)")
+            #expect(loaded.out.contains("wrote 5 pages (4–8); 40 unchanged\n"), "\(loaded.out)\(loaded.err)")
+            #expect(try await runCLI(["read", "--reader", reader, "--dump", check]).status == 0)
+            #expect(try bytes(of: check) == bytes(of: ours))
+
+            // Ours loads in it: nfc-mfultralight w (OTP, lock and dynamic lock pages as in the file;
+            // "n" to its UID question) onto a fresh tag; the result is our dump again.
+            try await removeAll(environment: environment)
+            try await place("place-tag type=ntag213 uid=04A1B2C3D4E5F6 id=t2", environment: environment)
+            let written = try await blocking {
+                try Libnfc.run("nfc-mfultralight", ["w", ours, "--otp", "--lock", "--dynlock"], environment: tool, timeout: .seconds(60), input: "n\n")
+            }
+            #expect(written.status == 0, "\(written.output)")
+            #expect(written.output.contains("Done, 43 of 45 pages written (2 pages skipped, 0 pages failed)."), "\(written.output)")
+            try FileManager.default.removeItem(atPath: check)
+            #expect(try await runCLI(["read", "--reader", reader, "--dump", check]).status == 0)
+            #expect(try bytes(of: check) == bytes(of: ours))
             try await removeAll(environment: environment)
         }
     }
