@@ -50,4 +50,12 @@ extension StorageCardPeerTests {
         _ = try reader.control(code: 0x4200_0001, wrapped("D4 08 63 02 80 63 03 80"))
         #expect(try reader.control(code: 0x4200_0001, wrapped("D4 42 60")) == hex("D5 43 00") + version + hex("90 00"))
     }
+
+    @Test("COMPATIBILITY_WRITE A0 + 16 bytes writes the first 4 to the page, under WRITE's rules")
+    func compatibilityWrite() throws {
+        let reader = try Self.listed(try ISO14443_3Tag(type2: .ntag213, uid: hex(Self.uid7)))
+        #expect(try Self.exchange(reader, "A0 05 01 02 03 04 AA AA AA AA AA AA AA AA AA AA AA AA") == "D5 41 00")
+        #expect(try Self.exchange(reader, "30 05").hasPrefix("D5 41 00 01 02 03 04 00 00 00 00"))
+        #expect(try Self.exchange(reader, "A0 00 01 02 03 04 00 00 00 00 00 00 00 00 00 00 00 00") == "D5 41 13")
+    }
 }
