@@ -99,12 +99,7 @@ public struct MifareClassicDump: Sendable, Hashable {
         var loaded: MifareKey?
         for sector in 0...MifareClassicLayout.sector(ofBlock: count - 1) {
             let range = blocks(ofSector: sector)
-            let key = keyForSector(sector)
-            if loaded != key {
-                try card.loadKey(key, slot: 0)
-                loaded = key
-            }
-            try card.authenticate(block: UInt8(range.lowerBound), keyType: keyType, slot: 0)
+            let key = try authenticate(sector: sector, keyType: keyType, keyForSector: keyForSector, loaded: &loaded, card: card)
             let trailerBlock = range.upperBound - 1
             var trailer = try readBlock(trailerBlock, sector: sector, keyType: keyType, card: card)
             guard let conditions = MifareAccessConditions(bytes: Array(trailer[6..<9])) else {
@@ -127,6 +122,20 @@ public struct MifareClassicDump: Sendable, Hashable {
             }
         }
         return try MifareClassicDump(kind: kind, bytes: out.flatMap { $0 })
+    }
+
+    /// Load Keys (only when the sector's key is not the one loaded last) and General Authenticate
+    /// for the first block of `sector`; returns the key.
+    private static func authenticate(
+        sector: Int, keyType: MifareKeyType, keyForSector: (Int) -> MifareKey, loaded: inout MifareKey?, card: StorageCard
+    ) throws -> MifareKey {
+        let key = keyForSector(sector)
+        if loaded != key {
+            try card.loadKey(key, slot: 0)
+            loaded = key
+        }
+        try card.authenticate(block: UInt8(MifareClassicLayout.firstBlock(ofSector: sector)), keyType: keyType, slot: 0)
+        return key
     }
 
     private static func readBlock(_ block: Int, sector: Int, keyType: MifareKeyType, card: StorageCard) throws -> [UInt8] {
@@ -175,12 +184,7 @@ public struct MifareClassicDump: Sendable, Hashable {
         var loaded: MifareKey?
         for sector in 0..<sectorCount {
             let range = Self.blocks(ofSector: sector)
-            let key = keyForSector(sector)
-            if loaded != key {
-                try card.loadKey(key, slot: 0)
-                loaded = key
-            }
-            try card.authenticate(block: UInt8(range.lowerBound), keyType: keyType, slot: 0)
+            let key = try Self.authenticate(sector: sector, keyType: keyType, keyForSector: keyForSector, loaded: &loaded, card: card)
             let trailerBlock = range.upperBound - 1
             let current = try Self.readBlock(trailerBlock, sector: sector, keyType: keyType, card: card)
             guard let conditions = MifareAccessConditions(bytes: Array(current[6..<9])) else {
@@ -256,12 +260,7 @@ public struct MifareClassicDump: Sendable, Hashable {
             let block = write.block
             let s = MifareClassicLayout.sector(ofBlock: block)
             if s != sector {
-                let key = keyForSector(s)
-                if loaded != key {
-                    try card.loadKey(key, slot: 0)
-                    loaded = key
-                }
-                try card.authenticate(block: UInt8(MifareClassicLayout.firstBlock(ofSector: s)), keyType: keyType, slot: 0)
+                _ = try authenticate(sector: s, keyType: keyType, keyForSector: keyForSector, loaded: &loaded, card: card)
                 sector = s
             }
             try card.updateBinary(block: UInt8(block), data: write.data)

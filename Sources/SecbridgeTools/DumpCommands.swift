@@ -257,19 +257,7 @@ extension SecbridgeCLI {
         if kind.isMifareClassic, arguments.has("lock-bytes") || arguments.has("config") {
             throw CLIError.usage("--lock-bytes and --config are for MIFARE Ultralight / NTAG21x; the card in '\(session.reader)' is a \(kind)")
         }
-        let console = invocation.console
-        let approve = arguments.has("yes")
-        func confirm(_ prompt: String) -> Bool {
-            if approve { return true }
-            console.out("\(prompt) [y/N] ")
-            switch console.readLine()?.lowercased() {
-            case "y", "yes": return true
-            case nil:
-                console.out("\nno answer on standard input: not written (use --yes to write without asking)\n")
-                return false
-            default: return false
-            }
-        }
+        let confirm = consoleConfirmation(invocation)
         let out = { (line: String) in invocation.out(line) }
         try reselect(session, reason: activateAnew)
         return try withCardTransaction(session.handle, reader: session.reader) {
