@@ -84,10 +84,15 @@ extension SecbridgeCLI {
         }
     }
 
-    /// The storage card in the session: its PC/SC part 3 description and kind, refusing other cards.
+    /// The storage card in the session, activated anew (``reselect(_:reason:)``, ``activateAnew``)
+    /// and named by the ATR the reader gives after that (not the one pcscd saw at connect time: a
+    /// card swapped in between would be taken for the old one): its PC/SC part 3 description and
+    /// kind, refusing other cards.
     static func dumpableCard(_ session: CardSession, command: String) throws(CLIError) -> (ContactlessStorageCard, StorageCardKind) {
-        guard let storage = StorageCard.identify(atr: session.atr) else {
-            throw .failure("\(command) is for storage cards (MIFARE Classic, MIFARE Ultralight, NTAG21x); the card in '\(session.reader)' is not a PC/SC part 3 storage card (ATR \(session.atr.hexString))")
+        try reselect(session, reason: activateAnew)
+        let atr = (try? session.handle.status().atr) ?? session.atr
+        guard let storage = StorageCard.identify(atr: atr) else {
+            throw .failure("\(command) is for storage cards (MIFARE Classic, MIFARE Ultralight, NTAG21x); the card in '\(session.reader)' is not a PC/SC part 3 storage card (ATR \(atr.hexString))")
         }
         let kind = StorageCardKind(cardName: storage.cardName)
         guard kind.isMifareClassic || kind == .type2Tag else {
@@ -124,7 +129,6 @@ extension SecbridgeCLI {
             throw CLIError.usage("--key, --keys and --key-b are for MIFARE Classic cards; the card in '\(reader)' is \(kind)")
         }
         let json = arguments.has("json")
-        try reselect(session, reason: activateAnew)
         return try withCardTransaction(session.handle, reader: reader) {
             let card = StorageCard(channel: session.channel)
             let uid = try? card.uid()
@@ -259,7 +263,6 @@ extension SecbridgeCLI {
         }
         let confirm = consoleConfirmation(invocation)
         let out = { (line: String) in invocation.out(line) }
-        try reselect(session, reason: activateAnew)
         return try withCardTransaction(session.handle, reader: session.reader) {
             let card = StorageCard(channel: session.channel)
             let uid = try? card.uid()
