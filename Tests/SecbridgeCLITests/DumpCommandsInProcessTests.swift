@@ -60,5 +60,37 @@ extension InProcessCommandTests {
             #expect(blocks.err.contains("--dump reads every block; drop --blocks"), "\(blocks.err)")
             #expect(!FileManager.default.fileExists(atPath: path))
         }
+
+        @Test func keysFromAKeysFileAndADumpOfAnotherTag() async throws {
+            let desk = try await SimulatedDesk.open()
+            defer { desk.close() }
+            try desk.control().send("place-tag type=classic1k uid=04A1B2C3 key=A0A1A2A3A4A5 id=mf")
+            let keys = newPath("keys.mfd"), viaKeys = newPath("via.mfd"), t2 = newPath("t2.bin")
+            defer { for path in [keys, viaKeys, t2] { try? FileManager.default.removeItem(atPath: path) } }
+            // Without a key the transport key fails on sector 0: no file is written.
+            let wrongKey = try await runTool(["read", "--reader", desk.names[0], "--dump", keys], on: desk)
+            #expect(wrongKey.status == 1)
+            #expect(wrongKey.err.contains("not dumped: General Authenticate block 0 (sector 0) with key A failed: authentication failed for sector 0 with key A"), "\(wrongKey.err)")
+            #expect(!FileManager.default.fileExists(atPath: keys))
+            #expect(try await runTool(["read", "--reader", desk.names[0], "--dump", keys, "--key", "A0A1A2A3A4A5"], on: desk).status == 0)
+            // The keys file's trailers give each sector's key (as libnfc's <keys.mfd>).
+            let fromFile = try await runTool(["read", "--reader", desk.names[0], "--dump", viaKeys, "--keys", keys], on: desk)
+            #expect(fromFile.status == 0, "\(fromFile.err)")
+            #expect(FileManager.default.contents(atPath: viaKeys) == FileManager.default.contents(atPath: keys))
+            _ = try? desk.control().send("remove all=yes")
+
+            // A Type 2 dump of one tag restored to another (a desk of its own for each tag): the UID
+            // pages are never written, and said so.
+            let source = try await SimulatedDesk.open()
+            defer { source.close() }
+            try source.control().send("place-tag type=ntag213 uid=04A1B2C3D4E5F6 ndef=D1010C55046578616D706C652E636F6D id=t2")
+            #expect(try await runTool(["read", "--reader", source.names[0], "--dump", t2], on: source).status == 0)
+            try desk.control().send("place-tag type=ntag213 uid=04112233445566 id=t2b")
+            defer { _ = try? desk.control().send("remove all=yes") }
+            let other = try await runTool(["write-dump", t2, "--reader", desk.names[0], "--yes"], on: desk)
+            #expect(other.status == 0, "\(other.err)")
+            #expect(other.out.contains("note: pages 0–2 differ from the tag's and are never written (UID and check bytes, internal byte, PWD, PACK)\n"), "\(other.out)")
+            #expect(other.out.contains("wrote 5 pages (4–8); 37 unchanged\n"), "\(other.out)")
+        }
     }
 }
