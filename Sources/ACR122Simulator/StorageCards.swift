@@ -6,13 +6,15 @@ import ISO7816
 // pseudo-APDUs (FF 82 / FF 86 / FF 88 / FF B0 / FF D6) reach it through ``StorageCardMemory``.
 //
 // A second copy, on purpose: the MIFARE Classic sector/block arithmetic (``MIFAREClassicModel``),
-// the NDEF Message TLV (``Type2TagMemory/ndefTLV(_:)``) and the Type 2 static lock bits
-// (``Type2TagMemory/isLocked(page:)``) also live in NFCTags (`MifareClassicLayout`,
-// `Type2TagWriter`), which the reader code and the transcript redactor use. The simulator does not
+// the NDEF Message TLV (``Type2TagMemory/ndefTLV(_:)``), the Type 2 lock bits
+// (``Type2TagMemory/isLocked(page:)``) and the access conditions (``MIFAREAccessConditions``) also
+// live in NFCTags (`MifareClassicLayout`, `Type2TagWriter`, `Type2TagLayout`,
+// `MifareAccessConditions`), which the reader code, dumps and the transcript redactor use. The simulator does not
 // import NFCTags: it is an oracle of the real card, written from the data sheets, so a mistake in
 // the reader code cannot also creep into the card it is tested against.
 // Tests/ACR122SimulatorTests/TagArithmeticCrossCheckTests.swift compares the two over every block
-// of MIFARE Classic Mini/1K/4K and a set of TLV and lock-byte vectors, so they cannot drift apart.
+// of MIFARE Classic Mini/1K/4K, every access-bit encoding and rule, and a set of TLV and lock-byte
+// vectors, so they cannot drift apart.
 
 /// A problem with the description of a storage card (bad UID length, NDEF message too large, bad
 /// key length); the reason says what to give instead.
