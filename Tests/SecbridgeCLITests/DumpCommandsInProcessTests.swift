@@ -92,5 +92,29 @@ extension InProcessCommandTests {
             #expect(other.out.contains("note: pages 0–2 differ from the tag's and are never written (UID and check bytes, internal byte, PWD, PACK)\n"), "\(other.out)")
             #expect(other.out.contains("wrote 5 pages (4–8); 37 unchanged\n"), "\(other.out)")
         }
+
+        @Test func ultralightWithoutGetVersionDumpsSixteenPagesAndRestores() async throws {
+            let desk = try await SimulatedDesk.open()
+            defer { desk.close() }
+            // A MIFARE Ultralight does not know GET_VERSION (MF0ICU1): 16 pages, selected again after asking.
+            try desk.control().send("place-tag type=ultralight uid=04A1B2C3D4E5F6 id=ul")
+            defer { _ = try? desk.control().send("remove all=yes") }
+            let first = newPath("ul.bin"), edited = newPath("ule.bin"), second = newPath("ulb.bin")
+            defer { for path in [first, edited, second] { try? FileManager.default.removeItem(atPath: path) } }
+            let dumped = try await runTool(["read", "--reader", desk.names[0], "--dump", first], on: desk)
+            #expect(dumped.status == 0, "\(dumped.err)")
+            #expect(dumped.out.contains("read 16 pages of the MIFARE Ultralight\n"), "\(dumped.out)")
+            var dump = [UInt8](FileManager.default.contents(atPath: first) ?? Data())
+            #expect(dump.count == 64)
+            // CC E1 10 06 00: 48 data bytes (MF0ICU1 §7.5; docs/storage-card-dumps.md §3).
+            #expect(Array(dump[12..<16]) == [0xE1, 0x10, 0x06, 0x00])
+            dump.replaceSubrange(60..<64, with: [0x0F, 0x0F, 0x0F, 0x0F])
+            _ = FileManager.default.createFile(atPath: edited, contents: Data(dump))
+            let restored = try await runTool(["write-dump", edited, "--reader", desk.names[0], "--yes"], on: desk)
+            #expect(restored.status == 0, "\(restored.err)")
+            #expect(restored.out.contains("wrote 1 page (15); 15 unchanged\n"), "\(restored.out)")
+            #expect(try await runTool(["read", "--reader", desk.names[0], "--dump", second], on: desk).status == 0)
+            #expect(FileManager.default.contents(atPath: second).map { [UInt8]($0) } == dump)
+        }
     }
 }
