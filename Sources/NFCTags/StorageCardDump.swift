@@ -299,7 +299,7 @@ public struct Type2TagLayout: Sendable, Hashable, CustomStringConvertible {
     /// The pages a lock bit protects, given page 2's lock bytes and (NTAG) the dynamic lock page:
     /// LOCK0 bit 3 → page 3, bits 4–7 → pages 4–7; LOCK1 bits 0–7 → pages 8–15 (NTAG21x §8.5.2,
     /// MF0ICU1 §7.5.2). NTAG213 dynamic lock byte 0 bits 0–7 lock pages 16–31 two by two, byte 1
-    /// bits 0–3 pages 32–39 (NTAG21x §8.5.3). On an NTAG215/216 any dynamic lock bit set counts as
+    /// bits 0–3 pages 32–39 (NTAG21x §8.5.3). On an NTAG215/216 any bit set in dynamic lock bytes 0–1 counts as
     /// locking every page from 16 (their mapping is not in docs/, so this side errs on refusing).
     public func isLocked(page: Int, lockBytes: [UInt8], dynamicLock: [UInt8]) -> Bool {
         switch page {
@@ -311,7 +311,7 @@ public struct Type2TagLayout: Sendable, Hashable, CustomStringConvertible {
                 let bit = (page - 16) / 2
                 return bit < 8 ? dynamicLock[0] & (1 << UInt8(bit)) != 0 : dynamicLock[1] & (1 << UInt8(bit - 8)) != 0
             }
-            return dynamicLock[0] != 0 || dynamicLock[1] & 0x7F != 0
+            return dynamicLock[0] != 0 || dynamicLock[1] != 0
         default: return false
         }
     }

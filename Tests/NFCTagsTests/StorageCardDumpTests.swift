@@ -78,5 +78,9 @@ import Testing
         #expect(layout.isLocked(page: 4, lockBytes: [0x10, 0], dynamicLock: []))
         #expect(layout.isLocked(page: 15, lockBytes: [0, 0x80], dynamicLock: []))
         #expect(!layout.isLocked(page: 5, lockBytes: [0x10, 0], dynamicLock: []))
+        // NTAG215: no page mapping in docs/, so any dynamic lock bit refuses every page from 16.
+        let ntag215 = Type2TagLayout(product: .ntag215)
+        #expect(ntag215.isLocked(page: 0x81, lockBytes: [0, 0], dynamicLock: [0x00, 0x80, 0x00]))
+        #expect(!ntag215.isLocked(page: 0x81, lockBytes: [0, 0], dynamicLock: [0x00, 0x00, 0xFF]))
     }
 }
