@@ -316,23 +316,53 @@ extension DeviceState {
     /// InDataExchange: decision, the CRC and the 4-bit ACK handling of raw mode are not modelled).
     /// A MIFARE Classic card stays mute (01): the PN532 runs Crypto1 only inside InDataExchange.
     /// Every other target, and no target, gives 01 as before.
+    ///
+    /// CRC handling follows the CIU registers the host writes (TxMode 6302h / RxMode 6303h bit 7,
+    /// TxCRCEn / RxCRCEn: what libnfc's `chips/pn53x.c` writes for NP_HANDLE_CRC;
+    /// docs/storage-card-dumps.md §4): with TxCRCEn cleared the host sends the CRC_A itself as the
+    /// last two bytes (checked and removed; a wrong one leaves the tag mute, as a tag ignores a
+    /// frame with a bad CRC), with RxCRCEn cleared the tag's data answer comes with its CRC_A.
+    /// Until the host writes a register the firmware's own setting holds: CRC on (decision).
     func inCommunicateThru(_ raw: [UInt8], world: FieldWorld) -> [UInt8] {
-        guard !raw.isEmpty, case .initiator(let targets) = role,
+        let hostSendsCRC = registers[0x6302].map { $0 & 0x80 == 0 } ?? false
+        let hostGetsCRC = registers[0x6303].map { $0 & 0x80 == 0 } ?? false
+        var frame = raw
+        if hostSendsCRC {
+            guard frame.count >= 3, Array(frame.suffix(2)) == Self.crcA(Array(frame.dropLast(2))) else {
+                lastError = 0x01
+                return [0x01]
+            }
+            frame.removeLast(2)
+        }
+        guard !frame.isEmpty, case .initiator(let targets) = role,
               let target = targets.first(where: { !$0.deselected }), stillPresent(target.peer, world: world),
-              case .tag(let tag) = target.peer, !tag.isClassic, let answer = tag.transceive(raw) else {
+              case .tag(let tag) = target.peer, !tag.isClassic, let answer = tag.transceive(frame) else {
             lastError = 0x01
             return [0x01]
         }
         switch Self.outcome(of: answer) {
         case .answer(let data):
             lastError = 0x00
-            return [0x00] + data.prefix(Self.frameDataLimit)
+            let onAir = hostGetsCRC && !data.isEmpty ? data + Self.crcA(data) : data
+            return [0x00] + onAir.prefix(Self.frameDataLimit)
         case .status(let status):
             lastError = status
             return [status]
         case .mcuTimeout, .driverTimeout, .cardLost:
             return [0x01]
         }
+    }
+
+    /// CRC_A of ISO/IEC 14443-3 Annex B: initial value 6363h, polynomial x^16 + x^12 + x^5 + 1
+    /// processed least significant bit first, sent low byte first (`00 00` → `A0 1E`).
+    static func crcA(_ bytes: [UInt8]) -> [UInt8] {
+        var crc: UInt16 = 0x6363
+        for byte in bytes {
+            var b = byte ^ UInt8(crc & 0xFF)
+            b ^= b << 4
+            crc = (crc >> 8) ^ (UInt16(b) << 8) ^ (UInt16(b) << 3) ^ (UInt16(b) >> 4)
+        }
+        return [UInt8(crc & 0xFF), UInt8(crc >> 8)]
     }
 
     /// MIFARE Classic authentication `60/61 block key(6) UID(4)`: 00 when the UID matches and the

@@ -6,13 +6,15 @@ import ISO7816
 // pseudo-APDUs (FF 82 / FF 86 / FF 88 / FF B0 / FF D6) reach it through ``StorageCardMemory``.
 //
 // A second copy, on purpose: the MIFARE Classic sector/block arithmetic (``MIFAREClassicModel``),
-// the NDEF Message TLV (``Type2TagMemory/ndefTLV(_:)``) and the Type 2 static lock bits
-// (``Type2TagMemory/isLocked(page:)``) also live in NFCTags (`MifareClassicLayout`,
-// `Type2TagWriter`), which the reader code and the transcript redactor use. The simulator does not
+// the NDEF Message TLV (``Type2TagMemory/ndefTLV(_:)``), the Type 2 lock bits
+// (``Type2TagMemory/isLocked(page:)``) and the access conditions (``MIFAREAccessConditions``) also
+// live in NFCTags (`MifareClassicLayout`, `Type2TagWriter`, `Type2TagLayout`,
+// `MifareAccessConditions`), which the reader code, dumps and the transcript redactor use. The simulator does not
 // import NFCTags: it is an oracle of the real card, written from the data sheets, so a mistake in
 // the reader code cannot also creep into the card it is tested against.
 // Tests/ACR122SimulatorTests/TagArithmeticCrossCheckTests.swift compares the two over every block
-// of MIFARE Classic Mini/1K/4K and a set of TLV and lock-byte vectors, so they cannot drift apart.
+// of MIFARE Classic Mini/1K/4K, every access-bit encoding and rule, and a set of TLV and lock-byte
+// vectors, so they cannot drift apart.
 
 /// A problem with the description of a storage card (bad UID length, NDEF message too large, bad
 /// key length); the reason says what to give instead.
@@ -175,30 +177,41 @@ public struct Type2TagMemory: Sendable, Hashable {
 
     /// READ `30 page` → 16 bytes: pages page…page+3, rolling over from the last page to page 0
     /// (NTAG21x data sheet §10.2, MF0ICU1 §9.2); NAK 0h for an address beyond the memory.
+    /// PWD and PACK (an NTAG's last two pages) always read as 00h (NTAG21x data sheet §8.5.7).
     func read(page: Int) -> TagAnswer {
         guard page >= 0, page < model.pageCount else { return .nak(0x0) }
         var out: [UInt8] = []
-        for i in 0..<4 { out += self.page((page + i) % model.pageCount) ?? [] }
+        for i in 0..<4 {
+            let n = (page + i) % model.pageCount
+            let secret = model.dynamicLockPage != nil && n >= model.pageCount - 2
+            out += secret ? [0, 0, 0, 0] : self.page(n) ?? []
+        }
         return .data(out)
     }
 
-    /// Whether a static lock bit protects `page` (pages 3–15: LOCK0 bits 3–7 lock pages 3–7,
-    /// LOCK1 bits 0–7 pages 8–15; NTAG21x data sheet §8.5.2). Block-locking bits and the dynamic
-    /// lock bytes are kept in memory but not enforced. (The simulator's own copy of NFCTags'
-    /// `Type2TagWriter.lockedPages`, which covers pages 4–15; see the note at the top of this file.)
+    /// Whether a lock bit protects `page`: static lock bits for pages 3–15 (LOCK0 bits 3–7 lock
+    /// pages 3–7, LOCK1 bits 0–7 pages 8–15; NTAG21x data sheet §8.5.2); on an NTAG213 the dynamic
+    /// lock bits for pages 16–39 (page 28h byte 0 bits 0–7 lock pages 16–31 two at a time, byte 1
+    /// bits 0–3 pages 32–39; NTAG21x §8.5.3, docs/storage-card-dumps.md §3). Block-locking bits,
+    /// and the dynamic lock bits of an NTAG215/216, are kept in memory but not enforced. (The
+    /// simulator's own copy of NFCTags' `Type2TagLayout.isLocked`; see the note at the top of this file.)
     func isLocked(page: Int) -> Bool {
         let lock0 = bytes[10], lock1 = bytes[11]
         switch page {
         case 3...7: return lock0 & (1 << UInt8(page)) != 0
         case 8...15: return lock1 & (1 << UInt8(page - 8)) != 0
+        case 16...39 where model == .ntag213:
+            let dynamic = 40 * 4, bit = (page - 16) / 2
+            return bit < 8 ? bytes[dynamic] & (1 << UInt8(bit)) != 0 : bytes[dynamic + 1] & (1 << UInt8(bit - 8)) != 0
         default: return false
         }
     }
 
     /// WRITE `A2 page d0 d1 d2 d3` → ACK, or NAK 0h: pages 0–1 (UID) and addresses beyond the
     /// memory are refused; on page 2 only the lock bytes are OR-ed in (bytes 0–1 are kept); the
-    /// capability container (page 3) is one-time programmable: its bits are OR-ed; a page whose
-    /// static lock bit is set is refused (NTAG21x data sheet §10.4, §8.5.2, §8.5.6).
+    /// capability container (page 3) is one-time programmable: its bits are OR-ed; on an NTAG the
+    /// dynamic lock bytes (bytes 0–2 of the dynamic lock page) are OR-ed too, byte 3 (RFUI) kept;
+    /// a page a lock bit protects is refused (NTAG21x data sheet §10.4, §8.5.2, §8.5.3, §8.5.6).
     mutating func write(page: Int, _ data: [UInt8]) -> TagAnswer {
         guard data.count == 4, page >= 2, page < model.pageCount, !isLocked(page: page) else { return .nak(0x0) }
         let base = page * 4
@@ -208,14 +221,20 @@ public struct Type2TagMemory: Sendable, Hashable {
             bytes[base + 3] |= data[3]
         case 3:
             for i in 0..<4 { bytes[base + i] |= data[i] }
+        case model.dynamicLockPage:
+            for i in 0..<3 { bytes[base + i] |= data[i] }
         default:
             bytes.replaceSubrange(base..<base + 4, with: data)
         }
         return .ack
     }
 
-    /// One command on air: READ 30, WRITE A2, GET_VERSION 60. Anything else (or a wrong length)
-    /// gets NAK 0h; GET_VERSION to an Ultralight gets no answer.
+    /// One command on air: READ 30, WRITE A2, COMPATIBILITY_WRITE A0, GET_VERSION 60. Anything
+    /// else (or a wrong length) gets NAK 0h; GET_VERSION to an Ultralight gets no answer.
+    ///
+    /// COMPATIBILITY_WRITE `A0 page` + 16 bytes (the PN532 sends both parts in one InDataExchange,
+    /// as for MIFARE Classic) writes the first 4 bytes to the page under the rules of WRITE
+    /// (NTAG21x data sheet §10.5, MF0ICU1 §9.4); libnfc's nfc-mfultralight writes with it.
     mutating func transceive(_ command: [UInt8]) -> TagAnswer {
         guard let code = command.first else { return .mute }
         switch code {
@@ -224,6 +243,9 @@ public struct Type2TagMemory: Sendable, Hashable {
             return read(page: Int(command[1]))
         case 0xA2:
             guard command.count == 6 else { return .nak(0x0) }
+            return write(page: Int(command[1]), Array(command[2..<6]))
+        case 0xA0:
+            guard command.count == 18 else { return .nak(0x0) }
             return write(page: Int(command[1]), Array(command[2..<6]))
         case 0x60:
             guard let version = model.versionInfo else { return .mute }

@@ -313,7 +313,7 @@ extension SecbridgeCLI {
     static let readCommand = Command(
         name: "read",
         abstract: SecbridgeCLI.toolAbstract("read"),
-        usage: "[--reader NAME|INDEX] [--pn532] [--wait SECONDS] [--aid HEX] [--key HEX12 [--key-b] --blocks N[-M]] [--json] [--record FILE]",
+        usage: "[--reader NAME|INDEX] [--pn532] [--wait SECONDS] [--aid HEX] [--key HEX12 [--key-b] --blocks N[-M]] [--dump FILE [--key HEX12 | --keys FILE] [--key-b]] [--json] [--record FILE]",
         discussion: """
             The host acts as the terminal. By default the reader's own polling finds the card
             (a PC/SC connection); with --pn532 an ACR122U is driven with PN532 initiator commands
@@ -331,6 +331,14 @@ extension SecbridgeCLI {
             and --json), with the error, and the exit status is 1. --aid and --pn532 do not apply
             to storage cards (usage error).
 
+            --dump FILE writes every block (MIFARE Classic) or page (Ultralight, NTAG21x) to a new
+            FILE in libnfc's layout, the one nfc-mfclassic and nfc-mfultralight read and write
+            (restore it with `secbridge write-dump`). MIFARE Classic sectors are read with --key
+            (default the transport key FF FF FF FF FF FF) or each sector's key from the trailers of
+            --keys FILE, as key A or (--key-b) key B; each trailer in the file holds the key used,
+            the access bits read and the other key where the card showed it (else 00 × 6). A
+            dump is written whole or not at all, and never over an existing file.
+
             JSON: every hex value is uppercase without spaces. A byte string with secret bytes left
             out is an object instead: {"hex": "FF82000006", "redacted": 6} for Load Keys, and a
             sector trailer's data {"hex": "000000000000FF078069", "redacted": 6} (key B unshown).
@@ -345,6 +353,7 @@ extension SecbridgeCLI {
               UID 08 00 B0 0B  ATS 05 75 33 92 03
               NDEF record 1: URI https://example.com
               $ secbridge read --key FFFFFFFFFFFF --blocks 4-7     # a MIFARE Classic 1K
+              $ secbridge read --dump card.mfd                     # every block, libnfc's layout
             """,
         options: [
             .reader("The reader: an index from `secbridge readers` or part of its name."),
@@ -354,6 +363,8 @@ extension SecbridgeCLI {
             .value("key", "HEX12", "MIFARE Classic: the 6-byte key (12 hex digits), key A unless --key-b."),
             .flag("key-b", "MIFARE Classic: authenticate with the key as key B."),
             .value("blocks", "N[-M]", "MIFARE Classic: the block or inclusive block range to read."),
+            .value("dump", "FILE", "Storage cards: write every block or page to a new FILE in libnfc's .mfd layout."),
+            .value("keys", "FILE", "With --dump, MIFARE Classic: each sector's key from the trailers of this .mfd dump."),
             .flag("json", "Print a JSON object {reader, uid, ats, exchanges, ndef} (storage cards: {reader, card, uid, exchanges, ndef | blocks, error, note, hint}). Hex values are uppercase without spaces; a byte string with secret bytes left out (a key, a trailer's key B) is an object {\"hex\": the bytes shown, \"redacted\": how many bytes follow unshown}."),
             .value("record", "FILE", "Record the exchanges to a transcript FILE."),
         ],
@@ -396,7 +407,14 @@ extension SecbridgeCLI {
         }
         // A PC/SC part 3 storage card: the reader's pseudo-APDUs instead of ISO 7816-4 (StorageCardCommands.swift).
         if !usePN532, aid == nil, let atr, StorageCard.identify(atr: atr) != nil {
+            if let path = invocation.arguments.value("dump") {
+                return try runDumpRead(invocation, context: context, reader: reader, path: path)
+            }
+            if invocation.arguments.value("keys") != nil { throw CLIError.usage("--keys goes with --dump FILE") }
             return try runStorageCardRead(invocation, context: context, reader: reader)
+        }
+        if invocation.arguments.value("dump") != nil || invocation.arguments.value("keys") != nil {
+            throw CLIError.usage("--dump and --keys dump storage cards (MIFARE Classic, Ultralight, NTAG21x) on the PC/SC path (without --pn532 and --aid); the card in '\(reader)' is not a PC/SC part 3 storage card")
         }
         if invocation.arguments.value("key") != nil || invocation.arguments.value("blocks") != nil || invocation.arguments.has("key-b") {
             throw CLIError.usage("--key, --key-b and --blocks read MIFARE Classic cards on the PC/SC path (without --pn532 and --aid); the card in '\(reader)' is not a PC/SC part 3 storage card")

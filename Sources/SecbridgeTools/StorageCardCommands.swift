@@ -330,34 +330,31 @@ extension SecbridgeCLI {
         try requireType2Tag(atr: atr, reader: reader)
         let session = try CardSession.open(context: context, reader: reader, record: invocation.arguments.value("record"), command: "write-ndef")
         defer { session.close() }
-        let console = invocation.console
-        let approve = invocation.arguments.has("yes")
-        func reactivate() throws {
-            try? session.recorder?.recordEvent(.cardReset, [TranscriptAttribute("reason", "no answer to GET_VERSION: select the tag again")])
-            do throws(PCSCError) {
-                try CallWatchdog.shared.guarding("SCardReconnect") { () throws(PCSCError) in
-                    try session.handle.reconnect(share: .shared, protocols: .any, initialization: .reset)
-                }
-            } catch {
-                throw CLIError.failure("could not select the tag again after GET_VERSION (SCardReconnect): \(describe(error)); lift it off the reader, put it back and try again")
-            }
-        }
+        let confirm = consoleConfirmation(invocation)
         // One PC/SC transaction from the first read to the read-back, the prompt included: the
         // checks made before the prompt (size, lock bits) still hold when the write comes.
         return try withCardTransaction(session.handle, reader: reader) {
             try writeNDEF(
                 message: message, channel: session.channel, atr: session.atr, reader: reader, out: { invocation.out($0) },
-                reactivate: reactivate
-            ) { prompt in
-                if approve { return true }
-                console.out("\(prompt) [y/N] ")
-                switch console.readLine()?.lowercased() {
-                case "y", "yes": return true
-                case nil:
-                    console.out("\nno answer on standard input: not written (use --yes to write without asking)\n")
-                    return false
-                default: return false
-                }
+                reactivate: { try reselect(session, reason: "no answer to GET_VERSION: select the tag again") },
+                confirm: confirm)
+        }
+    }
+
+    /// The y/N question of a command that writes to a card: true with --yes, else the answer on
+    /// standard input ("y" or "yes"); no answer (end of input) says how to write without asking.
+    static func consoleConfirmation(_ invocation: Invocation) -> (String) -> Bool {
+        let console = invocation.console
+        let approve = invocation.arguments.has("yes")
+        return { prompt in
+            if approve { return true }
+            console.out("\(prompt) [y/N] ")
+            switch console.readLine()?.lowercased() {
+            case "y", "yes": return true
+            case nil:
+                console.out("\nno answer on standard input: not written (use --yes to write without asking)\n")
+                return false
+            default: return false
             }
         }
     }

@@ -103,6 +103,54 @@ struct TagArithmeticCrossCheckTests {
         }
     }
 
+    @Test("MIFARE Classic access bits: every byte triple 00…FF for bytes 7 and 8 with each byte 6, and every rule")
+    func accessConditions() {
+        func same(_ a: MIFAREAccessConditions.Permission, _ b: MifareAccessConditions.Permission) -> Bool {
+            a.allows(keyB: false) == b.allows(.a) && a.allows(keyB: true) == b.allows(.b)
+        }
+        for b7 in 0...255 {
+            for b8 in 0...255 {
+                // Byte 6 as the consistent value and one wrong value.
+                let c1 = UInt8(b7) >> 4, c2 = UInt8(b8) & 0x0F
+                let good = (~c2 & 0x0F) << 4 | (~c1 & 0x0F)
+                for b6 in [good, good ^ 0x01] {
+                    let bytes = [b6, UInt8(b7), UInt8(b8)]
+                    #expect(MIFAREAccessConditions(bytes: bytes)?.groups == MifareAccessConditions(bytes: bytes)?.groups)
+                }
+            }
+        }
+        for c in UInt8(0)..<8 {
+            let simulated = MIFAREAccessConditions.dataBlock(c), ours = MifareAccessConditions.dataBlock(c)
+            #expect(same(simulated.read, ours.read) && same(simulated.write, ours.write), "data \(c)")
+            let t = MIFAREAccessConditions.trailer(c), u = MifareAccessConditions.trailer(c)
+            #expect(same(t.writeKeyA, u.writeKeyA) && same(t.readAccessBits, u.readAccessBits) && same(t.writeAccessBits, u.writeAccessBits)
+                && same(t.readKeyB, u.readKeyB) && same(t.writeKeyB, u.writeKeyB), "trailer \(c)")
+        }
+    }
+
+    @Test("NTAG213 lock bits, static and dynamic: every value of each lock byte, pages 3–39, the simulated tag against write-dump's layout")
+    func ntag213LockBits() throws {
+        let uid = hex("04 A1 B2 C3 D4 E5 F6")
+        let layout = Type2TagLayout(product: .ntag213)
+        var vectors: [(staticLock: [UInt8], dynamicLock: [UInt8])] = []
+        for value in 0...255 {
+            let b = UInt8(value)
+            vectors += [([b, 0x00], [0, 0, 0]), ([0x00, b], [0, 0, 0]), ([0, 0], [b, 0x00, 0x00]), ([0, 0], [0x00, b, 0x00])]
+        }
+        for (staticLock, dynamicLock) in vectors {
+            var memory = try Type2TagMemory(model: .ntag213, uid: uid)
+            #expect(memory.write(page: 2, [0x00, 0x00] + staticLock) == .ack)
+            #expect(memory.write(page: 0x28, dynamicLock + [0x00]) == .ack)
+            let refused = (3...39).filter { page in
+                var copy = memory
+                // FF × 4 on page 3 (OTP: bits OR-ed) is accepted unless the page is locked.
+                return copy.write(page: page, [0xFF, 0xFF, 0xFF, 0xFF]) != .ack
+            }
+            let locked = (3...39).filter { layout.isLocked(page: $0, lockBytes: staticLock, dynamicLock: dynamicLock) }
+            #expect(locked == refused, "lock bytes \(staticLock.hexString), dynamic \(dynamicLock.hexString)")
+        }
+    }
+
     @Test("Type 2 capability containers and GET_VERSION models", arguments: Type2TagModel.allCases)
     func capabilityContainers(_ model: Type2TagModel) throws {
         let cc = try Type2CapabilityContainer(parsing: model.capabilityContainer)

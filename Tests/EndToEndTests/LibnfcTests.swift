@@ -43,7 +43,8 @@ enum Libnfc {
         let process = Process()
         let outputURL: URL
 
-        init(_ name: String, _ arguments: [String], environment: [String: String]) throws {
+        /// - Parameter input: what the tool reads on standard input (answers to its prompts); nil: none.
+        init(_ name: String, _ arguments: [String], environment: [String: String], input: String? = nil) throws {
             guard let path = Libnfc.tool(name) else {
                 throw HarnessError(code: .missingDependency, reason: "\(name) is not built: run scripts/build-libnfc.sh")
             }
@@ -56,6 +57,15 @@ enum Libnfc {
             process.environment = environment
             process.standardOutput = handle
             process.standardError = handle
+            if let input {
+                let pipe = Pipe()
+                process.standardInput = pipe
+                try process.run()
+                pipe.fileHandleForWriting.write(Data(input.utf8))
+                try pipe.fileHandleForWriting.close()
+                return
+            }
+            process.standardInput = FileHandle.nullDevice
             try process.run()
         }
 
@@ -80,8 +90,8 @@ enum Libnfc {
 
     /// Runs a tool to its end (at most `timeout`).
     static func run(_ name: String, _ arguments: [String], environment: [String: String],
-                    timeout: Duration = .seconds(20)) throws -> (status: Int32, output: String) {
-        try RunningTool(name, arguments, environment: environment).finish(timeout: timeout)
+                    timeout: Duration = .seconds(20), input: String? = nil) throws -> (status: Int32, output: String) {
+        try RunningTool(name, arguments, environment: environment, input: input).finish(timeout: timeout)
     }
 }
 

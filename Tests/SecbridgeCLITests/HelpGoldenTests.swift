@@ -198,6 +198,7 @@ import Testing
               doctor       Check pcscd, the ACR122U, its driver, escape commands and firmware, and say how to fix what fails.
               reset        Bring an ACR122U back to a usable state after an interrupted emulation.
               write-ndef   Write an NDEF message (a URI or a text record) to an NFC Forum Type 2 Tag.
+              write-dump   Restore a storage-card dump in libnfc's .mfd layout (MIFARE Classic, Ultralight, NTAG21x), rules checked first.
               serve        Present a credential as the card in a vpcd reader (vsmartcard), to a pcscd here or on another host.
 
               See 'secbridge <subcommand> --help' for details.
@@ -761,7 +762,7 @@ import Testing
             help: #"""
             OVERVIEW: A reader session: read the presented card's UID and ATS, SELECT an AID, or read its NDEF message.
 
-            USAGE: secbridge read [--reader NAME|INDEX] [--pn532] [--wait SECONDS] [--aid HEX] [--key HEX12 [--key-b] --blocks N[-M]] [--json] [--record FILE]
+            USAGE: secbridge read [--reader NAME|INDEX] [--pn532] [--wait SECONDS] [--aid HEX] [--key HEX12 [--key-b] --blocks N[-M]] [--dump FILE [--key HEX12 | --keys FILE] [--key-b]] [--json] [--record FILE]
 
             The host acts as the terminal. By default the reader's own polling finds the card
             (a PC/SC connection); with --pn532 an ACR122U is driven with PN532 initiator commands
@@ -779,6 +780,14 @@ import Testing
             and --json), with the error, and the exit status is 1. --aid and --pn532 do not apply
             to storage cards (usage error).
 
+            --dump FILE writes every block (MIFARE Classic) or page (Ultralight, NTAG21x) to a new
+            FILE in libnfc's layout, the one nfc-mfclassic and nfc-mfultralight read and write
+            (restore it with `secbridge write-dump`). MIFARE Classic sectors are read with --key
+            (default the transport key FF FF FF FF FF FF) or each sector's key from the trailers of
+            --keys FILE, as key A or (--key-b) key B; each trailer in the file holds the key used,
+            the access bits read and the other key where the card showed it (else 00 × 6). A
+            dump is written whole or not at all, and never over an existing file.
+
             JSON: every hex value is uppercase without spaces. A byte string with secret bytes left
             out is an object instead: {"hex": "FF82000006", "redacted": 6} for Load Keys, and a
             sector trailer's data {"hex": "000000000000FF078069", "redacted": 6} (key B unshown).
@@ -793,6 +802,7 @@ import Testing
               UID 08 00 B0 0B  ATS 05 75 33 92 03
               NDEF record 1: URI https://example.com
               $ secbridge read --key FFFFFFFFFFFF --blocks 4-7     # a MIFARE Classic 1K
+              $ secbridge read --dump card.mfd                     # every block, libnfc's layout
 
             OPTIONS:
               -r, --reader <NAME|INDEX>  The reader: an index from `secbridge readers` or part of its name.
@@ -802,6 +812,8 @@ import Testing
               --key <HEX12>              MIFARE Classic: the 6-byte key (12 hex digits), key A unless --key-b.
               --key-b                    MIFARE Classic: authenticate with the key as key B.
               --blocks <N[-M]>           MIFARE Classic: the block or inclusive block range to read.
+              --dump <FILE>              Storage cards: write every block or page to a new FILE in libnfc's .mfd layout.
+              --keys <FILE>              With --dump, MIFARE Classic: each sector's key from the trailers of this .mfd dump.
               --json                     Print a JSON object {reader, uid, ats, exchanges, ndef} (storage cards: {reader, card, uid, exchanges, ndef | blocks, error, note, hint}). Hex values are uppercase without spaces; a byte string with secret bytes left out (a key, a trailer's key B) is an object {"hex": the bytes shown, "redacted": how many bytes follow unshown}.
               --record <FILE>            Record the exchanges to a transcript FILE.
               -h, --help                 Show help information.
@@ -809,7 +821,7 @@ import Testing
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge read [--reader NAME|INDEX] [--pn532] [--wait SECONDS] [--aid HEX] [--key HEX12 [--key-b] --blocks N[-M]] [--json] [--record FILE]
+            USAGE: secbridge read [--reader NAME|INDEX] [--pn532] [--wait SECONDS] [--aid HEX] [--key HEX12 [--key-b] --blocks N[-M]] [--dump FILE [--key HEX12 | --keys FILE] [--key-b]] [--json] [--record FILE]
             Run 'secbridge read --help' for more information.
 
             """#),
@@ -1228,6 +1240,62 @@ import Testing
             secbridge: error: unknown option '--colour'
             USAGE: secbridge write-ndef [--reader NAME|INDEX] (--uri URI | --text TEXT [--lang en]) [--wait SECONDS] [--record FILE] [--yes]
             Run 'secbridge write-ndef --help' for more information.
+
+            """#),
+        Golden(
+            path: ["write-dump"],
+            help: #"""
+            OVERVIEW: Restore a storage-card dump in libnfc's .mfd layout (MIFARE Classic, Ultralight, NTAG21x), rules checked first.
+
+            USAGE: secbridge write-dump FILE [--reader NAME|INDEX] [--key HEX12 | --keys FILE] [--key-b] [--write-trailers] [--lock-bytes] [--config] [--wait SECONDS] [--record FILE] [--yes]
+
+            Restores a dump in libnfc's layout (from `secbridge read --dump`, nfc-mfclassic or
+            nfc-mfultralight) to the storage card on a PC/SC part 3 reader such as the ACR122U. The
+            file must be exactly the card's size (MIFARE Mini 320, 1K 1024, 4K 4096 bytes;
+            Ultralight 64, NTAG213 180, NTAG215 540, NTAG216 924 bytes). Every block or page is
+            checked against the card before anything is written; one refusal and nothing is written.
+
+            MIFARE Classic: each sector is authenticated with the dump's own key A (key B with
+            --key-b), or --key for every sector, or the trailers of --keys FILE; its trailer's
+            access bits are read and decoded, and a data block that differs from the card is written
+            only if its access conditions let the key held write it. Block 0 (the manufacturer
+            block) is never written: it is read-only on a genuine card. A sector trailer is written
+            only with --write-trailers, and only when the dump's access bits are consistent (each
+            bit of bytes 6-8 the inverse of its copy: others would block the sector for good) and
+            the card's trailer conditions let the key held write the keys and any changed access
+            bits. A dump made with key A by nfc-mfclassic holds key B as 00 00 00 00 00 00.
+
+            MIFARE Ultralight / NTAG21x: pages 0-1 and bytes 0-1 of page 2 (UID, check bytes,
+            internal byte) are never written; a page a lock bit protects is refused; page 3 (the
+            capability container) is one-time programmable, so a dump that would clear one of its
+            bits is refused; lock bytes (page 2 bytes 2-3, the NTAG dynamic lock page) only with
+            --lock-bytes, written last and never clearing a bit; NTAG CFG0/CFG1 only with --config;
+            PWD and PACK never (they read as 00, so a dump does not hold them).
+
+            Keys never appear in the output or in transcripts.
+
+            Example:
+              $ secbridge read --dump card.mfd --key FFFFFFFFFFFF
+              $ secbridge write-dump card.mfd --yes
+
+            OPTIONS:
+              -r, --reader <NAME|INDEX>  The reader: an index from `secbridge readers` or part of its name.
+              --key <HEX12>              MIFARE Classic: authenticate every sector with this key (12 hex digits) instead of the dump's.
+              --keys <FILE>              MIFARE Classic: take each sector's key from the trailers of this .mfd dump.
+              --key-b                    MIFARE Classic: authenticate with key B instead of key A.
+              --write-trailers           MIFARE Classic: also write the sector trailers (keys and access bits), after checking the access bits.
+              --lock-bytes               Ultralight/NTAG: also write the lock bytes (page 2 bytes 2-3, the dynamic lock page); lock bits are permanent.
+              --config                   NTAG: also write CFG0 and CFG1 when they differ.
+              --record <FILE>            Record the exchanges to a transcript FILE.
+              --yes                      Write without asking.
+              --wait <SECONDS>           Wait up to SECONDS (at most 3600) for a card when none is there.
+              -h, --help                 Show help information.
+
+            """#,
+            unknownOption: #"""
+            secbridge: error: unknown option '--colour'
+            USAGE: secbridge write-dump FILE [--reader NAME|INDEX] [--key HEX12 | --keys FILE] [--key-b] [--write-trailers] [--lock-bytes] [--config] [--wait SECONDS] [--record FILE] [--yes]
+            Run 'secbridge write-dump --help' for more information.
 
             """#),
         Golden(
