@@ -45,6 +45,9 @@ public enum SecbridgeCLI {
         if arguments.first == "help" {
             return dispatch(arguments: Array(arguments.dropFirst()) + ["--help"], console: console, root: root, client: client, timeScale: timeScale)
         }
+        if let first = arguments.first, first == "--generate-man" || first == "--generate-completion" {
+            return generate(arguments: arguments, console: console, root: root)
+        }
         var path: [String] = []
         var command = root
         var remaining = arguments[...]
@@ -102,6 +105,34 @@ public enum SecbridgeCLI {
         } catch {
             return failed("\(error)")
         }
+    }
+
+    /// The hidden `--generate-man DIR` and `--generate-completion bash|zsh` (used by
+    /// scripts/install.sh): man pages and completion scripts of the whole tree (ManPages.swift,
+    /// Completions.swift). The lean binary knows the tools' commands by name only, so it hands
+    /// these to `secbridge-tools`, whose tree is complete.
+    static func generate(arguments: [String], console: any Console, root: Command) -> Int32 {
+        if root.subcommands.contains(where: \.delegatesToTools) {
+            return runTools(arguments: arguments, console: console)
+        }
+        guard arguments.count == 2 else {
+            return usageError(arguments[0] == "--generate-man" ? "--generate-man takes one directory" : "--generate-completion takes one shell: bash or zsh",
+                              command: root, path: [], console: console)
+        }
+        if arguments[0] == "--generate-man" {
+            do throws(CLIError) {
+                try ManPages.write(root: root, to: arguments[1])
+            } catch {
+                console.err("secbridge: error: \(error.message)\n")
+                return exitFailure
+            }
+            return exitSuccess
+        }
+        guard let script = Completions.script(for: arguments[1], root: root) else {
+            return usageError("--generate-completion takes bash or zsh, not '\(arguments[1])'", command: root, path: [], console: console)
+        }
+        console.out(script)
+        return exitSuccess
     }
 
     package static func usageError(_ message: String, command: Command, path: [String], console: any Console) -> Int32 {
