@@ -572,7 +572,7 @@ import Testing
             help: #"""
             OVERVIEW: Run simulated ACR122U readers in a private pcscd, for any PC/SC program to use.
 
-            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process]
+            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process] [--json]
 
             Starts a private pcscd (its own mount namespace; the system pcscd and USB readers are not
             touched) with one or two simulated ACR122U readers sharing one RF field, prints the
@@ -622,12 +622,13 @@ import Testing
               --timeout <SECONDS>    Stop after SECONDS (at most 86400) instead of waiting for Ctrl-C.
               --time-scale <FACTOR>  Wall-clock seconds per simulated second, above 0.002 and at most 1 (default 1, real time; 0.01: a 5 s MCU timeout takes 50 ms).
               --in-process           Run the readers in this process (no pcscd); `send a|b HEX` on standard input.
+              --json                 Print JSON lines: {event: started, socket, driver, readers: [{reader, name, controlSocket}], standardInput}, then {event: reply, reader, line, ok, fields | code, reason} per control request, {event: exchange, reader, path, command, response} per `send`, {event: stopped}.
               -h, --help             Show help information.
 
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process]
+            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process] [--json]
             Run 'secbridge simulate --help' for more information.
 
             """#),
@@ -662,7 +663,7 @@ import Testing
             help: #"""
             OVERVIEW: Present a credential to a terminal: card emulation on an ACR122U.
 
-            USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX] [--yes] [--keep] [--record FILE]
+            USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX] [--yes] [--keep] [--record FILE] [--json]
 
             Runs the client sequence of a credential session on an ACR122-class reader: wired mode,
             a presentment assertion, the authorization prompt (or --yes), then performTransaction:
@@ -685,12 +686,13 @@ import Testing
               --yes                      Approve the transaction without asking.
               --keep                     Serve terminals until the 60-second window ends, not only the first.
               --record <FILE>            Record the reader's exchanges and the terminal's APDUs to a transcript FILE.
+              --json                     Print JSON lines, one per event: {event: authorization|state|assertion|apdu|field|secureElementChanged|cardEmulationTimeout|interrupted|other, …}, then {event: end, commands, status} or {event: error, error}; the prompt goes to standard error.
               -h, --help                 Show help information.
 
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX] [--yes] [--keep] [--record FILE]
+            USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX] [--yes] [--keep] [--record FILE] [--json]
             Run 'secbridge emulate --help' for more information.
 
             """#),
@@ -756,7 +758,7 @@ import Testing
             help: #"""
             OVERVIEW: The main job: a credential session emulating an NDEF tag on one simulated ACR122U, read by a second.
 
-            USAGE: secbridge demo [--record FILE] [--credential FILE] [--time-scale FACTOR] [--in-process]
+            USAGE: secbridge demo [--record FILE] [--credential FILE] [--time-scale FACTOR] [--in-process] [--json]
 
             Starts two simulated ACR122U readers sharing one RF field in a private pcscd (its own mount
             namespace), then runs the client sequence of Apple's SecureElementCredential model on
@@ -778,12 +780,13 @@ import Testing
               --credential <FILE>    Emulate the credential of this file instead of the built-in URI tag.
               --time-scale <FACTOR>  Wall-clock seconds per simulated second, above 0.002 and at most 1 (default 1, real time; 0.01: a 5 s MCU timeout takes 50 ms).
               --in-process           Run the simulated readers in this process instead of a private pcscd.
+              --json                 Print a JSON object {emulator, terminal, escapeControlCode, credential: {id, name}, states, events, terminalExchanges: [{command, response}], ndef, billableEvents, transcript}; the running commentary goes to standard error.
               -h, --help             Show help information.
 
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge demo [--record FILE] [--credential FILE] [--time-scale FACTOR] [--in-process]
+            USAGE: secbridge demo [--record FILE] [--credential FILE] [--time-scale FACTOR] [--in-process] [--json]
             Run 'secbridge demo --help' for more information.
 
             """#),
@@ -1121,7 +1124,7 @@ import Testing
             help: #"""
             OVERVIEW: Write an NDEF message (a URI or a text record) to an NFC Forum Type 2 Tag.
 
-            USAGE: secbridge write-ndef [--reader NAME|INDEX] (--uri URI | --text TEXT [--lang en]) [--wait SECONDS] [--record FILE] [--yes]
+            USAGE: secbridge write-ndef [--reader NAME|INDEX] (--uri URI | --text TEXT [--lang en]) [--wait SECONDS] [--record FILE] [--yes] [--json]
 
             Writes one URI record or one UTF-8 text record to the NFC Forum Type 2 Tag (MIFARE
             Ultralight, NTAG213/215/216) on a PC/SC part 3 reader such as the ACR122U: reads the
@@ -1153,12 +1156,13 @@ import Testing
               --record <FILE>            Record the exchanges to a transcript FILE.
               --yes                      Write without asking.
               --wait <SECONDS>           Wait up to SECONDS (at most 3600) for a card when none is there.
+              --json                     Print a JSON object {reader, card, uid, capabilityContainer, dataAreaSize, readOnly, written: {bytes, ndefBytes, firstPage, lastPage}, ndef}; the prompt goes to standard error.
               -h, --help                 Show help information.
 
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge write-ndef [--reader NAME|INDEX] (--uri URI | --text TEXT [--lang en]) [--wait SECONDS] [--record FILE] [--yes]
+            USAGE: secbridge write-ndef [--reader NAME|INDEX] (--uri URI | --text TEXT [--lang en]) [--wait SECONDS] [--record FILE] [--yes] [--json]
             Run 'secbridge write-ndef --help' for more information.
 
             """#),
