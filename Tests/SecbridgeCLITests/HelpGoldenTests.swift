@@ -81,7 +81,7 @@ import Testing
             """#),
         Refusal(kind: "integer 1|2", arguments: ["simulate", "--readers", "3"], error: #"""
             secbridge: error: --readers takes a whole number from 1 to 2, not '3'
-            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process]
+            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process] [--json]
             Run 'secbridge simulate --help' for more information.
 
             """#),
@@ -93,13 +93,13 @@ import Testing
             """#),
         Refusal(kind: "decimal", arguments: ["simulate", "--time-scale", "0"], error: #"""
             secbridge: error: --time-scale takes a decimal number above 0.002 and at most 1 (1 is real time, 0.01 a hundred times faster), not '0'
-            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process]
+            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process] [--json]
             Run 'secbridge simulate --help' for more information.
 
             """#),
         Refusal(kind: "decimal, no exponent", arguments: ["demo", "--time-scale", "1e2"], error: #"""
             secbridge: error: --time-scale takes a decimal number above 0.002 and at most 1 (1 is real time, 0.01 a hundred times faster), not '1e2'
-            USAGE: secbridge demo [--record FILE] [--credential FILE] [--time-scale FACTOR] [--in-process]
+            USAGE: secbridge demo [--record FILE] [--credential FILE] [--time-scale FACTOR] [--in-process] [--json]
             Run 'secbridge demo --help' for more information.
 
             """#),
@@ -111,43 +111,43 @@ import Testing
             """#),
         Refusal(kind: "choice with a noun", arguments: ["simulate", "--personality", "acr1252"], error: #"""
             secbridge: error: unknown personality 'acr1252'; use one of ccid-escape-enabled, ccid-escape-disabled, acs-driver, legacy-t0, atr-whole-ats, empty-target-wait
-            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process]
+            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process] [--json]
             Run 'secbridge simulate --help' for more information.
 
             """#),
         Refusal(kind: "choice of terminal scripts", arguments: ["simulate", "--terminal", "ios"], error: #"""
             secbridge: error: unknown terminal script 'ios'; use one of android-t4t-read, ios-t4t-read
-            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process]
+            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process] [--json]
             Run 'secbridge simulate --help' for more information.
 
             """#),
         Refusal(kind: "hex of a wrong length", arguments: ["simulate", "--card", "04A1B2"], error: #"""
             secbridge: error: --card takes a UID of 4, 7 or 10 bytes (ISO/IEC 14443-3), not 3
-            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process]
+            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process] [--json]
             Run 'secbridge simulate --help' for more information.
 
             """#),
         Refusal(kind: "not hex", arguments: ["simulate", "--tag", "04:A1:B2:CZ"], error: #"""
             secbridge: error: --tag is not hex: 'Z' at character 10 is not a hex digit (0-9, A-F) or a separator (space, colon, comma)
-            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process]
+            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process] [--json]
             Run 'secbridge simulate --help' for more information.
 
             """#),
         Refusal(kind: "secret hex: the key is never shown", arguments: ["simulate", "--tag", "04A1B2C3", "--tag-type", "classic1k", "--tag-key", "A0A1A2A3A4"], error: #"""
             secbridge: error: --tag-key takes 6 bytes of hex (12 digits), e.g. FFFFFFFFFFFF
-            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process]
+            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process] [--json]
             Run 'secbridge simulate --help' for more information.
 
             """#),
         Refusal(kind: "existing file", arguments: ["emulate", "--credential", "/nonexistent/credential.json"], error: #"""
             secbridge: error: --credential takes an existing file, not '/nonexistent/credential.json' (No such file or directory)
-            USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX] [--yes] [--keep] [--record FILE]
+            USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX] [--yes] [--keep] [--record FILE] [--json]
             Run 'secbridge emulate --help' for more information.
 
             """#),
         Refusal(kind: "existing file, not a directory", arguments: ["demo", "--credential", "/"], error: #"""
             secbridge: error: --credential takes an existing file, not '/' (a directory)
-            USAGE: secbridge demo [--record FILE] [--credential FILE] [--time-scale FACTOR] [--in-process]
+            USAGE: secbridge demo [--record FILE] [--credential FILE] [--time-scale FACTOR] [--in-process] [--json]
             Run 'secbridge demo --help' for more information.
 
             """#),
