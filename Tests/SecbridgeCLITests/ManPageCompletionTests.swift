@@ -151,8 +151,7 @@ import Testing
         let script = try #require(Completions.script(for: "zsh", root: Self.root))
         #expect(script.hasPrefix("#compdef secbridge\n"))
         #expect(script.contains("_secbridge_transcript_show() {\n"))
-        #expect(script.contains(#"'(-r --reader)'{-r,--reader}'[The reader\: an index from `secbridge readers` or part of its name.]:NAME|INDEX: '"#)
-            || script.contains(#"'(-r --reader)'{-r,--reader}'["#))
+        #expect(script.contains(#"'(-r --reader)'{-r,--reader}'[The reader\: an index from `secbridge readers` or part of its name.]:NAME|INDEX: '"#))
         #expect(script.contains(#"'--personality[The readers'\''"#))
         #expect(script.contains("(ccid-escape-enabled ccid-escape-disabled acs-driver legacy-t0 atr-whole-ats empty-target-wait)"))
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/zsh") else {
@@ -171,6 +170,33 @@ import Testing
             """])
         #expect(load.status == 0, "\(load.err)")
         #expect(load.out == "_secbridge\n", "\(load.out) \(load.err)")
+        // Completion as a user gets it: an interactive zsh on a pseudo-terminal (zsh/zpty), a word
+        // typed with Tab, then Ctrl-A and `print DONE: ` before it, so the completed line is printed.
+        // Each read waits for its pattern (bounded by the process's own 20 s timeout).
+        let typed = ["secbridge transcr", "secbridge simulate --personality ccid-escape-d", "secbridge demo --cred"]
+        var driver = """
+            zmodload zsh/zpty
+            zpty z zsh -f -i
+            zpty -w z "PS1='%% '; fpath=('\(directory.path)' \\$fpath); autoload -Uz compinit; compinit -u -d '\(directory.path)/zcompdump'; print RE''ADY"
+            zpty -r z out '*READY*'
+
+            """
+        for words in typed {
+            driver += """
+                zpty -w -n z "\(words)"$'\\t'$'\\x01'"print DO''NE: "$'\\n'
+                zpty -r z out '*DONE: secbridge*'$'\\r'
+                print -r -- "${${out##*DONE: }%%$'\\r'*}"
+
+                """
+        }
+        driver += "zpty -d z\n"
+        let file = directory.appendingPathComponent("drive.zsh")
+        try driver.write(to: file, atomically: true, encoding: .utf8)
+        let completed = try Self.runProcess("/usr/bin/timeout", ["20", "/usr/bin/zsh", "-f", file.path])
+        #expect(completed.status == 0, "\(completed.err)")
+        #expect(completed.out.split(separator: "\n").map(String.init) == [
+            "secbridge transcript", "secbridge simulate --personality ccid-escape-disabled", "secbridge demo --credential",
+        ], "\(completed.out)")
     }
 
     @Test func unknownShellAndMissingDirectoryAreRefused() throws {
