@@ -77,22 +77,10 @@ import Testing
         process.arguments = ["simulate", "--json", "--card", "04A1B2C3", "--applet", "t4t-ndef", "--time-scale", "0.01", "--timeout", "60"]
         process.currentDirectoryURL = URL(fileURLWithPath: prefix)
         process.environment = Self.cleanEnvironment
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardInput = Pipe()
-        process.standardError = FileHandle.nullDevice
-        let lines = Locked<[String]>([])
-        output.fileHandleForReading.readabilityHandler = { handle in
-            let text = String(decoding: handle.availableData, as: UTF8.self)
-            lines.withLock { $0 += text.split(separator: "\n").map(String.init) }
-        }
+        let lines = collectLines(of: process).lines
         try process.run()
         defer { if process.isRunning { process.terminate() } }
-        let deadline = ContinuousClock.now + .seconds(20)
-        while lines.withLock({ $0.isEmpty }) && ContinuousClock.now < deadline && process.isRunning {
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        let first = try #require(lines.withLock { $0.first }, "simulate printed nothing")
+        let first = try await waitForLine("{", in: lines, from: "simulate --json")
         let started = try #require(try JSONSerialization.jsonObject(with: Data(first.utf8)) as? [String: Any], "\(first)")
         #expect(started["event"] as? String == "started")
         #expect(started["driver"] as? String == driver)

@@ -47,23 +47,11 @@ import Testing
     /// control reply, the card exchange, stopped.
     @Test func simulateInProcessJSONLines() async throws {
         try requireBuiltBinaries()
-        let binary = try secbridgeBinary()
-        let output = try await blocking { () -> String in
-            let process = Process()
-            process.executableURL = binary
-            process.arguments = ["simulate", "--in-process", "--json", "--readers", "1", "--time-scale", "0.01", "--timeout", "1.5"]
-            let input = Pipe()
-            let output = Pipe()
-            process.standardInput = input
-            process.standardOutput = output
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            input.fileHandleForWriting.write(Data("send a FF 00 48 00 00\na place-card uid=04A1B2C3 applet=t4t-ndef\na frobnicate\n".utf8))
-            usleep(300_000)  // the place-card line is handled before the next one; presence is polled on use
-            input.fileHandleForWriting.write(Data("send a 00 A4 04 00 07 D2 76 00 00 85 01 01 00\n".utf8))
-            process.waitUntilExit()
-            return String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        }
+        let result = try await simulateInProcessThroughAPipe(
+            ["--json", "--readers", "1", "--time-scale", "0.01", "--timeout", "1.5"],
+            first: "send a FF 00 48 00 00\na place-card uid=04A1B2C3 applet=t4t-ndef\na frobnicate\n", then: "send a 00 A4 04 00 07 D2 76 00 00 85 01 01 00\n")
+        #expect(result.status == 0)
+        let output = result.out
         let lines = try output.split(separator: "\n").map { try Self.object($0) }
         #expect(lines.map { $0["event"] as? String ?? "?" } == ["started", "exchange", "reply", "reply", "exchange", "stopped"], "\(output)")
         guard lines.count == 6 else { return }

@@ -216,26 +216,10 @@ extension SharedReader {
         let process = Process()
         process.executableURL = try secbridgeBinary()
         process.arguments = ["simulate", "--card", "04A1B2C3", "--applet", "t4t-ndef", "--time-scale", "0.01", "--timeout", "60"]
-        let output = Pipe()
-        let input = Pipe()
-        process.standardOutput = output
-        process.standardInput = input
-        process.standardError = FileHandle.nullDevice
-        let lines = Locked<[String]>([])
-        output.fileHandleForReading.readabilityHandler = { handle in
-            let text = String(decoding: handle.availableData, as: UTF8.self)
-            lines.withLock { $0 += text.split(separator: "\n").map(String.init) }
-        }
+        let (lines, input) = collectLines(of: process)
         try process.run()
         defer { if process.isRunning { process.terminate() } }
-        func waitFor(_ prefix: String) async throws -> String {
-            let deadline = ContinuousClock.now + .seconds(20)
-            while ContinuousClock.now < deadline {
-                if let line = lines.withLock({ $0.first { $0.hasPrefix(prefix) } }) { return line }
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            throw HarnessError(code: .timeout, reason: "simulate printed no '\(prefix)' line: \(lines.withLock { $0 })")
-        }
+        func waitFor(_ prefix: String) async throws -> String { try await waitForLine(prefix, in: lines, from: "simulate") }
         let export = try await waitFor("export PCSCLITE_CSOCK_NAME=")
         let socket = String(export.dropFirst("export PCSCLITE_CSOCK_NAME=".count))
         _ = try await waitFor("type control requests")

@@ -96,3 +96,54 @@ func runBinary(_ arguments: [String], environment: [String: String], timeout: Du
         return (process.terminationStatus, outText, errText)
     }
 }
+
+/// Collects a started-to-be subprocess's standard output line by line (`simulate`, which runs
+/// until interrupted); call before `process.run()`. Standard input becomes the returned pipe,
+/// standard error is dropped.
+func collectLines(of process: Process) -> (lines: Locked<[String]>, input: Pipe) {
+    let output = Pipe()
+    let input = Pipe()
+    process.standardOutput = output
+    process.standardInput = input
+    process.standardError = FileHandle.nullDevice
+    let lines = Locked<[String]>([])
+    output.fileHandleForReading.readabilityHandler = { handle in
+        let text = String(decoding: handle.availableData, as: UTF8.self)
+        lines.withLock { $0 += text.split(separator: "\n").map(String.init) }
+    }
+    return (lines, input)
+}
+
+/// The first collected line starting with `prefix`, waiting up to 20 s for it.
+/// - Throws: ``HarnessError/Code/timeout`` naming the lines seen.
+func waitForLine(_ prefix: String, in lines: Locked<[String]>, from program: String) async throws -> String {
+    let deadline = ContinuousClock.now + .seconds(20)
+    while ContinuousClock.now < deadline {
+        if let line = lines.withLock({ $0.first { $0.hasPrefix(prefix) } }) { return line }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    throw HarnessError(code: .timeout, reason: "\(program) printed no '\(prefix)' line: \(lines.withLock { $0 })")
+}
+
+/// `secbridge simulate --in-process …` fed through a pipe: `first` written at once, `then` 0.3 s
+/// later (a place-card request is handled before the next line; presence is polled on use), until
+/// its own `--timeout` ends it; returns its exit status and standard output.
+func simulateInProcessThroughAPipe(_ arguments: [String], first: String, then: String) async throws -> (status: Int32, out: String) {
+    let binary = try secbridgeBinary()
+    return try await blocking { () -> (Int32, String) in
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = ["simulate", "--in-process"] + arguments
+        let input = Pipe()
+        let output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        input.fileHandleForWriting.write(Data(first.utf8))
+        usleep(300_000)
+        input.fileHandleForWriting.write(Data(then.utf8))
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+    }
+}
