@@ -62,8 +62,9 @@ install -d "$PREFIX/bin" "$LIB" "$MAN" "$BASH_DIR" "$ZSH_DIR" "$DATA/credentials
 install -m 755 "$BIN/secbridge" "$BIN/secbridge-tools" "$PREFIX/bin/"
 install -m 644 "$BIN/libSecbridgeACR122IFD.so" "$LIB/"
 # The driver links the Swift runtime dynamically (pcscd loads it; its runpath is the toolchain's
-# directory, then $ORIGIN): copies beside it keep it loading where no toolchain is installed.
-ldd "$BIN/libSecbridgeACR122IFD.so" | awk '$2 == "=>" && $3 ~ /\/lib(swift|_|Foundation|dispatch|BlocksRuntime)/ { print $3 }' |
+# directory, then $ORIGIN): copies of the libraries ldd finds in the toolchain's runtime directory
+# (…/lib/swift/linux) beside it keep it loading where no toolchain is installed.
+ldd "$BIN/libSecbridgeACR122IFD.so" | awk '$2 == "=>" && $3 ~ /\/lib\/swift\// { print $3 }' |
     while read -r runtime; do install -m 644 "$runtime" "$LIB/"; done
 install -m 644 "$REPO"/Fixtures/credentials/*.json "$DATA/credentials/"
 

@@ -62,6 +62,8 @@ import Testing
         }
         let driver = prefix + "/lib/secbridge/libSecbridgeACR122IFD.so"
         #expect(files.fileExists(atPath: driver))
+        // The Swift runtime the driver links, beside it (its runpath ends in $ORIGIN).
+        #expect(files.fileExists(atPath: prefix + "/lib/secbridge/libswiftCore.so"))
         let pages = try files.contentsOfDirectory(atPath: prefix + "/share/man/man1")
         #expect(pages.contains("secbridge.1") && pages.contains("secbridge-simulate.1") && pages.contains("secbridge-transcript-redact.1"), "\(pages)")
         let bash = try String(contentsOfFile: prefix + "/share/bash-completion/completions/secbridge", encoding: .utf8)
