@@ -174,7 +174,10 @@ import Testing
             USAGE: secbridge <subcommand>
 
             Talks to smart cards and NFC readers through pcscd (pcsc-lite). Set PCSCLITE_CSOCK_NAME to
-            use a pcscd other than the system one.
+            use a pcscd other than the system one. SECBRIDGE_CALL_TIMEOUT bounds every blocking PC/SC
+            call (seconds, 1 to 3600; default 40). SECBRIDGE_ACR122_IFD names the simulated ACR122U's
+            pcscd driver library for simulate, demo and replay (default: beside the binary, then
+            ../lib/secbridge from the binary's directory, then the source tree's build directory).
 
             Exit status: 0 success, 1 failure, 64 usage error.
 
