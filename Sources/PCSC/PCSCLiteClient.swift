@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The pcsc-lite client: contexts on the pcscd that libpcsclite reaches (the system's at
 /// /run/pcscd/pcscd.comm, or the one `PCSCLITE_CSOCK_NAME` names, read once per process).
 ///
@@ -12,5 +16,11 @@ public struct PCSCLiteClient: PCSCClient {
     /// - Throws: ``PCSCError`` — SCARD_E_NO_SERVICE (0x8010001D) when pcscd is not running.
     public func establishContext() throws(PCSCError) -> any PCSCClientContext {
         try PCSCContext()
+    }
+
+    /// `PCSCLITE_CSOCK_NAME` when set (what libpcsclite connects to), else `/run/pcscd/pcscd.comm`.
+    public var sharedSocketPath: String? {
+        if let value = getenv("PCSCLITE_CSOCK_NAME"), value.pointee != 0 { return String(cString: value) }
+        return "/run/pcscd/pcscd.comm"
     }
 }

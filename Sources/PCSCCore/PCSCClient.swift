@@ -21,10 +21,16 @@ public protocol PCSCClient: Sendable {
     /// readers (two desks both have an `ACS ACR122U PICC Interface 00 00`). Rules that hold
     /// per reader, such as one credential session per reader, key on `readerScope` + name.
     var readerScope: String { get }
+    /// The resource manager's socket, through which other processes reach the same readers:
+    /// `PCSCLITE_CSOCK_NAME`, or pcsc-lite's `/run/pcscd/pcscd.comm`, for pcsc-lite; nil (the
+    /// default) for readers only this process sees. Rules that hold across processes (one card
+    /// emulation per reader) key on it.
+    var sharedSocketPath: String? { get }
 }
 
 extension PCSCClient {
     public var readerScope: String { "" }
+    public var sharedSocketPath: String? { nil }
 }
 
 /// A connection to a resource manager (an SCARDCONTEXT): lists readers, waits for changes, connects.

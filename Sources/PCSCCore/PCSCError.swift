@@ -97,6 +97,7 @@ extension PCSCError {
     public static let unpoweredCard = PCSCError(code: 0x8010_0067)
     public static let resetCard = PCSCError(code: 0x8010_0068)
     public static let removedCard = PCSCError(code: 0x8010_0069)
+    public static let securityViolation = PCSCError(code: 0x8010_006A)
 
     /// Every result code pcsc-lite 1.9.9 defines, with its name and meaning (pcsclite.h).
     /// 0x8010001F is listed once, as SCARD_E_UNSUPPORTED_FEATURE, the name pcsc-lite returns it for.

@@ -15,6 +15,9 @@ final class ChildProcess: Sendable {
     let logURL: URL
     private let process: Mutex<Process>
     private let exit = ExitRecord()
+    /// The write end of the child's standard input when it has a lifeline (see `init`): held open
+    /// by this process alone, so it closes when this process dies, however it dies.
+    private let lifeline: Mutex<FileHandle?>
 
     /// The exit status, set once by the termination handler; the group is left at exit.
     private final class ExitRecord: Sendable {
@@ -23,8 +26,14 @@ final class ChildProcess: Sendable {
     }
 
     /// Launches `executable` with `arguments`, appending its stdout and stderr to `logURL`.
+    ///
+    /// With `lifeline`, the child's standard input is a pipe whose write end only this process
+    /// holds (close-on-exec, so no other child inherits it): the child sees end-of-file on its
+    /// standard input when this process exits — normally, by SIGKILL or the OOM killer alike — and
+    /// can stop itself (``PrivatePCSCD``'s launch script does). Otherwise standard input is /dev/null.
     /// - Throws: ``HarnessError/Code/launchFailed`` when the executable cannot be started.
-    init(name: String, executable: String, arguments: [String], environment: [String: String], logURL: URL) throws {
+    init(name: String, executable: String, arguments: [String], environment: [String: String], logURL: URL,
+         lifeline: Bool = false) throws {
         self.name = name
         self.logURL = logURL
         if !FileManager.default.fileExists(atPath: logURL.path) {
@@ -41,7 +50,15 @@ final class ChildProcess: Sendable {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.environment = environment
-        process.standardInput = FileHandle.nullDevice
+        var lifelinePipe: Pipe?
+        if lifeline {
+            let pipe = Pipe()
+            _ = fcntl(pipe.fileHandleForWriting.fileDescriptor, F_SETFD, FD_CLOEXEC)
+            process.standardInput = pipe
+            lifelinePipe = pipe
+        } else {
+            process.standardInput = FileHandle.nullDevice
+        }
         process.standardOutput = log
         process.standardError = log
         let exit = exit
@@ -56,8 +73,20 @@ final class ChildProcess: Sendable {
             throw HarnessError(code: .launchFailed, reason: "cannot launch \(name) (\(executable)): \(failure)")
         }
         try? log.close()
+        // Process.run() closes this process's copy of the read end itself (closing it again here
+        // would close whatever descriptor reused that number).
         pid = process.processIdentifier
         self.process = Mutex(process)
+        self.lifeline = Mutex(lifelinePipe?.fileHandleForWriting)
+    }
+
+    /// Closes the lifeline's write end (the child then sees end-of-file on standard input).
+    func cutLifeline() {
+        let handle = lifeline.withLock { handle in
+            defer { handle = nil }
+            return handle
+        }
+        try? handle?.close()
     }
 
     /// Runs `process` from a fresh thread whose signal mask is empty; returns the launch error, if any.
@@ -107,6 +136,7 @@ final class ChildProcess: Sendable {
     /// - Returns: whether the child has exited.
     @discardableResult
     func terminate(grace: Duration) -> Bool {
+        defer { cutLifeline() }
         send(SIGTERM)
         if waitForExit(timeout: grace) { return true }
         send(SIGKILL)

@@ -17,7 +17,8 @@ import Glibc
 /// As root this needs nothing more. Without root the harness tries
 /// `unshare --user --map-root-user --mount`, which the host may forbid (user namespaces disabled).
 ///
-/// Layout of ``directory`` (a fresh `secbridge-pcscd.*` under the temporary directory):
+/// Layout of ``directory`` (a fresh `secbridge-pcscd.*` under the temporary directory, mode 0700:
+/// only its owner reaches the socket):
 ///
 ///     run/             bind-mounted on /run/pcscd: pcscd.comm (the socket), pcscd.pid
 ///     reader.conf.d/   one file per ``ReaderConfEntry``, passed as `pcscd -c` (absolute)
@@ -41,6 +42,7 @@ public final class PrivatePCSCD: Sendable {
 
     private struct State {
         var child: ChildProcess?
+        var watcher: ChildProcess?
         var cleanupToken: UUID?
         var readerNames: [String] = []
         var readers: [ReaderConfEntry] = []
@@ -104,8 +106,16 @@ public final class PrivatePCSCD: Sendable {
         ]
         let child = try ChildProcess(name: "pcscd", executable: unshare, arguments: arguments,
                                      environment: ProcessInfo.processInfo.environment, logURL: logURL)
+        // Ties pcscd's life to this process's (see `watcherScript`).
+        let watcher = try? ChildProcess(
+            name: "pcscd-watcher", executable: "/bin/sh",
+            arguments: ["-c", Self.watcherScript, "secbridge-pcscd-watcher", String(child.pid),
+                        directory.appendingPathComponent("reader.conf.d").path],
+            environment: ProcessInfo.processInfo.environment, logURL: logURL, lifeline: true)
         state.withLock { state in
             state.child = child
+            state.watcher?.cutLifeline()
+            state.watcher = watcher
             if state.cleanupToken == nil {
                 state.cleanupToken = ExitCleanup.register { [self] in self.stop(timeout: .seconds(2)) }
             }
@@ -124,11 +134,12 @@ public final class PrivatePCSCD: Sendable {
     ///
     /// SIGTERM makes pcscd remove its socket and pid file. Safe to call more than once.
     public func stop(timeout: Duration = .seconds(5)) {
-        let (child, token) = state.withLock { state in
-            defer { state.child = nil; state.cleanupToken = nil; state.readerNames = [] }
-            return (state.child, state.cleanupToken)
+        let (child, watcher, token) = state.withLock { state in
+            defer { state.child = nil; state.watcher = nil; state.cleanupToken = nil; state.readerNames = [] }
+            return (state.child, state.watcher, state.cleanupToken)
         }
         child?.terminate(grace: timeout)
+        watcher?.cutLifeline()
         if let token { ExitCleanup.unregister(token) }
         try? FileManager.default.removeItem(at: directory)
     }
@@ -186,6 +197,8 @@ public final class PrivatePCSCD: Sendable {
     /// Runs inside the new mount namespace: `$1` run directory, `$2` empty directory,
     /// `$3` reader.conf.d, `$4` pcscd. Without root and without `/run/pcscd`, a tmpfs on `/run`
     /// (private to the namespace) makes room for the mount point.
+    /// The launch script, run by `/bin/sh` inside the namespace: mounts the private run directory
+    /// and hides the USB drivers, then becomes pcscd (`exec`, same pid).
     static let launchScript = """
         set -eu
         if [ ! -d /run/pcscd ]; then
@@ -196,6 +209,21 @@ public final class PrivatePCSCD: Sendable {
             if [ -d "$bundle" ]; then mount --bind "$2" "$bundle"; fi
         done
         exec "$4" --foreground -c "$3"
+        """
+
+    /// The watcher's script (`/bin/sh -c`, arguments: pcscd's pid, its reader.conf.d): blocks in
+    /// read(2) on its standard input, the ``ChildProcess`` lifeline, until the process that started
+    /// pcscd exits, however it exits (SIGKILL of `simulate`, a CI timeout, the OOM killer), then
+    /// stops pcscd with SIGTERM (which removes its socket). No polling. The pid is signalled only
+    /// while its command line still names this instance's reader.conf.d, so a pid reused after
+    /// pcscd's own exit is never hit.
+    ///
+    /// The watcher is a process of its own, not a job left behind by the launch script: a child of
+    /// pcscd would inherit the descriptor through which Foundation's `Process` learns of pcscd's
+    /// exit, and hide that exit for as long as it lives (measured).
+    static let watcherScript = """
+        cat >/dev/null
+        if grep -qaF -- "$2" "/proc/$1/cmdline" 2>/dev/null; then kill -TERM "$1"; fi
         """
 
     /// `unshare` and its options: a mount namespace as root, else a user and mount namespace.
@@ -223,6 +251,12 @@ public final class PrivatePCSCD: Sendable {
         do {
             if geteuid() == 0, !files.fileExists(atPath: "/run/pcscd") {
                 try files.createDirectory(atPath: "/run/pcscd", withIntermediateDirectories: true)
+            }
+            // Owner only: the socket inside is 0666 (pcscd makes it so), so the directory is what
+            // keeps other local users away from this private pcscd and its readers.
+            try files.createDirectory(at: directory, withIntermediateDirectories: true)
+            guard chmod(directory.path, 0o700) == 0 else {
+                throw HarnessError(code: .launchFailed, reason: "cannot make \(directory.path) private (chmod 700): \(String(cString: strerror(errno)))")
             }
             for name in ["run", "reader.conf.d", "empty"] {
                 try files.createDirectory(at: directory.appendingPathComponent(name), withIntermediateDirectories: true)

@@ -93,15 +93,38 @@ package final class Completion: @unchecked Sendable {
 }
 
 nonisolated(unsafe) private var interruptFlag: sig_atomic_t = 0
+/// The pipe the signal handler writes one byte to, so a command waiting in `poll` wakes at once
+/// (write is async-signal-safe); [-1, -1] until `installInterruptHandler` made it.
+nonisolated(unsafe) private var interruptPipe: [Int32] = [-1, -1]
+nonisolated(unsafe) private var interruptPipeWriteEnd: Int32 = -1
+
+private func noteInterrupt(_ number: Int32) {
+    interruptFlag = number
+    if interruptPipeWriteEnd >= 0 {
+        var byte: UInt8 = 1
+        _ = write(interruptPipeWriteEnd, &byte, 1)
+    }
+}
 
 /// Makes SIGINT, SIGTERM and SIGHUP (the terminal closed) set a flag that long-running commands
 /// poll, so they can restore the reader and flush transcripts before exiting.
 /// The signals are also unblocked: a process started from a thread that blocks them (test
 /// runners do) inherits that mask, and would otherwise never see Ctrl-C.
 package func installInterruptHandler() {
-    signal(SIGINT) { number in interruptFlag = number }
-    signal(SIGTERM) { number in interruptFlag = number }
-    signal(SIGHUP) { number in interruptFlag = number }
+    if interruptPipe[0] < 0 {
+        var ends: [Int32] = [-1, -1]
+        if pipe(&ends) == 0 {
+            for end in ends {
+                _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+                _ = fcntl(end, F_SETFL, O_NONBLOCK)
+            }
+            interruptPipe = ends
+            interruptPipeWriteEnd = ends[1]
+        }
+    }
+    signal(SIGINT) { number in noteInterrupt(number) }
+    signal(SIGTERM) { number in noteInterrupt(number) }
+    signal(SIGHUP) { number in noteInterrupt(number) }
     var set = sigset_t()
     sigemptyset(&set)
     sigaddset(&set, SIGINT)
@@ -111,6 +134,10 @@ package func installInterruptHandler() {
 }
 
 package func interrupted() -> Bool { interruptFlag != 0 }
+
+/// A descriptor that becomes readable when SIGINT, SIGTERM or SIGHUP arrives after
+/// ``installInterruptHandler()``, for waits in `poll`; -1 when no pipe could be made.
+package func interruptDescriptor() -> Int32 { interruptPipe[0] }
 
 /// The exit status after the signal that interrupted the command: 128 + its number (130 for
 /// SIGINT, 143 for SIGTERM), as shells report a process ended by that signal.

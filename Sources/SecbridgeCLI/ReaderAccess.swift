@@ -1,6 +1,10 @@
 import ISO7816
 import PCSC
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Establishes a context with the invocation's client, turning failure into an error that says
 /// what to do.
 package func openContext(_ invocation: Invocation) throws(CLIError) -> any PCSCClientContext {
@@ -13,12 +17,51 @@ package func openContext(_ invocation: Invocation) throws(CLIError) -> any PCSCC
 }
 
 /// A PC/SC error in the CLI's words: the failing call, the code's name and meaning, and the remedy.
-package func describe(_ error: PCSCError) -> String {
+///
+/// A pcscd that dies during a call does not come back as SCARD_E_NO_SERVICE: libpcsclite's client
+/// decodes whatever its broken socket gave it, SCARD_F_COMM_ERROR (measured here with pcsc-lite
+/// 1.9.9 on SCardTransmit and SCardControl) or SCARD_W_SECURITY_VIOLATION (issue reports, same
+/// version). For those codes the daemon's socket is tried once: when nothing listens on it any more,
+/// the message says that pcscd went away instead of the code's own meaning.
+package func describe(_ error: PCSCError, socketAnswers: (String) -> Bool = unixSocketAnswers) -> String {
+    let socket = environmentValue("PCSCLITE_CSOCK_NAME")
+    if error == .commError || error == .securityViolation || error == .internalError {
+        let path = socket ?? defaultPCSCDSocket
+        if !socketAnswers(path) {
+            let function = error.function.map { "\($0) failed: " } ?? ""
+            return function + "pcscd went away during the call (\(error.name), and nothing listens on \(path) any more); "
+                + "start pcscd again (e.g. `systemctl start pcscd`, or `secbridge simulate` for a simulated reader) and retry"
+        }
+    }
     var text = error.description
-    if error.isServiceLost, let socket = environmentValue("PCSCLITE_CSOCK_NAME") {
+    if error.isServiceLost, let socket {
         text += " (PCSCLITE_CSOCK_NAME=\(socket))"
     }
     return text
+}
+
+/// pcsc-lite's socket when PCSCLITE_CSOCK_NAME is not set (pcsc-lite's `PCSCLITE_CSOCK_NAME`
+/// default, USE_IPCDIR "/run/pcscd").
+package let defaultPCSCDSocket = "/run/pcscd/pcscd.comm"
+
+/// Whether a Unix stream socket at `path` accepts a connection now (connect(2), closed at once).
+package func unixSocketAnswers(_ path: String) -> Bool {
+    let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    guard descriptor >= 0 else { return true }  // Cannot tell: keep the code's own meaning.
+    defer { close(descriptor) }
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    let bytes = Array(path.utf8)
+    let capacity = MemoryLayout.size(ofValue: address.sun_path)
+    guard bytes.count < capacity else { return true }
+    withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+        buffer.copyBytes(from: bytes)
+        buffer[bytes.count] = 0
+    }
+    let result = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+    }
+    return result == 0
 }
 
 /// Picks a reader by `--reader`: a 0-based index into the list, or a case-insensitive substring of

@@ -209,6 +209,7 @@ public enum SecbridgeCLI {
         ("doctor", "Check pcscd, the ACR122U, its driver, escape commands and firmware, and say how to fix what fails."),
         ("reset", "Bring an ACR122U back to a usable state after an interrupted emulation."),
         ("write-ndef", "Write an NDEF message (a URI or a text record) to an NFC Forum Type 2 Tag."),
+        ("serve", "Present a credential as the card in a vpcd reader (vsmartcard), to a pcscd here or on another host."),
     ]
 
     /// Stand-ins that run `secbridge-tools` (beside this binary) with the same command line.

@@ -76,6 +76,38 @@ extension SecbridgeCLI {
     public static func enableCallWatchdog(bound: Duration = .seconds(40), console: any Console = StandardConsole()) {
         CallWatchdog.shared.enable(bound: bound, console: console)
     }
+
+    /// The call bound the binaries use: 40 s, or `SECBRIDGE_CALL_TIMEOUT` whole seconds (1…3600).
+    ///
+    /// - Returns: the bound, or a message naming the bad value and the accepted range when the
+    ///   variable is set to anything else (`abc`, `0`, `2.5`, empty): a typo never silently means 40 s.
+    public static func callBound(fromEnvironment value: String?) -> Result<Duration, CallBoundError> {
+        guard let value else { return .success(.seconds(40)) }
+        guard let seconds = Int(value), (1...3600).contains(seconds) else {
+            return .failure(CallBoundError(message:
+                "SECBRIDGE_CALL_TIMEOUT=\"\(value)\" is not a whole number of seconds from 1 to 3600; set it to one (e.g. 90) or unset it for the default 40 s"))
+        }
+        return .success(.seconds(seconds))
+    }
+
+    /// Enables the call watchdog from `SECBRIDGE_CALL_TIMEOUT` (see ``callBound(fromEnvironment:)``);
+    /// returns false after printing the error when the variable is invalid, and the binary then
+    /// exits with status 64 (a usage error).
+    public static func enableCallWatchdogFromEnvironment(console: any Console = StandardConsole()) -> Bool {
+        switch callBound(fromEnvironment: environmentValue("SECBRIDGE_CALL_TIMEOUT")) {
+        case .success(let bound):
+            enableCallWatchdog(bound: bound, console: console)
+            return true
+        case .failure(let error):
+            console.err("secbridge: error: \(error.message)\n")
+            return false
+        }
+    }
+}
+
+/// An invalid `SECBRIDGE_CALL_TIMEOUT`, with the message that says what is accepted.
+public struct CallBoundError: Error, Sendable, Equatable {
+    public let message: String
 }
 
 /// A channel whose every call is guarded by the ``CallWatchdog``.

@@ -1,4 +1,5 @@
 // Shares the transcript commands' helpers, in the `secbridge-tools` binary.
+import Foundation
 import SecbridgeCLI
 import Transcript
 
@@ -12,15 +13,21 @@ extension SecbridgeCLI {
         abstract: SecbridgeCLI.toolAbstract("capture"),
         usage: "-o FILE [--spy-log FILE] [--no-redact] [--force] [--json] -- COMMAND [ARGUMENT…]",
         discussion: """
-            COMMAND runs with LD_PRELOAD=libpcscspy.so.0 (package libpcsclite-dev) and HOME set to a
-            private temporary directory, where the spy library writes its log (`$HOME/pcsc-spy`).
-            When COMMAND ends, `pcsc-spy -n` turns the log into text and `transcript import-spy`
-            converts that into FILE: SCardTransmit and SCardControl exchanges, ATR, protocol and card
-            events. Secrets are redacted unless --no-redact. COMMAND's standard input and output are
-            this terminal's.
+            COMMAND runs under pcsc-lite's spy library libpcscspy.so.0 (package libpcsclite-dev) with
+            HOME set to a private temporary directory, where the spy writes its log (`$HOME/pcsc-spy`).
+            A program linked with libpcsclite (as `ldd` shows) gets the spy by LD_PRELOAD; one that
+            loads it with dlopen (OpenSC, pyscard) finds the spy as libpcsclite.so.1 in a directory on
+            LD_LIBRARY_PATH, where the real library is libpcsclite_nospy.so.1 (the spy's replacement
+            mode). When COMMAND ends, `pcsc-spy -n` turns the log into text and `transcript
+            import-spy` converts that into FILE: SCardTransmit and SCardControl exchanges, ATR,
+            protocol and card events. Secrets are redacted unless --no-redact. COMMAND's standard
+            input and output are this terminal's.
 
-            The exit status is COMMAND's success (0) or failure (1); FILE is written in both cases,
-            and nothing is written when the log cannot be converted.
+            The exit status is COMMAND's success (0) or failure (1), or 128 + the signal when SIGINT,
+            SIGTERM or SIGHUP stopped it (passed on to COMMAND); FILE is written in each case, and
+            nothing is written when the log cannot be converted. The temporary directory is always
+            removed. A crash of pcsc-lite 1.9.9's spy in SCardTransmit (nfc-list with a card) is
+            named, with what to do.
 
             Example:
               secbridge capture -o select.trn -- opensc-tool --send-apdu 00A4040007D2760000850101
@@ -45,17 +52,21 @@ extension SecbridgeCLI {
         guard let viewer = findExecutable("pcsc-spy") else {
             throw CLIError.failure("pcsc-spy is not installed: install pcsc-lite's spy (Debian package libpcsclite-dev)")
         }
+        guard let libraries = SpyLibraries.find() else {
+            throw CLIError.failure("pcsc-lite's spy library libpcscspy.so.0 and libpcsclite.so.1 were not found side by side in \(SpyLibraries.directories.joined(separator: ", ")): install libpcsclite-dev")
+        }
+        // From here on a signal only sets a flag (and, while the program runs, is passed on to it),
+        // so the temporary directory below is removed however capture ends.
+        installInterruptHandler()
         var template = Array("/tmp/secbridge-capture-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else {
             throw CLIError.failure("cannot create a temporary directory in /tmp: \(String(cString: strerror(errno)))")
         }
         let directory = String(cString: made)
-        let rawLog = directory + "/pcsc-spy", textLog = directory + "/spy.txt"
-        defer {
-            unlink(rawLog)
-            unlink(textLog)
-            rmdir(directory)
-        }
+        // Everything lives in the directory (the program may write its own files into HOME too):
+        // removed as a whole on every way out, the interrupted one included.
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let rawLog = directory + "/pcsc-spy", textLog = directory + "/spy.txt", libraryDirectory = directory + "/lib"
         // A regular file: the spy library appends to $HOME/pcsc-spy whatever it is, so no reader
         // has to run while the program does (no FIFO that could block it).
         let fd = open(rawLog, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
@@ -65,24 +76,37 @@ extension SecbridgeCLI {
         let date = utcTimestamp()
         var environment = currentEnvironment()
         environment["HOME"] = directory
-        environment["LD_PRELOAD"] = ["libpcscspy.so.0", environment["LD_PRELOAD"]].compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: " ")
-        let status: Int32
+        let mode = SpyMode.choose(for: command[0], environment: environment)
+        switch mode {
+        case .preload:
+            environment["LD_PRELOAD"] = [libraries.spy, environment["LD_PRELOAD"]].compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: " ")
+        case .replacement:
+            try libraries.makeReplacementDirectory(libraryDirectory)
+            environment["LD_LIBRARY_PATH"] = [libraryDirectory, environment["LD_LIBRARY_PATH"]].compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: ":")
+        }
+        let run: CapturedRun
         do {
-            status = try spawnAndWait(command, environment: environment, standardOutput: nil)
+            run = try runForwardingSignals(command, environment: environment)
         } catch {
             throw CLIError.failure("cannot run '\(command[0])': \(error.message)")
         }
+        let status = run.status
         var info = stat()
         guard stat(rawLog, &info) == 0, info.st_size > 0 else {
-            throw CLIError.failure("'\(command[0])' made no PC/SC call through the spy (exit status \(status)): is libpcscspy.so.0 installed (libpcsclite-dev), and is the program linked dynamically with libpcsclite (not setuid)? Nothing was written")
+            if let signal = run.forwardedSignal {
+                invocation.console.err("secbridge: '\(command[0])' was stopped by \(signalName(signal)) before its first PC/SC call; nothing was written\n")
+                return 128 + signal
+            }
+            throw CLIError.failure("'\(command[0])' made no PC/SC call through the spy (exit status \(status), \(mode.description)): is libpcscspy.so.0 installed (libpcsclite-dev), and does the program use libpcsclite (not setuid, not linked statically)? Nothing was written")
         }
+        let crash = SpyMode.knownSpyCrash(rawLog: rawLog, status: status)
         let viewerStatus: Int32
         do {
             viewerStatus = try spawnAndWait([viewer, "-n", rawLog], environment: currentEnvironment(), standardOutput: textLog)
         } catch {
             throw CLIError.failure("cannot run pcsc-spy: \(error.message)")
         }
-        if viewerStatus != 0 {
+        if viewerStatus != 0 && crash == nil {
             invocation.console.err("secbridge: note: pcsc-spy exited with status \(viewerStatus) (the log may end inside a call)\n")
         }
         if let keep = invocation.arguments.value("spy-log") {
@@ -93,7 +117,7 @@ extension SecbridgeCLI {
         let options = SpyImportOptions(
             redactor: invocation.arguments.has("no-redact") ? .disabled : .default,
             tool: "secbridge \(version) capture", date: date,
-            source: "secbridge capture -- \(command.joined(separator: " ")) (libpcscspy.so.0, pcsc-spy -n)")
+            source: "secbridge capture -- \(command.joined(separator: " ")) (libpcscspy.so.0 \(mode.description), pcsc-spy -n)")
         let transcript: Transcript
         do {
             transcript = try SpyLogImporter.importLog(contentsOfFile: textLog, options: options)
@@ -103,6 +127,18 @@ extension SecbridgeCLI {
         try save(transcript, to: output)
         report(invocation, transcript, input: command.joined(separator: " "), output: output,
                extra: [("command", .array(command.map { .string($0) })), ("status", .int(Int(status)))])
+        if let crash {
+            invocation.console.err("secbridge: error: \(crash(command[0])); the calls before the crash were saved in \(output)\n")
+            return exitFailure
+        }
+        if let signal = run.forwardedSignal {
+            invocation.console.err("secbridge: '\(command[0])' was stopped by \(signalName(signal)) (passed on to it); its session so far was saved in \(output)\n")
+            return 128 + signal
+        }
+        if interrupted() {
+            invocation.console.err("secbridge: interrupted; the session of '\(command[0])' was saved in \(output)\n")
+            return interruptedExitStatus()
+        }
         if status != 0 {
             invocation.console.err("secbridge: error: '\(command[0])' exited with status \(status); its session was saved in \(output)\n")
             return exitFailure
@@ -138,6 +174,17 @@ extension SecbridgeCLI {
     /// Runs `arguments` (looked up on PATH) with `environment`, optionally sending its standard
     /// output to a new file, and returns its exit status (128 + signal when killed).
     static func spawnAndWait(_ arguments: [String], environment: [String: String], standardOutput: String?) throws(CLIError) -> Int32 {
+        let pid = try spawn(arguments, environment: environment, standardOutput: standardOutput)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 {
+            guard errno == EINTR else { throw .failure("waitpid: \(String(cString: strerror(errno)))") }
+        }
+        return exitStatus(status)
+    }
+
+    /// Starts `arguments` (looked up on PATH) with `environment`, optionally sending its standard
+    /// output to a new file; returns its process id.
+    static func spawn(_ arguments: [String], environment: [String: String], standardOutput: String?) throws(CLIError) -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -155,11 +202,12 @@ extension SecbridgeCLI {
         guard result == 0 else {
             throw .failure(String(cString: strerror(result)) + (result == ENOENT ? ": no such program on PATH" : ""))
         }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 {
-            guard errno == EINTR else { throw .failure("waitpid: \(String(cString: strerror(errno)))") }
-        }
-        // WIFEXITED / WEXITSTATUS / WTERMSIG by their bit layout (glibc <bits/waitstatus.h>).
+        return pid
+    }
+
+    /// A waitpid status as an exit status: WEXITSTATUS, or 128 + WTERMSIG, by their bit layout
+    /// (glibc <bits/waitstatus.h>).
+    static func exitStatus(_ status: Int32) -> Int32 {
         if status & 0x7F == 0 { return (status >> 8) & 0xFF }
         return 128 + (status & 0x7F)
     }

@@ -78,6 +78,8 @@ extension SecbridgeCLI {
             let pcscd: PrivatePCSCD
             let names: [String]
             do {
+                // Daemons of runs that died before the lifeline existed, or whose watcher was killed too.
+                PrivatePCSCD.reapLeftovers()
                 pcscd = try PrivatePCSCD(readers: SimulatedReaders.readerConfEntries(timeScale: scale))
                 names = try pcscd.start()
             } catch let error as HarnessError {
@@ -155,13 +157,17 @@ struct DemoReaderAccess: Sendable {
     var cleanup: @Sendable () -> Void = {}
     /// `PCSCClient.readerScope` of the readers (in process: their own namespace).
     var readerScope = ""
+    /// `PCSCClient.sharedSocketPath` of the readers (nil in process).
+    var sharedSocketPath: String?
 
     static func pcscd(emulator: String, terminal: String, socket: String) -> DemoReaderAccess {
-        DemoReaderAccess(emulator: emulator, terminal: terminal, where_: "pcscd: private instance, PCSCLITE_CSOCK_NAME=\(socket)") { reader in
+        var access = DemoReaderAccess(emulator: emulator, terminal: terminal, where_: "pcscd: private instance, PCSCLITE_CSOCK_NAME=\(socket)") { reader in
             let context = try PCSCContext()
             let handle = try context.connect(to: reader, share: .direct, protocols: .undefined)
             return (handle, { try handle.features() }, { try? handle.disconnect(.leave); try? context.release() })
         }
+        access.sharedSocketPath = socket
+        return access
     }
 
     /// Two readers on one field, driven through the driver's IFD handler entry points in this
@@ -258,7 +264,9 @@ final class DemoRun: Sendable {
         try? recorder.record(.reader([TranscriptAttribute("name", emulator), TranscriptAttribute("role", "card emulation")]), channel: "a")
         try? recorder.record(.reader([TranscriptAttribute("name", terminal), TranscriptAttribute("role", "terminal")]), channel: "b")
 
-        let backend = await PN532EmulationBackend.open(readerName: emulator, executor: executorA, readerScope: access.readerScope) { [self] in
+        let backend = await PN532EmulationBackend.open(
+            readerName: emulator, executor: executorA, readerScope: access.readerScope, sharedSocketPath: access.sharedSocketPath
+        ) { [self] in
             try directConnection(emulator, id: "a")
         }
         if case .unsupported(let reason, _) = backend.support {

@@ -12,7 +12,7 @@ public enum SecbridgeTools {
             SecbridgeCLI.emulateCommand, SecbridgeCLI.readCommand, SecbridgeCLI.demoCommand,
             SecbridgeCLI.transcriptCommand, SecbridgeCLI.captureCommand, SecbridgeCLI.selftestCommand,
             SecbridgeCLI.doctorCommand, SecbridgeCLI.resetCommand,
-            SecbridgeCLI.writeNDEFCommand,
+            SecbridgeCLI.writeNDEFCommand, SecbridgeCLI.serveCommand,
         ]
     }
 

@@ -200,7 +200,9 @@ extension SecbridgeCLI {
             executor.shutdown()
             prompter.shutdown()
         }
-        let backend = await PN532EmulationBackend.open(readerName: reader, executor: executor, readerScope: client.readerScope) {
+        let backend = await PN532EmulationBackend.open(
+            readerName: reader, executor: executor, readerScope: client.readerScope, sharedSocketPath: client.sharedSocketPath
+        ) {
             let context = try client.establishContext()
             let handle = try context.connect(to: reader, share: .direct, protocols: .undefined)
             let channel: any CardChannel = recorder.map { RecordingChannel(wrapping: handle, recorder: $0) } ?? handle

@@ -210,6 +210,8 @@ extension SecbridgeCLI {
         } else {
             let entries = Array(SimulatedReaders.readerConfEntries(timeScale: scale).prefix(readerCount))
             do {
+                // Daemons of runs that died before the lifeline existed, or whose watcher was killed too.
+                PrivatePCSCD.reapLeftovers()
                 let daemon = try PrivatePCSCD(readers: entries)
                 names = try daemon.start()
                 pcscd = daemon

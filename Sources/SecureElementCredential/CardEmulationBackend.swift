@@ -66,6 +66,10 @@ public protocol CardEmulationBackend: AnyObject, Sendable {
     /// `PCSCClient.readerScope` when names repeat across clients (in-process readers). Default:
     /// `readerName`.
     var readerClaim: String { get }
+    /// The pcscd socket through which other processes reach this reader (see
+    /// `PCSCClient.sharedSocketPath`): then the one-session-per-reader rule holds across processes
+    /// too, through a lock file. nil (the default) for a reader only this process sees.
+    var sharedSocketPath: String? { get }
     /// Whether this reader can emulate; decided when the backend was made.
     var support: EmulationSupport { get }
     /// Makes the reader ready: automatic PICC polling off (`FF 00 51 00 00`), RF field off,
@@ -89,4 +93,5 @@ public protocol CardEmulationBackend: AnyObject, Sendable {
 
 extension CardEmulationBackend {
     public var readerClaim: String { readerName }
+    public var sharedSocketPath: String? { nil }
 }

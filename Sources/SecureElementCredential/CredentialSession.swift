@@ -74,17 +74,25 @@ public actor CredentialSession {
     }
 
     /// Starts a session in `management`.
-    /// - Throws: `CredentialSessionError` `resourceUnavailable` when another session holds the reader.
+    /// - Throws: `CredentialSessionError` `resourceUnavailable` when another session holds the reader: one
+    ///   of this process, or (readers behind pcscd, `CardEmulationBackend.sharedSocketPath`) of another
+    ///   process, whose pid the message names.
     public static func startSession(_ options: CredentialSessionOptions) throws(CredentialSessionError) -> CredentialSession {
         let reader = options.emulationBackend?.readerClaim ?? options.readerName
         var claim: (String, UInt64)?
         if let reader {
-            guard let token = ReaderClaims.claim(reader) else {
+            let name = options.emulationBackend?.readerName ?? reader
+            switch ReaderClaims.claim(reader, acrossProcesses: options.emulationBackend?.sharedSocketPath) {
+            case .success(let token):
+                claim = (reader, token)
+            case .failure(.heldInProcess):
+                throw CredentialSessionError(
+                    .resourceUnavailable, "another credential session holds the reader \"\(name)\"; invalidate it first")
+            case .failure(.heldByProcess(let pid)):
                 throw CredentialSessionError(
                     .resourceUnavailable,
-                    "another credential session holds the reader \"\(options.emulationBackend?.readerName ?? reader)\"; invalidate it first")
+                    "another process\(pid.map { " (pid \($0))" } ?? "") holds the reader \"\(name)\" for a credential session (another `secbridge emulate`?); stop it first, or use another reader")
             }
-            claim = (reader, token)
         }
         return CredentialSession(options: options, claim: claim)
     }

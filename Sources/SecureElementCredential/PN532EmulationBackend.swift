@@ -32,6 +32,7 @@ public final class PN532EmulationBackend: CardEmulationBackend {
     public let readerName: String
     /// `readerScope` + `readerName` (see `PCSCClient.readerScope`).
     public let readerClaim: String
+    public let sharedSocketPath: String?
     public let support: EmulationSupport
     public let mcuTimeout: ACR122MCUTimeout
     /// TgGetData's C-APDU is cut at 252 bytes by the ACR122's frame size (docs/acr122-pn532.md §4).
@@ -44,12 +45,14 @@ public final class PN532EmulationBackend: CardEmulationBackend {
     ///   - pn532: the client over the reader's direct (escape) connection.
     ///   - mcuTimeout: the step: how long one TgInitAsTarget or TgGetData may block.
     ///   - readerScope: the client's `PCSCClient.readerScope`, for the one-session-per-reader rule.
+    ///   - sharedSocketPath: the client's `PCSCClient.sharedSocketPath`, for the same rule across processes.
     public init(
         readerName: String, pn532: PN532, executor: BlockingExecutor, mcuTimeout: ACR122MCUTimeout = .fiveSecondSteps(1),
-        readerScope: String = "", close: (@Sendable () -> Void)? = nil
+        readerScope: String = "", sharedSocketPath: String? = nil, close: (@Sendable () -> Void)? = nil
     ) {
         self.readerName = readerName
         self.readerClaim = readerScope + readerName
+        self.sharedSocketPath = sharedSocketPath
         self.support = .supported
         self.mcuTimeout = mcuTimeout
         self.executor = executor
@@ -59,6 +62,7 @@ public final class PN532EmulationBackend: CardEmulationBackend {
     private init(readerName: String, readerScope: String, unsupported reason: String, cause: UnderlyingCause?, executor: BlockingExecutor) {
         self.readerName = readerName
         self.readerClaim = readerScope + readerName
+        self.sharedSocketPath = nil
         self.support = .unsupported(reason: reason, cause: cause)
         self.mcuTimeout = .fiveSecondSteps(1)
         self.executor = executor
@@ -76,9 +80,10 @@ public final class PN532EmulationBackend: CardEmulationBackend {
     /// an ACR122U, escape commands refused by the CCID driver (docs/cases.md P09).
     /// - Parameter open: connects, on the executor thread; returns the channel and its release.
     /// - Parameter readerScope: the client's `PCSCClient.readerScope`.
+    /// - Parameter sharedSocketPath: the client's `PCSCClient.sharedSocketPath` (nil: in-process readers).
     public static func open(
         readerName: String, executor: BlockingExecutor, mcuTimeout: ACR122MCUTimeout = .fiveSecondSteps(1),
-        readerScope: String = "", channel open: @escaping @Sendable () throws -> (channel: any CardChannel, close: @Sendable () -> Void)
+        readerScope: String = "", sharedSocketPath: String? = nil, channel open: @escaping @Sendable () throws -> (channel: any CardChannel, close: @Sendable () -> Void)
     ) async -> PN532EmulationBackend {
         let lowered = readerName.lowercased()
         if lowered.contains("acr1252") || lowered.contains("acr1255") {
@@ -100,7 +105,7 @@ public final class PN532EmulationBackend: CardEmulationBackend {
             }
             let backend = PN532EmulationBackend(
                 readerName: readerName, pn532: box.pn532!, executor: executor, mcuTimeout: mcuTimeout, readerScope: readerScope,
-                close: box.close)
+                sharedSocketPath: sharedSocketPath, close: box.close)
             return backend
         } catch {
             let cause = UnderlyingCause(error)

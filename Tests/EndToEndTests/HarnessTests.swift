@@ -24,6 +24,24 @@ private let vpcdReaderNames = ["Virtual PCD 00 00", "Virtual PCD 00 01"]
 /// `pcsc_scan` subprocesses, so this process's PC/SC client keeps its one socket.
 @Suite("Harness: private pcscd, vpcd and vicc", .serialized, .needsPrivatePCSCD)
 struct HarnessTests {
+    /// The private pcscd's directory (whose socket pcscd makes 0666) and the simulated readers'
+    /// control sockets and their directories are reachable by their owner only.
+    @Test("Only the owner reaches the private pcscd and the simulated readers' control sockets")
+    func privateDaemonAndControlSocketsAreOwnerOnly() async throws {
+        let environment = try await blocking { try TestEnvironment.shared.start() }
+        func mode(_ path: String) throws -> mode_t {
+            var info = stat()
+            guard stat(path, &info) == 0 else { throw HarnessError(code: .launchFailed, reason: "stat \(path): errno \(errno)") }
+            return info.st_mode & 0o777
+        }
+        let daemonDirectory = URL(fileURLWithPath: environment.socketPath).deletingLastPathComponent().deletingLastPathComponent().path
+        #expect(try mode(daemonDirectory) == 0o700)
+        for directory in [SimulatedReaders.directoryA, SimulatedReaders.directoryB] {
+            #expect(try mode(directory) & 0o077 == 0, "\(directory)")
+            #expect(try mode(directory + "/control.sock") & 0o077 == 0, "\(directory)/control.sock")
+        }
+    }
+
     @Test("The shared environment lists the vpcd reader with vicc's card")
     func sharedEnvironmentHasCard() async throws {
         // Off Swift's shared pool: pcscd and vicc calls block for up to seconds.

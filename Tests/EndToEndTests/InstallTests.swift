@@ -74,15 +74,11 @@ import Testing
 
         // simulate from the prefix, in a directory outside the clone: the driver pcscd loads is the installed one.
         let secbridge = prefix + "/bin/secbridge"
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: secbridge)
-        process.arguments = ["simulate", "--json", "--card", "04A1B2C3", "--applet", "t4t-ndef", "--time-scale", "0.01", "--timeout", "60"]
-        process.currentDirectoryURL = URL(fileURLWithPath: prefix)
-        process.environment = Self.cleanEnvironment
-        let lines = collectLines(of: process).lines
-        try process.run()
-        defer { if process.isRunning { process.terminate() } }
-        let first = try await waitForLine("{", in: lines, from: "simulate --json")
+        let simulate = try BinaryProcess(
+            ["simulate", "--json", "--card", "04A1B2C3", "--applet", "t4t-ndef", "--time-scale", "0.01", "--timeout", "60"],
+            environment: Self.cleanEnvironment, executable: URL(fileURLWithPath: secbridge), directory: URL(fileURLWithPath: prefix), input: true)
+        defer { if simulate.process.isRunning { simulate.process.terminate() } }
+        let first = try await simulate.line(containing: "{")
         let started = try #require(try JSONSerialization.jsonObject(with: Data(first.utf8)) as? [String: Any], "\(first)")
         #expect(started["event"] as? String == "started")
         #expect(started["driver"] as? String == driver)
@@ -99,10 +95,9 @@ import Testing
         let listed = try await Self.run(secbridge, ["readers"], in: prefix, environment: environment, timeout: .seconds(20))
         #expect(listed.status == 0, "\(listed.err)")
         #expect(listed.out.contains("ACS ACR122U PICC Interface 00 00") && listed.out.contains("ACS ACR122U PICC Interface 01 00"), "\(listed.out)")
-        process.interrupt()
-        _ = try await blocking { process.waitUntilExit() }
-        #expect(process.terminationStatus == 0)
-        #expect(lines.withLock { $0.last } == #"{"event":"stopped"}"#)
+        _ = try await blocking { simulate.stop() }
+        #expect(simulate.process.terminationStatus == 0)
+        #expect(simulate.output.last == #"{"event":"stopped"}"#)
 
         // demo from the prefix: its own private pcscd with the installed driver.
         let demo = try await Self.run(secbridge, ["demo", "--json", "--time-scale", "0.01", "--record", prefix + "/demo.trn"], in: prefix, environment: Self.cleanEnvironment)

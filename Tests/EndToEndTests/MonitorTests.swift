@@ -111,52 +111,6 @@ extension SharedReader {
 /// with other readers, and kills: reader arrival and removal, and recovery after pcscd restarts
 /// (docs/cases.md P12), without disturbing the shared pcscd of this process.
 @Suite(.serialized, .needsPrivatePCSCD) struct MonitorRecoveryTests {
-    /// A running `secbridge monitor --json`, its output lines collected as they come.
-    final class MonitorProcess: @unchecked Sendable {
-        let process = Process()
-        private let lines = Locked<[String]>([])
-        private let buffer = Locked<String>("")
-
-        init(environment: [String: String]) throws {
-            process.executableURL = try secbridgeBinary()
-            process.arguments = ["monitor", "--json", "--timeout", "60"]
-            process.environment = environment
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            process.standardError = FileHandle.nullDevice
-            pipe.fileHandleForReading.readabilityHandler = { [lines, buffer] handle in
-                let data = handle.availableData
-                guard !data.isEmpty else { return }
-                buffer.withLock { text in
-                    text += String(decoding: data, as: UTF8.self)
-                    while let newline = text.firstIndex(of: "\n") {
-                        let line = String(text[..<newline])
-                        text = String(text[text.index(after: newline)...])
-                        lines.withLock { $0.append(line) }
-                    }
-                }
-            }
-            try process.run()
-        }
-
-        var output: [String] { lines.withLock { $0 } }
-
-        func wait(for needle: String, after index: Int = 0, timeout: Duration = .seconds(20)) async throws -> Int {
-            let deadline = ContinuousClock.now + timeout
-            while ContinuousClock.now < deadline {
-                let current = output
-                if let found = current.indices.first(where: { $0 >= index && current[$0].contains(needle) }) { return found }
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            throw HarnessError(code: .timeout, reason: "secbridge monitor printed no line with \(needle) within \(timeout): \(output)")
-        }
-
-        func stop() {
-            if process.isRunning { process.interrupt() }
-            process.waitUntilExit()
-        }
-    }
-
     /// Real-time check: pcscd is started, restarted and killed for real, and the monitor's reconnect
     /// back-off runs on the wall clock (about 1 s alone; more while the rest of the suite runs).
     @Test func readersComeAndGoAndMonitoringSurvivesRestarts() async throws {
@@ -166,7 +120,7 @@ extension SharedReader {
         let pcscd = try PrivatePCSCD(readers: [first])
         defer { pcscd.stop() }
         _ = try await blocking { try pcscd.start() }
-        let monitor = try MonitorProcess(environment: pcscd.environment)
+        let monitor = try BinaryProcess(["monitor", "--json", "--timeout", "60"], environment: pcscd.environment)
         defer { monitor.stop() }
 
         var at = try await monitor.wait(for: #""event":"reader-attached","reader":"Monitor First 00 00""#)
@@ -213,16 +167,14 @@ extension SharedReader {
 @Suite(.serialized, .needsPrivatePCSCD) struct SimulateCommandTests {
     @Test func simulateServesReadersUntilInterrupted() async throws {
         try requireBuiltBinaries()  // `simulate` starts a pcscd of its own
-        let process = Process()
-        process.executableURL = try secbridgeBinary()
-        process.arguments = ["simulate", "--card", "04A1B2C3", "--applet", "t4t-ndef", "--time-scale", "0.01", "--timeout", "60"]
-        let (lines, input) = collectLines(of: process)
-        try process.run()
+        let simulate = try BinaryProcess(
+            ["simulate", "--card", "04A1B2C3", "--applet", "t4t-ndef", "--time-scale", "0.01", "--timeout", "60"],
+            environment: ProcessInfo.processInfo.environment, input: true)
+        let process = simulate.process
         defer { if process.isRunning { process.terminate() } }
-        func waitFor(_ prefix: String) async throws -> String { try await waitForLine(prefix, in: lines, from: "simulate") }
-        let export = try await waitFor("export PCSCLITE_CSOCK_NAME=")
+        let export = try await simulate.line(containing: "export PCSCLITE_CSOCK_NAME=")
         let socket = String(export.dropFirst("export PCSCLITE_CSOCK_NAME=".count))
-        _ = try await waitFor("type control requests")
+        _ = try await simulate.wait(for: "type control requests")
         var environment = ProcessInfo.processInfo.environment
         environment["PCSCLITE_CSOCK_NAME"] = socket
         // pcscd sees the placed card within its ~400 ms presence poll: ask until it does (bounded).
@@ -240,14 +192,53 @@ extension SharedReader {
         #expect(send.status == 0, "\(send.err)")
         #expect(send.out.contains("< 90 00\n"))
         // A control request on standard input.
-        input.fileHandleForWriting.write(Data("a peers\n".utf8))
-        _ = try await waitFor("ok count=1")
-        process.interrupt()
-        _ = try await blocking { process.waitUntilExit() }
+        simulate.input?.fileHandleForWriting.write(Data("a peers\n".utf8))
+        _ = try await simulate.wait(for: "ok count=1")
+        _ = try await blocking { simulate.stop() }
         #expect(process.terminationStatus == 0)
-        #expect(lines.withLock { $0.last } == "stopping the simulated readers")
+        #expect(simulate.output.last == "stopping the simulated readers")
         // The private pcscd is gone with it.
         let after = try await runBinary(["readers"], environment: environment)
         #expect(after.status == 1)
     }
+
+    /// SIGKILL of `simulate` (a CI timeout, the OOM killer) takes its private pcscd with it: the
+    /// daemon's lifeline (its standard input, a pipe only `simulate` held) ends, and its watcher
+    /// stops it. Before, that pcscd ran on for good.
+    @Test func simulateKilledTakesItsPcscdWithIt() async throws {
+        try requireBuiltBinaries()  // `simulate` starts a pcscd of its own
+        let simulate = try BinaryProcess(
+            ["simulate", "--readers", "1", "--time-scale", "0.01", "--timeout", "60"], environment: ProcessInfo.processInfo.environment, input: true)
+        let process = simulate.process
+        defer { if process.isRunning { process.terminate() } }
+        let export = try await simulate.line(containing: "export PCSCLITE_CSOCK_NAME=")
+        let socket = export.dropFirst("export PCSCLITE_CSOCK_NAME=".count)
+        let run = socket.dropLast("/pcscd.comm".count)
+        let pidText = try String(contentsOfFile: run + "/pcscd.pid", encoding: .utf8)
+        let pcscd = try #require(Int32(pidText.trimmingCharacters(in: CharacterSet(charactersIn: "\n\0 "))))
+        #expect(kill(pcscd, 0) == 0, "pcscd \(pcscd) should run while simulate does")
+        kill(process.processIdentifier, SIGKILL)
+        _ = try await blocking { process.waitUntilExit() }
+        let exited = try await blocking { waitForExit(of: pcscd, upTo: .seconds(10)) }
+        #expect(exited, "pcscd \(pcscd) still runs after simulate was killed")
+        var environment = ProcessInfo.processInfo.environment
+        environment["PCSCLITE_CSOCK_NAME"] = String(socket)
+        let after = try await runBinary(["readers"], environment: environment)
+        #expect(after.status == 1)
+        #expect(after.err.contains("SCARD_E_NO_SERVICE"), "\(after.err)")
+    }
+}
+
+/// Waits until the process `pid` (not necessarily a child) has exited, at most `bound`.
+///
+/// It is not this process's child, so there is nothing to wait(2) on, and pidfd_open(2) is
+/// reachable only through the variadic syscall(2), which Swift cannot call: kill(pid, 0) every
+/// 20 ms, bounded.
+func waitForExit(of pid: Int32, upTo bound: Duration) -> Bool {
+    let deadline = ContinuousClock.now + bound
+    while ContinuousClock.now < deadline {
+        if kill(pid, 0) != 0 && errno == ESRCH { return true }
+        usleep(20_000)
+    }
+    return false
 }

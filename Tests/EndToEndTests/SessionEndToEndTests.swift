@@ -216,6 +216,26 @@ extension SharedReader {
             #expect(try SimulatedReaders.controlA.send("status")["picc"] == "FF")
         }
 
+        /// Two `emulate` processes on one reader: the second is refused at once, naming the first's
+        /// pid (the cross-process claim, docs/session-model.md), and the first serves its terminal
+        /// as if nothing happened.
+        @Test func aSecondEmulateOnTheSameReaderIsRefused() async throws {
+            let environment = try await resetSimulatedReaders()
+            let emulation = try await startEmulation(environment, credential: "Fixtures/credentials/uri-tag.json")
+            let armed = try await emulation.waitForOutput(containing: "state: cardEmulation")
+            #expect(armed, "\(emulation.outputSoFar)")
+            let second = try await runCLI(
+                ["emulate", "--credential", try repositoryPath("Fixtures/credentials/uri-tag.json"), "--yes", "--reader", environment.simulatedReaderA])
+            #expect(second.status == 1)
+            #expect(second.err.contains("another process (pid \(emulation.processIdentifier)) holds the reader \"\(environment.simulatedReaderA)\""), "\(second.err)")
+            #expect(!second.out.contains("state: cardEmulation"), "\(second.out)")
+            let read = try await runCLI(["read", "--pn532", "--reader", environment.simulatedReaderB])
+            let served = try await emulation.finish()
+            #expect(read.out.contains("NDEF record 1: URI https://example.com\n"), "\(read.out)")
+            #expect(served.status == 0, "\(served.err)\n\(served.out)")
+            #expect(try SimulatedReaders.controlA.send("status")["picc"] == "FF")
+        }
+
         // `read` over PC/SC of a placed Type 4 Tag runs in process:
         // SecbridgeCLITests/InProcessCommandTests.readOverPCSCDecodesAPlacedType4TagInProcess.
 

@@ -69,7 +69,13 @@ func secbridgeBinary() throws -> URL {
 func runBinary(_ arguments: [String], environment: [String: String], timeout: Duration = .seconds(20)) async throws
     -> (status: Int32, out: String, err: String)
 {
-    let binary = try secbridgeBinary()
+    try await runProgram(try secbridgeBinary(), arguments, environment: environment, timeout: timeout)
+}
+
+/// Runs `program` as a subprocess with `environment` and a bound on its run time.
+func runProgram(_ binary: URL, _ arguments: [String], environment: [String: String], timeout: Duration = .seconds(20)) async throws
+    -> (status: Int32, out: String, err: String)
+{
     // A thread of its own: subprocesses of suites that run in parallel do not queue behind each
     // other on the shared PC/SC executor.
     let executor = BlockingExecutor(name: "e2e-binary")
@@ -97,32 +103,74 @@ func runBinary(_ arguments: [String], environment: [String: String], timeout: Du
     }
 }
 
-/// Collects a started-to-be subprocess's standard output line by line (`simulate`, which runs
-/// until interrupted); call before `process.run()`. Standard input becomes the returned pipe,
-/// standard error is dropped.
-func collectLines(of process: Process) -> (lines: Locked<[String]>, input: Pipe) {
-    let output = Pipe()
-    let input = Pipe()
-    process.standardOutput = output
-    process.standardInput = input
-    process.standardError = FileHandle.nullDevice
-    let lines = Locked<[String]>([])
-    output.fileHandleForReading.readabilityHandler = { handle in
-        let text = String(decoding: handle.availableData, as: UTF8.self)
-        lines.withLock { $0 += text.split(separator: "\n").map(String.init) }
-    }
-    return (lines, input)
-}
+/// A running `secbridge` subprocess (`monitor --json`, `serve`, `simulate`), its standard output
+/// lines collected as they come; standard error is kept whole.
+final class BinaryProcess: @unchecked Sendable {
+    let process = Process()
+    /// Standard input, with `input: true`; otherwise this process's is inherited.
+    let input: Pipe?
+    private let lines = Locked<[String]>([])
+    private let buffer = Locked<String>("")
+    private let errorText = Locked<String>("")
 
-/// The first collected line starting with `prefix`, waiting up to 20 s for it.
-/// - Throws: ``HarnessError/Code/timeout`` naming the lines seen.
-func waitForLine(_ prefix: String, in lines: Locked<[String]>, from program: String) async throws -> String {
-    let deadline = ContinuousClock.now + .seconds(20)
-    while ContinuousClock.now < deadline {
-        if let line = lines.withLock({ $0.first { $0.hasPrefix(prefix) } }) { return line }
-        try await Task.sleep(for: .milliseconds(20))
+    /// - Parameters:
+    ///   - executable: the binary to run: the build's `secbridge` unless given (an installed copy).
+    ///   - directory: its working directory, unless this process's.
+    ///   - input: give it a pipe as standard input (``input``), for programs that read it.
+    init(_ arguments: [String], environment: [String: String], executable: URL? = nil, directory: URL? = nil, input: Bool = false) throws {
+        process.executableURL = try executable ?? secbridgeBinary()
+        process.arguments = arguments
+        process.environment = environment
+        if let directory { process.currentDirectoryURL = directory }
+        self.input = input ? Pipe() : nil
+        if let pipe = self.input { process.standardInput = pipe }
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        let errors = Pipe()
+        process.standardError = errors
+        errors.fileHandleForReading.readabilityHandler = { [errorText] handle in
+            let data = handle.availableData
+            guard !data.isEmpty else { return }
+            errorText.withLock { $0 += String(decoding: data, as: UTF8.self) }
+        }
+        pipe.fileHandleForReading.readabilityHandler = { [lines, buffer] handle in
+            let data = handle.availableData
+            guard !data.isEmpty else { return }
+            buffer.withLock { text in
+                text += String(decoding: data, as: UTF8.self)
+                while let newline = text.firstIndex(of: "\n") {
+                    let line = String(text[..<newline])
+                    text = String(text[text.index(after: newline)...])
+                    lines.withLock { $0.append(line) }
+                }
+            }
+        }
+        try process.run()
     }
-    throw HarnessError(code: .timeout, reason: "\(program) printed no '\(prefix)' line: \(lines.withLock { $0 })")
+
+    var output: [String] { lines.withLock { $0 } }
+    var standardError: String { errorText.withLock { $0 } }
+
+    func wait(for needle: String, after index: Int = 0, timeout: Duration = .seconds(20)) async throws -> Int {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let current = output
+            if let found = current.indices.first(where: { $0 >= index && current[$0].contains(needle) }) { return found }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw HarnessError(code: .timeout, reason: "secbridge \(process.arguments?.first ?? "") printed no line with \(needle) within \(timeout): \(output) \(standardError)")
+    }
+
+    /// The first line holding `needle`, once it came (``wait(for:after:timeout:)``).
+    func line(containing needle: String) async throws -> String {
+        let index = try await wait(for: needle)
+        return output[index]
+    }
+
+    func stop() {
+        if process.isRunning { process.interrupt() }
+        process.waitUntilExit()
+    }
 }
 
 /// `secbridge simulate --in-process …` fed through a pipe: `first` written at once, `then` 0.3 s
@@ -144,6 +192,5 @@ func simulateInProcessThroughAPipe(_ arguments: [String], first: String, then: S
         usleep(300_000)
         input.fileHandleForWriting.write(Data(then.utf8))
         process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
-    }
+        return (process.terminationStatus, String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))    }
 }

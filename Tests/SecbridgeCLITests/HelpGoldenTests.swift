@@ -200,6 +200,7 @@ import Testing
               doctor       Check pcscd, the ACR122U, its driver, escape commands and firmware, and say how to fix what fails.
               reset        Bring an ACR122U back to a usable state after an interrupted emulation.
               write-ndef   Write an NDEF message (a URI or a text record) to an NFC Forum Type 2 Tag.
+              serve        Present a credential as the card in a vpcd reader (vsmartcard), to a pcscd here or on another host.
 
               See 'secbridge <subcommand> --help' for details.
 
@@ -972,15 +973,21 @@ import Testing
 
             USAGE: secbridge capture -o FILE [--spy-log FILE] [--no-redact] [--force] [--json] -- COMMAND [ARGUMENT…]
 
-            COMMAND runs with LD_PRELOAD=libpcscspy.so.0 (package libpcsclite-dev) and HOME set to a
-            private temporary directory, where the spy library writes its log (`$HOME/pcsc-spy`).
-            When COMMAND ends, `pcsc-spy -n` turns the log into text and `transcript import-spy`
-            converts that into FILE: SCardTransmit and SCardControl exchanges, ATR, protocol and card
-            events. Secrets are redacted unless --no-redact. COMMAND's standard input and output are
-            this terminal's.
+            COMMAND runs under pcsc-lite's spy library libpcscspy.so.0 (package libpcsclite-dev) with
+            HOME set to a private temporary directory, where the spy writes its log (`$HOME/pcsc-spy`).
+            A program linked with libpcsclite (as `ldd` shows) gets the spy by LD_PRELOAD; one that
+            loads it with dlopen (OpenSC, pyscard) finds the spy as libpcsclite.so.1 in a directory on
+            LD_LIBRARY_PATH, where the real library is libpcsclite_nospy.so.1 (the spy's replacement
+            mode). When COMMAND ends, `pcsc-spy -n` turns the log into text and `transcript
+            import-spy` converts that into FILE: SCardTransmit and SCardControl exchanges, ATR,
+            protocol and card events. Secrets are redacted unless --no-redact. COMMAND's standard
+            input and output are this terminal's.
 
-            The exit status is COMMAND's success (0) or failure (1); FILE is written in both cases,
-            and nothing is written when the log cannot be converted.
+            The exit status is COMMAND's success (0) or failure (1), or 128 + the signal when SIGINT,
+            SIGTERM or SIGHUP stopped it (passed on to COMMAND); FILE is written in each case, and
+            nothing is written when the log cannot be converted. The temporary directory is always
+            removed. A crash of pcsc-lite 1.9.9's spy in SCardTransmit (nfc-list with a card) is
+            named, with what to do.
 
             Example:
               secbridge capture -o select.trn -- opensc-tool --send-apdu 00A4040007D2760000850101
@@ -1167,6 +1174,49 @@ import Testing
             secbridge: error: unknown option '--colour'
             USAGE: secbridge write-ndef [--reader NAME|INDEX] (--uri URI | --text TEXT [--lang en]) [--wait SECONDS] [--record FILE] [--yes] [--json]
             Run 'secbridge write-ndef --help' for more information.
+
+            """#),
+        Golden(
+            path: ["serve"],
+            help: #"""
+            OVERVIEW: Present a credential as the card in a vpcd reader (vsmartcard), to a pcscd here or on another host.
+
+            USAGE: secbridge serve --credential FILE [--host HOST] [--port PORT] [--atr HEX] [--record FILE]
+
+            Connects to vsmartcard's vpcd (the pcscd driver of package vsmartcard-vpcd) as its virtual
+            card, the way vicc and Android's "Remote Smart Card Reader" do, and answers with the
+            credential's host applets: every PC/SC program on vpcd's host then sees the credential as a
+            card in "Virtual PCD 00 00". vpcd listens on port 35963 for slot 00 (35964 for slot 01) on
+            every interface; give --host to serve a pcscd on another machine.
+
+            The card's ATR is the one a PC/SC reader builds for a contactless ISO/IEC 14443-4 card
+            (PC/SC part 3 §3.1.3.2.3): 3B 8N 80 01, the credential's historical bytes, TCK; with none,
+            3B 80 80 01 01. --atr replaces it.
+
+            When vpcd goes away (pcscd stopped or restarted) serve connects again, at most every 2 s,
+            until Ctrl-C or SIGTERM, which close the connection (vpcd sees the card removed), finish
+            the transcript and exit with status 0. A credential file that is a PC/SC card (pcscCard)
+            is relayed: its card answers.
+
+            Example:
+              $ secbridge serve --credential Fixtures/credentials/uri-tag.json
+              serving credential 'example-uri-tag' (host applets (NFC Forum Type 4 Tag)) as ATR 3B 80 80 01 01
+              connected to vpcd at localhost:35963: the card is in its reader (Ctrl-C stops)
+              $ secbridge read --reader 'Virtual PCD 00 00'    # in another terminal: NDEF record 1: URI https://example.com
+
+            OPTIONS:
+              --credential <FILE>  The credential file to present (required).
+              --host <HOST>        vpcd's host (default: localhost).
+              --port <PORT>        vpcd's port for the slot (default: 35963, slot 00).
+              --atr <HEX>          The ATR to present (default: PC/SC part 3's contactless ATR).
+              --record <FILE>      Record every exchange to a transcript FILE (tgt < / tgt > lines).
+              -h, --help           Show help information.
+
+            """#,
+            unknownOption: #"""
+            secbridge: error: unknown option '--colour'
+            USAGE: secbridge serve --credential FILE [--host HOST] [--port PORT] [--atr HEX] [--record FILE]
+            Run 'secbridge serve --help' for more information.
 
             """#),
     ]

@@ -1,0 +1,202 @@
+// How `secbridge capture` puts pcsc-lite's spy library under a program
+// (docs/test-infrastructure.md, "pcsc-spy under any program (secbridge capture)").
+import Foundation
+import SecbridgeCLI
+import Transcript
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// pcsc-lite's spy library and the real client library beside it.
+struct SpyLibraries {
+    /// Where Debian and other distributions put them, multiarch first.
+    static let directories = ["/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"]
+    /// `libpcscspy.so.0` (package libpcsclite-dev).
+    let spy: String
+    /// `libpcsclite.so.1`, the real client library.
+    let real: String
+
+    /// The first directory that holds both, or nil.
+    static func find() -> SpyLibraries? {
+        for directory in directories {
+            let spy = directory + "/libpcscspy.so.0", real = directory + "/libpcsclite.so.1"
+            if access(spy, R_OK) == 0 && access(real, R_OK) == 0 { return SpyLibraries(spy: spy, real: real) }
+        }
+        return nil
+    }
+
+    /// The spy's replacement mode (pcsc-spy.pod, "Application loading libpcsclite.so.1"):
+    /// `DIR/libpcsclite.so.1` is the spy, and the real library is there under the names the spy
+    /// loads it by: `libpcsclite_nospy.so.1` (pcsc-lite 1.9.9 and before) and
+    /// `libpcsclite_real.so.1` (2.1.0 and later). DIR goes first on LD_LIBRARY_PATH.
+    /// - Throws: `CLIError.failure` when a link cannot be made.
+    func makeReplacementDirectory(_ directory: String) throws(CLIError) {
+        guard mkdir(directory, 0o700) == 0 else {
+            throw .failure("cannot create \(directory): \(String(cString: strerror(errno)))")
+        }
+        for (name, target) in [("libpcsclite.so.1", spy), ("libpcsclite_nospy.so.1", real), ("libpcsclite_real.so.1", real)] {
+            guard symlink(target, directory + "/" + name) == 0 else {
+                throw .failure("cannot link \(directory)/\(name) to \(target): \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+}
+
+/// How the spy library reaches a program.
+enum SpyMode: Equatable, CustomStringConvertible {
+    /// LD_PRELOAD: for programs linked with libpcsclite.so.1. The real library stays loaded and
+    /// provides what the spy does not export (`g_rgSCardT0Pci`, `g_rgSCardT1Pci`, `g_rgSCardRawPci`).
+    case preload
+    /// A directory on LD_LIBRARY_PATH where libpcsclite.so.1 is the spy: for programs that load
+    /// libpcsclite.so.1 with dlopen (OpenSC, pyscard, pcsc-perl), which a preloaded spy never sees.
+    case replacement
+
+    var description: String { self == .preload ? "preloaded" : "as libpcsclite.so.1 on LD_LIBRARY_PATH" }
+
+    /// `.preload` when `ldd` lists libpcsclite.so.1 among the program's libraries, else
+    /// `.replacement` (a program that dlopens it, or a script whose interpreter does).
+    static func choose(for program: String, environment: [String: String]) -> SpyMode {
+        let path = program.contains("/") ? program : (SecbridgeCLI.findExecutable(program) ?? program)
+        guard let ldd = SecbridgeCLI.findExecutable("ldd") else { return .preload }
+        let listing = NSTemporaryDirectory() + "secbridge-ldd-\(getpid())"
+        defer { unlink(listing) }
+        guard (try? SecbridgeCLI.spawnAndWait([ldd, path], environment: environment, standardOutput: listing)) == 0,
+            let text = try? String(contentsOfFile: listing, encoding: .utf8)
+        else { return .replacement }
+        return linksPCSCLite(lddOutput: text) ? .preload : .replacement
+    }
+
+    /// Whether `ldd`'s listing holds a `libpcsclite.so.1 => …` line.
+    static func linksPCSCLite(lddOutput: String) -> Bool {
+        lddOutput.split(whereSeparator: \.isNewline).contains { line in
+            line.trimmingCharacters(in: .whitespaces).hasPrefix("libpcsclite.so.1 =>")
+        }
+    }
+
+    /// The explanation of pcsc-lite 1.9.9's known spy crash when it is what happened: the program
+    /// died of SIGSEGV (status 139) and the spy's raw log (`>|sec|usec|Function` on entry,
+    /// `<|sec|usec|Function|…` on return, each line after the thread id and `@`) ends inside
+    /// SCardTransmit. Before pcsc-lite 2.0.1 the spy reads `pioRecvPci->dwProtocol` after the call, and NULL is a valid pioRecvPci (libnfc's
+    /// acr122_pcsc driver passes it): pcsc-lite issue #159, fixed by commit 52670e5 (2.0.1).
+    static func knownSpyCrash(rawLog: String, status: Int32) -> ((String) -> String)? {
+        guard status == 128 + SIGSEGV, let bytes = try? readRegularFile(rawLog, limit: 1 << 26) else { return nil }
+        // Each line starts with the calling thread's id and `@` (1.9.9: `7F2F83DC8C80@>|…`).
+        let lines = String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline).map { (line: Substring) -> Substring in
+            guard let at = line.firstIndex(of: "@") else { return line }
+            return line[line.index(after: at)...]
+        }
+        guard let last = lines.last(where: { $0.hasPrefix(">|") || $0.hasPrefix("<|") }), lastCallEntered(String(last)) == "SCardTransmit" else {
+            return nil
+        }
+        return { program in
+            "'\(program)' was killed by SIGSEGV inside pcsc-lite's spy library, in SCardTransmit: the spy of pcsc-lite "
+                + "before 2.0.1 (Debian 12 has 1.9.9) reads the receive PCI after the call, and the program passed NULL there, "
+                + "which PC/SC allows (libnfc's acr122_pcsc driver does). This is pcsc-lite issue #159, fixed in pcsc-lite 2.0.1 "
+                + "(commit 52670e5, \"libpcscspy: fix a crash with NULL pointers\"). Use the spy of pcsc-lite 2.0.1 or later, "
+                + "or capture what the program does without a card (libnfc then uses SCardControl only)"
+        }
+    }
+
+    /// The function of a raw-log entry line `>|sec|usec|Function`, nil for a return line.
+    static func lastCallEntered(_ line: String) -> String? {
+        let fields = line.split(separator: "|", omittingEmptySubsequences: false)
+        guard fields.count == 4, fields[0] == ">" else { return nil }
+        return String(fields[3])
+    }
+}
+
+/// How a captured program ended.
+struct CapturedRun {
+    /// Its exit status, 128 + the signal when a signal ended it.
+    let status: Int32
+    /// The signal capture received and passed on to it, if any.
+    let forwardedSignal: Int32?
+}
+
+nonisolated(unsafe) private var captureSignalPipe: Int32 = -1
+nonisolated(unsafe) private var captureSignal: sig_atomic_t = 0
+nonisolated(unsafe) private var captureSignalFromTerminal: sig_atomic_t = 0
+
+extension SecbridgeCLI {
+    /// The longest wait for the program after passing a signal on, before SIGKILL.
+    static let forwardedSignalGrace: Int32 = 10_000
+
+    /// Runs `arguments` and waits for it; SIGINT, SIGTERM and SIGHUP sent to capture are passed on
+    /// to the program (except a terminal's Ctrl-C, which its process group, the program included,
+    /// already received), so it never outlives capture. Waits in `poll` on a pipe the signal
+    /// handlers (SIGCHLD included) write to: no polling sleep.
+    static func runForwardingSignals(_ arguments: [String], environment: [String: String]) throws(CLIError) -> CapturedRun {
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { throw .failure("pipe: \(String(cString: strerror(errno)))") }
+        for end in ends {
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(end, F_SETFL, O_NONBLOCK)
+        }
+        captureSignalPipe = ends[1]
+        let signals = [SIGINT, SIGTERM, SIGHUP, SIGCHLD]
+        var previous = [Glibc.sigaction](repeating: Glibc.sigaction(), count: signals.count)
+        var action = Glibc.sigaction()
+        action.__sigaction_handler.sa_sigaction = { number, info, _ in
+            if number != SIGCHLD {
+                captureSignal = number
+                // SI_KERNEL (0x80): sent by the terminal driver to the whole foreground group.
+                captureSignalFromTerminal = info?.pointee.si_code == 0x80 ? 1 : 0
+            }
+            var byte: UInt8 = 1
+            _ = write(captureSignalPipe, &byte, 1)
+        }
+        action.sa_flags = SA_SIGINFO | SA_RESTART
+        sigemptyset(&action.sa_mask)
+        for (index, number) in signals.enumerated() { sigaction(number, &action, &previous[index]) }
+        var unblock = sigset_t()
+        sigemptyset(&unblock)
+        for number in signals { sigaddset(&unblock, number) }
+        pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
+        defer {
+            for (index, number) in signals.enumerated() { sigaction(number, &previous[index], nil) }
+            captureSignalPipe = -1
+            close(ends[0])
+            close(ends[1])
+        }
+        let pid = try spawn(arguments, environment: environment, standardOutput: nil)
+        var forwarded: Int32?
+        var killAt: ContinuousClock.Instant?
+        while true {
+            var status: Int32 = 0
+            let done = waitpid(pid, &status, WNOHANG)
+            if done == pid { return CapturedRun(status: exitStatus(status), forwardedSignal: forwarded) }
+            if done < 0 && errno != EINTR { throw .failure("waitpid: \(String(cString: strerror(errno)))") }
+            if forwarded == nil && captureSignal != 0 {
+                forwarded = captureSignal
+                if captureSignalFromTerminal == 0 { kill(pid, captureSignal) }
+                killAt = ContinuousClock.now + .milliseconds(Int(forwardedSignalGrace))
+            }
+            var timeout: Int32 = -1
+            if let killAt {
+                let left = killAt - ContinuousClock.now
+                if left <= .zero {
+                    kill(pid, SIGKILL)
+                    timeout = -1
+                } else {
+                    timeout = Int32(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000) + 1
+                }
+            }
+            var fds = [pollfd(fd: ends[0], events: Int16(POLLIN), revents: 0)]
+            if poll(&fds, 1, timeout) > 0 {
+                var drain = [UInt8](repeating: 0, count: 64)
+                while read(ends[0], &drain, drain.count) > 0 {}
+            }
+        }
+    }
+
+    /// SIGINT, SIGTERM, … by number.
+    static func signalName(_ number: Int32) -> String {
+        switch number {
+        case SIGINT: "SIGINT"
+        case SIGTERM: "SIGTERM"
+        case SIGHUP: "SIGHUP"
+        default: "signal \(number)"
+        }
+    }
+}

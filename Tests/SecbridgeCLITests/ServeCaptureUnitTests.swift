@@ -1,0 +1,171 @@
+import Foundation
+import ISO7816
+import SecbridgeCLI
+import SecbridgeTesting
+import SecureElementCredential
+import Testing
+
+@testable import SecbridgeTools
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// vsmartcard's vpcd protocol as `serve` speaks it (docs/vpcd-protocol.md §2), against a stand-in
+/// vpcd on a loopback socket in this process: no pcscd.
+@Suite struct VPCDProtocolTests {
+    @Test func oneBytePayloadsAreControlMessagesAndLongerOnesAPDUs() {
+        #expect(VPCDMessage(payload: [0x00]) == .powerOff)
+        #expect(VPCDMessage(payload: [0x01]) == .powerOn)
+        #expect(VPCDMessage(payload: [0x02]) == .reset)
+        #expect(VPCDMessage(payload: [0x04]) == .atrRequest)
+        #expect(VPCDMessage(payload: [0x03]) == .unknownControl(0x03))
+        #expect(VPCDMessage(payload: []) == nil)
+        #expect(VPCDMessage(payload: [0x00, 0xA4]) == .commandAPDU([0x00, 0xA4]))
+    }
+
+    @Test func framesCarryATwoByteBigEndianLength() throws {
+        #expect(try VPCDMessage.frame([0x3B, 0x80, 0x80, 0x01, 0x01]) == [0x00, 0x05, 0x3B, 0x80, 0x80, 0x01, 0x01])
+        #expect(try VPCDMessage.frame([UInt8](repeating: 0, count: 0xFFFF)).prefix(2) == [0xFF, 0xFF])
+        #expect(throws: CLIError.self) { try VPCDMessage.frame([]) }
+        #expect(throws: CLIError.self) { try VPCDMessage.frame([UInt8](repeating: 0, count: 0x10000)) }
+    }
+
+    static func uriTag() throws -> Credential {
+        try CredentialFile(json: Array("""
+            { "secbridge-credential": 1, "id": "t", "name": "t",
+              "applets": [ { "type": "ndef-tag", "readOnly": true, "records": [ { "uri": "https://example.com" } ] } ] }
+            """.utf8)).makeCredential()
+    }
+
+    /// A TCP socket listening on 127.0.0.1 at a port the system chose, and that port: where a
+    /// stand-in vpcd waits for serve.
+    static func loopbackListener() throws -> (Int32, UInt16) {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) } }
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
+        guard listener >= 0, bound == 0, listen(listener, 1) == 0 else {
+            close(listener)
+            throw CLIError.failure("cannot listen on 127.0.0.1: \(String(cString: strerror(errno)))")
+        }
+        return (listener, UInt16(bigEndian: address.sin_port))
+    }
+
+    /// PC/SC part 3 §3.1.3.2.3 with no historical bytes (docs/acr122-pn532.md §3), or --atr.
+    @Test func theDefaultATRIsPCSCPart3sContactlessOne() throws {
+        let credential = try Self.uriTag()
+        #expect(try SecbridgeCLI.serveATR(nil, credential: credential).bytes == [0x3B, 0x80, 0x80, 0x01, 0x01])
+        #expect(try SecbridgeCLI.serveATR("3B 81 80 01 80 80", credential: credential).bytes == [0x3B, 0x81, 0x80, 0x01, 0x80, 0x80])
+        #expect(throws: CLIError.self) { try SecbridgeCLI.serveATR("3B 81", credential: credential) }
+    }
+
+    /// A stand-in vpcd: power on, ATR request, SELECT of the NDEF application, power off, then
+    /// the connection closes; serve answers the ATR and the R-APDU only.
+    @Test func servesAStandInVpcdOverLoopback() async throws {
+        // Sockets and the serve loop block: a thread of their own, never Swift's shared pool.
+        let (end, served, answers) = try await onOwnThread { () throws -> (VPCDLinkEnd, Int, [UInt8]) in
+            let (listener, port) = try Self.loopbackListener()
+            defer { close(listener) }
+            var stop: [Int32] = [-1, -1]
+            _ = pipe(&stop)
+            defer { close(stop[0]); close(stop[1]) }
+            let credential = try Self.uriTag()
+            let link = try VPCDLink(host: "127.0.0.1", port: port, stop: stop[0])
+            let vpcd = accept(listener, nil, nil)
+            defer { close(vpcd) }
+            func send(_ payload: [UInt8]) {
+                let framed = [UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)] + payload
+                _ = framed.withUnsafeBytes { Glibc.send(vpcd, $0.baseAddress, $0.count, 0) }
+            }
+            send([0x01])
+            send([0x04])
+            send([0x00, 0xA4, 0x04, 0x00, 0x07, 0xD2, 0x76, 0x00, 0x00, 0x85, 0x01, 0x01, 0x00])
+            send([0x00])
+            shutdown(vpcd, Int32(SHUT_WR))
+            var served = 0
+            let end = SecbridgeCLI.serveConnection(
+                link, atr: [0x3B, 0x80, 0x80, 0x01, 0x01], element: credential.secureElement, recorder: nil,
+                console: CapturingConsole(), served: &served)
+            var answers = [UInt8](repeating: 0, count: 64)
+            var received = 0
+            while received < answers.count {
+                let n = answers[received...].withUnsafeMutableBytes { recv(vpcd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+                if n <= 0 { break }
+                received += n
+            }
+            return (end, served, Array(answers[..<received]))
+        }
+        #expect(end == .closed("vpcd closed the connection"))
+        #expect(served == 1)
+        // The ATR (length 5), then 90 00 (length 2): nothing for power on and off.
+        #expect(answers == [0x00, 0x05, 0x3B, 0x80, 0x80, 0x01, 0x01, 0x00, 0x02, 0x90, 0x00])
+    }
+
+    /// A byte on the stop pipe (what the SIGINT/SIGTERM handler writes) ends a wait for vpcd at once.
+    @Test func theStopDescriptorEndsTheWait() throws {
+        let (listener, port) = try Self.loopbackListener()
+        defer { close(listener) }
+        var stop: [Int32] = [-1, -1]
+        try #require(pipe(&stop) == 0)
+        defer { close(stop[0]); close(stop[1]) }
+        let link = try VPCDLink(host: "127.0.0.1", port: port, stop: stop[0])
+        var byte: UInt8 = 1
+        _ = write(stop[1], &byte, 1)
+        #expect(throws: VPCDLinkEnd.stopped) { try link.receive() }
+    }
+}
+
+/// How capture chooses the spy's way in and recognises its 1.9.9 crash
+/// (docs/test-infrastructure.md, "pcsc-spy under any program (secbridge capture)").
+@Suite struct CaptureSpyTests {
+    @Test func lddOutputDecidesPreloadOrReplacement() {
+        // nfc-list (linked through libnfc) and opensc-tool (dlopen) on Debian 12.
+        #expect(SpyMode.linksPCSCLite(lddOutput: """
+            \tlinux-vdso.so.1 (0x00007ffd)
+            \tlibnfc.so.6 => /usr/lib/libnfc.so.6 (0x00007f)
+            \tlibpcsclite.so.1 => /lib/x86_64-linux-gnu/libpcsclite.so.1 (0x00007faeb5eff000)
+            """))
+        #expect(!SpyMode.linksPCSCLite(lddOutput: """
+            \tlibopensc.so.8 => /lib/x86_64-linux-gnu/libopensc.so.8 (0x00007f)
+            \tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f)
+            """))
+        #expect(!SpyMode.linksPCSCLite(lddOutput: "\tnot a dynamic executable\n"))
+    }
+
+    func rawLog(_ text: String) throws -> String {
+        let path = NSTemporaryDirectory() + "secbridge-spy-raw-\(getpid())-\(UUID().uuidString.prefix(8))"
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    /// The tail of nfc-list's raw log on Debian 12 when the spy crashed: the thread id, `@`, and an
+    /// SCardTransmit that never returned (its last argument line has no newline).
+    static let crashedLog = """
+        7F2F83DC8C80@<|1796138481|322557|SCardConnect|Command successful.|0x00000000
+        7F2F83DC8C80@>|1796138481|322561|SCardTransmit
+        7F2F83DC8C80@0x42E8469C
+        7F2F83DC8C80@0x00000002
+        7F2F83DC8C80@FF 00 48 00 00
+        """
+
+    @Test func theKnownCrashIsASIGSEGVInsideSCardTransmit() throws {
+        let crashed = try rawLog(Self.crashedLog)
+        defer { unlink(crashed) }
+        let explanation = try #require(SpyMode.knownSpyCrash(rawLog: crashed, status: 128 + SIGSEGV))
+        #expect(explanation("nfc-list").contains("pcsc-lite issue #159, fixed in pcsc-lite 2.0.1"))
+        // Another status, or a log where SCardTransmit returned, is something else.
+        #expect(SpyMode.knownSpyCrash(rawLog: crashed, status: 1) == nil)
+        let returned = try rawLog(Self.crashedLog + "\n7F2F83DC8C80@<|1796138481|322600|SCardTransmit|Command successful.|0x00000000\n")
+        defer { unlink(returned) }
+        #expect(SpyMode.knownSpyCrash(rawLog: returned, status: 128 + SIGSEGV) == nil)
+    }
+
+    @Test func rawLogEntryLinesNameTheirFunction() {
+        #expect(SpyMode.lastCallEntered(">|1796138481|322561|SCardTransmit") == "SCardTransmit")
+        #expect(SpyMode.lastCallEntered("<|1796138481|322557|SCardConnect|Command successful.|0x00000000") == nil)
+    }
+}
