@@ -22,6 +22,9 @@ public enum SimulatedReaders {
     public static let libraryFileName = "libSecbridgeACR122IFD.so"
     /// The environment variable that overrides the library's location.
     public static let libraryVariable = "SECBRIDGE_ACR122_IFD"
+    /// Where an installed copy keeps the driver, relative to the prefix whose `bin/` holds the
+    /// tools: `lib/secbridge` (scripts/install.sh).
+    public static let installedLibraryDirectory = "lib/secbridge"
     /// The field the two readers share.
     public static let sharedFieldName = "shared"
 
@@ -40,7 +43,9 @@ public enum SimulatedReaders {
 
     /// The driver library: `$SECBRIDGE_ACR122_IFD`, else the first existing
     /// `libSecbridgeACR122IFD.so` next to the running executable (the test bundle sits in the build
-    /// directory) or up to three directories above it, else `<repo>/.build/debug` or `release`.
+    /// directory), in ``installedLibraryDirectory`` beside its directory (an installed copy:
+    /// PREFIX/bin/secbridge-tools finds PREFIX/lib/secbridge/, as scripts/install.sh lays it out),
+    /// or up to three directories above it, else `<repo>/.build/debug` or `release`.
     /// When none exists, the path next to the executable: ``ReaderConfEntry/validate()`` then
     /// reports it missing.
     public static let libraryPath: String = {
@@ -51,8 +56,12 @@ public enum SimulatedReaders {
             ?? CommandLine.arguments.first ?? "."
         var directory = URL(fileURLWithPath: executable).standardizedFileURL
             .resolvingSymlinksInPath().deletingLastPathComponent()
-        for _ in 0..<4 {
+        for level in 0..<4 {
             candidates.append(directory.appendingPathComponent(libraryFileName).path)
+            if level == 0 {
+                candidates.append(directory.deletingLastPathComponent()
+                    .appendingPathComponent(installedLibraryDirectory).appendingPathComponent(libraryFileName).path)
+            }
             directory = directory.deletingLastPathComponent()
         }
         if let root = HarnessPaths.repositoryRoot {

@@ -45,6 +45,9 @@ public enum SecbridgeCLI {
         if arguments.first == "help" {
             return dispatch(arguments: Array(arguments.dropFirst()) + ["--help"], console: console, root: root, client: client, timeScale: timeScale)
         }
+        if let first = arguments.first, first == "--generate-man" || first == "--generate-completion" {
+            return generate(arguments: arguments, console: console, root: root)
+        }
         var path: [String] = []
         var command = root
         var remaining = arguments[...]
@@ -104,6 +107,34 @@ public enum SecbridgeCLI {
         }
     }
 
+    /// The hidden `--generate-man DIR` and `--generate-completion bash|zsh` (used by
+    /// scripts/install.sh): man pages and completion scripts of the whole tree (ManPages.swift,
+    /// Completions.swift). The lean binary knows the tools' commands by name only, so it hands
+    /// these to `secbridge-tools`, whose tree is complete.
+    static func generate(arguments: [String], console: any Console, root: Command) -> Int32 {
+        if root.subcommands.contains(where: \.delegatesToTools) {
+            return runTools(arguments: arguments, console: console)
+        }
+        guard arguments.count == 2 else {
+            return usageError(arguments[0] == "--generate-man" ? "--generate-man takes one directory" : "--generate-completion takes one shell: bash or zsh",
+                              command: root, path: [], console: console)
+        }
+        if arguments[0] == "--generate-man" {
+            do throws(CLIError) {
+                try ManPages.write(root: root, to: arguments[1])
+            } catch {
+                console.err("secbridge: error: \(error.message)\n")
+                return exitFailure
+            }
+            return exitSuccess
+        }
+        guard let script = Completions.script(for: arguments[1], root: root) else {
+            return usageError("--generate-completion takes bash or zsh, not '\(arguments[1])'", command: root, path: [], console: console)
+        }
+        console.out(script)
+        return exitSuccess
+    }
+
     package static func usageError(_ message: String, command: Command, path: [String], console: any Console) -> Int32 {
         let full = (["secbridge"] + path).joined(separator: " ")
         var text = "secbridge: error: \(message)\n"
@@ -122,7 +153,10 @@ public enum SecbridgeCLI {
         abstract: "PC/SC and NFC credential sessions on Linux: readers, APDUs, transcripts.",
         discussion: """
             Talks to smart cards and NFC readers through pcscd (pcsc-lite). Set PCSCLITE_CSOCK_NAME to
-            use a pcscd other than the system one.
+            use a pcscd other than the system one. SECBRIDGE_CALL_TIMEOUT bounds every blocking PC/SC
+            call (seconds, 1 to 3600; default 40). SECBRIDGE_ACR122_IFD names the simulated ACR122U's
+            pcscd driver library for simulate, demo and replay (default: beside the binary, then
+            ../lib/secbridge from the binary's directory, then the source tree's build directory).
 
             Exit status: 0 success, 1 failure, 64 usage error.
             """,

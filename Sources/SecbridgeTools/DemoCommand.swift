@@ -18,7 +18,7 @@ extension SecbridgeCLI {
     static let demoCommand = Command(
         name: "demo",
         abstract: SecbridgeCLI.toolAbstract("demo"),
-        usage: "[--record FILE] [--credential FILE] [--time-scale FACTOR] [--in-process]",
+        usage: "[--record FILE] [--credential FILE] [--time-scale FACTOR] [--in-process] [--json]",
         discussion: """
             Starts two simulated ACR122U readers sharing one RF field in a private pcscd (its own mount
             namespace), then runs the client sequence of Apple's SecureElementCredential model on
@@ -40,6 +40,7 @@ extension SecbridgeCLI {
             .value("credential", "FILE", "Emulate the credential of this file instead of the built-in URI tag.", .existingFile),
             SecbridgeCLI.timeScaleOption,
             .flag("in-process", "Run the simulated readers in this process instead of a private pcscd."),
+            .flag("json", "Print a JSON object {emulator, terminal, escapeControlCode, credential: {id, name}, states, events, terminalExchanges: [{command, response}], ndef, billableEvents, transcript}; the running commentary goes to standard error."),
         ],
         // Ctrl-C or an error: both readers are restored in full (ResetCommand.swift), exit 130 on Ctrl-C.
         run: ReaderCleanup.wrapping(runDemo)
@@ -92,7 +93,7 @@ extension SecbridgeCLI {
             let ordered = readerNamesInOrder(names, controls: [("a", SimulatedReaders.controlA), ("b", SimulatedReaders.controlB)])
             access = DemoReaderAccess.pcscd(emulator: ordered[0], terminal: ordered[1], socket: pcscd.socketPath)
         }
-        let demo = try DemoRun(access: access, credential: credential, transcriptPath: path, console: out)
+        let demo = try DemoRun(access: access, credential: credential, transcriptPath: path, console: out, json: invocation.json)
         // Restored while the readers still run (before `stop`): after an error or Ctrl-C.
         let cleanup = ReaderCleanup.current
         for reader in [access.emulator, access.terminal] {
@@ -204,16 +205,19 @@ final class DemoRun: Sendable {
     let transcriptPath: String
     let access: DemoReaderAccess
     let console: any Console
+    /// `demo --json`: the commentary goes to standard error, one JSON object to standard output.
+    let json: Bool
     let writer: TranscriptWriter
     let recorder: TranscriptRecorder
 
-    init(access: DemoReaderAccess, credential: Credential, transcriptPath: String, console: any Console) throws(CLIError) {
+    init(access: DemoReaderAccess, credential: Credential, transcriptPath: String, console: any Console, json: Bool = false) throws(CLIError) {
         self.emulator = access.emulator
         self.terminal = access.terminal
         self.access = access
         self.credential = credential
         self.transcriptPath = transcriptPath
         self.console = console
+        self.json = json
         var header = TranscriptHeader(
             tool: "secbridge \(SecbridgeCLI.version) demo", origin: .simulated, date: utcTimestamp(), reader: emulator,
             driver: "secbridge simulated ACR122U (libSecbridgeACR122IFD)", firmware: "ACR122U207",
@@ -223,7 +227,9 @@ final class DemoRun: Sendable {
         recorder = TranscriptRecorder(sink: writer)
     }
 
-    func say(_ line: String) { console.out(line + "\n") }
+    func say(_ line: String) {
+        if json { console.err(line + "\n") } else { console.out(line + "\n") }
+    }
 
     /// A DIRECT connection to `reader`, recorded on channel `id`.
     func directConnection(_ reader: String, id: String) throws -> (channel: any CardChannel, close: @Sendable () -> Void) {
@@ -252,7 +258,8 @@ final class DemoRun: Sendable {
         say("reader B (terminal):       \(terminal)")
         let emulator = self.emulator
         let code = try await executorA.run { [self] in try escapeControlCode(emulator) }
-        say("escape control code: " + (code.map { "0x" + String($0, radix: 16, uppercase: true) + " (CM_IOCTL_GET_FEATURE_REQUEST, tag 0x13)" } ?? "none announced"))
+        let codeHex = code.map { "0x" + String($0, radix: 16, uppercase: true) }
+        say("escape control code: " + (codeHex.map { $0 + " (CM_IOCTL_GET_FEATURE_REQUEST, tag 0x13)" } ?? "none announced"))
         say("credential: \(credential.displayName) (\(credential.id))")
         try? recorder.record(.reader([TranscriptAttribute("name", emulator), TranscriptAttribute("role", "card emulation")]), channel: "a")
         try? recorder.record(.reader([TranscriptAttribute("name", terminal), TranscriptAttribute("role", "terminal")]), channel: "b")
@@ -355,7 +362,8 @@ final class DemoRun: Sendable {
         say("presentment assertion: \(again.state.rawValue)")
         await again.relinquish()
         say("presentment assertion: \(again.state.rawValue) (relinquished)")
-        for entry in await session.billingLog {
+        let billing = await session.billingLog
+        for entry in billing {
             say("billable event \(entry.sequence): credential \(entry.credentialID)")
         }
         await session.invalidate()
@@ -364,6 +372,20 @@ final class DemoRun: Sendable {
         let seen = await events.value
         try? writer.close()
 
+        if json {
+            console.out(JSONValue.object([
+                ("emulator", .string(emulator)), ("terminal", .string(terminal)),
+                ("escapeControlCode", codeHex.map { .string($0) } ?? .null),
+                ("credential", .object([("id", .string(credential.id)), ("name", .string(credential.displayName))])),
+                ("states", .array(states.map { .string($0) })),
+                ("events", .array(seen.map { .string($0) })),
+                ("terminalExchanges", .array(exchanges.map { .object([("command", .hex($0.command)), ("response", .hex($0.response))]) })),
+                ("ndef", .array(read.message.records.map(SecbridgeCLI.recordJSON))),
+                ("billableEvents", .array(billing.map { .object([("sequence", .int(Int($0.sequence))), ("credential", .string($0.credentialID))]) })),
+                ("transcript", .string(transcriptPath)),
+            ]).prettySerialized() + "\n")
+            return SecbridgeCLI.exitSuccess
+        }
         say("")
         say("summary")
         say("  states: " + states.joined(separator: "; "))

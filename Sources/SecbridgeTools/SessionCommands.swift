@@ -114,7 +114,7 @@ extension SecbridgeCLI {
     static let emulateCommand = Command(
         name: "emulate",
         abstract: SecbridgeCLI.toolAbstract("emulate"),
-        usage: "--credential FILE [--reader NAME|INDEX] [--yes] [--keep] [--record FILE]",
+        usage: "--credential FILE [--reader NAME|INDEX] [--yes] [--keep] [--record FILE] [--json]",
         discussion: """
             Runs the client sequence of a credential session on an ACR122-class reader: wired mode,
             a presentment assertion, the authorization prompt (or --yes), then performTransaction:
@@ -137,6 +137,7 @@ extension SecbridgeCLI {
             .flag("yes", "Approve the transaction without asking."),
             .flag("keep", "Serve terminals until the 60-second window ends, not only the first."),
             .value("record", "FILE", "Record the reader's exchanges and the terminal's APDUs to a transcript FILE."),
+            .flag("json", "Print JSON lines, one per event: {event: authorization|state|assertion|apdu|field|secureElementChanged|cardEmulationTimeout|interrupted|other, …}, then {event: end, commands, status} or {event: error, error}; the prompt goes to standard error."),
         ],
         // Ctrl-C or an error: the reader is restored in full (ResetCommand.swift), exit 130 on Ctrl-C.
         run: ReaderCleanup.wrapping(runEmulate)
@@ -168,21 +169,31 @@ extension SecbridgeCLI {
         installInterruptHandler()
         let cleanup = ReaderCleanup.current
         let client = invocation.client
-        let served = try awaitResult("card emulation", timeout: .seconds(180)) {
-            try await emulate(
-                credential: credential, reader: reader, recorder: recorder, approve: approve, keep: keep, console: console,
-                client: client, window: emulationWindow(invocation), changingReader: { cleanup?.track(reader) })
+        let json = invocation.json
+        let served: Int
+        do {
+            served = try awaitResult("card emulation", timeout: .seconds(180)) {
+                try await emulate(
+                    credential: credential, reader: reader, recorder: recorder, approve: approve, keep: keep, console: console,
+                    client: client, window: emulationWindow(invocation), json: json, changingReader: { cleanup?.track(reader) })
+            }
+        } catch where json {
+            // Events were printed already, so dispatch's {"error": …} would not come: the stream ends with it.
+            EmulateReport.print(.failure((error as? CLIError)?.message ?? "\(error)"), json: true, on: console)
+            throw error
         }
-        return served > 0 ? exitSuccess : exitFailure
+        let status = served > 0 ? exitSuccess : exitFailure
+        EmulateReport.print(.end(commands: served, status: status), json: json, on: console)
+        return status
     }
 
     /// The emulate sequence; returns how many C-APDUs terminals sent.
     static func emulate(
         credential: Credential, reader: String, recorder: TranscriptRecorder?, approve: Bool, keep: Bool,
         console: any Console, client: any PCSCClient = PCSCLiteClient(), window: Duration = .seconds(60),
-        changingReader: @escaping @Sendable () -> Void = {}
+        json: Bool = false, changingReader: @escaping @Sendable () -> Void = {}
     ) async throws -> Int {
-        @Sendable func say(_ line: String) { console.out(line + "\n") }
+        @Sendable func report(_ event: EmulateReport) { EmulateReport.print(event, json: json, on: console) }
         let executor = BlockingExecutor(name: "emulate")
         let prompter = BlockingExecutor(name: "authorization prompt")
         defer {
@@ -203,23 +214,27 @@ extension SecbridgeCLI {
         // Approved: card emulation changes the reader's settings next (PICC parameter, RF, MCU timeout).
         let authorizer = PolicyAuthorizer { request in
             if approve {
-                say("authorization: \(request.prompt) → approved (--yes)")
+                report(.authorization(prompt: request.prompt, approved: true, reason: "--yes"))
                 changingReader()
                 return .approved
             }
-            console.out("\(request.prompt) [y/N] ")
+            // With --json standard output carries only the JSON lines.
+            if json { console.err("\(request.prompt) [y/N] ") } else { console.out("\(request.prompt) [y/N] ") }
             guard let answer = await answerOrInterrupt(prompter: prompter, console: console) else {
-                say("\ninterrupted at the prompt: declined")
+                report(.authorization(prompt: request.prompt, approved: false, reason: "interrupted"))
                 return .declined
             }
             switch answer?.lowercased() {
             case "y", "yes":
+                if json { report(.authorization(prompt: request.prompt, approved: true, reason: "answered yes")) }
                 changingReader()
                 return .approved
             case nil:
-                say("\nno answer on standard input: declined (use --yes to approve without asking)")
+                report(.authorization(prompt: request.prompt, approved: false, reason: "no answer"))
                 return .declined
-            default: return .declined
+            default:
+                report(.authorization(prompt: request.prompt, approved: false, reason: "declined"))
+                return .declined
             }
         }
         let session: CredentialSession
@@ -234,9 +249,9 @@ extension SecbridgeCLI {
         // The card-emulation state line comes before the first event of the emulation, whichever
         // of the session's return and a fast terminal's first event is seen first.
         let emulationAnnounced = OnceFlag()
-        let emulationLine = "state: \(SessionState.cardEmulation(credential: credential)) on \(reader): present the reader to the terminal (Ctrl-C stops)"
+        let emulationState = "\(SessionState.cardEmulation(credential: credential))"
         @Sendable func announceEmulation() {
-            emulationAnnounced.once { say(emulationLine) }
+            emulationAnnounced.once { report(.state(emulationState, reader: reader)) }
         }
         let events = Task { () -> Int in
             var commands = 0
@@ -247,35 +262,34 @@ extension SecbridgeCLI {
                     announceEmulation()
                     commands += 1
                     activeAfterCommands = true
-                    say("  terminal > \(command.hexString)")
-                    say("  host     < \(response.hexString)")
+                    report(.apdu(command: command, response: response))
                     try? recorder?.record(.target(.incoming, TranscriptBytes(command)))
                     try? recorder?.record(.target(.outgoing, TranscriptBytes(response)))
                 case .fieldStateChanged(let info):
                     announceEmulation()
-                    say("event: fieldStateChanged(\(info.state.rawValue): \(info.observation))")
+                    report(.field(state: info.state.rawValue, observation: info.observation))
                     try? recorder?.recordEvent(info.state == .fieldPresent ? .fieldOn : .fieldOff, [TranscriptAttribute("observed", info.observation)])
                     if info.state == .fieldAbsent && activeAfterCommands && !keep {
                         done.lock.withLock { done.result = .success(true) }
                     }
                 case .connectivityEvent(.secureElementChanged(let detail)):
-                    say("event: secure element changed: \(detail)")
+                    report(.secureElementChanged(detail))
                     try? recorder?.recordEvent(.cardReset, [TranscriptAttribute("secure-element", detail)])
                     secureElementChanges.withLock { $0.append(detail) }
                 case .cardEmulationTimeout:
-                    say("event: cardEmulationTimeout (the 60-second window ended)")
+                    report(.cardEmulationTimeout)
                     done.lock.withLock { done.result = .success(false) }
                 default:
-                    say("event: \(event)")
+                    report(.other("\(event)"))
                 }
             }
             return commands
         }
         do {
             try await session.enterWiredMode(using: credential)
-            say("state: \(await session.state)")
+            report(.state("\(await session.state)"))
             let assertion = try await session.acquirePresentmentAssertion()
-            say("presentment assertion: \(assertion.state.rawValue)")
+            report(.assertion(assertion.state.rawValue))
             await assertion.relinquish()
             // Without --keep one terminal is served: the target is not armed again after its
             // release, so the restore follows at once instead of after one MCU timeout.
@@ -289,10 +303,10 @@ extension SecbridgeCLI {
                 try? await Task.sleep(for: .milliseconds(50))
             }
             if case .cardEmulation = await session.state {
-                if interrupted() { say("interrupted: ending card emulation (within one MCU timeout)") }
+                if interrupted() { report(.interrupted) }
                 try await session.endCardEmulation()
             }
-            say("state: \(await session.state)")
+            report(.state("\(await session.state)"))
         } catch {
             await session.invalidate()
             _ = await events.value

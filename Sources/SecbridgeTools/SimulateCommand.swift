@@ -16,7 +16,7 @@ extension SecbridgeCLI {
     static let simulateCommand = Command(
         name: "simulate",
         abstract: SecbridgeCLI.toolAbstract("simulate"),
-        usage: "[--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process]",
+        usage: "[--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process] [--json]",
         discussion: """
             Starts a private pcscd (its own mount namespace; the system pcscd and USB readers are not
             touched) with one or two simulated ACR122U readers sharing one RF field, prints the
@@ -69,6 +69,7 @@ extension SecbridgeCLI {
             .value("timeout", "SECONDS", "Stop after SECONDS (at most 86400) instead of waiting for Ctrl-C.", .seconds(limit: 86_400)),
             timeScaleOption,
             .flag("in-process", "Run the readers in this process (no pcscd); `send a|b HEX` on standard input."),
+            .flag("json", "Print JSON lines: {event: started, socket, driver, readers: [{reader, name, controlSocket}], standardInput}, then {event: reply, reader, line, ok, fields | code, reason} per control request, {event: exchange, reader, path, command, response} per `send`, {event: stopped}."),
         ],
         run: runSimulate
     )
@@ -245,25 +246,32 @@ extension SecbridgeCLI {
         }
 
         let ordered = inProcess != nil ? names : readerNamesInOrder(names, controls: controls)
-        if let pcscd {
-            invocation.out("export PCSCLITE_CSOCK_NAME=\(pcscd.socketPath)")
-        } else {
-            invocation.out("readers in this process (no pcscd): type `send a|b HEX…` to send to them")
-        }
-        for ((letter, control), name) in zip(controls, ordered) {
-            invocation.out("reader \(letter): \(name)  (control socket \(control.socketPath))")
-        }
-        invocation.out("type control requests as `a <verb> key=value…` (a help), Ctrl-C stops")
-
-        installInterruptHandler()
-        let deadline = timeout.map { ContinuousClock.now + $0 }
         // Started in the background of an interactive shell (`simulate … &`), standard input is a
         // terminal this process group does not own: reading it would stop the job (SIGTTIN,
         // "Stopped (tty input)"), so requests then go only to the control sockets.
         var stdinOpen = !(isatty(STDIN_FILENO) != 0 && tcgetpgrp(STDIN_FILENO) != getpgrp())
-        if !stdinOpen {
-            invocation.out("running in the background: standard input is not read; send control requests to the sockets above")
+        let json = invocation.json
+        if json {
+            invocation.out(simulateStartedJSON(
+                socket: pcscd?.socketPath, driver: pcscd == nil ? nil : SimulatedReaders.libraryPath,
+                readers: zip(controls, ordered).map { ($0.0, $1, $0.1.socketPath) }, standardInput: stdinOpen).serialized())
+        } else {
+            if let pcscd {
+                invocation.out("export PCSCLITE_CSOCK_NAME=\(pcscd.socketPath)")
+            } else {
+                invocation.out("readers in this process (no pcscd): type `send a|b HEX…` to send to them")
+            }
+            for ((letter, control), name) in zip(controls, ordered) {
+                invocation.out("reader \(letter): \(name)  (control socket \(control.socketPath))")
+            }
+            invocation.out("type control requests as `a <verb> key=value…` (a help), Ctrl-C stops")
+            if !stdinOpen {
+                invocation.out("running in the background: standard input is not read; send control requests to the sockets above")
+            }
         }
+
+        installInterruptHandler()
+        let deadline = timeout.map { ContinuousClock.now + $0 }
         var pending: [UInt8] = []
         while !interrupted() {
             if let deadline, ContinuousClock.now >= deadline { break }
@@ -287,9 +295,9 @@ extension SecbridgeCLI {
                 let line = String(decoding: pending[..<newline], as: UTF8.self)
                 pending.removeSubrange(...newline)
                 if let inProcess, line.hasPrefix("send ") {
-                    handleInProcessSend(line, readers: inProcess, names: Dictionary(uniqueKeysWithValues: zip(controls.map(\.0), ordered)), console: invocation.console)
+                    handleInProcessSend(line, readers: inProcess, names: Dictionary(uniqueKeysWithValues: zip(controls.map(\.0), ordered)), console: invocation.console, json: json)
                 } else {
-                    handleControlLine(line, controls: controls, console: invocation.console)
+                    handleControlLine(line, controls: controls, console: invocation.console, json: json)
                 }
             }
             if pending.count > 8192 {
@@ -297,8 +305,39 @@ extension SecbridgeCLI {
                 pending.removeAll()
             }
         }
-        invocation.out("stopping the simulated readers")
+        invocation.out(json ? JSONValue.object([("event", .string("stopped"))]).serialized() : "stopping the simulated readers")
         return exitSuccess
+    }
+
+    /// `simulate --json`'s first line: where the readers are. `socket` (the private pcscd's, for
+    /// PCSCLITE_CSOCK_NAME) and `driver` (the IFD handler library it loaded) are null in process.
+    static func simulateStartedJSON(
+        socket: String?, driver: String?, readers: [(letter: String, name: String, controlSocket: String)], standardInput: Bool
+    ) -> JSONValue {
+        .object([
+            ("event", .string("started")),
+            ("socket", socket.map { .string($0) } ?? .null),
+            ("driver", driver.map { .string($0) } ?? .null),
+            ("readers", .array(readers.map { reader in
+                .object([("reader", .string(reader.letter)), ("name", .string(reader.name)), ("controlSocket", .string(reader.controlSocket))])
+            })),
+            ("standardInput", .bool(standardInput)),
+        ])
+    }
+
+    /// `simulate --json`'s line for a control reply: the raw `line`, and parsed, `ok` with the
+    /// `fields` (`ok key=value…`) or `ok: false` with the server's `code` and `reason` (`error …`).
+    static func simulateReplyJSON(reader: String, line: String) -> JSONValue {
+        var members: [(String, JSONValue)] = [("event", .string("reply")), ("reader", .string(reader)), ("line", .string(line))]
+        do {
+            let reply = try SimulatedReaderReply(parsing: line)
+            members += [("ok", .bool(true)), ("fields", .object(reply.fields.map { ($0.key, .string($0.value)) }))]
+        } catch let error as SimulatedReaderError {
+            members += [("ok", .bool(false)), ("code", .string(error.code)), ("reason", .string(error.reason))]
+        } catch {
+            members += [("ok", .bool(false)), ("reason", .string("\(error)"))]
+        }
+        return .object(members)
     }
 
     /// The PC/SC names of readers a, b: the driver's `open-order` tells which was named first.
@@ -310,7 +349,7 @@ extension SecbridgeCLI {
 
     /// `send a|b HEX…` in --in-process mode: a pseudo-APDU (CLA FF) without a card goes through the
     /// escape path (DIRECT, control code 0x42000001), anything else to the card (SHARED).
-    static func handleInProcessSend(_ line: String, readers: InProcessReaders, names: [String: String], console: any Console) {
+    static func handleInProcessSend(_ line: String, readers: InProcessReaders, names: [String: String], console: any Console, json: Bool = false) {
         let parts = line.split(separator: " ", maxSplits: 2)
         guard parts.count == 3, let reader = names[String(parts[1]).lowercased()] else {
             console.err("secbridge: write `send a HEX…` or `send b HEX…`\n")
@@ -327,19 +366,26 @@ extension SecbridgeCLI {
                 let handle = try readers.connect(to: reader, share: .direct, protocols: .undefined)
                 defer { try? handle.disconnect() }
                 answer = try handle.control(code: 0x4200_0001, bytes)
-                console.out("ctl > \(bytes.hexString)\nctl < \(answer.hexString)\n")
+                console.out(json ? exchangeJSON("control") : "ctl > \(bytes.hexString)\nctl < \(answer.hexString)\n")
             } else {
                 let handle = try readers.connect(to: reader, share: .shared, protocols: .any)
                 defer { try? handle.disconnect() }
                 answer = try handle.transmit(bytes)
-                console.out("> \(bytes.hexString)\n< \(answer.hexString)\n")
+                console.out(json ? exchangeJSON("card") : "> \(bytes.hexString)\n< \(answer.hexString)\n")
+            }
+            // `path`: control (SCardControl, the escape path) or card (SCardTransmit).
+            func exchangeJSON(_ path: String) -> String {
+                JSONValue.object([
+                    ("event", .string("exchange")), ("reader", .string(String(parts[1]).lowercased())), ("path", .string(path)),
+                    ("command", .hex(bytes)), ("response", .hex(answer)),
+                ]).serialized() + "\n"
             }
         } catch {
             console.err("secbridge: \(describe(error))\n")
         }
     }
 
-    static func handleControlLine(_ line: String, controls: [(String, SimulatedReaderControl)], console: any Console) {
+    static func handleControlLine(_ line: String, controls: [(String, SimulatedReaderControl)], console: any Console, json: Bool = false) {
         let trimmed = Substring(line).trimmingCharacters(in: " \t\r")
         guard !trimmed.isEmpty else { return }
         let parts = trimmed.split(separator: " ", maxSplits: 1)
@@ -348,7 +394,8 @@ extension SecbridgeCLI {
             return
         }
         do {
-            console.out(try control.exchange(String(parts[1]), timeout: .seconds(60)) + "\n")
+            let reply = try control.exchange(String(parts[1]), timeout: .seconds(60))
+            console.out((json ? simulateReplyJSON(reader: parts[0].lowercased(), line: reply).serialized() : reply) + "\n")
         } catch {
             console.err("secbridge: \(error)\n")
         }

@@ -275,7 +275,7 @@ extension SecbridgeCLI {
     static let writeNDEFCommand = Command(
         name: "write-ndef",
         abstract: SecbridgeCLI.toolAbstract("write-ndef"),
-        usage: "[--reader NAME|INDEX] (--uri URI | --text TEXT [--lang en]) [--wait SECONDS] [--record FILE] [--yes]",
+        usage: "[--reader NAME|INDEX] (--uri URI | --text TEXT [--lang en]) [--wait SECONDS] [--record FILE] [--yes] [--json]",
         discussion: """
             Writes one URI record or one UTF-8 text record to the NFC Forum Type 2 Tag (MIFARE
             Ultralight, NTAG213/215/216) on a PC/SC part 3 reader such as the ACR122U: reads the
@@ -307,6 +307,7 @@ extension SecbridgeCLI {
             .value("record", "FILE", "Record the exchanges to a transcript FILE."),
             .flag("yes", "Write without asking."),
             .waitForCard,
+            .flag("json", "Print a JSON object {reader, card, uid, capabilityContainer, dataAreaSize, readOnly, written: {bytes, ndefBytes, firstPage, lastPage}, ndef}; the prompt goes to standard error."),
         ],
         run: runWriteNDEF
     )
@@ -336,23 +337,25 @@ extension SecbridgeCLI {
         return try withCardTransaction(session.handle, reader: reader) {
             try writeNDEF(
                 message: message, channel: session.channel, atr: session.atr, reader: reader, out: { invocation.out($0) },
-                reactivate: { try reselect(session, reason: "no answer to GET_VERSION: select the tag again") },
+                json: invocation.json, reactivate: { try reselect(session, reason: "no answer to GET_VERSION: select the tag again") },
                 confirm: confirm)
         }
     }
 
     /// The y/N question of a command that writes to a card: true with --yes, else the answer on
     /// standard input ("y" or "yes"); no answer (end of input) says how to write without asking.
+    /// With --json the question goes to standard error: standard output carries only the JSON.
     static func consoleConfirmation(_ invocation: Invocation) -> (String) -> Bool {
         let console = invocation.console
         let approve = invocation.arguments.has("yes")
+        let prompting: (String) -> Void = invocation.json ? { console.err($0) } : { console.out($0) }
         return { prompt in
             if approve { return true }
-            console.out("\(prompt) [y/N] ")
+            prompting("\(prompt) [y/N] ")
             switch console.readLine()?.lowercased() {
             case "y", "yes": return true
             case nil:
-                console.out("\nno answer on standard input: not written (use --yes to write without asking)\n")
+                prompting("\nno answer on standard input: not written (use --yes to write without asking)\n")
                 return false
             default: return false
             }
@@ -403,7 +406,8 @@ extension SecbridgeCLI {
 
     /// Writes `message` to the Type 2 Tag on `channel`: every check first (GET_VERSION for the
     /// model, the capability container, the static lock bits; ``Type2TagWriter/prepare(message:card:identification:)``),
-    /// then `confirm`, then the write (page 4 empty first and last) and the read-back; prints the outcome.
+    /// then `confirm`, then the write (page 4 empty first and last) and the read-back; prints the
+    /// outcome as lines, or with `json` as one JSON object at the end (`write-ndef --json`).
     /// - Throws: `CLIError.failure` for a card that is not a Type 2 Tag, the writer's refusals
     ///   (read-only, locked, a CC claiming more than the model has, does not fit), a declined prompt,
     ///   and failures (63 00, a card taken away, read-back mismatch) saying what the tag holds now.
@@ -412,30 +416,46 @@ extension SecbridgeCLI {
     ///   libnfc knows; ISO/IEC 14443-3 §6.3): SCardReconnect with reset, so the reader activates it anew.
     static func writeNDEF(
         message: NDEFMessage, channel: any CardChannel, atr: [UInt8], reader: String, out: (String) -> Void,
-        reactivate: () throws -> Void = {}, confirm: (String) -> Bool
+        json: Bool = false, reactivate: () throws -> Void = {}, confirm: (String) -> Bool
     ) throws -> Int32 {
         try requireType2Tag(atr: atr, reader: reader)
         let storage = StorageCard.identify(atr: atr)!
         let card = StorageCard(channel: channel)
-        out("reader: \(reader)")
+        var members: [(String, JSONValue)] = [("reader", .string(reader))]
+        func line(_ text: String) { if !json { out(text) } }
+        line("reader: \(reader)")
         do {
             let uid = try? card.uid()
             let identification = try card.type2Version()
             if case .refused = identification { try reactivate() }
-            out("card: \(cardLine(storage: storage, kind: .type2Tag, identification: identification))" + (uid.map { "  UID \($0.hexString)" } ?? ""))
-            if let note = identification.note { out("note: \(note)") }
+            let cardText = cardLine(storage: storage, kind: .type2Tag, identification: identification)
+            line("card: \(cardText)" + (uid.map { "  UID \($0.hexString)" } ?? ""))
+            members += [("card", .string(cardText)), ("uid", uid.map { .hex($0) } ?? .null)]
+            if let note = identification.note {
+                line("note: \(note)")
+                members.append(("note", .string(note)))
+            }
             let plan = try Type2TagWriter.prepare(message: message, card: card, identification: identification)
             let cc = plan.capabilityContainer
-            out("capability container: \(cc.bytes.hexString) (\(cc.dataAreaSize) data bytes, \(cc.isReadOnly ? "read-only" : "read/write"))")
+            line("capability container: \(cc.bytes.hexString) (\(cc.dataAreaSize) data bytes, \(cc.isReadOnly ? "read-only" : "read/write"))")
+            members += [("capabilityContainer", .hex(cc.bytes)), ("dataAreaSize", .int(cc.dataAreaSize)), ("readOnly", .bool(cc.isReadOnly))]
             let tlv = Type2TagWriter.tlvBytes(for: message)
             let records = message.records.map(describeRecord).joined(separator: ", ")
             guard confirm("Write \(records) (\(tlv.count) bytes) to the tag\(uid.map { " \($0.hexString)" } ?? "") on \(reader), replacing its NDEF message?") else {
                 throw CLIError.failure("not written: the write was not confirmed")
             }
             let result = try Type2TagWriter.execute(plan, on: card)
-            out("wrote \(tlv.count) bytes (\(message.serialized().count) bytes of NDEF) to pages \(result.pages.lowerBound)–\(result.pages.upperBound) and read them back")
+            line("wrote \(tlv.count) bytes (\(message.serialized().count) bytes of NDEF) to pages \(result.pages.lowerBound)–\(result.pages.upperBound) and read them back")
             for (index, record) in message.records.enumerated() {
-                out("NDEF record \(index + 1): \(describeRecord(record))")
+                line("NDEF record \(index + 1): \(describeRecord(record))")
+            }
+            if json {
+                members.append(("written", .object([
+                    ("bytes", .int(tlv.count)), ("ndefBytes", .int(message.serialized().count)),
+                    ("firstPage", .int(result.pages.lowerBound)), ("lastPage", .int(result.pages.upperBound)),
+                ])))
+                members.append(("ndef", .array(message.records.map(recordJSON))))
+                out(JSONValue.object(members).prettySerialized())
             }
             return exitSuccess
         } catch let error as CLIError {

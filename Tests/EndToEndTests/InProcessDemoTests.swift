@@ -45,28 +45,14 @@ import Testing
 
     @Test func simulateInProcessAnswersSendAndControlRequests() async throws {
         try requireBuiltBinaries()
-        let binary = try secbridgeBinary()
-        let result = try await blocking { () -> (Int32, String) in
-            let process = Process()
-            process.executableURL = binary
-            process.arguments = ["simulate", "--in-process", "--readers", "1", "--time-scale", "0.01", "--timeout", "1.5"]
-            let input = Pipe()
-            let output = Pipe()
-            process.standardInput = input
-            process.standardOutput = output
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            // Firmware without a card (escape path), then a card placed and SELECTed.
-            input.fileHandleForWriting.write(Data("send a FF 00 48 00 00\na place-card uid=04A1B2C3 applet=t4t-ndef\n".utf8))
-            usleep(300_000)  // the place-card line is handled before the next one; presence is polled on use
-            input.fileHandleForWriting.write(Data("send a 00 A4 04 00 07 D2 76 00 00 85 01 01 00\n".utf8))
-            process.waitUntilExit()
-            return (process.terminationStatus, String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
-        }
-        #expect(result.0 == 0)
+        // Firmware without a card (escape path), then a card placed and SELECTed.
+        let result = try await simulateInProcessThroughAPipe(
+            ["--readers", "1", "--time-scale", "0.01", "--timeout", "1.5"],
+            first: "send a FF 00 48 00 00\na place-card uid=04A1B2C3 applet=t4t-ndef\n", then: "send a 00 A4 04 00 07 D2 76 00 00 85 01 01 00\n")
+        #expect(result.status == 0)
         // ACR122U API v2.04: the firmware string, 10 ASCII bytes, no status word.
-        #expect(result.1.contains("ctl < 41 43 52 31 32 32 55 32 30 37\n"))
-        #expect(result.1.contains("ok peer=card-1\n"))
-        #expect(result.1.contains("> 00 A4 04 00 07 D2 76 00 00 85 01 01 00\n< 90 00\n"))
+        #expect(result.out.contains("ctl < 41 43 52 31 32 32 55 32 30 37\n"))
+        #expect(result.out.contains("ok peer=card-1\n"))
+        #expect(result.out.contains("> 00 A4 04 00 07 D2 76 00 00 85 01 01 00\n< 90 00\n"))
     }
 }

@@ -167,32 +167,14 @@ extension SharedReader {
 @Suite(.serialized, .needsPrivatePCSCD) struct SimulateCommandTests {
     @Test func simulateServesReadersUntilInterrupted() async throws {
         try requireBuiltBinaries()  // `simulate` starts a pcscd of its own
-        let process = Process()
-        process.executableURL = try secbridgeBinary()
-        process.arguments = ["simulate", "--card", "04A1B2C3", "--applet", "t4t-ndef", "--time-scale", "0.01", "--timeout", "60"]
-        let output = Pipe()
-        let input = Pipe()
-        process.standardOutput = output
-        process.standardInput = input
-        process.standardError = FileHandle.nullDevice
-        let lines = Locked<[String]>([])
-        output.fileHandleForReading.readabilityHandler = { handle in
-            let text = String(decoding: handle.availableData, as: UTF8.self)
-            lines.withLock { $0 += text.split(separator: "\n").map(String.init) }
-        }
-        try process.run()
+        let simulate = try BinaryProcess(
+            ["simulate", "--card", "04A1B2C3", "--applet", "t4t-ndef", "--time-scale", "0.01", "--timeout", "60"],
+            environment: ProcessInfo.processInfo.environment, input: true)
+        let process = simulate.process
         defer { if process.isRunning { process.terminate() } }
-        func waitFor(_ prefix: String) async throws -> String {
-            let deadline = ContinuousClock.now + .seconds(20)
-            while ContinuousClock.now < deadline {
-                if let line = lines.withLock({ $0.first { $0.hasPrefix(prefix) } }) { return line }
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            throw HarnessError(code: .timeout, reason: "simulate printed no '\(prefix)' line: \(lines.withLock { $0 })")
-        }
-        let export = try await waitFor("export PCSCLITE_CSOCK_NAME=")
+        let export = try await simulate.line(containing: "export PCSCLITE_CSOCK_NAME=")
         let socket = String(export.dropFirst("export PCSCLITE_CSOCK_NAME=".count))
-        _ = try await waitFor("type control requests")
+        _ = try await simulate.wait(for: "type control requests")
         var environment = ProcessInfo.processInfo.environment
         environment["PCSCLITE_CSOCK_NAME"] = socket
         // pcscd sees the placed card within its ~400 ms presence poll: ask until it does (bounded).
@@ -210,12 +192,11 @@ extension SharedReader {
         #expect(send.status == 0, "\(send.err)")
         #expect(send.out.contains("< 90 00\n"))
         // A control request on standard input.
-        input.fileHandleForWriting.write(Data("a peers\n".utf8))
-        _ = try await waitFor("ok count=1")
-        process.interrupt()
-        _ = try await blocking { process.waitUntilExit() }
+        simulate.input?.fileHandleForWriting.write(Data("a peers\n".utf8))
+        _ = try await simulate.wait(for: "ok count=1")
+        _ = try await blocking { simulate.stop() }
         #expect(process.terminationStatus == 0)
-        #expect(lines.withLock { $0.last } == "stopping the simulated readers")
+        #expect(simulate.output.last == "stopping the simulated readers")
         // The private pcscd is gone with it.
         let after = try await runBinary(["readers"], environment: environment)
         #expect(after.status == 1)
@@ -226,27 +207,12 @@ extension SharedReader {
     /// stops it. Before, that pcscd ran on for good.
     @Test func simulateKilledTakesItsPcscdWithIt() async throws {
         try requireBuiltBinaries()  // `simulate` starts a pcscd of its own
-        let process = Process()
-        process.executableURL = try secbridgeBinary()
-        process.arguments = ["simulate", "--readers", "1", "--time-scale", "0.01", "--timeout", "60"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardInput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        let lines = Locked<[String]>([])
-        output.fileHandleForReading.readabilityHandler = { handle in
-            let text = String(decoding: handle.availableData, as: UTF8.self)
-            lines.withLock { $0 += text.split(separator: "\n").map(String.init) }
-        }
-        try process.run()
+        let simulate = try BinaryProcess(
+            ["simulate", "--readers", "1", "--time-scale", "0.01", "--timeout", "60"], environment: ProcessInfo.processInfo.environment, input: true)
+        let process = simulate.process
         defer { if process.isRunning { process.terminate() } }
-        let deadline = ContinuousClock.now + .seconds(20)
-        var export: String?
-        while export == nil, ContinuousClock.now < deadline {
-            export = lines.withLock { $0.first { $0.hasPrefix("export PCSCLITE_CSOCK_NAME=") } }
-            if export == nil { try await Task.sleep(for: .milliseconds(20)) }
-        }
-        let socket = try #require(export).dropFirst("export PCSCLITE_CSOCK_NAME=".count)
+        let export = try await simulate.line(containing: "export PCSCLITE_CSOCK_NAME=")
+        let socket = export.dropFirst("export PCSCLITE_CSOCK_NAME=".count)
         let run = socket.dropLast("/pcscd.comm".count)
         let pidText = try String(contentsOfFile: run + "/pcscd.pid", encoding: .utf8)
         let pcscd = try #require(Int32(pidText.trimmingCharacters(in: CharacterSet(charactersIn: "\n\0 "))))

@@ -113,19 +113,28 @@ func runProgram(
     }
 }
 
-/// A running `secbridge` subprocess (`monitor --json`, `serve`), its standard output lines collected
-/// as they come; standard error is kept whole.
+/// A running `secbridge` subprocess (`monitor --json`, `serve`, `simulate`), its standard output
+/// lines collected as they come; standard error is kept whole.
 final class BinaryProcess: @unchecked Sendable {
     let process = Process()
+    /// Standard input, with `input: true`; otherwise this process's is inherited.
+    let input: Pipe?
     private let lines = Locked<[String]>([])
     private let buffer = Locked<String>("")
     private let errorText = Locked<String>("")
     private let errorClosed = DispatchSemaphore(value: 0)
 
-    init(_ arguments: [String], environment: [String: String]) throws {
-        process.executableURL = try secbridgeBinary()
+    /// - Parameters:
+    ///   - executable: the binary to run: the build's `secbridge` unless given (an installed copy).
+    ///   - directory: its working directory, unless this process's.
+    ///   - input: give it a pipe as standard input (``input``), for programs that read it.
+    init(_ arguments: [String], environment: [String: String], executable: URL? = nil, directory: URL? = nil, input: Bool = false) throws {
+        process.executableURL = try executable ?? secbridgeBinary()
         process.arguments = arguments
         process.environment = environment
+        if let directory { process.currentDirectoryURL = directory }
+        self.input = input ? Pipe() : nil
+        if let pipe = self.input { process.standardInput = pipe }
         let pipe = Pipe()
         process.standardOutput = pipe
         let errors = Pipe()
@@ -175,8 +184,36 @@ final class BinaryProcess: @unchecked Sendable {
         throw HarnessError(code: .timeout, reason: "secbridge \(process.arguments?.first ?? "") printed no line with \(needle) within \(timeout): \(output) \(standardError)")
     }
 
+    /// The first line holding `needle`, once it came (``wait(for:after:timeout:)``).
+    func line(containing needle: String) async throws -> String {
+        let index = try await wait(for: needle)
+        return output[index]
+    }
+
     func stop() {
         if process.isRunning { process.interrupt() }
         process.waitUntilExit()
     }
+}
+
+/// `secbridge simulate --in-process …` fed through a pipe: `first` written at once, `then` 0.3 s
+/// later (a place-card request is handled before the next line; presence is polled on use), until
+/// its own `--timeout` ends it; returns its exit status and standard output.
+func simulateInProcessThroughAPipe(_ arguments: [String], first: String, then: String) async throws -> (status: Int32, out: String) {
+    let binary = try secbridgeBinary()
+    return try await blocking { () -> (Int32, String) in
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = ["simulate", "--in-process"] + arguments
+        let input = Pipe()
+        let output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        input.fileHandleForWriting.write(Data(first.utf8))
+        usleep(300_000)
+        input.fileHandleForWriting.write(Data(then.utf8))
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))    }
 }

@@ -81,7 +81,7 @@ import Testing
             """#),
         Refusal(kind: "integer 1|2", arguments: ["simulate", "--readers", "3"], error: #"""
             secbridge: error: --readers takes a whole number from 1 to 2, not '3'
-            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process]
+            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process] [--json]
             Run 'secbridge simulate --help' for more information.
 
             """#),
@@ -93,13 +93,13 @@ import Testing
             """#),
         Refusal(kind: "decimal", arguments: ["simulate", "--time-scale", "0"], error: #"""
             secbridge: error: --time-scale takes a decimal number above 0.002 and at most 1 (1 is real time, 0.01 a hundred times faster), not '0'
-            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process]
+            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process] [--json]
             Run 'secbridge simulate --help' for more information.
 
             """#),
         Refusal(kind: "decimal, no exponent", arguments: ["demo", "--time-scale", "1e2"], error: #"""
             secbridge: error: --time-scale takes a decimal number above 0.002 and at most 1 (1 is real time, 0.01 a hundred times faster), not '1e2'
-            USAGE: secbridge demo [--record FILE] [--credential FILE] [--time-scale FACTOR] [--in-process]
+            USAGE: secbridge demo [--record FILE] [--credential FILE] [--time-scale FACTOR] [--in-process] [--json]
             Run 'secbridge demo --help' for more information.
 
             """#),
@@ -111,43 +111,43 @@ import Testing
             """#),
         Refusal(kind: "choice with a noun", arguments: ["simulate", "--personality", "acr1252"], error: #"""
             secbridge: error: unknown personality 'acr1252'; use one of ccid-escape-enabled, ccid-escape-disabled, acs-driver, legacy-t0, atr-whole-ats, empty-target-wait
-            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process]
+            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process] [--json]
             Run 'secbridge simulate --help' for more information.
 
             """#),
         Refusal(kind: "choice of terminal scripts", arguments: ["simulate", "--terminal", "ios"], error: #"""
             secbridge: error: unknown terminal script 'ios'; use one of android-t4t-read, ios-t4t-read
-            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process]
+            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process] [--json]
             Run 'secbridge simulate --help' for more information.
 
             """#),
         Refusal(kind: "hex of a wrong length", arguments: ["simulate", "--card", "04A1B2"], error: #"""
             secbridge: error: --card takes a UID of 4, 7 or 10 bytes (ISO/IEC 14443-3), not 3
-            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process]
+            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process] [--json]
             Run 'secbridge simulate --help' for more information.
 
             """#),
         Refusal(kind: "not hex", arguments: ["simulate", "--tag", "04:A1:B2:CZ"], error: #"""
             secbridge: error: --tag is not hex: 'Z' at character 10 is not a hex digit (0-9, A-F) or a separator (space, colon, comma)
-            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process]
+            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process] [--json]
             Run 'secbridge simulate --help' for more information.
 
             """#),
         Refusal(kind: "secret hex: the key is never shown", arguments: ["simulate", "--tag", "04A1B2C3", "--tag-type", "classic1k", "--tag-key", "A0A1A2A3A4"], error: #"""
             secbridge: error: --tag-key takes 6 bytes of hex (12 digits), e.g. FFFFFFFFFFFF
-            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process]
+            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process] [--json]
             Run 'secbridge simulate --help' for more information.
 
             """#),
         Refusal(kind: "existing file", arguments: ["emulate", "--credential", "/nonexistent/credential.json"], error: #"""
             secbridge: error: --credential takes an existing file, not '/nonexistent/credential.json' (No such file or directory)
-            USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX] [--yes] [--keep] [--record FILE]
+            USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX] [--yes] [--keep] [--record FILE] [--json]
             Run 'secbridge emulate --help' for more information.
 
             """#),
         Refusal(kind: "existing file, not a directory", arguments: ["demo", "--credential", "/"], error: #"""
             secbridge: error: --credential takes an existing file, not '/' (a directory)
-            USAGE: secbridge demo [--record FILE] [--credential FILE] [--time-scale FACTOR] [--in-process]
+            USAGE: secbridge demo [--record FILE] [--credential FILE] [--time-scale FACTOR] [--in-process] [--json]
             Run 'secbridge demo --help' for more information.
 
             """#),
@@ -174,7 +174,10 @@ import Testing
             USAGE: secbridge <subcommand>
 
             Talks to smart cards and NFC readers through pcscd (pcsc-lite). Set PCSCLITE_CSOCK_NAME to
-            use a pcscd other than the system one.
+            use a pcscd other than the system one. SECBRIDGE_CALL_TIMEOUT bounds every blocking PC/SC
+            call (seconds, 1 to 3600; default 40). SECBRIDGE_ACR122_IFD names the simulated ACR122U's
+            pcscd driver library for simulate, demo and replay (default: beside the binary, then
+            ../lib/secbridge from the binary's directory, then the source tree's build directory).
 
             Exit status: 0 success, 1 failure, 64 usage error.
 
@@ -635,7 +638,7 @@ import Testing
             help: #"""
             OVERVIEW: Run simulated ACR122U readers in a private pcscd, for any PC/SC program to use.
 
-            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process]
+            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process] [--json]
 
             Starts a private pcscd (its own mount namespace; the system pcscd and USB readers are not
             touched) with one or two simulated ACR122U readers sharing one RF field, prints the
@@ -685,12 +688,13 @@ import Testing
               --timeout <SECONDS>    Stop after SECONDS (at most 86400) instead of waiting for Ctrl-C.
               --time-scale <FACTOR>  Wall-clock seconds per simulated second, above 0.002 and at most 1 (default 1, real time; 0.01: a 5 s MCU timeout takes 50 ms).
               --in-process           Run the readers in this process (no pcscd); `send a|b HEX` on standard input.
+              --json                 Print JSON lines: {event: started, socket, driver, readers: [{reader, name, controlSocket}], standardInput}, then {event: reply, reader, line, ok, fields | code, reason} per control request, {event: exchange, reader, path, command, response} per `send`, {event: stopped}.
               -h, --help             Show help information.
 
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process]
+            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process] [--json]
             Run 'secbridge simulate --help' for more information.
 
             """#),
@@ -725,7 +729,7 @@ import Testing
             help: #"""
             OVERVIEW: Present a credential to a terminal: card emulation on an ACR122U.
 
-            USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX] [--yes] [--keep] [--record FILE]
+            USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX] [--yes] [--keep] [--record FILE] [--json]
 
             Runs the client sequence of a credential session on an ACR122-class reader: wired mode,
             a presentment assertion, the authorization prompt (or --yes), then performTransaction:
@@ -748,12 +752,13 @@ import Testing
               --yes                      Approve the transaction without asking.
               --keep                     Serve terminals until the 60-second window ends, not only the first.
               --record <FILE>            Record the reader's exchanges and the terminal's APDUs to a transcript FILE.
+              --json                     Print JSON lines, one per event: {event: authorization|state|assertion|apdu|field|secureElementChanged|cardEmulationTimeout|interrupted|other, …}, then {event: end, commands, status} or {event: error, error}; the prompt goes to standard error.
               -h, --help                 Show help information.
 
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX] [--yes] [--keep] [--record FILE]
+            USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX] [--yes] [--keep] [--record FILE] [--json]
             Run 'secbridge emulate --help' for more information.
 
             """#),
@@ -830,7 +835,7 @@ import Testing
             help: #"""
             OVERVIEW: The main job: a credential session emulating an NDEF tag on one simulated ACR122U, read by a second.
 
-            USAGE: secbridge demo [--record FILE] [--credential FILE] [--time-scale FACTOR] [--in-process]
+            USAGE: secbridge demo [--record FILE] [--credential FILE] [--time-scale FACTOR] [--in-process] [--json]
 
             Starts two simulated ACR122U readers sharing one RF field in a private pcscd (its own mount
             namespace), then runs the client sequence of Apple's SecureElementCredential model on
@@ -852,12 +857,13 @@ import Testing
               --credential <FILE>    Emulate the credential of this file instead of the built-in URI tag.
               --time-scale <FACTOR>  Wall-clock seconds per simulated second, above 0.002 and at most 1 (default 1, real time; 0.01: a 5 s MCU timeout takes 50 ms).
               --in-process           Run the simulated readers in this process instead of a private pcscd.
+              --json                 Print a JSON object {emulator, terminal, escapeControlCode, credential: {id, name}, states, events, terminalExchanges: [{command, response}], ndef, billableEvents, transcript}; the running commentary goes to standard error.
               -h, --help             Show help information.
 
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge demo [--record FILE] [--credential FILE] [--time-scale FACTOR] [--in-process]
+            USAGE: secbridge demo [--record FILE] [--credential FILE] [--time-scale FACTOR] [--in-process] [--json]
             Run 'secbridge demo --help' for more information.
 
             """#),
@@ -1201,7 +1207,7 @@ import Testing
             help: #"""
             OVERVIEW: Write an NDEF message (a URI or a text record) to an NFC Forum Type 2 Tag.
 
-            USAGE: secbridge write-ndef [--reader NAME|INDEX] (--uri URI | --text TEXT [--lang en]) [--wait SECONDS] [--record FILE] [--yes]
+            USAGE: secbridge write-ndef [--reader NAME|INDEX] (--uri URI | --text TEXT [--lang en]) [--wait SECONDS] [--record FILE] [--yes] [--json]
 
             Writes one URI record or one UTF-8 text record to the NFC Forum Type 2 Tag (MIFARE
             Ultralight, NTAG213/215/216) on a PC/SC part 3 reader such as the ACR122U: reads the
@@ -1233,12 +1239,13 @@ import Testing
               --record <FILE>            Record the exchanges to a transcript FILE.
               --yes                      Write without asking.
               --wait <SECONDS>           Wait up to SECONDS (at most 3600) for a card when none is there.
+              --json                     Print a JSON object {reader, card, uid, capabilityContainer, dataAreaSize, readOnly, written: {bytes, ndefBytes, firstPage, lastPage}, ndef}; the prompt goes to standard error.
               -h, --help                 Show help information.
 
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge write-ndef [--reader NAME|INDEX] (--uri URI | --text TEXT [--lang en]) [--wait SECONDS] [--record FILE] [--yes]
+            USAGE: secbridge write-ndef [--reader NAME|INDEX] (--uri URI | --text TEXT [--lang en]) [--wait SECONDS] [--record FILE] [--yes] [--json]
             Run 'secbridge write-ndef --help' for more information.
 
             """#),
