@@ -1,4 +1,5 @@
 import ISO7816
+import Transcript
 
 #if canImport(Glibc)
 import Glibc
@@ -106,6 +107,9 @@ package struct OptionSpec: Sendable {
     package let help: String
     /// What the value must be (checked before the command runs); `.text` for a flag.
     package let kind: ValueKind
+    /// Whether the value is a secret (a key) that may also be given by reference, `env:NAME`,
+    /// `file:PATH` or `-`, so that it stays out of the process list (see ``secret()``).
+    package private(set) var isSecret = false
 
     package static func flag(_ name: String, short: Character? = nil, _ help: String) -> OptionSpec {
         OptionSpec(name: name, short: short, valueName: nil, help: help, kind: .text)
@@ -115,6 +119,17 @@ package struct OptionSpec: Sendable {
         _ name: String, short: Character? = nil, _ valueName: String, _ help: String, _ kind: ValueKind = .text
     ) -> OptionSpec {
         OptionSpec(name: name, short: short, valueName: valueName, help: help, kind: kind)
+    }
+
+    /// This option, marked as a secret: its value may be given as `env:NAME` (an environment
+    /// variable), `file:PATH` (the file's first line) or `-` (one line of standard input) instead
+    /// of in argv, which every local user can read in `/proc/PID/cmdline`; the help says so.
+    package func secret() -> OptionSpec {
+        var copy = OptionSpec(
+            name: name, short: short, valueName: valueName,
+            help: help + " " + secretReferenceHelp, kind: kind)
+        copy.isSecret = true
+        return copy
     }
     /// `--wait SECONDS`: wait (at most an hour) for a card when none is there (``waitForCard(context:reader:upTo:)``).
     package static let waitForCard = OptionSpec.value(
@@ -159,7 +174,13 @@ package struct ParsedArguments: Sendable {
 /// Parses `arguments` against `options`: `--name value`, `--name=value`, `-x value`, flags, and `--`
 /// to end options. `--help`/`-h` is always accepted. Then each given value is checked against its
 /// option's kind, in the order the options were given (unless help was asked for).
-package func parseArguments(_ arguments: [String], options: [OptionSpec]) throws(CLIError) -> ParsedArguments {
+///
+/// The values of secret options (``OptionSpec/secret()``) given by reference are replaced by what
+/// they refer to before the check: `env:NAME`, `file:PATH`, or `-` (a line read with
+/// `standardInput`).
+package func parseArguments(
+    _ arguments: [String], options: [OptionSpec], standardInput: () -> String? = { nil }
+) throws(CLIError) -> ParsedArguments {
     var parsed = ParsedArguments()
     var index = 0
     var optionsEnded = false
@@ -215,6 +236,12 @@ package func parseArguments(_ arguments: [String], options: [OptionSpec]) throws
         }
     }
     if !parsed.has("help") {
+        for option in given where option.isSecret {
+            let what = "--\(option.name)"
+            if let value = try resolveSecretReference(parsed.values[option.name]!, what: what, standardInput: standardInput) {
+                parsed.values[option.name] = value
+            }
+        }
         for option in given {
             if let refusal = option.kind.refusal(of: parsed.values[option.name]!, option: option.name) {
                 throw .usage(refusal)
@@ -222,6 +249,55 @@ package func parseArguments(_ arguments: [String], options: [OptionSpec]) throws
         }
     }
     return parsed
+}
+
+/// What the help of a secret option adds.
+package let secretReferenceHelp =
+    "Also env:NAME, file:PATH or - (one line of standard input): keeps it out of the process list."
+
+/// The value a secret reference stands for, or nil when `text` is no reference (a literal value).
+///
+/// - `env:NAME`: the environment variable NAME;
+/// - `file:PATH`: the first line of the file at PATH, without its line end;
+/// - `-`: one line of standard input, read with `standardInput`.
+///
+/// Surrounding spaces and tabs are dropped. The messages name the reference, never the secret.
+/// - Throws: `CLIError.usage` for an unset or empty variable, an unreadable or empty file, or no
+///   line on standard input.
+package func resolveSecretReference(
+    _ text: String, what: String, standardInput: () -> String?
+) throws(CLIError) -> String? {
+    func trimmed(_ value: Substring) -> String {
+        String(value.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" || $0 == "\r" }.reversed())
+    }
+    if text == "-" {
+        guard let line = standardInput(), !trimmed(Substring(line)).isEmpty else {
+            throw .usage("\(what) -: standard input gave no line; pipe the value in (e.g. `… \(what) - < keyfile`) or give env:NAME or file:PATH")
+        }
+        return trimmed(Substring(line))
+    }
+    if text.hasPrefix("env:") {
+        let name = String(text.dropFirst(4))
+        guard !name.isEmpty else { throw .usage("\(what) env: needs a variable name, e.g. env:SECBRIDGE_KEY") }
+        guard let value = environmentValue(name), !trimmed(Substring(value)).isEmpty else {
+            throw .usage("\(what) env:\(name): the environment variable \(name) is not set or empty; export it first")
+        }
+        return trimmed(Substring(value))
+    }
+    if text.hasPrefix("file:") {
+        let path = String(text.dropFirst(5))
+        guard !path.isEmpty else { throw .usage("\(what) file: needs a path, e.g. file:$HOME/.secbridge-key") }
+        let data: [UInt8]
+        do {
+            data = try readRegularFile(path, limit: 64 * 1024)
+        } catch {
+            throw .usage("\(what) file:\(path): \(error.reason)")
+        }
+        let first = String(decoding: data, as: UTF8.self).split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        guard !trimmed(first).isEmpty else { throw .usage("\(what) file:\(path): the file's first line is empty") }
+        return trimmed(first)
+    }
+    return nil
 }
 
 private func isNegativeNumberOrHex(_ argument: String) -> Bool {

@@ -70,7 +70,7 @@ public enum SecbridgeCLI {
         }
         let parsed: ParsedArguments
         do {
-            parsed = try parseArguments(Array(remaining), options: command.options)
+            parsed = try parseArguments(Array(remaining), options: command.options, standardInput: { console.readLine() })
         } catch {
             return usageError(error.message, command: command, path: path, console: console)
         }

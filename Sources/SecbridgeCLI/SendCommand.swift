@@ -17,6 +17,9 @@ extension SecbridgeCLI {
             javax.smartcardio do: a 2847-byte object read with Le 00 arrives whole), at most 256
             GET RESPONSEs; --stop-at-ne stops once Le's bytes arrived and shows the card's 61xx.
             Reader pseudo-APDUs (CLA FF) always go through untouched. --raw turns the handling off.
+            An APDU that carries a PIN or a key can be given as env:NAME (an environment variable),
+            file:PATH (the file's first line) or - (one line of standard input), so that it does not
+            show in the process list; a script (`secbridge run FILE`, `run -`) keeps it out too.
             Each raw exchange is shown (> to the card, < from it), then the status word's meaning.
             The exit status is 0 when every APDU was exchanged, whatever its SW. It is 1 when an
             exchange failed: a card that answered nothing (0 bytes), a GET RESPONSE chain broken by
@@ -84,7 +87,13 @@ extension SecbridgeCLI {
         if invocation.arguments.has("raw") && invocation.arguments.has("stop-at-ne") {
             throw CLIError.usage("--raw sends no GET RESPONSE at all, so --stop-at-ne does not apply; give one of them")
         }
-        let commands = try apdus(from: invocation.arguments.positional)
+        // An APDU that carries a PIN or a key can come by reference (env:NAME, file:PATH, -), out of argv.
+        var positional: [String] = []
+        for argument in invocation.arguments.positional {
+            let what = "the APDU \(argument == "-" ? "-" : argument)"
+            positional.append(try resolveSecretReference(argument, what: what, standardInput: { invocation.console.readLine() }) ?? argument)
+        }
+        let commands = try apdus(from: positional)
         // Validate every APDU before anything is sent.
         var parsedCommands: [CommandAPDU?] = []
         for (index, bytes) in commands.enumerated() {

@@ -227,7 +227,7 @@ extension SecbridgeCLI {
             """,
         options: [
             .reader("The reader: an index from `secbridge readers` or part of its name."),
-            .value("key", "HEX12", "MIFARE Classic: authenticate every sector with this key (12 hex digits) instead of the dump's."),
+            .value("key", "HEX12", "MIFARE Classic: authenticate every sector with this key (12 hex digits) instead of the dump's.").secret(),
             .value("keys", "FILE", "MIFARE Classic: take each sector's key from the trailers of this .mfd dump."),
             .flag("key-b", "MIFARE Classic: authenticate with key B instead of key A."),
             .flag("write-trailers", "MIFARE Classic: also write the sector trailers (keys and access bits), after checking the access bits."),

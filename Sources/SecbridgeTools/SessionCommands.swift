@@ -374,7 +374,7 @@ extension SecbridgeCLI {
             .flag("pn532", "Use PN532 initiator commands (ACR122U, no card needed at connect time)."),
             .waitForCard,
             .value("aid", "HEX", "SELECT this application (its AID: 5 to 16 bytes of hex) instead of reading NDEF."),
-            .value("key", "HEX12", "MIFARE Classic: the 6-byte key (12 hex digits), key A unless --key-b."),
+            .value("key", "HEX12", "MIFARE Classic: the 6-byte key (12 hex digits), key A unless --key-b.").secret(),
             .flag("key-b", "MIFARE Classic: authenticate with the key as key B."),
             .value("blocks", "N[-M]", "MIFARE Classic: the block or inclusive block range to read."),
             .value("dump", "FILE", "Storage cards: write every block or page to a new FILE in libnfc's .mfd layout."),

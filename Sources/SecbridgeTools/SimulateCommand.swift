@@ -64,7 +64,7 @@ extension SecbridgeCLI {
             .value("tag-uri", "URI", "A Type 2 tag's content: an NDEF URI record (default: an empty NDEF message)."),
             .value("tag-text", "TEXT", "A Type 2 tag's content: an NDEF text record (language en)."),
             .value("tag-key", "HEX12", "A MIFARE Classic tag's key A and key B for every sector: 6 bytes of hex (default FF FF FF FF FF FF).",
-                   .hex(lengths: [6], takes: "6 bytes of hex (12 digits), e.g. FFFFFFFFFFFF", secret: true)),
+                   .hex(lengths: [6], takes: "6 bytes of hex (12 digits), e.g. FFFFFFFFFFFF", secret: true)).secret(),
             .value("terminal", "SCRIPT", "Place a terminal running android-t4t-read or ios-t4t-read.", .choice(terminalScripts, noun: "terminal script")),
             .value("timeout", "SECONDS", "Stop after SECONDS (at most 86400) instead of waiting for Ctrl-C.", .seconds(limit: 86_400)),
             timeScaleOption,

@@ -263,6 +263,9 @@ import Testing
             javax.smartcardio do: a 2847-byte object read with Le 00 arrives whole), at most 256
             GET RESPONSEs; --stop-at-ne stops once Le's bytes arrived and shows the card's 61xx.
             Reader pseudo-APDUs (CLA FF) always go through untouched. --raw turns the handling off.
+            An APDU that carries a PIN or a key can be given as env:NAME (an environment variable),
+            file:PATH (the file's first line) or - (one line of standard input), so that it does not
+            show in the process list; a script (`secbridge run FILE`, `run -`) keeps it out too.
             Each raw exchange is shown (> to the card, < from it), then the status word's meaning.
             The exit status is 0 when every APDU was exchanged, whatever its SW. It is 1 when an
             exchange failed: a card that answered nothing (0 bytes), a GET RESPONSE chain broken by
@@ -683,7 +686,7 @@ import Testing
               --tag-type <TYPE>      The placed tag's memory: ntag213, ntag215, ntag216 or ultralight (each with a 7-byte UID); classic1k, classic4k or mini (a 4- or 7-byte UID); default: none (UID only).
               --tag-uri <URI>        A Type 2 tag's content: an NDEF URI record (default: an empty NDEF message).
               --tag-text <TEXT>      A Type 2 tag's content: an NDEF text record (language en).
-              --tag-key <HEX12>      A MIFARE Classic tag's key A and key B for every sector: 6 bytes of hex (default FF FF FF FF FF FF).
+              --tag-key <HEX12>      A MIFARE Classic tag's key A and key B for every sector: 6 bytes of hex (default FF FF FF FF FF FF). Also env:NAME, file:PATH or - (one line of standard input): keeps it out of the process list.
               --terminal <SCRIPT>    Place a terminal running android-t4t-read or ios-t4t-read.
               --timeout <SECONDS>    Stop after SECONDS (at most 86400) instead of waiting for Ctrl-C.
               --time-scale <FACTOR>  Wall-clock seconds per simulated second, above 0.002 and at most 1 (default 1, real time; 0.01: a 5 s MCU timeout takes 50 ms).
@@ -814,7 +817,7 @@ import Testing
               --pn532                    Use PN532 initiator commands (ACR122U, no card needed at connect time).
               --wait <SECONDS>           Wait up to SECONDS (at most 3600) for a card when none is there.
               --aid <HEX>                SELECT this application (its AID: 5 to 16 bytes of hex) instead of reading NDEF.
-              --key <HEX12>              MIFARE Classic: the 6-byte key (12 hex digits), key A unless --key-b.
+              --key <HEX12>              MIFARE Classic: the 6-byte key (12 hex digits), key A unless --key-b. Also env:NAME, file:PATH or - (one line of standard input): keeps it out of the process list.
               --key-b                    MIFARE Classic: authenticate with the key as key B.
               --blocks <N[-M]>           MIFARE Classic: the block or inclusive block range to read.
               --dump <FILE>              Storage cards: write every block or page to a new FILE in libnfc's .mfd layout.
@@ -1287,7 +1290,7 @@ import Testing
 
             OPTIONS:
               -r, --reader <NAME|INDEX>  The reader: an index from `secbridge readers` or part of its name.
-              --key <HEX12>              MIFARE Classic: authenticate every sector with this key (12 hex digits) instead of the dump's.
+              --key <HEX12>              MIFARE Classic: authenticate every sector with this key (12 hex digits) instead of the dump's. Also env:NAME, file:PATH or - (one line of standard input): keeps it out of the process list.
               --keys <FILE>              MIFARE Classic: take each sector's key from the trailers of this .mfd dump.
               --key-b                    MIFARE Classic: authenticate with key B instead of key A.
               --write-trailers           MIFARE Classic: also write the sector trailers (keys and access bits), after checking the access bits.
