@@ -1,0 +1,42 @@
+import PCSCCore
+import Synchronization
+import Testing
+
+@testable import SecbridgeCLI
+
+/// Waits sleep on a condition or a descriptor, never in polling steps: the number of wake-ups is
+/// counted, and it does not grow with the calls or the time spent (no wall-clock assertion).
+@Suite struct WaitTests {
+    final class Silent: Console, @unchecked Sendable {
+        func out(_ text: String) {}
+        func err(_ text: String) {}
+        func readLine() -> String? { nil }
+    }
+
+    @Test func watchdogDoesNotWakeForEachGuardedCall() throws {
+        let watchdog = CallWatchdog()
+        watchdog.enable(bound: .seconds(600), console: Silent())
+        for _ in 0..<2000 {
+            watchdog.guarding("SCardTransmit") { () -> Void in }
+        }
+        // At most the one wake-up that took the idle thread to the first call's deadline; a
+        // poll every 100 ms would wake as often as the loop took tenths of a second.
+        #expect(watchdog.wakeCount <= 1)
+    }
+
+    @Test func completionWakesOnceWhenSignalled() throws {
+        let done = Completion()
+        #expect(startThread(name: "test-signal") { done.signal() })
+        done.waitSignalledOrInterrupted(until: ContinuousClock.now + .seconds(60))
+        #expect(done.isSignalled)
+        // One poll(2) returned for the signal (or none when it came before the first wait).
+        #expect(done.wakeCount <= 1)
+    }
+
+    @Test func completionWaitEndsAtItsDeadlineWithoutPolling() {
+        let done = Completion()
+        done.waitSignalledOrInterrupted(until: ContinuousClock.now + .milliseconds(30))
+        #expect(!done.isSignalled)
+        #expect(done.wakeCount <= 2)  // the timed poll(2), and at most one more for rounding
+    }
+}
