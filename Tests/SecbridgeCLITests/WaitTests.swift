@@ -1,4 +1,5 @@
 import PCSCCore
+import SecbridgeTesting
 import Synchronization
 import Testing
 
@@ -24,18 +25,18 @@ import Testing
         #expect(watchdog.wakeCount <= 1)
     }
 
-    @Test func completionWakesOnceWhenSignalled() throws {
+    @Test func completionWakesOnceWhenSignalled() async throws {
         let done = Completion()
         #expect(startThread(name: "test-signal") { done.signal() })
-        done.waitSignalledOrInterrupted(until: ContinuousClock.now + .seconds(60))
+        try await onOwnThread { done.waitSignalledOrInterrupted(until: ContinuousClock.now + .seconds(60)) }
         #expect(done.isSignalled)
         // One poll(2) returned for the signal (or none when it came before the first wait).
         #expect(done.wakeCount <= 1)
     }
 
-    @Test func completionWaitEndsAtItsDeadlineWithoutPolling() {
+    @Test func completionWaitEndsAtItsDeadlineWithoutPolling() async throws {
         let done = Completion()
-        done.waitSignalledOrInterrupted(until: ContinuousClock.now + .milliseconds(30))
+        try await onOwnThread { done.waitSignalledOrInterrupted(until: ContinuousClock.now + .milliseconds(30)) }
         #expect(!done.isSignalled)
         #expect(done.wakeCount <= 2)  // the timed poll(2), and at most one more for rounding
     }
