@@ -335,6 +335,18 @@ struct TextScanner {
     // MARK: Whole-line checks
 
     func checkCharacters(trailingSpace: Bool = true) throws(TranscriptParseError) {
+        // The common case, printable ASCII only, in one pass; anything else takes the full check.
+        let printable = text.withUnsafeBufferPointer { p in
+            var ok = true
+            for b in p where b &- 0x20 >= 0x5F { ok = false; break }  // outside 0x20…0x7E
+            return ok
+        }
+        if printable {
+            if trailingSpace, let last = text.last, last == UInt8(ascii: " ") {
+                throw fail(.badSpacing, at: text.count - 1, "a space at the end of the line: remove it")
+            }
+            return
+        }
         var parser = Unicode.UTF8.ForwardParser()
         var iterator = text.makeIterator()
         var offset = 0
@@ -579,6 +591,16 @@ struct TextScanner {
         var bytes = TranscriptBytes([])
         bytes.reserveCapacity((text.count - position) / 3)
         while !atNoteOrEnd() {
+            // Fast path: " HH" followed by a space or the end; anything else goes through the
+            // item reader, which names what is wrong.
+            if position + 2 < text.count, text[position] == UInt8(ascii: " "),
+               let hi = HexText.value(ofUppercaseDigit: text[position + 1]),
+               let lo = HexText.value(ofUppercaseDigit: text[position + 2]),
+               position + 3 == text.count || text[position + 3] == UInt8(ascii: " ") {
+                bytes.append(.byte(hi << 4 | lo))
+                position += 3
+                continue
+            }
             try readSeparator()
             bytes.append(try readByteItem())
         }
