@@ -14,7 +14,7 @@ set -eu
 
 REPO=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)
 VENV=${VICC_VENV:-"$REPO/.venv-vicc"}
-PACKAGES="pcscd libpcsclite-dev pcsc-tools vsmartcard-vpcd vsmartcard-vpicc python3-venv"
+PACKAGES="pcscd libpcsclite-dev pcsc-tools vsmartcard-vpcd vsmartcard-vpicc python3-venv time"
 
 step() { printf 'install-deps: %s\n' "$*"; }
 

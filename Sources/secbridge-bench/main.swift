@@ -5,6 +5,9 @@
 // 2. Codec throughput: parse + serialize of command and response APDUs on one core
 //    (target: ≥ 5 million per second).
 // 3. CLI start time: `secbridge readers` against `pcsc_scan -r` (target: within 1.5×).
+// 4. Transcript tools on a generated 1 M-exchange transcript: peak RSS of stats, show, redact and
+//    diff (target ≤ 64 MB) and stats against a streaming Python parse (TranscriptMemory.swift).
+//    `secbridge-bench transcripts [EXCHANGES]` runs only this part (no pcscd needed).
 //
 // It starts its own private pcscd with vpcd and vicc (PCSCSandbox), so run it as root with the
 // test dependencies installed (scripts/install-deps.sh). Build it in release mode:
@@ -24,6 +27,15 @@ func seconds(_ duration: Duration) -> Double {
 func format(_ value: Double, _ digits: Int = 2) -> String { String(format: "%.\(digits)f", value) }
 
 var arguments = CommandLine.arguments.dropFirst()
+let benchDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+// SECBRIDGE_TOOLS: another secbridge-tools binary than the one beside this one.
+let toolsPath = ProcessInfo.processInfo.environment["SECBRIDGE_TOOLS"] ?? benchDirectory.appendingPathComponent("secbridge-tools").path
+let transcriptExchanges = Int(ProcessInfo.processInfo.environment["SECBRIDGE_BENCH_EXCHANGES"] ?? "") ?? 1_000_000
+if arguments.first == "transcripts" {
+    benchmarkTranscriptMemory(tools: toolsPath,
+                              exchanges: arguments.dropFirst().first.flatMap { Int($0) } ?? transcriptExchanges)
+    exit(0)
+}
 let apduCount = Int(arguments.first ?? "") ?? 5000
 
 // MARK: Codec throughput (no pcscd needed)
@@ -149,7 +161,6 @@ func spawnTime(_ executable: String, _ arguments: [String], runs: Int) -> Double
     return times.sorted()[times.count / 2]
 }
 
-let benchDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
 let secbridge = benchDirectory.appendingPathComponent("secbridge").path
 let pcscScan = "/usr/bin/pcsc_scan"
 if let ours = spawnTime(secbridge, ["readers"], runs: 30), let theirs = spawnTime(pcscScan, ["-r"], runs: 30) {
@@ -157,6 +168,9 @@ if let ours = spawnTime(secbridge, ["readers"], runs: 30), let theirs = spawnTim
 } else {
     print("start time: could not run \(secbridge) or \(pcscScan) (build secbridge in the same configuration first)")
 }
+
+// Transcript tools (TranscriptMemory.swift); SECBRIDGE_BENCH_EXCHANGES sets the size.
+benchmarkTranscriptMemory(tools: toolsPath, exchanges: transcriptExchanges)
 
 // Card-emulation turnaround (EmulationTurnaround.swift); SECBRIDGE_BENCH_TURNS sets the count.
 benchmarkEmulationTurnaround(
