@@ -27,6 +27,26 @@ func seconds(_ duration: Duration) -> Double {
 func format(_ value: Double, _ digits: Int = 2) -> String { String(format: "%.\(digits)f", value) }
 
 var arguments = CommandLine.arguments.dropFirst()
+if arguments.contains("--help") || arguments.contains("-h") {
+    print("""
+        usage: secbridge-bench [APDUS]
+               secbridge-bench transcripts [EXCHANGES]
+
+        Measures in one run: APDU round trips through a private pcscd (Swift against a C loop, APDUS
+        per round, default 5000), codec throughput, CLI start time against pcsc_scan -r, the transcript
+        tools' peak memory and speed on a generated transcript, and the card-emulation turnaround.
+        Run as root with scripts/install-deps.sh done; build in release mode
+        (swift build -c release --product secbridge-bench --product secbridge-tools).
+
+        transcripts   only the transcript tools (no pcscd): peak RSS of stats, show, redact and diff
+                      (/usr/bin/time -v) and stats against a streaming Python parse, EXCHANGES
+                      exchanges (default 1000000)
+
+        Environment: SECBRIDGE_BENCH_EXCHANGES (transcript size), SECBRIDGE_BENCH_TURNS (emulation
+        turnarounds, default 2000), SECBRIDGE_TOOLS (the secbridge-tools binary to measure).
+        """)
+    exit(0)
+}
 let benchDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
 // SECBRIDGE_TOOLS: another secbridge-tools binary than the one beside this one.
 let toolsPath = ProcessInfo.processInfo.environment["SECBRIDGE_TOOLS"] ?? benchDirectory.appendingPathComponent("secbridge-tools").path

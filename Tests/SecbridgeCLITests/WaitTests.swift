@@ -40,4 +40,22 @@ import Testing
         #expect(!done.isSignalled)
         #expect(done.wakeCount <= 2)  // the timed poll(2), and at most one more for rounding
     }
+
+    @Test func asyncBridgeSleepsOnceUntilTheTaskSignals() async throws {
+        let waits = WaitCount()
+        // The work finishes 50 ms after it starts, on a thread of its own: a 5 ms polling wait
+        // would have slept about ten times.
+        let value = try await onOwnThread {
+            try awaitResult("the test work", timeout: .seconds(60), waits: waits) {
+                await withCheckedContinuation { (c: CheckedContinuation<Int, Never>) in
+                    _ = startThread(name: "test-resume") {
+                        sleepThread(.milliseconds(50))
+                        c.resume(returning: 42)
+                    }
+                }
+            }
+        }
+        #expect(value == 42)
+        #expect(waits.value <= 1)
+    }
 }
