@@ -3,8 +3,8 @@
 /// §3 for the greedy D-path search, §4b for the middle-snake refinement; docs/transcript-diff.md).
 ///
 /// The sequences are given as keys (`[UInt64]`): two elements are equal when their keys are.
-/// Time is O((N+M)·D) for N and M elements and D edits; space is O(N+M) for the two diagonal
-/// vectors plus O(D) for the result, never N×M.
+/// Time is O((N+M)·D) for N and M elements and D edits; space is O(D) for the two diagonal
+/// vectors (grown as D grows, at most O(N+M)) plus O(D) for the result, never N×M.
 struct MyersDiff {
     /// One region where the sequences differ: `a[left]` is replaced by `b[right]` (either range may
     /// be empty). Between two hunks, and before the first and after the last, the elements are equal
@@ -19,7 +19,7 @@ struct MyersDiff {
     /// Forward and backward furthest-reaching x per diagonal, offset by `center`.
     private var forward: [Int]
     private var backward: [Int]
-    private let center: Int
+    private var center: Int
     private(set) var hunks: [Hunk] = []
 
     /// The hunks that turn `a` into `b`, in order; empty when the sequences are equal.
@@ -32,11 +32,25 @@ struct MyersDiff {
     private init(_ a: [UInt64], _ b: [UInt64]) {
         self.a = a
         self.b = b
-        // Round d writes diagonals −d…d and d ≤ ⌈(N+M)/2⌉; one spare slot either side.
-        center = (a.count + b.count + 1) / 2 + 1
-        let size = 2 * center + 1
-        forward = [Int](repeating: 0, count: size)
-        backward = [Int](repeating: 0, count: size)
+        // The vectors grow with D (``reserveDiagonals(_:)``), not with N + M: two changes in a
+        // million records need a few slots, not two vectors of N + M.
+        center = 64
+        forward = [Int](repeating: 0, count: 2 * center + 1)
+        backward = [Int](repeating: 0, count: 2 * center + 1)
+    }
+
+    /// Makes room for diagonals −(d+1)…d+1, keeping each value at its diagonal.
+    private mutating func reserveDiagonals(_ d: Int) {
+        guard d + 1 >= center else { return }
+        let grown = max(2 * center, d + 2)
+        func recentered(_ v: [Int]) -> [Int] {
+            var out = [Int](repeating: 0, count: 2 * grown + 1)
+            for (i, value) in v.enumerated() { out[i - center + grown] = value }
+            return out
+        }
+        forward = recentered(forward)
+        backward = recentered(backward)
+        center = grown
     }
 
     /// Appends an edit starting at (x, y) to the last hunk when it starts where that one ends.
@@ -74,13 +88,15 @@ struct MyersDiff {
         let delta = n - m
         let odd = delta & 1 != 0
         let maxD = (n + m + 1) / 2
-        let c = center
         // forward[c + k]: furthest x on diagonal k (x − y = k) from (0, 0).
         // backward[c + k]: furthest distance back from (n, m) on reverse diagonal k, where the
         // reverse diagonal k holds the points with (n − x) − (m − y) = k, i.e. forward diagonal delta − k.
-        forward[c + 1] = 0
-        backward[c + 1] = 0
+        reserveDiagonals(0)
+        forward[center + 1] = 0
+        backward[center + 1] = 0
         for d in 0...maxD {
+            reserveDiagonals(d)
+            let c = center
             var k = -d
             while k <= d {
                 var x = (k == -d || (k != d && forward[c + k - 1] < forward[c + k + 1]))

@@ -46,6 +46,20 @@ import Testing
         }
     }
 
+    @Test func scriptIsShortestWhenDExceedsTheFirstVectorSize() {
+        // D up to several hundred: the diagonal vectors start with 64 slots each side and grow.
+        var rng = SplitMix(seed: 1986)
+        for _ in 0..<20 {
+            let a = (0..<(200 + Int(rng.next() % 200))).map { _ in rng.next() % 3 }
+            let b = (0..<(200 + Int(rng.next() % 200))).map { _ in rng.next() % 3 }
+            let hunks = MyersDiff.hunks(a, b)
+            #expect(apply(hunks, a, b) == b)
+            #expect(hunks.reduce(0) { $0 + $1.left.count + $1.right.count } == a.count + b.count - 2 * lcsLength(a, b))
+        }
+        let disjoint = MyersDiff.hunks((0..<500).map { _ in 1 }, (0..<700).map { _ in 2 })
+        #expect(disjoint == [MyersDiff.Hunk(left: 0..<500, right: 0..<700)])
+    }
+
     @Test func knownExampleFromThePaper() {
         // Myers 1986, Fig. 1: A = ABCABBA, B = CBABAC, D = 5.
         let a = "ABCABBA".unicodeScalars.map { UInt64($0.value) }, b = "CBABAC".unicodeScalars.map { UInt64($0.value) }
