@@ -133,7 +133,7 @@ let package = Package(
         .testTarget(name: "NFCTagsTests", dependencies: ["NFCTags", "ISO7816", "SecbridgeTesting"]),
         .testTarget(name: "SecureElementCredentialTests", dependencies: ["SecureElementCredential", "NFCTags", "ISO7816", "PN53x", "Transcript", "PCSC", "ACR122Simulator", "SecbridgeTesting"]),
         .testTarget(name: "ACR122SimulatorTests", dependencies: ["ACR122Simulator", "PN53x", "ISO7816", "Transcript", "SecbridgeTesting", "NFCTags"]),
-        .testTarget(name: "InProcessPCSCTests", dependencies: ["InProcessPCSC", "PN53x", "Transcript", "ACR122Simulator", "PCSC", "ISO7816", "PCSCSandbox", "SecbridgeTesting"]),
+        .testTarget(name: "InProcessPCSCTests", dependencies: ["InProcessPCSC", "SimulatedACR122IFD", "PN53x", "Transcript", "ACR122Simulator", "PCSC", "ISO7816", "PCSCSandbox", "SecbridgeTesting"]),
         .testTarget(
             name: "SecbridgeCLITests",
             dependencies: ["SecbridgeCLI", "SecbridgeTools", "SecbridgeTesting", "PCSCCore", "PCSCSandbox", "NFCTags", "ISO7816", "PCSC", "PN53x"]

@@ -41,7 +41,11 @@ public final class ISO14443_4Card: FieldPeer {
     /// The whole ATS, TL included (ISO/IEC 14443-4 §5.2), e.g. `06 75 77 81 02 80` for DESFire.
     public let ats: [UInt8]
     private let handler: @Sendable ([UInt8]) -> [UInt8]
-    private let log = Mutex<[[UInt8]]>([])
+    /// The C-APDUs received, the latest ``logCapacity`` of them.
+    private let log = Mutex(BoundedLog<[UInt8]>(capacity: ISO14443_4Card.logCapacity))
+    /// How many C-APDUs a card keeps for ``receivedAPDUs``: 4096 (a few hundred kilobytes at most);
+    /// older ones are counted in ``droppedAPDUCount``.
+    public static let logCapacity = 4096
     /// The card leaves the field while it answers its `leavesAfter`-th C-APDU (the answer is lost):
     /// a card pulled away mid-exchange. nil: it stays.
     public let leavesAfter: Int?
@@ -91,8 +95,12 @@ public final class ISO14443_4Card: FieldPeer {
     /// Mismatches met while answering from a transcript, oldest first.
     public var replayErrors: [String] { replay?.errors ?? [] }
 
-    /// Every C-APDU the card received, oldest first.
-    public var receivedAPDUs: [[UInt8]] { log.withLock { $0 } }
+    /// The C-APDUs the card received, oldest first: every one, or the latest ``logCapacity``.
+    public var receivedAPDUs: [[UInt8]] { log.withLock { $0.elements } }
+
+    /// The log as it stands (one consistent reading): the kept C-APDUs, how many were received in
+    /// all (``BoundedLog/total``) and how many of them are no longer kept (``BoundedLog/dropped``).
+    public var receivedLog: BoundedLog<[UInt8]> { log.withLock { $0 } }
 
     /// The ATS historical bytes T1…Tk (after TL, T0 and the interface bytes T0 announces), or []
     /// when the ATS is too short to hold any.
@@ -104,7 +112,7 @@ public final class ISO14443_4Card: FieldPeer {
     func answer(_ apdu: [UInt8]) -> [UInt8]? {
         let count = log.withLock { log in
             log.append(apdu)
-            return log.count
+            return log.total
         }
         if let leavesAfter, count >= leavesAfter { return nil }
         return handler(apdu)
@@ -115,13 +123,18 @@ public final class ISO14443_4Card: FieldPeer {
 /// mutex).
 final class TranscriptResponder: Sendable {
     private let channel: Mutex<ReplayChannel>
-    private let failures = Mutex<[String]>([])
+    /// The latest mismatches (a replay that went wrong early mismatches on every later APDU).
+    private let failures = Mutex(BoundedLog<String>(capacity: 256))
 
     init(_ channel: sending ReplayChannel) {
         self.channel = Mutex(channel)
     }
 
-    var errors: [String] { failures.withLock { $0 } }
+    var errors: [String] {
+        failures.withLock { log in
+            log.dropped == 0 ? log.elements : ["(\(log.dropped) earlier mismatches dropped)"] + log.elements
+        }
+    }
 
     func answer(_ apdu: [UInt8]) -> [UInt8] {
         let result: Result<[UInt8], any Error> = channel.withLock { replay in

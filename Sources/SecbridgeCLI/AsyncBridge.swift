@@ -5,9 +5,11 @@ import PCSC
 /// The command code runs on the main thread (or a test's executor thread), never on Swift's shared
 /// pool, so blocking it here is allowed; the async work itself runs on the pool, and its blocking
 /// device calls on the executors of the layers below.
+/// - Parameter waits: counts each time the waiting thread went to sleep (tests read it: once per
+///   call at most, for work that finishes after the wait began).
 /// - Throws: what `body` throws, or a failure naming `what` when the bound passes first.
 package func awaitResult<T: Sendable>(
-    _ what: String, timeout: Duration, _ body: @escaping @Sendable () async throws -> T
+    _ what: String, timeout: Duration, waits: WaitCount? = nil, _ body: @escaping @Sendable () async throws -> T
 ) throws -> T {
     let box = ResultBox<T>()
     let done = ConditionLock()
@@ -30,8 +32,18 @@ package func awaitResult<T: Sendable>(
             task.cancel()
             throw CLIError.failure("\(what) did not finish within \(timeout); the reader may be blocked (run `secbridge readers` to check)")
         }
+        waits?.add()
         _ = done.wait(timeout: left)
     }
+}
+
+/// A counter of waits, safe to share between threads.
+package final class WaitCount: @unchecked Sendable {
+    private let lock = ConsoleLock()
+    private var count = 0
+    package init() {}
+    package func add() { lock.withLock { count += 1 } }
+    package var value: Int { lock.withLock { count } }
 }
 
 /// A result handed from a task to a waiting thread.

@@ -66,11 +66,8 @@ extension SecbridgeCLI {
             done.signal()
         }
         installInterruptHandler()
-        let deadline = timeout.map { ContinuousClock.now + $0 }
-        while !done.isSignalled && !interrupted() {
-            if let deadline, ContinuousClock.now >= deadline { break }
-            sleepMilliseconds(20)
-        }
+        // Sleeps in poll(2) until the task signals, a signal arrives or the timeout passes.
+        done.waitSignalledOrInterrupted(until: timeout.map { ContinuousClock.now + $0 })
         monitor.stop()
         task.cancel()
         recorder?.finish()
@@ -84,25 +81,80 @@ extension SecbridgeCLI {
     }
 }
 
-/// A one-shot flag set from another thread.
+/// A one-shot flag set from another thread, that a thread can sleep on together with the
+/// interrupt signals (``installInterruptHandler()``): no polling.
 package final class Completion: @unchecked Sendable {
     private let lock = ConsoleLock()
     private var value = false
-    package func signal() { lock.withLock { value = true } }
+    /// A pipe ``signal()`` writes one byte to; -1 when it could not be made.
+    private let wake: (read: Int32, write: Int32)
+    private var wakes = 0
+
+    package init() { wake = makeWakePipe() }
+
+    deinit {
+        if wake.read >= 0 { close(wake.read) }
+        if wake.write >= 0 { close(wake.write) }
+    }
+
+    package func signal() {
+        lock.withLock { value = true }
+        if wake.write >= 0 {
+            var byte: UInt8 = 1
+            _ = write(wake.write, &byte, 1)
+        }
+    }
+
     package var isSignalled: Bool { lock.withLock { value } }
+
+    /// How often ``waitSignalledOrInterrupted(until:)`` woke from poll(2) (tests read it).
+    package var wakeCount: Int { lock.withLock { wakes } }
+
+    /// Sleeps until ``signal()``, an interrupt signal (SIGINT, SIGTERM, SIGHUP once
+    /// ``installInterruptHandler()`` ran) or `deadline` (nil: no bound but the other two).
+    package func waitSignalledOrInterrupted(until deadline: ContinuousClock.Instant?) {
+        while !isSignalled && !interrupted() {
+            var timeout: Int32 = -1
+            if let deadline {
+                let left = deadline - ContinuousClock.now
+                if left <= .zero { return }
+                let (seconds, attoseconds) = left.components
+                // Rounded up, so the last wait does not end just short of the deadline.
+                timeout = Int32(clamping: seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
+            }
+            var pollers = [pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0),
+                           pollfd(fd: interruptWake.read, events: Int16(POLLIN), revents: 0)]
+            if wake.read < 0 || interruptWake.read < 0 {
+                // No pipe: a bounded step keeps the wait finite (only when pipe(2) failed).
+                timeout = timeout < 0 ? 100 : min(timeout, 100)
+            }
+            _ = poll(&pollers, 2, timeout)
+            lock.withLock { wakes += 1 }
+        }
+    }
+}
+
+/// A non-blocking, close-on-exec pipe; (-1, -1) when pipe(2) fails.
+private func makeWakePipe() -> (read: Int32, write: Int32) {
+    var ends: [Int32] = [-1, -1]
+    guard pipe(&ends) == 0 else { return (-1, -1) }
+    for end in ends {
+        _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+        _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
+    }
+    return (ends[0], ends[1])
 }
 
 nonisolated(unsafe) private var interruptFlag: sig_atomic_t = 0
-/// The pipe the signal handler writes one byte to, so a command waiting in `poll` wakes at once
-/// (write is async-signal-safe); [-1, -1] until `installInterruptHandler` made it.
-nonisolated(unsafe) private var interruptPipe: [Int32] = [-1, -1]
-nonisolated(unsafe) private var interruptPipeWriteEnd: Int32 = -1
+/// The pipe the signal handler writes to (write(2) is async-signal-safe), so that waits in
+/// poll(2) wake at once; never read, so it stays readable once a signal came.
+nonisolated(unsafe) private var interruptWake: (read: Int32, write: Int32) = makeWakePipe()
 
 private func noteInterrupt(_ number: Int32) {
     interruptFlag = number
-    if interruptPipeWriteEnd >= 0 {
+    if interruptWake.write >= 0 {
         var byte: UInt8 = 1
-        _ = write(interruptPipeWriteEnd, &byte, 1)
+        _ = write(interruptWake.write, &byte, 1)
     }
 }
 
@@ -111,17 +163,7 @@ private func noteInterrupt(_ number: Int32) {
 /// The signals are also unblocked: a process started from a thread that blocks them (test
 /// runners do) inherits that mask, and would otherwise never see Ctrl-C.
 package func installInterruptHandler() {
-    if interruptPipe[0] < 0 {
-        var ends: [Int32] = [-1, -1]
-        if pipe(&ends) == 0 {
-            for end in ends {
-                _ = fcntl(end, F_SETFD, FD_CLOEXEC)
-                _ = fcntl(end, F_SETFL, O_NONBLOCK)
-            }
-            interruptPipe = ends
-            interruptPipeWriteEnd = ends[1]
-        }
-    }
+    _ = interruptWake  // made before a handler can need it
     signal(SIGINT) { number in noteInterrupt(number) }
     signal(SIGTERM) { number in noteInterrupt(number) }
     signal(SIGHUP) { number in noteInterrupt(number) }
@@ -137,7 +179,7 @@ package func interrupted() -> Bool { interruptFlag != 0 }
 
 /// A descriptor that becomes readable when SIGINT, SIGTERM or SIGHUP arrives after
 /// ``installInterruptHandler()``, for waits in `poll`; -1 when no pipe could be made.
-package func interruptDescriptor() -> Int32 { interruptPipe[0] }
+package func interruptDescriptor() -> Int32 { interruptWake.read }
 
 /// The exit status after the signal that interrupted the command: 128 + its number (130 for
 /// SIGINT, 143 for SIGTERM), as shells report a process ended by that signal.

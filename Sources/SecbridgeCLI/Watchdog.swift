@@ -14,26 +14,45 @@ import Glibc
 /// each blocking call, and when a call outlives the bound the watchdog prints what was blocked and
 /// what to do, and ends the process with exit status 1. Transcripts lose nothing: each command
 /// line is written before its call. In tests (the CLI in-process) it stays disabled.
+///
+/// The watch thread sleeps on a condition: with nothing armed it waits until a call arms it, with
+/// a call armed until that call's deadline. It wakes about once per bound of busy time, however
+/// many calls are made (no polling).
 package final class CallWatchdog: @unchecked Sendable {
     package static let shared = CallWatchdog()
 
-    private let lock = ConsoleLock()
+    package init() {}
+
+    private let state = ConditionLock()
     private var bound: Duration?
     private var armed: (label: String, stalled: String?, deadline: ContinuousClock.Instant)?
     private var started = false
     private var output: (any Console)?
+    /// True while the watch thread waits with no deadline (nothing armed): arming must wake it.
+    private var watcherIdle = false
+    private var wakes = 0
+
+    private func locked<T>(_ body: () throws -> T) rethrows -> T {
+        state.lock()
+        defer { state.unlock() }
+        return try body()
+    }
+
+    /// How often the watch thread has woken so far (each wait that returned, for a signal or a
+    /// deadline): a figure tests read to see that it does not poll.
+    package var wakeCount: Int { locked { wakes } }
 
     /// Turns the watchdog on with `bound` per call. Its thread starts at the first guarded call,
     /// so commands that make none (decode, help) start no thread.
     package func enable(bound: Duration, console: any Console) {
-        lock.withLock {
+        locked {
             self.bound = bound
             self.output = console
         }
     }
 
     private func startThreadOnce() {
-        let start = lock.withLock { () -> Bool in
+        let start = locked { () -> Bool in
             defer { started = true }
             return !started && bound != nil
         }
@@ -46,26 +65,35 @@ package final class CallWatchdog: @unchecked Sendable {
     ///   or the card stopped answering" would mislead (a transaction another program holds).
     package func guarding<T, E: Error>(_ label: String, stalled: String? = nil, _ body: () throws(E) -> T) throws(E) -> T {
         startThreadOnce()
-        lock.withLock {
-            if let bound { armed = (label, stalled, ContinuousClock.now + bound) }
+        locked {
+            if let bound {
+                armed = (label, stalled, ContinuousClock.now + bound)
+                if watcherIdle { state.signal() }
+            }
         }
-        defer { lock.withLock { armed = nil } }
+        defer { locked { armed = nil } }
         return try body()
     }
 
     private func watch() {
+        state.lock()
         while true {
-            sleepMilliseconds(100)
-            let expired = lock.withLock { () -> (String, String?, Duration)? in
-                guard let armed, let bound, ContinuousClock.now > armed.deadline else { return nil }
-                return (armed.label, armed.stalled, bound)
+            if let armed, let bound {
+                let left = armed.deadline - ContinuousClock.now
+                if left <= .zero {
+                    let seconds = bound.components.seconds
+                    let why = armed.stalled ?? "pcscd or the card stopped answering; check `systemctl status pcscd` (or the PCSCLITE_CSOCK_NAME socket), then remove and replace the card"
+                    output?.err("secbridge: error: \(armed.label) did not return within \(seconds) s: \(why)\n")
+                    _exit(1)
+                }
+                // A call armed: sleep until its deadline (a later call's deadline is only later).
+                watcherIdle = false
+                _ = state.wait(timeout: left)
+            } else {
+                watcherIdle = true
+                state.wait()
             }
-            if let (label, stalled, bound) = expired {
-                let seconds = bound.components.seconds
-                let why = stalled ?? "pcscd or the card stopped answering; check `systemctl status pcscd` (or the PCSCLITE_CSOCK_NAME socket), then remove and replace the card"
-                output?.err("secbridge: error: \(label) did not return within \(seconds) s: \(why)\n")
-                _exit(1)
-            }
+            wakes += 1
         }
     }
 }

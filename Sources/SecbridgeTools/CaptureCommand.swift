@@ -111,7 +111,7 @@ extension SecbridgeCLI {
         }
         if let keep = invocation.arguments.value("spy-log") {
             let bytes: [UInt8]
-            do { bytes = try readRegularFile(textLog, limit: SpyLogImporter.maximumFileSize) } catch { throw CLIError.failure(error.reason) }
+            do { bytes = try readRegularFile(textLog, limit: .max) } catch { throw CLIError.failure(error.reason) }
             try writeAtomically(bytes, to: keep)
         }
         let options = SpyImportOptions(

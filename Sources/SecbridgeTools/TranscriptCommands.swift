@@ -111,9 +111,10 @@ extension SecbridgeCLI {
 
     @Sendable static func runShow(_ invocation: Invocation) throws -> Int32 {
         let path = try onePath(invocation, "give the transcript to show")
-        let transcript = try load(path)
-        let shown = TranscriptPresenter.lines(of: transcript)
         if let html = invocation.arguments.value("html") {
+            // The timeline page is one document: it is built in memory.
+            let transcript = try load(path)
+            let shown = TranscriptPresenter.lines(of: transcript)
             if !invocation.arguments.has("force") && fileExists(html) {
                 throw CLIError.failure("'\(html)' exists: choose another name, or give --force to replace it")
             }
@@ -125,14 +126,26 @@ extension SecbridgeCLI {
             invocation.out("wrote \(html): \(shown.count) line\(shown.count == 1 ? "" : "s")")
             return exitSuccess
         }
+        // Text and JSON stream: one line read, shown and forgotten at a time.
+        let reader = try openReader(path)
+        var presenter = TranscriptPresenter.Reader()
         if invocation.json {
-            invocation.out(JSONValue.array(shown.map(\.json)).prettySerialized())
+            var count = 0
+            try forEachLine(reader) { number, line in
+                guard let shown = presenter.show(line, number: number) else { return }
+                // The element as JSONValue.array's pretty form puts it: indented one level.
+                let element = shown.json.prettySerialized().replacing("\n", with: "\n  ")
+                invocation.console.out((count == 0 ? "[\n  " : ",\n  ") + element)
+                count += 1
+            }
+            invocation.out(count == 0 ? "[]" : "\n]")
             return exitSuccess
         }
-        for field in transcript.header.fields { invocation.out("# \(field.key): \(field.value)") }
-        for line in shown {
-            invocation.out(line.text)
-            for detail in line.details { invocation.out("        " + detail) }
+        for field in reader.header.fields { invocation.out("# \(field.key): \(field.value)") }
+        try forEachLine(reader) { number, line in
+            guard let shown = presenter.show(line, number: number) else { return }
+            invocation.out(shown.text)
+            for detail in shown.details { invocation.out("        " + detail) }
         }
         return exitSuccess
     }
@@ -164,9 +177,13 @@ extension SecbridgeCLI {
         guard paths.count == 2 else {
             throw CLIError.usage(paths.count < 2 ? "give two transcripts to compare" : "diff takes two transcripts, got \(paths.count) arguments")
         }
-        let left = try load(paths[0]), right = try load(paths[1])
         let options = TranscriptDiffOptions(compareTiming: invocation.arguments.has("timing"), compareNotes: invocation.arguments.has("notes"))
-        let differences = TranscriptDiff.compare(left, right, options: options)
+        let differences: [TranscriptDifference]
+        do {
+            differences = try TranscriptDiff.compare(contentsOfFile: paths[0], paths[1], options: options)
+        } catch {
+            throw CLIError.failure("\(error)")
+        }
         if invocation.json {
             invocation.out(JSONValue.object([
                 ("left", .string(paths[0])), ("right", .string(paths[1])), ("equal", .bool(differences.isEmpty)),
@@ -215,11 +232,17 @@ extension SecbridgeCLI {
     @Sendable static func runRedact(_ invocation: Invocation) throws -> Int32 {
         let path = try onePath(invocation, "give the transcript to redact")
         let output = try outputPath(invocation)
-        let transcript = try load(path)
-        let redacted = Redactor.default.redact(transcript)
+        let reader = try openReader(path)
+        var redactor = Redactor.default.stream()
         var changed = 0
-        for (a, b) in zip(transcript.lines, redacted.lines) where a != b { changed += 1 }
-        try save(redacted, to: output)
+        let file: TranscriptFileReplacement
+        do { file = try TranscriptFileReplacement(replacing: output, header: reader.header) } catch { throw CLIError.failure(error.reason) }
+        try forEachLine(reader) { _, line throws(CLIError) in
+            let redacted = redactor.redact(line)
+            if redacted != line { changed += 1 }
+            do throws(TranscriptWriteError) { try file.append(redacted) } catch { throw .failure(error.reason) }
+        }
+        do throws(TranscriptWriteError) { try file.commit() } catch { throw CLIError.failure(error.reason) }
         if invocation.json {
             invocation.out(JSONValue.object([("file", .string(path)), ("output", .string(output)), ("redacted", .int(changed))]).prettySerialized())
         } else {
@@ -247,7 +270,11 @@ extension SecbridgeCLI {
 
     @Sendable static func runStats(_ invocation: Invocation) throws -> Int32 {
         let path = try onePath(invocation, "give the transcript to count")
-        let s = TranscriptStatistics(try load(path))
+        var s = TranscriptStatistics()
+        try forEachLine(try openReader(path)) { _, line in
+            if let r = line.record { s.add(r) }
+        }
+        s.finish()
         func micros(_ d: Duration) -> Int {
             let (sec, atto) = d.components
             return Int(sec) * 1_000_000 + Int(atto / 1_000_000_000_000)
@@ -316,6 +343,26 @@ extension SecbridgeCLI {
             return try Transcript(contentsOfFile: path)
         } catch {
             throw .failure("\(error)")
+        }
+    }
+
+    /// Opens a transcript to read line by line (its header read): memory stays the same whatever
+    /// the file's size.
+    static func openReader(_ path: String) throws(CLIError) -> TranscriptFileReader {
+        do {
+            return try TranscriptFileReader(contentsOfFile: path)
+        } catch {
+            throw .failure("\(error)")
+        }
+    }
+
+    /// Calls `body` with each body line and its 1-based number; a parse error stops with the line it names.
+    static func forEachLine(_ reader: TranscriptFileReader, _ body: (Int, TranscriptLine) throws(CLIError) -> Void) throws(CLIError) {
+        while true {
+            let next: (line: Int, content: TranscriptLine)?
+            do { next = try reader.next() } catch { throw .failure("\(error)") }
+            guard let next else { return }
+            try body(next.line, next.content)
         }
     }
 

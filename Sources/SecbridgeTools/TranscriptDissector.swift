@@ -71,14 +71,23 @@ enum TranscriptPresenter {
     }
 
     static func lines(of transcript: Transcript) -> [Shown] {
-        var out: [Shown] = []
-        var lastCommand: [String: [UInt8]] = [:]
-        for (index, line) in transcript.lines.enumerated() {
-            let number = transcript.lineNumber(ofBodyIndex: index)
+        var reader = Reader()
+        return transcript.lines.enumerated().compactMap { index, line in
+            reader.show(line, number: transcript.lineNumber(ofBodyIndex: index))
+        }
+    }
+
+    /// What ``lines(of:)`` does, one line at a time in file order (for a streamed transcript): the
+    /// last command per channel is all it keeps.
+    struct Reader {
+        private var lastCommand: [String: [UInt8]] = [:]
+
+        /// The line's meaning; nil for a blank line.
+        mutating func show(_ line: TranscriptLine, number: Int) -> Shown? {
             switch line {
-            case .blank: continue
+            case .blank: return nil
             case .comment(let text):
-                out.append(Shown(line: number, comment: text, text: "; " + text, details: [], from: .none, to: .none))
+                return Shown(line: number, comment: text, text: "; " + text, details: [], from: .none, to: .none)
             case .record(let r):
                 var bare = r
                 bare.note = nil
@@ -127,10 +136,9 @@ enum TranscriptPresenter {
                 case .event, .reader:
                     from = .none; to = .none
                 }
-                out.append(Shown(line: number, record: r, text: bare.serialized(), details: details, from: from, to: to))
+                return Shown(line: number, record: r, text: bare.serialized(), details: details, from: from, to: to)
             }
         }
-        return out
     }
 
     /// The concrete bytes before the first `??` or redaction mark (enough for a header).
@@ -262,7 +270,8 @@ enum TranscriptPresenter {
     }
 
     static func describeStatusWord(_ b: TranscriptBytes) -> [String] {
-        guard b.items.count >= 2, case .byte(let sw1) = b.items[b.items.count - 2], case .byte(let sw2) = b.items[b.items.count - 1] else { return [] }
+        let items = b.items
+        guard items.count >= 2, case .byte(let sw1) = items[items.count - 2], case .byte(let sw2) = items[items.count - 1] else { return [] }
         let sw = StatusWord(sw1: sw1, sw2: sw2)
         return ["SW \(sw.bytes.hexString): \(sw.meaning)"]
     }

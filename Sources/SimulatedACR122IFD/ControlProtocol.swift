@@ -31,7 +31,7 @@ import Glibc
 /// | `fault late-reply=<n>` | `armed` | the next n Direct Transmit commands answer late (docs/acr122-pn532.md §5b) |
 /// | `events [after=<n>]` | `last count events` | the field's events after sequence n, `; `-separated |
 /// | `terminal-result peer=<id> [wait-ms=<0…60000>]` | `result step exchanges activations [expected actual]` | waits (bounded) until the terminal's run ends |
-/// | `card-log peer=<id>` | `count last all` | C-APDUs a placed card received (`all`: every one, oldest first, `; `-separated) |
+/// | `card-log peer=<id>` | `count dropped last all` | C-APDUs a placed card received: `count` in all, `all` the latest ones kept (``ISO14443_4Card/logCapacity``, oldest first, `; `-separated), `dropped` how many older ones it no longer holds |
 enum ControlProtocol {
     static let version = "1"
 
@@ -126,9 +126,10 @@ enum ControlProtocol {
             guard let card = binding.field.peer(id) as? ISO14443_4Card else {
                 throw ControlError(.refused, "no ISO 14443-4 card '\(id)' in the field")
             }
-            let log = card.receivedAPDUs
-            return ControlReply([("count", String(log.count)), ("last", ControlHex.format(log.last ?? [])),
-                                 ("all", log.map { ControlHex.format($0) }.joined(separator: "; "))])
+            let log = card.receivedLog
+            return ControlReply([("count", String(log.total)), ("dropped", String(log.dropped)),
+                                 ("last", ControlHex.format(log.last ?? [])),
+                                 ("all", log.elements.map { ControlHex.format($0) }.joined(separator: "; "))])
         case "tag-memory":
             return try tagMemory(request, binding: binding)
         default:

@@ -9,16 +9,17 @@ import Glibc
 ///
 /// One thread accepts; each connection gets a thread of its own (at most ``maximumConnections``;
 /// one more is answered `error busy …` and closed). Every wait is bounded: `accept` and `read` poll
-/// the socket together with a wake pipe that ``stop()`` writes to (so stopping takes no poll step),
-/// in steps of ``pollStep`` as a backstop, and look at the stop flag between steps; a connection idle for
-/// ``idleTimeout`` is closed, and a reply that cannot be written within ``writeTimeout`` drops the
+/// the socket together with a wake pipe that ``stop()`` writes to, so they sleep until there is
+/// something to do (the accept thread with no timeout, a connection until its idle bound) and
+/// stopping takes no poll step; only when the pipe could not be made do they wake every
+/// ``pollStep`` to look at the stop flag. A connection idle for ``idleTimeout`` is closed, and a reply that cannot be written within ``writeTimeout`` drops the
 /// connection. Writes use MSG_NOSIGNAL: a client that went away never raises SIGPIPE in pcscd.
 /// A malformed or over-long line gets an error line, never a crash.
 final class ControlServer: Sendable {
     typealias Handler = @Sendable (ControlRequest) throws(ControlError) -> ControlReply
 
     static let maximumConnections = 8
-    static let pollStep: Int32 = 200  // milliseconds
+    static let pollStep: Int32 = 200  // milliseconds; only without a wake pipe
     static let idleTimeout: Duration = .seconds(300)
     static let writeTimeout: Duration = .seconds(5)
 
@@ -32,6 +33,9 @@ final class ControlServer: Sendable {
     /// returns at once from then on. -1 when the pipe could not be made (then `pollStep` bounds it).
     private let wakeRead: Int32
     private let wakeWrite: Int32
+    /// How often a poll(2) of the accept loop returned (tests read it: one per connection or stop).
+    private let acceptWakes = Atomic<Int>(0)
+    var acceptWakeCount: Int { acceptWakes.load(ordering: .sequentiallyConsistent) }
 
     init(socketPath: String, handler: @escaping Handler) {
         self.socketPath = socketPath
@@ -54,12 +58,19 @@ final class ControlServer: Sendable {
         if wakeWrite >= 0 { close(wakeWrite) }
     }
 
-    /// Polls `descriptor` and the wake pipe for input, at most ``pollStep``.
+    /// Polls `descriptor` and the wake pipe for input, at most `bound` (nil: until one is ready);
+    /// without a wake pipe at most ``pollStep``, so that the stop flag is seen.
     /// - Returns: poll's result for `descriptor`: > 0 readable, 0 nothing (or stopping), < 0 error.
-    private func pollReadable(_ descriptor: Int32) -> Int32 {
+    private func pollReadable(_ descriptor: Int32, bound: Duration?) -> Int32 {
         var pollers = [pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
-        let ready = poll(&pollers, wakeRead >= 0 ? 2 : 1, Self.pollStep)
+        var timeout: Int32 = -1
+        if let bound {
+            let (seconds, attoseconds) = max(bound, .zero).components
+            timeout = Int32(clamping: seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
+        }
+        if wakeRead < 0 { timeout = timeout < 0 ? Self.pollStep : min(timeout, Self.pollStep) }
+        let ready = poll(&pollers, wakeRead >= 0 ? 2 : 1, timeout)
         guard ready > 0 else { return ready }
         return pollers[0].revents != 0 ? 1 : 0
     }
@@ -142,7 +153,8 @@ final class ControlServer: Sendable {
             ended.unlock()
         }
         while !isStopping {
-            let ready = pollReadable(listening)
+            let ready = pollReadable(listening, bound: nil)
+            acceptWakes.add(1, ordering: .sequentiallyConsistent)
             if ready < 0 && errno != EINTR { DriverLog.write("control socket \(socketPath): poll failed (errno \(errno))"); return }
             guard ready > 0 else { continue }
             let client = accept(listening, nil, nil)
@@ -188,8 +200,9 @@ final class ControlServer: Sendable {
                 _ = Self.writeLine(client, ControlError(.tooLong, "a request line holds at most \(ControlRequest.maximumLength) bytes").serialized)
                 return
             }
-            if clock.now - idleSince > Self.idleTimeout { return }
-            let ready = pollReadable(client)
+            let idle = clock.now - idleSince
+            if idle > Self.idleTimeout { return }
+            let ready = pollReadable(client, bound: Self.idleTimeout - idle)
             if ready < 0 && errno != EINTR { return }
             guard ready > 0 else { continue }
             let count = chunk.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }

@@ -32,17 +32,8 @@ package enum FileIO {
 
     /// Reads a whole file, refusing more than `limit` bytes.
     static func readFile(_ path: String, limit: Int) throws(Failure) -> [UInt8] {
-        // O_NONBLOCK: a FIFO or device must not block the open; only regular files are read.
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else {
-            let e = errno
-            throw Failure(errorNumber: e, reason: "cannot open \(path): \(describe(e))")
-        }
+        let fd = try openRegular(path)
         defer { _ = close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
-            throw Failure(errorNumber: EINVAL, reason: "\(path) is not a regular file: give the path of a transcript file")
-        }
         var result: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
@@ -58,6 +49,85 @@ package enum FileIO {
             }
             result.append(contentsOf: chunk[0..<n])
         }
+    }
+
+    /// A regular file read one LF-terminated line at a time through one buffer (1 MiB, doubled
+    /// for a longer line up to `maximumLineLength`): memory does not grow with the file.
+    final class LineInput {
+        let path: String
+        private let fd: Int32
+        private let maximumLineLength: Int
+        private var buffer: [UInt8]
+        private var start = 0
+        private var end = 0
+        private var atEnd = false
+
+        init(path: String, maximumLineLength: Int) throws(Failure) {
+            self.path = path
+            self.maximumLineLength = maximumLineLength
+            fd = try openRegular(path)
+            buffer = [UInt8](repeating: 0, count: min(1 << 20, maximumLineLength + 1))
+        }
+
+        deinit { _ = close(fd) }
+
+        /// The bytes after the last LF once ``nextLine()`` returned nil (empty for a complete file).
+        var unterminated: ArraySlice<UInt8> { buffer[start..<end] }
+
+        /// The next line without its LF (valid until the next call), or nil at the end of the file.
+        /// - Throws: `Failure` when read(2) fails, or EFBIG for a line over the maximum length.
+        func nextLine() throws(Failure) -> ArraySlice<UInt8>? {
+            while true {
+                let found: Int? = buffer.withUnsafeBufferPointer { p in
+                    guard end > start, let hit = memchr(p.baseAddress! + start, 0x0A, end - start) else { return nil }
+                    return p.baseAddress!.distance(to: hit.assumingMemoryBound(to: UInt8.self))
+                }
+                if let lf = found {
+                    defer { start = lf + 1 }
+                    return buffer[start..<lf]
+                }
+                if atEnd { return nil }
+                if start > 0 {
+                    let (from, count) = (start, end - start)
+                    buffer.withUnsafeMutableBufferPointer { p in
+                        _ = memmove(p.baseAddress!, p.baseAddress! + from, count)
+                    }
+                    end = count
+                    start = 0
+                }
+                if end == buffer.count {
+                    guard buffer.count <= maximumLineLength else {  // a full buffer holds maximum + 1 bytes
+                        throw Failure(errorNumber: EFBIG, reason: "\(path): a line longer than \(maximumLineLength) bytes: no transcript line is that long; check that this is a transcript")
+                    }
+                    let grown = min(2 * buffer.count, maximumLineLength + 1)
+                    buffer += [UInt8](repeating: 0, count: grown - buffer.count)
+                }
+                let free = buffer.count - end
+                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + end, free) }
+                if n < 0 {
+                    let e = errno
+                    if e == EINTR { continue }
+                    throw Failure(errorNumber: e, reason: "cannot read \(path): \(describe(e))")
+                }
+                if n == 0 { atEnd = true } else { end += n }
+            }
+        }
+    }
+
+    /// Opens a regular file for reading (never a FIFO or device, whose open or read could block).
+    static func openRegular(_ path: String) throws(Failure) -> Int32 {
+        // O_NONBLOCK: a FIFO or device must not block the open; only regular files are read.
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else {
+            let e = errno
+            throw Failure(errorNumber: e, reason: "cannot open \(path): \(describe(e))")
+        }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            _ = close(fd)
+            throw Failure(errorNumber: EINVAL, reason: "\(path) is not a regular file: give the path of a transcript file")
+        }
+        return fd
     }
 
     /// Creates a new file for writing (mode 0644). With `exclusive`, an existing file is an error.
@@ -92,43 +162,88 @@ package enum FileIO {
     /// `path`. On any failure the descriptor is closed, the temporary file is removed and `path` is
     /// untouched. The package's one atomic writer (transcripts, HTML timelines, captures).
     package static func atomicWrite(_ bytes: [UInt8], to path: String) throws(TranscriptWriteError) {
-        let slash = path.lastIndex(of: "/")
-        let directory = slash.map { String(path[..<$0]) } ?? "."
-        let base = slash.map { String(path[path.index(after: $0)...]) } ?? path
-        guard !base.isEmpty else {
-            throw TranscriptWriteError(code: .cannotCreate, path: path, errorNumber: EISDIR,
-                                       reason: "'\(path)' names a directory: give a file name")
+        let file = try AtomicFile(replacing: path)
+        try file.write(bytes)
+        try file.commit()
+    }
+
+    /// A file that replaces `path` only when complete: written to a temporary file in the same
+    /// directory (through a 256 KiB buffer), flushed to disk (fsync), then renamed over `path`.
+    /// Dropped without ``commit()``, or after a failure, the temporary file is removed and `path`
+    /// is untouched.
+    package final class AtomicFile {
+        let path: String
+        private let temporary: String
+        private var fd: Int32
+        private var buffer: [UInt8] = []
+        private static let bufferSize = 256 * 1024
+
+        package init(replacing path: String) throws(TranscriptWriteError) {
+            let slash = path.lastIndex(of: "/")
+            let directory = slash.map { String(path[..<$0]) } ?? "."
+            let base = slash.map { String(path[path.index(after: $0)...]) } ?? path
+            guard !base.isEmpty else {
+                throw TranscriptWriteError(code: .cannotCreate, path: path, errorNumber: EISDIR,
+                                           reason: "'\(path)' names a directory: give a file name")
+            }
+            self.path = path
+            temporary = "\(directory.isEmpty ? "" : directory)/.\(base).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            do {
+                fd = try create(temporary, exclusive: true)
+            } catch {
+                throw TranscriptWriteError(code: .cannotCreate, path: path, errorNumber: error.errorNumber,
+                                           reason: "cannot write \(path): a temporary file in \(directory.isEmpty ? "/" : directory) could not be created: \(describe(error.errorNumber))")
+            }
+            buffer.reserveCapacity(Self.bufferSize)
         }
-        let temporary = "\(directory.isEmpty ? "" : directory)/.\(base).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let fd: Int32
-        do {
-            fd = try create(temporary, exclusive: true)
-        } catch {
-            throw TranscriptWriteError(code: .cannotCreate, path: path, errorNumber: error.errorNumber,
-                                       reason: "cannot write \(path): a temporary file in \(directory.isEmpty ? "/" : directory) could not be created: \(describe(error.errorNumber))")
-        }
-        do {
-            try writeAll(fd, bytes)
-        } catch {
+
+        deinit { abandon() }
+
+        private func abandon() {
+            guard fd >= 0 else { return }
             _ = close(fd)
+            fd = -1
             _ = unlink(temporary)
-            throw TranscriptWriteError(code: .writeFailed, path: path, errorNumber: error.errorNumber,
-                                       reason: "cannot write \(path): \(error.reason); nothing was written")
         }
-        if fsync(fd) != 0 {
-            let e = errno
+
+        /// Appends bytes (kept in the buffer until it fills).
+        package func write(_ bytes: [UInt8]) throws(TranscriptWriteError) {
+            buffer += bytes
+            if buffer.count >= Self.bufferSize { try flush() }
+        }
+
+        private func flush() throws(TranscriptWriteError) {
+            guard fd >= 0 else {
+                throw TranscriptWriteError(code: .closed, path: path, reason: "\(path) was already written or abandoned")
+            }
+            do {
+                try writeAll(fd, buffer)
+            } catch {
+                abandon()
+                throw TranscriptWriteError(code: .writeFailed, path: path, errorNumber: error.errorNumber,
+                                           reason: "cannot write \(path): \(error.reason); nothing was written")
+            }
+            buffer.removeAll(keepingCapacity: true)
+        }
+
+        /// Writes what is buffered, flushes the file to disk and renames it over `path`.
+        package func commit() throws(TranscriptWriteError) {
+            try flush()
+            if fsync(fd) != 0 {
+                let e = errno
+                abandon()
+                throw TranscriptWriteError(code: .writeFailed, path: path, errorNumber: e,
+                                           reason: "cannot flush \(path) to disk: \(describe(e)); nothing was written")
+            }
             _ = close(fd)
-            _ = unlink(temporary)
-            throw TranscriptWriteError(code: .writeFailed, path: path, errorNumber: e,
-                                       reason: "cannot flush \(path) to disk: \(describe(e)); nothing was written")
-        }
-        _ = close(fd)
-        if rename(temporary, path) != 0 {
-            let e = errno
-            _ = unlink(temporary)
-            let hint = e == EISDIR ? ": a directory has that name; choose another path" : ""
-            throw TranscriptWriteError(code: .cannotRename, path: path, errorNumber: e,
-                                       reason: "cannot replace \(path): \(describe(e))\(hint); nothing was written")
+            fd = -1
+            if rename(temporary, path) != 0 {
+                let e = errno
+                _ = unlink(temporary)
+                let hint = e == EISDIR ? ": a directory has that name; choose another path" : ""
+                throw TranscriptWriteError(code: .cannotRename, path: path, errorNumber: e,
+                                           reason: "cannot replace \(path): \(describe(e))\(hint); nothing was written")
+            }
         }
     }
 }

@@ -227,17 +227,32 @@ public struct Redactor: Sendable {
     /// whose command (the last command line of the same kind and channel) holds concrete bytes.
     public func redact(_ transcript: Transcript) -> Transcript {
         var copy = transcript
-        var lastCommand: [String: [UInt8]] = [:]
-        copy.lines = transcript.lines.map { line in
+        var stream = stream()
+        copy.lines = transcript.lines.map { stream.redact($0) }
+        return copy
+    }
+
+    /// ``redact(_:)-(Transcript)`` one line at a time, in file order (a transcript streamed from a
+    /// file): it keeps only the last command per channel and line kind.
+    public func stream() -> Stream { Stream(redactor: self) }
+
+    /// The state of a line-by-line redaction (``stream()``).
+    public struct Stream: Sendable {
+        let redactor: Redactor
+        private var lastCommand: [String: [UInt8]] = [:]
+
+        init(redactor: Redactor) { self.redactor = redactor }
+
+        /// The line with its secrets redacted; blank lines, comments, failures and events unchanged.
+        public mutating func redact(_ line: TranscriptLine) -> TranscriptLine {
             guard let record = line.record else { return line }
-            guard let key = Self.pairingKey(record) else { return .record(redact(record)) }
+            guard let key = Redactor.pairingKey(record) else { return .record(redactor.redact(record)) }
             if record.entry.isCommand {
                 lastCommand[key] = record.entry.payload?.bytes
-                return .record(redact(record))
+                return .record(redactor.redact(record))
             }
-            return .record(redact(record, answering: lastCommand.removeValue(forKey: key)))
+            return .record(redactor.redact(record, answering: lastCommand.removeValue(forKey: key)))
         }
-        return copy
     }
 
     /// Which command an answer pairs with: same kind of line, same control code, same channel.

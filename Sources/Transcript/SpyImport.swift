@@ -9,7 +9,7 @@ public struct SpyImportError: CodedError {
         public var rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
 
-        /// The file could not be read, or is larger than ``SpyLogImporter/maximumFileSize``.
+        /// The file could not be read (missing, not a regular file, no permission, a read error).
         public static let unreadable = Self(rawValue: "unreadable")
         /// No pcsc-spy block at all (empty file, or another tool's output).
         public static let notASpyLog = Self(rawValue: "not-a-spy-log")
@@ -92,15 +92,12 @@ public struct SpyImportOptions: Sendable {
 /// A block still open at the end of the log (the program was stopped inside a call) is kept as a
 /// comment, or as a command without an answer.
 public enum SpyLogImporter {
-    /// The largest log read: 256 MiB.
-    public static let maximumFileSize = 256 << 20
-
     /// Imports a log file.
     /// - Throws: ``SpyImportError`` naming the first line that cannot be read; never a partial result.
     public static func importLog(contentsOfFile path: String, options: SpyImportOptions = SpyImportOptions()) throws(SpyImportError) -> Transcript {
         let bytes: [UInt8]
         do {
-            bytes = try FileIO.readFile(path, limit: maximumFileSize)
+            bytes = try FileIO.readFile(path, limit: .max)  // any size: a long session's log is still a log
         } catch {
             throw SpyImportError(code: .unreadable, file: path, line: 0, reason: error.reason)
         }

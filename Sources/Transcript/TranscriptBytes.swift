@@ -7,6 +7,10 @@
 ///
 /// `00 20 00 81 08 [REDACTED 8]` is a VERIFY whose PIN block was masked. A run of redacted bytes is
 /// kept as written (`[REDACTED 4] [REDACTED 4]` stays two items) so that text round-trips exactly.
+///
+/// Stored compactly: the concrete bytes in one `[UInt8]`, plus a mask of the wildcard and redaction
+/// items with the place each stands in (empty, and no allocation, for concrete bytes). A recorded
+/// payload of n bytes costs one array of n bytes, not one 16-byte ``Item`` per byte.
 public struct TranscriptBytes: Sendable, Hashable, CustomStringConvertible {
     /// One item of a byte sequence.
     public enum Item: Sendable, Hashable {
@@ -18,52 +22,91 @@ public struct TranscriptBytes: Sendable, Hashable, CustomStringConvertible {
         case redacted(count: Int)
     }
 
+    /// A wildcard or redaction item standing before `concrete[position]` (or at the end).
+    struct Mask: Sendable, Hashable {
+        var position: Int
+        var item: Item
+    }
+
     /// The largest count a redaction mark may carry: pcsc-lite's MAX_BUFFER_SIZE_EXTENDED (65 548).
     public static let maximumRedactedCount = 65_548
 
-    /// The items in order.
-    public var items: [Item]
+    /// The concrete bytes in order; wildcard and redaction items have no byte here.
+    private(set) var concrete: [UInt8]
+    /// The masked items in order; several may share a position.
+    private(set) var masks: [Mask]
 
     /// Concrete bytes, no wildcard and no redaction.
     public init(_ bytes: [UInt8]) {
-        items = bytes.map(Item.byte)
+        concrete = bytes
+        masks = []
     }
 
     /// Items as given. A `.redacted(count:)` outside 1…``maximumRedactedCount`` makes the line
     /// invalid: writers refuse it with ``TranscriptWriteError``.
     public init(items: [Item]) {
-        self.items = items
+        concrete = []
+        masks = []
+        for item in items { append(item) }
+    }
+
+    /// Adds one item at the end.
+    mutating func append(_ item: Item) {
+        if case .byte(let b) = item {
+            concrete.append(b)
+        } else {
+            masks.append(Mask(position: concrete.count, item: item))
+        }
+    }
+
+    mutating func reserveCapacity(_ n: Int) { concrete.reserveCapacity(n) }
+
+    /// The items in order (built on demand from the bytes and the mask).
+    public var items: [Item] {
+        get {
+            if masks.isEmpty { return concrete.map(Item.byte) }
+            var out: [Item] = []
+            out.reserveCapacity(concrete.count + masks.count)
+            forEachItem { out.append($0) }
+            return out
+        }
+        set { self = TranscriptBytes(items: newValue) }
+    }
+
+    /// The number of items (a redaction mark is one item).
+    public var itemCount: Int { concrete.count + masks.count }
+
+    /// Calls `body` with each item in order.
+    func forEachItem(_ body: (Item) throws -> Void) rethrows {
+        var next = 0
+        for mask in masks {
+            while next < mask.position { try body(.byte(concrete[next])); next += 1 }
+            try body(mask.item)
+        }
+        while next < concrete.count { try body(.byte(concrete[next])); next += 1 }
     }
 
     /// The number of bytes the sequence stands for (a redaction mark counts its length).
     public var count: Int {
-        items.reduce(0) { total, item in
-            if case .redacted(let n) = item { return total + max(n, 0) }
+        masks.reduce(concrete.count) { total, mask in
+            if case .redacted(let n) = mask.item { return total + max(n, 0) }
             return total + 1
         }
     }
 
     /// The bytes, or nil when the sequence holds a wildcard or a redaction mark.
-    public var bytes: [UInt8]? {
-        var result: [UInt8] = []
-        result.reserveCapacity(items.count)
-        for item in items {
-            guard case .byte(let b) = item else { return nil }
-            result.append(b)
-        }
-        return result
-    }
+    public var bytes: [UInt8]? { masks.isEmpty ? concrete : nil }
 
     /// True when every item is a concrete byte.
-    public var isConcrete: Bool { bytes != nil }
+    public var isConcrete: Bool { masks.isEmpty }
 
     /// True when the sequence holds at least one `[REDACTED n]` mark.
     public var containsRedaction: Bool {
-        items.contains { if case .redacted = $0 { true } else { false } }
+        masks.contains { if case .redacted = $0.item { true } else { false } }
     }
 
     /// True when the sequence holds at least one `??` byte.
-    public var containsWildcard: Bool { items.contains(.wildcard) }
+    public var containsWildcard: Bool { masks.contains { $0.item == .wildcard } }
 
     /// Whether `actual` fits this pattern: same length, concrete bytes equal, wildcard and
     /// redacted bytes match anything.
@@ -74,38 +117,52 @@ public struct TranscriptBytes: Sendable, Hashable, CustomStringConvertible {
     /// The offset of the first byte of `actual` that does not fit, `actual.count` or the pattern's
     /// length when one is a proper prefix of the other, or nil when `actual` matches.
     public func firstMismatch(in actual: [UInt8]) -> Int? {
+        if masks.isEmpty {
+            let n = min(concrete.count, actual.count)
+            for i in 0..<n where actual[i] != concrete[i] { return i }
+            return concrete.count == actual.count ? nil : n
+        }
         var index = 0
-        for item in items {
+        var mismatch: Int?
+        forEachItem { item in
+            guard mismatch == nil else { return }
             switch item {
             case .byte(let expected):
-                guard index < actual.count else { return index }
-                if actual[index] != expected { return index }
+                if index >= actual.count || actual[index] != expected { mismatch = index; return }
                 index += 1
             case .wildcard:
-                guard index < actual.count else { return index }
+                if index >= actual.count { mismatch = index; return }
                 index += 1
             case .redacted(let n):
                 let n = max(n, 0)
-                guard actual.count - index >= n else { return actual.count }
+                if actual.count - index < n { mismatch = actual.count; return }
                 index += n
             }
         }
+        if let mismatch { return mismatch }
         return index == actual.count ? nil : index
     }
 
     /// The text form, e.g. `00 20 00 81 08 [REDACTED 8]`; empty for no bytes.
     public var description: String {
-        var out = ""
-        out.reserveCapacity(items.count * 3)
-        for (i, item) in items.enumerated() {
-            if i > 0 { out.append(" ") }
+        var out: [UInt8] = []
+        appendText(to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends the text form as UTF-8 to `out`.
+    func appendText(to out: inout [UInt8]) {
+        out.reserveCapacity(out.count + 3 * concrete.count + 16 * masks.count)
+        var first = true
+        forEachItem { item in
+            if !first { out.append(UInt8(ascii: " ")) }
+            first = false
             switch item {
             case .byte(let b): HexText.appendByte(b, to: &out)
-            case .wildcard: out.append("??")
-            case .redacted(let n): out.append("[REDACTED \(n)]")
+            case .wildcard: out.append(UInt8(ascii: "?")); out.append(UInt8(ascii: "?"))
+            case .redacted(let n): out += Array("[REDACTED \(n)]".utf8)
             }
         }
-        return out
     }
 }
 
@@ -116,6 +173,13 @@ enum HexText {
     static func appendByte(_ b: UInt8, to out: inout String) {
         out.append(digits[Int(b >> 4)])
         out.append(digits[Int(b & 0x0F)])
+    }
+
+    private static let asciiDigits: [UInt8] = Array("0123456789ABCDEF".utf8)
+
+    static func appendByte(_ b: UInt8, to out: inout [UInt8]) {
+        out.append(asciiDigits[Int(b >> 4)])
+        out.append(asciiDigits[Int(b & 0x0F)])
     }
 
     static func string(_ bytes: [UInt8]) -> String {

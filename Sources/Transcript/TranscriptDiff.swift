@@ -66,17 +66,52 @@ public struct TranscriptDiffOptions: Sendable, Hashable {
 }
 
 /// A structural diff of two transcripts: header fields by key, then the records (comments and
-/// blank lines do not count) aligned by a longest common subsequence.
+/// blank lines do not count) aligned by a shortest edit script (Myers' O((N+M)·D) algorithm in
+/// linear space, ``MyersDiff``; docs/transcript-diff.md). The result is exact at any size: two
+/// changed records are two differences however long the transcripts are.
 public enum TranscriptDiff {
-    /// The most cells of the alignment table (left × right records after trimming the common
-    /// start and end); beyond it the differing middle is reported as removed then added.
-    public static let maximumAlignmentCells = 4_000_000
-
     /// The differences, header first, then records in file order. Empty when the files agree.
     public static func compare(_ left: Transcript, _ right: Transcript, options: TranscriptDiffOptions = TranscriptDiffOptions()) -> [TranscriptDifference] {
+        let a = records(left, options), b = records(right, options)
+        var ia = a.makeIterator(), ib = b.makeIterator()
+        return headerDifferences(left.header, right.header, options)
+            + recordDifferences(left: a.map { key($0.key) }, right: b.map { key($0.key) },
+                                nextLeft: { ia.next() }, nextRight: { ib.next() })
+    }
+
+    /// Compares two transcript files of any size, reading each twice line by line: memory holds an
+    /// 8-byte digest per record of each file (about 16 MB per million exchanges) and the
+    /// differences, never the transcripts.
+    /// - Throws: ``TranscriptParseError`` for a file that cannot be read or parsed.
+    public static func compare(contentsOfFile leftPath: String, _ rightPath: String,
+                               options: TranscriptDiffOptions = TranscriptDiffOptions()) throws(TranscriptParseError) -> [TranscriptDifference] {
+        func digests(_ path: String) throws(TranscriptParseError) -> (TranscriptHeader, [UInt64]) {
+            let reader = try TranscriptFileReader(contentsOfFile: path)
+            var keys: [UInt64] = []
+            while let (number, line) = try reader.next() {
+                if let r = line.record { keys.append(key(keyed(r, line: number, options).key)) }
+            }
+            return (reader.header, keys)
+        }
+        let (leftHeader, a) = try digests(leftPath)
+        let (rightHeader, b) = try digests(rightPath)
+        let left = try TranscriptFileReader(contentsOfFile: leftPath), right = try TranscriptFileReader(contentsOfFile: rightPath)
+        func next(_ reader: TranscriptFileReader) throws(TranscriptParseError) -> Keyed? {
+            while let (number, line) = try reader.next() {
+                if let r = line.record { return keyed(r, line: number, options) }
+            }
+            return nil
+        }
+        return headerDifferences(leftHeader, rightHeader, options)
+            + (try recordDifferences(left: a, right: b, nextLeft: { () throws(TranscriptParseError) in try next(left) },
+                                     nextRight: { () throws(TranscriptParseError) in try next(right) }))
+    }
+
+    /// Header fields compared by key, the ignored keys left out.
+    static func headerDifferences(_ left: TranscriptHeader, _ right: TranscriptHeader, _ options: TranscriptDiffOptions) -> [TranscriptDifference] {
         var result: [TranscriptDifference] = []
-        let leftFields = left.header.fields.filter { !options.ignoredHeaderKeys.contains($0.key) }
-        let rightFields = right.header.fields.filter { !options.ignoredHeaderKeys.contains($0.key) }
+        let leftFields = left.fields.filter { !options.ignoredHeaderKeys.contains($0.key) }
+        let rightFields = right.fields.filter { !options.ignoredHeaderKeys.contains($0.key) }
         for field in leftFields {
             if let other = rightFields.first(where: { $0.key == field.key }) {
                 if other.value != field.value {
@@ -89,92 +124,97 @@ public enum TranscriptDiff {
         for field in rightFields where !leftFields.contains(where: { $0.key == field.key }) {
             result.append(TranscriptDifference(kind: .headerAdded, right: "\(field.key): \(field.value)"))
         }
-
-        let a = records(left, options), b = records(right, options)
-        var prefix = 0
-        while prefix < a.count, prefix < b.count, a[prefix].text == b[prefix].text { prefix += 1 }
-        var suffix = 0
-        while suffix < a.count - prefix, suffix < b.count - prefix,
-              a[a.count - 1 - suffix].text == b[b.count - 1 - suffix].text { suffix += 1 }
-        let midA = Array(a[prefix..<(a.count - suffix)]), midB = Array(b[prefix..<(b.count - suffix)])
-
-        var raw: [TranscriptDifference?] = []  // nil: a common record (ends a run)
-        if midA.count * midB.count > maximumAlignmentCells || midA.isEmpty || midB.isEmpty {
-            raw += midA.map { TranscriptDifference(kind: .removed, leftLine: $0.line, left: $0.text) }
-            raw += midB.map { TranscriptDifference(kind: .added, rightLine: $0.line, right: $0.text) }
-        } else {
-            // lcs[i][j]: the common length of midA[i...] and midB[j...].
-            let n = midA.count, m = midB.count
-            var lcs = [[Int32]](repeating: [Int32](repeating: 0, count: m + 1), count: n + 1)
-            for i in stride(from: n - 1, through: 0, by: -1) {
-                for j in stride(from: m - 1, through: 0, by: -1) {
-                    lcs[i][j] = midA[i].text == midB[j].text ? lcs[i + 1][j + 1] + 1 : max(lcs[i + 1][j], lcs[i][j + 1])
-                }
-            }
-            var i = 0, j = 0
-            while i < n || j < m {
-                if i < n, j < m, midA[i].text == midB[j].text {
-                    raw.append(nil)
-                    i += 1; j += 1
-                } else if i < n && (j == m || lcs[i + 1][j] >= lcs[i][j + 1]) {
-                    raw.append(TranscriptDifference(kind: .removed, leftLine: midA[i].line, left: midA[i].text))
-                    i += 1
-                } else {
-                    raw.append(TranscriptDifference(kind: .added, rightLine: midB[j].line, right: midB[j].text))
-                    j += 1
-                }
-            }
-        }
-        result += pairChanges(raw, a: midA, b: midB)
         return result
     }
 
+    /// One record as the diff compares it.
     struct Keyed {
-        var text: String
+        /// The record's text without offset and note (unless compared): what equality means.
+        var key: [UInt8]
+        /// 1-based line in its file.
         var line: Int
         var record: TranscriptRecord
+        var text: String { String(decoding: key, as: UTF8.self) }
     }
 
     static func records(_ t: Transcript, _ options: TranscriptDiffOptions) -> [Keyed] {
         t.lines.enumerated().compactMap { index, line in
-            guard var r = line.record else { return nil }
-            let original = r
-            if !options.compareTiming { r.offset = nil }
-            if !options.compareNotes { r.note = nil }
-            return Keyed(text: r.serialized(), line: t.lineNumber(ofBodyIndex: index), record: original)
+            guard let r = line.record else { return nil }
+            return keyed(r, line: t.lineNumber(ofBodyIndex: index), options)
         }
     }
 
-    /// A run of removed lines followed by a run of added lines: pairs of the same line kind on the
-    /// same channel become `changed`, with the first differing byte for payloads.
-    static func pairChanges(_ raw: [TranscriptDifference?], a: [Keyed], b: [Keyed]) -> [TranscriptDifference] {
-        let left = Dictionary(a.map { ($0.line, $0.record) }, uniquingKeysWith: { x, _ in x })
-        let right = Dictionary(b.map { ($0.line, $0.record) }, uniquingKeysWith: { x, _ in x })
+    static func keyed(_ record: TranscriptRecord, line: Int, _ options: TranscriptDiffOptions) -> Keyed {
+        var r = record
+        if !options.compareTiming { r.offset = nil }
+        if !options.compareNotes { r.note = nil }
+        return Keyed(key: Array(r.serialized().utf8), line: line, record: record)
+    }
+
+    /// A 64-bit digest of a record's key. Equal keys give equal digests; the rare unequal keys with
+    /// one digest are caught when the aligned records are compared in full (``recordDifferences``).
+    static func key(_ bytes: [UInt8]) -> UInt64 {
+        var hasher = Hasher()
+        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+        hasher.combine(bytes.count)
+        return UInt64(bitPattern: Int64(hasher.finalize()))
+    }
+
+    /// Aligns the records by their digests, then walks both sides once, in order (`nextLeft` and
+    /// `nextRight` hand out the records that gave `left` and `right`): records aligned as equal are
+    /// compared in full, the others become removed, added or changed differences.
+    static func recordDifferences<E: Error>(
+        left: [UInt64], right: [UInt64],
+        nextLeft: () throws(E) -> Keyed?, nextRight: () throws(E) -> Keyed?
+    ) throws(E) -> [TranscriptDifference] {
         var out: [TranscriptDifference] = []
-        var i = 0
-        while i < raw.count {
-            var removed: [TranscriptDifference] = []
-            while i < raw.count, let d = raw[i], d.kind == .removed { removed.append(d); i += 1 }
-            var added: [TranscriptDifference] = []
-            while i < raw.count, let d = raw[i], d.kind == .added { added.append(d); i += 1 }
-            var k = 0
-            while k < removed.count || k < added.count {
-                if k < removed.count, k < added.count,
-                   let l = left[removed[k].leftLine ?? 0], let r = right[added[k].rightLine ?? 0],
-                   l.channel == r.channel, sameKind(l.entry, r.entry) {
-                    var byte: Int?
-                    if let lp = l.entry.payload, let rp = r.entry.payload {
-                        byte = firstDifference(lp, rp)
-                    }
-                    out.append(TranscriptDifference(kind: .changed, leftLine: removed[k].leftLine, rightLine: added[k].rightLine,
-                                                    left: removed[k].left, right: added[k].right, firstDifferentByte: byte))
-                } else {
-                    if k < removed.count { out.append(removed[k]) }
-                    if k < added.count { out.append(added[k]) }
-                }
-                k += 1
+        var i = 0, j = 0
+        func take(_ count: Int, _ next: () throws(E) -> Keyed?, _ index: inout Int) throws(E) -> [Keyed] {
+            var taken: [Keyed] = []
+            for _ in 0..<count {
+                guard let k = try next() else { break }
+                taken.append(k)
+                index += 1
             }
-            if removed.isEmpty && added.isEmpty { i += 1 }  // a common record
+            return taken
+        }
+        func matched(until leftEnd: Int) throws(E) {
+            while i < leftEnd {
+                guard let l = try nextLeft(), let r = try nextRight() else { return }
+                i += 1; j += 1
+                // Equal digests of unequal keys: report the pair instead of hiding it.
+                if l.key != r.key { out += pairChanges(removed: [l], added: [r]) }
+            }
+        }
+        for hunk in MyersDiff.hunks(left, right) {
+            try matched(until: hunk.left.lowerBound)
+            let removed = try take(hunk.left.count, nextLeft, &i)
+            let added = try take(hunk.right.count, nextRight, &j)
+            out += pairChanges(removed: removed, added: added)
+        }
+        try matched(until: left.count)
+        return out
+    }
+
+    /// A run of removed lines facing a run of added lines: pairs of the same line kind on the same
+    /// channel become `changed`, with the first differing byte for payloads.
+    static func pairChanges(removed: [Keyed], added: [Keyed]) -> [TranscriptDifference] {
+        var out: [TranscriptDifference] = []
+        var k = 0
+        while k < removed.count || k < added.count {
+            let l = k < removed.count ? removed[k] : nil, r = k < added.count ? added[k] : nil
+            if let l, let r, l.record.channel == r.record.channel, sameKind(l.record.entry, r.record.entry) {
+                var byte: Int?
+                if let lp = l.record.entry.payload, let rp = r.record.entry.payload {
+                    byte = firstDifference(lp, rp)
+                }
+                out.append(TranscriptDifference(kind: .changed, leftLine: l.line, rightLine: r.line,
+                                                left: l.text, right: r.text, firstDifferentByte: byte))
+            } else {
+                if let l { out.append(TranscriptDifference(kind: .removed, leftLine: l.line, left: l.text)) }
+                if let r { out.append(TranscriptDifference(kind: .added, rightLine: r.line, right: r.text)) }
+            }
+            k += 1
         }
         return out
     }
@@ -192,8 +232,9 @@ public enum TranscriptDiff {
 
     /// The index of the first item that differs, or the shorter length.
     static func firstDifference(_ a: TranscriptBytes, _ b: TranscriptBytes) -> Int? {
-        let n = min(a.items.count, b.items.count)
-        for i in 0..<n where a.items[i] != b.items[i] { return i }
-        return a.items.count == b.items.count ? nil : n
+        let x = a.items, y = b.items
+        let n = min(x.count, y.count)
+        for i in 0..<n where x[i] != y[i] { return i }
+        return x.count == y.count ? nil : n
     }
 }

@@ -424,7 +424,7 @@ public struct TranscriptRecord: Sendable, Hashable {
         if let offset { parts.append(offset.description) }
         if let channel { parts.append("@" + channel) }
         func payload(_ head: String, _ bytes: TranscriptBytes) {
-            parts.append(bytes.items.isEmpty ? head : head + " " + bytes.description)
+            parts.append(bytes.itemCount == 0 ? head : head + " " + bytes.description)
         }
         switch entry {
         case .transmit(let d, let b): payload(d.rawValue, b)

@@ -1,6 +1,14 @@
 import ISO7816
 import PCSCCore
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Why a transcript text could not be read: the file, the 1-based line and column (in bytes) of
 /// the offending text, and a reason that says what to write instead.
 ///
@@ -73,9 +81,6 @@ public struct TranscriptParseError: CodedError {
 }
 
 extension Transcript {
-    /// The largest file ``init(contentsOfFile:)`` reads: 256 MiB.
-    public static let maximumFileSize = 256 << 20
-
     /// Parses the text form (Fixtures/README.md).
     ///
     /// - Parameters:
@@ -86,87 +91,161 @@ extension Transcript {
         self = try TranscriptTextParser(fileName: fileName).parse(Array(text.utf8))
     }
 
-    /// Reads and parses a file.
-    /// - Throws: ``TranscriptParseError``: `unreadable` when the file cannot be read or exceeds
-    ///   ``maximumFileSize``; `invalidCharacter` (with its line) when it is not UTF-8; any parse error.
+    /// Reads and parses a file of any size, line by line (``TranscriptFileReader``); the result
+    /// holds every line, with payloads in their compact form.
+    /// - Throws: ``TranscriptParseError``: `unreadable` when the file cannot be read;
+    ///   `invalidCharacter` (with its line) when it is not UTF-8; any parse error.
     public init(contentsOfFile path: String) throws(TranscriptParseError) {
-        let bytes: [UInt8]
-        do {
-            bytes = try FileIO.readFile(path, limit: Self.maximumFileSize)
-        } catch {
-            throw TranscriptParseError(code: .unreadable, file: path, line: 0, column: 0, reason: error.reason)
-        }
-        self = try TranscriptTextParser(fileName: path).parse(bytes)
+        let reader = try TranscriptFileReader(contentsOfFile: path)
+        var transcript = Transcript(header: reader.header, fileName: path)
+        while let (_, line) = try reader.next() { transcript.lines.append(line) }
+        self = transcript
     }
 }
 
-/// Parses the text form line by line; pure, bounded by the input length.
-struct TranscriptTextParser {
+/// The line-by-line state of a parse: header, then body lines with their cross-line checks.
+/// Shared by the in-memory parser and the streaming ``TranscriptFileReader``.
+struct TranscriptLineParser {
     let fileName: String
+    private(set) var header = TranscriptHeader()
+    private var pairing = PairingCheck()
+    private(set) var inHeader = true
+    private var headerEnd = 0
 
-    func parse(_ text: [UInt8]) throws(TranscriptParseError) -> Transcript {
-        // Split on LF; remember whether the last line was terminated.
-        var lines: [ArraySlice<UInt8>] = []
-        var start = 0
-        for (i, b) in text.enumerated() where b == 0x0A {
-            lines.append(text[start..<i])
-            start = i + 1
+    init(fileName: String) { self.fileName = fileName }
+
+    /// Parses line `number` (1-based, without its LF); nil for the version line and header lines.
+    mutating func accept(_ raw: ArraySlice<UInt8>, number: Int) throws(TranscriptParseError) -> TranscriptLine? {
+        var scanner = TextScanner(Array(raw), file: fileName, line: number)
+        try scanner.checkCharacters()
+        if number == 1 {
+            try scanner.parseVersionLine()
+            return nil
         }
-        let unterminated: ArraySlice<UInt8>? = start < text.count ? text[start...] : nil
+        if inHeader, raw.first == UInt8(ascii: "#") {
+            let field = try scanner.parseHeaderField()
+            if header[field.key] != nil || field.key == TranscriptHeader.versionKey {
+                throw error(.badHeader, line: number, column: 3,
+                            "the header key '\(field.key)' appears twice: keep one line")
+            }
+            header.fields.append(field)
+            return nil
+        }
+        if inHeader {
+            inHeader = false
+            headerEnd = number - 1
+        }
+        if raw.first == UInt8(ascii: "#") {
+            throw error(.misplacedHeader, line: number, column: 1,
+                        "a header line after the body began (line \(headerEnd + 1)): move it to the top, or write a comment as '; text'")
+        }
+        let line = try scanner.parseBodyLine()
+        if let record = line.record, let problem = pairing.accept(record, line: number) {
+            throw error(.badSequence, line: number, column: 1, problem)
+        }
+        return line
+    }
 
-        if lines.isEmpty && unterminated == nil {
+    /// The end of the text: `lineCount` terminated lines, then `unterminated` bytes after the last LF.
+    func finish(lineCount: Int, unterminated: ArraySlice<UInt8>) throws(TranscriptParseError) {
+        if lineCount == 0 && unterminated.isEmpty {
             throw error(.notATranscript, line: 1, column: 1,
                         "the file is empty: a transcript starts with the line '# secbridge-transcript: 1'")
         }
-        var transcript = Transcript(fileName: fileName)
-        var pairing = PairingCheck()
-        var inHeader = true
-        var headerEnd = 0
-        for (index, raw) in lines.enumerated() {
-            let number = index + 1
-            var scanner = TextScanner(Array(raw), file: fileName, line: number)
-            try scanner.checkCharacters()
-            if number == 1 {
-                try scanner.parseVersionLine()
-                continue
-            }
-            if inHeader, raw.first == UInt8(ascii: "#") {
-                let field = try scanner.parseHeaderField()
-                if transcript.header[field.key] != nil || field.key == TranscriptHeader.versionKey {
-                    throw error(.badHeader, line: number, column: 3,
-                                "the header key '\(field.key)' appears twice: keep one line")
-                }
-                transcript.header.fields.append(field)
-                continue
-            }
-            if inHeader {
-                inHeader = false
-                headerEnd = number - 1
-            }
-            if raw.first == UInt8(ascii: "#") {
-                throw error(.misplacedHeader, line: number, column: 1,
-                            "a header line after the body began (line \(headerEnd + 1)): move it to the top, or write a comment as '; text'")
-            }
-            let line = try scanner.parseBodyLine()
-            if let record = line.record, let problem = pairing.accept(record, line: number) {
-                throw error(.badSequence, line: number, column: 1, problem)
-            }
-            transcript.lines.append(line)
-        }
-        if let unterminated {
-            let number = lines.count + 1
-            var scanner = TextScanner(Array(unterminated), file: fileName, line: number)
-            try scanner.checkCharacters(trailingSpace: false)
-            let versionLine = Array("# \(TranscriptHeader.versionKey): \(TranscriptHeader.formatVersion)".utf8)
-            if number == 1 && !versionLine.starts(with: unterminated) { try scanner.parseVersionLine() }
-            throw error(.truncated, line: number, column: unterminated.count + 1,
-                        "the last line does not end with a newline: the file looks cut short; complete it or remove the partial line")
-        }
-        return transcript
+        guard !unterminated.isEmpty else { return }
+        let number = lineCount + 1
+        var scanner = TextScanner(Array(unterminated), file: fileName, line: number)
+        try scanner.checkCharacters(trailingSpace: false)
+        let versionLine = Array("# \(TranscriptHeader.versionKey): \(TranscriptHeader.formatVersion)".utf8)
+        if number == 1 && !versionLine.starts(with: unterminated) { try scanner.parseVersionLine() }
+        throw error(.truncated, line: number, column: unterminated.count + 1,
+                    "the last line does not end with a newline: the file looks cut short; complete it or remove the partial line")
     }
 
     private func error(_ code: TranscriptParseError.Code, line: Int, column: Int, _ reason: String) -> TranscriptParseError {
         TranscriptParseError(code: code, file: fileName, line: line, column: column, reason: reason)
+    }
+}
+
+/// Parses a whole text held in memory.
+struct TranscriptTextParser {
+    let fileName: String
+
+    func parse(_ text: [UInt8]) throws(TranscriptParseError) -> Transcript {
+        var parser = TranscriptLineParser(fileName: fileName)
+        var lines: [TranscriptLine] = []
+        var start = 0
+        var number = 0
+        while let end = text[start...].firstIndex(of: 0x0A) {
+            number += 1
+            if let line = try parser.accept(text[start..<end], number: number) { lines.append(line) }
+            start = end + 1
+        }
+        try parser.finish(lineCount: number, unterminated: text[start...])
+        return Transcript(header: parser.header, lines: lines, fileName: fileName)
+    }
+}
+
+/// Reads a transcript file one line at a time, in memory bounded independently of the file size
+/// (one read buffer of 1 MiB, growing only for a longer line, up to ``maximumLineLength``).
+///
+/// The header is read when the reader opens; ``next()`` hands out the body lines in order, with
+/// the same checks as ``Transcript/init(parsing:fileName:)``: the first bad line throws, and the
+/// lines handed out before it were valid.
+public final class TranscriptFileReader {
+    /// The longest line read: 16 MiB (a payload of the largest extended APDU takes under 200 KiB).
+    public static let maximumLineLength = 16 << 20
+
+    /// The path given, as errors cite it.
+    public let fileName: String
+    /// The header fields (complete when the initializer returns).
+    public var header: TranscriptHeader { parser.header }
+
+    private var parser: TranscriptLineParser
+    private var input: FileIO.LineInput
+    private var number = 0
+    private var pending: (Int, TranscriptLine)?
+
+    /// Opens `path` and reads its version line and header.
+    /// - Throws: ``TranscriptParseError``: `unreadable` when the file cannot be opened or read (not a
+    ///   regular file, no permission); `notATranscript`, `truncated` and the other parse errors.
+    public init(contentsOfFile path: String) throws(TranscriptParseError) {
+        fileName = path
+        parser = TranscriptLineParser(fileName: path)
+        do {
+            input = try FileIO.LineInput(path: path, maximumLineLength: Self.maximumLineLength)
+        } catch {
+            throw TranscriptParseError(code: .unreadable, file: path, line: 0, column: 0, reason: error.reason)
+        }
+        pending = try readLine()
+    }
+
+    /// The next body line (blank, comment or record) and its 1-based line number; nil at the end.
+    /// - Throws: ``TranscriptParseError`` for the first bad line, or `unreadable` when reading fails.
+    public func next() throws(TranscriptParseError) -> (line: Int, content: TranscriptLine)? {
+        if let p = pending {
+            pending = nil
+            return p
+        }
+        return try readLine()
+    }
+
+    private func readLine() throws(TranscriptParseError) -> (Int, TranscriptLine)? {
+        while true {
+            let raw: ArraySlice<UInt8>?
+            do {
+                raw = try input.nextLine()
+            } catch {
+                throw TranscriptParseError(code: .unreadable, file: fileName, line: error.errorNumber == EFBIG ? number + 1 : 0,
+                                           column: 0, reason: error.reason)
+            }
+            guard let raw else {
+                try parser.finish(lineCount: number, unterminated: input.unterminated)
+                return nil
+            }
+            number += 1
+            if let line = try parser.accept(raw, number: number) { return (number, line) }
+        }
     }
 }
 
@@ -256,6 +335,18 @@ struct TextScanner {
     // MARK: Whole-line checks
 
     func checkCharacters(trailingSpace: Bool = true) throws(TranscriptParseError) {
+        // The common case, printable ASCII only, in one pass; anything else takes the full check.
+        let printable = text.withUnsafeBufferPointer { p in
+            var ok = true
+            for b in p where b &- 0x20 >= 0x5F { ok = false; break }  // outside 0x20…0x7E
+            return ok
+        }
+        if printable {
+            if trailingSpace, let last = text.last, last == UInt8(ascii: " ") {
+                throw fail(.badSpacing, at: text.count - 1, "a space at the end of the line: remove it")
+            }
+            return
+        }
         var parser = Unicode.UTF8.ForwardParser()
         var iterator = text.makeIterator()
         var offset = 0
@@ -497,12 +588,23 @@ struct TextScanner {
 
     /// Zero or more byte items after a payload head; stops at the end or at a note.
     private mutating func readPayload() throws(TranscriptParseError) -> TranscriptBytes {
-        var items: [TranscriptBytes.Item] = []
+        var bytes = TranscriptBytes([])
+        bytes.reserveCapacity((text.count - position) / 3)
         while !atNoteOrEnd() {
+            // Fast path: " HH" followed by a space or the end; anything else goes through the
+            // item reader, which names what is wrong.
+            if position + 2 < text.count, text[position] == UInt8(ascii: " "),
+               let hi = HexText.value(ofUppercaseDigit: text[position + 1]),
+               let lo = HexText.value(ofUppercaseDigit: text[position + 2]),
+               position + 3 == text.count || text[position + 3] == UInt8(ascii: " ") {
+                bytes.append(.byte(hi << 4 | lo))
+                position += 3
+                continue
+            }
             try readSeparator()
-            items.append(try readByteItem())
+            bytes.append(try readByteItem())
         }
-        return TranscriptBytes(items: items)
+        return bytes
     }
 
     /// Hex bytes with single spaces and nothing else (header `atr`, attribute `atr`).

@@ -67,69 +67,87 @@ public struct TranscriptStatistics: Sendable, Equatable {
         return exchangeTimes.sorted()[(exchangeTimes.count - 1) / 2]
     }
 
+    // The running state of ``add(_:)``.
+    private var pending: [String: TranscriptOffset?] = [:]
+    private var eventIndex: [String: Int] = [:]
+    private var swCounts: [UInt16: Int] = [:]
+    private var swOrder: [UInt16] = []
+    private var first: Duration?
+    private var last: Duration?
+
     /// Counts everything in one pass over the lines.
     public init(_ transcript: Transcript) {
-        var pending: [String: TranscriptOffset?] = [:]
-        var eventIndex: [String: Int] = [:]
-        var swCounts: [UInt16: Int] = [:]
-        var swOrder: [UInt16] = []
-        var first: Duration?
-        var last: Duration?
+        self.init()
         for line in transcript.lines {
-            guard let r = line.record else { continue }
-            records += 1
-            let key = r.channel ?? ""
-            if !channels.contains(key) { channels.append(key) }
-            if let o = r.offset?.duration {
-                first = first.map { min($0, o) } ?? o
-                last = last.map { max($0, o) } ?? o
-            }
-            if let p = r.entry.payload, p.containsWildcard { wildcardLines += 1 }
-            func answered() {
-                if let started = pending.removeValue(forKey: key), let s = started?.duration, let e = r.offset?.duration {
-                    exchangeTimes.append(e - s)
-                }
-            }
-            switch r.entry {
-            case .transmit(.outgoing, let b), .control(_, .outgoing, let b):
-                if pending[key] != nil { unanswered += 1 }
-                if case .transmit = r.entry { transmitCommands += 1 } else { controlCommands += 1 }
-                if b.containsRedaction { redactedCommands += 1 }
-                bytesSent += b.count
-                pending[key] = .some(r.offset)
-            case .transmit(.incoming, let b), .control(_, .incoming, let b):
-                bytesReceived += b.count
-                if case .transmit = r.entry, let bytes = b.bytes, bytes.count >= 2 {
-                    let sw = UInt16(bytes[bytes.count - 2]) << 8 | UInt16(bytes[bytes.count - 1])
-                    if swCounts[sw] == nil { swOrder.append(sw) }
-                    swCounts[sw, default: 0] += 1
-                }
-                answered()
-            case .failure:
-                failures += 1
-                answered()
-            case .target(let d, let b):
-                if d == .incoming {
-                    targetCommands += 1
-                    if b.containsRedaction { redactedCommands += 1 }
-                }
-            case .initiator(let d, let b):
-                if d == .outgoing {
-                    initiatorCommands += 1
-                    if b.containsRedaction { redactedCommands += 1 }
-                }
-            case .event(let e):
-                if let i = eventIndex[e.kind.rawValue] {
-                    events[i].count += 1
-                } else {
-                    eventIndex[e.kind.rawValue] = events.count
-                    events.append((e.kind.rawValue, 1))
-                }
-            case .reader:
-                continue
+            if let r = line.record { add(r) }
+        }
+        finish()
+    }
+
+    /// Empty counts, to be fed one record at a time with ``add(_:)`` (a transcript streamed from a
+    /// file, ``TranscriptFileReader``) and completed with ``finish()``.
+    public init() {}
+
+    /// Counts one record, in file order.
+    public mutating func add(_ r: TranscriptRecord) {
+        records += 1
+        let key = r.channel ?? ""
+        if !channels.contains(key) { channels.append(key) }
+        if let o = r.offset?.duration {
+            first = first.map { min($0, o) } ?? o
+            last = last.map { max($0, o) } ?? o
+        }
+        if let p = r.entry.payload, p.containsWildcard { wildcardLines += 1 }
+        func answered() {
+            if let started = pending.removeValue(forKey: key), let s = started?.duration, let e = r.offset?.duration {
+                exchangeTimes.append(e - s)
             }
         }
+        switch r.entry {
+        case .transmit(.outgoing, let b), .control(_, .outgoing, let b):
+            if pending[key] != nil { unanswered += 1 }
+            if case .transmit = r.entry { transmitCommands += 1 } else { controlCommands += 1 }
+            if b.containsRedaction { redactedCommands += 1 }
+            bytesSent += b.count
+            pending[key] = .some(r.offset)
+        case .transmit(.incoming, let b), .control(_, .incoming, let b):
+            bytesReceived += b.count
+            if case .transmit = r.entry, let bytes = b.bytes, bytes.count >= 2 {
+                let sw = UInt16(bytes[bytes.count - 2]) << 8 | UInt16(bytes[bytes.count - 1])
+                if swCounts[sw] == nil { swOrder.append(sw) }
+                swCounts[sw, default: 0] += 1
+            }
+            answered()
+        case .failure:
+            failures += 1
+            answered()
+        case .target(let d, let b):
+            if d == .incoming {
+                targetCommands += 1
+                if b.containsRedaction { redactedCommands += 1 }
+            }
+        case .initiator(let d, let b):
+            if d == .outgoing {
+                initiatorCommands += 1
+                if b.containsRedaction { redactedCommands += 1 }
+            }
+        case .event(let e):
+            if let i = eventIndex[e.kind.rawValue] {
+                events[i].count += 1
+            } else {
+                eventIndex[e.kind.rawValue] = events.count
+                events.append((e.kind.rawValue, 1))
+            }
+        case .reader:
+            break
+        }
+    }
+
+    /// Completes the counts after the last record: commands still waiting count as unanswered,
+    /// status words are ordered, the span is set.
+    public mutating func finish() {
         unanswered += pending.count
+        pending = [:]
         statusWords = swOrder.enumerated()
             .sorted { (swCounts[$0.element]!, -$0.offset) > (swCounts[$1.element]!, -$1.offset) }
             .map { StatusWordCount(statusWord: $0.element, count: swCounts[$0.element]!) }

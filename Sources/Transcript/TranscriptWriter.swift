@@ -223,3 +223,34 @@ extension Transcript {
         try FileIO.atomicWrite(Array(serialized().utf8), to: path)
     }
 }
+
+/// Writes a transcript line by line to a file that replaces `path` only when ``commit()`` succeeds
+/// (a temporary file beside it, flushed and renamed, ``Transcript/write(toFile:)`` for a stream):
+/// memory does not grow with the transcript. Each line is checked as every sink checks it.
+/// Dropped without ``commit()``, nothing is written and `path` is unchanged.
+public final class TranscriptFileReplacement {
+    private var validator: LineValidator
+    private let file: FileIO.AtomicFile
+
+    /// Starts the file with `header`.
+    /// - Throws: ``TranscriptWriteError``: `invalidLine` (bad header), `cannotCreate`.
+    public init(replacing path: String, header: TranscriptHeader) throws(TranscriptWriteError) {
+        validator = try LineValidator(header: header, fileName: path)
+        file = try FileIO.AtomicFile(replacing: path)
+        try file.write(Array(Transcript(header: header, fileName: path).serialized().utf8))
+    }
+
+    /// Appends one body line.
+    /// - Throws: ``TranscriptWriteError``: `invalidLine`, `writeFailed` (then nothing is written).
+    public func append(_ line: TranscriptLine) throws(TranscriptWriteError) {
+        var text = Array(try validator.check(line).utf8)
+        text.append(0x0A)
+        try file.write(text)
+    }
+
+    /// Flushes the file to disk and renames it over the path.
+    /// - Throws: ``TranscriptWriteError``: `writeFailed`, `cannotRename`.
+    public func commit() throws(TranscriptWriteError) {
+        try file.commit()
+    }
+}

@@ -1,10 +1,14 @@
 // secbridge-bench: measures, in one run, what the README reports.
 //
 // 1. APDU round trips per second through pcscd: the Swift PC/SC layer against a plain C loop over
-//    the same reader and card (target: Swift within 5 % of C).
+//    the same reader and card (target: Swift within 5 % of C), in alternating pairs with the ratio
+//    per pair, only the transmit loops timed; beside wall time, client CPU time per APDU.
 // 2. Codec throughput: parse + serialize of command and response APDUs on one core
 //    (target: ≥ 5 million per second).
 // 3. CLI start time: `secbridge readers` against `pcsc_scan -r` (target: within 1.5×).
+// 4. Transcript tools on a generated 1 M-exchange transcript: peak RSS of stats, show, redact and
+//    diff (target ≤ 64 MB) and stats against a streaming Python parse (TranscriptMemory.swift).
+//    `secbridge-bench transcripts [EXCHANGES]` runs only this part (no pcscd needed).
 //
 // It starts its own private pcscd with vpcd and vicc (PCSCSandbox), so run it as root with the
 // test dependencies installed (scripts/install-deps.sh). Build it in release mode:
@@ -24,6 +28,35 @@ func seconds(_ duration: Duration) -> Double {
 func format(_ value: Double, _ digits: Int = 2) -> String { String(format: "%.\(digits)f", value) }
 
 var arguments = CommandLine.arguments.dropFirst()
+if arguments.contains("--help") || arguments.contains("-h") {
+    print("""
+        usage: secbridge-bench [APDUS]
+               secbridge-bench transcripts [EXCHANGES]
+
+        Measures in one run: APDU round trips through a private pcscd (Swift against a C loop, APDUS
+        per round, default 5000), codec throughput, CLI start time against pcsc_scan -r, the transcript
+        tools' peak memory and speed on a generated transcript, and the card-emulation turnaround.
+        Run as root with scripts/install-deps.sh done; build in release mode
+        (swift build -c release --product secbridge-bench --product secbridge-tools).
+
+        transcripts   only the transcript tools (no pcscd): peak RSS of stats, show, redact and diff
+                      (/usr/bin/time -v) and stats against a streaming Python parse, EXCHANGES
+                      exchanges (default 1000000)
+
+        Environment: SECBRIDGE_BENCH_EXCHANGES (transcript size), SECBRIDGE_BENCH_TURNS (emulation
+        turnarounds, default 2000), SECBRIDGE_TOOLS (the secbridge-tools binary to measure).
+        """)
+    exit(0)
+}
+let benchDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+// SECBRIDGE_TOOLS: another secbridge-tools binary than the one beside this one.
+let toolsPath = ProcessInfo.processInfo.environment["SECBRIDGE_TOOLS"] ?? benchDirectory.appendingPathComponent("secbridge-tools").path
+let transcriptExchanges = Int(ProcessInfo.processInfo.environment["SECBRIDGE_BENCH_EXCHANGES"] ?? "") ?? 1_000_000
+if arguments.first == "transcripts" {
+    benchmarkTranscriptMemory(tools: toolsPath,
+                              exchanges: arguments.dropFirst().first.flatMap { Int($0) } ?? transcriptExchanges)
+    exit(0)
+}
 let apduCount = Int(arguments.first ?? "") ?? 5000
 
 // MARK: Codec throughput (no pcscd needed)
@@ -87,34 +120,63 @@ do {
 // SELECT of the NFC Forum Type 4 Tag application: a full round trip to the card's applet.
 let apdu: [UInt8] = [0x00, 0xA4, 0x04, 0x00, 0x07, 0xD2, 0x76, 0x00, 0x00, 0x85, 0x01, 0x01, 0x00]
 
-func swiftLoop(count: Int) throws -> Double {
-    let context = try PCSCContext()
-    let card = try context.connect(to: reader, share: .shared, protocols: .any)
-    let start = now()
-    for _ in 0..<count { _ = try card.transmit(apdu) }
-    let elapsed = now() - start
-    try card.disconnect()
-    return Double(count) / seconds(elapsed)
+/// One loop's figures: APDUs per second of wall time, and the client thread's CPU time per APDU.
+struct LoopFigures {
+    var rate: Double
+    var cpuMicrosPerAPDU: Double
 }
 
-func cLoop(count: Int) -> Double {
-    let start = now()
-    let result = apdu.withUnsafeBufferPointer { pcsc_baseline_transmit_loop(reader, $0.baseAddress, $0.count, Int32(count)) }
+func threadCPUNanoseconds() -> UInt64 {
+    var t = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)
+    return UInt64(t.tv_sec) * 1_000_000_000 + UInt64(t.tv_nsec)
+}
+
+func swiftLoop(count: Int) throws -> LoopFigures {
+    let context = try PCSCContext()
+    let card = try context.connect(to: reader, share: .shared, protocols: .any)
+    let start = now(), cpuStart = threadCPUNanoseconds()
+    for _ in 0..<count { _ = try card.transmit(apdu) }
+    let cpu = threadCPUNanoseconds() - cpuStart
+    let elapsed = now() - start
+    try card.disconnect()
+    return LoopFigures(rate: Double(count) / seconds(elapsed), cpuMicrosPerAPDU: Double(cpu) / 1000 / Double(count))
+}
+
+func cLoop(count: Int) -> LoopFigures {
+    var wall: UInt64 = 0, cpu: UInt64 = 0
+    let result = apdu.withUnsafeBufferPointer {
+        pcsc_baseline_transmit_loop_timed(reader, $0.baseAddress, $0.count, Int32(count), &wall, &cpu)
+    }
     precondition(result == 0, "C loop failed with 0x\(String(result, radix: 16))")
-    return Double(count) / seconds(now() - start)
+    return LoopFigures(rate: Double(count) / (Double(wall) / 1e9), cpuMicrosPerAPDU: Double(cpu) / 1000 / Double(count))
 }
 
 do {
-    // Interleave runs so that drift in vicc or pcscd affects both alike.
-    var swiftRates: [Double] = []
-    var cRates: [Double] = []
-    for _ in 0..<3 {
-        cRates.append(cLoop(count: apduCount))
-        swiftRates.append(try swiftLoop(count: apduCount))
+    // Alternating pairs (C first, then Swift first, …) with the ratios taken per pair: a slower
+    // stretch of this shared machine hits both halves of a pair, not one side of the comparison.
+    // Both loops time only their SCardTransmit calls: set-up and connect stay outside. Client CPU
+    // time per APDU (the calling thread's, CLOCK_THREAD_CPUTIME_ID) varies far less than wall time.
+    var wallRatios: [Double] = [], cpuRatios: [Double] = []
+    var swiftRuns: [LoopFigures] = [], cRuns: [LoopFigures] = []
+    for pair in 0..<5 {
+        let c: LoopFigures, swift: LoopFigures
+        if pair % 2 == 0 {
+            c = cLoop(count: apduCount)
+            swift = try swiftLoop(count: apduCount)
+        } else {
+            swift = try swiftLoop(count: apduCount)
+            c = cLoop(count: apduCount)
+        }
+        cRuns.append(c)
+        swiftRuns.append(swift)
+        wallRatios.append(swift.rate / c.rate)
+        cpuRatios.append(swift.cpuMicrosPerAPDU / c.cpuMicrosPerAPDU)
     }
-    let swiftRate = swiftRates.sorted()[1]
-    let cRate = cRates.sorted()[1]
-    print("transmit through pcscd (\(reader), \(apduCount) APDUs × 3, median): Swift \(format(swiftRate, 1))/s, C \(format(cRate, 1))/s, Swift/C = \(format(swiftRate / cRate, 3)) (target ≥ 0.95)")
+    func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+    print("transmit through pcscd (\(reader), \(apduCount) APDUs per loop, 5 alternating pairs): Swift \(format(median(swiftRuns.map(\.rate)), 1))/s, C \(format(median(cRuns.map(\.rate)), 1))/s (medians)")
+    print("  wall Swift/C per pair \(wallRatios.map { format($0, 3) }.joined(separator: " ")), median \(format(median(wallRatios), 3)) (target ≥ 0.95)")
+    print("  client CPU per APDU: Swift \(format(median(swiftRuns.map(\.cpuMicrosPerAPDU)), 2)) µs, C \(format(median(cRuns.map(\.cpuMicrosPerAPDU)), 2)) µs; Swift/C per pair \(cpuRatios.map { format($0, 3) }.joined(separator: " ")), median \(format(median(cpuRatios), 3))")
 } catch {
     print("secbridge-bench: transmit benchmark failed: \(error)")
     exit(1)
@@ -149,7 +211,6 @@ func spawnTime(_ executable: String, _ arguments: [String], runs: Int) -> Double
     return times.sorted()[times.count / 2]
 }
 
-let benchDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
 let secbridge = benchDirectory.appendingPathComponent("secbridge").path
 let pcscScan = "/usr/bin/pcsc_scan"
 if let ours = spawnTime(secbridge, ["readers"], runs: 30), let theirs = spawnTime(pcscScan, ["-r"], runs: 30) {
@@ -157,6 +218,9 @@ if let ours = spawnTime(secbridge, ["readers"], runs: 30), let theirs = spawnTim
 } else {
     print("start time: could not run \(secbridge) or \(pcscScan) (build secbridge in the same configuration first)")
 }
+
+// Transcript tools (TranscriptMemory.swift); SECBRIDGE_BENCH_EXCHANGES sets the size.
+benchmarkTranscriptMemory(tools: toolsPath, exchanges: transcriptExchanges)
 
 // Card-emulation turnaround (EmulationTurnaround.swift); SECBRIDGE_BENCH_TURNS sets the count.
 benchmarkEmulationTurnaround(

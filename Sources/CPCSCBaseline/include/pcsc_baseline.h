@@ -11,4 +11,11 @@
 /// Returns 0 on success, or the failing PC/SC result code (as a 32-bit value).
 uint32_t pcsc_baseline_transmit_loop(const char *reader, const uint8_t *apdu, size_t apdu_length, int count);
 
+/// The same, with only the SCardTransmit loop timed: wall time (CLOCK_MONOTONIC) in
+/// `loop_nanoseconds` and the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID) in
+/// `cpu_nanoseconds`. Context set-up, connect and disconnect stay outside both, as in the Swift
+/// loop it is compared with.
+uint32_t pcsc_baseline_transmit_loop_timed(const char *reader, const uint8_t *apdu, size_t apdu_length, int count,
+                                           uint64_t *loop_nanoseconds, uint64_t *cpu_nanoseconds);
+
 #endif
