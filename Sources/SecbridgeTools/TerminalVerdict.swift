@@ -1,0 +1,103 @@
+import ACR122Simulator
+import ISO7816
+import NFCTags
+import SecureElementCredential
+
+/// What a terminal did with an emulated credential, as the emulating host sees it — on real
+/// hardware as on the simulator: how many APDUs, and for an NFC Forum Type 4 Tag whether the NDEF
+/// file was read to the end (every byte of NLEN + message answered 90 00 to a READ BINARY while
+/// the NDEF file was selected).
+///
+/// When the NDEF file was not read to the end, the tag is also run, offline, through the model of
+/// Android's reader (``AndroidType4Reader``, docs/terminal-models.md §1) to say whether and where
+/// Android would refuse it.
+struct TerminalVerdict: Sendable {
+    /// One line for `emulate`'s output and the transcript, starting "terminal: ".
+    var line: String
+    /// Further lines (the Android model's verdict), each indented by two spaces.
+    var details: [String]
+    /// False when a tag was not read to the end, or no terminal sent anything.
+    var succeeded: Bool
+    /// How many C-APDUs terminals sent.
+    var exchangeCount = 0
+
+    static func evaluate(_ exchanges: [(command: [UInt8], response: [UInt8])], credential: Credential) async -> TerminalVerdict {
+        var verdict = await judge(exchanges, credential: credential)
+        verdict.exchangeCount = exchanges.count
+        return verdict
+    }
+
+    private static func judge(_ exchanges: [(command: [UInt8], response: [UInt8])], credential: Credential) async -> TerminalVerdict {
+        let count = "\(exchanges.count) APDU\(exchanges.count == 1 ? "" : "s")"
+        guard !exchanges.isEmpty else {
+            return TerminalVerdict(line: "terminal: no APDUs (no terminal read the credential)", details: [], succeeded: false)
+        }
+        let tag = (credential.secureElement as? HostSecureElement)?.applets.lazy.compactMap { $0 as? Type4TagApplet }.first
+        guard let tag else {
+            return TerminalVerdict(line: "terminal: \(count)", details: [], succeeded: true)
+        }
+        let file = tag.ndefFileContents
+        let nlen = file.count >= 2 ? Int(file[0]) << 8 | Int(file[1]) : 0
+        let wanted = min(file.count, 2 + nlen)
+        let covered = coverage(exchanges, ndefFileID: tag.capabilityContainer.ndefFileID, size: wanted)
+        if covered.allSatisfy({ $0 }) {
+            return TerminalVerdict(
+                line: "terminal: \(count); the NDEF file was read to the end (NLEN \(nlen), \(wanted) bytes)", details: [], succeeded: true)
+        }
+        let last = exchanges[exchanges.count - 1]
+        let line = "terminal: \(count); the NDEF file was NOT read to the end: the terminal stopped after \(last.command.hexString) → \(last.response.hexString)"
+        return TerminalVerdict(line: line, details: await androidVerdict(tag), succeeded: false)
+    }
+
+    /// Which bytes of the NDEF file's first `size` bytes a successful READ BINARY returned while
+    /// that file was selected.
+    private static func coverage(_ exchanges: [(command: [UInt8], response: [UInt8])], ndefFileID: UInt16, size: Int) -> [Bool] {
+        var covered = [Bool](repeating: false, count: size)
+        var selected: UInt16?
+        for (command, response) in exchanges where command.count >= 4 && response.suffix(2) == [0x90, 0x00] {
+            if command[1] == 0xA4, command[2] == 0x00, command.count >= 7, command[4] == 0x02 {
+                selected = UInt16(command[5]) << 8 | UInt16(command[6])
+            } else if command[1] == 0xA4 {
+                selected = nil
+            } else if command[1] == 0xB0, selected == ndefFileID {
+                let offset = Int(command[2] & 0x7F) << 8 | Int(command[3])
+                for i in offset..<offset + response.count - 2 where i < size { covered[i] = true }
+            }
+        }
+        return covered
+    }
+
+    /// Runs the Android model against a fresh copy of the tag.
+    private static func androidVerdict(_ tag: Type4TagApplet) async -> [String] {
+        guard let message = try? tag.currentMessage(),
+              let copy = try? Type4TagApplet(name: tag.name, message: message, capabilityContainer: tag.capabilityContainer,
+                                             readOnly: tag.capabilityContainer.isReadOnly)
+        else { return [] }
+        let element = HostSecureElement(applets: [copy])
+        var lines: [String] = []
+        for release in AndroidType4Reader.Release.allCases {
+            var program = AndroidType4Reader(release: release)
+            var action = program.start()
+            var outcome: TerminalOutcome?
+            for _ in 0..<512 {  // bounded: a read of 32767 bytes in chunks of 64+ takes fewer
+                switch action {
+                case .finish(let end): outcome = end
+                case .send(let command):
+                    let response = (try? await element.transceive(command)) ?? [0x6F, 0x00]
+                    action = program.receive(response)
+                    continue
+                }
+                break
+            }
+            switch outcome {
+            case .failed(let stage, let reason, _)?:
+                lines.append("  Android (\(release.sourceTag) rules) refuses this tag at \(stage): \(reason)")
+            case .completed?:
+                lines.append("  Android (\(release.sourceTag) rules) reads this tag")
+            default:
+                continue
+            }
+        }
+        return lines
+    }
+}
