@@ -171,6 +171,7 @@ extension SharedReader {
                 event: fieldStateChanged(fieldAbsent: TgGetData: PN532 status 29 (the initiator released the target))
                 state: management
                 event: sessionInvalidated(reason: invalidate() was called)
+                terminal: 6 APDUs; the NDEF file was read to the end (NLEN 16, 18 bytes)
 
                 """
             // The state line is printed by the client sequence when performTransaction returns,

@@ -1,0 +1,78 @@
+import Foundation
+import ISO7816
+import NFCTags
+import PCSCSandbox
+import SecureElementCredential
+import Testing
+
+// The terminal models (docs/terminal-models.md) against `secbridge emulate` on reader A, through
+// the shared private pcscd and the simulated ACR122U pair.
+
+/// The NDEF message a credential file's Type 4 Tag holds, serialized.
+private func storedMessage(_ path: String) throws -> [UInt8] {
+    let credential = try CredentialFile(contentsOfFile: try repositoryPath(path)).makeCredential()
+    let tag = try #require((credential.secureElement as? HostSecureElement)?.applets.compactMap { $0 as? Type4TagApplet }.first)
+    return try #require(try tag.currentMessage()).serialized()
+}
+
+/// Every credential of Fixtures/credentials holding an NFC Forum Type 4 Tag (applet `ndef-tag`).
+private let ndefTagCredentials = ["Fixtures/credentials/text-tag.json", "Fixtures/credentials/uri-tag.json", "Fixtures/credentials/worked-example-tag.json"]
+
+extension SharedReader {
+    @Suite struct TerminalModelEndToEndTests {
+        @Test func everyNDEFTagFixtureIsListed() throws {
+            let directory = try repositoryPath("Fixtures/credentials")
+            let holding = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".json") }.sorted()
+                .filter { try String(contentsOfFile: directory + "/" + $0, encoding: .utf8).contains("\"ndef-tag\"") }
+            #expect(holding.map { "Fixtures/credentials/" + $0 } == ndefTagCredentials)
+        }
+
+        /// The Android and iOS models read each NDEF tag fixture to the end; the message they
+        /// decoded equals the credential's records; emulate says so and exits 0.
+        @Test(arguments: ndefTagCredentials, ["android-t4t-read", "android11-t4t-read", "ios-t4t-read"])
+        func modelsReadEveryNDEFTagFixture(_ credential: String, _ script: String) async throws {
+            let environment = try await resetSimulatedReaders()
+            try SimulatedReaders.controlA.send("place-terminal script=\(script) id=phone")
+            let emulation = try await startEmulation(environment, credential: credential)
+            let result = try await emulation.finish()
+            #expect(result.status == 0, "\(result.err)\n\(result.out)")
+            #expect(result.out.contains("; the NDEF file was read to the end (NLEN "), "\(result.out)")
+            let reply = try await terminalResult("phone")
+            #expect(reply["result"] == "passed", "\(reply)")
+            #expect(reply["ndef"] == (try storedMessage(credential)).hexString, "\(reply)")
+        }
+
+        /// A tag whose CC names the reserved file id E102: Android reads the CC and stops there
+        /// (rw_t4t_validate_cc_file); emulate names the step and the reason and exits 1.
+        @Test func androidRefusesAReservedFileIDAndEmulateExitsOne() async throws {
+            let environment = try await resetSimulatedReaders()
+            try SimulatedReaders.controlA.send("place-terminal script=android-t4t-read id=phone")
+            let emulation = try await startEmulation(environment, credential: "Fixtures/credentials/refused/reserved-file-id.json")
+            let result = try await emulation.finish()
+            #expect(result.status == 1, "\(result.err)\n\(result.out)")
+            let reply = try await terminalResult("phone")
+            #expect(reply["result"] == "failed", "\(reply)")
+            #expect(reply["stage"] == "capability container check", "\(reply)")
+            #expect(reply["step"] == "2", "\(reply)")
+            #expect(reply["reason"]?.hasPrefix("NDEF file id E102 is reserved") == true, "\(reply)")
+            #expect(result.out.contains("terminal: 3 APDUs; the NDEF file was NOT read to the end: the terminal stopped after 00 B0 00 00 0F"), "\(result.out)")
+            #expect(result.out.contains("Android (android-15.0.0_r23 rules) refuses this tag at capability container check: NDEF file id E102 is reserved"), "\(result.out)")
+        }
+
+        /// libnfc's capability container (maximum NDEF size FFFE): the android-15 model refuses
+        /// it, the android-11 model reads it (docs/terminal-models.md §1).
+        @Test(arguments: [("android-t4t-read", "failed"), ("android11-t4t-read", "passed")])
+        func libnfcsCapabilityContainer(_ script: String, _ expected: String) async throws {
+            let environment = try await resetSimulatedReaders()
+            try SimulatedReaders.controlA.send("place-terminal script=\(script) id=phone")
+            let emulation = try await startEmulation(environment, credential: "Fixtures/credentials/refused/libnfc-forum-tag4-cc.json")
+            let result = try await emulation.finish()
+            #expect(result.status == (expected == "passed" ? 0 : 1), "\(result.err)\n\(result.out)")
+            let reply = try await terminalResult("phone")
+            #expect(reply["result"] == expected, "\(reply)")
+            if expected == "failed" {
+                #expect(reply["reason"]?.hasPrefix("maximum NDEF size FFFE is outside 0005…7FFF") == true, "\(reply)")
+            }
+        }
+    }
+}
