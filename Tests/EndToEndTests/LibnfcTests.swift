@@ -126,6 +126,52 @@ extension SharedReader {
             try SimulatedReaders.controlA.send("remove peer=desfire")
         }
 
+        /// nfc-emulate-forum-tag4's CC declares a maximum NDEF size of FFFE: the model of Android
+        /// 12–15 (android-15.0.0_r23) refuses it at the CC check, the model of Android 8–11
+        /// (android-11.0.0_r1) reads its Smart Poster (docs/terminal-models.md §1).
+        @Test(arguments: [("android-t4t-read", "failed"), ("android11-t4t-read", "passed")])
+        func androidModelReadsNfcEmulateForumTag4OnA(_ script: String, _ expected: String) async throws {
+            let environment = try await resetSimulatedReaders()
+            let (readerA, readerB) = (environment.simulatedReaderA, environment.simulatedReaderB)
+            try await blocking { try stopAutomaticPolling(on: readerB) }
+            try SimulatedReaders.controlA.send("place-terminal script=\(script) id=phone")
+            let emulator = try Libnfc.RunningTool(
+                "nfc-emulate-forum-tag4", [],
+                environment: Libnfc.environment(reader: readerA, base: environment.environmentForSubprocesses))
+            let reply = try await blocking { try SimulatedReaders.controlA.send("terminal-result peer=phone wait-ms=20000", timeout: .seconds(25)) }
+            let emulatorResult = await Task.detached { emulator.finish(timeout: .seconds(10)) }.value
+            #expect(reply["result"] == expected, "\(reply)\n\(emulatorResult.output)")
+            if expected == "failed" {
+                #expect(reply["stage"] == "capability container check", "\(reply)")
+                #expect(reply["reason"]?.hasPrefix("maximum NDEF size FFFE is outside 0005…7FFF") == true, "\(reply)")
+                #expect(reply["exchanges"] == "3", "\(reply)")
+            } else {
+                // libnfc's example message: one Smart Poster record (type "Sp"), 33 bytes.
+                #expect(reply["ndef"]?.hasPrefix("D1 02 1C 53 70") == true, "\(reply)")
+            }
+        }
+
+        /// `secbridge read --pn532` on B holds the CC to Android 12's rules and refuses
+        /// nfc-emulate-forum-tag4's FFFE; `--lenient-cc` reads it as Android 8–11 would.
+        @Test(arguments: [false, true])
+        func readOnBRefusesOrWithLenientCCReadsNfcEmulateForumTag4(_ lenient: Bool) async throws {
+            let environment = try await resetSimulatedReaders()
+            let (readerA, readerB) = (environment.simulatedReaderA, environment.simulatedReaderB)
+            try await blocking { try stopAutomaticPolling(on: readerB) }
+            let emulator = try Libnfc.RunningTool(
+                "nfc-emulate-forum-tag4", [],
+                environment: Libnfc.environment(reader: readerA, base: environment.environmentForSubprocesses))
+            let read = try await runCLI(["read", "--pn532", "--wait", "10", "--reader", readerB] + (lenient ? ["--lenient-cc"] : []))
+            let emulatorResult = await Task.detached { emulator.finish(timeout: .seconds(10)) }.value
+            if lenient {
+                #expect(read.status == 0, "\(read.err)\n\(read.out)\n\(emulatorResult.output)")
+                #expect(read.out.contains("NDEF record 1: "), "\(read.out)")
+            } else {
+                #expect(read.status == 1, "\(read.err)\n\(read.out)\n\(emulatorResult.output)")
+                #expect((read.out + read.err).contains("the maximum NDEF file size must be 0005 … 7FFF; got FFFE"), "\(read.err)\n\(read.out)")
+            }
+        }
+
         @Test func ourReaderRoleOnBReadsNfcEmulateForumTag4OnA() async throws {
             let environment = try await resetSimulatedReaders()
             let (readerA, readerB) = (environment.simulatedReaderA, environment.simulatedReaderB)
