@@ -105,6 +105,8 @@ extension ExternalTerminal {
         ("android-t4t-read", "Android reading a Type 4 Tag, the rules of android-15.0.0_r23 (strict: Android 12 and later)"),
         ("android11-t4t-read", "Android reading a Type 4 Tag, the rules of android-11.0.0_r1 (lenient: Android 8 to 11)"),
         ("ios-t4t-read", "an iPhone (Core NFC) reading a Type 4 Tag, probes first"),
+        ("emv-payment", "a payment terminal: PPSE, AID by priority, GET PROCESSING OPTIONS, READ RECORD per AFL entry"),
+        ("access-control", "an access-control reader: SELECT F0 53 42 41 44 47 45, GET CHALLENGE, INTERNAL and EXTERNAL AUTHENTICATE"),
         ("android-t4t-recording", "the recorded Android read of the worked example, byte for byte"),
         ("ios-t4t-recording", "the recorded iOS read of the worked example, byte for byte"),
     ]
@@ -118,6 +120,8 @@ extension ExternalTerminal {
             ExternalTerminal(name: "Android Type 4 Tag read (android-11.0.0_r1)", program: AndroidType4Reader(release: .android11))
         case "ios-t4t-read":
             ExternalTerminal(name: "iOS Core NFC Type 4 Tag read", program: IOSType4Reader())
+        case "emv-payment": ExternalTerminal(name: "EMV contactless payment terminal", program: PaymentTerminal())
+        case "access-control": ExternalTerminal(name: "access-control reader", program: AccessControlReader())
         case "android-t4t-recording": ExternalTerminal(script: .androidType4ReadExample)
         case "ios-t4t-recording": ExternalTerminal(script: .iOSType4ReadExample)
         default: nil

@@ -210,3 +210,63 @@ struct TerminalModelFieldTests {
         #expect(terminal.exchanges.count == 3)
     }
 }
+
+@Suite("The payment-style and access-control terminals (docs/terminal-models.md §3, §4)")
+struct PaymentAndAccessTerminalTests {
+    /// A PPSE FCI with two entries: F0…022010 priority 2 first, F0…011010 priority 1 second.
+    static let ppse = hex("""
+        6F 4A 84 0E 32 50 41 59 2E 53 59 53 2E 44 44 46 30 31 A5 38 BF 0C 35 61 18 4F 07 F0 00 00 00 02 20 10
+        50 0A 54 45 53 54 20 44 45 42 49 54 87 01 02 61 19 4F 07 F0 00 00 00 01 10 10 50 0B 54 45 53 54 20 43
+        52 45 44 49 54 87 01 01 90 00
+        """)
+
+    @Test("priority 1 wins over an earlier priority 2; the PDOL 9F66 04 9F02 06 9F37 04 5F2A 02 gets 16 bytes in 83; one READ RECORD per AFL record")
+    func payment() {
+        let respond = { (apdu: [UInt8]) -> [UInt8] in
+            switch text(apdu) {
+            case "00 A4 04 00 0E 32 50 41 59 2E 53 59 53 2E 44 44 46 30 31 00": return Self.ppse
+            case "00 A4 04 00 07 F0 00 00 00 01 10 10 00":
+                return hex("6F 1A 84 07 F0 00 00 00 01 10 10 A5 0F 9F 38 0C 9F 66 04 9F 02 06 9F 37 04 5F 2A 02 90 00")
+            case "80 A8 00 00 12 83 10 36 00 40 00 00 00 00 00 01 00 11 22 33 44 09 78 00": return hex("80 0A 19 80 08 01 01 00 10 01 02 00 90 00")
+            case "00 B2 01 0C 00", "00 B2 01 14 00", "00 B2 02 14 00": return hex("70 03 5A 01 99 90 00")
+            default: return hex("6D 00")
+            }
+        }
+        let (commands, outcome) = run(PaymentTerminal(), against: respond)
+        #expect(Array(commands.suffix(3)) == ["00 B2 01 0C 00", "00 B2 01 14 00", "00 B2 02 14 00"], "\(commands)")
+        guard case .completed(let report) = outcome else { Issue.record("\(String(describing: outcome))"); return }
+        #expect(report.summary == "payment application F0 00 00 00 01 10 10: 3 record(s) read")
+        #expect(report.items.first == "AID F0 00 00 00 01 10 10 (TEST CREDIT), priority 1 of 2 in the PPSE")
+    }
+
+    @Test("a DOL with one- and two-byte tags")
+    func dataObjectList() {
+        let list = PaymentTerminal.dataObjectList(hex("9F 66 04 9A 03 5F 2A 02")) ?? []
+        #expect(list.map(\.tag) == [0x9F66, 0x9A, 0x5F2A])
+        #expect(list.map(\.length) == [4, 3, 2])
+        #expect(PaymentTerminal.dataObjectList(hex("9F 66")) == nil)
+    }
+
+    @Test("access: SELECT, GET CHALLENGE, INTERNAL AUTHENTICATE, EXTERNAL AUTHENTICATE over the challenge; 63 00 there is access denied")
+    func access() {
+        func respond(granting: Bool) -> ([UInt8]) -> [UInt8] {
+            { apdu in
+                switch apdu[1] {
+                case 0xA4, 0x88: return hex("01 02 90 00")
+                case 0x84: return hex("11 22 33 44 55 66 77 88 90 00")
+                case 0x82: return granting && Array(apdu.suffix(8)) == hex("4B 78 69 1E 0F 3C 2D D2") ? hex("90 00") : hex("63 00")
+                default: return hex("6D 00")
+                }
+            }
+        }
+        let (commands, granted) = run(AccessControlReader(), against: respond(granting: true))
+        #expect(commands == [
+            "00 A4 04 00 07 F0 53 42 41 44 47 45 00", "00 84 00 00 08", "00 88 00 00 08 A1 A2 A3 A4 A5 A6 A7 A8 00",
+            "00 82 00 00 08 4B 78 69 1E 0F 3C 2D D2",
+        ])
+        if case .completed(let report) = granted { #expect(report.items.last == "access granted") } else { Issue.record("\(String(describing: granted))") }
+        let (_, denied) = run(AccessControlReader(), against: respond(granting: false))
+        #expect(denied?.failure?.stage == "EXTERNAL AUTHENTICATE")
+        #expect(denied?.failure?.reason.hasPrefix("access denied: SW 63 00") == true)
+    }
+}

@@ -76,3 +76,39 @@ extension SharedReader {
         }
     }
 }
+
+extension SharedReader.TerminalModelEndToEndTests {
+    /// The payment terminal against payment-test-card.json: the credit AID (priority 1) over the
+    /// debit one (priority 2), GPO with the PDOL data, the AFL's three records.
+    @Test func paymentTerminalCompletesAgainstTheTestCard() async throws {
+        let environment = try await resetSimulatedReaders()
+        try SimulatedReaders.controlA.send("place-terminal script=emv-payment id=pos")
+        let emulation = try await startEmulation(environment, credential: "Fixtures/credentials/payment-test-card.json")
+        let result = try await emulation.finish()
+        #expect(result.status == 0, "\(result.err)\n\(result.out)")
+        let reply = try await terminalResult("pos")
+        #expect(reply["result"] == "passed", "\(reply)")
+        #expect(reply["read"] == "payment application F0 00 00 00 01 10 10: 3 record(s) read", "\(reply)")
+        #expect(reply["items"]?.hasPrefix("AID F0 00 00 00 01 10 10 (TEST CREDIT), priority 1 of 2 in the PPSE; AIP 19 80, AFL 08 01 01 00 10 01 02 00") == true, "\(reply)")
+        #expect(result.out.contains("  terminal > 80 A8 00 00 12 83 10 36 00 40 00 00 00 00 00 01 00 11 22 33 44 09 78 00\n"), "\(result.out)")
+        #expect(result.out.contains("terminal: 6 APDUs\n"), "\(result.out)")
+    }
+
+    /// The access-control reader: granted by door-badge-auth.json; access-badge.json has no
+    /// INTERNAL AUTHENTICATE rule (6D 00), so the reader stops there.
+    @Test(arguments: [("Fixtures/credentials/door-badge-auth.json", "passed"), ("Fixtures/credentials/access-badge.json", "failed")])
+    func accessControlReader(_ credential: String, _ expected: String) async throws {
+        let environment = try await resetSimulatedReaders()
+        try SimulatedReaders.controlA.send("place-terminal script=access-control id=door")
+        let emulation = try await startEmulation(environment, credential: credential)
+        _ = try await emulation.finish()
+        let reply = try await terminalResult("door")
+        #expect(reply["result"] == expected, "\(reply)")
+        if expected == "passed" {
+            #expect(reply["items"]?.hasSuffix("access granted") == true, "\(reply)")
+        } else {
+            #expect(reply["stage"] == "INTERNAL AUTHENTICATE", "\(reply)")
+            #expect(reply["reason"]?.hasPrefix("SW 6D 00") == true, "\(reply)")
+        }
+    }
+}
