@@ -94,6 +94,19 @@ func stopAutomaticPolling(on reader: String) throws {
     try link.setPICCOperatingParameter([])
 }
 
+/// nfc-emulate-forum-tag4 started on reader A, after B's automatic polling was turned off (an
+/// auto-polling B would activate A's target itself, docs/acr122-pn532.md §2) and `before` ran.
+func startNfcEmulateForumTag4(before: () throws -> Void = {}) async throws -> (environment: TestEnvironment, emulator: Libnfc.RunningTool) {
+    let environment = try await resetSimulatedReaders()
+    let readerB = environment.simulatedReaderB
+    try await blocking { try stopAutomaticPolling(on: readerB) }
+    try before()
+    let emulator = try Libnfc.RunningTool(
+        "nfc-emulate-forum-tag4", [],
+        environment: Libnfc.environment(reader: environment.simulatedReaderA, base: environment.environmentForSubprocesses))
+    return (environment, emulator)
+}
+
 extension SharedReader {
     @Suite(.enabled(if: Libnfc.isBuilt, "libnfc is not built: run scripts/build-libnfc.sh (as root the first time)"))
     struct LibnfcTests {
@@ -131,13 +144,9 @@ extension SharedReader {
         /// (android-11.0.0_r1) reads its Smart Poster (docs/terminal-models.md §1).
         @Test(arguments: [("android-t4t-read", "failed"), ("android11-t4t-read", "passed")])
         func androidModelReadsNfcEmulateForumTag4OnA(_ script: String, _ expected: String) async throws {
-            let environment = try await resetSimulatedReaders()
-            let (readerA, readerB) = (environment.simulatedReaderA, environment.simulatedReaderB)
-            try await blocking { try stopAutomaticPolling(on: readerB) }
-            try SimulatedReaders.controlA.send("place-terminal script=\(script) id=phone")
-            let emulator = try Libnfc.RunningTool(
-                "nfc-emulate-forum-tag4", [],
-                environment: Libnfc.environment(reader: readerA, base: environment.environmentForSubprocesses))
+            let (_, emulator) = try await startNfcEmulateForumTag4 {
+                try SimulatedReaders.controlA.send("place-terminal script=\(script) id=phone")
+            }
             let reply = try await blocking { try SimulatedReaders.controlA.send("terminal-result peer=phone wait-ms=20000", timeout: .seconds(25)) }
             let emulatorResult = await Task.detached { emulator.finish(timeout: .seconds(10)) }.value
             #expect(reply["result"] == expected, "\(reply)\n\(emulatorResult.output)")
@@ -151,34 +160,9 @@ extension SharedReader {
             }
         }
 
-        /// `secbridge read --pn532` on B holds the CC to Android 12's rules and refuses
-        /// nfc-emulate-forum-tag4's FFFE; `--lenient-cc` reads it as Android 8–11 would.
-        @Test(arguments: [false, true])
-        func readOnBRefusesOrWithLenientCCReadsNfcEmulateForumTag4(_ lenient: Bool) async throws {
-            let environment = try await resetSimulatedReaders()
-            let (readerA, readerB) = (environment.simulatedReaderA, environment.simulatedReaderB)
-            try await blocking { try stopAutomaticPolling(on: readerB) }
-            let emulator = try Libnfc.RunningTool(
-                "nfc-emulate-forum-tag4", [],
-                environment: Libnfc.environment(reader: readerA, base: environment.environmentForSubprocesses))
-            let read = try await runCLI(["read", "--pn532", "--wait", "10", "--reader", readerB] + (lenient ? ["--lenient-cc"] : []))
-            let emulatorResult = await Task.detached { emulator.finish(timeout: .seconds(10)) }.value
-            if lenient {
-                #expect(read.status == 0, "\(read.err)\n\(read.out)\n\(emulatorResult.output)")
-                #expect(read.out.contains("NDEF record 1: "), "\(read.out)")
-            } else {
-                #expect(read.status == 1, "\(read.err)\n\(read.out)\n\(emulatorResult.output)")
-                #expect((read.out + read.err).contains("the maximum NDEF file size must be 0005 … 7FFF; got FFFE"), "\(read.err)\n\(read.out)")
-            }
-        }
-
         @Test func ourReaderRoleOnBReadsNfcEmulateForumTag4OnA() async throws {
-            let environment = try await resetSimulatedReaders()
-            let (readerA, readerB) = (environment.simulatedReaderA, environment.simulatedReaderB)
-            try await blocking { try stopAutomaticPolling(on: readerB) }
-            let emulator = try Libnfc.RunningTool(
-                "nfc-emulate-forum-tag4", [],
-                environment: Libnfc.environment(reader: readerA, base: environment.environmentForSubprocesses))
+            let (environment, emulator) = try await startNfcEmulateForumTag4()
+            let readerB = environment.simulatedReaderB
             let reading = try await blocking { () throws -> (ISO14443ATarget?, [[UInt8]]) in
                 let direct = try PCSCContext().connect(to: readerB, share: .direct, protocols: [])
                 let chip = PN532(link: try ACR122Link.open(channel: direct, readerName: readerB))
