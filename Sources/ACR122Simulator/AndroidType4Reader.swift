@@ -20,6 +20,11 @@ import NFCTags
 ///
 /// Any SW other than 90 00 after step 1 ends the read (`rw_t4t_handle_error`). An empty file
 /// (NLEN 0) is read as an empty NDEF message, without step 5 (NFA skips the read).
+///
+/// With a message to write (``init(release:writing:)``), step 5 is the NDEF update of
+/// `RW_T4tUpdateNDef` instead: refused for a read-only tag (write access FF) or a message larger
+/// than the maximum size − 2; else UPDATE BINARY `00 D6 00 00 02 00 00` (NLEN 0000), the message
+/// from offset 2 in chunks of min(MLc, 633, 255) bytes, then NLEN.
 public struct AndroidType4Reader: TerminalProgram {
     /// Whose rules the model follows.
     public enum Release: String, Sendable, Hashable, CaseIterable {
@@ -48,6 +53,12 @@ public struct AndroidType4Reader: TerminalProgram {
     public static let maximumDataPerRead = 647
 
     public let release: Release
+    /// The NDEF message to write instead of reading, or nil.
+    public let messageToWrite: [UInt8]?
+    /// `RW_T4T_MAX_DATA_PER_WRITE`: GKI buffer 660 − NFC_HDR 8 − NCI offset 1 − NCI data header 3
+    /// − the longest command header 15.
+    public static let maximumDataPerWrite = 633
+    private var written = 0
 
     private enum Stage {
         case selectApplication(version: UInt8)
@@ -57,6 +68,9 @@ public struct AndroidType4Reader: TerminalProgram {
         case selectNDEFFile
         case readNLEN
         case readNDEF
+        case writeNLENZero
+        case writeMessage
+        case writeNLEN
     }
 
     private struct CC {
@@ -75,8 +89,9 @@ public struct AndroidType4Reader: TerminalProgram {
     private var extendedLe = false
     private var lastCommand: [UInt8] = []
 
-    public init(release: Release = .android15) {
+    public init(release: Release = .android15, writing message: [UInt8]? = nil) {
         self.release = release
+        messageToWrite = message
         version = release == .android15 ? 0x30 : 0x20
     }
 
@@ -103,6 +118,9 @@ public struct AndroidType4Reader: TerminalProgram {
         case .selectNDEFFile: "SELECT NDEF file"
         case .readNLEN: "READ BINARY NLEN"
         case .readNDEF: "READ BINARY NDEF message"
+        case .writeNLENZero: "UPDATE BINARY NLEN 0000"
+        case .writeMessage: "UPDATE BINARY NDEF message"
+        case .writeNLEN: "UPDATE BINARY NLEN"
         }
     }
 
@@ -148,7 +166,43 @@ public struct AndroidType4Reader: TerminalProgram {
             return nlenRead(data)
         case .readNDEF:
             return ndefChunk(data)
+        case .writeNLENZero, .writeMessage:
+            return writeNext()
+        case .writeNLEN:
+            let report = TerminalReport.ndef(messageToWrite ?? [])
+            let summary = (try? report.get().summary).map { "wrote " + $0 } ?? "wrote \(written) bytes"
+            return .finish(.completed(TerminalReport(summary: summary, ndefMessage: messageToWrite, items: (try? report.get().items) ?? [])))
         }
+    }
+
+    /// `RW_T4tUpdateNDef`: the checks, then NLEN 0000.
+    private mutating func startWrite(_ message: [UInt8]) -> TerminalAction {
+        let stage = "NDEF update"
+        guard cc.write != 0xFF else { return fail(stage, "the NDEF file is read-only (write access FF)") }
+        guard message.count + cc.nlenSize <= cc.maxSize else {
+            return fail(stage, "the message (\(message.count) bytes) plus NLEN is more than the maximum NDEF size \(cc.maxSize)")
+        }
+        guard cc.nlenSize + message.count <= 0x7FFF else {
+            return fail(stage, "the message reaches past offset 7FFF, which needs UpdateBinary with an ODO (D7), not modelled here")
+        }
+        self.stage = .writeNLENZero
+        return send([0x00, 0xD6, 0x00, 0x00, UInt8(cc.nlenSize)] + [UInt8](repeating: 0, count: cc.nlenSize))
+    }
+
+    /// `rw_t4t_update_file` until the message is written, then `rw_t4t_update_nlen`.
+    private mutating func writeNext() -> TerminalAction {
+        let message = messageToWrite ?? []
+        guard written < message.count else {
+            stage = .writeNLEN
+            let nlen = (0..<cc.nlenSize).reversed().map { UInt8((message.count >> (8 * $0)) & 0xFF) }
+            return send([0x00, 0xD6, 0x00, 0x00, UInt8(cc.nlenSize)] + nlen)
+        }
+        stage = .writeMessage
+        let length = min(message.count - written, min(cc.mlc, Self.maximumDataPerWrite), 0xFF)
+        let offset = cc.nlenSize + written
+        let chunk = Array(message[written..<written + length])
+        written += length
+        return send([0x00, 0xD6, UInt8(offset >> 8), UInt8(offset & 0xFF), UInt8(length)] + chunk)
     }
 
     private mutating func capabilityContainer(_ data: [UInt8]) -> TerminalAction {
@@ -235,6 +289,7 @@ public struct AndroidType4Reader: TerminalProgram {
         case .android11:
             maxReadSize = min(cc.mle, Self.maximumDataPerRead, 0xFF)
         }
+        if let message = messageToWrite { return startWrite(message) }
         guard nlen > 0 else { return finish() }
         stage = .readNDEF
         return readNext()

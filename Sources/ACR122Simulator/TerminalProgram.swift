@@ -104,12 +104,17 @@ extension ExternalTerminal {
     public static let catalog: [(name: String, description: String)] = [
         ("android-t4t-read", "Android reading a Type 4 Tag, the rules of android-15.0.0_r23 (strict: Android 12 and later)"),
         ("android11-t4t-read", "Android reading a Type 4 Tag, the rules of android-11.0.0_r1 (lenient: Android 8 to 11)"),
+        ("android-t4t-write", "Android writing an NDEF message (URI https://example.org/written) to a Type 4 Tag, android-15.0.0_r23"),
         ("ios-t4t-read", "an iPhone (Core NFC) reading a Type 4 Tag, probes first"),
         ("emv-payment", "a payment terminal: PPSE, AID by priority, GET PROCESSING OPTIONS, READ RECORD per AFL entry"),
         ("access-control", "an access-control reader: SELECT F0 53 42 41 44 47 45, GET CHALLENGE, INTERNAL and EXTERNAL AUTHENTICATE"),
         ("android-t4t-recording", "the recorded Android read of the worked example, byte for byte"),
         ("ios-t4t-recording", "the recorded iOS read of the worked example, byte for byte"),
     ]
+
+    /// The message `android-t4t-write` writes: one URI record, https://example.org/written
+    /// (`D1 01 14 55 04` + "example.org/written").
+    public static let writtenMessage: [UInt8] = [0xD1, 0x01, 0x14, 0x55, 0x04] + Array("example.org/written".utf8)
 
     /// A new terminal of the ``catalog``, or nil for an unknown name.
     public static func named(_ name: String) -> ExternalTerminal? {
@@ -118,6 +123,9 @@ extension ExternalTerminal {
             ExternalTerminal(name: "Android Type 4 Tag read (android-15.0.0_r23)", program: AndroidType4Reader(release: .android15))
         case "android11-t4t-read":
             ExternalTerminal(name: "Android Type 4 Tag read (android-11.0.0_r1)", program: AndroidType4Reader(release: .android11))
+        case "android-t4t-write":
+            ExternalTerminal(name: "Android Type 4 Tag write (android-15.0.0_r23)",
+                             program: AndroidType4Reader(release: .android15, writing: Self.writtenMessage))
         case "ios-t4t-read":
             ExternalTerminal(name: "iOS Core NFC Type 4 Tag read", program: IOSType4Reader())
         case "emv-payment": ExternalTerminal(name: "EMV contactless payment terminal", program: PaymentTerminal())

@@ -39,7 +39,11 @@ struct TerminalVerdict: Sendable {
         let file = tag.ndefFileContents
         let nlen = file.count >= 2 ? Int(file[0]) << 8 | Int(file[1]) : 0
         let wanted = min(file.count, 2 + nlen)
-        let covered = coverage(exchanges, ndefFileID: tag.capabilityContainer.ndefFileID, size: wanted)
+        let (covered, wroteNLEN) = coverage(exchanges, ndefFileID: tag.capabilityContainer.ndefFileID, size: wanted)
+        if wroteNLEN {
+            return TerminalVerdict(
+                line: "terminal: \(count); the terminal wrote the NDEF file (NLEN now \(nlen))", details: [], succeeded: true)
+        }
         if covered.allSatisfy({ $0 }) {
             return TerminalVerdict(
                 line: "terminal: \(count); the NDEF file was read to the end (NLEN \(nlen), \(wanted) bytes)", details: [], succeeded: true)
@@ -50,9 +54,11 @@ struct TerminalVerdict: Sendable {
     }
 
     /// Which bytes of the NDEF file's first `size` bytes a successful READ BINARY returned while
-    /// that file was selected.
-    private static func coverage(_ exchanges: [(command: [UInt8], response: [UInt8])], ndefFileID: UInt16, size: Int) -> [Bool] {
+    /// that file was selected, and whether the last successful UPDATE BINARY of the file set a
+    /// non-zero NLEN (a completed NDEF write: NLEN 0000, the message, NLEN).
+    private static func coverage(_ exchanges: [(command: [UInt8], response: [UInt8])], ndefFileID: UInt16, size: Int) -> ([Bool], Bool) {
         var covered = [Bool](repeating: false, count: size)
+        var wroteNLEN = false
         var selected: UInt16?
         for (command, response) in exchanges where command.count >= 4 && response.suffix(2) == [0x90, 0x00] {
             if command[1] == 0xA4, command[2] == 0x00, command.count >= 7, command[4] == 0x02 {
@@ -62,9 +68,11 @@ struct TerminalVerdict: Sendable {
             } else if command[1] == 0xB0, selected == ndefFileID {
                 let offset = Int(command[2] & 0x7F) << 8 | Int(command[3])
                 for i in offset..<offset + response.count - 2 where i < size { covered[i] = true }
+            } else if command[1] == 0xD6, selected == ndefFileID, command.count >= 5 {
+                wroteNLEN = command[2] == 0 && command[3] == 0 && command[4] == 2 && command.count == 7 && command[5...6] != [0, 0]
             }
         }
-        return covered
+        return (covered, wroteNLEN)
     }
 
     /// Runs the Android model against a fresh copy of the tag.

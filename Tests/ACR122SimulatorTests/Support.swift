@@ -36,6 +36,14 @@ final class NDEFApplet {
         self.ndefFile = ndefFile
     }
 
+    /// `respond` with every file selectable at once (for a test double that keeps its own state).
+    func respondStateless(_ apdu: [UInt8]) -> [UInt8] {
+        applicationSelected = true
+        selectedFile = [0xE1, 0x03]
+        if apdu.count >= 5, apdu[1] == 0xB0, apdu[2] == 0x00, apdu[3] == 0x00, apdu[4] != 0x0F { selectedFile = Array(capabilityContainer[9...10]) }
+        return respond(apdu)
+    }
+
     func respond(_ apdu: [UInt8]) -> [UInt8] {
         guard apdu.count >= 4 else { return [0x67, 0x00] }
         guard apdu[0] == 0x00 else { return [0x6E, 0x00] }

@@ -270,3 +270,49 @@ struct PaymentAndAccessTerminalTests {
         #expect(denied?.failure?.reason.hasPrefix("access denied: SW 63 00") == true)
     }
 }
+
+@Suite("Android's NDEF write (AOSP RW_T4tUpdateNDef, docs/terminal-models.md §1)")
+struct AndroidType4WriteTests {
+    /// A writable file behind `cc`: SELECT as NDEFApplet, UPDATE BINARY into `file`.
+    final class WritableTag {
+        let cc: [UInt8]
+        var file: [UInt8]
+        init(cc: [UInt8], size: Int) {
+            self.cc = cc
+            file = [UInt8](repeating: 0, count: size)
+        }
+        func respond(_ apdu: [UInt8]) -> [UInt8] {
+            if apdu[1] == 0xD6 {
+                let offset = Int(apdu[2]) << 8 | Int(apdu[3])
+                let data = Array(apdu[5..<5 + Int(apdu[4])])
+                guard offset + data.count <= file.count else { return hex("6B 00") }
+                file.replaceSubrange(offset..<offset + data.count, with: data)
+                return hex("90 00")
+            }
+            return NDEFApplet(capabilityContainer: cc, ndefFile: file).respondStateless(apdu)
+        }
+    }
+
+    @Test("NLEN 0000, the message in chunks of MLc from offset 2, then NLEN; the file then holds the message")
+    func write() {
+        let tag = WritableTag(cc: capabilityContainer(mlc: 0x000F, maxSize: 0x0040), size: 0x40)
+        let message = ExternalTerminal.writtenMessage
+        #expect(message.count == 24)
+        let (commands, outcome) = run(AndroidType4Reader(writing: message), against: tag.respond)
+        #expect(Array(commands.suffix(4)) == [
+            "00 D6 00 00 02 00 00", "00 D6 00 02 0F " + text(Array(message.prefix(15))), "00 D6 00 11 09 " + text(Array(message.suffix(9))),
+            "00 D6 00 00 02 00 18",
+        ])
+        #expect(outcome?.ndefMessage == message)
+        #expect(Array(tag.file.prefix(26)) == [0x00, 0x18] + message)
+    }
+
+    @Test("a read-only tag (write access FF) is not written: nothing after READ BINARY NLEN")
+    func readOnly() {
+        let tag = WritableTag(cc: capabilityContainer(write: 0xFF), size: 0x40)
+        let (commands, outcome) = run(AndroidType4Reader(writing: ExternalTerminal.writtenMessage), against: tag.respond)
+        #expect(commands.last == "00 B0 00 00 02")
+        #expect(outcome?.failure?.stage == "NDEF update")
+        #expect(outcome?.failure?.reason == "the NDEF file is read-only (write access FF)")
+    }
+}

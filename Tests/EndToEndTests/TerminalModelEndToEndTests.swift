@@ -112,3 +112,26 @@ extension SharedReader.TerminalModelEndToEndTests {
         }
     }
 }
+
+extension SharedReader.TerminalModelEndToEndTests {
+    /// Android writing an NDEF message: text-tag.json is writable, so the write completes and
+    /// emulate says the terminal wrote the file; uri-tag.json is read-only (write access FF), so
+    /// the model stops after NLEN, as RW_T4tUpdateNDef refuses it.
+    @Test(arguments: [("Fixtures/credentials/text-tag.json", "passed"), ("Fixtures/credentials/uri-tag.json", "failed")])
+    func androidWritesAWritableTag(_ credential: String, _ expected: String) async throws {
+        let environment = try await resetSimulatedReaders()
+        try SimulatedReaders.controlA.send("place-terminal script=android-t4t-write id=writer")
+        let emulation = try await startEmulation(environment, credential: credential)
+        let result = try await emulation.finish()
+        let reply = try await terminalResult("writer")
+        #expect(reply["result"] == expected, "\(reply)")
+        if expected == "passed" {
+            #expect(result.status == 0, "\(result.err)\n\(result.out)")
+            #expect(reply["read"] == "wrote NDEF message, 1 record: URI https://example.org/written", "\(reply)")
+            #expect(result.out.contains("terminal: 8 APDUs; the terminal wrote the NDEF file (NLEN now 24)"), "\(result.out)")
+        } else {
+            #expect(result.status == 1, "\(result.err)\n\(result.out)")
+            #expect(reply["reason"] == "the NDEF file is read-only (write access FF)", "\(reply)")
+        }
+    }
+}

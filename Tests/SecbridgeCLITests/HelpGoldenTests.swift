@@ -116,7 +116,7 @@ import Testing
 
             """#),
         Refusal(kind: "choice of terminal scripts", arguments: ["simulate", "--terminal", "ios"], error: #"""
-            secbridge: error: unknown terminal script 'ios'; use one of android-t4t-read, android11-t4t-read, ios-t4t-read, emv-payment, access-control, android-t4t-recording, ios-t4t-recording
+            secbridge: error: unknown terminal script 'ios'; use one of android-t4t-read, android11-t4t-read, android-t4t-write, ios-t4t-read, emv-payment, access-control, android-t4t-recording, ios-t4t-recording
             USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process]
             Run 'secbridge simulate --help' for more information.
 
