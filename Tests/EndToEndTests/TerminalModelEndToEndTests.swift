@@ -47,9 +47,15 @@ extension SharedReader {
         @Test func androidRefusesAReservedFileIDAndEmulateExitsOne() async throws {
             let environment = try await resetSimulatedReaders()
             try SimulatedReaders.controlA.send("place-terminal script=android-t4t-read id=phone")
-            let emulation = try await startEmulation(environment, credential: "Fixtures/credentials/refused/reserved-file-id.json")
+            let record = FileManager.default.temporaryDirectory.appendingPathComponent("terminals-\(getpid())-refused.trn").path
+            defer { try? FileManager.default.removeItem(atPath: record) }
+            let emulation = try await startEmulation(environment, credential: "Fixtures/credentials/refused/reserved-file-id.json", extra: ["--record", record])
             let result = try await emulation.finish()
             #expect(result.status == 1, "\(result.err)\n\(result.out)")
+            // The verdict is in the transcript too.
+            let transcript = try String(contentsOfFile: record, encoding: .utf8)
+            #expect(transcript.contains("terminal: 3 APDUs; the NDEF file was NOT read to the end"), "\(transcript)")
+            #expect(transcript.contains("Android (android-15.0.0_r23 rules) refuses this tag at capability container check"), "\(transcript)")
             let reply = try await terminalResult("phone")
             #expect(reply["result"] == "failed", "\(reply)")
             #expect(reply["stage"] == "capability container check", "\(reply)")

@@ -618,7 +618,7 @@ import Testing
               --tag-uri <URI>        A Type 2 tag's content: an NDEF URI record (default: an empty NDEF message).
               --tag-text <TEXT>      A Type 2 tag's content: an NDEF text record (language en).
               --tag-key <HEX12>      A MIFARE Classic tag's key A and key B for every sector: 6 bytes of hex (default FF FF FF FF FF FF).
-              --terminal <SCRIPT>    Place a terminal: android-t4t-read, android11-t4t-read or ios-t4t-read (models of the phones' readers), or a recording (android-t4t-recording, ios-t4t-recording).
+              --terminal <SCRIPT>    Place a terminal, a model of a reader (android-t4t-read, android11-t4t-read, android-t4t-write, ios-t4t-read, emv-payment, access-control; docs/terminal-models.md) or a recording (android-t4t-recording, ios-t4t-recording).
               --timeout <SECONDS>    Stop after SECONDS (at most 86400) instead of waiting for Ctrl-C.
               --time-scale <FACTOR>  Wall-clock seconds per simulated second, above 0.002 and at most 1 (default 1, real time; 0.01: a 5 s MCU timeout takes 50 ms).
               --in-process           Run the readers in this process (no pcscd); `send a|b HEX` on standard input.
