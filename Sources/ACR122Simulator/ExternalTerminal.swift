@@ -62,9 +62,9 @@ public final class ExternalTerminal: FieldPeer {
         case passed
         /// The answer to script step `step` (0-based) differed from the recording.
         case mismatch(step: Int, expected: String, actual: [UInt8])
-        /// A model gave up at exchange `step` (0-based; the count of exchanges when it gave up
-        /// after an answer): `stage` names the step of its algorithm ("READ BINARY capability
-        /// container"), `reason` what the real reader would refuse and why.
+        /// A model gave up after the answer to exchange `step` (0-based: 2 when it stops after the
+        /// third R-APDU): `stage` names the step of its algorithm ("capability container check"),
+        /// `reason` what the real reader refuses and why.
         case failed(step: Int, stage: String, reason: String)
         /// The emulated target went away (left target mode, reader removed) before step `step` was
         /// answered.
