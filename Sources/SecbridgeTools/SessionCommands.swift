@@ -132,8 +132,10 @@ extension SecbridgeCLI {
             `terminal:` line (also written to the --record transcript) says what the terminal did:
             how many APDUs, and for an NFC Forum Type 4 Tag whether the NDEF file was read to the
             end; if it was not, the tag is run through the model of Android's reader to say where
-            and why Android would refuse it. Exit status 0 when a terminal exchanged APDUs (and read
-            a Type 4 Tag to the end), 1 otherwise.
+            and why Android would refuse it. On a simulated reader (`secbridge simulate`) each
+            simulated terminal's own verdict follows: what it read, or the step and reason it
+            failed. Exit status 0 when a terminal exchanged APDUs (and read a Type 4 Tag to the
+            end, and no simulated terminal failed), 1 otherwise.
             """,
         options: [
             .value("credential", "FILE", "The credential file to present (required).", .existingFile),
@@ -308,7 +310,12 @@ extension SecbridgeCLI {
         if let change = secureElementChanges.withLock({ $0.first }) {
             throw CLIError.failure("the terminal's transaction could not continue: \(change)")
         }
-        let verdict = await TerminalVerdict.evaluate(served, credential: credential)
+        var verdict = await TerminalVerdict.evaluate(served, credential: credential)
+        // On a simulated reader the terminals' own verdicts too (their step and reason).
+        if let simulated = SimulatedTerminals.verdicts(reader: reader, client: client) {
+            verdict.details += simulated.lines.map { "  " + $0 }
+            if simulated.failed { verdict.succeeded = false }
+        }
         for line in [verdict.line] + verdict.details {
             say(line)
             try? recorder?.recordComment(line.trimmingPrefix("  ").description)

@@ -1,6 +1,9 @@
 import ACR122Simulator
 import ISO7816
 import NFCTags
+import Foundation
+import PCSCCore
+import PCSCSandbox
 import SecureElementCredential
 
 /// What a terminal did with an emulated credential, as the emulating host sees it — on real
@@ -107,5 +110,56 @@ struct TerminalVerdict: Sendable {
             }
         }
         return lines
+    }
+}
+
+/// The simulated terminals' own verdicts, when the reader is a secbridge simulated ACR122U: its
+/// driver names its control socket (``PCSCAttribute/simulatorControlSocket``), whose
+/// `terminal-result` says how each terminal in the field that activated a target ended
+/// (docs/terminal-models.md). A real reader refuses the attribute: nil.
+enum SimulatedTerminals {
+    /// One line per terminal that ran ("simulated terminal phone (…): failed at capability
+    /// container check: …"), and whether any failed; nil when the reader is not simulated.
+    static func verdicts(reader: String, client: any PCSCClient) -> (lines: [String], failed: Bool)? {
+        guard let socket = controlSocket(reader: reader, client: client) else { return nil }
+        let control = SimulatedReaderControl(socketPath: socket)
+        guard let peers = try? control.send("peers", timeout: .seconds(2)), let list = peers["list"] else { return nil }
+        var lines: [String] = []
+        var failed = false
+        for entry in list.components(separatedBy: "; ") {
+            guard let colon = entry.firstIndex(of: ":"), entry[colon...].contains("external terminal") else { continue }
+            let id = String(entry[..<colon])
+            let name = entry[entry.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            guard let reply = try? control.send("terminal-result peer=\(id) wait-ms=2000", timeout: .seconds(4)),
+                  let result = reply["result"], reply["activations"] != "0"
+            else { continue }
+            var line = "simulated \(name) [\(id)]: \(result)"
+            switch result {
+            case "passed": line += reply["read"].map { ": \($0)" } ?? ""
+            case "failed":
+                failed = true
+                line += " at \(reply["stage"] ?? "?"), exchange \(reply["step"] ?? "?"): \(reply["reason"] ?? "")"
+            case "mismatch":
+                failed = true
+                line += " at step \(reply["step"] ?? "?"): expected \(reply["expected"] ?? ""), got \(reply["actual"] ?? "")"
+            case "target-left":
+                failed = true
+                line += " at step \(reply["step"] ?? "?")"
+            default:
+                break
+            }
+            lines.append(line)
+        }
+        return (lines, failed)
+    }
+
+    private static func controlSocket(reader: String, client: any PCSCClient) -> String? {
+        guard let context = try? client.establishContext() else { return nil }
+        defer { try? context.release() }
+        guard let handle = try? context.connect(to: reader, share: .direct, protocols: .undefined) else { return nil }
+        defer { try? handle.disconnect(.leave) }
+        guard let bytes = try? handle.attribute(.simulatorControlSocket), !bytes.isEmpty else { return nil }
+        let path = String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+        return path.hasPrefix("/") ? path : nil
     }
 }

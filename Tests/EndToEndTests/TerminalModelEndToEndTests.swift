@@ -63,6 +63,10 @@ extension SharedReader {
             #expect(reply["reason"]?.hasPrefix("NDEF file id E102 is reserved") == true, "\(reply)")
             #expect(result.out.contains("terminal: 3 APDUs; the NDEF file was NOT read to the end: the terminal stopped after 00 B0 00 00 0F"), "\(result.out)")
             #expect(result.out.contains("Android (android-15.0.0_r23 rules) refuses this tag at capability container check: NDEF file id E102 is reserved"), "\(result.out)")
+            // The simulated terminal's own verdict, from the simulator's control socket.
+            #expect(result.out.contains(
+                "  simulated external terminal (Android Type 4 Tag read (android-15.0.0_r23)) [phone]: failed at capability container check, exchange 2: NDEF file id E102 is reserved"),
+                "\(result.out)")
         }
 
         /// libnfc's capability container (maximum NDEF size FFFE): the android-15 model refuses
@@ -107,7 +111,10 @@ extension SharedReader.TerminalModelEndToEndTests {
         let environment = try await resetSimulatedReaders()
         try SimulatedReaders.controlA.send("place-terminal script=access-control id=door")
         let emulation = try await startEmulation(environment, credential: credential)
-        _ = try await emulation.finish()
+        let result = try await emulation.finish()
+        // A declarative applet cannot tell a refusal itself: the simulated terminal's verdict decides.
+        #expect(result.status == (expected == "passed" ? 0 : 1), "\(result.err)\n\(result.out)")
+        #expect(result.out.contains("simulated external terminal (access-control reader) [door]: \(expected)"), "\(result.out)")
         let reply = try await terminalResult("door")
         #expect(reply["result"] == expected, "\(reply)")
         if expected == "passed" {

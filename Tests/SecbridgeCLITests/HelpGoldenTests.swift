@@ -680,8 +680,10 @@ import Testing
             `terminal:` line (also written to the --record transcript) says what the terminal did:
             how many APDUs, and for an NFC Forum Type 4 Tag whether the NDEF file was read to the
             end; if it was not, the tag is run through the model of Android's reader to say where
-            and why Android would refuse it. Exit status 0 when a terminal exchanged APDUs (and read
-            a Type 4 Tag to the end), 1 otherwise.
+            and why Android would refuse it. On a simulated reader (`secbridge simulate`) each
+            simulated terminal's own verdict follows: what it read, or the step and reason it
+            failed. Exit status 0 when a terminal exchanged APDUs (and read a Type 4 Tag to the
+            end, and no simulated terminal failed), 1 otherwise.
 
             OPTIONS:
               --credential <FILE>        The credential file to present (required).
