@@ -60,7 +60,7 @@ let package = Package(
         // A model of the ACR122U (and its CCID driver) with a simulated RF field: cards, tags with
         // memory, terminals. Its tag arithmetic is its own, on purpose: it is an oracle of the card
         // (see StorageCards.swift), checked against NFCTags by TagArithmeticCrossCheckTests.
-        .target(name: "ACR122Simulator", dependencies: ["PCSCCore", "ISO7816", "Transcript"]),
+        .target(name: "ACR122Simulator", dependencies: ["PCSCCore", "ISO7816", "Transcript", "NFCTags"]),
         // The simulated ACR122U as a pcscd driver: IFD handler entry points, the control socket.
         .target(name: "SimulatedACR122IFD", dependencies: ["ACR122Simulator", "PCSCCore", "CPCSCLite", "ISO7816", "Transcript"]),
         // The in-process PC/SC client: simulated readers driven through SimulatedACR122IFD's entry

@@ -4,16 +4,19 @@ import Transcript
 
 /// An external NFC terminal (a phone reading a tag, a payment terminal): an ISO/IEC 14443-4
 /// initiator that activates a card emulated by a simulated ACR122U in the same field and sends it
-/// C-APDUs from a script, checking each R-APDU.
+/// C-APDUs, each chosen by its ``TerminalProgram`` from the answers so far.
 ///
 /// The terminal activates the first simulated reader in the field that waits in TgInitAsTarget with
-/// a SAK announcing ISO/IEC 14443-4 (bit 0x20): it sends RATS (``Script/rats``, `E0 80` by
-/// default), which TgInitAsTarget returns as the initiator command. It then hands the emulating
-/// host one C-APDU per TgGetData and checks the answer given with TgSetData against the script.
-/// After the last step (or at the first mismatch) it releases the target: the host's next
-/// TgGetData gets status 29. A terminal runs its script once.
+/// a SAK announcing ISO/IEC 14443-4 (bit 0x20): it sends RATS (`E0 80` by default), which
+/// TgInitAsTarget returns as the initiator command. It then hands the emulating host one C-APDU per
+/// TgGetData and gives the answer the host sends with TgSetData to its program. When the program
+/// ends (read done, a script's last step, or a refusal) it releases the target: the host's next
+/// TgGetData gets status 29. A terminal runs its program once.
 ///
-/// It records every exchange (``exchanges``) and the outcome (``result``).
+/// Programs: a recorded ``Script`` (each answer checked byte for byte), or a model of a real
+/// reader's algorithm (``AndroidType4Reader``, ``IOSType4Reader``, ``PaymentTerminal``,
+/// ``AccessControlReader``). It records every exchange (``exchanges``), the outcome (``result``)
+/// and what the program read (``report``).
 public final class ExternalTerminal: FieldPeer {
     /// One command of a script and the answer expected.
     public struct Step: Sendable, Hashable {
@@ -32,9 +35,9 @@ public final class ExternalTerminal: FieldPeer {
         }
     }
 
-    /// What a terminal does once activated.
+    /// A recorded exchange replayed byte for byte: regression data, not a model.
     public struct Script: Sendable, Hashable {
-        /// A name for reports, e.g. "Android Type 4 Tag read".
+        /// A name for reports, e.g. "Android Type 4 Tag read (recording)".
         public var name: String
         /// The RATS sent at activation, `E0 80` (FSDI 8 → FSD 256, CID 0) as phones send it
         /// (docs/iso14443-t4t-ndef.md §2).
@@ -52,12 +55,17 @@ public final class ExternalTerminal: FieldPeer {
     public enum Result: Sendable, Hashable {
         /// Not activated yet.
         case waiting
-        /// Activated; `step` is the index of the next step.
+        /// Activated; `step` is the index of the next exchange.
         case running(step: Int)
-        /// Every step answered as expected; the target was released.
+        /// The program completed: every script step answered as expected, or a model read what it
+        /// reads (see ``report``). The target was released.
         case passed
-        /// The answer to step `step` (0-based) differed from the script.
+        /// The answer to script step `step` (0-based) differed from the recording.
         case mismatch(step: Int, expected: String, actual: [UInt8])
+        /// A model gave up after the answer to exchange `step` (0-based: 2 when it stops after the
+        /// third R-APDU): `stage` names the step of its algorithm ("capability container check"),
+        /// `reason` what the real reader refuses and why.
+        case failed(step: Int, stage: String, reason: String)
         /// The emulated target went away (left target mode, reader removed) before step `step` was
         /// answered.
         case targetLeft(step: Int)
@@ -71,16 +79,36 @@ public final class ExternalTerminal: FieldPeer {
 
     private struct State {
         var result: Result = .waiting
+        var program: any TerminalProgram
+        var next: TerminalAction?
         var awaitingResponse = false
         var exchanges: [Exchange] = []
         var activations = 0
+        var report: TerminalReport?
     }
 
-    public let script: Script
-    private let state = Mutex(State())
+    /// The terminal's name in reports, e.g. "Android Type 4 Tag read (android-15.0.0_r23)".
+    public let name: String
+    /// The RATS sent at activation.
+    public let rats: [UInt8]
+    /// The recorded script a replaying terminal runs; nil for a model.
+    public let script: Script?
+    private let state: Mutex<State>
 
+    /// A terminal running `program`.
+    public init(name: String, rats: [UInt8] = [0xE0, 0x80], program: some TerminalProgram) {
+        self.name = name
+        self.rats = rats
+        script = nil
+        state = Mutex(State(program: program))
+    }
+
+    /// A terminal replaying a recorded script.
     public init(script: Script) {
+        name = script.name
+        rats = script.rats
         self.script = script
+        state = Mutex(State(program: ScriptProgram(script: script)))
     }
 
     /// A terminal replaying a transcript: each `tgt <` C-APDU followed by its `tgt >` R-APDU is one
@@ -126,8 +154,11 @@ public final class ExternalTerminal: FieldPeer {
     public var exchanges: [Exchange] { state.withLock { $0.exchanges } }
     /// How many times a target was activated by this terminal (0 or 1).
     public var activations: Int { state.withLock { $0.activations } }
+    /// What the program read (the NDEF message, the records of a payment application), set when
+    /// it ended; nil before, and for recorded scripts.
+    public var report: TerminalReport? { state.withLock { $0.report } }
 
-    public var peerDescription: String { "external terminal (\(script.name))" }
+    public var peerDescription: String { "external terminal (\(name))" }
 
     // MARK: Driven by the emulating reader (with the field locked)
 
@@ -139,15 +170,16 @@ public final class ExternalTerminal: FieldPeer {
         state.withLock {
             $0.result = .running(step: 0)
             $0.activations += 1
+            $0.next = $0.program.start()
         }
-        return script.rats
+        return rats
     }
 
     /// What the terminal sends next.
     enum Next: Equatable {
         /// A C-APDU.
         case command([UInt8])
-        /// The terminal released the target (script over): status 29.
+        /// The terminal released the target (program over): status 29.
         case released
         /// The previous C-APDU has not been answered (TgGetData twice): not acceptable now.
         case awaitingResponse
@@ -159,17 +191,21 @@ public final class ExternalTerminal: FieldPeer {
         state.withLock { s in
             switch s.result {
             case .waiting: return .notActivated
-            case .passed, .mismatch, .targetLeft: return .released
-            case .running(let step):
+            case .passed, .mismatch, .failed, .targetLeft: return .released
+            case .running:
                 if s.awaitingResponse { return .awaitingResponse }
-                guard step < script.steps.count else {
+                switch s.next {
+                case .send(let command):
+                    s.awaitingResponse = true
+                    s.exchanges.append(Exchange(command: command, response: nil))
+                    return .command(command)
+                case .finish(let outcome):
+                    Self.finish(&s, outcome)
+                    return .released
+                case nil:
                     s.result = .passed
                     return .released
                 }
-                s.awaitingResponse = true
-                let command = script.steps[step].command
-                s.exchanges.append(Exchange(command: command, response: nil))
-                return .command(command)
             }
         }
     }
@@ -178,21 +214,38 @@ public final class ExternalTerminal: FieldPeer {
     /// - Returns: false when no C-APDU was outstanding (the host answered without being asked).
     func deliver(_ response: [UInt8]) -> Bool {
         state.withLock { s in
-            guard case .running(let step) = s.result, s.awaitingResponse else { return false }
+            guard case .running = s.result, s.awaitingResponse else { return false }
             s.awaitingResponse = false
             if let last = s.exchanges.indices.last { s.exchanges[last].response = response }
-            if let expected = script.steps[step].expectedResponse, !expected.matches(response) {
-                s.result = .mismatch(step: step, expected: expected.description, actual: response)
-            } else if step + 1 == script.steps.count {
-                s.result = .passed
-            } else {
-                s.result = .running(step: step + 1)
+            let action = s.program.receive(response)
+            switch action {
+            case .send:
+                s.next = action
+                s.result = .running(step: s.exchanges.count)
+            case .finish(let outcome):
+                Self.finish(&s, outcome)
             }
             return true
         }
     }
 
-    /// The target left before the script was over.
+    private static func finish(_ s: inout State, _ outcome: TerminalOutcome) {
+        s.next = nil
+        switch outcome {
+        case .completed(let report):
+            s.report = report
+            s.result = .passed
+        case .passedScript:
+            s.result = .passed
+        case .mismatch(let step, let expected, let actual):
+            s.result = .mismatch(step: step, expected: expected, actual: actual)
+        case .failed(let stage, let reason, let report):
+            s.report = report
+            s.result = .failed(step: max(0, s.exchanges.count - 1), stage: stage, reason: reason)
+        }
+    }
+
+    /// The target left before the program was over.
     func targetLeft() {
         state.withLock { s in
             if case .running(let step) = s.result { s.result = .targetLeft(step: step) }
@@ -206,7 +259,7 @@ public struct ExternalTerminalError: Error, Sendable, Hashable, CustomStringConv
     public var description: String { reason }
 }
 
-// MARK: - The NFC Forum Type 4 Tag reads of phones (docs/iso14443-t4t-ndef.md §4)
+// MARK: - The recorded NFC Forum Type 4 Tag reads of phones (docs/iso14443-t4t-ndef.md §4)
 
 extension ExternalTerminal.Script {
     /// The NDEF Tag Application AID of mapping versions 2.0 and 3.0: `D2 76 00 00 85 01 01`.
@@ -223,12 +276,13 @@ extension ExternalTerminal.Script {
         0x00, 0x10, 0xD1, 0x01, 0x0C, 0x55, 0x04, 0x65, 0x78, 0x61, 0x6D, 0x70, 0x6C, 0x65, 0x2E, 0x63, 0x6F, 0x6D,
     ]
 
-    /// Android's read of the worked example, byte for byte (docs/iso14443-t4t-ndef.md §4):
+    /// Android's read of the worked example as recorded, byte for byte (docs/iso14443-t4t-ndef.md §4):
+    /// regression data (the model is ``AndroidType4Reader``).
     /// SELECT AID (with Le) → SELECT E103 → READ 0F → SELECT E104 → READ 02 (NLEN) → READ from 2.
     public static let androidType4ReadExample = androidType4Read(
         capabilityContainer: exampleCapabilityContainer, ndefFile: exampleNDEFFile)
 
-    /// iOS's read of the worked example, byte for byte (docs/iso14443-t4t-ndef.md §4): the first five
+    /// iOS's read of the worked example as recorded (the model is ``IOSType4Reader``): the first five
     /// steps as Android, then `00 B0 00 00 10` (NLEN bytes from offset 0) and `00 B0 00 10 02`.
     public static let iOSType4ReadExample = iOSType4Read(
         capabilityContainer: exampleCapabilityContainer, ndefFile: exampleNDEFFile)
@@ -245,7 +299,7 @@ extension ExternalTerminal.Script {
             steps.append(readStep(offset: offset, count: count, file: ndefFile))
             offset += count
         }
-        return Self(name: "Android Type 4 Tag read", steps: steps)
+        return Self(name: "Android Type 4 Tag read (recording)", steps: steps)
     }
 
     /// iOS's Type 4 Tag read: the first five steps as Android, then NLEN bytes from offset 0 (the
@@ -261,7 +315,7 @@ extension ExternalTerminal.Script {
             offset += count
             count = min(chunk, ndefFile.count - offset)
         }
-        return Self(name: "iOS Type 4 Tag read", steps: steps)
+        return Self(name: "iOS Type 4 Tag read (recording)", steps: steps)
     }
 
     private static let ok: [UInt8] = [0x90, 0x00]

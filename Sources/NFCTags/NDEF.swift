@@ -142,6 +142,16 @@ public struct NDEFRecord: Sendable, Hashable {
     }
 }
 
+extension NDEFRecord {
+    /// The record in a few words: "URI https://example.com", "text "Hello" (en)", or its TNF,
+    /// type and payload size for other records.
+    public var summary: String {
+        if let uri = try? uriValue() { return "URI \(uri)" }
+        if let text = try? textValue() { return "text \"\(text.text)\" (\(text.language))" }
+        return "TNF \(tnf.rawValue), type \(type.hexString), \(payload.count)-byte payload"
+    }
+}
+
 /// An NDEF message: one or more records, MB on the first, ME on the last (docs/iso14443-t4t-ndef.md §5).
 public struct NDEFMessage: Sendable, Hashable {
     public var records: [NDEFRecord]

@@ -5,9 +5,23 @@ import ISO7816
 ///
 /// `| CCLEN (2) | version | MLe (2) | MLc (2) | 04 | 06 | file id (2) | max NDEF size (2) | read | write |`
 ///
-/// It refuses what Android refuses: CCLEN < 000F, MLe < 000F, MLc < 0001, an NDEF file id of
-/// E102, E103, 0000, 3F00, 3FFF or FFFF, a maximum size outside 0005…7FFF.
+/// By default it refuses what Android 12 and later refuse (``Rules/android``): CCLEN < 000F,
+/// MLe < 000F, MLc < 0001, an NDEF file id of E102, E103, 0000, 3F00, 3FFF or FFFF, a maximum size
+/// outside 0005…7FFF (docs/terminal-models.md §1).
 public struct Type4CapabilityContainer: Sendable, Hashable {
+    /// Which values a parsed container may hold (docs/terminal-models.md §1).
+    public enum Rules: String, Sendable, Hashable {
+        /// Android 12 to 15 (AOSP android-15.0.0_r23 `rw_t4t_validate_cc_file`): maximum NDEF size
+        /// 0005…7FFF for mapping 2.0.
+        case android
+        /// Android 8 to 11 (android-11.0.0_r1): the same, but a maximum size up to FFFE, as
+        /// libnfc's nfc-emulate-forum-tag4 declares.
+        case lenient
+        /// Only the layout (15 bytes, CCLEN 000F, TLV `04 06`): for a credential that models a tag
+        /// readers refuse.
+        case layoutOnly
+    }
+
     /// Mapping version: 20 (2.0) or 10 (1.0).
     public var mappingVersion: UInt8
     /// The largest R-APDU data field READ BINARY may ask for.
@@ -46,13 +60,13 @@ public struct Type4CapabilityContainer: Sendable, Hashable {
     /// Parses the 15 bytes of file E103.
     /// - Throws: `TagFormatError` `truncated`, `trailingBytes`, `valueOutOfRange` (a field Android
     ///   rejects, a mapping version other than 1.0/2.0, a first TLV other than `04 06`).
-    public init(parsing bytes: [UInt8]) throws(TagFormatError) {
+    public init(parsing bytes: [UInt8], rules: Rules = .android) throws(TagFormatError) {
         guard bytes.count >= 15 else {
             throw TagFormatError(.truncated, offset: bytes.count, "a mapping 2.0 capability container is 15 bytes; got \(bytes.count)")
         }
         func u16(_ i: Int) -> UInt16 { UInt16(bytes[i]) << 8 | UInt16(bytes[i + 1]) }
         let cclen = u16(0)
-        guard cclen >= 0x000F else {
+        guard cclen >= 0x000F || rules == .layoutOnly else {
             throw TagFormatError(.valueOutOfRange, offset: 0, "CCLEN is \(cclen); Android needs at least 15 (00 0F)")
         }
         guard bytes.count == 15, cclen == 0x000F else {
@@ -68,10 +82,10 @@ public struct Type4CapabilityContainer: Sendable, Hashable {
         maximumNDEFFileSize = u16(11)
         readAccess = bytes[13]
         writeAccess = bytes[14]
-        try validate()
+        if rules != .layoutOnly { try validate(maximumSize: rules == .lenient ? 0xFFFE : 0x7FFF) }
     }
 
-    private func validate() throws(TagFormatError) {
+    private func validate(maximumSize: UInt16 = 0x7FFF) throws(TagFormatError) {
         guard mappingVersion == 0x20 || mappingVersion == 0x10 else {
             throw TagFormatError(.valueOutOfRange, offset: 2, "mapping version \([mappingVersion].hexString) is not supported (10 or 20)")
         }
@@ -80,8 +94,11 @@ public struct Type4CapabilityContainer: Sendable, Hashable {
         guard !Self.forbiddenFileIDs.contains(ndefFileID) else {
             throw TagFormatError(.valueOutOfRange, offset: 9, "NDEF file id \(String(ndefFileID, radix: 16, uppercase: true)) is reserved; Android rejects it")
         }
-        guard (0x0005...0x7FFF).contains(maximumNDEFFileSize) else {
-            throw TagFormatError(.valueOutOfRange, offset: 11, "the maximum NDEF file size must be 0005 … 7FFF; got \(maximumNDEFFileSize)")
+        guard (0x0005...maximumSize).contains(maximumNDEFFileSize) else {
+            let hint = maximumSize == 0x7FFF ? " (Android 12 and later refuse more; Android 8–11 accept up to FFFE)" : ""
+            throw TagFormatError(
+                .valueOutOfRange, offset: 11,
+                "the maximum NDEF file size must be 0005 … \(String(maximumSize, radix: 16, uppercase: true)); got \(String(format4: maximumNDEFFileSize))\(hint)")
         }
     }
 
@@ -92,5 +109,13 @@ public struct Type4CapabilityContainer: Sendable, Hashable {
         func be(_ v: UInt16) -> [UInt8] { [UInt8(v >> 8), UInt8(v & 0xFF)] }
         return be(0x000F) + [mappingVersion] + be(mle) + be(mlc) + [0x04, 0x06] + be(ndefFileID)
             + be(maximumNDEFFileSize) + [readAccess, writeAccess]
+    }
+}
+
+extension String {
+    /// 4 uppercase hex digits.
+    init(format4 value: UInt16) {
+        let digits = String(value, radix: 16, uppercase: true)
+        self = String(repeating: "0", count: 4 - digits.count) + digits
     }
 }

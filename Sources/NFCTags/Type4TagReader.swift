@@ -36,7 +36,10 @@ public enum Type4TagReader {
     /// Reads the tag.
     /// - Parameter transceive: sends one C-APDU and returns the R-APDU with SW1 SW2.
     /// - Throws: ``ReadError`` naming the failing step; the transceiver's errors as they are.
-    public static func read(transceive: ([UInt8]) async throws -> [UInt8]) async throws -> Result {
+    /// - Parameter rules: which capability containers to accept: ``Type4CapabilityContainer/Rules/android``
+    ///   (Android 12 and later, the default) or ``Type4CapabilityContainer/Rules/lenient`` (Android 8–11:
+    ///   a maximum NDEF size up to FFFE, as libnfc's nfc-emulate-forum-tag4 declares).
+    public static func read(rules: Type4CapabilityContainer.Rules = .android, transceive: ([UInt8]) async throws -> [UInt8]) async throws -> Result {
         func expectSuccess(_ step: String, _ command: [UInt8]) async throws -> [UInt8] {
             let response = try await transceive(command)
             guard !response.isEmpty else {
@@ -65,7 +68,7 @@ public enum Type4TagReader {
         let ccBytes = try await expectSuccess("READ BINARY capability container", readCC)
         let cc: Type4CapabilityContainer
         do {
-            cc = try Type4CapabilityContainer(parsing: ccBytes)
+            cc = try Type4CapabilityContainer(parsing: ccBytes, rules: rules)
         } catch {
             throw ReadError(step: "capability container", command: readCC, response: ccBytes, reason: "\(error)")
         }

@@ -41,6 +41,10 @@ public struct PCSCAttribute: RawRepresentable, Hashable, Sendable, CustomStringC
     /// `SCARD_ATTR_MAXINPUT` (0x0007A007): the largest command the reader accepts, in bytes (libccid:
     /// the CCID descriptor's dwMaxCCIDMessageLength − 10; 261 bytes means short APDUs only).
     public static let maxInput = PCSCAttribute(rawValue: 0x0007_A007)
+    /// 0x00075343, in PC/SC part 3's vendor-defined class 7 ("SC"): the path of the control
+    /// socket of a secbridge simulated ACR122U (Sources/SimulatedACR122IFD), NUL-terminated. Only
+    /// the simulator answers it; a real reader's driver refuses the tag (IFD_ERROR_TAG).
+    public static let simulatorControlSocket = PCSCAttribute(rawValue: 0x0007_5343)
     /// `SCARD_ATTR_DEVICE_FRIENDLY_NAME` (0x7FFF0003): the reader's name, ASCII.
     public static let deviceFriendlyName = PCSCAttribute(rawValue: 0x7FFF_0003)
 

@@ -424,11 +424,7 @@ final class DemoRun: Sendable {
         }
     }
 
-    func describe(_ record: NDEFRecord) -> String {
-        if let uri = try? record.uriValue() { return "URI \(uri)" }
-        if let text = try? record.textValue() { return "text \"\(text.text)\" (\(text.language))" }
-        return "TNF \(record.tnf.rawValue), type \(record.type.hexString), \(record.payload.count)-byte payload"
-    }
+    func describe(_ record: NDEFRecord) -> String { record.summary }
 }
 
 /// The session events seen so far, for waiting on one (bounded).

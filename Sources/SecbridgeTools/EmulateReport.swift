@@ -23,6 +23,9 @@ enum EmulateReport: Sendable {
     case interrupted
     /// Any other session event, by its description.
     case other(String)
+    /// What the terminals did (``TerminalVerdict``): the `terminal:` line, its detail lines, and
+    /// whether it counts as a success.
+    case terminal(line: String, details: [String], succeeded: Bool)
     /// The end: how many C-APDUs terminals sent, and the exit status.
     case end(commands: Int, status: Int32)
     /// A failure after events were printed (`--json`: the stream's last line).
@@ -44,6 +47,7 @@ enum EmulateReport: Sendable {
         case .cardEmulationTimeout: "event: cardEmulationTimeout (the 60-second window ended)"
         case .interrupted: "interrupted: ending card emulation (within one MCU timeout)"
         case .other(let description): "event: \(description)"
+        case .terminal(let line, let details, _): ([line] + details).joined(separator: "\n")
         case .end, .failure: nil
         }
     }
@@ -69,6 +73,9 @@ enum EmulateReport: Sendable {
             .object([("event", .string("interrupted"))])
         case .other(let description):
             .object([("event", .string("other")), ("description", .string(description))])
+        case .terminal(let line, let details, let succeeded):
+            .object([("event", .string("terminal")), ("summary", .string(String(line.dropFirst("terminal: ".count)))),
+                     ("details", .array(details.map { .string(String($0.drop { $0 == " " })) })), ("succeeded", .bool(succeeded))])
         case .end(let commands, let status):
             .object([("event", .string("end")), ("commands", .int(commands)), ("status", .int(Int(status)))])
         case .failure(let message):

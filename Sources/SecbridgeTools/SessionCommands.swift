@@ -128,8 +128,14 @@ extension SecbridgeCLI {
             the window ends while the target waits for a terminal.
 
             Readers that cannot emulate (not ACR122-class, the ACR1252U family, escape commands not
-            enabled in the CCID driver) fail with the reason and what to do. Exit status 0 when a
-            terminal exchanged APDUs, 1 otherwise.
+            enabled in the CCID driver) fail with the reason and what to do. At the end a
+            `terminal:` line (also written to the --record transcript) says what the terminal did:
+            how many APDUs, and for an NFC Forum Type 4 Tag whether the NDEF file was read to the
+            end; if it was not, the tag is run through the model of Android's reader to say where
+            and why Android would refuse it. On a simulated reader (`secbridge simulate`) each
+            simulated terminal's own verdict follows: what it read, or the step and reason it
+            failed. Exit status 0 when a terminal exchanged APDUs (and read a Type 4 Tag to the
+            end, and no simulated terminal failed), 1 otherwise.
             """,
         options: [
             .value("credential", "FILE", "The credential file to present (required).", .existingFile),
@@ -170,7 +176,7 @@ extension SecbridgeCLI {
         let cleanup = ReaderCleanup.current
         let client = invocation.client
         let json = invocation.json
-        let served: Int
+        let served: TerminalVerdict
         do {
             served = try awaitResult("card emulation", timeout: .seconds(180)) {
                 try await emulate(
@@ -182,17 +188,18 @@ extension SecbridgeCLI {
             EmulateReport.print(.failure((error as? CLIError)?.message ?? "\(error)"), json: true, on: console)
             throw error
         }
-        let status = served > 0 ? exitSuccess : exitFailure
-        EmulateReport.print(.end(commands: served, status: status), json: json, on: console)
+        let status = served.succeeded ? exitSuccess : exitFailure
+        EmulateReport.print(.end(commands: served.exchangeCount, status: status), json: json, on: console)
         return status
     }
 
-    /// The emulate sequence; returns how many C-APDUs terminals sent.
+    /// The emulate sequence; returns what the terminals did (``TerminalVerdict``), printed and
+    /// recorded as a `terminal:` line.
     static func emulate(
         credential: Credential, reader: String, recorder: TranscriptRecorder?, approve: Bool, keep: Bool,
         console: any Console, client: any PCSCClient = PCSCLiteClient(), window: Duration = .seconds(60),
         json: Bool = false, changingReader: @escaping @Sendable () -> Void = {}
-    ) async throws -> Int {
+    ) async throws -> TerminalVerdict {
         @Sendable func report(_ event: EmulateReport) { EmulateReport.print(event, json: json, on: console) }
         let executor = BlockingExecutor(name: "emulate")
         let prompter = BlockingExecutor(name: "authorization prompt")
@@ -253,14 +260,14 @@ extension SecbridgeCLI {
         @Sendable func announceEmulation() {
             emulationAnnounced.once { report(.state(emulationState, reader: reader)) }
         }
-        let events = Task { () -> Int in
-            var commands = 0
+        let events = Task { () -> [(command: [UInt8], response: [UInt8])] in
+            var commands: [(command: [UInt8], response: [UInt8])] = []
             var activeAfterCommands = false
             for await event in session.eventStream {
                 switch event {
                 case .apduExchanged(let command, let response):
                     announceEmulation()
-                    commands += 1
+                    commands.append((command, response))
                     activeAfterCommands = true
                     report(.apdu(command: command, response: response))
                     try? recorder?.record(.target(.incoming, TranscriptBytes(command)))
@@ -319,7 +326,17 @@ extension SecbridgeCLI {
         if let change = secureElementChanges.withLock({ $0.first }) {
             throw CLIError.failure("the terminal's transaction could not continue: \(change)")
         }
-        return served
+        var verdict = await TerminalVerdict.evaluate(served, credential: credential)
+        // On a simulated reader the terminals' own verdicts too (their step and reason).
+        if let simulated = SimulatedTerminals.verdicts(reader: reader, client: client) {
+            verdict.details += simulated.lines.map { "  " + $0 }
+            if simulated.failed { verdict.succeeded = false }
+        }
+        report(.terminal(line: verdict.line, details: verdict.details, succeeded: verdict.succeeded))
+        for line in [verdict.line] + verdict.details {
+            try? recorder?.recordComment(line.trimmingPrefix("  ").description)
+        }
+        return verdict
     }
 
     // MARK: read
@@ -327,7 +344,7 @@ extension SecbridgeCLI {
     static let readCommand = Command(
         name: "read",
         abstract: SecbridgeCLI.toolAbstract("read"),
-        usage: "[--reader NAME|INDEX] [--pn532] [--wait SECONDS] [--aid HEX] [--key HEX12 [--key-b] --blocks N[-M]] [--dump FILE [--key HEX12 | --keys FILE] [--key-b]] [--json] [--record FILE]",
+        usage: "[--reader NAME|INDEX] [--pn532] [--wait SECONDS] [--aid HEX | --lenient-cc] [--key HEX12 [--key-b] --blocks N[-M]] [--dump FILE [--key HEX12 | --keys FILE] [--key-b]] [--json] [--record FILE]",
         discussion: """
             The host acts as the terminal. By default the reader's own polling finds the card
             (a PC/SC connection); with --pn532 an ACR122U is driven with PN532 initiator commands
@@ -358,7 +375,10 @@ extension SecbridgeCLI {
             sector trailer's data {"hex": "000000000000FF078069", "redacted": 6} (key B unshown).
 
             Without --aid, the card is read as an NFC Forum Type 4 Tag with Android's sequence and its
-            NDEF message decoded. With --aid, that application is selected and the answer shown.
+            NDEF message decoded. Its capability container is held to the rules of Android 12 and
+            later (AOSP android-15.0.0_r23): a maximum NDEF size above 7FFF is refused, as those
+            phones refuse it; --lenient-cc accepts what Android 8 to 11 accept (up to FFFE, as
+            libnfc's nfc-emulate-forum-tag4 declares). docs/terminal-models.md §1 lists the rules. With --aid, that application is selected and the answer shown.
             The UID and ATS come from the ACR122U's Get Data pseudo-APDUs (FF CA 00/01 00 00) on
             the PC/SC path, from InListPassiveTarget on the PN532 path.
 
@@ -374,6 +394,7 @@ extension SecbridgeCLI {
             .flag("pn532", "Use PN532 initiator commands (ACR122U, no card needed at connect time)."),
             .waitForCard,
             .value("aid", "HEX", "SELECT this application (its AID: 5 to 16 bytes of hex) instead of reading NDEF."),
+            .flag("lenient-cc", "Accept a Type 4 Tag capability container as Android 8 to 11 do (maximum NDEF size up to FFFE), not only as Android 12 and later do."),
             .value("key", "HEX12", "MIFARE Classic: the 6-byte key (12 hex digits), key A unless --key-b.").secret(),
             .flag("key-b", "MIFARE Classic: authenticate with the key as key B."),
             .value("blocks", "N[-M]", "MIFARE Classic: the block or inclusive block range to read."),
@@ -394,6 +415,10 @@ extension SecbridgeCLI {
             do throws(ISO7816Error) { return try AID(hex: text) } catch { throw CLIError.usage("--aid is not an AID (5 to 16 bytes of hex): \(error.reason)") }
         }
         let usePN532 = invocation.arguments.has("pn532")
+        if aid != nil, invocation.arguments.has("lenient-cc") {
+            throw CLIError.usage("--lenient-cc is for the NDEF read; with --aid no capability container is read")
+        }
+        let ccRules: Type4CapabilityContainer.Rules = invocation.arguments.has("lenient-cc") ? .lenient : .android
         let context = try openContext(invocation)
         var (readers, states) = try listReadersWithStates(context)
         if let wait = invocation.arguments.seconds("wait"), !usePN532 {
@@ -498,7 +523,7 @@ extension SecbridgeCLI {
                     outcome.selectResponse = try await transceiver.transceive(CommandAPDU.select(aid: aid).serialized())
                 } else {
                     do {
-                        outcome.tag = try await Type4TagReader.read { try await transceiver.transceive($0) }
+                        outcome.tag = try await Type4TagReader.read(rules: ccRules) { try await transceiver.transceive($0) }
                     } catch let error as Type4TagReader.ReadError {
                         outcome.tagError = error.description
                     }

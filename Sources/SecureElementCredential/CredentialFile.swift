@@ -312,11 +312,11 @@ private struct AppletDecoder: Decodable {
     var spec: CredentialFile.AppletSpec
 
     init(from decoder: any Decoder) throws {
-        let kind = try Fields(decoder, known: ["type", "name", "records", "readOnly", "maxFileSize", "fileID", "mle", "mlc",
+        let kind = try Fields(decoder, known: ["type", "name", "records", "readOnly", "maxFileSize", "fileID", "mle", "mlc", "capabilityContainer",
                                                "aids", "select", "rules", "default", "file"])
         switch try kind.string("type") {
         case "ndef-tag":
-            let f = try Fields(decoder, known: ["type", "name", "records", "readOnly", "maxFileSize", "fileID", "mle", "mlc"])
+            let f = try Fields(decoder, known: ["type", "name", "records", "readOnly", "maxFileSize", "fileID", "mle", "mlc", "capabilityContainer"])
             var records: [NDEFRecord] = []
             if f.has("records") {
                 var list = try f.container.nestedUnkeyedContainer(forKey: AnyKey("records"))
@@ -325,7 +325,17 @@ private struct AppletDecoder: Decodable {
             let message: NDEFMessage? = records.isEmpty ? nil : try NDEFMessage(records: records)
             let readOnly = try f.optionalBool("readOnly") ?? true
             var cc: Type4CapabilityContainer?
-            if f.has("maxFileSize") || f.has("fileID") || f.has("mle") || f.has("mlc") {
+            if let raw = try f.optionalHex("capabilityContainer") {
+                // Served byte for byte, unchecked against Android's rules: a tag readers refuse.
+                for key in ["maxFileSize", "fileID", "mle", "mlc", "readOnly"] where f.has(key) {
+                    throw f.fail(key, .invalidValue, "\(key) is part of the capabilityContainer given; leave one of them out")
+                }
+                do throws(TagFormatError) {
+                    cc = try Type4CapabilityContainer(parsing: raw, rules: .layoutOnly)
+                } catch {
+                    throw f.fail("capabilityContainer", .invalidValue, "not a 15-byte mapping 2.0 capability container: \(error.reason)")
+                }
+            } else if f.has("maxFileSize") || f.has("fileID") || f.has("mle") || f.has("mlc") {
                 let fileID = try f.optionalHex("fileID") ?? [0xE1, 0x04]
                 guard fileID.count == 2 else { throw f.fail("fileID", .invalidValue, "a file id is 2 bytes, e.g. \"E1 04\"") }
                 let mle = UInt16(clamping: try f.optionalInt("mle") ?? 0x7F)
@@ -339,7 +349,9 @@ private struct AppletDecoder: Decodable {
                     throw f.fail("maxFileSize", .invalidValue, "the capability container would be refused by Android: \(error.reason)")
                 }
             }
-            spec = .ndefTag(name: try f.optionalString("name") ?? "NFC Forum Type 4 Tag", message: message, readOnly: readOnly, capabilityContainer: cc)
+            spec = .ndefTag(
+                name: try f.optionalString("name") ?? "NFC Forum Type 4 Tag", message: message,
+                readOnly: cc.map(\.isReadOnly) ?? readOnly, capabilityContainer: cc)
         case "declarative":
             let f = try Fields(decoder, known: ["type", "name", "aids", "select", "rules", "default"])
             let aids = try f.aids("aids")

@@ -24,13 +24,13 @@ import Glibc
 /// | `place-tag type=ntag213\|ntag215\|ntag216\|ultralight uid=<7 bytes> [ndef=<hex>] [id=]` | `peer type` | an NFC Forum Type 2 tag with memory (``Type2TagMemory``); `ndef` = the raw NDEF message bytes, written as TLV `03 len msg FE` from page 4 (default: an empty NDEF tag `03 00 FE`) |
 /// | `place-tag type=classic1k\|classic4k\|mini uid=<4 or 7 bytes> [key=<6 bytes>] [id=]` | `peer type` | a MIFARE Classic card with memory (``MIFAREClassicMemory``); `key` sets key A and key B of every sector (default `FF FF FF FF FF FF`) |
 /// | `tag-memory peer=<id> [first=<n>] [count=<n>]` (`id=` accepted for `peer=`) | `type unit first count data` | the memory of a placed tag with memory, from page/block `first` (default 0), `count` units (default all): `unit` 4 (pages) or 16 (blocks); MIFARE Classic keys are shown as 00 bytes |
-/// | `place-terminal [script=] [transcript=] [channel=] [id=]` | `peer` | an external terminal; `script` = `android-t4t-read` (default) or `ios-t4t-read`, or the commands of a transcript |
+/// | `place-terminal [script=] [transcript=] [channel=] [id=]` | `peer` | an external terminal; `script` one of ``ExternalTerminal/catalog`` (default `android-t4t-read`, the model of Android's reader; `…-recording` replays a recording), or the commands of a transcript |
 /// | `remove peer=<id> \| all=yes` | `removed` | takes peers out of the field |
 /// | `peers` | `count list` | — |
 /// | `personality name= [firmware=]` | `personality firmware` | replaces the device (as replugged behind another driver) |
 /// | `fault late-reply=<n>` | `armed` | the next n Direct Transmit commands answer late (docs/acr122-pn532.md §5b) |
 /// | `events [after=<n>]` | `last count events` | the field's events after sequence n, `; `-separated |
-/// | `terminal-result peer=<id> [wait-ms=<0…60000>]` | `result step exchanges activations [expected actual]` | waits (bounded) until the terminal's run ends |
+/// | `terminal-result peer=<id> [wait-ms=<0…60000>]` | `result step [expected actual] [stage reason] [read ndef items] exchanges activations` | waits (bounded) until the terminal's run ends; `result` waiting, running, passed, mismatch (a recording's step differed), failed (a model gave up at `stage` for `reason`), target-left; `read` what a model read, `ndef` the NDEF message, `items` its records |
 /// | `card-log peer=<id>` | `count dropped last all` | C-APDUs a placed card received: `count` in all, `all` the latest ones kept (``ISO14443_4Card/logCapacity``, oldest first, `; `-separated), `dropped` how many older ones it no longer holds |
 enum ControlProtocol {
     static let version = "1"
@@ -252,12 +252,11 @@ enum ControlProtocol {
                 throw ControlError(.badArgument, "transcript \(path): \(error)")
             }
         } else {
-            switch request.value("script") ?? "android-t4t-read" {
-            case "android-t4t-read": terminal = ExternalTerminal(script: .androidType4ReadExample)
-            case "ios-t4t-read": terminal = ExternalTerminal(script: .iOSType4ReadExample)
-            case let other:
-                throw ControlError(.badArgument, "unknown script '\(other)'; known: android-t4t-read, ios-t4t-read")
+            let name = request.value("script") ?? "android-t4t-read"
+            guard let named = ExternalTerminal.named(name) else {
+                throw ControlError(.badArgument, "unknown script '\(name)'; known: \(ExternalTerminal.catalog.map(\.name).joined(separator: ", "))")
             }
+            terminal = named
         }
         return ControlReply([("peer", try binding.field.place(terminal, id: try peerID(request), prefix: "terminal"))])
     }
@@ -283,10 +282,17 @@ enum ControlProtocol {
         switch terminal.result {
         case .waiting: fields = [("result", "waiting"), ("step", "0")]
         case .running(let step): fields = [("result", "running"), ("step", String(step))]
-        case .passed: fields = [("result", "passed"), ("step", String(terminal.script.steps.count))]
+        case .passed: fields = [("result", "passed"), ("step", String(terminal.exchanges.count))]
         case .mismatch(let step, let expected, let actual):
             fields = [("result", "mismatch"), ("step", String(step)), ("expected", expected), ("actual", ControlHex.format(actual))]
+        case .failed(let step, let stage, let reason):
+            fields = [("result", "failed"), ("step", String(step)), ("stage", stage), ("reason", reason)]
         case .targetLeft(let step): fields = [("result", "target-left"), ("step", String(step))]
+        }
+        if let report = terminal.report {
+            fields.append(("read", report.summary))
+            if let message = report.ndefMessage { fields.append(("ndef", ControlHex.format(message))) }
+            if !report.items.isEmpty { fields.append(("items", report.items.joined(separator: "; "))) }
         }
         fields += [("exchanges", String(terminal.exchanges.count)), ("activations", String(terminal.activations))]
         return ControlReply(fields)
@@ -295,7 +301,7 @@ enum ControlProtocol {
     private static func isFinished(_ result: ExternalTerminal.Result) -> Bool {
         switch result {
         case .waiting, .running: false
-        case .passed, .mismatch, .targetLeft: true
+        case .passed, .mismatch, .failed, .targetLeft: true
         }
     }
 

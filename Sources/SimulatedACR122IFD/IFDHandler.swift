@@ -1,5 +1,6 @@
 import ACR122Simulator
 import CPCSCLite
+import PCSCCore
 
 // The IFD handler entry points pcscd looks up in this library (pcsc-lite `ifdhandler.h`, IFD
 // Handler API v3.0). Each one finds the reader by `Lun >> 16` (see `ReaderTable`) and calls its
@@ -71,7 +72,8 @@ public func IFDHCloseChannel(_ lun: DWORD) -> RESPONSECODE {
 
 /// Capabilities: TAG_IFD_ATR / SCARD_ATTR_ATR_STRING (the last ATR), TAG_IFD_SIMULTANEOUS_ACCESS
 /// (16 readers per pcscd), TAG_IFD_THREAD_SAFE (1), TAG_IFD_SLOTS_NUMBER (1),
-/// TAG_IFD_SLOT_THREAD_SAFE (0); any other tag is asked of the device (`IFDDevice.attribute`, e.g.
+/// TAG_IFD_SLOT_THREAD_SAFE (0), ``PCSCAttribute/simulatorControlSocket`` (the control socket's
+/// path); any other tag is asked of the device (`IFDDevice.attribute`, e.g.
 /// SCARD_ATTR_MAXINPUT, SCARD_ATTR_VENDOR_NAME); IFD_ERROR_TAG when it has none.
 @_cdecl("IFDHGetCapabilities")
 public func IFDHGetCapabilities(_ lun: DWORD, _ tag: DWORD, _ length: UnsafeMutablePointer<DWORD>?,
@@ -93,6 +95,11 @@ public func IFDHGetCapabilities(_ lun: DWORD, _ tag: DWORD, _ length: UnsafeMuta
     guard let reader = ReaderTable.reader(lun) else { return communicationError }
     if tag == DWORD(TAG_IFD_ATR) || tag == DWORD(cpcsc_attr_atr_string()) {
         return copyOut(reader.atr, to: value, capacity: capacity, length: length)
+    }
+    if tag == DWORD(PCSCAttribute.simulatorControlSocket.rawValue) {
+        // The simulator's own attribute: where its control socket is (for `emulate` to ask its
+        // terminals how their runs ended).
+        return copyOut(Array(reader.deviceName.socketPath.utf8) + [0], to: value, capacity: capacity, length: length)
     }
     guard tag <= DWORD(UInt32.max), let attribute = reader.device.attribute(UInt32(tag)) else {
         length.pointee = 0

@@ -23,7 +23,7 @@ func wrapped(_ frame: String) -> [UInt8] {
 
 /// A tiny NFC Forum Type 4 Tag applet (mapping 2.0), written for these tests from
 /// docs/iso14443-t4t-ndef.md §4: SELECT by AID (P2 00) and by file id (P2 00 or 0C), READ BINARY with
-/// short reads at the end; 6A 82 for unknown AIDs and files, 69 86 before a file is selected,
+/// short reads at the end (the NDEF file under the id its CC names); 6A 82 for unknown AIDs and files, 69 86 before a file is selected,
 /// 6B 00 for an offset past the end, 6D 00 for other INS, 6E 00 for CLA ≠ 00.
 final class NDEFApplet {
     let capabilityContainer: [UInt8]
@@ -34,6 +34,14 @@ final class NDEFApplet {
     init(capabilityContainer: [UInt8], ndefFile: [UInt8]) {
         self.capabilityContainer = capabilityContainer
         self.ndefFile = ndefFile
+    }
+
+    /// `respond` with every file selectable at once (for a test double that keeps its own state).
+    func respondStateless(_ apdu: [UInt8]) -> [UInt8] {
+        applicationSelected = true
+        selectedFile = [0xE1, 0x03]
+        if apdu.count >= 5, apdu[1] == 0xB0, apdu[2] == 0x00, apdu[3] == 0x00, apdu[4] != 0x0F { selectedFile = Array(capabilityContainer[9...10]) }
+        return respond(apdu)
     }
 
     func respond(_ apdu: [UInt8]) -> [UInt8] {
@@ -51,7 +59,8 @@ final class NDEFApplet {
                 return applicationSelected ? [0x90, 0x00] : [0x6A, 0x82]
             }
             guard applicationSelected, apdu[2] == 0x00, lc == 2 else { return [0x6A, 0x82] }
-            guard data == [0xE1, 0x03] || data == [0xE1, 0x04] else { return [0x6A, 0x82] }
+            let ndefFileID = capabilityContainer.count >= 11 ? Array(capabilityContainer[9...10]) : [0xE1, 0x04]
+            guard data == [0xE1, 0x03] || data == ndefFileID else { return [0x6A, 0x82] }
             selectedFile = data
             return [0x90, 0x00]
         case 0xB0:

@@ -146,7 +146,7 @@ struct TargetTests {
             .record(TranscriptRecord(.target(.outgoing, TranscriptBytes(items: [.wildcard, .byte(0x00)])))),
         ])
         let terminal = try ExternalTerminal(transcript: transcript)
-        #expect(terminal.script.steps.count == 1)
+        #expect(terminal.script?.steps.count == 1)
         let field = fastField()
         field.place(terminal)
         let reader = SimulatedACR122U(field: field)

@@ -104,6 +104,19 @@ func stopAutomaticPolling(on reader: String) throws {
     try link.setPICCOperatingParameter([])
 }
 
+/// nfc-emulate-forum-tag4 started on reader A, after B's automatic polling was turned off (an
+/// auto-polling B would activate A's target itself, docs/acr122-pn532.md §2) and `before` ran.
+func startNfcEmulateForumTag4(before: () throws -> Void = {}) async throws -> (environment: TestEnvironment, emulator: Libnfc.RunningTool) {
+    let environment = try await resetSimulatedReaders()
+    let readerB = environment.simulatedReaderB
+    try await blocking { try stopAutomaticPolling(on: readerB) }
+    try before()
+    let emulator = try Libnfc.RunningTool(
+        "nfc-emulate-forum-tag4", [],
+        environment: Libnfc.environment(reader: environment.simulatedReaderA, base: environment.environmentForSubprocesses))
+    return (environment, emulator)
+}
+
 extension SharedReader {
     @Suite(.enabled(if: Libnfc.isBuilt, "libnfc is not built: run scripts/build-libnfc.sh (as root the first time)"))
     struct LibnfcTests {
@@ -136,13 +149,30 @@ extension SharedReader {
             try SimulatedReaders.controlA.send("remove peer=desfire")
         }
 
+        /// nfc-emulate-forum-tag4's CC declares a maximum NDEF size of FFFE: the model of Android
+        /// 12–15 (android-15.0.0_r23) refuses it at the CC check, the model of Android 8–11
+        /// (android-11.0.0_r1) reads its Smart Poster (docs/terminal-models.md §1).
+        @Test(arguments: [("android-t4t-read", "failed"), ("android11-t4t-read", "passed")])
+        func androidModelReadsNfcEmulateForumTag4OnA(_ script: String, _ expected: String) async throws {
+            let (_, emulator) = try await startNfcEmulateForumTag4 {
+                try SimulatedReaders.controlA.send("place-terminal script=\(script) id=phone")
+            }
+            let reply = try await blocking { try SimulatedReaders.controlA.send("terminal-result peer=phone wait-ms=20000", timeout: .seconds(25)) }
+            let emulatorResult = await Task.detached { emulator.finish(timeout: .seconds(10)) }.value
+            #expect(reply["result"] == expected, "\(reply)\n\(emulatorResult.output)")
+            if expected == "failed" {
+                #expect(reply["stage"] == "capability container check", "\(reply)")
+                #expect(reply["reason"]?.hasPrefix("maximum NDEF size FFFE is outside 0005…7FFF") == true, "\(reply)")
+                #expect(reply["exchanges"] == "3", "\(reply)")
+            } else {
+                // libnfc's example message: one Smart Poster record (type "Sp"), 33 bytes.
+                #expect(reply["ndef"]?.hasPrefix("D1 02 1C 53 70") == true, "\(reply)")
+            }
+        }
+
         @Test func ourReaderRoleOnBReadsNfcEmulateForumTag4OnA() async throws {
-            let environment = try await resetSimulatedReaders()
-            let (readerA, readerB) = (environment.simulatedReaderA, environment.simulatedReaderB)
-            try await blocking { try stopAutomaticPolling(on: readerB) }
-            let emulator = try Libnfc.RunningTool(
-                "nfc-emulate-forum-tag4", [],
-                environment: Libnfc.environment(reader: readerA, base: environment.environmentForSubprocesses))
+            let (environment, emulator) = try await startNfcEmulateForumTag4()
+            let readerB = environment.simulatedReaderB
             let reading = try await blocking { () throws -> (ISO14443ATarget?, [[UInt8]]) in
                 let direct = try PCSCContext().connect(to: readerB, share: .direct, protocols: [])
                 let chip = PN532(link: try ACR122Link.open(channel: direct, readerName: readerB))

@@ -171,6 +171,8 @@ extension SharedReader {
                 event: fieldStateChanged(fieldAbsent: TgGetData: PN532 status 29 (the initiator released the target))
                 state: management
                 event: sessionInvalidated(reason: invalidate() was called)
+                terminal: 6 APDUs; the NDEF file was read to the end (NLEN 16, 18 bytes)
+                  simulated external terminal (Android Type 4 Tag read (android-15.0.0_r23)) [android]: passed: NDEF message, 1 record: URI https://example.com
 
                 """
             // The state line is printed by the client sequence when performTransaction returns,

@@ -116,7 +116,7 @@ import Testing
 
             """#),
         Refusal(kind: "choice of terminal scripts", arguments: ["simulate", "--terminal", "ios"], error: #"""
-            secbridge: error: unknown terminal script 'ios'; use one of android-t4t-read, ios-t4t-read
+            secbridge: error: unknown terminal script 'ios'; use one of android-t4t-read, android11-t4t-read, android-t4t-write, ios-t4t-read, emv-payment, access-control, android-t4t-recording, ios-t4t-recording
             USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process] [--json]
             Run 'secbridge simulate --help' for more information.
 
@@ -687,7 +687,7 @@ import Testing
               --tag-uri <URI>        A Type 2 tag's content: an NDEF URI record (default: an empty NDEF message).
               --tag-text <TEXT>      A Type 2 tag's content: an NDEF text record (language en).
               --tag-key <HEX12>      A MIFARE Classic tag's key A and key B for every sector: 6 bytes of hex (default FF FF FF FF FF FF). Also env:NAME, file:PATH or - (one line of standard input): keeps it out of the process list.
-              --terminal <SCRIPT>    Place a terminal running android-t4t-read or ios-t4t-read.
+              --terminal <SCRIPT>    Place a terminal, a model of a reader (android-t4t-read, android11-t4t-read, android-t4t-write, ios-t4t-read, emv-payment, access-control; docs/terminal-models.md) or a recording (android-t4t-recording, ios-t4t-recording).
               --timeout <SECONDS>    Stop after SECONDS (at most 86400) instead of waiting for Ctrl-C.
               --time-scale <FACTOR>  Wall-clock seconds per simulated second, above 0.002 and at most 1 (default 1, real time; 0.01: a 5 s MCU timeout takes 50 ms).
               --in-process           Run the readers in this process (no pcscd); `send a|b HEX` on standard input.
@@ -746,8 +746,14 @@ import Testing
             the window ends while the target waits for a terminal.
 
             Readers that cannot emulate (not ACR122-class, the ACR1252U family, escape commands not
-            enabled in the CCID driver) fail with the reason and what to do. Exit status 0 when a
-            terminal exchanged APDUs, 1 otherwise.
+            enabled in the CCID driver) fail with the reason and what to do. At the end a
+            `terminal:` line (also written to the --record transcript) says what the terminal did:
+            how many APDUs, and for an NFC Forum Type 4 Tag whether the NDEF file was read to the
+            end; if it was not, the tag is run through the model of Android's reader to say where
+            and why Android would refuse it. On a simulated reader (`secbridge simulate`) each
+            simulated terminal's own verdict follows: what it read, or the step and reason it
+            failed. Exit status 0 when a terminal exchanged APDUs (and read a Type 4 Tag to the
+            end, and no simulated terminal failed), 1 otherwise.
 
             OPTIONS:
               --credential <FILE>        The credential file to present (required).
@@ -770,7 +776,7 @@ import Testing
             help: #"""
             OVERVIEW: A reader session: read the presented card's UID and ATS, SELECT an AID, or read its NDEF message.
 
-            USAGE: secbridge read [--reader NAME|INDEX] [--pn532] [--wait SECONDS] [--aid HEX] [--key HEX12 [--key-b] --blocks N[-M]] [--dump FILE [--key HEX12 | --keys FILE] [--key-b]] [--json] [--record FILE]
+            USAGE: secbridge read [--reader NAME|INDEX] [--pn532] [--wait SECONDS] [--aid HEX | --lenient-cc] [--key HEX12 [--key-b] --blocks N[-M]] [--dump FILE [--key HEX12 | --keys FILE] [--key-b]] [--json] [--record FILE]
 
             The host acts as the terminal. By default the reader's own polling finds the card
             (a PC/SC connection); with --pn532 an ACR122U is driven with PN532 initiator commands
@@ -801,7 +807,10 @@ import Testing
             sector trailer's data {"hex": "000000000000FF078069", "redacted": 6} (key B unshown).
 
             Without --aid, the card is read as an NFC Forum Type 4 Tag with Android's sequence and its
-            NDEF message decoded. With --aid, that application is selected and the answer shown.
+            NDEF message decoded. Its capability container is held to the rules of Android 12 and
+            later (AOSP android-15.0.0_r23): a maximum NDEF size above 7FFF is refused, as those
+            phones refuse it; --lenient-cc accepts what Android 8 to 11 accept (up to FFFE, as
+            libnfc's nfc-emulate-forum-tag4 declares). docs/terminal-models.md §1 lists the rules. With --aid, that application is selected and the answer shown.
             The UID and ATS come from the ACR122U's Get Data pseudo-APDUs (FF CA 00/01 00 00) on
             the PC/SC path, from InListPassiveTarget on the PN532 path.
 
@@ -817,6 +826,7 @@ import Testing
               --pn532                    Use PN532 initiator commands (ACR122U, no card needed at connect time).
               --wait <SECONDS>           Wait up to SECONDS (at most 3600) for a card when none is there.
               --aid <HEX>                SELECT this application (its AID: 5 to 16 bytes of hex) instead of reading NDEF.
+              --lenient-cc               Accept a Type 4 Tag capability container as Android 8 to 11 do (maximum NDEF size up to FFFE), not only as Android 12 and later do.
               --key <HEX12>              MIFARE Classic: the 6-byte key (12 hex digits), key A unless --key-b. Also env:NAME, file:PATH or - (one line of standard input): keeps it out of the process list.
               --key-b                    MIFARE Classic: authenticate with the key as key B.
               --blocks <N[-M]>           MIFARE Classic: the block or inclusive block range to read.
@@ -829,7 +839,7 @@ import Testing
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge read [--reader NAME|INDEX] [--pn532] [--wait SECONDS] [--aid HEX] [--key HEX12 [--key-b] --blocks N[-M]] [--dump FILE [--key HEX12 | --keys FILE] [--key-b]] [--json] [--record FILE]
+            USAGE: secbridge read [--reader NAME|INDEX] [--pn532] [--wait SECONDS] [--aid HEX | --lenient-cc] [--key HEX12 [--key-b] --blocks N[-M]] [--dump FILE [--key HEX12 | --keys FILE] [--key-b]] [--json] [--record FILE]
             Run 'secbridge read --help' for more information.
 
             """#),

@@ -35,11 +35,20 @@ import Testing
         }
         stop.store(true, ordering: .relaxed)
         try await interloper.value
-        let log = try desk.control().send("card-log peer=tag")["all"]?.components(separatedBy: "; ") ?? []
+        let reply = try desk.control().send("card-log peer=tag")
+        let log = reply["all"]?.components(separatedBy: "; ") ?? []
+        let dropped = Int(reply["dropped"] ?? "") ?? -1
         let ours = ["00 A4 04 00 07 D2 76 00 00 85 01 01 00", "00 A4 00 0C 02 E1 03", "00 B0 00 00 0F",
                     "00 A4 00 0C 02 E1 04", "00 B0 00 00 02", "00 B0 00 02 10"]
         let starts = log.indices.filter { log[$0] == ours[0] }
-        #expect(starts.count == 3, "\(log.count) commands")
+        // The card keeps its latest 4096 C-APDUs: when the other program's flood pushed older ones
+        // out, the first reads may be gone, but the last one never is, and every one kept is whole.
+        #expect(dropped >= 0, "\(reply)")
+        if dropped == 0 {
+            #expect(starts.count == 3, "\(log.count) commands")
+        } else {
+            #expect((1...3).contains(starts.count), "\(log.count) commands kept, \(dropped) dropped")
+        }
         for start in starts {
             #expect(Array(log[start..<min(log.count, start + ours.count)]) == ours)
         }

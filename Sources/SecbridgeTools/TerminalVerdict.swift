@@ -1,0 +1,165 @@
+import ACR122Simulator
+import ISO7816
+import NFCTags
+import Foundation
+import PCSCCore
+import PCSCSandbox
+import SecureElementCredential
+
+/// What a terminal did with an emulated credential, as the emulating host sees it — on real
+/// hardware as on the simulator: how many APDUs, and for an NFC Forum Type 4 Tag whether the NDEF
+/// file was read to the end (every byte of NLEN + message answered 90 00 to a READ BINARY while
+/// the NDEF file was selected).
+///
+/// When the NDEF file was not read to the end, the tag is also run, offline, through the model of
+/// Android's reader (``AndroidType4Reader``, docs/terminal-models.md §1) to say whether and where
+/// Android would refuse it.
+struct TerminalVerdict: Sendable {
+    /// One line for `emulate`'s output and the transcript, starting "terminal: ".
+    var line: String
+    /// Further lines (the Android model's verdict), each indented by two spaces.
+    var details: [String]
+    /// False when a tag was not read to the end, or no terminal sent anything.
+    var succeeded: Bool
+    /// How many C-APDUs terminals sent.
+    var exchangeCount = 0
+
+    static func evaluate(_ exchanges: [(command: [UInt8], response: [UInt8])], credential: Credential) async -> TerminalVerdict {
+        var verdict = await judge(exchanges, credential: credential)
+        verdict.exchangeCount = exchanges.count
+        return verdict
+    }
+
+    private static func judge(_ exchanges: [(command: [UInt8], response: [UInt8])], credential: Credential) async -> TerminalVerdict {
+        let count = "\(exchanges.count) APDU\(exchanges.count == 1 ? "" : "s")"
+        guard !exchanges.isEmpty else {
+            return TerminalVerdict(line: "terminal: no APDUs (no terminal read the credential)", details: [], succeeded: false)
+        }
+        let tag = (credential.secureElement as? HostSecureElement)?.applets.lazy.compactMap { $0 as? Type4TagApplet }.first
+        guard let tag else {
+            return TerminalVerdict(line: "terminal: \(count)", details: [], succeeded: true)
+        }
+        let file = tag.ndefFileContents
+        let nlen = file.count >= 2 ? Int(file[0]) << 8 | Int(file[1]) : 0
+        let wanted = min(file.count, 2 + nlen)
+        let (covered, wroteNLEN) = coverage(exchanges, ndefFileID: tag.capabilityContainer.ndefFileID, size: wanted)
+        if wroteNLEN {
+            return TerminalVerdict(
+                line: "terminal: \(count); the terminal wrote the NDEF file (NLEN now \(nlen))", details: [], succeeded: true)
+        }
+        if covered.allSatisfy({ $0 }) {
+            return TerminalVerdict(
+                line: "terminal: \(count); the NDEF file was read to the end (NLEN \(nlen), \(wanted) bytes)", details: [], succeeded: true)
+        }
+        let last = exchanges[exchanges.count - 1]
+        let line = "terminal: \(count); the NDEF file was NOT read to the end: the terminal stopped after \(last.command.hexString) → \(last.response.hexString)"
+        return TerminalVerdict(line: line, details: await androidVerdict(tag), succeeded: false)
+    }
+
+    /// Which bytes of the NDEF file's first `size` bytes a successful READ BINARY returned while
+    /// that file was selected, and whether the last successful UPDATE BINARY of the file set a
+    /// non-zero NLEN (a completed NDEF write: NLEN 0000, the message, NLEN).
+    private static func coverage(_ exchanges: [(command: [UInt8], response: [UInt8])], ndefFileID: UInt16, size: Int) -> ([Bool], Bool) {
+        var covered = [Bool](repeating: false, count: size)
+        var wroteNLEN = false
+        var selected: UInt16?
+        for (command, response) in exchanges where command.count >= 4 && response.suffix(2) == [0x90, 0x00] {
+            if command[1] == 0xA4, command[2] == 0x00, command.count >= 7, command[4] == 0x02 {
+                selected = UInt16(command[5]) << 8 | UInt16(command[6])
+            } else if command[1] == 0xA4 {
+                selected = nil
+            } else if command[1] == 0xB0, selected == ndefFileID {
+                let offset = Int(command[2] & 0x7F) << 8 | Int(command[3])
+                for i in offset..<offset + response.count - 2 where i < size { covered[i] = true }
+            } else if command[1] == 0xD6, selected == ndefFileID, command.count >= 5 {
+                wroteNLEN = command[2] == 0 && command[3] == 0 && command[4] == 2 && command.count == 7 && command[5...6] != [0, 0]
+            }
+        }
+        return (covered, wroteNLEN)
+    }
+
+    /// Runs the Android model against a fresh copy of the tag.
+    private static func androidVerdict(_ tag: Type4TagApplet) async -> [String] {
+        guard let message = try? tag.currentMessage(),
+              let copy = try? Type4TagApplet(name: tag.name, message: message, capabilityContainer: tag.capabilityContainer,
+                                             readOnly: tag.capabilityContainer.isReadOnly)
+        else { return [] }
+        let element = HostSecureElement(applets: [copy])
+        var lines: [String] = []
+        for release in AndroidType4Reader.Release.allCases {
+            var program = AndroidType4Reader(release: release)
+            var action = program.start()
+            var outcome: TerminalOutcome?
+            for _ in 0..<512 {  // bounded: a read of 32767 bytes in chunks of 64+ takes fewer
+                switch action {
+                case .finish(let end): outcome = end
+                case .send(let command):
+                    let response = (try? await element.transceive(command)) ?? [0x6F, 0x00]
+                    action = program.receive(response)
+                    continue
+                }
+                break
+            }
+            switch outcome {
+            case .failed(let stage, let reason, _)?:
+                lines.append("  Android (\(release.sourceTag) rules) refuses this tag at \(stage): \(reason)")
+            case .completed?:
+                lines.append("  Android (\(release.sourceTag) rules) reads this tag")
+            default:
+                continue
+            }
+        }
+        return lines
+    }
+}
+
+/// The simulated terminals' own verdicts, when the reader is a secbridge simulated ACR122U: its
+/// driver names its control socket (``PCSCAttribute/simulatorControlSocket``), whose
+/// `terminal-result` says how each terminal in the field that activated a target ended
+/// (docs/terminal-models.md). A real reader refuses the attribute: nil.
+enum SimulatedTerminals {
+    /// One line per terminal that ran ("simulated terminal phone (…): failed at capability
+    /// container check: …"), and whether any failed; nil when the reader is not simulated.
+    static func verdicts(reader: String, client: any PCSCClient) -> (lines: [String], failed: Bool)? {
+        guard let socket = controlSocket(reader: reader, client: client) else { return nil }
+        let control = SimulatedReaderControl(socketPath: socket)
+        guard let peers = try? control.send("peers", timeout: .seconds(2)), let list = peers["list"] else { return nil }
+        var lines: [String] = []
+        var failed = false
+        for entry in list.components(separatedBy: "; ") {
+            guard let colon = entry.firstIndex(of: ":"), entry[colon...].contains("external terminal") else { continue }
+            let id = String(entry[..<colon])
+            let name = entry[entry.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            guard let reply = try? control.send("terminal-result peer=\(id) wait-ms=2000", timeout: .seconds(4)),
+                  let result = reply["result"], reply["activations"] != "0"
+            else { continue }
+            var line = "simulated \(name) [\(id)]: \(result)"
+            switch result {
+            case "passed": line += reply["read"].map { ": \($0)" } ?? ""
+            case "failed":
+                failed = true
+                line += " at \(reply["stage"] ?? "?"), exchange \(reply["step"] ?? "?"): \(reply["reason"] ?? "")"
+            case "mismatch":
+                failed = true
+                line += " at step \(reply["step"] ?? "?"): expected \(reply["expected"] ?? ""), got \(reply["actual"] ?? "")"
+            case "target-left":
+                failed = true
+                line += " at step \(reply["step"] ?? "?")"
+            default:
+                break
+            }
+            lines.append(line)
+        }
+        return (lines, failed)
+    }
+
+    private static func controlSocket(reader: String, client: any PCSCClient) -> String? {
+        guard let context = try? client.establishContext() else { return nil }
+        defer { try? context.release() }
+        guard let handle = try? context.connect(to: reader, share: .direct, protocols: .undefined) else { return nil }
+        defer { try? handle.disconnect(.leave) }
+        guard let bytes = try? handle.attribute(.simulatorControlSocket), !bytes.isEmpty else { return nil }
+        let path = String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+        return path.hasPrefix("/") ? path : nil
+    }
+}
