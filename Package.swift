@@ -13,6 +13,9 @@ let package = Package(
         .library(name: "NFCTags", targets: ["NFCTags"]),
         .library(name: "SecureElementCredential", targets: ["SecureElementCredential"]),
         .library(name: "ACR122Simulator", targets: ["ACR122Simulator"]),
+        // The command tree of `secbridge` as a library (the fuzz targets under Fuzz/ read its APDU
+        // scripts through it).
+        .library(name: "SecbridgeCLI", targets: ["SecbridgeCLI"]),
         // Test doubles for code built on this package: a scripted card channel that reports
         // leftovers, hex literals, a channel straight onto a simulated reader.
         .library(name: "SecbridgeTesting", targets: ["SecbridgeTesting"]),
