@@ -43,7 +43,7 @@ let package = Package(
         fuzzTarget("credential", ["SecureElementCredential"]),
         fuzzTarget("apdu-script", ["SecbridgeCLI", "ISO7816"], memberOfMainPackage: true),
         fuzzTarget("ndef", ["NFCTags"]),
-        fuzzTarget("simulator", ["ACR122Simulator", "ISO7816"]),
+        fuzzTarget("simulator", ["SecbridgeTesting"]),
         // SimulatedACR122IFD has no product of its own; SecbridgeTesting links it (through
         // InProcessPCSC), and its IFD handler entry points are public.
         fuzzTarget("control-line", ["SecbridgeTesting"]),
