@@ -138,6 +138,14 @@ let package = Package(
             name: "SecbridgeCLITests",
             dependencies: ["SecbridgeCLI", "SecbridgeTools", "SecbridgeTesting", "PCSCCore", "PCSCSandbox", "NFCTags", "ISO7816", "PCSC", "PN53x"]
         ),
+        // Replays the inputs the fuzz targets under Fuzz/ once failed on (Fuzz/Regressions/).
+        .testTarget(
+            name: "FuzzRegressionTests",
+            dependencies: [
+                "ISO7816", "PCSCCore", "PN53x", "Transcript", "NFCTags", "SecureElementCredential", "SecbridgeCLI",
+                "ACR122Simulator", "InProcessPCSC", "PCSCSandbox", "SecbridgeTesting",
+            ]
+        ),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [

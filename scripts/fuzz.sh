@@ -9,13 +9,16 @@
 # Seeds: Fuzz/Corpus/<target>/ (hand-made from specifications, and fixture-* files that
 # scripts/fuzz-seeds.py derives from Fixtures/ on every run) and Fuzz/Regressions/<target>/.
 # What the fuzzer adds is kept in .build-fuzz/corpus/<target>/. A crash, a broken round trip
-# (fatalError) or an input that runs longer than 10 s is kept as Fuzz/Findings/<target>/crash-*
+# (fatalError) or an input that runs longer than 30 s is kept as Fuzz/Findings/<target>/crash-*
 # (timeout-*, oom-*): fix it, then move the file to Fuzz/Regressions/<target>/, where the
 # FuzzRegressionTests of `swift test` replay it (Fuzz/README.md). Exits 1 when any target failed.
 #
-# The build: `swift build --sanitize fuzzer --sanitize address` (SwiftPM's own option; passing
-# -Xswiftc -sanitize=fuzzer instead breaks the link of executables, whose entry point SwiftPM
-# renames); the fuzz package depends on the main package by path, so the main build is untouched.
+# The build: SwiftPM's `--sanitize fuzzer` (without it SwiftPM renames each executable's entry
+# point and the link fails, libFuzzer bringing `main`), and `-Xswiftc -sanitize=fuzzer,address` for
+# the compiler: SwiftPM passes each `--sanitize` as a `-sanitize=` option of its own, swiftc keeps
+# only the last one, and their order changes from build to build (Swift 6.3.1), so
+# `--sanitize fuzzer --sanitize address` alone built some objects without coverage. The fuzz
+# package depends on the main package by path, so the main build is untouched.
 # SECBRIDGE_FUZZ_NO_BUILD=1 skips the build.
 set -eu
 REPO=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)
@@ -33,7 +36,7 @@ build() {
     echo "fuzz: building the targets in $SCRATCH" >&2
     # ld.gold warns about every AddressSanitizer helper it cannot export; nothing else is dropped.
     nice swift build --package-path Fuzz --scratch-path "$SCRATCH" \
-        --sanitize fuzzer --sanitize address -Xswiftc -parse-as-library 2>&1 \
+        --sanitize fuzzer -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library 2>&1 \
         | grep -v "Cannot export local symbol" >&2 || true
     for target in $TARGETS; do
         if [ ! -x "$SCRATCH/debug/$target" ]; then
@@ -60,7 +63,7 @@ run() {
     # Leaks are not what these targets look for (the Swift runtime's caches live until exit).
     # The Swift runtime's backtracer does not run under AddressSanitizer: libFuzzer prints the stack.
     SWIFT_BACKTRACE=enable=no ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}" nice "$SCRATCH/debug/$target" \
-        -max_total_time="$seconds" -timeout=10 -max_len=65536 -detect_leaks=0 -print_final_stats=1 \
+        -max_total_time="$seconds" -timeout=30 -max_len=65536 -detect_leaks=0 -print_final_stats=1 \
         -artifact_prefix="$REPO/Fuzz/Findings/$target/" "$@" >"$log" 2>&1 || status=$?
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
     corpus=$(ls "$SCRATCH/corpus/$target" | wc -l)

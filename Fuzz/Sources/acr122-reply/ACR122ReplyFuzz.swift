@@ -27,6 +27,6 @@ public func fuzzACR122Reply(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32
     if let parameter = try? ACR122PICCOperatingParameter(parsingReply: input) {
         FuzzInput.require(input.last == parameter.rawValue, "PICC parameter of \(FuzzInput.hex(input))")
     }
-    _ = try? ATQA(mostSignificantFirst: (input.first ?? 0, input.last ?? 0)).description
+    _ = ATQA(mostSignificantFirst: (input.first ?? 0, input.last ?? 0)).description
     return 0
 }

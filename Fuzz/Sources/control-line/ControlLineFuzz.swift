@@ -49,7 +49,7 @@ final class ControlConnection: @unchecked Sendable {
         guard connected == 0 else { fatalError("cannot connect to \(directory)/control.sock: errno \(errno)") }
     }
 
-    /// Writes `request` and reads `lines` reply lines, each within 10 s (a hang is a failure).
+    /// Writes `request` and reads `lines` reply lines, each within 30 s (a hang is a failure; the bound of scripts/fuzz.sh's -timeout).
     func exchange(_ request: [UInt8], lines: Int) -> [String] {
         var offset = 0
         while offset < request.count {
@@ -67,8 +67,8 @@ final class ControlConnection: @unchecked Sendable {
                 continue
             }
             var poller = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
-            guard poll(&poller, 1, 10_000) > 0 else {
-                fatalError("property violated: no reply within 10 s (\(replies.count) of \(lines) lines answered)")
+            guard poll(&poller, 1, 30_000) > 0 else {
+                fatalError("property violated: no reply within 30 s (\(replies.count) of \(lines) lines answered)")
             }
             let count = chunk.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
             guard count > 0 else { fatalError("property violated: the control socket closed after \(replies.count) of \(lines) replies") }
