@@ -19,11 +19,11 @@
 # only the last one, and their order changes from build to build (Swift 6.3.1), so
 # `--sanitize fuzzer --sanitize address` alone built some objects without coverage. The fuzz
 # package depends on the main package by path, so the main build is untouched.
-# SECBRIDGE_FUZZ_NO_BUILD=1 skips the build.
+# SECBRIDGE_FUZZ_NO_BUILD=1 skips the build; SECBRIDGE_FUZZ_SCRATCH names another build directory.
 set -eu
 REPO=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)
 cd "$REPO"
-SCRATCH="$REPO/.build-fuzz"
+SCRATCH="${SECBRIDGE_FUZZ_SCRATCH:-$REPO/.build-fuzz}"
 TARGETS="command-apdu response-apdu atr historical-bytes ber-tlv fci pn532-frame acr122-reply transcript spy-import credential apdu-script ndef simulator control-line"
 
 usage() {
