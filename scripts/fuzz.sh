@@ -35,9 +35,16 @@ usage() {
 build() {
     echo "fuzz: building the targets in $SCRATCH" >&2
     # ld.gold warns about every AddressSanitizer helper it cannot export; nothing else is dropped.
+    mkdir -p "$SCRATCH"
+    status=0
     nice swift build --package-path Fuzz --scratch-path "$SCRATCH" \
-        --sanitize fuzzer -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library 2>&1 \
-        | grep -v "Cannot export local symbol" >&2 || true
+        --sanitize fuzzer -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library \
+        >"$SCRATCH/build.log" 2>&1 || status=$?
+    grep -v "Cannot export local symbol" "$SCRATCH/build.log" >&2 || true
+    if [ "$status" -ne 0 ]; then
+        echo "fuzz: the build failed (exit $status)" >&2
+        exit 1
+    fi
     for target in $TARGETS; do
         if [ ! -x "$SCRATCH/debug/$target" ]; then
             echo "fuzz: the build did not produce $SCRATCH/debug/$target" >&2
