@@ -13,6 +13,9 @@ let package = Package(
         .library(name: "NFCTags", targets: ["NFCTags"]),
         .library(name: "SecureElementCredential", targets: ["SecureElementCredential"]),
         .library(name: "ACR122Simulator", targets: ["ACR122Simulator"]),
+        // The command tree of `secbridge` as a library (the fuzz targets under Fuzz/ read its APDU
+        // scripts through it).
+        .library(name: "SecbridgeCLI", targets: ["SecbridgeCLI"]),
         // Test doubles for code built on this package: a scripted card channel that reports
         // leftovers, hex literals, a channel straight onto a simulated reader.
         .library(name: "SecbridgeTesting", targets: ["SecbridgeTesting"]),
@@ -137,6 +140,14 @@ let package = Package(
         .testTarget(
             name: "SecbridgeCLITests",
             dependencies: ["SecbridgeCLI", "SecbridgeTools", "SecbridgeTesting", "PCSCCore", "PCSCSandbox", "NFCTags", "ISO7816", "PCSC", "PN53x"]
+        ),
+        // Replays the inputs the fuzz targets under Fuzz/ once failed on (Fuzz/Regressions/).
+        .testTarget(
+            name: "FuzzRegressionTests",
+            dependencies: [
+                "ISO7816", "PCSCCore", "PN53x", "Transcript", "NFCTags", "SecureElementCredential", "SecbridgeCLI",
+                "ACR122Simulator", "InProcessPCSC", "PCSCSandbox", "SecbridgeTesting",
+            ]
         ),
         .testTarget(
             name: "EndToEndTests",

@@ -1,0 +1,93 @@
+import FuzzSupport
+import SimulatedACR122IFD
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The simulated reader's control protocol (Sources/SimulatedACR122IFD/ControlProtocol.swift) as a
+/// test or `secbridge simulate` speaks it: for each input a fresh reader is opened through the
+/// driver's public entry point IFDHCreateChannelByName, as pcscd opens it, every input line is
+/// written to its control socket, and the reader is closed again (IFDHCloseChannel), so no input
+/// sees what an earlier one left (peers, the field's event log). Never traps or hangs; every
+/// request line gets exactly one reply line, `ok …` or `error <code> <reason>`.
+///
+/// Inputs over 4096 bytes are skipped (a longer line is refused and the connection closed, which
+/// is tested elsewhere), and so are inputs naming `wait-ms` (terminal-result waits, bounded, up to
+/// 60 s of real time by design).
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzControlLine(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
+    let input = FuzzInput.bytes(data, size)
+    guard input.count <= 4096, !String(decoding: input, as: UTF8.self).contains("wait-ms") else { return 0 }
+    let lines = input.split(separator: 0x0A, omittingEmptySubsequences: false)
+    let connection = ControlConnection()
+    defer { connection.close() }
+    for reply in connection.exchange(input + [0x0A], lines: lines.count) {
+        FuzzInput.require(reply.hasPrefix("ok") || reply.hasPrefix("error "), "reply '\(reply)' to \(FuzzInput.hex(input))")
+    }
+    return 0
+}
+
+/// A reader opened on Lun 0 in a private directory, and a connection to its control socket.
+final class ControlConnection {
+    private let directory = "/tmp/secbridge-fuzz-control.\(getpid())"
+    private let socket: Int32
+
+    init() {
+        var name = Array("\(directory):timescale=0".utf8CString)
+        guard IFDHCreateChannelByName(0, &name) == 0 else { fatalError("IFDHCreateChannelByName failed for \(directory)") }
+        socket = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let path = Array((directory + "/control.sock").utf8)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in path.enumerated() { raw[index] = byte }
+            raw[path.count] = 0
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard connected == 0 else { fatalError("cannot connect to \(directory)/control.sock: errno \(errno)") }
+    }
+
+    /// Closes the connection and the reader, and removes the directory.
+    func close() {
+        _ = Glibc.close(socket)
+        _ = IFDHCloseChannel(0)
+        unlink(directory + "/control.sock")
+        rmdir(directory)
+    }
+
+    /// Writes `request` and reads `lines` reply lines, each within 30 s (a hang is a failure; the
+    /// bound of scripts/fuzz.sh's -timeout).
+    func exchange(_ request: [UInt8], lines: Int) -> [String] {
+        var offset = 0
+        while offset < request.count {
+            let written = request[offset...].withUnsafeBytes { send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard written > 0 else { fatalError("property violated: the control socket closed while writing (errno \(errno))") }
+            offset += written
+        }
+        var replies: [String] = []
+        var pending: [UInt8] = []
+        var lineStart = 0
+        var searched = 0
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while replies.count < lines {
+            if let newline = pending[searched...].firstIndex(of: 0x0A) {
+                replies.append(String(decoding: pending[lineStart..<newline], as: UTF8.self))
+                lineStart = newline + 1
+                searched = lineStart
+                continue
+            }
+            searched = pending.count
+            var poller = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, 30_000) > 0 else {
+                fatalError("property violated: no reply within 30 s (\(replies.count) of \(lines) lines answered)")
+            }
+            let count = chunk.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { fatalError("property violated: the control socket closed after \(replies.count) of \(lines) replies") }
+            pending += chunk[0..<count]
+        }
+        FuzzInput.require(lineStart == pending.count, "more reply bytes than request lines")
+        return replies
+    }
+}

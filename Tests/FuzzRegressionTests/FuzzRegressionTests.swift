@@ -1,0 +1,178 @@
+import ACR122Simulator
+import Foundation
+import ISO7816
+import InProcessPCSC
+import NFCTags
+import PCSCSandbox
+import PCSCCore
+import PN53x
+import SecbridgeCLI
+import SecbridgeTesting
+import SecureElementCredential
+import Testing
+import Transcript
+
+/// The inputs the fuzz targets (Fuzz/Sources/<target>, run by scripts/fuzz.sh) once failed on,
+/// kept in Fuzz/Regressions/<target>/ and replayed here through the same entry point, so a fixed
+/// crash stays fixed in every `swift test`. Each file must run without trapping; a file
+/// `<name>.expected` beside it holds the outcome the replay must give exactly (`ok`, or `error`
+/// and the error's code; for `control-line` the first word of each reply, one per line).
+@Suite("Fuzz regressions")
+struct FuzzRegressionTests {
+    @Test("every fuzz target of scripts/fuzz.sh and Fuzz/Sources has a replay here")
+    func everyTargetHasAReplay() throws {
+        let script = try String(contentsOfFile: FuzzFiles.root + "/scripts/fuzz.sh", encoding: .utf8)
+        let line = try #require(script.split(separator: "\n").first { $0.hasPrefix("TARGETS=\"") })
+        let listed = Set(line.dropFirst("TARGETS=\"".count).dropLast().split(separator: " ").map(String.init))
+        let sources = Set(try FileManager.default.contentsOfDirectory(atPath: FuzzFiles.root + "/Fuzz/Sources"))
+            .subtracting(["FuzzSupport"])
+        #expect(listed.count == 15)
+        #expect(listed == sources)
+        #expect(listed == Set(FuzzReplay.targets.keys))
+    }
+
+    @Test("every directory under Fuzz/Regressions names a fuzz target")
+    func regressionDirectoriesNameTargets() throws {
+        let directories = (try? FileManager.default.contentsOfDirectory(atPath: FuzzFiles.regressions)) ?? []
+        for directory in directories where !directory.hasPrefix(".") {
+            #expect(FuzzReplay.targets[directory] != nil, "Fuzz/Regressions/\(directory) is no fuzz target")
+        }
+    }
+
+    @Test("the replay gives the spec seeds' real outcomes")
+    func replayOfKnownInputs() throws {
+        let select: [UInt8] = [0x00, 0xA4, 0x04, 0x00, 0x07, 0xD2, 0x76, 0x00, 0x00, 0x85, 0x01, 0x01, 0x00]
+        #expect(try FuzzReplay.outcome("command-apdu", select) == "ok")
+        // docs/cases.md P03: a 6-byte command whose byte 5 is 00.
+        #expect(try FuzzReplay.outcome("command-apdu", [0x00, 0xB2, 0x01, 0x14, 0x00, 0x00]) == "error shortLcZero")
+        #expect(try FuzzReplay.outcome("atr", [0x3B, 0x81, 0x80, 0x01, 0x80, 0x80, 0x90, 0x00]) == "ok")
+        #expect(try FuzzReplay.outcome("ndef", Array("D1 01 08 54 02 65 6E 48 65 6C 6C 6F".split(separator: " ").map { UInt8($0, radix: 16)! })) == "ok")
+        // ACR122U API v2.04 §6.1: the firmware version, FF 00 48 00 00 through libccid's escape code.
+        #expect(try FuzzReplay.outcome("simulator", [0x00, 0x01, 0x05, 0xFF, 0x00, 0x48, 0x00, 0x00]) == "ok 41 43 52 31 32 32 55 32 30 37")
+    }
+
+    @Test("the control-line replay answers each line through a reader's control socket")
+    func controlLineReplay() async throws {
+        let outcome = try await onOwnThread("control-line-replay") { try FuzzReplay.outcome("control-line", Array("ping\nno-such-verb".utf8)) }
+        #expect(outcome == "ok\nerror")
+    }
+
+    @Test("a kept input replays without trapping, with its expected outcome", arguments: FuzzFiles.regressionFiles())
+    func replays(_ file: String) throws {
+        let target = URL(fileURLWithPath: file).deletingLastPathComponent().lastPathComponent
+        let input = try [UInt8](Data(contentsOf: URL(fileURLWithPath: file)))
+        let outcome = try FuzzReplay.outcome(target, input)
+        if let expected = try? String(contentsOfFile: file + ".expected", encoding: .utf8) {
+            #expect(outcome == expected.trimmingCharacters(in: .newlines), "\(file)")
+        }
+    }
+}
+
+/// Paths in this checkout.
+enum FuzzFiles {
+    /// The repository: this file is Tests/FuzzRegressionTests/FuzzRegressionTests.swift.
+    static let root: String = {
+        var url = URL(fileURLWithPath: #filePath)
+        for _ in 0..<3 { url.deleteLastPathComponent() }
+        return url.path
+    }()
+
+    static let regressions = root + "/Fuzz/Regressions"
+
+    /// Every kept input (not the `.expected` files), as absolute paths.
+    static func regressionFiles() -> [String] {
+        let manager = FileManager.default
+        var files: [String] = []
+        for target in ((try? manager.contentsOfDirectory(atPath: regressions)) ?? []).sorted() where !target.hasPrefix(".") {
+            let directory = regressions + "/" + target
+            for name in ((try? manager.contentsOfDirectory(atPath: directory)) ?? []).sorted()
+            where !name.hasPrefix(".") && !name.hasSuffix(".expected") {
+                files.append(directory + "/" + name)
+            }
+        }
+        return files
+    }
+}
+
+/// Each fuzz target's entry point, giving a comparable outcome instead of checking properties
+/// (the fuzz targets check those).
+enum FuzzReplay {
+    typealias Replay = @Sendable ([UInt8]) throws -> String
+
+    static func outcome(_ target: String, _ input: [UInt8]) throws -> String {
+        guard let replay = targets[target] else { throw ReplayError(description: "no fuzz target '\(target)'") }
+        return try replay(input)
+    }
+
+    struct ReplayError: Error, CustomStringConvertible { let description: String }
+
+    /// `ok`, or `error <code>` of the error `body` throws.
+    static func result(_ body: () throws -> Void) -> String {
+        do {
+            try body()
+            return "ok"
+        } catch let error as any CodedError {
+            return "error " + code(of: error)
+        } catch {
+            return "error \(error)"
+        }
+    }
+
+    static func code<E: CodedError>(of error: E) -> String { error.code.rawValue }
+
+    static func text(_ input: [UInt8]) -> String { String(decoding: input, as: UTF8.self) }
+
+    static let targets: [String: Replay] = [
+        "command-apdu": { input in result { _ = try CommandAPDU(parsing: input) } },
+        "response-apdu": { input in result { _ = try ResponseAPDU(parsing: input).statusWord.meaning } },
+        "atr": { input in result { _ = try ATR.readLeniently(input).atr.decodedHistoricalBytes() } },
+        "historical-bytes": { input in result { _ = try HistoricalBytes(parsing: input) } },
+        "ber-tlv": { input in result { _ = try BERTLV.parseAll(input) } },
+        "fci": { input in
+            result {
+                let options = BERTLV.ReadingOptions(keepsMalformedContent: true)
+                for object in try BERTLV.parseAll(input, options: options) {
+                    _ = FileControlInformation.meaning(of: object, inside: nil)
+                    for child in object.children { _ = FileControlInformation.meaning(of: child, inside: object.tag) }
+                }
+            }
+        },
+        "pn532-frame": { input in result { _ = try ACR122Command(parsing: input) } },
+        "acr122-reply": { input in result { _ = try ACR122Reply(parsing: input).checkedData() } },
+        "transcript": { input in result { _ = try Transcript(parsing: text(input)) } },
+        "spy-import": { input in result { _ = try SpyLogImporter.importLog(text(input)) } },
+        "credential": { input in result { _ = try CredentialFile(json: input) } },
+        "apdu-script": { input in result { _ = try APDUScript(parsing: text(input), fileName: "regression") } },
+        "ndef": { input in result { _ = try NDEFMessage(parsing: input) } },
+        "simulator": { input in
+            // The last step's answer: `ok` and its bytes, or `error` and the device error.
+            switch SimulatorByteScript.run(input).last?.answer {
+            case .success(let answer): "ok" + (answer.isEmpty ? "" : " " + HexBytes.format(answer))
+            case .failure(let error): "error \(error)"
+            case nil: "ok"
+            }
+        },
+        "control-line": { input in try ControlLineReplay.replies(input) },
+    ]
+}
+
+/// The `control-line` target's replay: one in-process reader (opened as pcscd opens it), its
+/// control socket written one line at a time; the outcome is the first word of each reply.
+enum ControlLineReplay {
+    static func replies(_ input: [UInt8]) throws -> String {
+        let directory = NSTemporaryDirectory() + "secbridge-fuzz-replay.\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
+        let readers = InProcessReaders()
+        defer {
+            readers.close()
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+        _ = try readers.createChannel(deviceName: directory + ":timescale=0", waitingUpTo: .seconds(60))
+        let control = SimulatedReaderControl(socketPath: directory + "/control.sock")
+        var words: [String] = []
+        for line in input.split(separator: 0x0A, omittingEmptySubsequences: false) {
+            let reply = try control.exchange(String(decoding: line, as: UTF8.self))
+            words.append(String(reply.split(separator: " ").first ?? ""))
+        }
+        return words.joined(separator: "\n")
+    }
+}
