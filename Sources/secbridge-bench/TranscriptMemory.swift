@@ -39,10 +39,9 @@ func measured(_ arguments: [String]) -> (rssMB: Double, wall: Double)? {
 /// Writes a transcript of `exchanges` SELECT / READ BINARY exchanges with offsets; in `changed`
 /// exchanges the answer is 6A 82 instead.
 func writeTranscript(_ path: String, exchanges: Int, changed: Set<Int> = []) {
-    guard let out = FileHandle(forWritingAtPath: path) ?? {
-        FileManager.default.createFile(atPath: path, contents: nil)
-        return FileHandle(forWritingAtPath: path)
-    }() else { fatalError("cannot write \(path)") }
+    guard FileManager.default.createFile(atPath: path, contents: nil), let out = FileHandle(forWritingAtPath: path) else {
+        fatalError("cannot write \(path)")
+    }
     _ = try? out.truncate(atOffset: 0)
     var text = "# secbridge-transcript: 1\n# tool: secbridge-bench\n# origin: simulated\n# reader: ACS ACR122U PICC Interface 00 00\n# protocol: T=1\n"
     let hex = Array("0123456789ABCDEF".utf8)
@@ -99,7 +98,9 @@ func benchmarkTranscriptMemory(tools: String, exchanges: Int, pairs: Int = 3) {
     let left = directory + "/left.trn", right = directory + "/right.trn", script = directory + "/parse.py"
     writeTranscript(left, exchanges: exchanges)
     writeTranscript(right, exchanges: exchanges, changed: [0, exchanges - 1])
-    FileManager.default.createFile(atPath: script, contents: Data(pythonStreamingParse.utf8))
+    guard FileManager.default.createFile(atPath: script, contents: Data(pythonStreamingParse.utf8)) else {
+        fatalError("cannot write \(script)")
+    }
     let size = Double((try? FileManager.default.attributesOfItem(atPath: left)[.size] as? Int) ?? 0) / 1e6
     print("transcripts: \(exchanges) exchanges, \(format(size, 1)) MB per file; peak RSS from /usr/bin/time -v (target ≤ 64 MB)")
 
