@@ -68,6 +68,8 @@ extension EmulationExitTests {
         #expect(arms.count >= 2, "armed again after an empty answer: \(arms.count)")
         let first = try #require(arms.first)
         #expect(lines[first + 1].hasSuffix(" ctl 0x42000001 <"), "\(lines[first + 1])")
+        // The transcript says the window ended with no terminal, not only the output.
+        #expect(lines.contains { $0.hasSuffix("terminal: no APDUs (no terminal read the credential)") }, "\(lines.suffix(8))")
         #expect(try desk.control().send("status")["picc"] == "FF")
     }
 }
