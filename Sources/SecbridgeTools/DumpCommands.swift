@@ -194,7 +194,7 @@ extension SecbridgeCLI {
     static let writeDumpCommand = Command(
         name: "write-dump",
         abstract: SecbridgeCLI.toolAbstract("write-dump"),
-        usage: "FILE [--reader NAME|INDEX] [--key HEX12 | --keys FILE] [--key-b] [--write-trailers] [--lock-bytes] [--config] [--wait SECONDS] [--record FILE] [--yes]",
+        usage: "FILE [--reader NAME|INDEX] [--key HEX12 | --keys FILE] [--key-b] [--write-trailers] [--lock-bytes] [--config] [--wait SECONDS] [--record FILE] [--yes] [--json]",
         discussion: """
             Restores a dump in libnfc's layout (from `secbridge read --dump`, nfc-mfclassic or
             nfc-mfultralight) to the storage card on a PC/SC part 3 reader such as the ACR122U. The
@@ -236,6 +236,7 @@ extension SecbridgeCLI {
             .value("record", "FILE", "Record the exchanges to a transcript FILE."),
             .flag("yes", "Write without asking."),
             .waitForCard,
+            .flag("json", "Print a JSON object {reader, card, uid, file, unit (block or page), written: [numbers], unchanged, notes}; the question goes to standard error."),
         ],
         run: runWriteDump
     )
@@ -262,10 +263,15 @@ extension SecbridgeCLI {
             throw CLIError.usage("--lock-bytes and --config are for MIFARE Ultralight / NTAG21x; the card in '\(session.reader)' is a \(kind)")
         }
         let confirm = consoleConfirmation(invocation)
-        let out = { (line: String) in invocation.out(line) }
-        return try withCardTransaction(session.handle, reader: session.reader) {
+        let json = invocation.json
+        // With --json the lines are kept for the one object printed at the end.
+        var lines: [String] = []
+        var unit = "block", written: [Int] = [], unchanged = 0
+        let out = { (line: String) in if json { lines.append(line) } else { invocation.out(line) } }
+        var uid: [UInt8]?
+        let status = try withCardTransaction(session.handle, reader: session.reader) {
             let card = StorageCard(channel: session.channel)
-            let uid = try? card.uid()
+            uid = try? card.uid()
             out("reader: \(session.reader)")
             do {
                 if kind.isMifareClassic {
@@ -278,6 +284,7 @@ extension SecbridgeCLI {
                         out("note: \(plan.trailersSkipped.count) sector trailer\(plan.trailersSkipped.count == 1 ? "" : "s") differ\(plan.trailersSkipped.count == 1 ? "s" : "") from the card's and \(plan.trailersSkipped.count == 1 ? "was" : "were") not written (blocks \(plan.trailersSkipped.map(String.init).joined(separator: ", "))); add --write-trailers to write keys and access bits")
                     }
                     let blocks = plan.writes.map(\.block)
+                    unchanged = plan.unchanged.count
                     guard !blocks.isEmpty else {
                         out("nothing to write: the card already holds the dump's blocks (\(plan.unchanged.count) unchanged)")
                         return exitSuccess
@@ -286,6 +293,7 @@ extension SecbridgeCLI {
                         throw CLIError.failure("not written: the write was not confirmed")
                     }
                     try MifareClassicDump.execute(plan, keyType: keys.keyType, keyForSector: keyFor, on: card)
+                    written = blocks
                     out("wrote \(blocks.count) block\(blocks.count == 1 ? "" : "s") (\(ranges(blocks))); \(plan.unchanged.count) unchanged")
                 } else {
                     let (layout, identification) = try type2Layout(card: card, session: session)
@@ -293,6 +301,8 @@ extension SecbridgeCLI {
                     let dump = try readDumpFile(path, option: "write-dump") { bytes throws(StorageDumpError) in try Type2TagDump(layout: layout, bytes: bytes, file: path) }
                     let current = try Type2TagDump.read(layout: layout, from: card)
                     let plan = try dump.plan(onCard: current, lockBytes: arguments.has("lock-bytes"), configuration: arguments.has("config"))
+                    unit = "page"
+                    unchanged = plan.unchanged.count
                     if !plan.neverWritten.isEmpty {
                         out("note: pages \(ranges(plan.neverWritten)) differ from the tag's and are never written (UID and check bytes, internal byte, PWD, PACK)")
                     }
@@ -307,6 +317,7 @@ extension SecbridgeCLI {
                         throw CLIError.failure("not written: the write was not confirmed")
                     }
                     try Type2TagDump.execute(plan, on: card)
+                    written = plan.pages.sorted()
                     out("wrote \(plan.pages.count) page\(plan.pages.count == 1 ? "" : "s") (\(ranges(plan.pages.sorted()))); \(plan.unchanged.count) unchanged")
                 }
             } catch {
@@ -314,6 +325,22 @@ extension SecbridgeCLI {
             }
             return exitSuccess
         }
+        if json {
+            let card = lines.first { $0.hasPrefix("card: ") }.map { line in
+                String(line.dropFirst(6)).components(separatedBy: "  UID ")[0]
+            }
+            invocation.out(JSONValue.object([
+                ("reader", .string(session.reader)),
+                ("card", card.map { .string($0) } ?? .null),
+                ("uid", uid.map { .hex($0) } ?? .null),
+                ("file", .string(path)),
+                ("unit", .string(unit)),
+                ("written", .array(written.map { .int($0) })),
+                ("unchanged", .int(unchanged)),
+                ("notes", .array(lines.filter { $0.hasPrefix("note: ") || $0.hasPrefix("nothing to write") }.map { .string($0) })),
+            ]).prettySerialized())
+        }
+        return status
     }
 
     /// `4–6, 8, 12–14`: numbers as ranges of consecutive runs.

@@ -42,6 +42,31 @@ extension InProcessCommandTests {
             #expect(FileManager.default.contents(atPath: second).map { [UInt8]($0) } == dump)
         }
 
+        /// `write-dump --json`: one object saying which blocks were written; the question (none
+        /// here: --yes) would go to standard error.
+        @Test func writeDumpJSONNamesTheBlocksWritten() async throws {
+            let desk = try await SimulatedDesk.open()
+            defer { desk.close() }
+            try desk.control().send("place-tag type=classic1k uid=04A1B2C3 id=mf")
+            defer { _ = try? desk.control().send("remove all=yes") }
+            let first = newPath("1k.mfd"), edited = newPath("1ke.mfd")
+            defer { for path in [first, edited] { try? FileManager.default.removeItem(atPath: path) } }
+            #expect(try await runTool(["read", "--reader", desk.names[0], "--dump", first], on: desk).status == 0)
+            var dump = [UInt8](FileManager.default.contents(atPath: first) ?? Data())
+            #expect(dump.count == 1024)
+            dump.replaceSubrange(5 * 16..<6 * 16, with: [UInt8](repeating: 0x5A, count: 16))
+            _ = FileManager.default.createFile(atPath: edited, contents: Data(dump))
+            let result = try await runTool(["write-dump", edited, "--reader", desk.names[0], "--yes", "--json"], on: desk)
+            #expect(result.status == 0, "\(result.err)")
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(result.out.utf8)) as? [String: Any], "\(result.out)")
+            #expect(object["unit"] as? String == "block")
+            #expect(object["written"] as? [Int] == [5])
+            #expect(object["uid"] as? String == "04A1B2C3")
+            #expect(object["file"] as? String == edited)
+            #expect((object["notes"] as? [String])?.first?.hasPrefix("note: block 0 (the manufacturer block") == true, "\(result.out)")
+            #expect(try tagMemory("mf", first: 5, count: 1, on: desk) == [UInt8](repeating: 0x5A, count: 16))
+        }
+
         @Test func usageErrorsNameWhatIsWrong() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
@@ -118,3 +143,4 @@ extension InProcessCommandTests {
         }
     }
 }
+

@@ -1267,7 +1267,7 @@ import Testing
             help: #"""
             OVERVIEW: Restore a storage-card dump in libnfc's .mfd layout (MIFARE Classic, Ultralight, NTAG21x), rules checked first.
 
-            USAGE: secbridge write-dump FILE [--reader NAME|INDEX] [--key HEX12 | --keys FILE] [--key-b] [--write-trailers] [--lock-bytes] [--config] [--wait SECONDS] [--record FILE] [--yes]
+            USAGE: secbridge write-dump FILE [--reader NAME|INDEX] [--key HEX12 | --keys FILE] [--key-b] [--write-trailers] [--lock-bytes] [--config] [--wait SECONDS] [--record FILE] [--yes] [--json]
 
             Restores a dump in libnfc's layout (from `secbridge read --dump`, nfc-mfclassic or
             nfc-mfultralight) to the storage card on a PC/SC part 3 reader such as the ACR122U. The
@@ -1309,12 +1309,13 @@ import Testing
               --record <FILE>            Record the exchanges to a transcript FILE.
               --yes                      Write without asking.
               --wait <SECONDS>           Wait up to SECONDS (at most 3600) for a card when none is there.
+              --json                     Print a JSON object {reader, card, uid, file, unit (block or page), written: [numbers], unchanged, notes}; the question goes to standard error.
               -h, --help                 Show help information.
 
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge write-dump FILE [--reader NAME|INDEX] [--key HEX12 | --keys FILE] [--key-b] [--write-trailers] [--lock-bytes] [--config] [--wait SECONDS] [--record FILE] [--yes]
+            USAGE: secbridge write-dump FILE [--reader NAME|INDEX] [--key HEX12 | --keys FILE] [--key-b] [--write-trailers] [--lock-bytes] [--config] [--wait SECONDS] [--record FILE] [--yes] [--json]
             Run 'secbridge write-dump --help' for more information.
 
             """#),

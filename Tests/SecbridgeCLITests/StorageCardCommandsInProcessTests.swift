@@ -13,7 +13,7 @@ import Transcript
 private let exampleURIMessage = "D1010C55046578616D706C652E636F6D"
 
 /// What `tag-memory` says a placed tag holds, as bytes.
-private func tagMemory(_ peer: String, first: Int, count: Int, on desk: SimulatedDesk) throws -> [UInt8] {
+func tagMemory(_ peer: String, first: Int, count: Int, on desk: SimulatedDesk) throws -> [UInt8] {
     let reply = try desk.control().send("tag-memory peer=\(peer) first=\(first) count=\(count)")
     return (reply["data"] ?? "").split(separator: " ").compactMap { UInt8($0, radix: 16) }
 }
