@@ -19,7 +19,7 @@ extension SecbridgeCLI {
     static let serveCommand = Command(
         name: "serve",
         abstract: SecbridgeCLI.toolAbstract("serve"),
-        usage: "--credential FILE [--host HOST] [--port PORT] [--atr HEX] [--record FILE]",
+        usage: "--credential FILE [--host HOST] [--port PORT] [--atr HEX] [--record FILE] [--json]",
         discussion: """
             Connects to vsmartcard's vpcd (the pcscd driver of package vsmartcard-vpcd) as its virtual
             card, the way vicc and Android's "Remote Smart Card Reader" do, and answers with the
@@ -49,6 +49,7 @@ extension SecbridgeCLI {
             .value("atr", "HEX", "The ATR to present (default: PC/SC part 3's contactless ATR).",
                    .hex(lengths: Array(2...33), takes: "an ATR of 2 to 33 bytes")),
             .value("record", "FILE", "Record every exchange to a transcript FILE (tgt < / tgt > lines)."),
+            .flag("json", "Print JSON lines, one per event: {event: serving, credential, atr}, {event: connected, vpcd}, {event: disconnected, vpcd, reason}, {event: stopped, commands}."),
         ],
         run: runServe
     )
@@ -76,7 +77,13 @@ extension SecbridgeCLI {
         try awaitResult("opening the credential's secure element", timeout: .seconds(10)) { try await element.open() }
         defer { _ = try? awaitResult("closing the credential's secure element", timeout: .seconds(5)) { await element.close() } }
 
-        invocation.out("serving credential '\(credential.id)' (\(element.secureElementDescription)) as ATR \(atr.bytes.hexString)")
+        let json = invocation.json
+        // Each report as its text line, or with --json as one JSON line.
+        func report(_ text: String, _ members: [(String, JSONValue)]) {
+            invocation.out(json ? JSONValue.object(members).serialized() : text)
+        }
+        report("serving credential '\(credential.id)' (\(element.secureElementDescription)) as ATR \(atr.bytes.hexString)",
+               [("event", .string("serving")), ("credential", .string(credential.id)), ("atr", .hex(atr.bytes))])
         var served = 0
         var waitingSaid = false
         var retry = Duration.milliseconds(250)
@@ -96,14 +103,16 @@ extension SecbridgeCLI {
             waitingSaid = false
             retry = .milliseconds(250)
             try? recorder?.recordEvent(.connected, [TranscriptAttribute("vpcd", endpoint)])
-            invocation.out("connected to vpcd at \(endpoint): the card is in its reader (Ctrl-C stops)")
+            report("connected to vpcd at \(endpoint): the card is in its reader (Ctrl-C stops)",
+                   [("event", .string("connected")), ("vpcd", .string(endpoint))])
             let end = serveConnection(link, atr: atr.bytes, element: element, recorder: recorder, console: invocation.console, served: &served)
             try? recorder?.recordEvent(.disconnected, [TranscriptAttribute("vpcd", endpoint)])
             if case .closed(let reason) = end {
-                invocation.out("vpcd at \(endpoint) went away (\(reason)); connecting again")
+                report("vpcd at \(endpoint) went away (\(reason)); connecting again",
+                       [("event", .string("disconnected")), ("vpcd", .string(endpoint)), ("reason", .string(reason))])
             }
         }
-        invocation.out("stopped after \(served) command\(served == 1 ? "" : "s")")
+        report("stopped after \(served) command\(served == 1 ? "" : "s")", [("event", .string("stopped")), ("commands", .int(served))])
         return exitSuccess
     }
 

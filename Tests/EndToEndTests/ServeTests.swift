@@ -112,4 +112,24 @@ let openscInstalled = FileManager.default.isExecutableFile(atPath: "/usr/bin/ope
         #expect(serve.process.terminationStatus == 0)
         _ = try await serve.wait(for: "stopped after 0 commands")
     }
+
+    /// `serve --json`: one JSON line per event, from `serving` to `stopped`.
+    @Test func jsonLinesFromServingToStopped() async throws {
+        try requireBuiltBinaries()
+        let port = try FreePort.pick()  // nobody listens there
+        let serve = try BinaryProcess(
+            ["serve", "--credential", Self.credential, "--port", String(port), "--json"], environment: ProcessInfo.processInfo.environment)
+        defer { serve.stop() }
+        _ = try await serve.wait(for: #""event":"serving""#)
+        serve.process.interrupt()
+        serve.process.waitUntilExit()
+        #expect(serve.process.terminationStatus == 0)
+        _ = try await serve.wait(for: #""event":"stopped""#)
+        let objects = serve.output.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(objects.count == serve.output.count, "every line is a JSON object: \(serve.output)")
+        #expect(objects.first?["credential"] as? String == "example-uri-tag")
+        // PC/SC part 3's contactless ATR with no historical bytes (docs/acr122-pn532.md §3).
+        #expect(objects.first?["atr"] as? String == "3B80800101")
+        #expect(objects.last?["commands"] as? Int == 0)
+    }
 }

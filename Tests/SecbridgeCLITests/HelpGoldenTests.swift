@@ -1324,7 +1324,7 @@ import Testing
             help: #"""
             OVERVIEW: Present a credential as the card in a vpcd reader (vsmartcard), to a pcscd here or on another host.
 
-            USAGE: secbridge serve --credential FILE [--host HOST] [--port PORT] [--atr HEX] [--record FILE]
+            USAGE: secbridge serve --credential FILE [--host HOST] [--port PORT] [--atr HEX] [--record FILE] [--json]
 
             Connects to vsmartcard's vpcd (the pcscd driver of package vsmartcard-vpcd) as its virtual
             card, the way vicc and Android's "Remote Smart Card Reader" do, and answers with the
@@ -1353,12 +1353,13 @@ import Testing
               --port <PORT>        vpcd's port for the slot (default: 35963, slot 00).
               --atr <HEX>          The ATR to present (default: PC/SC part 3's contactless ATR).
               --record <FILE>      Record every exchange to a transcript FILE (tgt < / tgt > lines).
+              --json               Print JSON lines, one per event: {event: serving, credential, atr}, {event: connected, vpcd}, {event: disconnected, vpcd, reason}, {event: stopped, commands}.
               -h, --help           Show help information.
 
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge serve --credential FILE [--host HOST] [--port PORT] [--atr HEX] [--record FILE]
+            USAGE: secbridge serve --credential FILE [--host HOST] [--port PORT] [--atr HEX] [--record FILE] [--json]
             Run 'secbridge serve --help' for more information.
 
             """#),
