@@ -162,3 +162,19 @@ extension EmulationExitTests {
         #expect(try desk.control().send("terminal-result peer=android wait-ms=5000")["result"] == "passed")
     }
 }
+
+extension EmulationExitTests {
+    /// `emulate` releases reader A's DIRECT connection before it returns, not later from the
+    /// backend's deinit on the executor thread: in the binary, a release still inside pcsc-lite
+    /// when main calls exit(3) met libpcsclite's destructor and died of SIGSEGV after the whole
+    /// output (docs/test-infrastructure.md, "pcsc-lite at exit").
+    @Test func emulateHasReleasedTheReaderWhenItReturns() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        try desk.control().send("place-terminal script=android-t4t-read id=android")
+        let result = try await runTool(
+            ["emulate", "--credential", Self.credential("text-tag.json"), "--yes", "--reader", desk.names[0]], on: desk)
+        #expect(result.status == 0, "\(result.err)\n\(result.out)")
+        #expect(try desk.readers.readerStatus(desk.names[0]).connections == 0)
+    }
+}
