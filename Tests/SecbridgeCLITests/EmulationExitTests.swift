@@ -164,10 +164,11 @@ extension EmulationExitTests {
 }
 
 extension EmulationExitTests {
-    /// `emulate` releases reader A's DIRECT connection before it returns, not later from the
-    /// backend's deinit on the executor thread: in the binary, a release still inside pcsc-lite
-    /// when main calls exit(3) met libpcsclite's destructor and died of SIGSEGV after the whole
-    /// output (docs/test-infrastructure.md, "pcsc-lite at exit").
+    /// `emulate` leaves no connection to reader A behind when it returns (the reader is left as
+    /// found). In process the release the backend's deinit used to queue was usually done in time
+    /// too (this passed 5 of 5 without the fix); the ordering itself, release before return, is
+    /// `closeAwaitsTheRelease` in SecureElementCredentialTests (docs/test-infrastructure.md,
+    /// "pcsc-lite at exit").
     @Test func emulateHasReleasedTheReaderWhenItReturns() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
