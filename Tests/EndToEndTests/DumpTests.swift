@@ -100,7 +100,10 @@ extension SharedReader {
         /// Reader B polls the shared field too: pcscd's power-up on B activates the placed card
         /// anew, which drops A's MIFARE Classic authentication. Once `place` returned, B's
         /// activation has happened and none follows during the dump (seen once in a full run:
-        /// "Read Binary block 1 failed: SW 63 00" after block 0).
+        /// "Read Binary block 1 failed: SW 63 00" after block 0). In a fresh test process pcscd
+        /// polls both readers in step, so the old wait (reader A only) passed this too (6 of 6
+        /// alone); it failed where the readers' poll phases drifted apart, as after other suites
+        /// (docs/test-infrastructure.md, "Two simulated readers in one field").
         @Test func noActivationByReaderBLandsInsideADump() async throws {
             let environment = try await resetSimulatedReaders()
             let before = try SimulatedReaders.controlA.send("events")["last"] ?? "0"
