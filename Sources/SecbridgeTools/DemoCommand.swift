@@ -367,6 +367,8 @@ final class DemoRun: Sendable {
             say("billable event \(entry.sequence): credential \(entry.credentialID)")
         }
         await session.invalidate()
+        // Reader A's connection released now, not by the backend's deinit after run() returned.
+        await backend.close()
         await state("invalidate()")
         try await setPolling(terminal, on: true, executor: executorB)
         let seen = await events.value

@@ -244,11 +244,14 @@ extension SecbridgeCLI {
                 return .declined
             }
         }
+        // Every path from here releases the reader's connection (backend.close()) before it
+        // returns: a release still running on the executor when the process exits dies with it.
         let session: CredentialSession
         do {
             session = try CredentialSession.startSession(
                 CredentialSessionOptions(credentials: [credential], emulationBackend: backend, authorizer: authorizer))
         } catch {
+            await backend.close()
             throw CLIError.failure("\(error)")
         }
         let done = ResultBox<Bool>()
@@ -317,10 +320,12 @@ extension SecbridgeCLI {
         } catch {
             await session.invalidate()
             _ = await events.value
+            await backend.close()
             throw CLIError.failure("\(error)")
         }
         await session.invalidate()
         let served = await events.value
+        await backend.close()
         // A terminal command met a changed secure element and was answered 6F 00: that
         // transaction could not continue, whatever came after.
         if let change = secureElementChanges.withLock({ $0.first }) {
@@ -328,7 +333,8 @@ extension SecbridgeCLI {
         }
         var verdict = await TerminalVerdict.evaluate(served, credential: credential)
         // On a simulated reader the terminals' own verdicts too (their step and reason).
-        if let simulated = SimulatedTerminals.verdicts(reader: reader, client: client) {
+        // (PC/SC calls and a socket: on the executor's thread, not Swift's shared pool.)
+        if let simulated = (try? await executor.run { SimulatedTerminals.verdicts(reader: reader, client: client) }) ?? nil {
             verdict.details += simulated.lines.map { "  " + $0 }
             if simulated.failed { verdict.succeeded = false }
         }

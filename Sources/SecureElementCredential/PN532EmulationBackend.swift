@@ -1,15 +1,25 @@
 import ISO7816
 import PCSC
 import PN53x
+import Synchronization
 
 /// Holds the PN532 client, which only the executor's thread touches.
 final class PN532Box: @unchecked Sendable {
     // @unchecked: `pn532` (not thread-safe) is used only inside jobs of one BlockingExecutor.
     let pn532: PN532?
-    let close: (@Sendable () -> Void)?
+    /// The channel's release, until it is taken to run (once).
+    private let release: Mutex<(@Sendable () -> Void)?>
     init(pn532: PN532?, close: (@Sendable () -> Void)?) {
         self.pn532 = pn532
-        self.close = close
+        self.release = Mutex(close)
+    }
+
+    /// The release, the first time only (nil afterwards, and for a box without a channel).
+    func takeRelease() -> (@Sendable () -> Void)? {
+        release.withLock { release in
+            defer { release = nil }
+            return release
+        }
     }
 }
 
@@ -69,9 +79,24 @@ public final class PN532EmulationBackend: CardEmulationBackend {
         box = PN532Box(pn532: nil, close: nil)
     }
 
+    /// A backend nobody closed releases its channel on the executor, without waiting; if the
+    /// process exits meanwhile, that call races pcsc-lite's library destructor (see ``close()``).
     deinit {
-        let box = self.box
-        executor.enqueue { box.close?() }
+        if let release = box.takeRelease() { executor.enqueue(release) }
+    }
+
+    /// Releases the channel (the `close` given to `open`/`init`: SCardDisconnect, then
+    /// SCardReleaseContext) on the executor and returns once it ran; later calls do nothing.
+    ///
+    /// Call it before the command returns. A release left to `deinit` may still be inside
+    /// pcsc-lite when the main thread calls exit(3): exit runs libpcsclite's destructor, which
+    /// frees the client's context list (`list_destroy(&contextMapList)`, pcsc-lite
+    /// src/winscard_clnt.c), and the release still using that list then dies of SIGSEGV after the
+    /// command printed everything (docs/test-infrastructure.md, "pcsc-lite at exit").
+    public func close() async {
+        guard let release = box.takeRelease() else { return }
+        // A stopped executor refuses the job: its owner is gone, and nothing may run there any more.
+        _ = try? await executor.run { release() }
     }
 
     /// Opens `channel` (a DIRECT connection to `readerName`) as an ACR122U, or makes a backend
@@ -105,7 +130,7 @@ public final class PN532EmulationBackend: CardEmulationBackend {
             }
             let backend = PN532EmulationBackend(
                 readerName: readerName, pn532: box.pn532!, executor: executor, mcuTimeout: mcuTimeout, readerScope: readerScope,
-                sharedSocketPath: sharedSocketPath, close: box.close)
+                sharedSocketPath: sharedSocketPath, close: box.takeRelease())
             return backend
         } catch {
             let cause = UnderlyingCause(error)

@@ -25,6 +25,25 @@ func resetSimulatedReaders() async throws -> TestEnvironment {
     return environment
 }
 
+/// Places `line` (`place-tag …`, `place-card …`) in reader A's field and waits until pcscd has
+/// seen it on reader A and, when reader B polls for cards (PICC parameter bit 7, as
+/// ``resetSimulatedReaders()`` leaves it), on reader B too.
+///
+/// The two readers share one field, so B's pcscd powers the new card up as well (IFDHPowerICC at
+/// insertion), and the simulator's new activation of the card drops a MIFARE Classic
+/// authentication made on A. pcscd polls each reader on its own ~400 ms phase; waiting for A alone
+/// let B's power-up land inside A's commands (a dump's block 1 refused with 63 00 after block 0).
+/// pcscd reports a card present only after it powered it up, so once both report it no further
+/// activation comes.
+func placeInSharedField(_ line: String, environment: TestEnvironment) async throws {
+    try SimulatedReaders.controlA.send(line)
+    _ = try await waitForCard(in: environment.simulatedReaderA, present: true)
+    let picc = try SimulatedReaders.controlB.send("status")["picc"].flatMap { UInt8($0, radix: 16) } ?? 0
+    if picc & 0x80 != 0 {
+        _ = try await waitForCard(in: environment.simulatedReaderB, present: true)
+    }
+}
+
 /// Waits (at most `timeout`) until pcscd reports a card in `reader` (or none), and returns the
 /// reader's state. pcscd polls IFDHICCPresence about every 400 ms.
 func waitForCard(in reader: String, present: Bool, timeout: Duration = .seconds(5)) async throws -> ReaderState {

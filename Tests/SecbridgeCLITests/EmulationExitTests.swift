@@ -164,3 +164,20 @@ extension EmulationExitTests {
         #expect(try desk.control().send("terminal-result peer=android wait-ms=5000")["result"] == "passed")
     }
 }
+
+extension EmulationExitTests {
+    /// `emulate` leaves no connection to reader A behind when it returns (the reader is left as
+    /// found). In process the release the backend's deinit used to queue was usually done in time
+    /// too (this passed 5 of 5 without the fix); the ordering itself, release before return, is
+    /// `closeAwaitsTheRelease` in SecureElementCredentialTests (docs/test-infrastructure.md,
+    /// "pcsc-lite at exit").
+    @Test func emulateHasReleasedTheReaderWhenItReturns() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        try desk.control().send("place-terminal script=android-t4t-read id=android")
+        let result = try await runTool(
+            ["emulate", "--credential", Self.credential("text-tag.json"), "--yes", "--reader", desk.names[0]], on: desk)
+        #expect(result.status == 0, "\(result.err)\n\(result.out)")
+        #expect(try desk.readers.readerStatus(desk.names[0]).connections == 0)
+    }
+}

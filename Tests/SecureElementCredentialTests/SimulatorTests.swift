@@ -1,8 +1,10 @@
 import ACR122Simulator
+import Foundation
 import ISO7816
 import PCSC
 import PN53x
 import SecbridgeTesting
+import Synchronization
 import Testing
 @testable import SecureElementCredential
 
@@ -74,6 +76,39 @@ struct SimulatorTests {
             return
         }
         #expect(reason.contains("ifdDriverOptions"))
+    }
+
+    /// close() returns only after the channel's release ran on the executor, and runs it once:
+    /// a release left to deinit could still be inside pcsc-lite when the binary called exit
+    /// (docs/test-infrastructure.md, "pcsc-lite at exit").
+    @Test("close() has run the channel's release, on the executor, when it returns; once")
+    func closeAwaitsTheRelease() async throws {
+        let reader = SimulatedACR122U(field: SimulatedField(clock: SimulationClock(scale: 0.001)), name: "ACS ACR122U PICC Interface 00 00 (close test)")
+        let executor = BlockingExecutor(name: "close test")
+        defer { executor.shutdown() }
+        let releases = Mutex<[String]>([])
+        let gate = DispatchSemaphore(value: 0)
+        do {
+            let backend = await PN532EmulationBackend.open(readerName: reader.name, executor: executor) {
+                (try SimulatedReaderChannel(reader, protocol: .undefined), {
+                    // Held until the test lets go: close() must wait for it, however long it takes.
+                    gate.wait()
+                    let name = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? ""
+                    releases.withLock { $0.append(name.trimmingCharacters(in: .newlines)) }
+                })
+            }
+            #expect(backend.support == .supported)
+            let closing = Task { await backend.close() }
+            #expect(releases.withLock { $0 }.isEmpty)
+            gate.signal()
+            await closing.value
+            #expect(releases.withLock { $0 } == ["close test"])
+            await backend.close()
+        }
+        // deinit after close() enqueues nothing: a job behind it finds no second release.
+        gate.signal()
+        _ = try await executor.run { 0 }
+        #expect(releases.withLock { $0 } == ["close test"])
     }
 
     @Test("an ACR1252U is reader-only for ISO-DEP emulation, with a clear message")
