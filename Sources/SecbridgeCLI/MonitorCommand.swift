@@ -1,5 +1,6 @@
 import ISO7816
 import PCSC
+import PCSCCore
 
 #if canImport(Glibc)
 import Glibc
@@ -9,12 +10,16 @@ extension SecbridgeCLI {
     package static let monitorCommand = Command(
         name: "monitor",
         abstract: "Show reader and card events as they happen.",
-        usage: "[--count N] [--timeout SECONDS] [--json] [--record FILE]",
+        usage: "[--count N] [--timeout SECONDS] [--liveness SECONDS] [--json] [--record FILE]",
         discussion: """
             Prints readers and cards already present, then each reader attach/detach and card
             insert/remove until interrupted (Ctrl-C), until N events were shown (--count), or until
             SECONDS passed (--timeout). When pcscd stops or restarts, monitoring reports it and resumes
-            by itself once pcscd is back.
+            by itself once pcscd is back. A pcscd that is still there but answers nothing (stopped
+            with SIGSTOP, or stuck in a driver) looks like a quiet one to a waiting client, so every
+            --liveness SECONDS (default 10) monitor asks pcscd for its readers on a connection of its
+            own; no answer within that time prints `service-unresponsive`, and
+            `service-answering` follows when the answer comes.
 
             Example:
               $ secbridge monitor --count 2
@@ -24,6 +29,7 @@ extension SecbridgeCLI {
         options: [
             .value("count", "N", "Stop after N events (1–1000000).", .integer(1...1_000_000)),
             .value("timeout", "SECONDS", "Stop after SECONDS (at most 86400); exit 0.", .seconds(limit: 86_400)),
+            .value("liveness", "SECONDS", "Ask pcscd every SECONDS (default 10, at most 3600) and say so when it gives no answer within that time.", .seconds(limit: 3600)),
             .flag("json", "Print one JSON object per line: {event, reader, atr, time}."),
             .value("record", "FILE", "Record the events to a transcript FILE."),
         ],
@@ -66,12 +72,55 @@ extension SecbridgeCLI {
             done.signal()
         }
         installInterruptHandler()
+        let liveness = invocation.arguments.seconds("liveness") ?? .seconds(10)
+        let client = invocation.client
+        _ = startThread(name: "pcscd-liveness") {
+            watchLiveness(of: client, every: liveness, until: done) { kind, detail in
+                if json {
+                    console.out(JSONValue.object([("event", .string(kind)), ("reader", .null), ("detail", .string(detail)),
+                                                  ("time", .string(formatSeconds(ContinuousClock.now - start)))]).serialized() + "\n")
+                } else {
+                    console.out("\(kind) (\(detail))\n")
+                }
+            }
+        }
         // Sleeps in poll(2) until the task signals, a signal arrives or the timeout passes.
         done.waitSignalledOrInterrupted(until: timeout.map { ContinuousClock.now + $0 })
         monitor.stop()
         task.cancel()
         recorder?.finish()
         return exitSuccess
+    }
+
+    /// Every `interval`, until `done` is signalled or a signal arrives: SCardEstablishContext,
+    /// SCardListReaders and SCardReleaseContext on a thread of their own. No answer within
+    /// `interval` reports `service-unresponsive` (once), and the late answer `service-answering`;
+    /// a pcscd that is gone answers at once with an error, which the monitor's own
+    /// `service-lost` covers. While a probe hangs no other is started. Blocking calls run on
+    /// threads of this function's own, never on Swift's shared pool; the waits sleep in poll(2).
+    static func watchLiveness(
+        of client: any PCSCClient, every interval: Duration, until done: Completion, report: @escaping (String, String) -> Void
+    ) {
+        let seconds = formatSeconds(interval)
+        while !done.isSignalled && !interrupted() {
+            done.waitSignalledOrInterrupted(until: ContinuousClock.now + interval)
+            if done.isSignalled || interrupted() { return }
+            let answered = Completion()
+            let started = startThread(name: "pcscd-probe") {
+                if let context = try? client.establishContext() {
+                    _ = try? context.listReaders()
+                    try? context.release()
+                }
+                answered.signal()
+            }
+            guard started else { return }
+            answered.waitSignalledOrInterrupted(until: ContinuousClock.now + interval)
+            guard !answered.isSignalled else { continue }
+            if done.isSignalled || interrupted() { return }
+            report("service-unresponsive", "pcscd gave no answer within \(seconds) s: stopped, or stuck in a driver; events resume when it answers")
+            answered.waitSignalledOrInterrupted(until: nil)
+            if answered.isSignalled && !done.isSignalled { report("service-answering", "pcscd answers again") }
+        }
     }
 
     package static func formatSeconds(_ duration: Duration) -> String {

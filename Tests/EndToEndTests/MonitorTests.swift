@@ -144,6 +144,34 @@ extension SharedReader {
         _ = try await blocking { monitor.stop(); pcscd.stop() }
     }
 
+    /// Real-time check: a pcscd stopped with SIGSTOP answers nothing, which to a waiting
+    /// SCardGetStatusChange looks like a quiet pcscd; the liveness probe (every 0.5 s here) says so,
+    /// and says when it answers again after SIGCONT. Before, monitor printed nothing at all.
+    @Test func aFrozenPcscdIsReportedAndItsReturnToo() async throws {
+        try requireBuiltBinaries()  // a pcscd of its own: it is stopped and continued
+        let reader = ReaderConfEntry.vpcd(port: try FreePort.pick(), friendlyName: "Monitor Frozen")
+        let pcscd = try PrivatePCSCD(readers: [reader])
+        defer { pcscd.stop() }
+        _ = try await blocking { try pcscd.start() }
+        let monitor = try BinaryProcess(["monitor", "--json", "--liveness", "0.5", "--timeout", "60"], environment: pcscd.environment)
+        defer { monitor.stop() }
+        var at = try await monitor.wait(for: #""event":"reader-attached","reader":"Monitor Frozen 00 00""#)
+        let pidText = try String(contentsOfFile: pcscd.directory.appendingPathComponent("run/pcscd.pid").path, encoding: .utf8)
+        let pid = try #require(Int32(pidText.trimmingCharacters(in: CharacterSet(charactersIn: "\n\0 "))))
+        #expect(kill(pid, SIGSTOP) == 0)
+        var continued = false
+        defer { if !continued { kill(pid, SIGCONT) } }
+        at = try await monitor.wait(for: #""event":"service-unresponsive""#, after: at)
+        #expect(monitor.output[at].contains("pcscd gave no answer within 0.500 s"), "\(monitor.output[at])")
+        #expect(kill(pid, SIGCONT) == 0)
+        continued = true
+        at = try await monitor.wait(for: #""event":"service-answering""#, after: at)
+        #expect(monitor.process.isRunning)
+        // No reader left while pcscd was stopped.
+        #expect(!monitor.output.contains { $0.contains(#""event":"reader-detached""#) })
+        _ = try await blocking { monitor.stop(); pcscd.stop() }
+    }
+
     @Test func noPcscdIsAClearErrorNotAHang() async throws {
         try requireBuiltBinaries()  // a socket where no pcscd runs: the shared one is not needed
         var environment = ProcessInfo.processInfo.environment

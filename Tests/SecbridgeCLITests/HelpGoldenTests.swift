@@ -69,13 +69,13 @@ import Testing
     static let refusals: [Refusal] = [
         Refusal(kind: "integer", arguments: ["monitor", "--count", "0"], error: #"""
             secbridge: error: --count takes a whole number from 1 to 1000000, not '0'
-            USAGE: secbridge monitor [--count N] [--timeout SECONDS] [--json] [--record FILE]
+            USAGE: secbridge monitor [--count N] [--timeout SECONDS] [--liveness SECONDS] [--json] [--record FILE]
             Run 'secbridge monitor --help' for more information.
 
             """#),
         Refusal(kind: "integer, inline value", arguments: ["monitor", "--count=1000001"], error: #"""
             secbridge: error: --count takes a whole number from 1 to 1000000, not '1000001'
-            USAGE: secbridge monitor [--count N] [--timeout SECONDS] [--json] [--record FILE]
+            USAGE: secbridge monitor [--count N] [--timeout SECONDS] [--liveness SECONDS] [--json] [--record FILE]
             Run 'secbridge monitor --help' for more information.
 
             """#),
@@ -87,7 +87,7 @@ import Testing
             """#),
         Refusal(kind: "seconds", arguments: ["monitor", "--timeout", "soon"], error: #"""
             secbridge: error: --timeout takes a number of seconds greater than 0 and at most 86400, not 'soon'
-            USAGE: secbridge monitor [--count N] [--timeout SECONDS] [--json] [--record FILE]
+            USAGE: secbridge monitor [--count N] [--timeout SECONDS] [--liveness SECONDS] [--json] [--record FILE]
             Run 'secbridge monitor --help' for more information.
 
             """#),
@@ -159,7 +159,7 @@ import Testing
             """#),
         Refusal(kind: "first given first", arguments: ["monitor", "--timeout", "0", "--count", "0"], error: #"""
             secbridge: error: --timeout takes a number of seconds greater than 0 and at most 86400, not '0'
-            USAGE: secbridge monitor [--count N] [--timeout SECONDS] [--json] [--record FILE]
+            USAGE: secbridge monitor [--count N] [--timeout SECONDS] [--liveness SECONDS] [--json] [--record FILE]
             Run 'secbridge monitor --help' for more information.
 
             """#),
@@ -466,12 +466,16 @@ import Testing
             help: #"""
             OVERVIEW: Show reader and card events as they happen.
 
-            USAGE: secbridge monitor [--count N] [--timeout SECONDS] [--json] [--record FILE]
+            USAGE: secbridge monitor [--count N] [--timeout SECONDS] [--liveness SECONDS] [--json] [--record FILE]
 
             Prints readers and cards already present, then each reader attach/detach and card
             insert/remove until interrupted (Ctrl-C), until N events were shown (--count), or until
             SECONDS passed (--timeout). When pcscd stops or restarts, monitoring reports it and resumes
-            by itself once pcscd is back.
+            by itself once pcscd is back. A pcscd that is still there but answers nothing (stopped
+            with SIGSTOP, or stuck in a driver) looks like a quiet one to a waiting client, so every
+            --liveness SECONDS (default 10) monitor asks pcscd for its readers on a connection of its
+            own; no answer within that time prints `service-unresponsive`, and
+            `service-answering` follows when the answer comes.
 
             Example:
               $ secbridge monitor --count 2
@@ -479,16 +483,17 @@ import Testing
               card-inserted "Virtual PCD 00 00" ATR 3B 80 80 01 01
 
             OPTIONS:
-              --count <N>          Stop after N events (1–1000000).
-              --timeout <SECONDS>  Stop after SECONDS (at most 86400); exit 0.
-              --json               Print one JSON object per line: {event, reader, atr, time}.
-              --record <FILE>      Record the events to a transcript FILE.
-              -h, --help           Show help information.
+              --count <N>           Stop after N events (1–1000000).
+              --timeout <SECONDS>   Stop after SECONDS (at most 86400); exit 0.
+              --liveness <SECONDS>  Ask pcscd every SECONDS (default 10, at most 3600) and say so when it gives no answer within that time.
+              --json                Print one JSON object per line: {event, reader, atr, time}.
+              --record <FILE>       Record the events to a transcript FILE.
+              -h, --help            Show help information.
 
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge monitor [--count N] [--timeout SECONDS] [--json] [--record FILE]
+            USAGE: secbridge monitor [--count N] [--timeout SECONDS] [--liveness SECONDS] [--json] [--record FILE]
             Run 'secbridge monitor --help' for more information.
 
             """#),
