@@ -159,6 +159,21 @@ package final class Completion: @unchecked Sendable {
     /// How often ``waitSignalledOrInterrupted(until:)`` woke from poll(2) (tests read it).
     package var wakeCount: Int { lock.withLock { wakes } }
 
+    /// Sleeps until ``signal()`` or `deadline`, whatever signals arrive meanwhile (poll(2) on the
+    /// wake pipe alone).
+    package func waitSignalled(until deadline: ContinuousClock.Instant) {
+        while !isSignalled {
+            let left = deadline - ContinuousClock.now
+            if left <= .zero { return }
+            let (seconds, attoseconds) = left.components
+            var timeout = Int32(clamping: seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
+            if wake.read < 0 { timeout = min(timeout, 100) }  // no pipe: a bounded step (pipe(2) failed)
+            var poller = pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)
+            _ = poll(&poller, wake.read < 0 ? 0 : 1, timeout)
+            lock.withLock { wakes += 1 }
+        }
+    }
+
     /// Sleeps until ``signal()``, an interrupt signal (SIGINT, SIGTERM, SIGHUP once
     /// ``installInterruptHandler()`` ran) or `deadline` (nil: no bound but the other two).
     package func waitSignalledOrInterrupted(until deadline: ContinuousClock.Instant?) {

@@ -198,6 +198,9 @@ final class ReaderCleanup: @unchecked Sendable {
     private var readers: [(name: String, connector: ReaderRestore.Connector)] = []
     private var exitHooks: [() -> Void] = []
     private var finished = false
+    /// Signalled when the command's run returned (with `finished` set), so the watcher sleeps in
+    /// poll(2) instead of checking a flag.
+    private let runReturned = Completion()
     private var claimed = false
     let console: any Console
     /// The client the command reaches its readers with; restores go through it too.
@@ -273,6 +276,7 @@ final class ReaderCleanup: @unchecked Sendable {
                 defer { cleanup.claimed = true }
                 return !cleanup.claimed
             }
+            cleanup.runReturned.signal()
             if interrupted() {
                 guard mine else {
                     // The watcher restores and exits; wait for it (bounded by its own bounds).
@@ -295,16 +299,12 @@ final class ReaderCleanup: @unchecked Sendable {
         return "\(error)"
     }
 
-    /// A thread that polls the interrupt flag (set by the signal handler, which does nothing else).
+    /// A thread that sleeps in poll(2) on the interrupt pipe (written by the signal handler, which
+    /// does nothing else) and the run's return, and restores on an interrupt.
     private func startWatcher() {
         startThread(name: "secbridge-intr") { [self] in
-            while !lock.withLock({ finished }) {
-                if interrupted() {
-                    watchInterrupt()
-                    return
-                }
-                sleepMilliseconds(20)
-            }
+            runReturned.waitSignalledOrInterrupted(until: nil)
+            if interrupted() && !lock.withLock({ finished }) { watchInterrupt() }
         }
     }
 
@@ -313,8 +313,7 @@ final class ReaderCleanup: @unchecked Sendable {
         if !names.isEmpty {
             console.err("secbridge: interrupted: ending the session, then restoring \(names.joined(separator: ", ")) (at most \(Self.sessionBound.components.seconds + Self.restoreBound.components.seconds * Int64(names.count)) s)\n")
         }
-        let deadline = ContinuousClock.now + Self.sessionBound
-        while ContinuousClock.now < deadline && !lock.withLock({ finished }) { sleepMilliseconds(20) }
+        runReturned.waitSignalled(until: ContinuousClock.now + Self.sessionBound)
         let mine = lock.withLock { () -> Bool in
             defer { claimed = true }
             return !claimed
