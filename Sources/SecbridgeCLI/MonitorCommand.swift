@@ -159,14 +159,20 @@ package final class Completion: @unchecked Sendable {
     /// How often ``waitSignalledOrInterrupted(until:)`` woke from poll(2) (tests read it).
     package var wakeCount: Int { lock.withLock { wakes } }
 
+    /// poll(2)'s timeout until `deadline` in milliseconds, rounded up so the last wait does not end
+    /// just short of it; nil once the deadline has passed.
+    private static func pollTimeout(until deadline: ContinuousClock.Instant) -> Int32? {
+        let left = deadline - ContinuousClock.now
+        if left <= .zero { return nil }
+        let (seconds, attoseconds) = left.components
+        return Int32(clamping: seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
+    }
+
     /// Sleeps until ``signal()`` or `deadline`, whatever signals arrive meanwhile (poll(2) on the
     /// wake pipe alone).
     package func waitSignalled(until deadline: ContinuousClock.Instant) {
         while !isSignalled {
-            let left = deadline - ContinuousClock.now
-            if left <= .zero { return }
-            let (seconds, attoseconds) = left.components
-            var timeout = Int32(clamping: seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
+            guard var timeout = Self.pollTimeout(until: deadline) else { return }
             if wake.read < 0 { timeout = min(timeout, 100) }  // no pipe: a bounded step (pipe(2) failed)
             var poller = pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)
             _ = poll(&poller, wake.read < 0 ? 0 : 1, timeout)
@@ -180,11 +186,8 @@ package final class Completion: @unchecked Sendable {
         while !isSignalled && !interrupted() {
             var timeout: Int32 = -1
             if let deadline {
-                let left = deadline - ContinuousClock.now
-                if left <= .zero { return }
-                let (seconds, attoseconds) = left.components
-                // Rounded up, so the last wait does not end just short of the deadline.
-                timeout = Int32(clamping: seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
+                guard let left = Self.pollTimeout(until: deadline) else { return }
+                timeout = left
             }
             var pollers = [pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0),
                            pollfd(fd: interruptWake.read, events: Int16(POLLIN), revents: 0)]
