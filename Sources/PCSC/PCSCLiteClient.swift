@@ -18,9 +18,12 @@ public struct PCSCLiteClient: PCSCClient {
         try PCSCContext()
     }
 
-    /// `PCSCLITE_CSOCK_NAME` when set (what libpcsclite connects to), else `/run/pcscd/pcscd.comm`.
+    /// pcsc-lite's socket when PCSCLITE_CSOCK_NAME is not set (pcsc-lite's USE_IPCDIR "/run/pcscd").
+    public static let defaultSocketPath = "/run/pcscd/pcscd.comm"
+
+    /// `PCSCLITE_CSOCK_NAME` when set (what libpcsclite connects to), else ``defaultSocketPath``.
     public var sharedSocketPath: String? {
         if let value = getenv("PCSCLITE_CSOCK_NAME"), value.pointee != 0 { return String(cString: value) }
-        return "/run/pcscd/pcscd.comm"
+        return Self.defaultSocketPath
     }
 }

@@ -26,7 +26,7 @@ package func openContext(_ invocation: Invocation) throws(CLIError) -> any PCSCC
 package func describe(_ error: PCSCError, socketAnswers: (String) -> Bool = unixSocketAnswers) -> String {
     let socket = environmentValue("PCSCLITE_CSOCK_NAME")
     if error == .commError || error == .securityViolation || error == .internalError {
-        let path = socket ?? defaultPCSCDSocket
+        let path = socket ?? PCSCLiteClient.defaultSocketPath
         if !socketAnswers(path) {
             let function = error.function.map { "\($0) failed: " } ?? ""
             return function + "pcscd went away during the call (\(error.name), and nothing listens on \(path) any more); "
@@ -40,9 +40,6 @@ package func describe(_ error: PCSCError, socketAnswers: (String) -> Bool = unix
     return text
 }
 
-/// pcsc-lite's socket when PCSCLITE_CSOCK_NAME is not set (pcsc-lite's `PCSCLITE_CSOCK_NAME`
-/// default, USE_IPCDIR "/run/pcscd").
-package let defaultPCSCDSocket = "/run/pcscd/pcscd.comm"
 
 /// Whether a Unix stream socket at `path` accepts a connection now (connect(2), closed at once).
 package func unixSocketAnswers(_ path: String) -> Bool {

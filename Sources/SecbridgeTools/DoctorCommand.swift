@@ -86,7 +86,7 @@ struct DoctorSystem: Sendable {
     ]
     /// The kernel's NFC modules that claim 072F:2200 before pcscd can (docs/acr122-pn532.md §5d).
     static let kernelNFCModules = ["pn533_usb", "pn533", "nfc"]
-    static let defaultSocket = defaultPCSCDSocket
+    static let defaultSocket = PCSCLiteClient.defaultSocketPath
     static let libccidPlist = "/etc/libccid_Info.plist"
     static let ccidBundle = "/usr/lib/pcsc/drivers/ifd-ccid.bundle"
     static let acsccidBundle = "/usr/lib/pcsc/drivers/ifd-acsccid.bundle"
