@@ -351,6 +351,12 @@ public final class PrivatePCSCD: Sendable {
         return String(decoding: data.map { $0 == 0 ? 0x20 : $0 }, as: UTF8.self)
     }
 
+    /// The pid in the `pcscd.pid` file beside the socket `socketPath` (a private pcscd's
+    /// `run/pcscd.comm`), or nil when there is none: for tests that stop, continue or watch that pcscd.
+    public static func daemonPID(socketPath: String) -> Int32? {
+        readPID(String(socketPath.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")) + "/pcscd.pid")
+    }
+
     private static func readPID(_ path: String) -> Int32? {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
         // pcscd writes "PID\n\0"

@@ -156,8 +156,7 @@ extension SharedReader {
         let monitor = try BinaryProcess(["monitor", "--json", "--liveness", "0.5", "--timeout", "60"], environment: pcscd.environment)
         defer { monitor.stop() }
         var at = try await monitor.wait(for: #""event":"reader-attached","reader":"Monitor Frozen 00 00""#)
-        let pidText = try String(contentsOfFile: pcscd.directory.appendingPathComponent("run/pcscd.pid").path, encoding: .utf8)
-        let pid = try #require(Int32(pidText.trimmingCharacters(in: CharacterSet(charactersIn: "\n\0 "))))
+        let pid = try #require(PrivatePCSCD.daemonPID(socketPath: pcscd.socketPath))
         #expect(kill(pid, SIGSTOP) == 0)
         var continued = false
         defer { if !continued { kill(pid, SIGCONT) } }
@@ -241,9 +240,7 @@ extension SharedReader {
         defer { if process.isRunning { process.terminate() } }
         let export = try await simulate.line(containing: "export PCSCLITE_CSOCK_NAME=")
         let socket = export.dropFirst("export PCSCLITE_CSOCK_NAME=".count)
-        let run = socket.dropLast("/pcscd.comm".count)
-        let pidText = try String(contentsOfFile: run + "/pcscd.pid", encoding: .utf8)
-        let pcscd = try #require(Int32(pidText.trimmingCharacters(in: CharacterSet(charactersIn: "\n\0 "))))
+        let pcscd = try #require(PrivatePCSCD.daemonPID(socketPath: String(socket)))
         #expect(kill(pcscd, 0) == 0, "pcscd \(pcscd) should run while simulate does")
         kill(process.processIdentifier, SIGKILL)
         _ = try await blocking { process.waitUntilExit() }
