@@ -266,7 +266,7 @@ extension SecbridgeCLI {
         let json = invocation.json
         // With --json the lines are kept for the one object printed at the end.
         var lines: [String] = []
-        var unit = "block", written: [Int] = [], unchanged = 0
+        var unit = "block", written: [Int] = [], unchanged = 0, cardText: String?
         let out = { (line: String) in if json { lines.append(line) } else { invocation.out(line) } }
         var uid: [UInt8]?
         let status = try withCardTransaction(session.handle, reader: session.reader) {
@@ -276,7 +276,8 @@ extension SecbridgeCLI {
             do {
                 if kind.isMifareClassic {
                     let dump = try readDumpFile(path, option: "write-dump") { bytes throws(StorageDumpError) in try MifareClassicDump(kind: kind, bytes: bytes, file: path) }
-                    out("card: \(cardLine(storage: storage, kind: kind, identification: nil))" + (uid.map { "  UID \($0.hexString)" } ?? ""))
+                    cardText = cardLine(storage: storage, kind: kind, identification: nil)
+                    out("card: \(cardText!)" + (uid.map { "  UID \($0.hexString)" } ?? ""))
                     let keyFor = try keys.resolve(kind: kind, dump: dump, fallback: nil)
                     let plan = try dump.plan(keyType: keys.keyType, keyForSector: keyFor, writeTrailers: arguments.has("write-trailers"), on: card)
                     out("note: block 0 (the manufacturer block: UID, BCC, SAK, ATQA) is never written: it is read-only on a genuine card" + (plan.blockZeroDiffers ? "; the dump's block 0 differs from the card's (a dump of another card)" : ""))
@@ -297,7 +298,8 @@ extension SecbridgeCLI {
                     out("wrote \(blocks.count) block\(blocks.count == 1 ? "" : "s") (\(ranges(blocks))); \(plan.unchanged.count) unchanged")
                 } else {
                     let (layout, identification) = try type2Layout(card: card, session: session)
-                    out("card: \(cardLine(storage: storage, kind: kind, identification: identification))" + (uid.map { "  UID \($0.hexString)" } ?? ""))
+                    cardText = cardLine(storage: storage, kind: kind, identification: identification)
+                    out("card: \(cardText!)" + (uid.map { "  UID \($0.hexString)" } ?? ""))
                     let dump = try readDumpFile(path, option: "write-dump") { bytes throws(StorageDumpError) in try Type2TagDump(layout: layout, bytes: bytes, file: path) }
                     let current = try Type2TagDump.read(layout: layout, from: card)
                     let plan = try dump.plan(onCard: current, lockBytes: arguments.has("lock-bytes"), configuration: arguments.has("config"))
@@ -326,12 +328,9 @@ extension SecbridgeCLI {
             return exitSuccess
         }
         if json {
-            let card = lines.first { $0.hasPrefix("card: ") }.map { line in
-                String(line.dropFirst(6)).components(separatedBy: "  UID ")[0]
-            }
             invocation.out(JSONValue.object([
                 ("reader", .string(session.reader)),
-                ("card", card.map { .string($0) } ?? .null),
+                ("card", cardText.map { .string($0) } ?? .null),
                 ("uid", uid.map { .hex($0) } ?? .null),
                 ("file", .string(path)),
                 ("unit", .string(unit)),
