@@ -193,6 +193,20 @@ public struct TranscriptOffset: Sendable, Hashable, CustomStringConvertible {
 
     /// The offset as a duration (exact to the attosecond for the allowed digit counts).
     public var duration: Duration {
+        // The common case in 64-bit arithmetic: one digit of the mantissa is a whole number of
+        // attoseconds (10^(18 - 3·unit - fractionDigits)), so seconds and the rest split exactly.
+        let unitExponent = switch unit {
+        case .seconds: 18
+        case .milliseconds: 15
+        case .microseconds: 12
+        }
+        let digitExponent = unitExponent - fractionDigits
+        if fractionDigits >= 0, digitExponent >= 0, digitExponent <= 18 {
+            let perDigit = Self.powersOfTen[digitExponent]
+            let digitsPerSecond = Self.powersOfTen[18 - digitExponent]
+            let (seconds, rest) = mantissa.quotientAndRemainder(dividingBy: digitsPerSecond)
+            return Duration(secondsComponent: Int64(seconds), attosecondsComponent: Int64(rest * perDigit))
+        }
         var divisor: Int128 = 1
         for _ in 0..<min(max(fractionDigits, 0), 18) { divisor *= 10 }
         let atto = Int128(mantissa) * unit.attoseconds / divisor
@@ -200,6 +214,9 @@ public struct TranscriptOffset: Sendable, Hashable, CustomStringConvertible {
         return Duration(
             secondsComponent: Int64(atto / perSecond), attosecondsComponent: Int64(atto % perSecond))
     }
+
+    /// 10^0 … 10^18.
+    private static let powersOfTen: [UInt64] = (0...18).map { (0..<$0).reduce(1) { value, _ in value * 10 } }
 
     /// `+12.345ms`.
     public var description: String {
