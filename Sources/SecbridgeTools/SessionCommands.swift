@@ -125,7 +125,10 @@ extension SecbridgeCLI {
             With --keep, emulation continues for further terminals until the window ends: the
             target is armed again 250 ms after each release. The reader's settings (PICC polling,
             RF field) are restored at the end, on every exit path: after Ctrl-C, errors, and when
-            the window ends while the target waits for a terminal.
+            the window ends while the target waits for a terminal. A phone that leaves in the
+            middle of reading a Type 4 Tag's NDEF file is served again when it comes back within
+            the window, and an activation that is no ISO-DEP reader (a peer-to-peer initiator's
+            ATR_REQ) is reported and the target armed again.
 
             Readers that cannot emulate (not ACR122-class, the ACR1252U family, escape commands not
             enabled in the CCID driver) fail with the reason and what to do. At the end a
