@@ -53,14 +53,16 @@ struct TerminalVerdict: Sendable {
         return count + "; stopped after \(last.command.hexString) → \(last.response.hexString)"
     }
 
-    /// Whether the C-APDUs so far stopped in the middle of reading the NDEF file: its NLEN was
-    /// read, the message not to the end (in any activation), nothing was written, and the last
-    /// answer was 90 00 — the reader did not refuse anything, it went away (field loss). A phone
+    /// Whether the C-APDUs so far stopped in the middle of reading the NDEF message: part of the
+    /// message after NLEN was read, not all of it (in any activation), nothing was written, and
+    /// the last answer was 90 00 — the reader refused nothing, it went away (field loss). A phone
     /// that does so usually comes back while it is still held near (docs/terminal-models.md §6.1).
+    /// A reader that stops right after NLEN is not counted: a writer refusing a read-only tag
+    /// stops there too.
     static func stoppedMidRead(_ exchanges: [(command: [UInt8], response: [UInt8])], credential: Credential) -> Bool {
         guard let tag = type4Tag(credential), let last = exchanges.last, last.response.suffix(2) == [0x90, 0x00] else { return false }
         let (covered, wrote) = coverage(exchanges, ndefFileID: tag.capabilityContainer.ndefFileID, size: ndefSize(tag))
-        return !wrote && covered.count >= 2 && covered[0] && covered[1] && !covered.allSatisfy { $0 }
+        return !wrote && covered.count > 2 && covered[2...].contains(true) && !covered.allSatisfy { $0 }
     }
 
     /// Whether the credential presents an NFC Forum Type 4 Tag.
