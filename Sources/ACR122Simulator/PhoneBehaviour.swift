@@ -29,14 +29,21 @@ public struct PhoneBehaviour: Sendable, Hashable {
 
     /// The answer to C-APDU `command` (1-based) of the first activation takes `delay` (simulated).
     public struct HostDelay: Sendable, Hashable {
+        /// The C-APDU whose answer is late, 1-based within the first activation.
         public var command: Int
+        /// How long after the C-APDU the answer comes, in simulated time.
         public var delay: Duration
+        /// - Parameters:
+        ///   - command: 1 for the first C-APDU.
+        ///   - delay: simulated time, e.g. `.milliseconds(1200)`.
         public init(command: Int, delay: Duration) {
             self.command = command
             self.delay = delay
         }
     }
 
+    /// A phone that stays, taps once, gets every answer at once, and has no limit of its own above
+    /// the frame level, unless told otherwise; `taps` below 1 counts as 1.
     public init(leaveAfter: Int? = nil, taps: Int = 1, hostDelay: HostDelay? = nil, pn532SendsWTX: Bool = true,
                 responseTimeout: Duration? = nil) {
         self.leaveAfter = leaveAfter
@@ -127,11 +134,13 @@ public struct PeerToPeerInitiator: TerminalProgram {
     /// TgInitAsTarget's mode byte for this activation: DEP (bit 2), passive Type A framing, 106 kbit/s.
     public static let activatedMode: UInt8 = 0x04
 
+    /// The initiator; it sends ATR_REQ at activation and LLCP SYMM first inside DEP.
     public init() {}
 
     /// LLCP SYMM (`00 00`: DSAP 0, PTYPE 0, SSAP 0; NFC Forum LLCP 1.1), the first PDU inside DEP.
     public mutating func start() -> TerminalAction { .send([0x00, 0x00]) }
 
+    /// Any answer ends the run: what the target sent back to SYMM is reported.
     public mutating func receive(_ response: [UInt8]) -> TerminalAction {
         .finish(.completed(TerminalReport(summary: "LLCP: the target answered \(response.hexString) to SYMM")))
     }
