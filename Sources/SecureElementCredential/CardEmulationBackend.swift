@@ -31,6 +31,12 @@ public enum ActivationOutcome: Sendable, Hashable {
     case activated(mode: UInt8, initiatorCommand: [UInt8])
     /// No terminal within the step (the MCU timeout passed, or the wait was interrupted).
     case noTerminal
+    /// An initiator activated the target in a mode other than ISO/IEC 14443-4 PICC: a
+    /// peer-to-peer (NFC-DEP) initiator sending ATR_REQ (mode bit 04), or a plain Type A reader
+    /// (mode bit 08 clear). No APDU reader: the engine reports it and arms the target again, as
+    /// libnfc's `pn53x_target_init` loops on TgInitAsTarget until the mode is the one it wants
+    /// (docs/terminal-models.md §6.3).
+    case notISODEP(mode: UInt8, initiatorCommand: [UInt8])
 }
 
 /// What the terminal did next, as the device reports it.

@@ -171,6 +171,11 @@ public final class PN532EmulationBackend: CardEmulationBackend {
             do {
                 let activation = try pn532.initAsTarget(
                     uid: parameters.uid, atqa: parameters.atqa, sak: parameters.sak, historicalBytes: parameters.historicalBytes)
+                // Mode bit 08 (ISO/IEC 14443-4 PICC) without DEP (04): an APDU reader. Anything
+                // else (ATR_REQ from a peer-to-peer initiator) is no reader for this emulation.
+                guard activation.mode.isISO14443_4PICC, !activation.mode.isDEP else {
+                    return .notISODEP(mode: activation.mode.rawValue, initiatorCommand: activation.initiatorCommand)
+                }
                 return .activated(mode: activation.mode.rawValue, initiatorCommand: activation.initiatorCommand)
             } catch ACR122Error.operationFailed {
                 // 63 00: the MCU timeout passed with no terminal (ACR122U API v2.04 §6.3).
