@@ -8,8 +8,11 @@ import PCSCCore
 /// A credential file that cannot be used: an open code, the JSON path of the offending value
 /// (`$.applets[0].records[1].uri`) and a reason. Equal when the codes are equal.
 public struct CredentialFileError: CodedError {
+    /// What is wrong with the file (an open set of codes).
     public struct Code: ErrorCode {
+        /// The code's name, e.g. `invalidValue`.
         public let rawValue: String
+        /// A code by name.
         public init(rawValue: String) { self.rawValue = rawValue }
         /// The file could not be read.
         public static let unreadable = Code(rawValue: "unreadable")
@@ -27,35 +30,45 @@ public struct CredentialFileError: CodedError {
         public static let unsupportedVersion = Code(rawValue: "unsupportedVersion")
     }
 
+    /// What is wrong.
     public let code: Code
     /// The JSON path, `$` for the whole document.
     public let path: String
+    /// Why, and what to write instead.
     public let reason: String
 
+    /// An error at the JSON path `path`.
     public init(_ code: Code, path: String, _ reason: String) {
         self.code = code
         self.path = path
         self.reason = reason
     }
+    /// `$.applets[0].aids[1]: "F0 01" is not an AID …`: the JSON path and the reason.
     public var description: String { "\(path): \(reason)" }
 }
 
 /// A credential file (format `secbridge-credential` version 1; Fixtures/credentials/README.md).
 public struct CredentialFile: Sendable {
+    /// One entry of the file's `applets` array, as read.
     public enum AppletSpec: Sendable {
         case ndefTag(name: String, message: NDEFMessage?, readOnly: Bool, capabilityContainer: Type4CapabilityContainer?)
         case declarative(name: String, aids: [AIDRegistration], select: [UInt8], rules: [DeclarativeApplet.Rule], defaultResponse: [UInt8])
         case transcript(name: String?, file: String, aids: [AIDRegistration], defaultResponse: [UInt8])
     }
 
+    /// What answers the terminal: the file's host applets, or a card in a PC/SC reader.
     public enum SecureElementSpec: Sendable {
         case applets([AppletSpec])
         case pcscCard(reader: String, resolveStatusWordsLocally: Bool)
     }
 
+    /// The credential's stable identifier (`id`).
     public var id: String
+    /// The name for people (`name`; default the id).
     public var name: String
+    /// How the emulated card presents itself (`emulation`).
     public var emulation: CardEmulationOptions
+    /// What answers the terminal's APDUs (`applets` or `pcscCard`).
     public var secureElement: SecureElementSpec
     /// The directory relative paths (a transcript applet's `file`) are resolved against.
     public var baseDirectory: String
