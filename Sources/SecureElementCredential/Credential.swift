@@ -124,7 +124,7 @@ public struct CardEmulationOptions: Sendable, Hashable, CustomStringConvertible 
         self.afterRelease = afterRelease
     }
 
-    /// `UID 08 00 B0 0B, ATQA 0004, SAK 20`, and the historical bytes and time limit when set.
+    /// `UID 08 00 B0 0B, ATQA 00 04, SAK 20`, and the historical bytes and time limit when set.
     public var description: String {
         var parts = ["UID \(uid)", "ATQA \(atqa)", "SAK \([sak].hexString)"]
         if !historicalBytes.isEmpty { parts.append("historical bytes \(historicalBytes.hexString)") }
