@@ -2,6 +2,7 @@ import PN53x
 
 /// Whether a reader can emulate a card for host-routed APDUs.
 public enum EmulationSupport: Sendable, Hashable {
+    /// The reader can emulate (an ACR122U with escape commands).
     case supported
     /// Card emulation is not possible on this reader; `reason` says why and what to do.
     case unsupported(reason: String, cause: UnderlyingCause?)
@@ -50,7 +51,9 @@ public enum TargetReceiveOutcome: Sendable, Hashable {
 
 /// Whether the R-APDU reached the terminal.
 public enum TargetSendOutcome: Sendable, Hashable {
+    /// TgSetData succeeded: the terminal has the R-APDU.
     case delivered
+    /// The terminal released the target or left first (PN532 status 29/2B/25, the cause).
     case released(UnderlyingCause)
 }
 

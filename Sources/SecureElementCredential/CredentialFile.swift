@@ -51,14 +51,19 @@ public struct CredentialFileError: CodedError {
 public struct CredentialFile: Sendable {
     /// One entry of the file's `applets` array, as read.
     public enum AppletSpec: Sendable {
+        /// `"type": "ndef-tag"`: an NFC Forum Type 4 Tag holding `message` (``Type4TagApplet``).
         case ndefTag(name: String, message: NDEFMessage?, readOnly: Bool, capabilityContainer: Type4CapabilityContainer?)
+        /// `"type": "declarative"`: rules of command pattern → response (``DeclarativeApplet``).
         case declarative(name: String, aids: [AIDRegistration], select: [UInt8], rules: [DeclarativeApplet.Rule], defaultResponse: [UInt8])
+        /// `"type": "transcript"`: the answers of a recorded transcript (``TranscriptApplet``).
         case transcript(name: String?, file: String, aids: [AIDRegistration], defaultResponse: [UInt8])
     }
 
     /// What answers the terminal: the file's host applets, or a card in a PC/SC reader.
     public enum SecureElementSpec: Sendable {
+        /// `"applets"`: host applets in this process.
         case applets([AppletSpec])
+        /// `"pcscCard"`: the card in a PC/SC reader, its APDUs relayed (``CardSecureElement``).
         case pcscCard(reader: String, resolveStatusWordsLocally: Bool)
     }
 

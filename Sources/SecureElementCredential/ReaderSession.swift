@@ -24,7 +24,9 @@ public struct ReaderExchange: Sendable, Hashable, CustomStringConvertible {
 public final class ReaderSession: Sendable {
     /// How the host reaches the card: plain PC/SC, or the PN532 as initiator.
     public enum Path: Sendable, Hashable {
+        /// Any PC/SC reader: the card connected SHARED, C-APDUs with SCardTransmit.
         case pcsc
+        /// An ACR122U on a DIRECT connection: InListPassiveTarget, then InDataExchange (PN532 UM0701-02 §7.3.5, §7.3.8).
         case pn532Initiator
     }
 

@@ -206,14 +206,23 @@ public struct SessionTimings: Sendable, Hashable {
 public struct SessionStateMachine: Sendable {
     /// The calls the table covers.
     public enum Call: Sendable, Hashable, CustomStringConvertible {
+        /// `listCredentials()`.
         case listCredentials
+        /// `enterWiredMode(using:)` with the credential.
         case enterWiredMode(Credential)
+        /// `transceive(_:)`.
         case transceive
+        /// `endWiredMode()`.
         case endWiredMode
+        /// `performTransaction(using:options:)` with the credential.
         case performTransaction(Credential)
+        /// `performCardEmulationTransactionWithCurrentCredential(options:)`.
         case performCardEmulationTransactionWithCurrentCredential
+        /// `endCardEmulation()`.
         case endCardEmulation
+        /// `acquirePresentmentAssertion()`.
         case acquirePresentmentAssertion
+        /// `CredentialTransaction.Configuration.invalidate()`.
         case invalidateConfiguration
 
         /// The case in words.
@@ -241,6 +250,7 @@ public struct SessionStateMachine: Sendable {
 
     /// What the driver must do after a transition.
     public enum Action: Sendable, Hashable {
+        /// Publish the event on `eventStream`.
         case emit(CredentialSessionEvent)
         /// Stop the card-emulation loop and restore the reader.
         case stopEmulation
