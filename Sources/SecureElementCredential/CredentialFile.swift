@@ -107,7 +107,8 @@ public struct CredentialFile: Sendable {
         try self.init(json: Array(data), baseDirectory: directory.isEmpty ? "." : directory)
     }
 
-    /// Builds the credential: its applets (reading transcript files) or its PC/SC card.
+    /// Builds the credential: its applets (reading transcript files) or its PC/SC card. The
+    /// credential's `state` lists one instance per AID a host applet is selected by exactly.
     /// - Parameter pcscCard: makes the secure element for a `pcscCard` file (the CLI passes one
     ///   that connects through pcscd); nil uses `CardSecureElement.pcsc(readerName:)`.
     /// - Throws: `CredentialFileError` (a transcript file that cannot be read or used, an NDEF
@@ -116,6 +117,7 @@ public struct CredentialFile: Sendable {
         pcscCard: (@Sendable (_ reader: String, _ resolveLocally: Bool) -> any SecureElement)? = nil
     ) throws(CredentialFileError) -> Credential {
         let element: any SecureElement
+        var instances: [Credential.InstanceInfo] = []
         switch secureElement {
         case .pcscCard(let reader, let resolve):
             element = pcscCard?(reader, resolve) ?? CardSecureElement.pcsc(readerName: reader, resolveStatusWordsLocally: resolve)
@@ -125,8 +127,11 @@ public struct CredentialFile: Sendable {
                 applets.append(try makeApplet(spec, path: "$.applets[\(index)]"))
             }
             element = HostSecureElement(applets: applets)
+            // Apple's InstanceInfo per AID an applet is selected by exactly (prefixes name no instance).
+            instances = applets.flatMap(\.aids).filter { !$0.isPrefix }
+                .map { Credential.InstanceInfo(instanceAID: Data($0.bytes), instanceType: .hostApplet) }
         }
-        return Credential(id: id, displayName: name, secureElement: element, emulationDefaults: emulation)
+        return Credential(id: id, displayName: name, secureElement: element, emulationDefaults: emulation, instances: instances)
     }
 
     private func makeApplet(_ spec: AppletSpec, path: String) throws(CredentialFileError) -> any HostApplet {

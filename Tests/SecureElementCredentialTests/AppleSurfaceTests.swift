@@ -33,7 +33,12 @@ struct AppleSurfaceTests {
     @Test("a directory gives its *.json credential files in name order; a missing default directory none")
     func loadingCredentials() throws {
         var defaults = SessionDefaults.fromEnvironment(["SECBRIDGE_CREDENTIALS": Self.fixtures + "/uri-tag.json"], standardInputIsTerminal: false)
-        #expect(try defaults.loadCredentials().map(\.id) == ["example-uri-tag"])
+        let loaded = try defaults.loadCredentials()
+        #expect(loaded.map(\.id) == ["example-uri-tag"])
+        // The NDEF Tag Application's AID (NFC Forum Type 4 Tag 2.0 §5.4.2) is the one instance.
+        #expect(loaded.first?.state == .installed(instances: [
+            CredentialSession.Credential.InstanceInfo(instanceAID: Data([0xD2, 0x76, 0x00, 0x00, 0x85, 0x01, 0x01]), instanceType: .hostApplet),
+        ]))
         defaults.credentialsPath = "/nonexistent/secbridge/credentials"
         defaults.credentialsPathIsExplicit = false
         #expect(try defaults.loadCredentials().isEmpty)
