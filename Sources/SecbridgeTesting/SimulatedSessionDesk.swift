@@ -142,14 +142,14 @@ public final class SimulatedSessionDesk: Sendable {
     /// - Throws: `SimulatedReaderError` when the simulator refuses (an unknown script, the id in use).
     public func present(_ phone: SimulatedPhone, id: String = "phone") async throws {
         let control = desk.control(0)
-        try await Self.off { try control.request("place-terminal", ["script": phone.script, "id": id]) }
+        _ = try await Self.off { try control.request("place-terminal", ["script": phone.script, "id": id]) }
     }
 
     /// Takes the phone away from the reader (`remove`).
     /// - Throws: `SimulatedReaderError` for an id not on the desk.
     public func remove(phone id: String = "phone") async throws {
         let control = desk.control(0)
-        try await Self.off { try control.request("remove", ["peer": id]) }
+        _ = try await Self.off { try control.request("remove", ["peer": id]) }
     }
 
     /// What the phone did: waits (at most `limit`, wall clock) until its run ended.
