@@ -280,7 +280,9 @@ extension SecbridgeCLI {
                     report(.apdu(command: command, response: response))
                     try? recorder?.record(.target(.incoming, TranscriptBytes(command)))
                     try? recorder?.record(.target(.outgoing, TranscriptBytes(response)))
-                case .fieldStateChanged(let info):
+                case .fieldStateChanged:
+                    announceEmulation()
+                case .fieldObserved(let info):
                     announceEmulation()
                     report(.field(state: info.state.rawValue, observation: info.observation))
                     try? recorder?.recordEvent(info.state == .fieldPresent ? .fieldOn : .fieldOff, [TranscriptAttribute("observed", info.observation)])
@@ -291,7 +293,7 @@ extension SecbridgeCLI {
                         && !TerminalVerdict.stoppedMidRead(commands, credential: credential) {
                         done.lock.withLock { done.result = .success(true) }
                     }
-                case .connectivityEvent(.secureElementChanged(let detail)):
+                case .readerEvent(.secureElementChanged(let detail)):
                     report(.secureElementChanged(detail))
                     try? recorder?.recordEvent(.cardReset, [TranscriptAttribute("secure-element", detail)])
                     secureElementChanges.withLock { $0.append(detail) }

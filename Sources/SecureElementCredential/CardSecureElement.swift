@@ -22,12 +22,20 @@ public final class CardSecureElement: SecureElement {
     /// Opens the channel (runs on the executor thread); returns it and a closure that releases it.
     public typealias Connector = @Sendable () throws -> (channel: any CardChannel, close: @Sendable () -> Void)
 
+    /// A short description for messages, e.g. "PC/SC card in ACS ACR38U 00 00".
     public let secureElementDescription: String
+    /// Whether 61xx (GET RESPONSE) and 6Cxx (repeat with Le = xx) are resolved here (ISO/IEC 7816-4 §5.3.4) instead of passed to the terminal.
     public let resolveStatusWordsLocally: Bool
     private let connector: Connector
     private let executor: BlockingExecutor
     private let box = ChannelBox()
 
+    /// A secure element on the card `connector` opens.
+    /// - Parameters:
+    ///   - description: for messages.
+    ///   - resolveStatusWordsLocally: see ``resolveStatusWordsLocally``.
+    ///   - executor: the thread the PC/SC calls run on; nil makes one.
+    ///   - connector: opens the channel (SCardConnect), on the executor thread.
     public init(description: String, resolveStatusWordsLocally: Bool = false, executor: BlockingExecutor? = nil, connector: @escaping Connector) {
         self.secureElementDescription = description
         self.resolveStatusWordsLocally = resolveStatusWordsLocally
@@ -50,6 +58,8 @@ public final class CardSecureElement: SecureElement {
         }
     }
 
+    /// Connects the card (SCardConnect through `connector`). Idempotent.
+    /// - Throws: `resourceUnavailable` when the card or reader is busy or gone (sharing violation, no card, removed card), `instanceDoesNotExist` otherwise.
     public func open() async throws(CredentialSessionError) {
         let box = self.box
         let connector = self.connector
@@ -132,8 +142,10 @@ public final class CardSecureElement: SecureElement {
         (channel as? any PCSCConnection)?.cardHasLeft() ?? false
     }
 
+    /// Nothing: the card keeps its own state (its selection) across activations.
     public func terminalActivated() async {}
 
+    /// Releases the card (SCardDisconnect with SCARD_LEAVE_CARD). Idempotent.
     public func close() async {
         let box = self.box
         _ = try? await executor.run {

@@ -39,14 +39,19 @@ final class PN532Box: @unchecked Sendable {
 /// Every command blocks at most one MCU timeout and cannot be cancelled, so `interrupt()` does
 /// nothing: the engine stops within one step. All calls run on `executor`.
 public final class PN532EmulationBackend: CardEmulationBackend {
+    /// The PC/SC reader name.
     public let readerName: String
     /// `readerScope` + `readerName` (see `PCSCClient.readerScope`).
     public let readerClaim: String
+    /// The pcscd socket, for the one-session-per-reader rule across processes; nil for in-process readers.
     public let sharedSocketPath: String?
+    /// Whether this reader can emulate, and why not.
     public let support: EmulationSupport
+    /// How long one TgInitAsTarget or TgGetData may block (`FF 00 41 TO 00`, ACR122U API v2.04 §6.3).
     public let mcuTimeout: ACR122MCUTimeout
     /// TgGetData's C-APDU is cut at 252 bytes by the ACR122's frame size (docs/acr122-pn532.md §4).
     public let maximumCommandLength = PN532HostFrame.maximumParameterLength - 1
+    /// TgSetData's R-APDU limit, the frame's parameter bytes (docs/acr122-pn532.md §4).
     public let maximumResponseLength = PN532HostFrame.maximumParameterLength
     private let executor: BlockingExecutor
     private let box: PN532Box
@@ -158,6 +163,8 @@ public final class PN532EmulationBackend: CardEmulationBackend {
         }
     }
 
+    /// PICC polling off, the MCU timeout, RF off, SetParameters (docs/acr122-pn532.md §5).
+    /// - Throws: the reader's errors (`ACR122Error`, `PN532Error`, `PCSCError`).
     public func prepare() async throws {
         let timeout = mcuTimeout
         try await run { pn532 in
@@ -166,6 +173,8 @@ public final class PN532EmulationBackend: CardEmulationBackend {
         }
     }
 
+    /// One TgInitAsTarget (PN532 UM0701-02 §7.3.14), at most one MCU timeout.
+    /// - Throws: the reader's errors other than 63 00 (no terminal).
     public func waitForActivation(_ parameters: TargetParameters) async throws -> ActivationOutcome {
         try await run { pn532 in
             do {
@@ -187,6 +196,8 @@ public final class PN532EmulationBackend: CardEmulationBackend {
         }
     }
 
+    /// One TgGetData (PN532 UM0701-02 §7.3.16): a C-APDU, a release (status 29/2B/25), or silence (63 00).
+    /// - Throws: the reader's other errors.
     public func receiveCommand() async throws -> TargetReceiveOutcome {
         try await run { pn532 in
             do {
@@ -201,6 +212,8 @@ public final class PN532EmulationBackend: CardEmulationBackend {
         }
     }
 
+    /// One TgSetData (PN532 UM0701-02 §7.3.17) with the R-APDU.
+    /// - Throws: the reader's errors other than a release.
     public func sendResponse(_ response: [UInt8]) async throws -> TargetSendOutcome {
         try await run { pn532 in
             switch try pn532.sendResponse(response) {
@@ -218,5 +231,6 @@ public final class PN532EmulationBackend: CardEmulationBackend {
         _ = try await run { pn532 in try pn532.restoreReaderDefaults(steps) }
     }
 
+    /// Nothing: an ACR122U command cannot be cancelled; the engine stops within one step.
     public func interrupt() {}
 }
