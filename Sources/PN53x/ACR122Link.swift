@@ -42,6 +42,8 @@ public final class ACR122Link {
     /// The most `FF C0` rounds after `61 xx` on a T=0 unit.
     public static let maximumGetResponseRounds = 4
 
+    /// The channel to the reader: a direct connection (escape commands through SCardControl) or a
+    /// connection with a card (pseudo-APDUs through SCardTransmit).
     public let channel: any CardChannel
     /// The SCardControl code used on a direct connection.
     public let escapeCode: UInt32
