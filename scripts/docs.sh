@@ -4,15 +4,16 @@
 #
 #   scripts/docs.sh [MODULE…]            build and check every documented module (default: all)
 #   scripts/docs.sh PCSC ISO7816         only these modules
-#   scripts/docs.sh --no-build [MODULE…] use the symbol graphs of the last run
+#   scripts/docs.sh --no-build [MODULE…] skip `swift build` (use the modules already built)
 #   scripts/docs.sh --list               the module names
 #   scripts/docs.sh --help
 #
 # The modules are the targets of the package's library products, and every target with a catalog
 # Sources/<Module>/<Module>.docc. Each needs that catalog, with a landing page <Module>.md.
 #
-# Steps: `swift package dump-symbol-graph` (a debug build, then one symbol graph per module; no
-# SwiftPM plugin is needed, none can be fetched here), then per module:
+# Steps: `swift build` (debug; only the module and its dependencies when one module is named), then
+# per module a symbol graph from `swift symbolgraph-extract` (no SwiftPM plugin is needed, none can
+# be fetched here), and:
 #   1. the doc-comment check: every public or open symbol in the module's symbol graphs has a doc
 #      comment of its own. Synthesized members, and members whose comment comes from the protocol
 #      or class they implement (a `description` without a comment shows CustomStringConvertible's),
@@ -92,29 +93,45 @@ done
 
 START=$(date +%s)
 GRAPHS="$WORK/symbolgraph"
+TRIPLE=$(swift -print-target-info | "$PYTHON" -c 'import json, sys; print(json.load(sys.stdin)["target"]["unversionedTriple"])')
+BIN=$(swift build --show-bin-path)
 if [ "$BUILD" -eq 1 ]; then
-    echo "docs: swift package dump-symbol-graph (builds the package first)" >&2
-    rm -rf "$GRAPHS"
-    log="$WORK/dump-symbol-graph.log"
+    # One module: build only it and what it needs. Several: the whole package (a no-op after the
+    # `swift build` of scripts/test.sh).
+    set -- $MODULES
+    if [ "$#" -eq 1 ]; then target="--target $1"; else target=""; fi
+    echo "docs: swift build $target" >&2
     mkdir -p "$WORK"
-    if ! nice swift package dump-symbol-graph --skip-synthesized-members >"$log" 2>&1; then
+    log="$WORK/build.log"
+    # shellcheck disable=SC2086
+    if ! nice swift build $target >"$log" 2>&1; then
         cat "$log" >&2
-        echo "docs: swift package dump-symbol-graph failed (output above)" >&2
+        echo "docs: swift build failed (output above)" >&2
         exit 1
     fi
-    # SwiftPM prints where it wrote the files: "Files written to <dir>".
-    written=$(sed -n 's/^Files written to //p' "$log" | tail -n 1)
-    if [ -z "$written" ] || [ ! -d "$written" ]; then
-        cat "$log" >&2
-        echo "docs: could not find where dump-symbol-graph wrote the symbol graphs (no 'Files written to' line above)" >&2
-        exit 1
-    fi
-    mkdir -p "$GRAPHS"
-    cp "$written"/*.symbols.json "$GRAPHS"/
-elif [ ! -d "$GRAPHS" ]; then
-    echo "docs: --no-build, but there are no symbol graphs in $GRAPHS yet: run scripts/docs.sh once without it" >&2
-    exit 1
 fi
+# The symbol graphs, with the flags `swift package dump-symbol-graph` passes (that command also
+# tries the test runner's modules and exits 1 when it cannot load them). The C targets' module
+# maps are named so that a module importing one (PCSC imports CPCSCLite) loads.
+mkdir -p "$GRAPHS"
+for m in $MODULES; do
+    if [ ! -f "$BIN/Modules/$m.swiftmodule" ]; then
+        echo "docs: $m: no $BIN/Modules/$m.swiftmodule: run without --no-build, or swift build first" >&2
+        exit 1
+    fi
+    rm -f "$GRAPHS/$m.symbols.json" "$GRAPHS/$m"@*.symbols.json
+    set -- -module-name "$m" -target "$TRIPLE" -module-cache-path "$BIN/ModuleCache" -I "$BIN/Modules" \
+        -minimum-access-level public -skip-synthesized-members -omit-extension-block-symbols \
+        -output-dir "$GRAPHS"
+    for map in Sources/*/include/module.modulemap; do
+        set -- "$@" -Xcc "-fmodule-map-file=$REPO/$map" -Xcc -I -Xcc "$REPO/$(dirname "$map")"
+    done
+    if ! swift symbolgraph-extract "$@" >"$WORK/$m.extract.log" 2>&1; then
+        cat "$WORK/$m.extract.log" >&2
+        echo "docs: $m: swift symbolgraph-extract failed (output above)" >&2
+        exit 1
+    fi
+done
 BUILT=$(date +%s)
 
 FAILED=""

@@ -2,7 +2,7 @@
 ///
 /// PC/SC result codes are 32-bit values (0x8010xxxx), but they arrive in several widths: pcsc-lite on
 /// 64-bit Linux returns them as a 64-bit `LONG` (0x0000000080100008), Windows and some bindings as a
-/// negative `Int32` (−2146435064), others sign-extended (0xFFFFFFFF80100008). ``init(rawValue:)``
+/// negative `Int32` (−2146435064), others sign-extended (0xFFFFFFFF80100008). ``init(rawValue:function:)``
 /// normalizes every width to the same 32-bit ``code`` (docs/cases.md P04), so errors compare equal whatever
 /// path they took. Equality and hashing use ``code`` only; ``function`` is context for messages.
 ///
