@@ -90,7 +90,11 @@ public struct MifareClassicDump: Sendable, Hashable {
     /// first (its access bits say which blocks the key may read). Trailers get the keys as libnfc
     /// writes them: the key used in its slot; the other key where the card shows it (key B under
     /// trailer conditions 000, 010, 001 read with key A), else 00 × 6.
-    /// - Parameter keyForSector: the key of each sector (one key for all, or a keys file's).
+    /// - Parameters:
+    ///   - kind: the card kind, from the ATR; a MIFARE Classic kind (Mini, 1K or 4K).
+    ///   - keyType: whether the keys are key A or key B of their sectors.
+    ///   - keyForSector: the key of each sector (one key for all, or a keys file's).
+    ///   - card: the storage card to read, on a connection with the card.
     /// - Throws: ``StorageCardError`` (Load Keys, authentication, Read Binary), ``StorageDumpError``
     ///   `unreadable` (a block the access conditions keep from this key), the channel's errors.
     public static func read(
