@@ -21,6 +21,7 @@ public struct TypeAIdentity: Sendable, Hashable {
     /// SAK (SEL_RES): bit 0x20 = ISO/IEC 14443-4 compliant, 0x08 MIFARE Classic 1K, 0x00 Ultralight.
     public var sak: UInt8
 
+    /// The fields as given: `uid` (4, 7 or 10 bytes), `atqa` most significant byte first, `sak`.
     public init(uid: [UInt8], atqa: UInt16, sak: UInt8) {
         self.uid = uid
         self.atqa = atqa
@@ -184,6 +185,7 @@ enum ATSLayout {
 /// access bits forbid as "Invalid received frame", EINVRXFRAM = 13h; UM0701-02 gives no code for a
 /// NAK); a failed MIFARE authentication → status 14; silence → status 01.
 public final class ISO14443_3Tag: FieldPeer {
+    /// What the tag answers during ISO/IEC 14443-3 activation: UID, ATQA and SAK.
     public let identity: TypeAIdentity
     /// The PC/SC part 3 card name bytes C0 C1 of the storage-card ATR (ACR122U API v2.04 §3.1):
     /// 00 01 MIFARE 1K, 00 02 MIFARE 4K, 00 03 Ultralight, 00 26 Mini.

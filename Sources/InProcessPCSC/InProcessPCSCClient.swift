@@ -13,8 +13,10 @@ import Synchronization
 ///     let context = try client.establishContext()
 ///     let direct = try context.connect(to: name, share: .direct, protocols: .undefined)
 public struct InProcessPCSCClient: PCSCClient {
+    /// The simulated readers this client's contexts reach.
     public let readers: InProcessReaders
 
+    /// A client over `readers`; each context it establishes sees the readers as pcscd 1.9.9 would.
     public init(_ readers: InProcessReaders) { self.readers = readers }
 
     /// These readers' own namespace: `in-process <address of readers>/`.
@@ -40,6 +42,7 @@ public final class InProcessContext: PCSCClientContext {
     /// pcscd's presence poll period (PCSCLITE_STATUS_POLL_RATE, 400 ms).
     public static let pollPeriod: Duration = .milliseconds(400)
 
+    /// The simulated readers this context reaches.
     public let readers: InProcessReaders
     private let wake = ConditionLock()
     private let state = Mutex((cancelled: false, released: false, waiting: 0))

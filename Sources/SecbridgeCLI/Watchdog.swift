@@ -135,6 +135,7 @@ extension SecbridgeCLI {
 
 /// An invalid `SECBRIDGE_CALL_TIMEOUT`, with the message that says what is accepted.
 public struct CallBoundError: Error, Sendable, Equatable {
+    /// What was wrong with the value and what is accepted, e.g. a positive number of seconds.
     public let message: String
 }
 

@@ -65,6 +65,9 @@ public func IFDHCreateChannel(_ lun: DWORD, _ channel: DWORD) -> RESPONSECODE {
     ReaderTable.open(lun: lun, deviceNameText: "/tmp/secbridge-acr122.channel-\(channel)") == nil ? communicationError : success
 }
 
+/// Closes the reader of `lun` (pcscd calls it when the reader goes away or pcscd stops): the
+/// simulated device is powered down and its control socket stopped. Returns IFD_SUCCESS (0), or
+/// IFD_COMMUNICATION_ERROR (612) for a `lun` that is not open (pcsc-lite `ifdhandler.h`).
 @_cdecl("IFDHCloseChannel")
 public func IFDHCloseChannel(_ lun: DWORD) -> RESPONSECODE {
     ReaderTable.close(lun: lun) ? success : communicationError
