@@ -45,7 +45,7 @@ public final class ISO14443_4Card: FieldPeer {
     /// The C-APDUs received, the latest ``logCapacity`` of them.
     private let log = Mutex(BoundedLog<[UInt8]>(capacity: ISO14443_4Card.logCapacity))
     /// How many C-APDUs a card keeps for ``receivedAPDUs``: 4096 (a few hundred kilobytes at most);
-    /// older ones are counted in ``droppedAPDUCount``.
+    /// older ones are counted in ``receivedLog``'s `dropped`.
     public static let logCapacity = 4096
     /// The card leaves the field while it answers its `leavesAfter`-th C-APDU (the answer is lost):
     /// a card pulled away mid-exchange. nil: it stays.
@@ -79,7 +79,7 @@ public final class ISO14443_4Card: FieldPeer {
     }
 
     /// A card that answers from a transcript's channel-layer lines (`>` / `<`), in order, as
-    /// ``ReplayChannel`` plays them. A command that does not match the recording is answered
+    /// `ReplayChannel` plays them. A command that does not match the recording is answered
     /// `6F 00` (no precise diagnosis), and the mismatch is kept in ``replayErrors``.
     public convenience init(
         uid: [UInt8], atqa: UInt16 = 0x0004, sak: UInt8 = 0x20, ats: [UInt8] = [0x05, 0x78, 0x80, 0x70, 0x02],
@@ -230,7 +230,8 @@ public final class ISO14443_3Tag: FieldPeer {
     /// - Parameters:
     ///   - model: Mini, 1K or 4K.
     ///   - uid: 4 or 7 bytes.
-    ///   - keyA, keyB: 6 bytes each, set in every sector trailer; default FF FF FF FF FF FF.
+    ///   - keyA: 6 bytes, set in every sector trailer; default FF FF FF FF FF FF.
+    ///   - keyB: 6 bytes, set in every sector trailer; default FF FF FF FF FF FF.
     /// - Throws: ``StorageCardError`` for a bad UID or key length.
     public init(classic model: MIFAREClassicModel, uid: [UInt8],
                 keyA: [UInt8] = MIFAREClassicMemory.transportKey,

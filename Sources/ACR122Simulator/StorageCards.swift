@@ -486,7 +486,8 @@ public struct MIFAREClassicMemory: Sendable, Hashable, CustomStringConvertible, 
     /// - Parameters:
     ///   - model: Mini, 1K or 4K.
     ///   - uid: 4 or 7 bytes.
-    ///   - keyA, keyB: 6 bytes each, default the transport key FF×6.
+    ///   - keyA: 6 bytes, default the transport key FF×6.
+    ///   - keyB: 6 bytes, default the transport key FF×6.
     /// - Throws: ``StorageCardError`` for a UID that is not 4 or 7 bytes or a key that is not 6.
     public init(model: MIFAREClassicModel, uid: [UInt8], keyA: [UInt8] = transportKey,
                 keyB: [UInt8] = transportKey) throws(StorageCardError) {
