@@ -4,7 +4,7 @@ import Synchronization
 /// The in-process PC/SC client: contexts on ``InProcessReaders`` (simulated ACR122U readers driven
 /// through their driver's entry points with pcscd 1.9.9's rules), with no pcscd.
 ///
-/// Code written against ``PCSCClient`` runs on it unchanged; the `secbridge` tool's tests use it to
+/// Code written against `PCSCClient` runs on it unchanged; the `secbridge` tool's tests use it to
 /// run commands in process, in parallel:
 ///
 ///     let readers = InProcessReaders()
@@ -63,7 +63,7 @@ public final class InProcessContext: PCSCClientContext {
     }
 
     /// SCardGetStatusChange: returns at once when a reader's state differs from its
-    /// ``ReaderState/currentState`` (SCARD_STATE_CHANGED set on it), else waits, polling presence
+    /// `ReaderState/currentState` (SCARD_STATE_CHANGED set on it), else waits, polling presence
     /// every ``pollPeriod``, until a change, `timeout`, or ``cancel()``.
     /// - Throws: `PCSCError` — SCARD_E_UNKNOWN_READER, SCARD_E_CANCELLED, SCARD_E_INVALID_HANDLE.
     public func getStatusChange(_ states: inout [ReaderState], timeout: Duration?) throws(PCSCError) -> Bool {

@@ -99,7 +99,7 @@ package final class CallWatchdog: @unchecked Sendable {
 }
 
 extension SecbridgeCLI {
-    /// Bounds each blocking PC/SC call of the commands (see ``CallWatchdog``); the binary calls it.
+    /// Bounds each blocking PC/SC call of the commands (see `CallWatchdog`); the binary calls it.
     /// 40 s covers libccid's 30 s escape timeout plus the ACR122U's 5-second MCU steps.
     public static func enableCallWatchdog(bound: Duration = .seconds(40), console: any Console = StandardConsole()) {
         CallWatchdog.shared.enable(bound: bound, console: console)

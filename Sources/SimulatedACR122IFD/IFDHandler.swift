@@ -75,7 +75,7 @@ public func IFDHCloseChannel(_ lun: DWORD) -> RESPONSECODE {
 
 /// Capabilities: TAG_IFD_ATR / SCARD_ATTR_ATR_STRING (the last ATR), TAG_IFD_SIMULTANEOUS_ACCESS
 /// (16 readers per pcscd), TAG_IFD_THREAD_SAFE (1), TAG_IFD_SLOTS_NUMBER (1),
-/// TAG_IFD_SLOT_THREAD_SAFE (0), ``PCSCAttribute/simulatorControlSocket`` (the control socket's
+/// TAG_IFD_SLOT_THREAD_SAFE (0), `PCSCAttribute/simulatorControlSocket` (the control socket's
 /// path); any other tag is asked of the device (`IFDDevice.attribute`, e.g.
 /// SCARD_ATTR_MAXINPUT, SCARD_ATTR_VENDOR_NAME); IFD_ERROR_TAG when it has none.
 @_cdecl("IFDHGetCapabilities")
