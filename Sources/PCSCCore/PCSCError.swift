@@ -88,7 +88,8 @@ extension PCSCError {
     public static let insufficientBuffer = PCSCError(code: 0x8010_0008)
     /// SCARD_E_UNKNOWN_READER (0x80100009): no reader of that name (it may have been unplugged).
     public static let unknownReader = PCSCError(code: 0x8010_0009)
-    /// SCARD_E_TIMEOUT (0x8010000A): the timeout of SCardGetStatusChange expired with no change.
+    /// SCARD_E_TIMEOUT (0x8010000A): a timeout expired: SCardGetStatusChange saw no change, or a
+    /// transaction could not begin in time.
     public static let timeout = PCSCError(code: 0x8010_000A)
     /// SCARD_E_SHARING_VIOLATION (0x8010000B): another connection holds the card or reader in a way
     /// that excludes this one (exclusive share, or a transaction).

@@ -99,17 +99,17 @@ extension PN532 {
     public struct ParameterFlags: OptionSet, Sendable, Hashable {
         public let rawValue: UInt8
         public init(rawValue: UInt8) { self.rawValue = rawValue }
-        /// 01 NADUsed: the initiator uses a NAD in DEP frames.
+        /// 01 fNADUsed: the initiator uses the NAD (DEP and ISO/IEC 14443-4 PCD).
         public static let nadUsed = ParameterFlags(rawValue: 0x01)
-        /// 02 DIDUsed: the initiator uses a DID in DEP frames.
+        /// 02 fDIDUsed: the initiator uses the DID (DEP and ISO/IEC 14443-4 PCD).
         public static let didUsed = ParameterFlags(rawValue: 0x02)
-        /// 04 AutomaticATR_RES: the chip answers ATR_REQ by itself in target mode.
+        /// 04 fAutomaticATR_RES: the chip answers ATR_REQ by itself in target mode.
         public static let automaticATRRes = ParameterFlags(rawValue: 0x04)
-        /// 10 AutomaticRATS: the chip sends RATS by itself when it activates an ISO/IEC 14443-4 card.
+        /// 10 fAutomaticRATS: the chip sends RATS by itself as an ISO/IEC 14443-4 PCD.
         public static let automaticRATS = ParameterFlags(rawValue: 0x10)
         /// ISO 14443-4 PICC emulation (PN532 only).
         public static let iso14443_4PICC = ParameterFlags(rawValue: 0x20)
-        /// 40 RemovePrePostamble: frames without preamble and postamble (serial links; not the ACR122U).
+        /// 40 fRemovePrePostAmble: the chip sends its frames without preamble and postamble.
         public static let removePrePostamble = ParameterFlags(rawValue: 0x40)
     }
 

@@ -163,7 +163,7 @@ public struct PN532ErrorCode: RawRepresentable, Sendable, Hashable, CustomString
     public static let crc = PN532ErrorCode(rawValue: 0x02)
     /// 03: a parity error was detected.
     public static let parity = PN532ErrorCode(rawValue: 0x03)
-    /// 04: a wrong number of bits was received (anticollision or MIFARE).
+    /// 04: an erroneous bit count was detected.
     public static let bitCount = PN532ErrorCode(rawValue: 0x04)
     /// 05: a framing error (MIFARE).
     public static let framing = PN532ErrorCode(rawValue: 0x05)
