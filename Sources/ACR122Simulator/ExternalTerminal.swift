@@ -25,11 +25,14 @@ public final class ExternalTerminal: FieldPeer {
         /// The R-APDU expected (SW1-SW2 included); `??` bytes match anything; nil accepts any answer.
         public var expectedResponse: TranscriptBytes?
 
+        /// A step that sends `command` and checks the answer against `expectedResponse` (`??` bytes match
+        /// anything; nil accepts any answer).
         public init(command: [UInt8], expectedResponse: TranscriptBytes?) {
             self.command = command
             self.expectedResponse = expectedResponse
         }
 
+        /// A step that sends `command` and expects exactly `response` (SW1-SW2 included).
         public init(_ command: [UInt8], expect response: [UInt8]) {
             self.init(command: command, expectedResponse: TranscriptBytes(response))
         }
@@ -42,8 +45,10 @@ public final class ExternalTerminal: FieldPeer {
         /// The RATS sent at activation, `E0 80` (FSDI 8 → FSD 256, CID 0) as phones send it
         /// (docs/iso14443-t4t-ndef.md §2).
         public var rats: [UInt8]
+        /// The commands, in order; the terminal releases the target after the last.
         public var steps: [Step]
 
+        /// A script named `name` that activates the target with `rats` and then runs `steps`.
         public init(name: String, rats: [UInt8] = [0xE0, 0x80], steps: [Step]) {
             self.name = name
             self.rats = rats
@@ -80,7 +85,9 @@ public final class ExternalTerminal: FieldPeer {
 
     /// One C-APDU and the R-APDU the target gave (nil when it left before answering).
     public struct Exchange: Sendable, Hashable {
+        /// The C-APDU the terminal sent.
         public var command: [UInt8]
+        /// The R-APDU the target answered; nil when it left before answering.
         public var response: [UInt8]?
     }
 
@@ -357,6 +364,7 @@ public final class ExternalTerminal: FieldPeer {
 
 /// A terminal script that cannot be built.
 public struct ExternalTerminalError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// Why the script cannot be built, in words.
     public var reason: String
     public var description: String { reason }
 }

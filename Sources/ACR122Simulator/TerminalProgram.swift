@@ -44,6 +44,8 @@ public struct TerminalReport: Sendable, Hashable {
     /// "record 01/01: 70 …".
     public var items: [String]
 
+    /// A report with a one-line `summary`, the NDEF message read (for a tag reader), and one text per
+    /// record or data object read.
     public init(summary: String, ndefMessage: [UInt8]? = nil, items: [String] = []) {
         self.summary = summary
         self.ndefMessage = ndefMessage

@@ -68,6 +68,7 @@ public struct TranscriptParseError: CodedError {
     /// What is wrong and what to do.
     public var reason: String
 
+    /// An error of `code` at `line` and `column` (both 1-based) of `file`, with a reason.
     public init(code: Code, file: String, line: Int, column: Int, reason: String) {
         self.code = code
         self.file = file

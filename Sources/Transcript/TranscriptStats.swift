@@ -8,6 +8,7 @@ public struct TranscriptStatistics: Sendable, Equatable {
     public struct StatusWordCount: Sendable, Hashable {
         /// SW1-SW2, e.g. 0x9000.
         public var statusWord: UInt16
+        /// How many responses ended with ``statusWord``.
         public var count: Int
     }
 

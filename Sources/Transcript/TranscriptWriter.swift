@@ -28,6 +28,7 @@ public struct TranscriptWriteError: CodedError {
     /// What went wrong and what to do.
     public var reason: String
 
+    /// An error of `code` on the file at `path`, with the POSIX errno when a system call failed.
     public init(code: Code, path: String, errorNumber: Int32? = nil, reason: String) {
         self.code = code
         self.path = path
