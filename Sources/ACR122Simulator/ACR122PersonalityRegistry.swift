@@ -6,6 +6,7 @@ public struct NamedACR122Personality: Sendable, Hashable {
     public let name: String
     /// What the unit is, in a few words, for `simulate --help` and `doctor`.
     public let summary: String
+    /// The behaviour: driver, firmware string and quirks.
     public let personality: ACR122Personality
 
     /// - Parameters:
