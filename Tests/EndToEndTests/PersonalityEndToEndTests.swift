@@ -3,6 +3,7 @@ import Foundation
 import PCSC
 import PCSCSandbox
 import SecbridgeCLI
+import SecbridgeTesting
 import SecbridgeTools
 import Testing
 
@@ -44,6 +45,39 @@ extension SharedReader {
             let sameList = ACR122Personality.all.filter { $0.personality.featureList == personality.featureList }
             let readable = personality.driver != .ccidEscapeDisabled
             return try #require((readable ? sameList.first { $0.personality.firmware == personality.firmware } : nil) ?? sameList.first).name
+        }
+
+        /// What pcscd hands a client for each personality: the driver's feature list and TLV
+        /// properties (SCardControl) and attributes (SCardGetAttrib), byte for byte as libccid or
+        /// acsccid computes them for 072F:2200 (docs/acr122-units.md §1, §2).
+        @Test(arguments: personalities)
+        func pcscdHandsOnTheDriversFeatureListTLVPropertiesAndAttributes(_ name: String) async throws {
+            let environment = try await simulatedReaders(withPersonality: name)
+            let personality = try #require(ACR122Personality.named(name))
+            let reader = environment.simulatedReaderA
+            let (features, properties, vendor, version, serial, channel, maxInput) = try await blocking {
+                let context = try PCSCContext()
+                defer { try? context.release() }
+                let direct = try context.connect(to: reader, share: .direct, protocols: [])
+                defer { try? direct.disconnect(.leave) }
+                return (try direct.control(code: 0x4200_0D48, []), try direct.control(code: 0x4233_0012, []),
+                        try direct.attribute(PCSCAttribute(rawValue: 0x0001_0100)), try direct.attribute(PCSCAttribute(rawValue: 0x0001_0102)),
+                        try direct.attribute(PCSCAttribute(rawValue: 0x0001_0103)), try direct.attribute(PCSCAttribute(rawValue: 0x0002_0110)),
+                        try direct.attribute(PCSCAttribute(rawValue: 0x0007_A007)))
+            }
+            switch personality.driver {
+            case .ccidEscapeDisabled: #expect(features == hex("12 04 42 33 00 12"))
+            case .ccidEscapeEnabled: #expect(features == hex("12 04 42 33 00 12 13 04 42 00 00 01"))
+            case .acsDriver: #expect(features == hex("11 04 42 33 00 11 12 04 42 33 00 12 13 04 42 00 0D AC"))
+            }
+            let ppdu: UInt8 = personality.driver == .acsDriver ? 0x03 : personality.driver == .ccidEscapeEnabled ? 0x01 : 0x00
+            #expect(properties == hex("01 02 00 00 03 01 00 09 01") + [ppdu] + hex("0B 02 2F 07 0C 02 00 22 0A 04 00 00 00 00"))
+            #expect(vendor == Array("ACS".utf8) + [0])
+            // bcdDevice << 16, little-endian: 2.07 → 00 00 07 02; ACR122U215 → 00 00 15 02.
+            #expect(version == [0x00, 0x00, UInt8(personality.bcdDevice & 0xFF), UInt8(personality.bcdDevice >> 8)])
+            #expect(serial.isEmpty)
+            #expect(channel == hex("02 01 20 00"))
+            #expect(maxInput == hex("05 01 00 00"))
         }
 
         @Test(arguments: personalities)
