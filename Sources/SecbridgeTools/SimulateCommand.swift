@@ -194,6 +194,8 @@ extension SecbridgeCLI {
         // running. The simulator keeps serving until a signal or --timeout; output is then lost.
         signal(SIGPIPE, SIG_IGN)
 
+        // The reader name the personality's driver gives (acsccid: `ACS ACR122U`).
+        let friendlyName = arguments.value("personality").flatMap(ACR122Personality.named)?.readerFriendlyName ?? SimulatedReaders.friendlyName
         var controls: [(String, SimulatedReaderControl)]
         var inProcess: InProcessReaders?
         var names: [String]
@@ -205,7 +207,7 @@ extension SecbridgeCLI {
             names = []
             do {
                 for letter in ["a", "b"].prefix(readerCount) {
-                    names.append(try readers.createChannel(deviceName: "\(base)/\(letter):field=\(SimulatedReaders.sharedFieldName)" + SimulatedReaders.timeScaleOption(scale)))
+                    names.append(try readers.createChannel(deviceName: "\(base)/\(letter):field=\(SimulatedReaders.sharedFieldName)" + SimulatedReaders.timeScaleOption(scale), friendlyName: friendlyName))
                 }
             } catch {
                 throw CLIError.failure("cannot create the in-process simulated readers: \(error)")
@@ -218,7 +220,7 @@ extension SecbridgeCLI {
                 for directory in [base + "/a", base + "/b", base] { _ = rmdir(directory) }
             }
         } else {
-            let entries = Array(SimulatedReaders.readerConfEntries(timeScale: scale).prefix(readerCount))
+            let entries = Array(SimulatedReaders.readerConfEntries(timeScale: scale, friendlyName: friendlyName).prefix(readerCount))
             do {
                 // Daemons of runs that died before the lifeline existed, or whose watcher was killed too.
                 PrivatePCSCD.reapLeftovers()
@@ -255,7 +257,7 @@ extension SecbridgeCLI {
             _ = try request(controls[0].1, "place-terminal script=\(script) id=terminal")
         }
 
-        let ordered = inProcess != nil ? names : readerNamesInOrder(names, controls: controls)
+        let ordered = inProcess != nil ? names : readerNamesInOrder(names, controls: controls, friendlyName: friendlyName)
         // Started in the background of an interactive shell (`simulate … &`), standard input is a
         // terminal this process group does not own: reading it would stop the job (SIGTTIN,
         // "Stopped (tty input)"), so requests then go only to the control sockets.
@@ -350,9 +352,12 @@ extension SecbridgeCLI {
         return .object(members)
     }
 
-    /// The PC/SC names of readers a, b: the driver's `open-order` tells which was named first.
-    static func readerNamesInOrder(_ names: [String], controls: [(String, SimulatedReaderControl)]) -> [String] {
-        let simulated = names.filter { $0.hasPrefix(SimulatedReaders.friendlyName + " ") }.sorted()
+    /// The PC/SC names of readers a, b (named `friendlyName XX 00`): the driver's `open-order`
+    /// tells which was named first.
+    static func readerNamesInOrder(
+        _ names: [String], controls: [(String, SimulatedReaderControl)], friendlyName: String = SimulatedReaders.friendlyName
+    ) -> [String] {
+        let simulated = names.filter { $0.hasPrefix(friendlyName + " ") }.sorted()
         let orders = controls.map { (try? $0.1.send("ping", timeout: .seconds(2)))?["open-order"].flatMap { Int($0) } ?? 0 }
         return orders.map { order in simulated.indices.contains(order) ? simulated[order] : "?" }
     }
