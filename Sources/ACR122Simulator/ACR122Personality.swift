@@ -49,6 +49,20 @@ public struct ACR122Personality: Sendable, Hashable {
     /// at all instead of `63 00`. Some firmware is reported to behave so (the issue that asked
     /// for it, not a document: (U)); a client must take it as "no terminal yet".
     public var emptyAnswerWhileNoTerminal: Bool = false
+    /// The USB device descriptor's bcdDevice, which libccid and acsccid report as
+    /// SCARD_ATTR_VENDOR_IFD_VERSION (`bcdDevice << 16`). 0x0207 for the ACR122U207, as libccid's
+    /// record of the reader shows (CCID readers/ACR122U_PICC.txt, "bcdDevice: 2.07").
+    public var bcdDevice: UInt16 = 0x0207
+    /// How Set PICC Operating Parameter (`FF 00 51 PP 00`) answers (docs/acr122-units.md §3).
+    public var piccParameterAnswer: PICCParameterAnswer = .statusAndParameter
+
+    /// The shape of the answer to Set PICC Operating Parameter.
+    public enum PICCParameterAnswer: Sendable, Hashable {
+        /// `90 PP`, as ACR122U API v2.04 documents it.
+        case statusAndParameter
+        /// `PP` alone, as an ACR122U215 answered in nfcpy issue #105 (`FF 00 51 7F 00` → `7F`).
+        case parameterOnly
+    }
 
     /// A personality; the defaults are an ACR122U with firmware `ACR122U207` behind libccid with
     /// escape commands enabled, a PN532 v1.6 (`32 01 06 07`), an MCU timeout of one 5 s step, libccid's

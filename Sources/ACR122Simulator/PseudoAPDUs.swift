@@ -4,12 +4,14 @@ import ISO7816
 /// the escape path of the driver (§1, §5c) and card APDUs to the polled card.
 extension DeviceState {
     func control(code: UInt32, _ command: [UInt8], world: FieldWorld, lock: ConditionLock<FieldWorld>) throws(IFDError) -> [UInt8] {
-        if code == ACR122DriverConstants.getFeatureRequest {
-            return featureList()
+        if let answer = personality.driverAnswer(code: code) {
+            return answer
         }
         switch (personality.driver, code) {
-        case (.ccidEscapeDisabled, ACR122DriverConstants.ccidEscapeCode):
-            // libccid: "ifd exchange (Escape command) not allowed" → IFD_COMMUNICATION_ERROR.
+        case (.ccidEscapeDisabled, ACR122DriverConstants.ccidEscapeCode),
+             (.acsDriver, ACR122DriverConstants.ccidEscapeCode):
+            // libccid, and acsccid (its ifdDriverOptions default 0x0000): "ifd exchange (Escape
+            // command) not allowed" → IFD_COMMUNICATION_ERROR.
             throw IFDError.communicationError
         case (.ccidEscapeEnabled, ACR122DriverConstants.ccidEscapeCode),
              (.acsDriver, ACR122DriverConstants.acsEscapeCode):
@@ -17,18 +19,6 @@ extension DeviceState {
         default:
             throw IFDError.notSupported
         }
-    }
-
-    /// `CM_IOCTL_GET_FEATURE_REQUEST`: `| tag | 04 | control code, big-endian |`… (PC/SC part 10 §2.2).
-    func featureList() -> [UInt8] {
-        let code: UInt32
-        switch personality.driver {
-        case .ccidEscapeDisabled: return []
-        case .ccidEscapeEnabled: code = ACR122DriverConstants.ccidEscapeCode
-        case .acsDriver: code = ACR122DriverConstants.acsEscapeCode
-        }
-        return [ACR122DriverConstants.featureCCIDEscCommand, 0x04,
-                UInt8(code >> 24), UInt8((code >> 16) & 0xFF), UInt8((code >> 8) & 0xFF), UInt8(code & 0xFF)]
     }
 
     func transmit(_ command: [UInt8], world: FieldWorld, lock: ConditionLock<FieldWorld>) throws(IFDError) -> [UInt8] {
@@ -94,6 +84,7 @@ extension DeviceState {
             return Array(personality.firmware.utf8)
         case (0x00, 0x40):
             guard p3 == 0x04, data.count == 4 else { return Self.failed }
+            try waitOutLEDSequence(data, lock: lock)
             return ledAndBuzzer(p2)
         case (0x00, 0x50) where p2 == 0x00:
             return [0x90, piccParameter]
@@ -103,7 +94,7 @@ extension DeviceState {
                 // Polling stopped: the MCU lets go of what it had polled.
                 leaveRoles(world: world)
             }
-            return [0x90, piccParameter]
+            return personality.piccParameterAnswer == .parameterOnly ? [piccParameter] : [0x90, piccParameter]
         case (0x00, 0x41) where p3 == 0x00 && data.isEmpty:
             mcuTimeout = p2
             return Self.ok
@@ -136,9 +127,33 @@ extension DeviceState {
         }
     }
 
+    /// How long the LED/buzzer sequence `T1 T2 Rep Link` runs: (T1 + T2) × 100 ms × Rep (ACR122U API
+    /// v2.04, Bi-Color LED and Buzzer Control). The MCU answers when it ends (nfcpy's acr122.py
+    /// waits "the total buzzer/flash duration" for the answer); that it runs even when P2 asks no
+    /// LED to blink is an assumption (U).
+    static func ledSequenceDuration(_ data: [UInt8]) -> Duration {
+        guard data.count >= 3 else { return .zero }
+        return .milliseconds(100 * (Int(data[0]) + Int(data[1])) * Int(data[2]))
+    }
+
+    /// Waits out the LED/buzzer sequence in simulated time, with the field unlocked. When the
+    /// driver's timeout (libccid: 30 s) passes first, the call fails as on the unit.
+    /// - Throws: ``IFDError/communicationError`` when the driver timeout passes first.
+    func waitOutLEDSequence(_ data: [UInt8], lock: ConditionLock<FieldWorld>) throws(IFDError) {
+        let duration = Self.ledSequenceDuration(data)
+        guard duration > .zero else { return }
+        let end = clock.deadline(after: duration)
+        let driver = driverDeadline()
+        while !end.hasPassed {
+            if driver.hasPassed { throw IFDError.communicationError }
+            lock.wait(until: Deadline.earliest(end, driver))
+        }
+    }
+
     /// LED/buzzer (`FF 00 40 P2 04 T1 T2 Rep Link` → `90 ss`). P2: bit 0 final red, bit 1 final
     /// green, bit 2 red mask, bit 3 green mask; a masked LED takes its final state, the other keeps
-    /// its state. Blinking (bits 4–7, T1/T2, repetitions) ends in the final state and is not timed.
+    /// its state. Blinking (bits 4–7) ends in the final state; the answer waits for the sequence's
+    /// end (``waitOutLEDSequence(_:lock:)``).
     func ledAndBuzzer(_ p2: UInt8) -> [UInt8] {
         var state = led
         if p2 & 0x04 != 0 { state = (state & ~0x01) | (p2 & 0x01) }

@@ -133,12 +133,10 @@ public final class SimulatedACR122U: IFDDevice {
 
     public func attribute(_ tag: UInt32) -> [UInt8]? {
         field.lock.withLock { world in
+            if let value = personality.driverAttribute(tag) { return value }
             switch tag {
-            case ACR122DriverConstants.attrMaxInput:
-                return Self.littleEndian(ACR122DriverConstants.maxInput)
-            case ACR122DriverConstants.attrVendorName:
-                // libccid copies the USB iManufacturer string with its NUL.
-                return Array("ACS".utf8) + [0]
+            case ACR122DriverConstants.attrICCInterfaceStatus:
+                return [state.presentCard(world: world) == nil ? 0 : 1]
             case ACR122DriverConstants.attrATRString, ACR122DriverConstants.tagIFDATR:
                 return state.atr
             case ACR122DriverConstants.attrICCPresence:

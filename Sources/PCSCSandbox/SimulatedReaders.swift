@@ -85,10 +85,12 @@ public enum SimulatedReaders {
     public static func timeScaleOption(_ scale: Double?) -> String { scale.map { ":timescale=\($0)" } ?? "" }
 
     /// The reader.conf entries of reader A and reader B, every device wait scaled by `timeScale`
-    /// (the driver's `timescale=` DEVICENAME option; nil for real time).
-    public static func readerConfEntries(timeScale: Double?) -> [ReaderConfEntry] {
+    /// (the driver's `timescale=` DEVICENAME option; nil for real time), named `name` (libccid's
+    /// `ACS ACR122U PICC Interface` by default; acsccid names the reader `ACS ACR122U`,
+    /// docs/acr122-units.md §2).
+    public static func readerConfEntries(timeScale: Double?, friendlyName name: String = friendlyName) -> [ReaderConfEntry] {
         [directoryA, directoryB].map { directory in
-            ReaderConfEntry(friendlyName: friendlyName, deviceName: directory + ":field=" + sharedFieldName + timeScaleOption(timeScale),
+            ReaderConfEntry(friendlyName: name, deviceName: directory + ":field=" + sharedFieldName + timeScaleOption(timeScale),
                             libraryPath: libraryPath)
         }
     }

@@ -1,6 +1,7 @@
 import PCSCCore
 import ISO7816
 import PCSC
+import PN53x
 
 #if canImport(Glibc)
 import Glibc
@@ -25,7 +26,7 @@ package final class CallWatchdog: @unchecked Sendable {
 
     private let state = ConditionLock()
     private var bound: Duration?
-    private var armed: (label: String, stalled: String?, deadline: ContinuousClock.Instant)?
+    private var armed: (label: String, stalled: String?, deadline: ContinuousClock.Instant, allowed: Duration)?
     private var started = false
     private var output: (any Console)?
     /// True while the watch thread waits with no deadline (nothing armed): arming must wake it.
@@ -63,11 +64,14 @@ package final class CallWatchdog: @unchecked Sendable {
     /// Runs `body` (a blocking call) with the watchdog armed for `label`.
     /// - Parameter stalled: what to say when the call outlives the bound, when the generic "pcscd
     ///   or the card stopped answering" would mislead (a transaction another program holds).
-    package func guarding<T, E: Error>(_ label: String, stalled: String? = nil, _ body: () throws(E) -> T) throws(E) -> T {
+    /// - Parameter extra: time the call takes by design on top of the bound (an ACR122U LED/buzzer
+    ///   sequence, docs/acr122-units.md §4).
+    package func guarding<T, E: Error>(_ label: String, stalled: String? = nil, extra: Duration = .zero, _ body: () throws(E) -> T) throws(E) -> T {
         startThreadOnce()
         locked {
             if let bound {
-                armed = (label, stalled, ContinuousClock.now + bound)
+                let allowed = bound + max(extra, .zero)
+                armed = (label, stalled, ContinuousClock.now + allowed, allowed)
                 if watcherIdle { state.signal() }
             }
         }
@@ -78,10 +82,10 @@ package final class CallWatchdog: @unchecked Sendable {
     private func watch() {
         state.lock()
         while true {
-            if let armed, let bound {
+            if let armed, bound != nil {
                 let left = armed.deadline - ContinuousClock.now
                 if left <= .zero {
-                    let seconds = bound.components.seconds
+                    let seconds = armed.allowed.components.seconds
                     let why = armed.stalled ?? "pcscd or the card stopped answering; check `systemctl status pcscd` (or the PCSCLITE_CSOCK_NAME socket), then remove and replace the card"
                     output?.err("secbridge: error: \(armed.label) did not return within \(seconds) s: \(why)\n")
                     _exit(1)
@@ -145,10 +149,14 @@ package final class GuardedChannel: CardChannel {
     package init(_ inner: any CardChannel) { self.inner = inner }
     package var transmissionProtocol: TransmissionProtocol { inner.transmissionProtocol }
     package func transmit(_ command: [UInt8]) throws -> [UInt8] {
-        try CallWatchdog.shared.guarding("SCardTransmit") { try inner.transmit(command) }
+        try CallWatchdog.shared.guarding("SCardTransmit", extra: ACR122Command.designedDuration(ofPseudoAPDU: command)) {
+            try inner.transmit(command)
+        }
     }
     package func control(code: UInt32, _ command: [UInt8]) throws -> [UInt8] {
-        try CallWatchdog.shared.guarding("SCardControl") { try inner.control(code: code, command) }
+        try CallWatchdog.shared.guarding("SCardControl", extra: ACR122Command.designedDuration(ofPseudoAPDU: command)) {
+            try inner.control(code: code, command)
+        }
     }
 }
 

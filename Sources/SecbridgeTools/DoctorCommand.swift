@@ -23,7 +23,9 @@ extension SecbridgeCLI {
               claim it (pn533_usb, pn533, nfc), the driver serving it (escape code from
               CM_IOCTL_GET_FEATURE_REQUEST tag 0x13: 0x42000001 libccid, 0x42000DAC acsccid),
               escape commands (the ifdDriverOptions edit when refused), the firmware and its
-              known quirks, the PICC operating parameter (automatic polling), a card in the field.
+              known quirks, the variant (genuine unit and firmware, libccid or acsccid, escape
+              option; what works on it and what does not; the simulator personality that models
+              it), the PICC operating parameter (automatic polling), a card in the field.
             Exit status 0 when no check failed, 1 otherwise. Read-only: nothing is changed.
 
             Example:
@@ -174,6 +176,8 @@ struct DoctorPCSCFindings: Sendable {
     var atr: [UInt8] = []
     /// The escape code under FEATURE_CCID_ESC_COMMAND (tag 0x13), nil when not announced.
     var announcedEscapeCode: UInt32?
+    /// The CM_IOCTL_GET_FEATURE_REQUEST answer as it came, nil when the request failed.
+    var featureList: [UInt8]?
     /// Why the DIRECT connection or the feature request failed.
     var directError: String?
     /// The escape code that carried the firmware-version pseudo-APDU.
@@ -231,6 +235,7 @@ struct DoctorPCSCFindings: Sendable {
             defer { try? handle.disconnect(.leave) }
             let channel = GuardedChannel(handle)
             if let reply = try? channel.control(code: ACR122ControlCode.getFeatureRequest, []) {
+                findings.featureList = reply
                 findings.announcedEscapeCode = (try? PCSCFeatureList(parsing: reply))?.escapeCommandCode
             }
             do {
@@ -265,6 +270,13 @@ struct DoctorPCSCFindings: Sendable {
             }
         }
         return findings
+    }
+
+    /// What ``ReaderVariantClassifier`` reads.
+    var variantEvidence: ReaderVariantEvidence {
+        ReaderVariantEvidence(
+            readerName: reader, featureList: featureList, workingEscapeCode: workingEscapeCode,
+            firmware: firmware?.text, atr: atr)
     }
 
     private static func read(_ link: ACR122Link, into findings: inout DoctorPCSCFindings) {
@@ -406,7 +418,7 @@ enum Doctor {
         }
 
         guard pcscUsable, let reader = pcsc.reader else {
-            for check in ["driver", "escape commands", "firmware", "PICC parameter", "card in the field"] {
+            for check in ["driver", "escape commands", "firmware", "variant", "PICC parameter", "card in the field"] {
                 add(check, .skipped, pcscUsable ? "no ACR122-class reader in PC/SC" : "pcscd is not answering")
             }
             return checks
@@ -470,6 +482,17 @@ enum Doctor {
                 fix: pcsc.escapeRefused
                     ? "enable escape commands (see the escape commands check), or place a card on the reader and run `secbridge doctor` again"
                     : "run `secbridge reset`; if that fails, unplug and replug the reader")
+        }
+
+        // the variant: which kind of unit behind which driver, what works on it
+        let variant = ReaderVariantClassifier.classify(pcsc.variantEvidence)
+        if pcsc.directError != nil && pcsc.firmware == nil {
+            add("variant", .skipped, "no DIRECT connection and no firmware string")
+        } else {
+            var detail = variant.text
+            if !variant.works.isEmpty { detail += "; works: " + variant.works.joined(separator: ", ") }
+            if !variant.doesNotWork.isEmpty { detail += "; does not work: " + variant.doesNotWork.joined(separator: ", ") }
+            add("variant", variant.doesNotWork.isEmpty ? .ok : .warning, detail, fix: escapeFix(system: system))
         }
 
         // PICC operating parameter

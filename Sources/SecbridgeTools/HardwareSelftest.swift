@@ -1,4 +1,5 @@
 import SecbridgeCLI
+import ACR122Simulator
 import ISO7816
 import PN53x
 import Transcript
@@ -282,6 +283,45 @@ struct BundleHeader {
         case ACR122ControlCode.acsccidEscape: "acsccid"
         default: "unknown"
         }
+    }
+
+    /// The simulator personality a bundle part replays against: the registry entry whose feature
+    /// list equals the recorded CM_IOCTL_GET_FEATURE_REQUEST answer (without one in the part, the
+    /// list of the driver the `escape-code` header names), whose answer to TgInitAsTarget with no
+    /// terminal (empty or not) and firmware are the recorded ones when such an entry exists
+    /// (``ReaderVariantClassifier/matchingPersonality(_:)``); else by the `escape-code` header:
+    /// `acs-driver` for 0x42000DAC, the default otherwise.
+    static func personality(for transcript: Transcript) -> String {
+        let escapeCode = transcript.header[escapeCodeKey].flatMap { UInt32($0.dropFirst(2), radix: 16) }
+        var featureList: [UInt8]?
+        var emptyTargetAnswer: Bool?
+        var previous: (code: UInt32, bytes: [UInt8])?
+        for line in transcript.lines {
+            guard case .control(let code, let direction, let payload)? = line.record?.entry else { continue }
+            let bytes = payload.bytes ?? []
+            if direction == .outgoing {
+                previous = (code, bytes)
+                continue
+            }
+            defer { previous = nil }
+            guard let command = previous, command.code == code else { continue }
+            if code == ACR122ControlCode.getFeatureRequest, featureList == nil {
+                featureList = payload.bytes
+            } else if command.bytes.count > 6, command.bytes[0...5] == [0xFF, 0x00, 0x00, 0x00, command.bytes[4], 0xD4],
+                      command.bytes[6] == 0x8C, emptyTargetAnswer == nil {
+                // TgInitAsTarget's answer with no terminal in the bundle's target part.
+                emptyTargetAnswer = bytes.isEmpty
+            }
+        }
+        // A part without the feature request (the target part) went through the escape path, so its
+        // driver lists what libccid with the option or acsccid lists.
+        let driverList = escapeCode == ACR122ControlCode.acsccidEscape
+            ? ACR122Personality.acsDriver.featureList : ACR122Personality.ccidEscapeEnabled.featureList
+        let evidence = ReaderVariantEvidence(
+            featureList: featureList ?? driverList, workingEscapeCode: escapeCode, firmware: transcript.header.firmware,
+            emptyTargetAnswer: emptyTargetAnswer)
+        if let name = ReaderVariantClassifier.matchingPersonality(evidence) { return name }
+        return escapeCode == ACR122ControlCode.acsccidEscape ? "acs-driver" : ACR122Personality.defaultName
     }
 
     /// `uid=… atqa=… sak=… [ats=…]`, or `none`.

@@ -341,11 +341,7 @@ extension SecbridgeCLI {
         guard transcript.header.transmissionProtocol == .undefined else {
             throw CLIError.failure("\(file) is not a selftest recording (its header says protocol \(transcript.header.transmissionProtocol.map { "\($0)" } ?? "none"), not undefined)")
         }
-        let personality: String
-        switch transcript.header[BundleHeader.escapeCodeKey].flatMap({ UInt32($0.dropFirst(2), radix: 16) }) {
-        case ACR122ControlCode.acsccidEscape?: personality = "acs-driver"
-        default: personality = "ccid-escape-enabled"
-        }
+        let personality = BundleHeader.personality(for: transcript)
         let card = try BundleHeader.cardArguments(transcript.header[BundleHeader.cardKey])
         do {
             try LiveReplay.check(transcript)

@@ -40,8 +40,10 @@ extension SecbridgeCLI {
             (the ACR122U's 5 s MCU timeout 50 ms, libccid's 30 s escape timeout 300 ms), for tests
             and CI that should not wait out device timeouts; the default 1 is real time.
 
-            Personalities: ccid-escape-enabled (default), ccid-escape-disabled, acs-driver, legacy-t0,
-            atr-whole-ats, empty-target-wait (no terminal: TgInitAsTarget answers 0 bytes). Needs root, or unprivileged user namespaces; otherwise it says why and exits 1,
+            Personalities (--personality NAME; docs/acr122-units.md):
+            \(personalityTable)
+
+            Needs root, or unprivileged user namespaces; otherwise it says why and exits 1,
             unless --in-process is given: then the readers run inside this process (no pcscd, so no
             other program sees them) and standard input also takes `send a|b HEX…` to send a
             command APDU (to the card) or a pseudo-APDU (FF …, through the escape path without a card).
@@ -54,7 +56,7 @@ extension SecbridgeCLI {
             """,
         options: [
             .value("readers", "1|2", "How many simulated readers (default 2, sharing one field).", .integer(1...2)),
-            .value("personality", "NAME", "The readers' personality (driver and firmware quirks): ccid-escape-enabled (default), ccid-escape-disabled, acs-driver, legacy-t0, atr-whole-ats or empty-target-wait.",
+            .value("personality", "NAME", "The readers' personality (driver and firmware), one of the list above; default ccid-escape-enabled.",
                    .choice(personalities, noun: "personality")),
             .value("card", "UID", "Place an ISO 14443-4 card with this UID (4, 7 or 10 bytes of hex).", uidKind),
             .value("applet", "NAME", "The placed card's applet: ok (default), echo or t4t-ndef.", .choice(applets, noun: "applet")),
@@ -91,7 +93,15 @@ extension SecbridgeCLI {
     /// `--card UID`, `--tag UID`.
     static let uidKind = ValueKind.hex(lengths: [4, 7, 10], takes: "a UID of 4, 7 or 10 bytes (ISO/IEC 14443-3)")
 
-    static let personalities = ["ccid-escape-enabled", "ccid-escape-disabled", "acs-driver", "legacy-t0", "atr-whole-ats", "empty-target-wait"]
+    /// The personality names `--personality` takes: the simulator's registry.
+    static let personalities = ACR122Personality.names
+
+    /// The discussion's personality table: `  name  summary` per registry entry, names padded to one
+    /// column.
+    static var personalityTable: String {
+        let width = (ACR122Personality.all.map(\.name.count).max() ?? 0) + 2
+        return ACR122Personality.all.map { "  " + $0.name.padding(width) + $0.summary }.joined(separator: "\n")
+    }
     static let applets = ["ok", "echo", "t4t-ndef"]
     static let terminalScripts = ExternalTerminal.catalog.map(\.name)
 
@@ -184,6 +194,8 @@ extension SecbridgeCLI {
         // running. The simulator keeps serving until a signal or --timeout; output is then lost.
         signal(SIGPIPE, SIG_IGN)
 
+        // The reader name the personality's driver gives (acsccid: `ACS ACR122U`).
+        let friendlyName = arguments.value("personality").flatMap(ACR122Personality.named)?.readerFriendlyName ?? SimulatedReaders.friendlyName
         var controls: [(String, SimulatedReaderControl)]
         var inProcess: InProcessReaders?
         var names: [String]
@@ -195,7 +207,7 @@ extension SecbridgeCLI {
             names = []
             do {
                 for letter in ["a", "b"].prefix(readerCount) {
-                    names.append(try readers.createChannel(deviceName: "\(base)/\(letter):field=\(SimulatedReaders.sharedFieldName)" + SimulatedReaders.timeScaleOption(scale)))
+                    names.append(try readers.createChannel(deviceName: "\(base)/\(letter):field=\(SimulatedReaders.sharedFieldName)" + SimulatedReaders.timeScaleOption(scale), friendlyName: friendlyName))
                 }
             } catch {
                 throw CLIError.failure("cannot create the in-process simulated readers: \(error)")
@@ -208,7 +220,7 @@ extension SecbridgeCLI {
                 for directory in [base + "/a", base + "/b", base] { _ = rmdir(directory) }
             }
         } else {
-            let entries = Array(SimulatedReaders.readerConfEntries(timeScale: scale).prefix(readerCount))
+            let entries = Array(SimulatedReaders.readerConfEntries(timeScale: scale, friendlyName: friendlyName).prefix(readerCount))
             do {
                 // Daemons of runs that died before the lifeline existed, or whose watcher was killed too.
                 PrivatePCSCD.reapLeftovers()
@@ -232,7 +244,7 @@ extension SecbridgeCLI {
                 throw CLIError.failure("the simulated reader refused `\(line.prefix { $0 != " " })`: \(error)")
             }
         }
-        if let personality = arguments.value("personality"), personality != "ccid-escape-enabled" {
+        if let personality = arguments.value("personality"), personality != ACR122Personality.defaultName {
             for (_, control) in controls { _ = try request(control, "personality name=\(personality)") }
         }
         if let bytes = arguments.bytes("card") {
@@ -245,7 +257,7 @@ extension SecbridgeCLI {
             _ = try request(controls[0].1, "place-terminal script=\(script) id=terminal")
         }
 
-        let ordered = inProcess != nil ? names : readerNamesInOrder(names, controls: controls)
+        let ordered = inProcess != nil ? names : readerNamesInOrder(names, controls: controls, friendlyName: friendlyName)
         // Started in the background of an interactive shell (`simulate … &`), standard input is a
         // terminal this process group does not own: reading it would stop the job (SIGTTIN,
         // "Stopped (tty input)"), so requests then go only to the control sockets.
@@ -340,9 +352,12 @@ extension SecbridgeCLI {
         return .object(members)
     }
 
-    /// The PC/SC names of readers a, b: the driver's `open-order` tells which was named first.
-    static func readerNamesInOrder(_ names: [String], controls: [(String, SimulatedReaderControl)]) -> [String] {
-        let simulated = names.filter { $0.hasPrefix(SimulatedReaders.friendlyName + " ") }.sorted()
+    /// The PC/SC names of readers a, b (named `friendlyName XX 00`): the driver's `open-order`
+    /// tells which was named first.
+    static func readerNamesInOrder(
+        _ names: [String], controls: [(String, SimulatedReaderControl)], friendlyName: String = SimulatedReaders.friendlyName
+    ) -> [String] {
+        let simulated = names.filter { $0.hasPrefix(friendlyName + " ") }.sorted()
         let orders = controls.map { (try? $0.1.send("ping", timeout: .seconds(2)))?["open-order"].flatMap { Int($0) } ?? 0 }
         return orders.map { order in simulated.indices.contains(order) ? simulated[order] : "?" }
     }

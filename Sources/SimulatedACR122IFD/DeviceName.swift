@@ -8,7 +8,7 @@
 /// | Part | Meaning | Default |
 /// |---|---|---|
 /// | `<directory>` | absolute path, no `:` or whitespace; created if missing (mode 0700). The driver serves the control socket `<directory>/control.sock` in it | required |
-/// | `personality=<name>` | the device's personality at start, see ``PersonalityName/all``: `ccid-escape-enabled`, `ccid-escape-disabled`, `acs-driver`, `legacy-t0`, `atr-whole-ats`, `empty-target-wait` | `ccid-escape-enabled` |
+/// | `personality=<name>` | the device's personality at start, one of the registry ``ACR122Personality/all`` (`ccid-escape-enabled`, `ccid-escape-disabled`, `acs-driver`, `legacy-t0`, `acr122u215`, …) | `ccid-escape-enabled` |
 /// | `field=<name>` | the RF field: readers of one pcscd whose `field` is the same share one field (a peer placed through either is seen by both; one reader's target is the other's card) | the directory, so each reader has a field of its own |
 /// | `timescale=<number>` | wall-clock seconds per simulated second, 0 … 1000 (a decimal such as `0.01`): every device wait (the 5 s MCU timeout, libccid's 30 s escape timeout, activation attempts) is scaled by it. Tests use a small scale so that no test waits out a real device timeout; readers sharing a field must give the same scale | `1` (real time) |
 ///

@@ -54,43 +54,24 @@ final class SimulatorBinding: IFDDevice {
     func attribute(_ tag: UInt32) -> [UInt8]? { device.attribute(tag) }
 }
 
-/// The personality names of the control protocol and `DEVICENAME`.
+/// The personality names of the control protocol and `DEVICENAME`: the registry
+/// ``ACR122Personality/all`` (docs/acr122-units.md).
 enum PersonalityName {
-    static let defaultName = "ccid-escape-enabled"
-
-    /// | Name | Personality |
-    /// |---|---|
-    /// | `ccid-escape-enabled` | libccid with ifdDriverOptions 0x0001: escape 0x42000001, listed as feature 0x13 |
-    /// | `ccid-escape-disabled` | libccid's default: 0x42000001 refused (SCARD_E_NOT_TRANSACTED), no feature 0x13 |
-    /// | `acs-driver` | ACS acsccid: escape 0x42000DAC, always listed |
-    /// | `legacy-t0` | an early T=0 unit (61 xx + FF C0), firmware ACR122U103, libccid with escape enabled |
-    /// | `atr-whole-ats` | escape enabled; the ATR's historical bytes are the whole ATS (ACR122T manual (U)) |
-    /// | `empty-target-wait` | escape enabled; TgInitAsTarget without a terminal answers 0 bytes, not 63 00 (U) |
-    static let all: [(name: String, personality: ACR122Personality)] = [
-        ("ccid-escape-enabled", .ccidEscapeEnabled),
-        ("ccid-escape-disabled", .ccidEscapeDisabled),
-        ("acs-driver", .acsDriver),
-        ("legacy-t0", .legacyT0Firmware),
-        ("atr-whole-ats", ACR122Personality(driver: .ccidEscapeEnabled, atrHistoricalBytes: .wholeATS)),
-        ("empty-target-wait", {
-            var personality = ACR122Personality.ccidEscapeEnabled
-            personality.emptyAnswerWhileNoTerminal = true
-            return personality
-        }()),
-    ]
+    static let defaultName = ACR122Personality.defaultName
 
     /// The personality `name`, with the firmware string replaced when `firmware` is given.
     /// - Throws: ``ControlError`` `bad-argument` naming the known personalities, or for a firmware
     ///   string that is not 10 printable ASCII characters.
     static func personality(_ name: String, firmware: String?) throws(ControlError) -> ACR122Personality {
-        guard var personality = all.first(where: { $0.name == name })?.personality else {
-            throw ControlError(.badArgument, "unknown personality '\(name)'; known: \(all.map(\.name).joined(separator: ", "))")
+        guard var personality = ACR122Personality.named(name) else {
+            throw ControlError(.badArgument, "unknown personality '\(name)'; known: \(ACR122Personality.names.joined(separator: ", "))")
         }
         if let firmware {
             guard firmware.utf8.count == 10, firmware.utf8.allSatisfy({ (0x20...0x7E).contains($0) }) else {
                 throw ControlError(.badArgument, "firmware '\(firmware)' must be 10 printable ASCII characters, e.g. ACR122U215")
             }
             personality.firmware = firmware
+            personality.bcdDevice = ACR122Personality.bcdDevice(forFirmware: firmware) ?? personality.bcdDevice
         }
         return personality
     }

@@ -88,7 +88,7 @@ struct PseudoAPDUTests {
     func p09Disabled() throws {
         let reader = SimulatedACR122U(field: fastField(), personality: .ccidEscapeDisabled)
         #expect(throws: IFDError.communicationError) { try reader.control(code: 0x4200_0001, hex("FF 00 48 00 00")) }
-        #expect(try reader.control(code: 0x4200_0D48, []) == [])
+        #expect(try reader.control(code: 0x4200_0D48, []) == hex("12 04 42 33 00 12"))  // FEATURE_GET_TLV_PROPERTIES only
         #expect(throws: IFDError.notSupported) { try reader.control(code: 0x4200_0DAC, hex("FF 00 48 00 00")) }
         // The client says exactly what to do.
         let channel = try SimulatedReaderChannel(reader, protocol: .undefined)
@@ -98,21 +98,21 @@ struct PseudoAPDUTests {
         #expect(ACR122Error.escapeCommandsNotEnabled.description.contains("ifdDriverOptions"))
     }
 
-    @Test("P09 ccidEscapeEnabled: feature TLV 13 04 42 00 00 01, 0x42000DAC unsupported (0x8010001F)")
+    @Test("P09 ccidEscapeEnabled: feature TLVs 12 04 42 33 00 12 13 04 42 00 00 01, 0x42000DAC unsupported (0x8010001F)")
     func p09Enabled() throws {
         let reader = SimulatedACR122U(field: fastField(), personality: .ccidEscapeEnabled)
-        #expect(text(try reader.control(code: 0x4200_0D48, [])) == "13 04 42 00 00 01")
+        #expect(text(try reader.control(code: 0x4200_0D48, [])) == "12 04 42 33 00 12 13 04 42 00 00 01")
         #expect(throws: IFDError.notSupported) { try reader.control(code: 0x4200_0DAC, hex("FF 00 48 00 00")) }
         let channel = try SimulatedReaderChannel(reader, protocol: .undefined)
         #expect(ACR122Link.discoverEscapeCodes(on: channel) == [0x4200_0001, 0x4200_0DAC])
         #expect(try ACR122Link.open(channel: channel, readerName: reader.name).escapeCode == 0x4200_0001)
     }
 
-    @Test("P09 acsDriver: 0x42000DAC works and is listed; 0x42000001 unsupported")
+    @Test("P09 acsDriver: 0x42000DAC works and is listed; 0x42000001 refused as ifdDriverOptions 0x0000 does")
     func p09ACS() throws {
         let reader = SimulatedACR122U(field: fastField(), personality: .acsDriver)
-        #expect(text(try reader.control(code: 0x4200_0D48, [])) == "13 04 42 00 0D AC")
-        #expect(throws: IFDError.notSupported) { try reader.control(code: 0x4200_0001, hex("FF 00 48 00 00")) }
+        #expect(text(try reader.control(code: 0x4200_0D48, [])) == "11 04 42 33 00 11 12 04 42 33 00 12 13 04 42 00 0D AC")
+        #expect(throws: IFDError.communicationError) { try reader.control(code: 0x4200_0001, hex("FF 00 48 00 00")) }
         let link = try ACR122Link.open(channel: SimulatedReaderChannel(reader, protocol: .undefined), readerName: reader.name)
         #expect(link.escapeCode == 0x4200_0DAC)
         #expect(link.firmware?.text == "ACR122U207")

@@ -58,7 +58,7 @@ extension SharedReader {
             let differing = steps.filter { $0["verdict"] as? String != "ok" }.map { "\($0["step"] ?? "") → \($0["answer"] ?? "")" }
             #expect(differing.isEmpty, "\(differing)")
             let answers = Dictionary(steps.map { ($0["step"] as? String ?? "", $0["answer"] as? String ?? "") }, uniquingKeysWith: { a, _ in a })
-            #expect(answers["feature request (CM_IOCTL_GET_FEATURE_REQUEST)"] == "130442000001", "FEATURE_CCID_ESC_COMMAND, 0x42000001")
+            #expect(answers["feature request (CM_IOCTL_GET_FEATURE_REQUEST)"] == "120442330012130442000001", "FEATURE_GET_TLV_PROPERTIES, then FEATURE_CCID_ESC_COMMAND 0x42000001")
             #expect(answers["LEDs: both on"] == "9003")
             #expect(answers["InListPassiveTarget 106 kbit/s Type A"] == "D54B009000", "no card: NbTg 00")
             #expect(answers["TgInitAsTarget, no terminal: ends at the MCU timeout"] == "6300")

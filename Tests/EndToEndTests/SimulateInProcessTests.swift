@@ -14,4 +14,17 @@ import Testing
         #expect(directory.hasSuffix("-inprocess"), "\(directory)")
         #expect(!FileManager.default.fileExists(atPath: directory), "\(directory) is left behind")
     }
+
+    /// acsccid names 072F:2200 `ACS ACR122U` (acsccid src/supported_readers.txt), libccid
+    /// `ACS ACR122U PICC Interface`: the readers of `--personality acs-driver` carry acsccid's name
+    /// (docs/acr122-units.md §2).
+    @Test func theACSDriverPersonalityNamesTheReadersAsAcsccidDoes() async throws {
+        let result = try await runBinary(
+            ["simulate", "--in-process", "--personality", "acs-driver", "--timeout", "0.5"], environment: ProcessInfo.processInfo.environment)
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.out.contains("reader a: ACS ACR122U 00 00  (control socket "), "\(result.out)")
+        let libccid = try await runBinary(
+            ["simulate", "--in-process", "--personality", "acr122u215", "--timeout", "0.5"], environment: ProcessInfo.processInfo.environment)
+        #expect(libccid.out.contains("reader a: ACS ACR122U PICC Interface 00 00  (control socket "), "\(libccid.out)")
+    }
 }

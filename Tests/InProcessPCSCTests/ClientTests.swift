@@ -88,7 +88,8 @@ func eventually(_ what: String, _ condition: () -> Bool) async -> Bool {
         }
         #expect(escapeError == .notTransacted)  // libccid refuses: IFD_COMMUNICATION_ERROR → 0x80100016
         #expect(escapeError?.code == 0x8010_0016)
-        #expect(features.isEmpty)  // no FEATURE_CCID_ESC_COMMAND without ifdDriverOptions 0x0001
+        // libccid lists FEATURE_GET_TLV_PROPERTIES alone without ifdDriverOptions 0x0001 (docs/acr122-units.md §1).
+        #expect(features == [PCSCFeature(tag: 0x12, controlCode: 0x4233_0012)])
         #expect(linkError.contains("ifdDriverOptions"))
         #expect(linkError.contains("0x0001"))
     }

@@ -84,7 +84,7 @@ import Testing
         #expect(firmware == Array("ACR122U207".utf8))  // 10 bytes, no status word (ACR122U API §6.3)
         // winscard.c SCardTransmit: no card → SCARD_E_NO_SMARTCARD before the driver is asked.
         #expect(transmitError == .noSmartcard)
-        #expect(features == [PCSCFeature(tag: 0x13, controlCode: 0x4200_0001)])
+        #expect(features == [PCSCFeature(tag: 0x12, controlCode: 0x4233_0012), PCSCFeature(tag: 0x13, controlCode: 0x4200_0001)])
         #expect(maxInput == [0x05, 0x01, 0x00, 0x00])  // 261, the ACR122U's short-APDU limit (docs/cases.md P06)
         // IFD_ERROR_TAG for SCARD_ATTR_DEVICE_FRIENDLY_NAME: pcscd answers with the reader name.
         #expect(friendly == Array("ACS ACR122U PICC Interface 00 00".utf8) + [0])
@@ -320,7 +320,7 @@ import Testing
         let (unknownCode, unknownAttribute, late) = try await blocking {
             let direct = try bench.readers.connect(to: name, share: .direct, protocols: [])
             let unknownCode = pcscError { try direct.control(code: 0x4200_0DAC, firmwareRequest) }
-            let unknownAttribute = pcscError { try direct.attribute(PCSCAttribute(rawValue: 0x0001_0103)) }
+            let unknownAttribute = pcscError { try direct.attribute(PCSCAttribute(rawValue: 0x0001_0101)) }
             try bench.control().send("fault late-reply=1")
             // A Direct Transmit whose answer comes after libccid's timeout: IFD_COMMUNICATION_ERROR.
             let late = pcscError { try direct.control(code: ccidEscape, hex("FF 00 00 00 04 D4 32 01 01")) }

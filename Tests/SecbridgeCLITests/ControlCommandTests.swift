@@ -24,13 +24,14 @@ import Testing
     }
 
     /// --code sends any control code: CM_IOCTL_GET_FEATURE_REQUEST (0x42000D48) lists
-    /// FEATURE_CCID_ESC_COMMAND as `13 04 42 00 00 01` (PC/SC part 10 §2.2).
+    /// FEATURE_GET_TLV_PROPERTIES and FEATURE_CCID_ESC_COMMAND as libccid does,
+    /// `12 04 42 33 00 12 13 04 42 00 00 01` (PC/SC part 10 §2.2; docs/acr122-units.md §1).
     @Test func anyControlCodeWithCode() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
         let result = try await runTool(["control", "--code", "42000D48", "--json", "00"], on: desk)
         #expect(result.status == 0, "\(result.err)")
-        #expect(result.out.contains("\"response\": \"130442000001\""), "\(result.out)")
+        #expect(result.out.contains("\"response\": \"120442330012130442000001\""), "\(result.out)")
     }
 
     /// libccid's default refuses escape commands: the tool says how to enable them (docs/cases.md P09).

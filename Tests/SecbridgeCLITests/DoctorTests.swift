@@ -123,7 +123,7 @@ import Testing
         #expect(running.detail.contains("/run/pcscd/pcscd.comm (the default socket) failed: SCARD_E_NO_SERVICE (0x8010001D)"))
         #expect(running.fix == "start it: `systemctl start pcscd.socket` (or `systemctl start pcscd`; `pcscd --foreground --debug` shows why it stops)")
         #expect(Self.check(checks, "pcscd installed")?.fix == "install it: `apt-get install pcscd libccid pcsc-tools` (Debian/Ubuntu)")
-        #expect(checks.filter { $0.verdict == .skipped }.count == 6)
+        #expect(checks.filter { $0.verdict == .skipped }.count == 7)
     }
 
     @Test func healthyReaderPassesAndPollingOffSuggestsReset() throws {
@@ -163,7 +163,7 @@ import Testing
         #expect(parsed.count == checks.count)
         #expect(parsed.map { $0["check"] as? String } == [
             "pcscd installed", "pcscd running", "reader in PC/SC", "USB device", "driver", "escape commands",
-            "firmware", "PICC parameter", "card in the field",
+            "firmware", "variant", "PICC parameter", "card in the field",
         ])
         for entry in parsed {
             #expect(Set(entry.keys) == ["check", "verdict", "detail", "fix"])

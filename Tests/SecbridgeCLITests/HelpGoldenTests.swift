@@ -110,7 +110,7 @@ import Testing
 
             """#),
         Refusal(kind: "choice with a noun", arguments: ["simulate", "--personality", "acr1252"], error: #"""
-            secbridge: error: unknown personality 'acr1252'; use one of ccid-escape-enabled, ccid-escape-disabled, acs-driver, legacy-t0, atr-whole-ats, empty-target-wait
+            secbridge: error: unknown personality 'acr1252'; use one of ccid-escape-enabled, ccid-escape-disabled, acs-driver, legacy-t0, atr-whole-ats, empty-target-wait, acr122u203, acr122u214, acr122u215, acr122u216
             USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process] [--json]
             Run 'secbridge simulate --help' for more information.
 
@@ -670,8 +670,19 @@ import Testing
             (the ACR122U's 5 s MCU timeout 50 ms, libccid's 30 s escape timeout 300 ms), for tests
             and CI that should not wait out device timeouts; the default 1 is real time.
 
-            Personalities: ccid-escape-enabled (default), ccid-escape-disabled, acs-driver, legacy-t0,
-            atr-whole-ats, empty-target-wait (no terminal: TgInitAsTarget answers 0 bytes). Needs root, or unprivileged user namespaces; otherwise it says why and exits 1,
+            Personalities (--personality NAME; docs/acr122-units.md):
+              ccid-escape-enabled   ACR122U207 behind libccid, escape commands enabled (default)
+              ccid-escape-disabled  ACR122U207 behind libccid as distributed: escape commands refused
+              acs-driver            ACR122U207 behind ACS's acsccid (escape code 0x42000DAC)
+              legacy-t0             an early T=0 unit, ACR122U103 (61 xx and FF C0)
+              atr-whole-ats         ATR historical bytes are the whole ATS (U)
+              empty-target-wait     TgInitAsTarget with no terminal answers 0 bytes (U)
+              acr122u203            firmware ACR122U203 behind libccid, escape enabled
+              acr122u214            firmware ACR122U214 behind libccid, escape enabled
+              acr122u215            firmware ACR122U215: one-byte answer to Set PICC Operating Parameter
+              acr122u216            firmware ACR122U216 behind libccid, escape enabled
+
+            Needs root, or unprivileged user namespaces; otherwise it says why and exits 1,
             unless --in-process is given: then the readers run inside this process (no pcscd, so no
             other program sees them) and standard input also takes `send a|b HEX…` to send a
             command APDU (to the card) or a pseudo-APDU (FF …, through the escape path without a card).
@@ -684,7 +695,7 @@ import Testing
 
             OPTIONS:
               --readers <1|2>        How many simulated readers (default 2, sharing one field).
-              --personality <NAME>   The readers' personality (driver and firmware quirks): ccid-escape-enabled (default), ccid-escape-disabled, acs-driver, legacy-t0, atr-whole-ats or empty-target-wait.
+              --personality <NAME>   The readers' personality (driver and firmware), one of the list above; default ccid-escape-enabled.
               --card <UID>           Place an ISO 14443-4 card with this UID (4, 7 or 10 bytes of hex).
               --applet <NAME>        The placed card's applet: ok (default), echo or t4t-ndef.
               --tag <UID>            Place an ISO 14443-3 tag (no ISO-DEP) with this UID (4, 7 or 10 bytes of hex), as peer `tag` (e.g. `a tag-memory peer=tag`).
@@ -1161,7 +1172,9 @@ import Testing
               claim it (pn533_usb, pn533, nfc), the driver serving it (escape code from
               CM_IOCTL_GET_FEATURE_REQUEST tag 0x13: 0x42000001 libccid, 0x42000DAC acsccid),
               escape commands (the ifdDriverOptions edit when refused), the firmware and its
-              known quirks, the PICC operating parameter (automatic polling), a card in the field.
+              known quirks, the variant (genuine unit and firmware, libccid or acsccid, escape
+              option; what works on it and what does not; the simulator personality that models
+              it), the PICC operating parameter (automatic polling), a card in the field.
             Exit status 0 when no check failed, 1 otherwise. Read-only: nothing is changed.
 
             Example:

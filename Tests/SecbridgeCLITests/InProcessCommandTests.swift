@@ -132,9 +132,10 @@ func runTool(_ arguments: [String], on desk: SimulatedDesk, input: [String] = []
         let parts = try #require(json["parts"] as? [[String: Any]])
         let steps = parts.flatMap { ($0["steps"] as? [[String: Any]]) ?? [] }
         let answers = Dictionary(steps.map { ($0["step"] as? String ?? "", $0["answer"] as? String ?? "") }, uniquingKeysWith: { a, _ in a })
-        // PC/SC part 10 §2.2: FEATURE_CCID_ESC_COMMAND (13) = 0x42000001; PN532 UM0701-02 §7.3.5:
-        // no card, NbTg 00; the MCU ends a TgInitAsTarget without a terminal with 63 00.
-        #expect(answers["feature request (CM_IOCTL_GET_FEATURE_REQUEST)"] == "130442000001")
+        // PC/SC part 10 §2.2 as libccid fills it: FEATURE_GET_TLV_PROPERTIES (12), then
+        // FEATURE_CCID_ESC_COMMAND (13) = 0x42000001 (docs/acr122-units.md §1); PN532 UM0701-02
+        // §7.3.5: no card, NbTg 00; the MCU ends a TgInitAsTarget without a terminal with 63 00.
+        #expect(answers["feature request (CM_IOCTL_GET_FEATURE_REQUEST)"] == "120442330012130442000001")
         #expect(answers["InListPassiveTarget 106 kbit/s Type A"] == "D54B009000")
         #expect(answers["TgInitAsTarget, no terminal: ends at the MCU timeout"] == "6300")
         #expect(try desk.control().send("status")["picc"] == "FF", "the selftest puts automatic polling back")
