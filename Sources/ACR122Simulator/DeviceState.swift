@@ -144,6 +144,9 @@ final class DeviceState: @unchecked Sendable {
     var lastError: UInt8 = 0
     var role: ChipRole = .idle
     var sessions = 0
+    /// Cards and tags InDeselect put in HALT: the next InListPassiveTarget (REQA) does not find
+    /// them until the RF field is switched off (docs/acr122-clones.md §1).
+    var haltedPeers: [any FieldPeer] = []
 
     init(name: String, personality: ACR122Personality, clock: @escaping @Sendable () -> SimulationClock) {
         self.name = name
@@ -196,7 +199,7 @@ final class DeviceState: @unchecked Sendable {
     /// The card automatic polling would report: needs PICC parameter bit 7, and the chip not
     /// acting as a target.
     func presentCard(world: FieldWorld) -> ActivatedPeer? {
-        guard piccParameter & 0x80 != 0 else { return nil }
+        guard piccParameter & 0x80 != 0, personality.reportsCardsToPCSC else { return nil }
         if case .target = role { return nil }
         if case .initiator(let targets) = role, let first = targets.first, stillPresent(first.peer, world: world) {
             return first.peer
@@ -237,6 +240,7 @@ final class DeviceState: @unchecked Sendable {
     }
 
     func powerUp(world: FieldWorld, lock: ConditionLock<FieldWorld>) throws(IFDError) -> [UInt8] {
+        if let pseudo = powerUpPseudoCard() { return pseudo }
         guard let peer = presentCard(world: world) else { throw IFDError.noCard }
         var target = activate(peer, number: 1, world: world)
         target.isoDEP = target.isoDEP || isISODEPCapable(peer)
@@ -254,6 +258,8 @@ final class DeviceState: @unchecked Sendable {
         atr = nil
         negotiatedProtocol = nil
         pendingGetResponse = nil
+        // A pseudo-card is no target of the PN532: what the chip listed stays listed.
+        if personality.pseudoCardATR != nil { return }
         if case .initiator(let targets) = role {
             for t in targets { releasePeer(t.peer, world: world) }
             role = .idle
@@ -349,6 +355,7 @@ final class DeviceState: @unchecked Sendable {
 
     /// A peer left the field.
     func peerRemoved(_ peer: any FieldPeer, world: FieldWorld) {
+        haltedPeers.removeAll { $0 === peer }
         if case .target(let t) = role, case .activatedByTerminal(let terminal) = t.phase, terminal === peer {
             terminal.targetLeft()
             t.phase = .released

@@ -117,6 +117,7 @@ extension DeviceState {
             let on = data[0] & 0x01 != 0
             if on != rfOn {
                 rfOn = on
+                if !on { haltedPeers = [] }
                 world.record(on ? .fieldOn : .fieldOff, reader: name)
                 if !on, case .initiator = role { leaveRoles(world: world) }
             }
@@ -163,7 +164,7 @@ extension DeviceState {
         var found: [ActivatedPeer] = []
         let outcome = wait(lock: lock, limit: limit) {
             guard typeA else { return false }
-            found = candidates(world: world, uid: uid)
+            found = candidates(world: world, uid: uid).filter { !isHalted($0) }
             return !found.isEmpty
         }
         switch outcome {
@@ -199,8 +200,7 @@ extension DeviceState {
             identity = TypeAIdentity(uid: t.uid, atqa: t.atqa, sak: t.sak)
             ats = t.ats
         }
-        var bytes: [UInt8] = [target.number, UInt8(identity.atqa >> 8), UInt8(identity.atqa & 0xFF), identity.sak,
-                              UInt8(identity.uid.count)] + identity.uid
+        var bytes: [UInt8] = [target.number] + sensRes(identity.atqa) + [identity.sak, UInt8(identity.uid.count)] + identity.uid
         if target.isoDEP, let ats { bytes += ats }
         return bytes
     }
@@ -383,7 +383,9 @@ extension DeviceState {
         guard !indices.isEmpty || target == 0 else { return 0x27 }
         switch command {
         case 0x44:
+            if personality.ignoresInDeselect { return 0x00 }
             for i in indices {
+                halt(targets[i].peer)
                 targets[i].deselected = true
                 releasePeer(targets[i].peer, world: world)
             }

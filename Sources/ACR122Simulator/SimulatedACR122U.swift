@@ -89,7 +89,7 @@ public final class SimulatedACR122U: IFDDevice {
     // MARK: IFDDevice
 
     public func isCardPresent() -> Bool {
-        field.lock.withLock { world in state.presentCard(world: world) != nil }
+        field.lock.withLock { world in state.reportsPresence(world: world) }
     }
 
     public func powerUp() throws(IFDError) -> [UInt8] {
@@ -135,11 +135,11 @@ public final class SimulatedACR122U: IFDDevice {
                 return Self.littleEndian(ACR122DriverConstants.maxInput)
             case ACR122DriverConstants.attrVendorName:
                 // libccid copies the USB iManufacturer string with its NUL.
-                return Array("ACS".utf8) + [0]
+                return Array(personality.vendorName.utf8) + [0]
             case ACR122DriverConstants.attrATRString, ACR122DriverConstants.tagIFDATR:
                 return state.atr
             case ACR122DriverConstants.attrICCPresence:
-                return [state.presentCard(world: world) == nil ? 0 : 2]
+                return [state.reportsPresence(world: world) ? 2 : 0]
             case ACR122DriverConstants.tagIFDSlotsNumber:
                 return [1]
             case ACR122DriverConstants.tagIFDSimultaneousAccess:

@@ -41,7 +41,9 @@ extension SecbridgeCLI {
             and CI that should not wait out device timeouts; the default 1 is real time.
 
             Personalities: ccid-escape-enabled (default), ccid-escape-disabled, acs-driver, legacy-t0,
-            atr-whole-ats, empty-target-wait (no terminal: TgInitAsTarget answers 0 bytes). Needs root, or unprivileged user namespaces; otherwise it says why and exits 1,
+            atr-whole-ats, empty-target-wait (no terminal: TgInitAsTarget answers 0 bytes), clone (PC/SC
+            never reports the card; SENS_RES LSB first; InDeselect ignored), touchatag (a permanent
+            pseudo-card, ATR 3B 00; firmware ACR122U102, T=0). Needs root, or unprivileged user namespaces; otherwise it says why and exits 1,
             unless --in-process is given: then the readers run inside this process (no pcscd, so no
             other program sees them) and standard input also takes `send a|b HEX…` to send a
             command APDU (to the card) or a pseudo-APDU (FF …, through the escape path without a card).
@@ -54,7 +56,7 @@ extension SecbridgeCLI {
             """,
         options: [
             .value("readers", "1|2", "How many simulated readers (default 2, sharing one field).", .integer(1...2)),
-            .value("personality", "NAME", "The readers' personality (driver and firmware quirks): ccid-escape-enabled (default), ccid-escape-disabled, acs-driver, legacy-t0, atr-whole-ats or empty-target-wait.",
+            .value("personality", "NAME", "The readers' personality (driver and firmware quirks): ccid-escape-enabled (default), ccid-escape-disabled, acs-driver, legacy-t0, atr-whole-ats, empty-target-wait, clone or touchatag.",
                    .choice(personalities, noun: "personality")),
             .value("card", "UID", "Place an ISO 14443-4 card with this UID (4, 7 or 10 bytes of hex).", uidKind),
             .value("applet", "NAME", "The placed card's applet: ok (default), echo or t4t-ndef.", .choice(applets, noun: "applet")),
@@ -91,7 +93,7 @@ extension SecbridgeCLI {
     /// `--card UID`, `--tag UID`.
     static let uidKind = ValueKind.hex(lengths: [4, 7, 10], takes: "a UID of 4, 7 or 10 bytes (ISO/IEC 14443-3)")
 
-    static let personalities = ["ccid-escape-enabled", "ccid-escape-disabled", "acs-driver", "legacy-t0", "atr-whole-ats", "empty-target-wait"]
+    static let personalities = ["ccid-escape-enabled", "ccid-escape-disabled", "acs-driver", "legacy-t0", "atr-whole-ats", "empty-target-wait", "clone", "touchatag"]
     static let applets = ["ok", "echo", "t4t-ndef"]
     static let terminalScripts = ExternalTerminal.catalog.map(\.name)
 

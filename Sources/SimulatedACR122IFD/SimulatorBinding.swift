@@ -66,6 +66,8 @@ enum PersonalityName {
     /// | `legacy-t0` | an early T=0 unit (61 xx + FF C0), firmware ACR122U103, libccid with escape enabled |
     /// | `atr-whole-ats` | escape enabled; the ATR's historical bytes are the whole ATS (ACR122T manual (U)) |
     /// | `empty-target-wait` | escape enabled; TgInitAsTarget without a terminal answers 0 bytes, not 63 00 (U) |
+    /// | `clone` | an ACR122U clone (vendor "RFCARD", firmware ACR122U214): PC/SC never reports the card, SENS_RES LSB first, InDeselect ignored |
+    /// | `touchatag` | a Touchatag-era unit (ACR122U102, PN532 v1.4, T=0): a permanent pseudo-card with ATR 3B 00 |
     static let all: [(name: String, personality: ACR122Personality)] = [
         ("ccid-escape-enabled", .ccidEscapeEnabled),
         ("ccid-escape-disabled", .ccidEscapeDisabled),
@@ -77,6 +79,8 @@ enum PersonalityName {
             personality.emptyAnswerWhileNoTerminal = true
             return personality
         }()),
+        ("clone", .clone),
+        ("touchatag", .touchatag),
     ]
 
     /// The personality `name`, with the firmware string replaced when `firmware` is given.
