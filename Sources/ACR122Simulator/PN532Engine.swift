@@ -161,6 +161,12 @@ extension DeviceState {
             let attempts = Int(maxRetryPassive) + 1
             limit = clock.deadline(after: personality.passiveActivationAttempt * attempts)
         }
+        if (0x01...0x04).contains(p[1]) {
+            // FeliCa 212/424, ISO/IEC 14443-B, Topaz/Jewel (CardFamilies.swift).
+            return inListOtherFamily(
+                maxTargets: maxTargets, brty: p[1], initiatorData: Array(p.dropFirst(2)), limit: limit,
+                world: world, lock: lock, reply: reply)
+        }
         var found: [ActivatedPeer] = []
         let outcome = wait(lock: lock, limit: limit) {
             guard typeA else { return false }
