@@ -1,5 +1,4 @@
 import ISO7816
-import Synchronization
 
 /// A passive target of another family than ISO/IEC 14443-A: a FeliCa card (212 or 424 kbit/s), an
 /// ISO/IEC 14443-B card or a Topaz/Jewel tag, as InListPassiveTarget finds it (PN532 UM0701-02

@@ -31,7 +31,7 @@ extension DeviceState {
     /// (UM0701-02 §7.3.5), or least significant first on a clone.
     func sensRes(_ atqa: UInt16) -> [UInt8] {
         let msbFirst = [UInt8(atqa >> 8), UInt8(atqa & 0xFF)]
-        return personality.sensResLeastSignificantFirst ? msbFirst.reversed() : msbFirst
+        return personality.sensResLeastSignificantFirst ? Array(msbFirst.reversed()) : msbFirst
     }
 
     /// Whether InDeselect halted this card or tag (an emulation is never halted).

@@ -110,7 +110,7 @@ import Testing
 
             """#),
         Refusal(kind: "choice with a noun", arguments: ["simulate", "--personality", "acr1252"], error: #"""
-            secbridge: error: unknown personality 'acr1252'; use one of ccid-escape-enabled, ccid-escape-disabled, acs-driver, legacy-t0, atr-whole-ats, empty-target-wait
+            secbridge: error: unknown personality 'acr1252'; use one of ccid-escape-enabled, ccid-escape-disabled, acs-driver, legacy-t0, atr-whole-ats, empty-target-wait, clone, touchatag
             USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process] [--json]
             Run 'secbridge simulate --help' for more information.
 
@@ -671,7 +671,9 @@ import Testing
             and CI that should not wait out device timeouts; the default 1 is real time.
 
             Personalities: ccid-escape-enabled (default), ccid-escape-disabled, acs-driver, legacy-t0,
-            atr-whole-ats, empty-target-wait (no terminal: TgInitAsTarget answers 0 bytes). Needs root, or unprivileged user namespaces; otherwise it says why and exits 1,
+            atr-whole-ats, empty-target-wait (no terminal: TgInitAsTarget answers 0 bytes), clone (PC/SC
+            never reports the card; SENS_RES LSB first; InDeselect ignored), touchatag (a permanent
+            pseudo-card, ATR 3B 00; firmware ACR122U102, T=0). Needs root, or unprivileged user namespaces; otherwise it says why and exits 1,
             unless --in-process is given: then the readers run inside this process (no pcscd, so no
             other program sees them) and standard input also takes `send a|b HEX…` to send a
             command APDU (to the card) or a pseudo-APDU (FF …, through the escape path without a card).
@@ -684,7 +686,7 @@ import Testing
 
             OPTIONS:
               --readers <1|2>        How many simulated readers (default 2, sharing one field).
-              --personality <NAME>   The readers' personality (driver and firmware quirks): ccid-escape-enabled (default), ccid-escape-disabled, acs-driver, legacy-t0, atr-whole-ats or empty-target-wait.
+              --personality <NAME>   The readers' personality (driver and firmware quirks): ccid-escape-enabled (default), ccid-escape-disabled, acs-driver, legacy-t0, atr-whole-ats, empty-target-wait, clone or touchatag.
               --card <UID>           Place an ISO 14443-4 card with this UID (4, 7 or 10 bytes of hex).
               --applet <NAME>        The placed card's applet: ok (default), echo or t4t-ndef.
               --tag <UID>            Place an ISO 14443-3 tag (no ISO-DEP) with this UID (4, 7 or 10 bytes of hex), as peer `tag` (e.g. `a tag-memory peer=tag`).
