@@ -21,12 +21,15 @@ public final class PassiveTargetPeer: FieldPeer {
         case jewel(sensRes: [UInt8], jewelID: [UInt8])
     }
 
+    /// The family and its discovery bytes.
     public let technology: Technology
 
+    /// A target of `technology`, to place in a ``SimulatedField``.
     public init(_ technology: Technology) {
         self.technology = technology
     }
 
+    /// "FeliCa 212 kbit/s card IDm", "ISO 14443-B card PUPI" or "Topaz/Jewel tag JEWELID".
     public var peerDescription: String {
         switch technology {
         case .felica(let idm, _, _, let fast): "FeliCa \(fast ? 424 : 212) kbit/s card \(idm.hexString)"

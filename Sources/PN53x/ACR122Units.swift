@@ -10,8 +10,11 @@ import PCSCCore
 ///   (e.g. "RFCARD"); its PC/SC side never reports the card.
 /// - `pseudoCard`: a Touchatag-era unit that always reports a pseudo-card (ATR `3B 00`).
 public enum ACR122Unit: Sendable, Hashable {
+    /// ACS's own unit, or one that gives no sign of being anything else.
     case genuine
+    /// A clone, with the vendor name it gives (e.g. "RFCARD").
     case clone(vendorName: String)
+    /// A Touchatag-era unit, with its pseudo-card's ATR (`3B 00`).
     case pseudoCard(atr: [UInt8])
 
     /// Classifies a unit.
