@@ -53,7 +53,7 @@ extension SharedReader {
             #expect(read.status == 0, "\(read.out)\(read.err)")
             // --pn532 given: no fallback, so no note.
             #expect(!read.out.contains("\"note\""), "\(read.out)")
-            #expect(read.out.contains("\"uid\" : \"0800B00B\""), "\(read.out)")
+            #expect(read.out.contains("\"uid\": \"0800B00B\""), "\(read.out)")
             #expect(served.status == 0, "\(served.err)\n\(served.out)")
         }
 
