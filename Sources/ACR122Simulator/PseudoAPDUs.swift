@@ -134,6 +134,10 @@ extension DeviceState {
         case (0xD6, _):
             guard p1 == 0x00, Int(p3) == data.count else { return Self.failed }
             return updateBinary(block: p2, data: data, world: world)
+        case (0xD7, 0x00):
+            return valueBlockOperation(block: p2, lc: p3, data: data, world: world)
+        case (0xB1, 0x00):
+            return readValueBlock(block: p2, le: p3, hasData: !data.isEmpty, world: world)
         default:
             return Self.notSupported
         }
