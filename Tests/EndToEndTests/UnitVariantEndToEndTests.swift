@@ -91,6 +91,17 @@ extension SharedReader {
             #expect(unit["verdict"] as? String == "ok", "\(unit)")
         }
 
+        // MARK: card families
+
+        @Test func sendReachesADESFireEV1WithWrappedGetVersion() async throws {
+            let environment = try await resetSimulatedReaders()
+            try await placeInSharedField(
+                "place-card uid=041F5B92DA2C80 atqa=\"03 44\" ats=\"06 75 77 81 02 80\" applet=desfire-ev1 id=desfire", environment: environment)
+            let result = try await runCLI(["send", "--reader", environment.simulatedReaderA, "90 60 00 00 00"])
+            #expect(result.status == 0, "\(result.out)\(result.err)")
+            #expect(result.out.contains("04 01 01 01 00 18 05 91 AF"), "\(result.out)")
+        }
+
         // MARK: Touchatag-era unit
 
         @Test func readWithoutReaderSkipsThePseudoCardAndFallsBackOnIt() async throws {
