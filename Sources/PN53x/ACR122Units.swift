@@ -20,13 +20,20 @@ public enum ACR122Unit: Sendable, Hashable {
     /// Classifies a unit.
     /// - Parameters:
     ///   - vendorName: SCARD_ATTR_VENDOR_NAME (NUL and surrounding spaces ignored), nil when the
-    ///     driver does not give it.
+    ///     driver does not give it; "ACS" or "Advanced Card Systems…" is ACS's.
     ///   - atr: the ATR pcscd reports for the reader, [] when no card is present.
     public static func classify(vendorName: String?, atr: [UInt8]) -> ACR122Unit {
         if PseudoCardATR.isPseudoCard(atr) { return .pseudoCard(atr: atr) }
         let vendor = (vendorName ?? "").trimmingNULAndSpaces
-        if !vendor.isEmpty, vendor.uppercased() != "ACS" { return .clone(vendorName: vendor) }
+        if !vendor.isEmpty, !isACSName(vendor) { return .clone(vendorName: vendor) }
         return .genuine
+    }
+
+    /// Whether `vendor` names ACS: "ACS" (the ACR122U's iManufacturer string) or "Advanced Card
+    /// Systems", any case.
+    static func isACSName(_ vendor: String) -> Bool {
+        let upper = vendor.uppercased()
+        return upper == "ACS" || upper.hasPrefix("ACS ") || upper.contains("ADVANCED CARD SYSTEMS")
     }
 
     /// Whether the unit's PC/SC side never shows the card in its field, so a reader session must

@@ -103,6 +103,7 @@ struct UnitVariantTests {
         #expect(state.hasCard)
         #expect(ACR122Unit.classify(vendorName: "ACS", atr: []) == .genuine)
         #expect(ACR122Unit.classify(vendorName: nil, atr: []) == .genuine)
+        #expect(ACR122Unit.classify(vendorName: "Advanced Card Systems Ltd.", atr: []) == .genuine)
         #expect(ACR122Unit.classify(vendorName: "RFCARD\0", atr: []) == .clone(vendorName: "RFCARD"))
         #expect(ACR122Unit.classify(vendorName: "ACS", atr: [0x3B, 0x00]) == .pseudoCard(atr: [0x3B, 0x00]))
         #expect(ACR122Unit.classify(vendorName: "RFCARD", atr: []).reachesCardsOnlyThroughPN532)
