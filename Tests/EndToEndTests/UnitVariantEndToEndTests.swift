@@ -117,6 +117,18 @@ extension SharedReader {
             #expect(result.out.contains("04 01 01 01 00 18 05 91 AF"), "\(result.out)")
         }
 
+        @Test func sendRunsValueBlockPseudoAPDUsOnAMIFAREClassic() async throws {
+            let environment = try await resetSimulatedReaders()
+            try await placeInSharedField("place-tag type=classic1k uid=04A1B2C3 id=mf", environment: environment)
+            let result = try await runCLI([
+                "send", "--reader", environment.simulatedReaderA, "FF 82 00 00 06 FF FF FF FF FF FF", "FF 86 00 00 05 01 00 04 60 00",
+                "FF D7 00 04 05 00 00 00 00 64", "FF D7 00 04 05 01 00 00 00 05", "FF B1 00 04 04",
+            ])
+            #expect(result.status == 0, "\(result.out)\(result.err)")
+            #expect(result.out.contains("00 00 00 69 90 00"), "\(result.out)")
+            try SimulatedReaders.controlA.send("remove peer=mf")
+        }
+
         // MARK: Touchatag-era unit
 
         @Test func readWithoutReaderSkipsThePseudoCardAndFallsBackOnIt() async throws {
