@@ -4,9 +4,9 @@ import ISO7816
 /// ISO/IEC 14443-B card or a Topaz/Jewel tag, as InListPassiveTarget finds it (PN532 UM0701-02
 /// §7.3.5, BrTy 01–04; docs/acr122-clones.md §4).
 ///
-/// Only discovery is modelled: InListPassiveTarget with the matching BrTy lists the target with its
-/// target data; the ACR122U's automatic polling (the PC/SC side) does not report it, and
-/// InDataExchange to it is not modelled. ``pcscATR`` gives the ATR an ACS reader builds for it.
+/// Discovery is modelled: InListPassiveTarget with the matching BrTy lists the target with its
+/// target data, and the ACR122U's automatic polling reports it to PC/SC with ``pcscATR``, the ATR
+/// an ACS reader builds for it. Exchanges with it are not modelled (it stays mute).
 public final class PassiveTargetPeer: FieldPeer {
     /// The family and the bytes it answers discovery with.
     public enum Technology: Sendable, Hashable {
@@ -27,6 +27,16 @@ public final class PassiveTargetPeer: FieldPeer {
     /// A target of `technology`, to place in a ``SimulatedField``.
     public init(_ technology: Technology) {
         self.technology = technology
+    }
+
+    /// What Get Data `FF CA 00 00` returns for it: the IDm (FeliCa), the PUPI (ISO/IEC 14443-B),
+    /// the JEWELID (Topaz/Jewel).
+    public var identifier: [UInt8] {
+        switch technology {
+        case .felica(let idm, _, _, _): idm
+        case .typeB(let atqb, _): Array(atqb.dropFirst().prefix(4))
+        case .jewel(_, let id): id
+        }
     }
 
     /// "FeliCa 212 kbit/s card IDm", "ISO 14443-B card PUPI" or "Topaz/Jewel tag JEWELID".
@@ -92,6 +102,23 @@ public final class PassiveTargetPeer: FieldPeer {
 }
 
 extension DeviceState {
+    /// The target of another family automatic polling reports when no ISO/IEC 14443-A card
+    /// answers (PICC operating parameter bit 7 with the family's bit: 1 Type B, 2 Topaz, 3 FeliCa
+    /// 212, 4 FeliCa 424; ACR122U API v2.04 §6.3), or nil.
+    func polledOtherFamily(world: FieldWorld) -> ActivatedPeer? {
+        for peer in world.peers {
+            guard let target = peer as? PassiveTargetPeer else { continue }
+            let bit: UInt8
+            switch target.technology {
+            case .typeB: bit = 0x02
+            case .jewel: bit = 0x04
+            case .felica(_, _, _, let fast): bit = fast ? 0x10 : 0x08
+            }
+            if piccParameter & bit != 0 { return .other(target) }
+        }
+        return nil
+    }
+
     /// InListPassiveTarget for BrTy 01–04 (`MaxTg BrTy InitiatorData`): the ``PassiveTargetPeer``s
     /// that answer, at most MaxTg, as `NbTg [Tg TargetData]…`; polls until one answers or `limit`
     /// (no target: NbTg 00) or the MCU timeout passes. Nothing is left listed for InDataExchange.

@@ -201,6 +201,8 @@ extension DeviceState {
             ats = c.ats
         case .tag(let t):
             identity = t.identity
+        case .other:
+            return []
         case .emulation(let other, _):
             guard case .target(let t) = other.role else { return [] }
             identity = TypeAIdentity(uid: t.uid, atqa: t.atqa, sak: t.sak)
@@ -281,6 +283,9 @@ extension DeviceState {
         case .tag(let tag):
             guard let answer = tag.transceive(command) else { return .status(mifareAuthentication(tag, command)) }
             return Self.outcome(of: answer)
+        case .other:
+            // Exchanges with the other families are not modelled: the target stays mute.
+            return .status(0x01)
         case .emulation(let other, _):
             guard target.isoDEP, case .target(let t) = other.role else { return .status(0x01) }
             t.inbox = command

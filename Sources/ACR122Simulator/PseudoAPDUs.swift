@@ -163,6 +163,7 @@ extension DeviceState {
         switch (p1, target.peer) {
         case (0x00, .card(let c)): value = c.identity.uid
         case (0x00, .tag(let t)): value = t.identity.uid
+        case (0x00, .other(let o)): value = o.identifier
         case (0x00, .emulation(let other, _)):
             guard case .target(let t) = other.role else { return Self.failed }
             value = t.uid

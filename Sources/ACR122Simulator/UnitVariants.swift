@@ -45,7 +45,7 @@ extension DeviceState {
         switch peer {
         case .card(let card): if !isHalted(peer) { haltedPeers.append(card) }
         case .tag(let tag): if !isHalted(peer) { haltedPeers.append(tag) }
-        case .emulation: break
+        case .emulation, .other: break
         }
     }
 }

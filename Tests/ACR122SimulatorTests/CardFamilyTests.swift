@@ -59,4 +59,27 @@ struct CardFamilyTests {
         #expect(text(felica212.pcscATR) == "3B 8F 80 01 80 4F 0C A0 00 00 03 06 11 F0 11 00 00 00 00 98")
         #expect(text(felica424.pcscATR) == "3B 8F 80 01 80 4F 0C A0 00 00 03 06 11 F0 12 00 00 00 00 9B")
     }
+
+    @Test("automatic polling reports them to PC/SC with ACS's ATRs; Get Data gives IDm, PUPI, JEWELID")
+    func pcscSide() throws {
+        let field = fastField()
+        let felica = PassiveTargetPeer(.felica(idm: Self.idm, pmm: Self.pmm, systemCode: hex("12 FC"), highSpeed: false))
+        field.place(felica)
+        let reader = SimulatedACR122U(field: field)
+        #expect(reader.isCardPresent())
+        #expect(text(try reader.powerUp()) == "3B 8F 80 01 80 4F 0C A0 00 00 03 06 11 F0 11 00 00 00 00 98")
+        #expect(text(try reader.transmit(hex("FF CA 00 00 00"))) == "01 01 05 01 86 04 02 02 90 00")
+        // No APDU exchange with them is modelled: 63 00.
+        #expect(text(try reader.transmit(hex("00 A4 04 00 00"))) == "63 00")
+        reader.powerDown()
+        // PICC operating parameter without the FeliCa 212 bit (3): not polled.
+        #expect(text(try reader.control(code: 0x4200_0001, hex("FF 00 51 F7 00"))) == "90 F7")
+        #expect(!reader.isCardPresent())
+        field.remove(felica)
+        let typeB = PassiveTargetPeer(.typeB(atqb: Self.atqb, attribResponse: [0x00]))
+        field.place(typeB)
+        #expect(reader.isCardPresent())
+        #expect(text(try reader.powerUp()) == "3B 8C 80 01 50 12 23 45 56 12 53 54 4E 33 81 C3 55")
+        #expect(text(try reader.transmit(hex("FF CA 00 00 00"))) == "12 23 45 56 90 00")
+    }
 }
