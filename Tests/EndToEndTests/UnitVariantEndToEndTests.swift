@@ -18,16 +18,32 @@ private func doctorCheck(_ name: String, in output: String) throws -> [String: A
     return try #require(checks.first { $0["check"] as? String == name })
 }
 
+/// `emulate` of uri-tag.json armed on reader A (genuine), with reader B switched to the clone; the
+/// returned closure puts B's personality back.
+private func emulationReadFromAClone(_ environment: TestEnvironment) async throws -> (BackgroundSecbridge, () -> Void) {
+    let emulation = try await startEmulation(environment, credential: "Fixtures/credentials/uri-tag.json")
+    let armed = try await emulation.waitForOutput(containing: "state: cardEmulation")
+    #expect(armed, "\(emulation.outputSoFar)")
+    return (emulation, try personality("clone", on: SimulatedReaders.controlB))
+}
+
+/// `emulate` of the worked example on reader A, read by the Android terminal model: the
+/// terminal's verdict, after emulate exited 0.
+private func emulateForAndroid(_ environment: TestEnvironment) async throws -> SimulatedReaderReply {
+    try SimulatedReaders.controlA.send("place-terminal script=android-t4t-read id=android")
+    let emulation = try await startEmulation(environment, credential: "Fixtures/credentials/worked-example-tag.json")
+    let result = try await emulation.finish()
+    #expect(result.status == 0, "\(result.err)\n\(result.out)")
+    return try await terminalResult("android")
+}
+
 extension SharedReader {
     @Suite struct UnitVariantEndToEndTests {
         // MARK: clone
 
         @Test func readOnACloneFallsBackToThePN532PathWithANote() async throws {
             let environment = try await resetSimulatedReaders()
-            let emulation = try await startEmulation(environment, credential: "Fixtures/credentials/uri-tag.json")
-            let armed = try await emulation.waitForOutput(containing: "state: cardEmulation")
-            #expect(armed, "\(emulation.outputSoFar)")
-            let restore = try personality("clone", on: SimulatedReaders.controlB)
+            let (emulation, restore) = try await emulationReadFromAClone(environment)
             defer { restore() }
             let readerB = environment.simulatedReaderB
             let read = try await runCLI(["read", "--reader", readerB])
@@ -58,10 +74,7 @@ extension SharedReader {
 
         @Test func readPN532OnACloneReadsOurEmulationToo() async throws {
             let environment = try await resetSimulatedReaders()
-            let emulation = try await startEmulation(environment, credential: "Fixtures/credentials/uri-tag.json")
-            let armed = try await emulation.waitForOutput(containing: "state: cardEmulation")
-            #expect(armed, "\(emulation.outputSoFar)")
-            let restore = try personality("clone", on: SimulatedReaders.controlB)
+            let (emulation, restore) = try await emulationReadFromAClone(environment)
             defer { restore() }
             let read = try await runCLI(["read", "--pn532", "--json", "--reader", environment.simulatedReaderB])
             let served = try await emulation.finish()
@@ -76,11 +89,7 @@ extension SharedReader {
             let environment = try await resetSimulatedReaders()
             let restore = try personality("clone", on: SimulatedReaders.controlA)
             defer { restore() }
-            try SimulatedReaders.controlA.send("place-terminal script=android-t4t-read id=android")
-            let emulation = try await startEmulation(environment, credential: "Fixtures/credentials/worked-example-tag.json")
-            let result = try await emulation.finish()
-            #expect(result.status == 0, "\(result.err)\n\(result.out)")
-            let reply = try await terminalResult("android")
+            let reply = try await emulateForAndroid(environment)
             #expect(reply["result"] == "passed", "\(reply)")
             #expect(reply["exchanges"] == "6", "\(reply)")
             #expect(try SimulatedReaders.controlA.send("status")["picc"] == "FF")
@@ -178,11 +187,7 @@ extension SharedReader {
             let restore = try personality("touchatag", on: SimulatedReaders.controlA)
             defer { restore() }
             _ = try await waitForCard(in: environment.simulatedReaderA, present: true)
-            try SimulatedReaders.controlA.send("place-terminal script=android-t4t-read id=android")
-            let emulation = try await startEmulation(environment, credential: "Fixtures/credentials/worked-example-tag.json")
-            let result = try await emulation.finish()
-            #expect(result.status == 0, "\(result.err)\n\(result.out)")
-            let reply = try await terminalResult("android")
+            let reply = try await emulateForAndroid(environment)
             #expect(reply["result"] == "passed", "\(reply)")
         }
     }
