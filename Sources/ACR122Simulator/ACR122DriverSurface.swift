@@ -80,7 +80,7 @@ extension ACR122Personality {
     ///
     /// | Attribute | Value |
     /// |---|---|
-    /// | SCARD_ATTR_VENDOR_NAME 0x00010100 | the USB iManufacturer string and a NUL: `41 43 53 00` ("ACS") |
+    /// | SCARD_ATTR_VENDOR_NAME 0x00010100 | the USB iManufacturer string (``vendorName``) and a NUL: `41 43 53 00` ("ACS") |
     /// | SCARD_ATTR_VENDOR_IFD_VERSION 0x00010102 | `bcdDevice << 16`, 4 bytes little-endian: `00 00 07 02` for 2.07 |
     /// | SCARD_ATTR_VENDOR_IFD_SERIAL_NO 0x00010103 | empty: the ACR122U has no iSerialNumber |
     /// | SCARD_ATTR_CHANNEL_ID 0x00020110 | `0x0020 << 16 | bus << 8 | address`, little-endian (USB) |
@@ -93,7 +93,7 @@ extension ACR122Personality {
     public func driverAttribute(_ tag: UInt32, usbBus: UInt8 = 1, usbAddress: UInt8 = 2) -> [UInt8]? {
         switch tag {
         case ACR122DriverConstants.attrVendorName:
-            return Array("ACS".utf8) + [0]
+            return Array(vendorName.utf8) + [0]
         case ACR122DriverConstants.attrVendorIFDVersion:
             return SimulatedACR122U.littleEndian(UInt32(bcdDevice) << 16)
         case ACR122DriverConstants.attrVendorIFDSerialNumber:

@@ -55,6 +55,23 @@ public struct ACR122Personality: Sendable, Hashable {
     public var bcdDevice: UInt16 = 0x0207
     /// How Set PICC Operating Parameter (`FF 00 51 PP 00`) answers (docs/acr122-units.md §3).
     public var piccParameterAnswer: PICCParameterAnswer = .statusAndParameter
+    /// Whether the MCU's automatic polling reports a card to the driver (presence, ATR). A clone
+    /// (docs/acr122-clones.md §1) never does: pcscd shows the reader empty whatever lies on it,
+    /// and a card is reached only through the PN532 (Direct Transmit InListPassiveTarget).
+    public var reportsCardsToPCSC: Bool = true
+    /// InListPassiveTarget gives SENS_RES least significant byte first (`04 00` for a MIFARE
+    /// Classic 1K where a genuine PN532 gives `00 04`), as a clone does (docs/acr122-clones.md §1).
+    public var sensResLeastSignificantFirst: Bool = false
+    /// InDeselect answers status 00 but does nothing: the tag is not halted, so the next
+    /// InListPassiveTarget lists it again (a clone, docs/acr122-clones.md §1).
+    public var ignoresInDeselect: Bool = false
+    /// A pseudo-card the driver always reports, with this ATR, whether or not a tag is in the field
+    /// (the Touchatag-era unit's "emulator card", docs/acr122-clones.md §2); nil for none. Tags
+    /// are then reached only through the PN532.
+    public var pseudoCardATR: [UInt8]? = nil
+    /// SCARD_ATTR_VENDOR_NAME as libccid gives it: the USB iManufacturer string ("ACS" on a genuine
+    /// unit, "RFCARD" on the clone of docs/acr122-clones.md §1), NUL-terminated on the wire.
+    public var vendorName: String = "ACS"
 
     /// The shape of the answer to Set PICC Operating Parameter.
     public enum PICCParameterAnswer: Sendable, Hashable {
@@ -93,6 +110,30 @@ public struct ACR122Personality: Sendable, Hashable {
     /// commands enabled.
     public static let legacyT0Firmware = ACR122Personality(
         driver: .ccidEscapeEnabled, firmware: "ACR122U103", legacyT0Firmware: true)
+    /// A clone that identifies as an ACR122U (USB 072F:2200, bcdDevice 2.14, so firmware
+    /// "ACR122U214"), behind libccid with escape commands enabled, whose manufacturer string is
+    /// "RFCARD": the PC/SC side never reports a card, SENS_RES comes least significant byte first
+    /// and InDeselect is ignored (docs/acr122-clones.md §1).
+    public static let clone: ACR122Personality = {
+        var personality = ACR122Personality(driver: .ccidEscapeEnabled, firmware: "ACR122U214")
+        personality.reportsCardsToPCSC = false
+        personality.sensResLeastSignificantFirst = true
+        personality.ignoresInDeselect = true
+        personality.vendorName = "RFCARD"
+        personality.bcdDevice = 0x0214  // the unit of mfoc issue #80 (docs/acr122-clones.md §1)
+        return personality
+    }()
+    /// A Touchatag-era unit (docs/acr122-clones.md §2): firmware "ACR122U102", PN532 v1.4
+    /// (`32 01 04 07`), T=0 to the host, and a permanent pseudo-card with ATR `3B 00`; tags are
+    /// reached only through the PN532.
+    public static let touchatag: ACR122Personality = {
+        var personality = ACR122Personality(
+            driver: .ccidEscapeEnabled, firmware: "ACR122U102", legacyT0Firmware: true,
+            pn532FirmwareVersion: [0x32, 0x01, 0x04, 0x07])
+        personality.reportsCardsToPCSC = false
+        personality.pseudoCardATR = [0x3B, 0x00]
+        return personality
+    }()
 }
 
 /// pcsc-lite and PC/SC part 10 numbers the simulated driver answers to.

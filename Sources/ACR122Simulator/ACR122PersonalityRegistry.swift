@@ -78,6 +78,12 @@ extension ACR122Personality {
         NamedACR122Personality(
             name: "acr122u216", summary: "firmware ACR122U216 behind libccid, escape enabled",
             personality: .genuine(firmware: "ACR122U216")),
+        NamedACR122Personality(
+            name: "clone", summary: "an ACR122U clone (vendor RFCARD, ACR122U214): PC/SC never reports the card, SENS_RES LSB first, InDeselect ignored",
+            personality: .clone),
+        NamedACR122Personality(
+            name: "touchatag", summary: "a Touchatag-era unit (ACR122U102, PN532 v1.4, T=0): a permanent pseudo-card, ATR 3B 00",
+            personality: .touchatag),
     ]
 
     /// The registry's names, in ``all``'s order.

@@ -6,12 +6,15 @@ enum ActivatedPeer {
     case tag(ISO14443_3Tag)
     /// Another reader in TgInitAsTarget, with the activation number it had when found.
     case emulation(DeviceState, session: Int)
+    /// A FeliCa, ISO/IEC 14443-B or Topaz/Jewel target found by automatic polling (CardFamilies.swift).
+    case other(PassiveTargetPeer)
 
     func isSame(as other: ActivatedPeer) -> Bool {
         switch (self, other) {
         case (.card(let a), .card(let b)): a === b
         case (.tag(let a), .tag(let b)): a === b
         case (.emulation(let a, _), .emulation(let b, _)): a === b
+        case (.other(let a), .other(let b)): a === b
         default: false
         }
     }
@@ -20,6 +23,7 @@ enum ActivatedPeer {
         switch self {
         case .card(let c): c === peer
         case .tag(let t): t === peer
+        case .other(let o): o === peer
         case .emulation: false
         }
     }
@@ -146,6 +150,9 @@ final class DeviceState: @unchecked Sendable {
     var lastError: UInt8 = 0
     var role: ChipRole = .idle
     var sessions = 0
+    /// Cards and tags InDeselect put in HALT: the next InListPassiveTarget (REQA) does not find
+    /// them until the RF field is switched off (docs/acr122-clones.md §1).
+    var haltedPeers: [any FieldPeer] = []
 
     init(name: String, personality: ACR122Personality, clock: @escaping @Sendable () -> SimulationClock) {
         self.name = name
@@ -198,12 +205,12 @@ final class DeviceState: @unchecked Sendable {
     /// The card automatic polling would report: needs PICC parameter bit 7, and the chip not
     /// acting as a target.
     func presentCard(world: FieldWorld) -> ActivatedPeer? {
-        guard piccParameter & 0x80 != 0 else { return nil }
+        guard piccParameter & 0x80 != 0, personality.reportsCardsToPCSC else { return nil }
         if case .target = role { return nil }
         if case .initiator(let targets) = role, let first = targets.first, stillPresent(first.peer, world: world) {
             return first.peer
         }
-        return candidates(world: world, uid: []).first
+        return candidates(world: world, uid: []).first ?? polledOtherFamily(world: world)
     }
 
     /// Peers InListPassiveTarget could activate: cards and tags in the field, and other readers
@@ -229,6 +236,7 @@ final class DeviceState: @unchecked Sendable {
         switch peer {
         case .card(let c): return world.peers.contains { $0 === c }
         case .tag(let t): return world.peers.contains { $0 === t }
+        case .other(let o): return world.peers.contains { $0 === o }
         case .emulation(let other, let session):
             guard world.devices.contains(where: { $0 === other }), case .target(let t) = other.role,
                   t.session == session else { return false }
@@ -239,6 +247,7 @@ final class DeviceState: @unchecked Sendable {
     }
 
     func powerUp(world: FieldWorld, lock: ConditionLock<FieldWorld>) throws(IFDError) -> [UInt8] {
+        if let pseudo = powerUpPseudoCard() { return pseudo }
         guard let peer = presentCard(world: world) else { throw IFDError.noCard }
         var target = activate(peer, number: 1, world: world)
         target.isoDEP = target.isoDEP || isISODEPCapable(peer)
@@ -256,6 +265,8 @@ final class DeviceState: @unchecked Sendable {
         atr = nil
         negotiatedProtocol = nil
         pendingGetResponse = nil
+        // A pseudo-card is no target of the PN532: what the chip listed stays listed.
+        if personality.pseudoCardATR != nil { return }
         if case .initiator(let targets) = role {
             for t in targets { releasePeer(t.peer, world: world) }
             role = .idle
@@ -265,7 +276,7 @@ final class DeviceState: @unchecked Sendable {
     func isISODEPCapable(_ peer: ActivatedPeer) -> Bool {
         switch peer {
         case .card(let c): c.identity.sak & 0x20 != 0
-        case .tag: false
+        case .tag, .other: false
         case .emulation(let other, _):
             if case .target(let t) = other.role { t.sak & 0x20 != 0 } else { false }
         }
@@ -292,6 +303,8 @@ final class DeviceState: @unchecked Sendable {
         case .emulation(let other, _):
             guard case .target(let t) = other.role else { return contactless([]) }
             return iso4(ats: t.ats, historical: t.historicalBytes)
+        case .other(let target):
+            return target.pcscATR
         case .tag(let tag):
             // 80 4F 0C: category, application identifier TLV of 12 bytes: RID A0 00 00 03 06,
             // SS 03 (ISO 14443A part 3), name C0 C1, 4 RFU bytes.
@@ -314,6 +327,8 @@ final class DeviceState: @unchecked Sendable {
         case .tag(let tag):
             tag.resetSession()
             world.record(.cardActivated(uid: tag.identity.uid), reader: name)
+        case .other(let target):
+            world.record(.cardActivated(uid: target.identifier), reader: name)
         case .emulation(let other, _):
             if case .target(let t) = other.role {
                 world.record(.cardActivated(uid: t.uid), reader: name)
@@ -351,6 +366,7 @@ final class DeviceState: @unchecked Sendable {
 
     /// A peer left the field.
     func peerRemoved(_ peer: any FieldPeer, world: FieldWorld) {
+        haltedPeers.removeAll { $0 === peer }
         if case .target(let t) = role, case .activatedByTerminal(let terminal) = t.phase, terminal === peer {
             terminal.targetLeft()
             t.phase = .released

@@ -117,6 +117,7 @@ extension DeviceState {
             let on = data[0] & 0x01 != 0
             if on != rfOn {
                 rfOn = on
+                if !on { haltedPeers = [] }
                 world.record(on ? .fieldOn : .fieldOff, reader: name)
                 if !on, case .initiator = role { leaveRoles(world: world) }
             }
@@ -160,10 +161,16 @@ extension DeviceState {
             let attempts = Int(maxRetryPassive) + 1
             limit = clock.deadline(after: personality.passiveActivationAttempt * attempts)
         }
+        if (0x01...0x04).contains(p[1]) {
+            // FeliCa 212/424, ISO/IEC 14443-B, Topaz/Jewel (CardFamilies.swift).
+            return inListOtherFamily(
+                maxTargets: maxTargets, brty: p[1], initiatorData: Array(p.dropFirst(2)), limit: limit,
+                world: world, lock: lock, reply: reply)
+        }
         var found: [ActivatedPeer] = []
         let outcome = wait(lock: lock, limit: limit) {
             guard typeA else { return false }
-            found = candidates(world: world, uid: uid)
+            found = candidates(world: world, uid: uid).filter { !isHalted($0) }
             return !found.isEmpty
         }
         switch outcome {
@@ -194,13 +201,14 @@ extension DeviceState {
             ats = c.ats
         case .tag(let t):
             identity = t.identity
+        case .other:
+            return []
         case .emulation(let other, _):
             guard case .target(let t) = other.role else { return [] }
             identity = TypeAIdentity(uid: t.uid, atqa: t.atqa, sak: t.sak)
             ats = t.ats
         }
-        var bytes: [UInt8] = [target.number, UInt8(identity.atqa >> 8), UInt8(identity.atqa & 0xFF), identity.sak,
-                              UInt8(identity.uid.count)] + identity.uid
+        var bytes: [UInt8] = [target.number] + sensRes(identity.atqa) + [identity.sak, UInt8(identity.uid.count)] + identity.uid
         if target.isoDEP, let ats { bytes += ats }
         return bytes
     }
@@ -275,6 +283,9 @@ extension DeviceState {
         case .tag(let tag):
             guard let answer = tag.transceive(command) else { return .status(mifareAuthentication(tag, command)) }
             return Self.outcome(of: answer)
+        case .other:
+            // Exchanges with the other families are not modelled: the target stays mute.
+            return .status(0x01)
         case .emulation(let other, _):
             guard target.isoDEP, case .target(let t) = other.role else { return .status(0x01) }
             t.inbox = command
@@ -383,7 +394,9 @@ extension DeviceState {
         guard !indices.isEmpty || target == 0 else { return 0x27 }
         switch command {
         case 0x44:
+            if personality.ignoresInDeselect { return 0x00 }
             for i in indices {
+                halt(targets[i].peer)
                 targets[i].deselected = true
                 releasePeer(targets[i].peer, world: world)
             }

@@ -23,6 +23,9 @@ extension DeviceState {
 
     func transmit(_ command: [UInt8], world: FieldWorld, lock: ConditionLock<FieldWorld>) throws(IFDError) -> [UInt8] {
         guard atr != nil else { throw IFDError.noCard }
+        if personality.pseudoCardATR != nil {
+            return try pseudoCardTransmit(command, world: world, lock: lock)
+        }
         if case .initiator(let targets) = role, let first = targets.first, !stillPresent(first.peer, world: world) {
             throw IFDError.noCard
         }
@@ -122,6 +125,10 @@ extension DeviceState {
         case (0xD6, _):
             guard p1 == 0x00, Int(p3) == data.count else { return Self.failed }
             return updateBinary(block: p2, data: data, world: world)
+        case (0xD7, 0x00):
+            return valueBlockOperation(block: p2, lc: p3, data: data, world: world)
+        case (0xB1, 0x00):
+            return readValueBlock(block: p2, le: p3, hasData: !data.isEmpty, world: world)
         default:
             return Self.notSupported
         }
@@ -171,6 +178,7 @@ extension DeviceState {
         switch (p1, target.peer) {
         case (0x00, .card(let c)): value = c.identity.uid
         case (0x00, .tag(let t)): value = t.identity.uid
+        case (0x00, .other(let o)): value = o.identifier
         case (0x00, .emulation(let other, _)):
             guard case .target(let t) = other.role else { return Self.failed }
             value = t.uid

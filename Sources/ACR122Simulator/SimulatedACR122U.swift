@@ -92,7 +92,7 @@ public final class SimulatedACR122U: IFDDevice {
     // MARK: IFDDevice
 
     public func isCardPresent() -> Bool {
-        field.lock.withLock { world in state.presentCard(world: world) != nil }
+        field.lock.withLock { world in state.reportsPresence(world: world) }
     }
 
     public func powerUp() throws(IFDError) -> [UInt8] {
@@ -140,7 +140,7 @@ public final class SimulatedACR122U: IFDDevice {
             case ACR122DriverConstants.attrATRString, ACR122DriverConstants.tagIFDATR:
                 return state.atr
             case ACR122DriverConstants.attrICCPresence:
-                return [state.presentCard(world: world) == nil ? 0 : 2]
+                return [state.reportsPresence(world: world) ? 2 : 0]
             case ACR122DriverConstants.tagIFDSlotsNumber:
                 return [1]
             case ACR122DriverConstants.tagIFDSimultaneousAccess:

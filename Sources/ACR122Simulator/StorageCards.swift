@@ -475,6 +475,9 @@ public struct MIFAREClassicMemory: Sendable, Hashable, CustomStringConvertible, 
     }
     private var authenticatedSector: Int?
     private var authenticatedWithKeyB = false
+    /// The card's transfer buffer after INCREMENT, DECREMENT or RESTORE: the value block TRANSFER
+    /// writes (ValueBlocks.swift); nil when empty.
+    var transferBuffer: [UInt8]?
 
     /// The transport configuration of a trailer's bytes 6–9: `FF 07 80 69`.
     public static let transportAccessBits: [UInt8] = [0xFF, 0x07, 0x80, 0x69]
@@ -557,6 +560,12 @@ public struct MIFAREClassicMemory: Sendable, Hashable, CustomStringConvertible, 
     /// Forgets the authentication (a new activation, a HALT).
     mutating func resetAuthentication() {
         authenticated = nil
+        transferBuffer = nil
+    }
+
+    /// Replaces `block`'s 16 bytes (TRANSFER, ValueBlocks.swift).
+    mutating func overwrite(block: Int, with data: [UInt8]) {
+        bytes.replaceSubrange(block * 16..<block * 16 + 16, with: data)
     }
 
     /// AUTH `60|61 block key(6) uid(4)`: the key compared with key A (60) or key B (61) of the
@@ -652,8 +661,8 @@ public struct MIFAREClassicMemory: Sendable, Hashable, CustomStringConvertible, 
         return .ack
     }
 
-    /// One command inside InDataExchange: AUTH 60/61, READ 30, WRITE A0 (+16 bytes). Value-block
-    /// commands (C0, C1, C2, B0) and anything else get a NAK.
+    /// One command inside InDataExchange: AUTH 60/61, READ 30, WRITE A0 (+16 bytes), the value-block
+    /// commands C0, C1, C2 (+4 bytes) and B0 (ValueBlocks.swift); anything else gets a NAK.
     mutating func transceive(_ command: [UInt8]) -> TagAnswer {
         guard let code = command.first else { return .mute }
         switch code {
@@ -665,6 +674,10 @@ public struct MIFAREClassicMemory: Sendable, Hashable, CustomStringConvertible, 
         case 0xA0:
             guard command.count == 18 else { return .nak(0x0) }
             return write(block: Int(command[1]), Array(command[2..<18]))
+        case 0xC0, 0xC1, 0xC2:
+            return valueCommand(command)
+        case 0xB0:
+            return transfer(command)
         default:
             authenticated = nil
             return .nak(0x4)

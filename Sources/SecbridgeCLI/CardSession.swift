@@ -26,7 +26,7 @@ package func waitForCard(
                 try context.getStatusChange(&states, timeout: .zero)
             }
             let left = deadline - ContinuousClock.now
-            if !states.contains(where: { $0.eventFlags.contains(.present) }), left > .zero {
+            if !states.contains(where: \.hasCard), left > .zero {
                 for index in states.indices { states[index].acknowledge() }
                 _ = try CallWatchdog.shared.guarding("SCardGetStatusChange") { () throws(PCSCError) in
                     try context.getStatusChange(&states, timeout: min(left, .seconds(30)))
@@ -37,7 +37,7 @@ package func waitForCard(
         } catch {
             throw .failure("waiting for a card failed: \(describe(error))")
         }
-        if states.contains(where: { $0.readerName != ReaderState.pnpNotification && $0.eventFlags.contains(.present) }) {
+        if states.contains(where: { $0.readerName != ReaderState.pnpNotification && $0.hasCard }) {
             return try listReadersWithStates(context)
         }
         if ContinuousClock.now >= deadline { break }
@@ -126,7 +126,7 @@ package final class CardSession {
     ) throws(CLIError) -> CardSession {
         var (readers, states) = try listReadersWithStates(context)
         if let wait { (readers, states) = try waitForCard(context: context, reader: argument, upTo: wait) }
-        let withCard = Set(states.filter { $0.eventFlags.contains(.present) }.map(\.readerName))
+        let withCard = Set(states.filter(\.hasCard).map(\.readerName))
         if argument == nil && withCard.isEmpty && !readers.isEmpty {
             let listing = readers.enumerated().map { "  \($0.offset): \($0.element)" }.joined(separator: "\n")
             throw .failure("no reader has a card; place a card or tag on one of the readers:\n\(listing)")

@@ -88,7 +88,7 @@ package final class ScriptInterpreter {
             card = session
         } else {
             let (readers, states) = try listReadersWithStates(context)
-            let withCard = Set(states.filter { $0.eventFlags.contains(.present) }.map(\.readerName))
+            let withCard = Set(states.filter(\.hasCard).map(\.readerName))
             reader = try selectReader(argument, in: readers, preferring: { withCard.contains($0) })
             try connect(card: withCard.contains(reader))
         }

@@ -192,6 +192,9 @@ struct DoctorPCSCFindings: Sendable {
     var firmwareError: String?
     var piccParameter: UInt8?
     var piccError: String?
+    /// SCARD_ATTR_VENDOR_NAME on the DIRECT connection (the USB manufacturer string under
+    /// libccid), nil when not answered.
+    var vendorName: String?
 
     /// Asks pcscd (each call bounded by the call watchdog in the binary).
     static func gather(readerArgument: String?, system: DoctorSystem) -> DoctorPCSCFindings {
@@ -233,6 +236,7 @@ struct DoctorPCSCFindings: Sendable {
                 try context.connect(to: reader, share: .direct, protocols: [])
             }
             defer { try? handle.disconnect(.leave) }
+            findings.vendorName = try? CallWatchdog.shared.guarding("SCardGetAttrib") { () throws(PCSCError) in try handle.vendorName() }
             let channel = GuardedChannel(handle)
             if let reply = try? channel.control(code: ACR122ControlCode.getFeatureRequest, []) {
                 findings.featureList = reply
@@ -276,7 +280,7 @@ struct DoctorPCSCFindings: Sendable {
     var variantEvidence: ReaderVariantEvidence {
         ReaderVariantEvidence(
             readerName: reader, featureList: featureList, workingEscapeCode: workingEscapeCode,
-            firmware: firmware?.text, atr: atr)
+            firmware: firmware?.text, atr: atr, vendorName: vendorName)
     }
 
     private static func read(_ link: ACR122Link, into findings: inout DoctorPCSCFindings) {
@@ -418,7 +422,7 @@ enum Doctor {
         }
 
         guard pcscUsable, let reader = pcsc.reader else {
-            for check in ["driver", "escape commands", "firmware", "variant", "PICC parameter", "card in the field"] {
+            for check in ["driver", "escape commands", "firmware", "variant", "PICC parameter", "unit", "card in the field"] {
                 add(check, .skipped, pcscUsable ? "no ACR122-class reader in PC/SC" : "pcscd is not answering")
             }
             return checks
@@ -508,8 +512,15 @@ enum Doctor {
             add("PICC parameter", .skipped, pcsc.piccError ?? "no pseudo-APDU path (see escape commands)")
         }
 
+        // genuine, clone or Touchatag-era unit (docs/acr122-clones.md §3)
+        let unit = ACR122Unit.classify(vendorName: pcsc.vendorName, atr: pcsc.cardPresent ? pcsc.atr : [])
+        let unitCheck = unitVerdict(unit)
+        add("unit", unitCheck.verdict, unitCheck.detail, fix: unitCheck.fix)
+
         // a card or tag in the field
-        if pcsc.cardPresent {
+        if case .pseudoCard(let atr) = unit {
+            add("card in the field", .ok, "none: the reader shows its pseudo-card (ATR \(atr.hexString)), which is no card (place a card or tag to check reading with `secbridge read`)")
+        } else if pcsc.cardPresent {
             var detail = "present, ATR \(pcsc.atr.hexString)"
             if let atr = try? ATR(parsing: pcsc.atr, requireValidChecksum: false),
                let storage = (try? atr.decodedHistoricalBytes())?.contactlessStorageCard {
@@ -522,6 +533,23 @@ enum Doctor {
             add("card in the field", .ok, "none (place a card or tag to check reading; card emulation needs the field empty)")
         }
         return checks
+    }
+
+    /// The unit check: ok for a genuine unit; a warning naming a clone or a Touchatag-era unit,
+    /// what works on it and what does not (docs/acr122-clones.md §3).
+    static func unitVerdict(_ unit: ACR122Unit) -> (verdict: DoctorCheck.Verdict, detail: String, fix: String?) {
+        switch unit {
+        case .genuine:
+            return (.ok, unit.summary, nil)
+        case .clone:
+            return (.warning,
+                    unit.summary + ". Works: `secbridge read` (it falls back to the PN532 path), --pn532 sessions, card emulation. Does not work: anything that waits for a card in PC/SC (`send`, `shell`, storage-card reads, pcsc_scan, pyscard)",
+                    "read cards with `secbridge read` (PN532 path) or libnfc's tools; for PC/SC card connections use a genuine ACS unit")
+        case .pseudoCard:
+            return (.warning,
+                    unit.summary + ". Works: `secbridge read` (it falls back to the PN532 path), --pn532 sessions, pseudo-APDUs through the pseudo-card. Does not work: PC/SC card connections to a tag; programs that take \"the first reader with a card\" take this one (secbridge skips it)",
+                    "read cards with `secbridge read` (PN532 path) or libnfc's tools; give other programs the reader explicitly")
+        }
     }
 
     static func json(_ checks: [DoctorCheck]) -> JSONValue {

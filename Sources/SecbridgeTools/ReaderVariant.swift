@@ -57,14 +57,30 @@ struct ReaderVariantEvidence: Sendable, Hashable {
     /// Whether TgInitAsTarget with no terminal came back with no bytes (true) or with an answer
     /// (false); nil when it was not seen.
     var emptyTargetAnswer: Bool?
+    /// SCARD_ATTR_VENDOR_NAME, nil when the driver did not give it (a clone's is not ACS's).
+    var vendorName: String?
+
+    /// The unit as ``ACR122Unit`` classifies it (clone, Touchatag-era pseudo-card, genuine).
+    var unit: ACR122Unit { ACR122Unit.classify(vendorName: vendorName, atr: atr) }
 }
 
 enum ReaderVariantClassifier {
     /// The family rules, consulted in order; the first that returns a family decides. A rule for a
     /// new kind of unit (a clone, a SAM-slot unit) goes before ``genuineRule``.
     static let familyRules: [@Sendable (ReaderVariantEvidence) -> ReaderVariant.Family?] = [
+        unitRule,
         genuineRule,
     ]
+
+    /// A clone (vendor name not ACS's) or a Touchatag-era unit (a pseudo-card ATR), as
+    /// ``ACR122Unit`` tells them apart (docs/acr122-clones.md §3).
+    static let unitRule: @Sendable (ReaderVariantEvidence) -> ReaderVariant.Family? = { evidence in
+        switch evidence.unit {
+        case .genuine: nil
+        case .clone(let vendor): ReaderVariant.Family(rawValue: "ACR122U clone (vendor \"\(vendor)\")")
+        case .pseudoCard(let atr): ReaderVariant.Family(rawValue: "Touchatag-era unit (pseudo-card ATR \(atr.hexString))")
+        }
+    }
 
     /// A firmware string starting `ACR122U` is a genuine unit.
     static let genuineRule: @Sendable (ReaderVariantEvidence) -> ReaderVariant.Family? = { evidence in
@@ -101,6 +117,10 @@ enum ReaderVariantClassifier {
             works.append("reader sessions through SCardTransmit while a card is present")
             doesNotWork.append("card emulation and --pn532 without a card (escape commands are refused)")
         }
+        if evidence.unit.reachesCardsOnlyThroughPN532 {
+            works.append("reading cards through the PN532 (read falls back to InListPassiveTarget)")
+            doesNotWork.append("cards through PC/SC (SCardTransmit): the unit never reports them")
+        }
         if let firmware = evidence.firmware, let number = ACR122FirmwareVersion.number(firmware) {
             if number < 200 {
                 works.append("pseudo-APDUs over T=0 (61 xx answered with FF C0)")
@@ -121,6 +141,13 @@ enum ReaderVariantClassifier {
     static func matchingPersonality(_ evidence: ReaderVariantEvidence) -> String? {
         guard let featureList = evidence.featureList else { return nil }
         var candidates = ACR122Personality.all.filter { $0.personality.featureList == featureList }
+        // The unit's kind first: a clone's vendor name, a Touchatag-era unit's pseudo-card.
+        let unit = evidence.unit
+        let sameUnit = candidates.filter { named in
+            let p = named.personality
+            return ACR122Unit.classify(vendorName: p.vendorName, atr: p.pseudoCardATR ?? []) == unit
+        }
+        if evidence.vendorName != nil || !evidence.atr.isEmpty, !sameUnit.isEmpty { candidates = sameUnit }
         if let empty = evidence.emptyTargetAnswer {
             let same = candidates.filter { $0.personality.emptyAnswerWhileNoTerminal == empty }
             if !same.isEmpty { candidates = same }

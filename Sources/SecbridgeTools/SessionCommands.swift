@@ -433,7 +433,7 @@ extension SecbridgeCLI {
         let aid = try invocation.arguments.value("aid").map { text throws(CLIError) -> AID in
             do throws(ISO7816Error) { return try AID(hex: text) } catch { throw CLIError.usage("--aid is not an AID (5 to 16 bytes of hex): \(error.reason)") }
         }
-        let usePN532 = invocation.arguments.has("pn532")
+        var usePN532 = invocation.arguments.has("pn532")
         if aid != nil, invocation.arguments.has("lenient-cc") {
             throw CLIError.usage("--lenient-cc is for the NDEF read; with --aid no capability container is read")
         }
@@ -443,7 +443,7 @@ extension SecbridgeCLI {
         if let wait = invocation.arguments.seconds("wait"), !usePN532 {
             (readers, states) = try waitForCard(context: context, reader: invocation.arguments.value("reader"), upTo: wait)
         }
-        let withCard = Set(states.filter { $0.eventFlags.contains(.present) }.map(\.readerName))
+        let withCard = Set(states.filter(\.hasCard).map(\.readerName))
         let reader = try selectReader(
             invocation.arguments.value("reader"), in: readers,
             preferring: usePN532 ? { ACR122Detection.nameSuggestsACR122($0) } : { withCard.contains($0) })
@@ -457,6 +457,16 @@ extension SecbridgeCLI {
             }
             if usePN532 {
                 throw CLIError.usage("the card in '\(reader)' is a \(kind) (its ATR names a PC/SC part 3 storage card): drop --pn532; storage cards are read through the PC/SC part 3 path (`secbridge read --reader \"\(reader)\"`)")
+            }
+        }
+        // A clone or a Touchatag-era unit never shows the card in PC/SC: the PN532 reaches it
+        // (docs/acr122-clones.md §3).
+        var unitNote: String?
+        if !usePN532, !withCard.contains(reader), ACR122Detection.nameSuggestsACR122(reader) {
+            let unit = classifyACR122Unit(context: context, reader: reader, atr: states.first { $0.readerName == reader }?.atr ?? [])
+            if unit.reachesCardsOnlyThroughPN532 {
+                usePN532 = true
+                unitNote = "\(reader) is \(unit.summary); reading with PN532 initiator commands, as with --pn532"
             }
         }
         if usePN532 { ReaderCleanup.track(reader) }
@@ -483,17 +493,18 @@ extension SecbridgeCLI {
                 header: TranscriptRecording.header(
                     reader: reader, atr: usePN532 ? nil : atr, transmissionProtocol: usePN532 ? .undefined : .t1, command: "read"))
         }
+        let pn532Path = usePN532
         defer { try? writer?.close() }
         let recorder = writer.map { TranscriptRecorder(sink: $0) }
         let client = invocation.client
-        let session = ReaderSession(readerName: reader, path: usePN532 ? .pn532Initiator : .pcsc) {
+        let session = ReaderSession(readerName: reader, path: pn532Path ? .pn532Initiator : .pcsc) {
             let context = try client.establishContext()
-            let handle = usePN532
+            let handle = pn532Path
                 ? try context.connect(to: reader, share: .direct, protocols: .undefined)
                 : try context.connect(to: reader, share: .shared, protocols: .any)
             // The PC/SC path runs in one transaction: no other program's SELECT lands between our
             // SELECT and the READ BINARY that depends on it.
-            if !usePN532 {
+            if !pn532Path {
                 do {
                     try CallWatchdog.shared.guarding("SCardBeginTransaction", stalled: heldByAnotherProgram(reader)) { () throws(PCSCError) in
                         try handle.beginTransaction()
@@ -506,7 +517,7 @@ extension SecbridgeCLI {
             }
             let channel: any CardChannel = recorder.map { RecordingChannel(wrapping: handle, recorder: $0) } ?? handle
             return (channel, {
-                if !usePN532 { try? handle.endTransaction(.leave) }
+                if !pn532Path { try? handle.endTransaction(.leave) }
                 try? handle.disconnect(.leave)
                 try? context.release()
             })
@@ -520,13 +531,13 @@ extension SecbridgeCLI {
         }
         let isACR122 = ACR122Detection.nameSuggestsACR122(reader)
         let log = ExchangeLog()
-        let (outcome, exchanges) = try readerSessionErrorsExplained(reader) { () throws in
+        let (outcome, exchanges) = try readerSessionErrorsExplained(reader, unitNote: unitNote) { () throws in
             do {
                 return try awaitResult("the reader session", timeout: .seconds(60)) {
             try await session.run { session -> Outcome in
                 // On the PN532 path, the C-APDUs inside InDataExchange are recorded as `ini` lines
                 // beside the raw `ctl` exchanges (Fixtures/README.md).
-                let transceiver = RecordingTransceiver(session, recorder: usePN532 ? recorder : nil, log: log)
+                let transceiver = RecordingTransceiver(session, recorder: pn532Path ? recorder : nil, log: log)
                 var outcome = Outcome()
                 if let target = transceiver.target {
                     outcome.uid = target.uid
@@ -562,6 +573,7 @@ extension SecbridgeCLI {
                     ]).prettySerialized())
                 } else {
                     invocation.out("reader: \(reader)")
+                    if let unitNote { invocation.out("note: \(unitNote)") }
                     for exchange in done {
                         invocation.out("> \(exchange.command.hexString)")
                         invocation.out("< \(exchange.response.hexString)")
@@ -576,6 +588,7 @@ extension SecbridgeCLI {
                 ("ats", outcome.ats.map { .hex($0) } ?? .null),
                 ("exchanges", .array(exchanges.map { JSONValue.object([("command", JSONValue.hex($0.command)), ("response", JSONValue.hex($0.response))]) })),
             ]
+            if let unitNote { members.append(("note", .string(unitNote))) }
             if let response = outcome.selectResponse {
                 members.append(("select", .hex(response)))
                 if let parsed = try? ResponseAPDU(parsing: response), let verdict = selection(of: aid!, parsed) {
@@ -589,6 +602,7 @@ extension SecbridgeCLI {
             invocation.out(JSONValue.object(members).prettySerialized())
         } else {
             invocation.out("reader: \(reader)")
+            if let unitNote { invocation.out("note: \(unitNote)") }
             var identity: [String] = []
             if let uid = outcome.uid { identity.append("UID \(uid.hexString)") }
             if let ats = outcome.ats { identity.append("ATS \(ats.isEmpty ? "none" : ats.hexString)") }
@@ -644,10 +658,15 @@ extension SecbridgeCLI {
     /// Runs `body`, turning a reader session's failure to take the card into the words `send`
     /// uses: a sharing violation at connect (another program has the card exclusively), or a
     /// transaction that could not begin (another program holds one).
-    static func readerSessionErrorsExplained<T>(_ reader: String, _ body: () throws -> T) throws -> T {
+    /// With `unitNote` (the read fell back to the PN532 path on a clone or a Touchatag-era unit),
+    /// a session that found no card says why that path was taken.
+    static func readerSessionErrorsExplained<T>(_ reader: String, unitNote: String? = nil, _ body: () throws -> T) throws -> T {
         do {
             return try body()
         } catch let error as CredentialSessionError {
+            if let unitNote, error.code == .instanceDoesNotExist, error.cause == nil {
+                throw CLIError.failure("\(error.reason) (\(unitNote))")
+            }
             guard case .pcsc(let code, _)? = error.cause else { throw error }
             if code == PCSCError.sharingViolation.code {
                 throw CLIError.failure("could not connect to '\(reader)': \(describe(PCSCError(code: code, function: "SCardConnect")))")

@@ -322,7 +322,7 @@ extension SecbridgeCLI {
         if let wait = invocation.arguments.seconds("wait") {
             (readers, states) = try waitForCard(context: context, reader: invocation.arguments.value("reader"), upTo: wait)
         }
-        let withCard = Set(states.filter { $0.eventFlags.contains(.present) }.map(\.readerName))
+        let withCard = Set(states.filter(\.hasCard).map(\.readerName))
         let reader = try selectReader(invocation.arguments.value("reader"), in: readers, preferring: { withCard.contains($0) })
         guard withCard.contains(reader) else {
             throw CLIError.failure("no card in '\(reader)': place an NFC Forum Type 2 Tag (NTAG21x, MIFARE Ultralight) on the reader")

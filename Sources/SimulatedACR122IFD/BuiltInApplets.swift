@@ -20,6 +20,9 @@ enum BuiltInApplet: String, CaseIterable, Sendable {
     case longObject = "long-object"
     /// As `long-object`, but the second GET RESPONSE is answered `6F 00`: a chain broken mid-way.
     case brokenChain = "broken-chain"
+    /// A DESFire EV1 4K's native commands, natively and wrapped in CLA 90 (``DESFireEV1Applet``,
+    /// docs/acr122-clones.md §6); GetVersion's third frame carries the recorded card's UID.
+    case desfireEV1 = "desfire-ev1"
 
     /// A fresh handler (the T4T keeps its selection state per card).
     func makeHandler() -> @Sendable ([UInt8]) -> [UInt8] {
@@ -36,6 +39,9 @@ enum BuiltInApplet: String, CaseIterable, Sendable {
         case .brokenChain:
             let object = LongObject(failingGetResponse: 2)
             return { object.answer($0) }
+        case .desfireEV1:
+            let applet = DESFireEV1Applet(uid: [0x04, 0x1F, 0x5B, 0x92, 0xDA, 0x2C, 0x80])
+            return { applet.respond($0) }
         case .t4tNDEF:
             let tag = Type4Tag(
                 capabilityContainer: ExternalTerminal.Script.exampleCapabilityContainer,

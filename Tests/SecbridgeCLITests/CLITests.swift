@@ -308,7 +308,7 @@ func run(_ arguments: [String]) -> (status: Int32, out: String, err: String) {
     @Test func simulateRejectsBadOptionsBeforeStarting() {
         let personality = run(["simulate", "--personality", "acr1252"])
         #expect(personality.status == 64)
-        #expect(personality.err.hasPrefix("secbridge: error: unknown personality 'acr1252'; use one of ccid-escape-enabled, ccid-escape-disabled, acs-driver, legacy-t0, atr-whole-ats, empty-target-wait, acr122u203, acr122u214, acr122u215, acr122u216\n"))
+        #expect(personality.err.hasPrefix("secbridge: error: unknown personality 'acr1252'; use one of ccid-escape-enabled, ccid-escape-disabled, acs-driver, legacy-t0, atr-whole-ats, empty-target-wait, acr122u203, acr122u214, acr122u215, acr122u216, clone, touchatag\n"))
         let uid = run(["simulate", "--card", "04A1B2"])
         #expect(uid.status == 64)
         #expect(uid.err.hasPrefix("secbridge: error: --card takes a UID of 4, 7 or 10 bytes (ISO/IEC 14443-3), not 3\n"))

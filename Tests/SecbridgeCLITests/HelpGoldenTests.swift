@@ -110,7 +110,7 @@ import Testing
 
             """#),
         Refusal(kind: "choice with a noun", arguments: ["simulate", "--personality", "acr1252"], error: #"""
-            secbridge: error: unknown personality 'acr1252'; use one of ccid-escape-enabled, ccid-escape-disabled, acs-driver, legacy-t0, atr-whole-ats, empty-target-wait, acr122u203, acr122u214, acr122u215, acr122u216
+            secbridge: error: unknown personality 'acr1252'; use one of ccid-escape-enabled, ccid-escape-disabled, acs-driver, legacy-t0, atr-whole-ats, empty-target-wait, acr122u203, acr122u214, acr122u215, acr122u216, clone, touchatag
             USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process] [--json]
             Run 'secbridge simulate --help' for more information.
 
@@ -681,6 +681,8 @@ import Testing
               acr122u214            firmware ACR122U214 behind libccid, escape enabled
               acr122u215            firmware ACR122U215: one-byte answer to Set PICC Operating Parameter
               acr122u216            firmware ACR122U216 behind libccid, escape enabled
+              clone                 an ACR122U clone (vendor RFCARD, ACR122U214): PC/SC never reports the card, SENS_RES LSB first, InDeselect ignored
+              touchatag             a Touchatag-era unit (ACR122U102, PN532 v1.4, T=0): a permanent pseudo-card, ATR 3B 00
 
             Needs root, or unprivileged user namespaces; otherwise it says why and exits 1,
             unless --in-process is given: then the readers run inside this process (no pcscd, so no

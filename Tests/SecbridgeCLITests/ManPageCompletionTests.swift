@@ -153,7 +153,7 @@ import Testing
         #expect(script.contains("_secbridge_transcript_show() {\n"))
         #expect(script.contains(#"'(-r --reader)'{-r,--reader}'[The reader\: an index from `secbridge readers` or part of its name.]:NAME|INDEX: '"#))
         #expect(script.contains(#"'--personality[The readers'\''"#))
-        #expect(script.contains("(ccid-escape-enabled ccid-escape-disabled acs-driver legacy-t0 atr-whole-ats empty-target-wait acr122u203 acr122u214 acr122u215 acr122u216)"))
+        #expect(script.contains("(ccid-escape-enabled ccid-escape-disabled acs-driver legacy-t0 atr-whole-ats empty-target-wait acr122u203 acr122u214 acr122u215 acr122u216 clone touchatag)"))
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/zsh") else {
             Issue.record("zsh is not installed (scripts/install-deps.sh installs it): the zsh completion cannot be loaded")
             return

@@ -1,0 +1,86 @@
+import ISO7816
+import Synchronization
+
+/// A MIFARE DESFire EV1 4K's native command set, as far as public recordings show it
+/// (docs/acr122-clones.md §6): GetVersion (60, then AF twice), SelectApplication (5A) and
+/// GetApplicationIDs (6A) of an empty card, in both framings a reader uses:
+/// - native: `cmd data…` → `status data…` (the status byte first);
+/// - wrapped in ISO/IEC 7816-4 (CLA 90): `90 cmd 00 00 [Lc data] 00` → `data… 91 status`.
+///
+/// Status bytes: 00 OK, AF additional frame, A0 application not found, 1C illegal command code,
+/// 7E length error. Anything else in ISO 7816 form (CLA ≠ 90) gets `6A 82` for a SELECT by
+/// AID and `6D 00` otherwise (decision: no recording of an EV1's ISO answers was used).
+public final class DESFireEV1Applet: Sendable {
+    /// GetVersion's three frames of a recorded EV1 4K (skjolber/desfire-tools-for-android,
+    /// AESEncryptionTest): hardware `04 01 01 01 00 18 05` (vendor NXP, type 01, subtype 01,
+    /// version 1.0, storage 18 = 4 KiB, protocol 05 = ISO/IEC 14443-2 and -3); software
+    /// `04 01 01 01 04 18 05` (version 1.4); then UID (7), batch number (5), production week and
+    /// year (BCD).
+    public let versionFrames: [[UInt8]]
+    private let state = Mutex(State())
+
+    private struct State {
+        var pendingFrames: [[UInt8]] = []
+    }
+
+    /// - Parameters:
+    ///   - uid: the 7-byte UID the third GetVersion frame carries.
+    ///   - batch: 5 bytes; `week` and `year`: production date, BCD (default the recording's).
+    public init(uid: [UInt8], batch: [UInt8] = [0xBA, 0x34, 0x98, 0xBA, 0xD0], week: UInt8 = 0x29, year: UInt8 = 0x12) {
+        versionFrames = [
+            [0x04, 0x01, 0x01, 0x01, 0x00, 0x18, 0x05],
+            [0x04, 0x01, 0x01, 0x01, 0x04, 0x18, 0x05],
+            uid + batch + [week, year],
+        ]
+    }
+
+    /// An ISO 14443-4 card answering with this applet: ATQA 0x0344, SAK 20, ATS `06 75 77 81 02 80`
+    /// (a DESFire EV1's, docs/acr122-pn532.md §3).
+    public static func card(uid: [UInt8] = [0x04, 0x1F, 0x5B, 0x92, 0xDA, 0x2C, 0x80]) -> ISO14443_4Card {
+        let applet = DESFireEV1Applet(uid: uid)
+        return ISO14443_4Card(uid: uid, atqa: 0x0344, sak: 0x20, ats: [0x06, 0x75, 0x77, 0x81, 0x02, 0x80]) { applet.respond($0) }
+    }
+
+    /// One command in either framing → its answer.
+    public func respond(_ command: [UInt8]) -> [UInt8] {
+        if command.count >= 5, command[0] == 0x90, command[2] == 0x00, command[3] == 0x00 {
+            // Wrapped: 90 cmd 00 00 [Lc data] Le.
+            let lc = command.count > 5 ? Int(command[4]) : 0
+            guard command.count == 5 || command.count == 6 + lc else { return [0x67, 0x00] }
+            let data = command.count > 5 ? Array(command[5..<5 + lc]) : []
+            let (status, body) = native(command[1], data)
+            return body + [0x91, status]
+        }
+        if let first = command.first, first != 0x00 {
+            let (status, body) = native(first, Array(command.dropFirst()))
+            return [status] + body
+        }
+        // ISO/IEC 7816-4 with CLA 00.
+        guard command.count >= 4 else { return [0x67, 0x00] }
+        return command[1] == 0xA4 && command[2] == 0x04 ? [0x6A, 0x82] : [0x6D, 0x00]
+    }
+
+    private func native(_ code: UInt8, _ data: [UInt8]) -> (UInt8, [UInt8]) {
+        state.withLock { state in
+            let continuing = code == 0xAF && !state.pendingFrames.isEmpty
+            if !continuing { state.pendingFrames = [] }
+            switch code {
+            case 0x60:
+                guard data.isEmpty else { return (0x7E, []) }
+                state.pendingFrames = Array(versionFrames.dropFirst())
+                return (0xAF, versionFrames[0])
+            case 0xAF where continuing:
+                let frame = state.pendingFrames.removeFirst()
+                return (state.pendingFrames.isEmpty ? 0x00 : 0xAF, frame)
+            case 0x5A:
+                guard data.count == 3 else { return (0x7E, []) }
+                return data == [0x00, 0x00, 0x00] ? (0x00, []) : (0xA0, [])
+            case 0x6A:
+                guard data.isEmpty else { return (0x7E, []) }
+                return (0x00, [])
+            default:
+                return (0x1C, [])
+            }
+        }
+    }
+}
