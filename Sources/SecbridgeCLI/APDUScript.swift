@@ -160,7 +160,7 @@ package enum ScriptLine {
             do {
                 _ = try CommandAPDU(parsing: bytes)
             } catch {
-                throw .failure("\(fileName):\(lineNumber): malformed APDU \(bytes.hexString): \(error.reason)")
+                throw .failure("\(fileName):\(lineNumber): malformed APDU \(SecretDisplay.masked.text(bytes)): \(error.reason)")
             }
         }
         return .step(.apdu(bytes, line: lineNumber))
