@@ -216,7 +216,8 @@ package enum ScriptLine {
         do {
             return try HexBytes.parse(string)
         } catch {
-            throw .failure("\(fileName):\(line): '\(string)' is not an APDU in hex (\(error.reason)); write one APDU per line, or reset, exit, or a # comment")
+            // A mistyped VERIFY is not echoed with its PIN (SecretDisplay.argumentText).
+            throw .failure("\(fileName):\(line): '\(SecretDisplay.masked.argumentText(string))' is not an APDU in hex (\(error.reason)); write one APDU per line, or reset, exit, or a # comment")
         }
     }
 }

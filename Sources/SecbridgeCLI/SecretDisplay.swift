@@ -73,7 +73,8 @@ package struct SecretDisplay: Sendable {
     }
 
     /// An argument's text for an error message: as given, unless the hex it starts with (read up
-    /// to the first character that is neither a hex digit nor a separator: space, `:`, `0x`) is a
+    /// to the first character that is neither a hex digit, a `0x` prefix nor one of HexBytes'
+    /// separators: blanks, `:`, `,`, `-`, `_`, `;`) is a
     /// command the rules mask; then those bytes masked and `…` for the rest, so a malformed VERIFY
     /// (`00 20 00 81 08 31 32 33 3X`) is never echoed with its PIN.
     package func argumentText(_ text: String) -> String {
@@ -87,7 +88,7 @@ package struct SecretDisplay: Sendable {
                 continue
             }
             scalars = scalars.dropFirst()
-            if c == " " || c == ":" || c == "\t" { continue }
+            if " \t\n\r:,-_;".unicodeScalars.contains(c) { continue }  // HexBytes' separators
             guard let digit = UInt8(String(c), radix: 16) else { break }
             if let high = pending {
                 bytes.append(high << 4 | digit)

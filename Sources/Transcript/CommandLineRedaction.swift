@@ -28,6 +28,7 @@ public enum CommandLineRedaction {
 
     /// `arguments` with their secrets masked, using `redactor`'s command rules for hex APDUs.
     public static func redact(arguments: [String], redactor: Redactor = .default) -> [String] {
+        guard !redactor.rules.isEmpty else { return arguments }  // ``Redactor/disabled`` keeps all
         var result: [String] = []
         var previousOption: String?
         for argument in arguments {

@@ -95,6 +95,11 @@ import Testing
         let bad = dir + "/bad.apdu"
         try "00 20 00 81 08 \(Self.hexText(Array(Self.pin.prefix(5))))\n".write(toFile: bad, atomically: true, encoding: .utf8)
         try await check(["run", "--reader", "0", bad], expectStatus: 1)
+        // A script line that starts as a VERIFY and is not hex: echoed with the PIN masked.
+        let typo = dir + "/typo.apdu"
+        try "00 20 00 81 08 \(Self.hexText(Self.pin)) FG\n".write(toFile: typo, atomically: true, encoding: .utf8)
+        try await check(["run", "--reader", "0", typo], expectStatus: 1)
+        #expect(outputs.last?.1.contains("'00 20 00 81 08 [REDACTED 7] …' is not an APDU in hex") == true, "\(outputs.last?.1 ?? "")")
 
         let sendOut = try #require(outputs.first { $0.0.contains("send") && $0.0.hasSuffix("stdout") }).1
         #expect(sendOut.contains("> 00 20 00 81 08 [REDACTED 8]\n"), "\(sendOut)")
@@ -150,10 +155,16 @@ import Testing
         try await check(["write-dump", dir + "/card.mfd", "--reader", "0", "--key", keyHex, "--write-trailers", "--yes",
                          "--record", dir + "/write-dump.trn"])
         try await check(["write-dump", dir + "/card.mfd", "--reader", "0", "--key", keyHex, "--write-trailers", "--yes", "--json"])
-        _ = try desk.control().send("remove all=yes")
-        try desk.control().send("place-card uid=04A1B2C3 applet=t4t-ndef id=t4t")
-        try await check(["read", "--reader", "0", "--pn532", "--record", dir + "/read-pn532.trn"])
-        try await check(["read", "--reader", "0", "--pn532", "--json"])
+        // read --pn532 (InListPassiveTarget, InDataExchange) of a Type 4 Tag on a desk of its own.
+        let t4t = try await SimulatedDesk.open()
+        defer { t4t.close() }
+        try t4t.control().send("place-card uid=04A1B2C3 applet=t4t-ndef id=t4t")
+        for arguments in [["--record", dir + "/read-pn532.trn"], ["--json"]] {
+            let result = try await runTool(["read", "--reader", "0", "--pn532"] + arguments, on: t4t)
+            #expect(result.status == 0, "\(arguments): \(result.err)\n\(result.out)")
+            outputs.append(("read --pn532 \(arguments) stdout", result.out))
+            outputs.append(("read --pn532 \(arguments) stderr", result.err))
+        }
 
         let dump = try Data(contentsOf: URL(fileURLWithPath: dir + "/card.mfd"))
         #expect(dump.range(of: Data(Self.key)) != nil, "the dump holds the key used, as libnfc's layout has it")
