@@ -1,3 +1,5 @@
+import ISO7816
+
 /// Masks the secrets a program's command line may hold (a PIN after `--pin`, a key in hex, an
 /// APDU carrying a PIN), for a transcript header's `source` line and `capture`'s output.
 ///
@@ -91,15 +93,7 @@ public enum CommandLineRedaction {
         var digits = Substring(text)
         if digits.hasPrefix("0x") || digits.hasPrefix("0X") { digits = digits.dropFirst(2) }
         guard digits.count >= 4, digits.count % 2 == 0, digits.allSatisfy(\.isHexDigit) else { return nil }
-        var bytes: [UInt8] = []
-        var index = digits.startIndex
-        while index < digits.endIndex {
-            let next = digits.index(index, offsetBy: 2)
-            guard let byte = UInt8(digits[index..<next], radix: 16) else { return nil }
-            bytes.append(byte)
-            index = next
-        }
-        return bytes
+        return try? HexBytes.parse(String(digits))
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import PCSCSandbox
+import SecbridgeTesting
 import Testing
 
 // Issue 15, "Secrets", done-when, through the `secbridge` binary and a private pcscd (vpcd and
@@ -14,26 +15,13 @@ extension SharedReader {
         static let pin: [UInt8] = [0x4B, 0x71, 0x37, 0x23, 0x5A, 0x78]
         static let cryptogram: [UInt8] = [0xC3, 0x1F, 0x8A, 0x60, 0x5E, 0x92, 0x47, 0xB8, 0x0D, 0xE6, 0x39, 0xA4, 0x71, 0xF2, 0x8C, 0x55]
 
-        static func hexText(_ bytes: [UInt8], separator: String = " ") -> String {
-            bytes.map { String(format: "%02X", $0) }.joined(separator: separator)
-        }
+        static func hexText(_ bytes: [UInt8], separator: String = " ") -> String { SecretScan.hexText(bytes, separator: separator) }
         static let verify = "0020008108" + hexText(pin, separator: "") + "FFFF"
         static let externalAuthenticate = "8482330010" + hexText(cryptogram, separator: "")
 
-        /// Spaced or compact hex of any 4 bytes of a secret, either case, or the PIN as text.
+        /// The PIN and the cryptogram, in any form (SecretScan).
         static func leaks(in text: String, what: String) -> [String] {
-            var found: [String] = []
-            let haystack = text.uppercased()
-            for (name, secret) in [("PIN", pin), ("cryptogram", cryptogram)] {
-                for start in 0...(secret.count - 4) {
-                    let window = Array(secret[start..<start + 4])
-                    for form in [hexText(window), hexText(window, separator: "")] where haystack.contains(form) {
-                        found.append("\(what): the \(name)'s bytes \(form)")
-                    }
-                }
-            }
-            if text.contains("Kq7#Zx") { found.append("\(what): the PIN as text") }
-            return found
+            SecretScan([("PIN", pin), ("cryptogram", cryptogram)]).leaks(in: text, what: what)
         }
 
         /// Every regular file under `directory` (one level deep), by path.

@@ -267,8 +267,8 @@ import Testing
             file:PATH (the file's first line) or - (one line of standard input), so that it does not
             show in the process list; a script (`secbridge run FILE`, `run -`) keeps it out too.
             Each raw exchange is shown (> to the card, < from it), then the status word's meaning;
-            PINs, keys and cryptograms are shown [REDACTED n] as in a --record transcript, here, in
-            --json and in error messages, unless --show-secrets (docs/secrets.md).
+            PINs, keys and cryptograms are shown [REDACTED n], as in a --record transcript, here and
+            in --json unless --show-secrets, and always in error messages (docs/secrets.md).
             The exit status is 0 when every APDU was exchanged, whatever its SW. It is 1 when an
             exchange failed: a card that answered nothing (0 bytes), a GET RESPONSE chain broken by
             an error SW (the data before it is shown as partial), the card removed or reset during

@@ -15,9 +15,7 @@ import Testing
     /// A host cryptogram and MAC (GlobalPlatform SCP02 EXTERNAL AUTHENTICATE), made up.
     static let cryptogram: [UInt8] = [0xC3, 0x1F, 0x8A, 0x60, 0x5E, 0x92, 0x47, 0xB8, 0x0D, 0xE6, 0x39, 0xA4, 0x71, 0xF2, 0x8C, 0x55]
 
-    static func hexText(_ bytes: [UInt8], separator: String = " ") -> String {
-        bytes.map { String(format: "%02X", $0) }.joined(separator: separator)
-    }
+    static func hexText(_ bytes: [UInt8], separator: String = " ") -> String { SecretScan.hexText(bytes, separator: separator) }
 
     /// VERIFY with the PIN padded with FF (ISO/IEC 7816-4 §11.5).
     static let verify = "00 20 00 81 08 " + hexText(pin) + " FF FF"
@@ -28,21 +26,9 @@ import Testing
     /// The same VERIFY inside a PN532 InDataExchange Direct Transmit, as libnfc sends it.
     static let verifyInDataExchange = "FF 00 00 00 10 D4 40 01 " + verify
 
-    /// Every way a secret could be written: spaced and compact hex in either case, 4-byte windows
-    /// of it (a mask that left part of a secret is a leak), and the PIN as text.
+    /// The PIN, the key and the cryptogram, in any form (SecretScan).
     static func leaks(in text: String, what: String) -> [String] {
-        var found: [String] = []
-        let haystack = text.uppercased()
-        for (name, secret) in [("PIN", pin), ("key", key), ("cryptogram", cryptogram)] {
-            for start in 0...(secret.count - 4) {
-                let window = Array(secret[start..<start + 4])
-                for form in [hexText(window), hexText(window, separator: "")] where haystack.contains(form) {
-                    found.append("\(what): the \(name)'s bytes \(form)")
-                }
-            }
-        }
-        if text.contains("Kq7#Zx") { found.append("\(what): the PIN as text") }
-        return found
+        SecretScan([("PIN", pin), ("key", key), ("cryptogram", cryptogram)]).leaks(in: text, what: what)
     }
 
     /// Every regular file under `directory` but the ones named in `except`, by path.
@@ -99,7 +85,7 @@ import Testing
         let typo = dir + "/typo.apdu"
         try "00 20 00 81 08 \(Self.hexText(Self.pin)) FG\n".write(toFile: typo, atomically: true, encoding: .utf8)
         try await check(["run", "--reader", "0", typo], expectStatus: 1)
-        #expect(outputs.last?.1.contains("'00 20 00 81 08 [REDACTED 7] …' is not an APDU in hex") == true, "\(outputs.last?.1 ?? "")")
+        #expect(outputs.last?.1.contains("'00 20 00 81 08 [REDACTED 6] …' is not an APDU in hex") == true, "\(outputs.last?.1 ?? "")")
 
         let sendOut = try #require(outputs.first { $0.0.contains("send") && $0.0.hasSuffix("stdout") }).1
         #expect(sendOut.contains("> 00 20 00 81 08 [REDACTED 8]\n"), "\(sendOut)")

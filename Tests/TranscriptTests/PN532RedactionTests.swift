@@ -6,13 +6,7 @@ import Testing
 /// both directions, and in command lines of transcript headers (issue 15, "Secrets").
 @Suite("Redaction inside PN532 frames and of command lines")
 struct PN532RedactionTests {
-    struct Vector: Sendable, CustomStringConvertible {
-        var id: String
-        var source: String
-        var command: String
-        var expected: String
-        var description: String { id }
-    }
+    typealias Vector = RedactionTests.Vector
 
     static let commands: [Vector] = [
         Vector(id: "VERIFY inside InDataExchange (read --pn532, libnfc)", source: "PN532 UM0701-02 §7.3.8; ISO/IEC 7816-4 §11.5, made-up PIN 123456",
