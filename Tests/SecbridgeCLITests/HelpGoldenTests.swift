@@ -141,7 +141,7 @@ import Testing
             """#),
         Refusal(kind: "existing file", arguments: ["emulate", "--credential", "/nonexistent/credential.json"], error: #"""
             secbridge: error: --credential takes an existing file, not '/nonexistent/credential.json' (No such file or directory)
-            USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX] [--yes] [--keep] [--record FILE] [--json]
+            USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX] [--yes] [--keep] [--record FILE] [--json] [--show-secrets]
             Run 'secbridge emulate --help' for more information.
 
             """#),
@@ -153,7 +153,7 @@ import Testing
             """#),
         Refusal(kind: "reader", arguments: ["send", "--reader", "", "00A4040000"], error: #"""
             secbridge: error: --reader needs a reader index or part of a reader name, not an empty string
-            USAGE: secbridge send [--reader NAME|INDEX] [--raw | --stop-at-ne] [--wait SECONDS] [--json] [--record FILE] HEX…
+            USAGE: secbridge send [--reader NAME|INDEX] [--raw | --stop-at-ne] [--wait SECONDS] [--json] [--record FILE] [--show-secrets] HEX…
             Run 'secbridge send --help' for more information.
 
             """#),
