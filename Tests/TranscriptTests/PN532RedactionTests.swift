@@ -51,50 +51,43 @@ struct PN532RedactionTests {
         #expect(redacted.count == hex(v.command).count)
     }
 
-    struct AnswerVector: Sendable, CustomStringConvertible {
-        var id: String
-        var source: String
-        var command: String
-        var answer: String
-        var expected: String
-        var description: String { id }
-    }
+    typealias AnswerVector = MifareRedactionTests.ResponseVector
 
     static let answers: [AnswerVector] = [
-        AnswerVector(id: "TgGetData's answer holds the terminal's VERIFY", source: "PN532 UM0701-02 §7.3.16; the emulate --record line",
+        AnswerVector(id: "TgGetData's answer holds the terminal's VERIFY (PN532 UM0701-02 §7.3.16; the emulate --record line)",
                      command: "FF 00 00 00 02 D4 86",
-                     answer: "D5 87 00 00 20 00 81 08 31 32 33 34 35 36 FF FF 90 00",
+                     response: "D5 87 00 00 20 00 81 08 31 32 33 34 35 36 FF FF 90 00",
                      expected: "D5 87 00 00 20 00 81 08 [REDACTED 8] 90 00"),
-        AnswerVector(id: "TgGetData's answer fetched by GET RESPONSE (T=0 ACR122U)", source: "ACR122U API v2.04, FF C0",
+        AnswerVector(id: "TgGetData's answer fetched by GET RESPONSE (T=0 ACR122U) (ACR122U API v2.04, FF C0)",
                      command: "FF C0 00 00 12",
-                     answer: "D5 87 00 00 20 00 81 08 31 32 33 34 35 36 FF FF 90 00",
+                     response: "D5 87 00 00 20 00 81 08 31 32 33 34 35 36 FF FF 90 00",
                      expected: "D5 87 00 00 20 00 81 08 [REDACTED 8] 90 00"),
-        AnswerVector(id: "TgGetData's answer with a SELECT is not a secret", source: "docs/cases.md P10",
+        AnswerVector(id: "TgGetData's answer with a SELECT is not a secret (docs/cases.md P10)",
                      command: "FF 00 00 00 02 D4 86",
-                     answer: "D5 87 00 00 A4 04 00 07 D2 76 00 00 85 01 01 00 90 00",
+                     response: "D5 87 00 00 A4 04 00 07 D2 76 00 00 85 01 01 00 90 00",
                      expected: "D5 87 00 00 A4 04 00 07 D2 76 00 00 85 01 01 00 90 00"),
-        AnswerVector(id: "a card's own answer starting D5 87 is data", source: "the rule needs TgGetData as the command",
+        AnswerVector(id: "a card's own answer starting D5 87 is data (the rule needs TgGetData as the command)",
                      command: "00 B0 00 00 00",
-                     answer: "D5 87 00 00 20 00 81 02 31 32 90 00",
+                     response: "D5 87 00 00 20 00 81 02 31 32 90 00",
                      expected: "D5 87 00 00 20 00 81 02 31 32 90 00"),
-        AnswerVector(id: "PN532 READ of a sector trailer: key B", source: "NXP MF1S50yyX READ 30, §8.7; made-up key B",
+        AnswerVector(id: "PN532 READ of a sector trailer: key B (NXP MF1S50yyX READ 30, §8.7; made-up key B)",
                      command: "FF 00 00 00 05 D4 40 01 30 07",
-                     answer: "D5 41 00 00 00 00 00 00 00 FF 07 80 69 B0 B1 B2 B3 B4 B5 90 00",
+                     response: "D5 41 00 00 00 00 00 00 00 FF 07 80 69 B0 B1 B2 B3 B4 B5 90 00",
                      expected: "D5 41 00 00 00 00 00 00 00 FF 07 80 69 [REDACTED 6] 90 00"),
-        AnswerVector(id: "PN532 READ of a data block is not a secret", source: "NXP MF1S50yyX READ 30",
+        AnswerVector(id: "PN532 READ of a data block is not a secret (NXP MF1S50yyX READ 30)",
                      command: "FF 00 00 00 05 D4 40 01 30 04",
-                     answer: "D5 41 00 00 00 00 00 00 00 FF 07 80 69 B0 B1 B2 B3 B4 B5 90 00",
+                     response: "D5 41 00 00 00 00 00 00 00 FF 07 80 69 B0 B1 B2 B3 B4 B5 90 00",
                      expected: "D5 41 00 00 00 00 00 00 00 FF 07 80 69 B0 B1 B2 B3 B4 B5 90 00"),
-        AnswerVector(id: "the PACK answering PWD_AUTH", source: "NXP NTAG213/215/216 §10.7",
-                     command: "FF 00 00 00 07 D4 42 1B 11 22 33 44", answer: "D5 43 00 80 80 90 00",
+        AnswerVector(id: "the PACK answering PWD_AUTH (NXP NTAG213/215/216 §10.7)",
+                     command: "FF 00 00 00 07 D4 42 1B 11 22 33 44", response: "D5 43 00 80 80 90 00",
                      expected: "D5 43 00 [REDACTED 2] 90 00"),
     ]
 
     @Test("answers: the bytes inside D5 87 and D5 41", arguments: answers)
     func answer(_ v: AnswerVector) {
-        let redacted = Redactor.default.redact(response: hex(v.answer), answering: hex(v.command))
-        #expect(redacted.description == v.expected, "\(v.source)")
-        #expect(redacted.count == hex(v.answer).count)
+        let redacted = Redactor.default.redact(response: hex(v.response), answering: hex(v.command))
+        #expect(redacted.description == v.expected)
+        #expect(redacted.count == hex(v.response).count)
     }
 
     /// The emulate --record lines the issue names: the TgGetData answer above the `tgt <` line,
