@@ -160,7 +160,7 @@ package enum ScriptLine {
             do {
                 _ = try CommandAPDU(parsing: bytes)
             } catch {
-                throw .failure("\(fileName):\(lineNumber): malformed APDU \(bytes.hexString): \(error.reason)")
+                throw .failure("\(fileName):\(lineNumber): malformed APDU \(SecretDisplay.masked.text(bytes)): \(error.reason)")
             }
         }
         return .step(.apdu(bytes, line: lineNumber))
@@ -216,7 +216,8 @@ package enum ScriptLine {
         do {
             return try HexBytes.parse(string)
         } catch {
-            throw .failure("\(fileName):\(line): '\(string)' is not an APDU in hex (\(error.reason)); write one APDU per line, or reset, exit, or a # comment")
+            // A mistyped VERIFY is not echoed with its PIN (SecretDisplay.argumentText).
+            throw .failure("\(fileName):\(line): '\(SecretDisplay.masked.argumentText(string))' is not an APDU in hex (\(error.reason)); write one APDU per line, or reset, exit, or a # comment")
         }
     }
 }

@@ -167,22 +167,23 @@ package final class CardSession {
     /// - Parameter command: the APDU that failed, for the message.
     /// - Parameter recorded: whether the exchanges are being recorded (default: this session's `--record`).
     package func explainFailure(_ error: any Error, sending command: [UInt8], recorded: Bool? = nil) -> String {
+        let shown = SecretDisplay.masked.text(command)  // a VERIFY's PIN never reaches a message
         switch error {
         case let error as GetResponseChainError:
-            return "\(command.hexString): \(error)" + (error.partialData.isEmpty ? "" : "; partial data: \(error.partialData.hexString)")
+            return "\(shown): \(error)" + (error.partialData.isEmpty ? "" : "; partial data: \(error.partialData.hexString)")
         case let error as ISO7816Error:
-            return "could not send \(command.hexString): \(error.reason)"
+            return "could not send \(shown): \(error.reason)"
         case let error as PCSCError:
             if error == .sharingViolation {
-                return "\(command.hexString): \(describe(error))"
+                return "\(shown): \(describe(error))"
             }
             let gone = { self.cardIsGone(waitingForPresencePoll: error == .notTransacted) }
             if let changed = cardChange(error.code, reader: reader, cardIsGone: gone, recorded: recorded ?? (recorder != nil), again: "sequence") {
-                return "\(command.hexString): \(changed)"
+                return "\(shown): \(changed)"
             }
-            return "\(command.hexString): \(describe(error))"
+            return "\(shown): \(describe(error))"
         default:
-            return "\(command.hexString): \(error)"
+            return "\(shown): \(error)"
         }
     }
 

@@ -6,7 +6,7 @@ extension SecbridgeCLI {
     package static let controlCommand = Command(
         name: "control",
         abstract: "Send escape commands and pseudo-APDUs to a reader, with or without a card.",
-        usage: "[--reader NAME|INDEX] [--code HEX4] [--json] [--record FILE] HEX…",
+        usage: "[--reader NAME|INDEX] [--code HEX4] [--json] [--record FILE] [--show-secrets] HEX…",
         discussion: """
             Opens a DIRECT connection to the reader (SCardConnect with SCARD_SHARE_DIRECT: no card
             needed) and sends each argument with SCardControl. Without --code the control code is the
@@ -19,7 +19,9 @@ extension SecbridgeCLI {
             Direct Transmit (FF 00 00 00 Lc D4 …). Answers are shown as the reader gives them: a
             pseudo-APDU's status word is its last two bytes, the firmware string has none. Nothing
             is restored afterwards: a setting you change stays changed (`secbridge reset` puts an
-            ACR122U back).
+            ACR122U back). A PIN, key or cryptogram inside a frame (a VERIFY in InDataExchange, a
+            LOAD KEY) is shown [REDACTED n], as a --record transcript has it, unless --show-secrets
+            (docs/secrets.md).
 
             Example:
               $ secbridge control FF 00 48 00 00
@@ -32,6 +34,7 @@ extension SecbridgeCLI {
             .controlCode,
             .flag("json", "Print a JSON object {reader, code, exchanges: [{command, response}]}."),
             .value("record", "FILE", "Record every exchange to a transcript FILE."),
+            .showSecrets,
         ],
         run: runControl
     )
@@ -63,7 +66,7 @@ extension SecbridgeCLI {
         if !invocation.json { invocation.out("reader: \(reader)  control code: \(codeText)") }
         var exchanges: [JSONValue] = []
         for command in commands {
-            if !invocation.json { invocation.out("> " + command.hexString) }
+            if !invocation.json { invocation.out("> " + invocation.secrets.text(command)) }
             let answer: [UInt8]
             do {
                 answer = try CallWatchdog.shared.guarding("SCardControl") { try channel.control(code: code, command) }
@@ -77,12 +80,14 @@ extension SecbridgeCLI {
                 }
                 throw CLIError.failure(message)
             }
-            var members: [(String, JSONValue)] = [("command", .hex(command)), ("response", .hex(answer))]
+            var members: [(String, JSONValue)] = [
+                ("command", invocation.secrets.json(command)), ("response", invocation.secrets.json(response: answer, answering: command)),
+            ]
             let firmware = Self.firmwareString(command, answer)
             if let firmware { members.append(("firmware", .string(firmware))) }
             exchanges.append(.object(members))
             if !invocation.json {
-                invocation.out("< " + answer.hexString)
+                invocation.out("< " + invocation.secrets.text(response: answer, answering: command))
                 if let firmware { invocation.out("  firmware: \(firmware)") }
             }
         }
@@ -118,7 +123,7 @@ extension SecbridgeCLI {
     package static func controlFailure(_ error: PCSCError, code: UInt32, command: [UInt8]) -> String {
         let hint = error == .notTransacted && code == 0x4200_0001
             ? " (libccid refuses escape commands unless ifdDriverOptions 0x0001 is set in /etc/libccid_Info.plist)" : ""
-        return "SCardControl 0x\(String(code, radix: 16, uppercase: true)) with \(command.hexString): \(describe(error))\(hint)"
+        return "SCardControl 0x\(String(code, radix: 16, uppercase: true)) with \(SecretDisplay.masked.text(command)): \(describe(error))\(hint)"
     }
 
     /// The ACR122U firmware string, when `command` is `FF 00 48 00 00` and the answer is printable

@@ -19,10 +19,12 @@ package enum ShellHistory {
         return nil
     }
 
-    /// Whether `line` is added to the history after `previous`: not blank, and not the line just
-    /// before it again.
+    /// Whether `line` is added to the history after `previous`: not blank, not the line just
+    /// before it again, and not an APDU carrying a secret (a VERIFY with its PIN, a LOAD KEY with its
+    /// key: what ``SecretDisplay/masked`` masks), which a history file would keep in clear.
     package static func keeps(_ line: String, after previous: String?) -> Bool {
         guard line.contains(where: { $0 != " " && $0 != "\t" }) else { return false }
+        guard SecretDisplay.masked.argumentText(line) == line else { return false }
         return line != previous
     }
 

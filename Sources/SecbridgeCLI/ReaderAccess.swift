@@ -128,21 +128,28 @@ package func readerStates(_ context: any PCSCClientContext, _ readers: [String])
 package final class TracingChannel: CardChannel {
     package let inner: any CardChannel
     package let trace: (String) -> Void
-    package init(_ inner: any CardChannel, trace: @escaping (String) -> Void) {
+    /// How the traced bytes are written: secrets masked unless `--show-secrets` (``SecretDisplay``).
+    package let display: SecretDisplay
+    /// Called after each complete exchange with the real bytes (for `--json`, which masks them itself).
+    package var onExchange: ((_ command: [UInt8], _ answer: [UInt8]) -> Void)?
+    package init(_ inner: any CardChannel, display: SecretDisplay = .masked, trace: @escaping (String) -> Void) {
         self.inner = inner
+        self.display = display
         self.trace = trace
     }
     package var transmissionProtocol: TransmissionProtocol { inner.transmissionProtocol }
     package func transmit(_ command: [UInt8]) throws -> [UInt8] {
-        trace("> " + command.hexString)
+        trace("> " + display.text(command))
         let answer = try inner.transmit(command)
-        trace("< " + answer.hexString)
+        trace("< " + display.text(response: answer, answering: command))
+        onExchange?(command, answer)
         return answer
     }
     package func control(code: UInt32, _ command: [UInt8]) throws -> [UInt8] {
-        trace("ctl 0x" + String(code, radix: 16, uppercase: true) + " > " + command.hexString)
+        trace("ctl 0x" + String(code, radix: 16, uppercase: true) + " > " + display.text(command))
         let answer = try inner.control(code: code, command)
-        trace("ctl < " + answer.hexString)
+        trace("ctl < " + display.text(response: answer, answering: command))
+        onExchange?(command, answer)
         return answer
     }
 }

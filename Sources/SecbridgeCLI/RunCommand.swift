@@ -6,7 +6,7 @@ extension SecbridgeCLI {
     package static let runCommand = Command(
         name: "run",
         abstract: "Send the APDUs of a script file to a card (reads pcsc-tools' scriptor files).",
-        usage: "[--reader NAME|INDEX] [--raw] [--stop-on-error] [--wait SECONDS] [--code HEX4] [--json] [--record FILE] SCRIPT",
+        usage: "[--reader NAME|INDEX] [--raw] [--stop-on-error] [--wait SECONDS] [--code HEX4] [--json] [--record FILE] [--show-secrets] SCRIPT",
         discussion: """
             SCRIPT holds one APDU in hex per line; `#` and `//` start comments; `reset` resets the
             card (its ATR is shown) and `exit` stops, as in scriptor; `-` reads the script from
@@ -15,7 +15,9 @@ extension SecbridgeCLI {
             Lines are read and run one at a time: a malformed line stops the script there, after
             the lines before it ran. ISO 7816-4 handling is on unless --raw (see `secbridge send
             --help`). The whole script runs inside one PC/SC transaction: no other program's
-            command lands between its lines (a `reset` line keeps the transaction).
+            command lands between its lines (a `reset` line keeps the transaction). PINs, keys and
+            cryptograms are printed [REDACTED n], as a --record transcript has them, unless
+            --show-secrets (docs/secrets.md).
 
             Example script:
               # select the NFC Forum Type 4 Tag application
@@ -33,6 +35,7 @@ extension SecbridgeCLI {
             .controlCode,
             .flag("json", "Print a JSON array, an object per line run: {line, command, response, sw, meaning} for an APDU (firmware instead of sw for FF 00 48 00 00), {line, control, command, response} for an escape command, {line, reset, atr}, {line, reader, atr}, {line, record} and {line, recorded}."),
             .value("record", "FILE", "Record every exchange to a transcript FILE."),
+            .showSecrets,
         ],
         run: runScript
     )

@@ -194,7 +194,7 @@ package final class ScriptInterpreter {
         let answer: [UInt8]
         if let card {
             do {
-                let tracer = TracingChannel(recorded(card.channel)) { [invocation] in if !invocation.json { invocation.out($0) } }
+                let tracer = TracingChannel(recorded(card.channel), display: invocation.secrets) { [invocation] in if !invocation.json { invocation.out($0) } }
                 if options.raw || bytes[0] == 0xFF {
                     answer = try tracer.transmit(bytes)
                 } else {
@@ -213,7 +213,10 @@ package final class ScriptInterpreter {
         let response = firmware == nil && answer.count >= 2 ? try? ResponseAPDU(parsing: answer) : nil
         if invocation.json {
             if card != nil {
-                var members: [(String, JSONValue)] = [("line", .int(line)), ("command", .hex(bytes)), ("response", .hex(answer))]
+                var members: [(String, JSONValue)] = [
+                    ("line", .int(line)), ("command", invocation.secrets.json(bytes)),
+                    ("response", invocation.secrets.json(response: answer, answering: bytes)),
+                ]
                 if let firmware { members.append(("firmware", .string(firmware.text))) }
                 if let response {
                     members.append(("sw", .hex(response.statusWord.bytes)))
@@ -253,18 +256,18 @@ package final class ScriptInterpreter {
         }
         let answer: [UInt8]
         do {
-            let tracer = TracingChannel(recorded(GuardedChannel(handle))) { [invocation] in if !invocation.json { invocation.out($0) } }
+            let tracer = TracingChannel(recorded(GuardedChannel(handle)), display: invocation.secrets) { [invocation] in if !invocation.json { invocation.out($0) } }
             answer = try tracer.control(code: code, bytes)
         } catch let error as PCSCError {
             throw .failure("\(fileName):\(line): " + SecbridgeCLI.controlFailure(error, code: code, command: bytes))
         } catch {
-            throw .failure("\(fileName):\(line): SCardControl with \(bytes.hexString): \(error)")
+            throw .failure("\(fileName):\(line): SCardControl with \(SecretDisplay.masked.text(bytes)): \(error)")
         }
         let firmware = SecbridgeCLI.firmwareString(bytes, answer)
         if invocation.json {
             var members: [(String, JSONValue)] = [
                 ("line", .int(line)), ("control", .string("0x" + String(code, radix: 16, uppercase: true))),
-                ("command", .hex(bytes)), ("response", .hex(answer)),
+                ("command", invocation.secrets.json(bytes)), ("response", invocation.secrets.json(response: answer, answering: bytes)),
             ]
             if let firmware { members.append(("firmware", .string(firmware))) }
             results.append(.object(members))

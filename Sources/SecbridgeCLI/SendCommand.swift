@@ -5,7 +5,7 @@ extension SecbridgeCLI {
     package static let sendCommand = Command(
         name: "send",
         abstract: "Send APDUs to the card in a reader, with ISO 7816-4 handling.",
-        usage: "[--reader NAME|INDEX] [--raw | --stop-at-ne] [--wait SECONDS] [--json] [--record FILE] HEX…",
+        usage: "[--reader NAME|INDEX] [--raw | --stop-at-ne] [--wait SECONDS] [--json] [--record FILE] [--show-secrets] HEX…",
         discussion: """
             Consecutive single-byte arguments form one APDU (00 A4 04 00 00); any other argument is
             an APDU of its own ("00A4040000" "00B0000000", or quoted with spaces). Hex may use
@@ -20,7 +20,9 @@ extension SecbridgeCLI {
             An APDU that carries a PIN or a key can be given as env:NAME (an environment variable),
             file:PATH (the file's first line) or - (one line of standard input), so that it does not
             show in the process list; a script (`secbridge run FILE`, `run -`) keeps it out too.
-            Each raw exchange is shown (> to the card, < from it), then the status word's meaning.
+            Each raw exchange is shown (> to the card, < from it), then the status word's meaning;
+            PINs, keys and cryptograms are shown [REDACTED n], as in a --record transcript, here and
+            in --json unless --show-secrets, and always in error messages (docs/secrets.md).
             The exit status is 0 when every APDU was exchanged, whatever its SW. It is 1 when an
             exchange failed: a card that answered nothing (0 bytes), a GET RESPONSE chain broken by
             an error SW (the data before it is shown as partial), the card removed or reset during
@@ -40,6 +42,7 @@ extension SecbridgeCLI {
             .waitForCard,
             .flag("json", "Print a JSON object {reader, protocol, exchanges: [{command, response, data, sw, meaning, raw}], error}; a broken GET RESPONSE chain gives {command, partial, sw, raw}."),
             .value("record", "FILE", "Record every exchange to a transcript FILE."),
+            .showSecrets,
         ],
         run: runSend
     )
@@ -68,7 +71,7 @@ extension SecbridgeCLI {
         var group: [String] = []
         func flush() throws(CLIError) {
             guard !group.isEmpty else { return }
-            result.append(try parse(group.joined(separator: " "), what: "APDU \(result.count + 1) ('\(group.joined(separator: " "))')"))
+            result.append(try parse(group.joined(separator: " "), what: "APDU \(result.count + 1) ('\(SecretDisplay.masked.argumentText(group.joined(separator: " ")))')"))
             group.removeAll()
         }
         for argument in arguments {
@@ -76,7 +79,7 @@ extension SecbridgeCLI {
                 group.append(argument)
             } else {
                 try flush()
-                result.append(try parse(argument, what: "APDU \(result.count + 1) ('\(argument)')"))
+                result.append(try parse(argument, what: "APDU \(result.count + 1) ('\(SecretDisplay.masked.argumentText(argument))')"))
             }
         }
         try flush()
@@ -107,7 +110,7 @@ extension SecbridgeCLI {
             do {
                 parsedCommands.append(try CommandAPDU(parsing: bytes))
             } catch {
-                throw CLIError.usage("APDU \(index + 1) (\(bytes.hexString)) is malformed: \(error.reason)")
+                throw CLIError.usage("APDU \(index + 1) (\(SecretDisplay.masked.text(bytes))) is malformed: \(error.reason)")
             }
         }
         let context = try openContext(invocation)
@@ -125,17 +128,19 @@ extension SecbridgeCLI {
             if let error { members.append(("error", .string(error))) }
             invocation.out(JSONValue.object(members).prettySerialized())
         }
+        let secrets = invocation.secrets
+        func rawJSON(_ raw: [([UInt8], [UInt8])]) -> JSONValue {
+            .array(raw.map { .object([("command", secrets.json($0.0)), ("response", secrets.json(response: $0.1, answering: $0.0))]) })
+        }
         let chain: ISO7816Transport.ResponseChain = invocation.arguments.has("stop-at-ne") ? .stopAtNe : .toTheEnd
         // The APDUs of one invocation are one sequence: inside one PC/SC transaction.
         try withCardTransaction(session.handle, reader: session.reader) {
             for (bytes, parsed) in zip(commands, parsedCommands) {
-                var raw: [(String, String)] = []
-                var pending = ""
-                let tracer = TracingChannel(session.channel) { line in
-                    if line.hasPrefix("> ") { pending = String(line.dropFirst(2)) }
-                    else if line.hasPrefix("< ") { raw.append((pending, String(line.dropFirst(2)))) }
+                var raw: [([UInt8], [UInt8])] = []
+                let tracer = TracingChannel(session.channel, display: secrets) { line in
                     if !invocation.json { invocation.out(line) }
                 }
+                tracer.onExchange = { raw.append(($0, $1)) }
                 let answer: [UInt8]
                 do {
                     if invocation.arguments.has("raw") || parsed == nil {
@@ -152,12 +157,12 @@ extension SecbridgeCLI {
                     let message = session.explainFailure(error, sending: bytes)
                     if invocation.json {
                         if !raw.isEmpty {
-                            var members: [(String, JSONValue)] = [("command", .hex(bytes))]
+                            var members: [(String, JSONValue)] = [("command", secrets.json(bytes))]
                             // A broken GET RESPONSE chain: the data before it, marked partial.
                             if let chain = error as? GetResponseChainError {
                                 members += [("partial", .hex(chain.partialData)), ("sw", .hex(chain.statusWord.bytes))]
                             }
-                            members.append(("raw", .array(raw.map { .object([("command", .string($0.0.replacingSpaces())), ("response", .string($0.1.replacingSpaces()))]) })))
+                            members.append(("raw", rawJSON(raw)))
                             exchanges.append(.object(members))
                         }
                         printJSON(error: message)
@@ -168,18 +173,18 @@ extension SecbridgeCLI {
                 let firmware = firmwareVersionAnswer(command: bytes, answer: answer)
                 let response = firmware == nil && answer.count >= 2 ? try? ResponseAPDU(parsing: answer) : nil
                 if invocation.json {
-                    var members: [(String, JSONValue)] = [("command", .hex(bytes)), ("response", .hex(answer))]
+                    var members: [(String, JSONValue)] = [("command", secrets.json(bytes)), ("response", secrets.json(response: answer, answering: bytes))]
                     if let firmware { members += [("data", .hex(answer)), ("firmware", .string(firmware.text))] }
                     if let response {
                         members += [
-                            ("data", .hex(response.data)), ("sw", .hex(response.statusWord.bytes)),
+                            ("data", secrets.json(responseData: answer, answering: bytes)), ("sw", .hex(response.statusWord.bytes)),
                             ("meaning", .string(response.statusWord.meaning)),
                         ]
                     }
-                    members.append(("raw", .array(raw.map { .object([("command", .string($0.0.replacingSpaces())), ("response", .string($0.1.replacingSpaces()))]) })))
+                    members.append(("raw", rawJSON(raw)))
                     exchanges.append(.object(members))
                 } else {
-                    if raw.count > 1, let response { invocation.out("= " + response.serialized().hexString) }
+                    if raw.count > 1, response != nil { invocation.out("= " + secrets.text(response: answer, answering: bytes)) }
                     if let firmware { invocation.out("  firmware \"\(firmware.text)\"") }
                     if let response, parsed != nil || response.statusWord.sw1 == 0x90 || response.statusWord.sw1 == 0x63 || response.statusWord.sw1 == 0x6A {
                         invocation.out("  SW \(response.statusWord.bytes.hexString): \(response.statusWord.meaning)")

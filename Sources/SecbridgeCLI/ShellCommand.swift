@@ -5,7 +5,7 @@ extension SecbridgeCLI {
     package static let shellCommand = Command(
         name: "shell",
         abstract: "An interactive session on a reader: APDUs, pseudo-APDUs, escape commands, reset, with history.",
-        usage: "[--reader NAME|INDEX] [--raw] [--stop-on-error] [--wait SECONDS] [--code HEX4] [--record FILE] [--history FILE]",
+        usage: "[--reader NAME|INDEX] [--raw] [--stop-on-error] [--wait SECONDS] [--code HEX4] [--record FILE] [--history FILE] [--show-secrets]",
         discussion: """
             Opens the reader (--reader, else the first with a card, else the first) and reads
             statements, one a line: on the card when there is one, else on the reader alone (a
@@ -17,7 +17,9 @@ extension SecbridgeCLI {
             On a terminal, lines are edited with libedit (arrow keys, Ctrl-A, Ctrl-E, history; Ctrl-C
             drops the line being typed) and the history is kept in --history, by default
             $XDG_STATE_HOME/secbridge/history or else ~/.local/state/secbridge/history; a failing
-            line is reported and the session goes on.
+            line is reported and the session goes on. A line that carries a secret (a VERIFY with
+            its PIN, a LOAD KEY) is not kept in the history, and PINs, keys and cryptograms are
+            printed [REDACTED n] unless --show-secrets (docs/secrets.md).
             When standard input is not a terminal, the lines are read without prompts as a script,
             exactly as `secbridge run -` reads them: the same output, one PC/SC transaction over
             the card, and the first failing line stops the script (exit status 1).
@@ -39,6 +41,7 @@ extension SecbridgeCLI {
             .controlCode,
             .value("record", "FILE", "Record every exchange to a transcript FILE (as the `record` statement does)."),
             .value("history", "FILE", "The history file on a terminal (default: $XDG_STATE_HOME/secbridge/history)."),
+            .showSecrets,
         ],
         run: runShell
     )

@@ -20,8 +20,11 @@ extension SecbridgeCLI {
             LD_LIBRARY_PATH, where the real library is libpcsclite_nospy.so.1 (the spy's replacement
             mode). When COMMAND ends, `pcsc-spy -n` turns the log into text and `transcript
             import-spy` converts that into FILE: SCardTransmit and SCardControl exchanges, ATR,
-            protocol and card events. Secrets are redacted unless --no-redact. COMMAND's standard
-            input and output are this terminal's.
+            protocol and card events. Secrets are redacted unless --no-redact: in the exchanges, and
+            in COMMAND's arguments as the header's source line and the output show them (a PIN or
+            key after an option such as --pin, a key or PIN-carrying APDU in hex: docs/secrets.md).
+            --spy-log keeps pcsc-spy's text as logged, secrets included. COMMAND's standard input and
+            output are this terminal's.
 
             The exit status is COMMAND's success (0) or failure (1), or 128 + the signal when SIGINT,
             SIGTERM or SIGHUP stopped it (passed on to COMMAND); FILE is written in each case, and
@@ -36,7 +39,7 @@ extension SecbridgeCLI {
         options: [
             .value("output", short: "o", "FILE", "The transcript to write (atomically)."),
             .value("spy-log", "FILE", "Also keep pcsc-spy's text output in FILE."),
-            .flag("no-redact", "Keep secrets (PINs, keys) as logged. Only for test cards."),
+            .flag("no-redact", "Keep secrets (PINs, keys) as logged, and COMMAND's arguments as given. Only for test cards."),
             .flag("force", "Replace FILE when it exists."),
             .flag("json", "Print a JSON object {command, status, output, exchanges, events, channels}."),
         ],
@@ -58,11 +61,13 @@ extension SecbridgeCLI {
         // From here on a signal only sets a flag (and, while the program runs, is passed on to it),
         // so the temporary directory below is removed however capture ends.
         installInterruptHandler()
-        var template = Array("/tmp/secbridge-capture-XXXXXX".utf8CString)
+        CaptureLeftovers.sweep()  // what a SIGKILLed capture left: raw spy logs, secrets included
+        var template = Array(CaptureLeftovers.template.utf8CString)
         guard let made = mkdtemp(&template) else {
             throw CLIError.failure("cannot create a temporary directory in /tmp: \(String(cString: strerror(errno)))")
         }
         let directory = String(cString: made)
+        CaptureLeftovers.markOwner(of: directory)
         // Everything lives in the directory (the program may write its own files into HOME too):
         // removed as a whole on every way out, the interrupted one included.
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -114,10 +119,13 @@ extension SecbridgeCLI {
             do { bytes = try readRegularFile(textLog, limit: .max) } catch { throw CLIError.failure(error.reason) }
             try writeAtomically(bytes, to: keep)
         }
+        // The program's command line, in the header and the output, with its PIN or key masked.
+        let redactor: Redactor = invocation.arguments.has("no-redact") ? .disabled : .default
+        let shown = redactor.rules.isEmpty ? command : CommandLineRedaction.redact(arguments: command, redactor: redactor)
         let options = SpyImportOptions(
-            redactor: invocation.arguments.has("no-redact") ? .disabled : .default,
+            redactor: redactor,
             tool: "secbridge \(version) capture", date: date,
-            source: "secbridge capture -- \(command.joined(separator: " ")) (libpcscspy.so.0 \(mode.description), pcsc-spy -n)")
+            source: "secbridge capture -- \(shown.joined(separator: " ")) (libpcscspy.so.0 \(mode.description), pcsc-spy -n)")
         let transcript: Transcript
         do {
             transcript = try SpyLogImporter.importLog(contentsOfFile: textLog, options: options)
@@ -125,8 +133,8 @@ extension SecbridgeCLI {
             throw CLIError.failure("the spy log of '\(command[0])' could not be converted: \(error.reason) (line \(error.line) of pcsc-spy's output; keep it with --spy-log FILE to look at it); nothing was written")
         }
         try save(transcript, to: output)
-        report(invocation, transcript, input: command.joined(separator: " "), output: output,
-               extra: [("command", .array(command.map { .string($0) })), ("status", .int(Int(status)))])
+        report(invocation, transcript, input: shown.joined(separator: " "), output: output,
+               extra: [("command", .array(shown.map { .string($0) })), ("status", .int(Int(status)))])
         if let crash {
             invocation.console.err("secbridge: error: \(crash(command[0])); the calls before the crash were saved in \(output)\n")
             return exitFailure

@@ -1,5 +1,6 @@
 import SecbridgeCLI
 import ISO7816
+import Transcript
 
 /// What `secbridge emulate` reports while it runs, in order: each as its line(s) of text, or with
 /// `--json` as one JSON line (`{"event": …}`, keys below). The one place both renderings live.
@@ -11,8 +12,9 @@ enum EmulateReport: Sendable {
     case state(String, reader: String? = nil)
     /// The presentment assertion's state (`active`, …).
     case assertion(String)
-    /// One C-APDU from the terminal and the R-APDU the host answered.
-    case apdu(command: [UInt8], response: [UInt8])
+    /// One C-APDU from the terminal and the R-APDU the host answered, as shown: secrets masked
+    /// (``SecretDisplay``) unless `--show-secrets`.
+    case apdu(command: TranscriptBytes, response: TranscriptBytes)
     /// `fieldStateChanged`: `fieldPresent` or `fieldAbsent`, and how it was observed.
     case field(state: String, observation: String)
     /// The secure element behind the credential changed (a relayed card was reset or replaced).
@@ -41,7 +43,7 @@ enum EmulateReport: Sendable {
         case .state(let state, let reader?): "state: \(state) on \(reader): present the reader to the terminal (Ctrl-C stops)"
         case .state(let state, nil): "state: \(state)"
         case .assertion(let state): "presentment assertion: \(state)"
-        case .apdu(let command, let response): "  terminal > \(command.hexString)\n  host     < \(response.hexString)"
+        case .apdu(let command, let response): "  terminal > \(command)\n  host     < \(response)"
         case .field(let state, let observation): "event: fieldStateChanged(\(state): \(observation))"
         case .secureElementChanged(let detail): "event: secure element changed: \(detail)"
         case .cardEmulationTimeout: "event: cardEmulationTimeout (the 60-second window ended)"
@@ -62,7 +64,7 @@ enum EmulateReport: Sendable {
         case .assertion(let state):
             .object([("event", .string("assertion")), ("state", .string(state))])
         case .apdu(let command, let response):
-            .object([("event", .string("apdu")), ("command", .hex(command)), ("response", .hex(response))])
+            .object([("event", .string("apdu")), ("command", SecretDisplay.jsonBytes(command)), ("response", SecretDisplay.jsonBytes(response))])
         case .field(let state, let observation):
             .object([("event", .string("field")), ("state", .string(state)), ("observation", .string(observation))])
         case .secureElementChanged(let detail):

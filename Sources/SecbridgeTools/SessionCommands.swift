@@ -114,7 +114,7 @@ extension SecbridgeCLI {
     static let emulateCommand = Command(
         name: "emulate",
         abstract: SecbridgeCLI.toolAbstract("emulate"),
-        usage: "--credential FILE [--reader NAME|INDEX] [--yes] [--keep] [--record FILE] [--json]",
+        usage: "--credential FILE [--reader NAME|INDEX] [--yes] [--keep] [--record FILE] [--json] [--show-secrets]",
         discussion: """
             Runs the client sequence of a credential session on an ACR122-class reader: wired mode,
             a presentment assertion, the authorization prompt (or --yes), then performTransaction:
@@ -138,7 +138,9 @@ extension SecbridgeCLI {
             and why Android would refuse it. On a simulated reader (`secbridge simulate`) each
             simulated terminal's own verdict follows: what it read, or the step and reason it
             failed. Exit status 0 when a terminal exchanged APDUs (and read a Type 4 Tag to the
-            end, and no simulated terminal failed), 1 otherwise.
+            end, and no simulated terminal failed), 1 otherwise. A terminal's PIN, keys and
+            cryptograms are printed [REDACTED n], as the --record transcript has them, unless
+            --show-secrets (docs/secrets.md).
             """,
         options: [
             .value("credential", "FILE", "The credential file to present (required).", .existingFile),
@@ -147,6 +149,7 @@ extension SecbridgeCLI {
             .flag("keep", "Serve terminals until the 60-second window ends, not only the first."),
             .value("record", "FILE", "Record the reader's exchanges and the terminal's APDUs to a transcript FILE."),
             .flag("json", "Print JSON lines, one per event: {event: authorization|state|assertion|apdu|field|secureElementChanged|cardEmulationTimeout|interrupted|other, …}, then {event: end, commands, status} or {event: error, error}; the prompt goes to standard error."),
+            .showSecrets,
         ],
         // Ctrl-C or an error: the reader is restored in full (ResetCommand.swift), exit 130 on Ctrl-C.
         run: ReaderCleanup.wrapping(runEmulate)
@@ -184,7 +187,8 @@ extension SecbridgeCLI {
             served = try awaitResult("card emulation", timeout: .seconds(180)) {
                 try await emulate(
                     credential: credential, reader: reader, recorder: recorder, approve: approve, keep: keep, console: console,
-                    client: client, window: emulationWindow(invocation), json: json, changingReader: { cleanup?.track(reader) })
+                    client: client, window: emulationWindow(invocation), json: json, secrets: invocation.secrets,
+                    changingReader: { cleanup?.track(reader) })
             }
         } catch where json {
             // Events were printed already, so dispatch's {"error": …} would not come: the stream ends with it.
@@ -201,7 +205,7 @@ extension SecbridgeCLI {
     static func emulate(
         credential: Credential, reader: String, recorder: TranscriptRecorder?, approve: Bool, keep: Bool,
         console: any Console, client: any PCSCClient = PCSCLiteClient(), window: Duration = .seconds(60),
-        json: Bool = false, changingReader: @escaping @Sendable () -> Void = {}
+        json: Bool = false, secrets: SecretDisplay = .masked, changingReader: @escaping @Sendable () -> Void = {}
     ) async throws -> TerminalVerdict {
         @Sendable func report(_ event: EmulateReport) { EmulateReport.print(event, json: json, on: console) }
         let executor = BlockingExecutor(name: "emulate")
@@ -277,7 +281,7 @@ extension SecbridgeCLI {
                     announceEmulation()
                     commands.append((command, response))
                     activeAfterCommands = true
-                    report(.apdu(command: command, response: response))
+                    report(.apdu(command: secrets.redactor.redact(command), response: secrets.redactor.redact(response: response, answering: command)))
                     try? recorder?.record(.target(.incoming, TranscriptBytes(command)))
                     try? recorder?.record(.target(.outgoing, TranscriptBytes(response)))
                 case .fieldStateChanged:
@@ -568,15 +572,15 @@ extension SecbridgeCLI {
                 if invocation.json {
                     invocation.out(JSONValue.object([
                         ("reader", .string(reader)),
-                        ("exchanges", .array(done.map { JSONValue.object([("command", JSONValue.hex($0.command)), ("response", JSONValue.hex($0.response))]) })),
+                        ("exchanges", .array(done.map { JSONValue.object([("command", SecretDisplay.masked.json($0.command)), ("response", SecretDisplay.masked.json(response: $0.response, answering: $0.command))]) })),
                         ("error", .string(message)),
                     ]).prettySerialized())
                 } else {
                     invocation.out("reader: \(reader)")
                     if let unitNote { invocation.out("note: \(unitNote)") }
                     for exchange in done {
-                        invocation.out("> \(exchange.command.hexString)")
-                        invocation.out("< \(exchange.response.hexString)")
+                        invocation.out("> \(SecretDisplay.masked.text(exchange.command))")
+                        invocation.out("< \(SecretDisplay.masked.text(response: exchange.response, answering: exchange.command))")
                     }
                 }
                 throw CLIError.failure(message)
@@ -586,7 +590,7 @@ extension SecbridgeCLI {
             var members: [(String, JSONValue)] = [
                 ("reader", .string(reader)), ("uid", outcome.uid.map { .hex($0) } ?? .null),
                 ("ats", outcome.ats.map { .hex($0) } ?? .null),
-                ("exchanges", .array(exchanges.map { JSONValue.object([("command", JSONValue.hex($0.command)), ("response", JSONValue.hex($0.response))]) })),
+                ("exchanges", .array(exchanges.map { JSONValue.object([("command", SecretDisplay.masked.json($0.command)), ("response", SecretDisplay.masked.json(response: $0.response, answering: $0.command))]) })),
             ]
             if let unitNote { members.append(("note", .string(unitNote))) }
             if let response = outcome.selectResponse {
@@ -608,8 +612,8 @@ extension SecbridgeCLI {
             if let ats = outcome.ats { identity.append("ATS \(ats.isEmpty ? "none" : ats.hexString)") }
             if !identity.isEmpty { invocation.out(identity.joined(separator: "  ")) }
             for exchange in exchanges {
-                invocation.out("> \(exchange.command.hexString)")
-                invocation.out("< \(exchange.response.hexString)")
+                invocation.out("> \(SecretDisplay.masked.text(exchange.command))")
+                invocation.out("< \(SecretDisplay.masked.text(response: exchange.response, answering: exchange.command))")
             }
             if let response = outcome.selectResponse, let parsed = try? ResponseAPDU(parsing: response) {
                 invocation.out("SELECT \(aid!.bytes.hexString): SW \(parsed.statusWord.bytes.hexString) (\(parsed.statusWord.meaning))")

@@ -143,7 +143,7 @@ extension SecbridgeCLI {
                 ("card", .object(cardMembers)),
                 ("uid", uid.map { .hex($0) } ?? .null),
                 ("exchanges", .array(exchanges.map { command, answer, failure in
-                    .object([("command", jsonBytes(command)), ("response", answer.map(jsonBytes) ?? .null)]
+                    .object([("command", SecretDisplay.jsonBytes(command)), ("response", answer.map(SecretDisplay.jsonBytes) ?? .null)]
                         + (failure.map { [("error", .string($0.name))] } ?? []))
                 })),
             ]
@@ -154,7 +154,7 @@ extension SecbridgeCLI {
             if !blocks.isEmpty || (kind.isMifareClassic && request.key != nil) {
                 members.append(("blocks", .array(blocks.map { block in
                     .object([("block", .int(block.number)), ("sector", .int(block.sector)), ("trailer", .bool(block.isSectorTrailer)),
-                             ("data", jsonBytes(maskedBlock(block)))])
+                             ("data", SecretDisplay.jsonBytes(maskedBlock(block)))])
                 })))
             }
             if let error = failure ?? uidError { members.append(("error", .string(error))) }
@@ -208,37 +208,6 @@ extension SecbridgeCLI {
         var text = describe(pcsc)
         if pcsc == .unresponsiveCard { text += " (was the card removed?)" }
         return text
-    }
-
-    /// A byte string in JSON: uppercase hex without spaces, or, when secret bytes were left out
-    /// (a Load Keys key, a sector trailer's key B), an object `{"hex": the bytes shown, "redacted":
-    /// how many bytes follow them unshown}` (`"hexAfter"` if shown bytes follow the redaction;
-    /// `"parts"` for any other mix, which `read` does not produce).
-    static func jsonBytes(_ bytes: TranscriptBytes) -> JSONValue {
-        if let plain = bytes.bytes { return .hex(plain) }
-        var before: [UInt8] = [], after: [UInt8] = [], redacted: Int?
-        var simple = true
-        for item in bytes.items {
-            switch item {
-            case .byte(let b): if redacted == nil { before.append(b) } else { after.append(b) }
-            case .redacted(let n):
-                if redacted != nil { simple = false }
-                redacted = n
-            case .wildcard: simple = false
-            }
-        }
-        if simple, let redacted {
-            return .object([("hex", .hex(before)), ("redacted", .int(redacted))] + (after.isEmpty ? [] : [("hexAfter", .hex(after))]))
-        }
-        var parts: [JSONValue] = []
-        var run: [UInt8] = []
-        for item in bytes.items {
-            if case .byte(let b) = item { run.append(b); continue }
-            if !run.isEmpty { parts.append(.hex(run)); run = [] }
-            if case .redacted(let n) = item { parts.append(.object([("redacted", .int(n))])) } else { parts.append(.object([("wildcard", .int(1))])) }
-        }
-        if !run.isEmpty { parts.append(.hex(run)) }
-        return .object([("parts", .array(parts))])
     }
 
     /// A block's bytes with a trailer's key B masked (key A reads as zeros anyway).

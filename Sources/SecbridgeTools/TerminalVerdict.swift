@@ -4,6 +4,7 @@ import NFCTags
 import Foundation
 import PCSCCore
 import PCSCSandbox
+import SecbridgeCLI
 import SecureElementCredential
 
 /// What a terminal did with an emulated credential, as the emulating host sees it — on real
@@ -101,7 +102,7 @@ struct TerminalVerdict: Sendable {
                 line: "terminal: \(count); the NDEF file was read to the end (NLEN \(nlen), \(wanted) bytes)", details: [], succeeded: true)
         }
         let last = exchanges[exchanges.count - 1]
-        let line = "terminal: \(count); the NDEF file was NOT read to the end: the terminal stopped after \(last.command.hexString) → \(last.response.hexString)"
+        let line = "terminal: \(count); the NDEF file was NOT read to the end: the terminal stopped after \(SecretDisplay.masked.text(last.command)) → \(SecretDisplay.masked.text(response: last.response, answering: last.command))"
         return TerminalVerdict(line: line, details: await androidVerdict(tag), succeeded: false)
     }
 

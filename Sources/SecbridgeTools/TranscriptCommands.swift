@@ -215,8 +215,11 @@ extension SecbridgeCLI {
         discussion: """
             Applies the default policy (Fixtures/README.md, "Bytes"): VERIFY, CHANGE REFERENCE DATA,
             RESET RETRY COUNTER, PUT KEY, EXTERNAL/MUTUAL AUTHENTICATE data, the ACR122U LOAD KEY key
-            and the MIFARE key of PN532 InDataExchange authentication. OUT may be FILE itself with
-            --force; it is replaced atomically.
+            and the MIFARE key of PN532 InDataExchange authentication, MIFARE sector trailer keys,
+            and the same card-command rules on C-APDUs inside PN532 frames (InDataExchange,
+            InCommunicateThru, TgGetData answers). Header lines holding a command line (capture's
+            source) get a PIN or key argument masked. The rules: docs/secrets.md. OUT may be FILE
+            itself with --force; it is replaced atomically.
 
             Example:
               secbridge transcript redact raw.trn -o shared.trn
@@ -234,9 +237,11 @@ extension SecbridgeCLI {
         let output = try outputPath(invocation)
         let reader = try openReader(path)
         var redactor = Redactor.default.stream()
-        var changed = 0
+        // The header's command lines too (capture's `source` may hold a PIN): each changed field counts as a line.
+        let header = Redactor.default.redact(reader.header)
+        var changed = zip(header.fields, reader.header.fields).filter { $0.0 != $0.1 }.count
         let file: TranscriptFileReplacement
-        do { file = try TranscriptFileReplacement(replacing: output, header: reader.header) } catch { throw CLIError.failure(error.reason) }
+        do { file = try TranscriptFileReplacement(replacing: output, header: header) } catch { throw CLIError.failure(error.reason) }
         try forEachLine(reader) { _, line throws(CLIError) in
             let redacted = redactor.redact(line)
             if redacted != line { changed += 1 }

@@ -144,9 +144,12 @@ public struct ResponseRedactionRule: Sendable {
 /// The default policy masks: VERIFY, CHANGE REFERENCE DATA, RESET RETRY COUNTER, PUT KEY,
 /// EXTERNAL/MUTUAL AUTHENTICATE data, the ACR122U LOAD KEY key, the MIFARE key in PN532
 /// InDataExchange authentication and the keys of a MIFARE Classic sector trailer written with
-/// Update Binary. It applies to every command line: `>`, `ctl … >`, `tgt <` (a terminal's C-APDU
-/// to the emulated target) and `ini >`. Answers are masked by ``responseRules``, which see the
-/// command they answer (by default: key B in a Read Binary answer of a sector trailer).
+/// Update Binary, and the same card-command rules on the C-APDU inside a PN532 InDataExchange or
+/// InCommunicateThru Direct Transmit (``RedactionRule/pn532CardCommand``). It applies to every
+/// command line: `>`, `ctl … >`, `tgt <` (a terminal's C-APDU to the emulated target) and `ini >`.
+/// Answers are masked by ``responseRules``, which see the command they answer (by default: key B
+/// in a Read Binary or PN532 READ answer of a sector trailer, and the terminal's C-APDU in a
+/// TgGetData answer). The rules and where they apply are listed in docs/secrets.md.
 public struct Redactor: Sendable {
     /// The command rules, all applied; their ranges are merged.
     public var rules: [RedactionRule]
@@ -161,11 +164,10 @@ public struct Redactor: Sendable {
 
     /// The default policy (see the type's summary).
     public static let `default` = Redactor(
-        rules: [
-            .verify, .changeReferenceData, .resetRetryCounter, .putKey, .externalAuthenticate,
-            .acr122LoadKey, .pn532MifareAuthentication, .mifareSectorTrailerWrite,
+        rules: RedactionRule.cardCommandRules + [
+            .acr122LoadKey, .pn532MifareAuthentication, .mifareSectorTrailerWrite, .pn532CardCommand,
         ],
-        responseRules: [.mifareSectorTrailerRead])
+        responseRules: [.mifareSectorTrailerRead, .pn532TargetCommand, .pn532CardAnswer])
 
     /// No redaction: transcripts keep secrets. Use only for test cards.
     public static let disabled = Redactor(rules: [])
@@ -223,10 +225,11 @@ public struct Redactor: Sendable {
         return copy
     }
 
-    /// Every command line of a transcript redacted (e.g. after importing a log), and every answer
-    /// whose command (the last command line of the same kind and channel) holds concrete bytes.
+    /// The header's command lines (``redact(_:)-(TranscriptHeader)``) and every command line of a
+    /// transcript redacted (e.g. after importing a log), and every answer whose command (the last command line of the same kind and channel) holds concrete bytes.
     public func redact(_ transcript: Transcript) -> Transcript {
         var copy = transcript
+        copy.header = redact(transcript.header)
         var stream = stream()
         copy.lines = transcript.lines.map { stream.redact($0) }
         return copy

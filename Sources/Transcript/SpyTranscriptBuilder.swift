@@ -128,7 +128,7 @@ struct SpyTranscriptBuilder {
             header.atr = c.atr
             header.transmissionProtocol = c.transmissionProtocol
         }
-        header["source"] = options.source ?? "pcsc-spy output \(fileName)"
+        header["source"] = options.redactor.redact(TranscriptHeader(fields: [.init(key: "source", value: options.source ?? "pcsc-spy output \(fileName)")]))["source"]
         var format: [String] = [log.newerFormat == true ? "result lines of pcsc-lite 2.2 or later" : "result lines of pcsc-lite 2.1 or earlier"]
         if log.threadTags { format.append("thread tags") }
         if log.threads > 1 { format.append("\(log.threads) threads") }

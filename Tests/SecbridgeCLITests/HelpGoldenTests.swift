@@ -141,7 +141,7 @@ import Testing
             """#),
         Refusal(kind: "existing file", arguments: ["emulate", "--credential", "/nonexistent/credential.json"], error: #"""
             secbridge: error: --credential takes an existing file, not '/nonexistent/credential.json' (No such file or directory)
-            USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX] [--yes] [--keep] [--record FILE] [--json]
+            USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX] [--yes] [--keep] [--record FILE] [--json] [--show-secrets]
             Run 'secbridge emulate --help' for more information.
 
             """#),
@@ -153,7 +153,7 @@ import Testing
             """#),
         Refusal(kind: "reader", arguments: ["send", "--reader", "", "00A4040000"], error: #"""
             secbridge: error: --reader needs a reader index or part of a reader name, not an empty string
-            USAGE: secbridge send [--reader NAME|INDEX] [--raw | --stop-at-ne] [--wait SECONDS] [--json] [--record FILE] HEX…
+            USAGE: secbridge send [--reader NAME|INDEX] [--raw | --stop-at-ne] [--wait SECONDS] [--json] [--record FILE] [--show-secrets] HEX…
             Run 'secbridge send --help' for more information.
 
             """#),
@@ -251,7 +251,7 @@ import Testing
             help: #"""
             OVERVIEW: Send APDUs to the card in a reader, with ISO 7816-4 handling.
 
-            USAGE: secbridge send [--reader NAME|INDEX] [--raw | --stop-at-ne] [--wait SECONDS] [--json] [--record FILE] HEX…
+            USAGE: secbridge send [--reader NAME|INDEX] [--raw | --stop-at-ne] [--wait SECONDS] [--json] [--record FILE] [--show-secrets] HEX…
 
             Consecutive single-byte arguments form one APDU (00 A4 04 00 00); any other argument is
             an APDU of its own ("00A4040000" "00B0000000", or quoted with spaces). Hex may use
@@ -266,7 +266,9 @@ import Testing
             An APDU that carries a PIN or a key can be given as env:NAME (an environment variable),
             file:PATH (the file's first line) or - (one line of standard input), so that it does not
             show in the process list; a script (`secbridge run FILE`, `run -`) keeps it out too.
-            Each raw exchange is shown (> to the card, < from it), then the status word's meaning.
+            Each raw exchange is shown (> to the card, < from it), then the status word's meaning;
+            PINs, keys and cryptograms are shown [REDACTED n], as in a --record transcript, here and
+            in --json unless --show-secrets, and always in error messages (docs/secrets.md).
             The exit status is 0 when every APDU was exchanged, whatever its SW. It is 1 when an
             exchange failed: a card that answered nothing (0 bytes), a GET RESPONSE chain broken by
             an error SW (the data before it is shown as partial), the card removed or reset during
@@ -286,12 +288,13 @@ import Testing
               --wait <SECONDS>           Wait up to SECONDS (at most 3600) for a card when none is there.
               --json                     Print a JSON object {reader, protocol, exchanges: [{command, response, data, sw, meaning, raw}], error}; a broken GET RESPONSE chain gives {command, partial, sw, raw}.
               --record <FILE>            Record every exchange to a transcript FILE.
+              --show-secrets             Print PINs, keys, cryptograms and read-back MIFARE keys as sent; by default they are [REDACTED n], as in transcripts (docs/secrets.md).
               -h, --help                 Show help information.
 
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge send [--reader NAME|INDEX] [--raw | --stop-at-ne] [--wait SECONDS] [--json] [--record FILE] HEX…
+            USAGE: secbridge send [--reader NAME|INDEX] [--raw | --stop-at-ne] [--wait SECONDS] [--json] [--record FILE] [--show-secrets] HEX…
             Run 'secbridge send --help' for more information.
 
             """#),
@@ -300,7 +303,7 @@ import Testing
             help: #"""
             OVERVIEW: Send escape commands and pseudo-APDUs to a reader, with or without a card.
 
-            USAGE: secbridge control [--reader NAME|INDEX] [--code HEX4] [--json] [--record FILE] HEX…
+            USAGE: secbridge control [--reader NAME|INDEX] [--code HEX4] [--json] [--record FILE] [--show-secrets] HEX…
 
             Opens a DIRECT connection to the reader (SCardConnect with SCARD_SHARE_DIRECT: no card
             needed) and sends each argument with SCardControl. Without --code the control code is the
@@ -313,7 +316,9 @@ import Testing
             Direct Transmit (FF 00 00 00 Lc D4 …). Answers are shown as the reader gives them: a
             pseudo-APDU's status word is its last two bytes, the firmware string has none. Nothing
             is restored afterwards: a setting you change stays changed (`secbridge reset` puts an
-            ACR122U back).
+            ACR122U back). A PIN, key or cryptogram inside a frame (a VERIFY in InDataExchange, a
+            LOAD KEY) is shown [REDACTED n], as a --record transcript has it, unless --show-secrets
+            (docs/secrets.md).
 
             Example:
               $ secbridge control FF 00 48 00 00
@@ -326,12 +331,13 @@ import Testing
               --code <HEX4>              The SCardControl code, e.g. 42000001 (default: the escape code the reader announces).
               --json                     Print a JSON object {reader, code, exchanges: [{command, response}]}.
               --record <FILE>            Record every exchange to a transcript FILE.
+              --show-secrets             Print PINs, keys, cryptograms and read-back MIFARE keys as sent; by default they are [REDACTED n], as in transcripts (docs/secrets.md).
               -h, --help                 Show help information.
 
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge control [--reader NAME|INDEX] [--code HEX4] [--json] [--record FILE] HEX…
+            USAGE: secbridge control [--reader NAME|INDEX] [--code HEX4] [--json] [--record FILE] [--show-secrets] HEX…
             Run 'secbridge control --help' for more information.
 
             """#),
@@ -502,7 +508,7 @@ import Testing
             help: #"""
             OVERVIEW: Send the APDUs of a script file to a card (reads pcsc-tools' scriptor files).
 
-            USAGE: secbridge run [--reader NAME|INDEX] [--raw] [--stop-on-error] [--wait SECONDS] [--code HEX4] [--json] [--record FILE] SCRIPT
+            USAGE: secbridge run [--reader NAME|INDEX] [--raw] [--stop-on-error] [--wait SECONDS] [--code HEX4] [--json] [--record FILE] [--show-secrets] SCRIPT
 
             SCRIPT holds one APDU in hex per line; `#` and `//` start comments; `reset` resets the
             card (its ATR is shown) and `exit` stops, as in scriptor; `-` reads the script from
@@ -511,7 +517,9 @@ import Testing
             Lines are read and run one at a time: a malformed line stops the script there, after
             the lines before it ran. ISO 7816-4 handling is on unless --raw (see `secbridge send
             --help`). The whole script runs inside one PC/SC transaction: no other program's
-            command lands between its lines (a `reset` line keeps the transaction).
+            command lands between its lines (a `reset` line keeps the transaction). PINs, keys and
+            cryptograms are printed [REDACTED n], as a --record transcript has them, unless
+            --show-secrets (docs/secrets.md).
 
             Example script:
               # select the NFC Forum Type 4 Tag application
@@ -529,12 +537,13 @@ import Testing
               --code <HEX4>              The SCardControl code, e.g. 42000001 (default: the escape code the reader announces).
               --json                     Print a JSON array, an object per line run: {line, command, response, sw, meaning} for an APDU (firmware instead of sw for FF 00 48 00 00), {line, control, command, response} for an escape command, {line, reset, atr}, {line, reader, atr}, {line, record} and {line, recorded}.
               --record <FILE>            Record every exchange to a transcript FILE.
+              --show-secrets             Print PINs, keys, cryptograms and read-back MIFARE keys as sent; by default they are [REDACTED n], as in transcripts (docs/secrets.md).
               -h, --help                 Show help information.
 
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge run [--reader NAME|INDEX] [--raw] [--stop-on-error] [--wait SECONDS] [--code HEX4] [--json] [--record FILE] SCRIPT
+            USAGE: secbridge run [--reader NAME|INDEX] [--raw] [--stop-on-error] [--wait SECONDS] [--code HEX4] [--json] [--record FILE] [--show-secrets] SCRIPT
             Run 'secbridge run --help' for more information.
 
             """#),
@@ -543,7 +552,7 @@ import Testing
             help: #"""
             OVERVIEW: An interactive session on a reader: APDUs, pseudo-APDUs, escape commands, reset, with history.
 
-            USAGE: secbridge shell [--reader NAME|INDEX] [--raw] [--stop-on-error] [--wait SECONDS] [--code HEX4] [--record FILE] [--history FILE]
+            USAGE: secbridge shell [--reader NAME|INDEX] [--raw] [--stop-on-error] [--wait SECONDS] [--code HEX4] [--record FILE] [--history FILE] [--show-secrets]
 
             Opens the reader (--reader, else the first with a card, else the first) and reads
             statements, one a line: on the card when there is one, else on the reader alone (a
@@ -564,7 +573,9 @@ import Testing
             On a terminal, lines are edited with libedit (arrow keys, Ctrl-A, Ctrl-E, history; Ctrl-C
             drops the line being typed) and the history is kept in --history, by default
             $XDG_STATE_HOME/secbridge/history or else ~/.local/state/secbridge/history; a failing
-            line is reported and the session goes on.
+            line is reported and the session goes on. A line that carries a secret (a VERIFY with
+            its PIN, a LOAD KEY) is not kept in the history, and PINs, keys and cryptograms are
+            printed [REDACTED n] unless --show-secrets (docs/secrets.md).
             When standard input is not a terminal, the lines are read without prompts as a script,
             exactly as `secbridge run -` reads them: the same output, one PC/SC transaction over
             the card, and the first failing line stops the script (exit status 1).
@@ -586,12 +597,13 @@ import Testing
               --code <HEX4>              The SCardControl code, e.g. 42000001 (default: the escape code the reader announces).
               --record <FILE>            Record every exchange to a transcript FILE (as the `record` statement does).
               --history <FILE>           The history file on a terminal (default: $XDG_STATE_HOME/secbridge/history).
+              --show-secrets             Print PINs, keys, cryptograms and read-back MIFARE keys as sent; by default they are [REDACTED n], as in transcripts (docs/secrets.md).
               -h, --help                 Show help information.
 
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge shell [--reader NAME|INDEX] [--raw] [--stop-on-error] [--wait SECONDS] [--code HEX4] [--record FILE] [--history FILE]
+            USAGE: secbridge shell [--reader NAME|INDEX] [--raw] [--stop-on-error] [--wait SECONDS] [--code HEX4] [--record FILE] [--history FILE] [--show-secrets]
             Run 'secbridge shell --help' for more information.
 
             """#),
@@ -750,7 +762,7 @@ import Testing
             help: #"""
             OVERVIEW: Present a credential to a terminal: card emulation on an ACR122U.
 
-            USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX] [--yes] [--keep] [--record FILE] [--json]
+            USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX] [--yes] [--keep] [--record FILE] [--json] [--show-secrets]
 
             Runs the client sequence of a credential session on an ACR122-class reader: wired mode,
             a presentment assertion, the authorization prompt (or --yes), then performTransaction:
@@ -774,7 +786,9 @@ import Testing
             and why Android would refuse it. On a simulated reader (`secbridge simulate`) each
             simulated terminal's own verdict follows: what it read, or the step and reason it
             failed. Exit status 0 when a terminal exchanged APDUs (and read a Type 4 Tag to the
-            end, and no simulated terminal failed), 1 otherwise.
+            end, and no simulated terminal failed), 1 otherwise. A terminal's PIN, keys and
+            cryptograms are printed [REDACTED n], as the --record transcript has them, unless
+            --show-secrets (docs/secrets.md).
 
             OPTIONS:
               --credential <FILE>        The credential file to present (required).
@@ -783,12 +797,13 @@ import Testing
               --keep                     Serve terminals until the 60-second window ends, not only the first.
               --record <FILE>            Record the reader's exchanges and the terminal's APDUs to a transcript FILE.
               --json                     Print JSON lines, one per event: {event: authorization|state|assertion|apdu|field|secureElementChanged|cardEmulationTimeout|interrupted|other, …}, then {event: end, commands, status} or {event: error, error}; the prompt goes to standard error.
+              --show-secrets             Print PINs, keys, cryptograms and read-back MIFARE keys as sent; by default they are [REDACTED n], as in transcripts (docs/secrets.md).
               -h, --help                 Show help information.
 
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX] [--yes] [--keep] [--record FILE] [--json]
+            USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX] [--yes] [--keep] [--record FILE] [--json] [--show-secrets]
             Run 'secbridge emulate --help' for more information.
 
             """#),
@@ -1030,8 +1045,11 @@ import Testing
 
             Applies the default policy (Fixtures/README.md, "Bytes"): VERIFY, CHANGE REFERENCE DATA,
             RESET RETRY COUNTER, PUT KEY, EXTERNAL/MUTUAL AUTHENTICATE data, the ACR122U LOAD KEY key
-            and the MIFARE key of PN532 InDataExchange authentication. OUT may be FILE itself with
-            --force; it is replaced atomically.
+            and the MIFARE key of PN532 InDataExchange authentication, MIFARE sector trailer keys,
+            and the same card-command rules on C-APDUs inside PN532 frames (InDataExchange,
+            InCommunicateThru, TgGetData answers). Header lines holding a command line (capture's
+            source) get a PIN or key argument masked. The rules: docs/secrets.md. OUT may be FILE
+            itself with --force; it is replaced atomically.
 
             Example:
               secbridge transcript redact raw.trn -o shared.trn
@@ -1087,8 +1105,11 @@ import Testing
             LD_LIBRARY_PATH, where the real library is libpcsclite_nospy.so.1 (the spy's replacement
             mode). When COMMAND ends, `pcsc-spy -n` turns the log into text and `transcript
             import-spy` converts that into FILE: SCardTransmit and SCardControl exchanges, ATR,
-            protocol and card events. Secrets are redacted unless --no-redact. COMMAND's standard
-            input and output are this terminal's.
+            protocol and card events. Secrets are redacted unless --no-redact: in the exchanges, and
+            in COMMAND's arguments as the header's source line and the output show them (a PIN or
+            key after an option such as --pin, a key or PIN-carrying APDU in hex: docs/secrets.md).
+            --spy-log keeps pcsc-spy's text as logged, secrets included. COMMAND's standard input and
+            output are this terminal's.
 
             The exit status is COMMAND's success (0) or failure (1), or 128 + the signal when SIGINT,
             SIGTERM or SIGHUP stopped it (passed on to COMMAND); FILE is written in each case, and
@@ -1103,7 +1124,7 @@ import Testing
             OPTIONS:
               -o, --output <FILE>  The transcript to write (atomically).
               --spy-log <FILE>     Also keep pcsc-spy's text output in FILE.
-              --no-redact          Keep secrets (PINs, keys) as logged. Only for test cards.
+              --no-redact          Keep secrets (PINs, keys) as logged, and COMMAND's arguments as given. Only for test cards.
               --force              Replace FILE when it exists.
               --json               Print a JSON object {command, status, output, exchanges, events, channels}.
               -h, --help           Show help information.

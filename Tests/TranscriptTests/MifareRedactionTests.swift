@@ -117,7 +117,7 @@ struct MifareRedactionTests {
     @Test("the default rule set holds the new rules; the disabled one none")
     func ruleSets() {
         #expect(Redactor.default.rules.contains { $0.id == "mifare-trailer-write" })
-        #expect(Redactor.default.responseRules.map(\.id) == ["mifare-trailer-read"])
+        #expect(Redactor.default.responseRules.map(\.id) == ["mifare-trailer-read", "pn532-target-command", "pn532-card-answer"])
         #expect(Redactor.disabled.responseRules.isEmpty)
         let answer = hex("00 00 00 00 00 00 FF 07 80 69 B0 B1 B2 B3 B4 B5 90 00")
         #expect(Redactor.disabled.redact(response: answer, answering: hex("FF B0 00 03 10")) == TranscriptBytes(answer))

@@ -1,0 +1,116 @@
+import ISO7816
+import Transcript
+
+/// How the commands print the bytes of an exchange: with the secrets a transcript masks masked
+/// (``masked``, the default), or as sent (``shown``, `--show-secrets`).
+///
+/// One rule set for files and screens: ``Redactor/default`` (Transcript), so a VERIFY's PIN, a
+/// key, an EXTERNAL AUTHENTICATE cryptogram or a sector trailer's key B read back is
+/// `[REDACTED n]` on standard output and in `--json` exactly where a `--record` transcript has it
+/// (docs/secrets.md). Text: `00 20 00 81 08 [REDACTED 8]`. JSON: plain bytes stay an uppercase hex
+/// string; masked bytes become ``jsonBytes(_:)``'s object.
+package struct SecretDisplay: Sendable {
+    /// The rules applied; ``Redactor/disabled`` shows everything.
+    package let redactor: Redactor
+
+    /// Secrets masked (the default of every command).
+    package static let masked = SecretDisplay(redactor: .default)
+    /// Secrets shown (`--show-secrets`).
+    package static let shown = SecretDisplay(redactor: .disabled)
+
+    /// A command's bytes for text output: spaced hex, `[REDACTED n]` for each masked run.
+    package func text(_ command: [UInt8]) -> String { redactor.redact(command).description }
+
+    /// An answer's bytes for text output, masked by the answer rules with the command it answers.
+    package func text(response: [UInt8], answering command: [UInt8]) -> String {
+        redactor.redact(response: response, answering: command).description
+    }
+
+    /// A command's bytes for JSON (``jsonBytes(_:)``).
+    package func json(_ command: [UInt8]) -> JSONValue { Self.jsonBytes(redactor.redact(command)) }
+
+    /// An answer's bytes for JSON (``jsonBytes(_:)``).
+    package func json(response: [UInt8], answering command: [UInt8]) -> JSONValue {
+        Self.jsonBytes(redactor.redact(response: response, answering: command))
+    }
+
+    /// The data field of an answer (the bytes before SW1-SW2) for JSON, masked as ``json(response:answering:)`` masks it.
+    package func json(responseData response: [UInt8], answering command: [UInt8]) -> JSONValue {
+        guard response.count >= 2 else { return .hex([]) }
+        let items = redactor.redact(response: response, answering: command).items
+        return Self.jsonBytes(TranscriptBytes(items: Array(items.dropLast(2))))
+    }
+
+    /// A byte string in JSON: uppercase hex without spaces, or, when secret bytes were left out
+    /// (a Load Keys key, a sector trailer's key B), an object `{"hex": the bytes shown, "redacted":
+    /// how many bytes follow them unshown}` (`"hexAfter"` if shown bytes follow the redaction;
+    /// `"parts"` for any other mix: `[hex string | {"redacted": n} | {"wildcard": 1}, …]`).
+    package static func jsonBytes(_ bytes: TranscriptBytes) -> JSONValue {
+        if let plain = bytes.bytes { return .hex(plain) }
+        var before: [UInt8] = [], after: [UInt8] = [], redacted: Int?
+        var simple = true
+        for item in bytes.items {
+            switch item {
+            case .byte(let b): if redacted == nil { before.append(b) } else { after.append(b) }
+            case .redacted(let n):
+                if redacted != nil { simple = false }
+                redacted = n
+            case .wildcard: simple = false
+            }
+        }
+        if simple, let redacted {
+            return .object([("hex", .hex(before)), ("redacted", .int(redacted))] + (after.isEmpty ? [] : [("hexAfter", .hex(after))]))
+        }
+        var parts: [JSONValue] = []
+        var run: [UInt8] = []
+        for item in bytes.items {
+            if case .byte(let b) = item { run.append(b); continue }
+            if !run.isEmpty { parts.append(.hex(run)); run = [] }
+            if case .redacted(let n) = item { parts.append(.object([("redacted", .int(n))])) } else { parts.append(.object([("wildcard", .int(1))])) }
+        }
+        if !run.isEmpty { parts.append(.hex(run)) }
+        return .object([("parts", .array(parts))])
+    }
+
+    /// An argument's text for an error message: as given, unless the hex it starts with (read up
+    /// to the first character that is neither a hex digit, a `0x` prefix nor one of HexBytes'
+    /// separators: blanks, `:`, `,`, `-`, `_`, `;`) is a
+    /// command the rules mask; then those bytes masked and `…` for the rest, so a malformed VERIFY
+    /// (`00 20 00 81 08 31 32 33 3X`) is never echoed with its PIN.
+    package func argumentText(_ text: String) -> String {
+        guard !redactor.rules.isEmpty else { return text }
+        var bytes: [UInt8] = []
+        var pending: UInt8?
+        var scalars = Array(text.unicodeScalars)[...]
+        while let c = scalars.first {
+            if c == "0", scalars.dropFirst().first == "x" || scalars.dropFirst().first == "X", pending == nil {
+                scalars = scalars.dropFirst(2)
+                continue
+            }
+            scalars = scalars.dropFirst()
+            if " \t\n\r:,-_;".unicodeScalars.contains(c) { continue }  // HexBytes' separators
+            guard let digit = UInt8(String(c), radix: 16) else { break }
+            if let high = pending {
+                bytes.append(high << 4 | digit)
+                pending = nil
+            } else {
+                pending = digit
+            }
+        }
+        let masked = redactor.redact(bytes)
+        guard masked.containsRedaction else { return text }
+        return masked.description + " …"
+    }
+}
+
+extension OptionSpec {
+    /// `--show-secrets`: print PINs, keys and cryptograms as sent instead of `[REDACTED n]`.
+    package static let showSecrets = OptionSpec.flag(
+        "show-secrets",
+        "Print PINs, keys, cryptograms and read-back MIFARE keys as sent; by default they are [REDACTED n], as in transcripts (docs/secrets.md).")
+}
+
+extension Invocation {
+    /// How this command prints exchanged bytes: ``SecretDisplay/shown`` with `--show-secrets`, else masked.
+    package var secrets: SecretDisplay { arguments.has("show-secrets") ? .shown : .masked }
+}
