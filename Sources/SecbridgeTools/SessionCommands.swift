@@ -167,9 +167,17 @@ extension SecbridgeCLI {
                 path: path,
                 header: TranscriptRecording.header(reader: reader, atr: nil, transmissionProtocol: .undefined, command: "emulate"))
         }
-        let recorder = recording.map { TranscriptRecorder(sink: $0) }
-        defer { try? recording?.close() }
         let console = invocation.console
+        // A recording that cannot be written (a full disk) stops with an error; the emulation and
+        // the reader's restore go on, and the exit status says the recording is incomplete.
+        let recordPath = invocation.arguments.value("record") ?? ""
+        let stoppingSink = recording.map { writer in
+            StoppingTranscriptSink(writer) { error in
+                console.err("secbridge: error: cannot record to '\(recordPath)': \(error.reason); the recording stopped, the emulation goes on\n")
+            }
+        }
+        let recorder = stoppingSink.map { TranscriptRecorder(sink: $0) }
+        defer { try? recording?.close() }
         let approve = invocation.arguments.has("yes")
         let keep = invocation.arguments.has("keep")
         installInterruptHandler()
@@ -188,7 +196,13 @@ extension SecbridgeCLI {
             EmulateReport.print(.failure((error as? CLIError)?.message ?? "\(error)"), json: true, on: console)
             throw error
         }
-        let status = served.succeeded ? exitSuccess : exitFailure
+        let recordingFailure = stoppingSink?.failure
+        let status = served.succeeded && recordingFailure == nil ? exitSuccess : exitFailure
+        if let recordingFailure {
+            // The reader was restored already: said here rather than thrown, so that no second restore runs.
+            let message = "the recording to '\(recordPath)' is incomplete: \(recordingFailure.reason)"
+            if json { EmulateReport.print(.failure(message), json: true, on: console) } else { console.err("secbridge: error: \(message)\n") }
+        }
         EmulateReport.print(.end(commands: served.exchangeCount, status: status), json: json, on: console)
         return status
     }
