@@ -204,6 +204,35 @@ final class DeviceState: @unchecked Sendable {
         return candidates(world: world, uid: []).first
     }
 
+    /// Presence as the driver reports it to pcscd's poll (IFDHICCPresence), kept consistent with
+    /// what a transmit finds. While a card is powered (an ATR was given) and the chip no longer
+    /// holds that card as its first initiator target (InRelease from `reset` or the end of a PN532
+    /// session, InListPassiveTarget of another program, RF off, a TgInitAsTarget, the card taken
+    /// away and another put in between two polls), transmits answer "no card"; so the poll
+    /// reports the card absent once and its power session ends, as a removal, and the next poll
+    /// reports the card in the field, which pcscd powers up afresh (pcsc-lite eventhandler.c:
+    /// only an absent → present change powers a card up). Without that, pcscd would see "present"
+    /// for ever and every transmit fail (docs/acr122-pn532.md §8).
+    func reportsCardPresent(world: FieldWorld) -> Bool {
+        if atr != nil && !holdsPoweredCard(world: world) {
+            atr = nil
+            negotiatedProtocol = nil
+            pendingGetResponse = nil
+            if case .initiator(let targets) = role {
+                for t in targets { releasePeer(t.peer, world: world) }
+                role = .idle
+            }
+            return false
+        }
+        return presentCard(world: world) != nil
+    }
+
+    /// Whether the powered card is still the chip's first initiator target, in the field.
+    func holdsPoweredCard(world: FieldWorld) -> Bool {
+        guard case .initiator(let targets) = role, let first = targets.first else { return false }
+        return stillPresent(first.peer, world: world)
+    }
+
     /// Peers InListPassiveTarget could activate: cards and tags in the field, and other readers
     /// waiting in TgInitAsTarget.
     func candidates(world: FieldWorld, uid: [UInt8]) -> [ActivatedPeer] {

@@ -88,8 +88,17 @@ public final class SimulatedACR122U: IFDDevice {
 
     // MARK: IFDDevice
 
+    /// What the next presence poll would report, without ending a lost power session as the
+    /// poll does (``isCardPresent()``): for the control socket's `status`, which must not take
+    /// pcscd's one "absent" away.
+    public var cardWouldBeReportedPresent: Bool {
+        field.lock.withLock { world in
+            state.atr != nil && !state.holdsPoweredCard(world: world) ? false : state.presentCard(world: world) != nil
+        }
+    }
+
     public func isCardPresent() -> Bool {
-        field.lock.withLock { world in state.presentCard(world: world) != nil }
+        field.lock.withLock { world in state.reportsCardPresent(world: world) }
     }
 
     public func powerUp() throws(IFDError) -> [UInt8] {

@@ -58,7 +58,7 @@ enum ControlProtocol {
             return ControlReply([
                 ("personality", binding.personalityName),
                 ("firmware", device.personality.firmware),
-                ("card", device.isCardPresent() ? "present" : "absent"),
+                ("card", device.cardWouldBeReportedPresent ? "present" : "absent"),
                 ("led", ControlHex.format([device.ledState])),
                 ("picc", ControlHex.format([device.piccOperatingParameter])),
                 ("mcu-timeout", ControlHex.format([device.mcuTimeout])),
