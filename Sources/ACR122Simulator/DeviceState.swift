@@ -215,13 +215,7 @@ final class DeviceState: @unchecked Sendable {
     /// for ever and every transmit fail (docs/acr122-pn532.md §8).
     func reportsCardPresent(world: FieldWorld) -> Bool {
         if atr != nil && !holdsPoweredCard(world: world) {
-            atr = nil
-            negotiatedProtocol = nil
-            pendingGetResponse = nil
-            if case .initiator(let targets) = role {
-                for t in targets { releasePeer(t.peer, world: world) }
-                role = .idle
-            }
+            powerDown(world: world)
             return false
         }
         return presentCard(world: world) != nil
