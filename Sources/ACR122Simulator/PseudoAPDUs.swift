@@ -33,6 +33,7 @@ extension DeviceState {
 
     func transmit(_ command: [UInt8], world: FieldWorld, lock: ConditionLock<FieldWorld>) throws(IFDError) -> [UInt8] {
         guard atr != nil else { throw IFDError.noCard }
+        resumePoweredSession(world: world)
         if case .initiator(let targets) = role, let first = targets.first, !stillPresent(first.peer, world: world) {
             throw IFDError.noCard
         }

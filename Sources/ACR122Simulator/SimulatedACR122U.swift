@@ -93,7 +93,8 @@ public final class SimulatedACR122U: IFDDevice {
     /// pcscd's one "absent" away.
     public var cardWouldBeReportedPresent: Bool {
         field.lock.withLock { world in
-            state.atr != nil && !state.holdsPoweredCard(world: world) ? false : state.presentCard(world: world) != nil
+            guard state.atr != nil, !state.holdsPoweredCard(world: world) else { return state.presentCard(world: world) != nil }
+            return state.canResumePoweredSession(world: world) && state.piccParameter & 0x80 != 0
         }
     }
 
