@@ -230,7 +230,14 @@ extension SecbridgeCLI {
             return (channel, { try? handle.disconnect(.leave); try? context.release() })
         }
         if case .unsupported(let reason, _) = backend.support {
-            throw CLIError.failure("\(reader) cannot emulate a card: \(reason)")
+            // An unplugged reader answers no escape command either: say what is really wrong.
+            // (A PC/SC call: on the executor's thread, not Swift's shared pool.)
+            let unavailable = (try? await executor.run { () throws -> Bool in
+                let context = try client.establishContext()
+                defer { try? context.release() }
+                return readerIsUnavailable(reader, context: context)
+            }) ?? false
+            throw CLIError.failure(unavailable ? readerUnavailableMessage(reader) : "\(reader) cannot emulate a card: \(reason)")
         }
         // Approved: card emulation changes the reader's settings next (PICC parameter, RF, MCU timeout).
         let authorizer = PolicyAuthorizer { request in
@@ -462,6 +469,7 @@ extension SecbridgeCLI {
         }
         if usePN532 { ReaderCleanup.track(reader) }
         if !usePN532 && !withCard.contains(reader) {
+            if readerIsUnavailable(reader, context: context, waitingUpTo: .zero) { throw CLIError.failure(readerUnavailableMessage(reader)) }
             throw CLIError.failure("no card in '\(reader)': place a card or phone on the reader\(ACR122Detection.nameSuggestsACR122(reader) ? ", or use --pn532 to poll with PN532 commands" : "")")
         }
         // A PC/SC part 3 storage card: the reader's pseudo-APDUs instead of ISO 7816-4 (StorageCardCommands.swift).
@@ -521,7 +529,7 @@ extension SecbridgeCLI {
         }
         let isACR122 = ACR122Detection.nameSuggestsACR122(reader)
         let log = ExchangeLog()
-        let (outcome, exchanges) = try readerSessionErrorsExplained(reader) { () throws in
+        let (outcome, exchanges) = try readerSessionErrorsExplained(reader, context: context) { () throws in
             do {
                 return try awaitResult("the reader session", timeout: .seconds(60)) {
             try await session.run { session -> Outcome in
@@ -645,11 +653,16 @@ extension SecbridgeCLI {
     /// Runs `body`, turning a reader session's failure to take the card into the words `send`
     /// uses: a sharing violation at connect (another program has the card exclusively), or a
     /// transaction that could not begin (another program holds one).
-    static func readerSessionErrorsExplained<T>(_ reader: String, _ body: () throws -> T) throws -> T {
+    static func readerSessionErrorsExplained<T>(
+        _ reader: String, context: (any PCSCClientContext)? = nil, _ body: () throws -> T
+    ) throws -> T {
         do {
             return try body()
         } catch let error as CredentialSessionError {
             guard case .pcsc(let code, _)? = error.cause else { throw error }
+            if let context, code != PCSCError.noSmartcard.code, readerIsUnavailable(reader, context: context) {
+                throw CLIError.failure(readerUnavailableMessage(reader))
+            }
             if code == PCSCError.sharingViolation.code {
                 throw CLIError.failure("could not connect to '\(reader)': \(describe(PCSCError(code: code, function: "SCardConnect")))")
             }
@@ -664,6 +677,9 @@ extension SecbridgeCLI {
     /// (``cardChange(_:reader:cardIsGone:recorded:again:)``, the reader asked through `context`).
     static func explainReadFailure(_ error: any Error, reader: String, context: any PCSCClientContext, recorded: Bool) -> String {
         let cause = (error as? CredentialSessionError)?.cause ?? UnderlyingCause(error)
+        if case .pcsc(let code, _) = cause, code != PCSCError.noSmartcard.code, readerIsUnavailable(reader, context: context) {
+            return readerUnavailableMessage(reader)
+        }
         guard case .pcsc(let code, _) = cause,
               let changed = cardChange(code, reader: reader, cardIsGone: { cardLeft(reader, context: context) }, recorded: recorded, again: "read")
         else { return "\(error)" }
