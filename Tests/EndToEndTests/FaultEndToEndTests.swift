@@ -225,8 +225,18 @@ extension SharedReader {
             }
         }
 
-        /// After `change` took the powered card from the chip, pcscd sees it leave and come back,
-        /// and a transmit reaches it again.
+        /// After `change` let the powered card go while it stays in the field, pcscd still reports
+        /// it and a transmit through pcscd reaches it (the chip activates it again).
+        static func expectPresentAndReachable(_ reader: String, after change: () async throws -> Void) async throws {
+            #expect(try await selectNDEFApplication(reader) == [0x90, 0x00])
+            try await change()
+            #expect(try SimulatedReaders.controlA.send("status")["card"] == "present")
+            #expect(try await selectNDEFApplication(reader) == [0x90, 0x00])
+            _ = try await waitForCard(in: reader, present: true)
+        }
+
+        /// After `change` swapped the powered card, pcscd sees it leave and the new one come, and a
+        /// transmit reaches the new one.
         static func expectRemovalAndInsertion(_ reader: String, after change: () async throws -> Void) async throws {
             #expect(try await selectNDEFApplication(reader) == [0x90, 0x00])
             try await change()
@@ -239,7 +249,7 @@ extension SharedReader {
             let environment = try await resetSimulatedReaders()
             let readerA = environment.simulatedReaderA
             try await placeInSharedField("place-card uid=\"04 A1 B2 C3\" applet=t4t-ndef id=tag", environment: environment)
-            try await Self.expectRemovalAndInsertion(readerA) {
+            try await Self.expectPresentAndReachable(readerA) {
                 let result = try await runCLI(["reset", "--reader", readerA])
                 #expect(result.status == 0, "\(result.out)\(result.err)")
             }
@@ -249,7 +259,7 @@ extension SharedReader {
             let environment = try await resetSimulatedReaders()
             let readerA = environment.simulatedReaderA
             try await placeInSharedField("place-card uid=\"04 A1 B2 C3\" applet=t4t-ndef id=tag", environment: environment)
-            try await Self.expectRemovalAndInsertion(readerA) {
+            try await Self.expectPresentAndReachable(readerA) {
                 let result = try await runCLI(["read", "--pn532", "--reader", readerA])
                 #expect(result.status == 0, "\(result.out)\(result.err)")
                 #expect(result.out.contains("NDEF record 1: URI https://example.com"), "\(result.out)")
@@ -265,6 +275,59 @@ extension SharedReader {
                 try SimulatedReaders.controlA.send("remove peer=first")
                 try SimulatedReaders.controlA.send("place-card uid=\"04 D4 E5 F6\" applet=t4t-ndef id=second")
             }
+        }
+
+        // MARK: USB unplug and replug
+
+        @Test func unplugAndReplugUnderMonitorReadRunAndEmulate() async throws {
+            let environment = try await resetSimulatedReaders()
+            let readerA = environment.simulatedReaderA
+            try await placeInSharedField("place-card uid=\"04 A1 B2 C3\" applet=t4t-ndef id=tag", environment: environment)
+            let directory = try faultTestDirectory("unplug")
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let script = directory + "/select.apdu"
+            try "00 A4 04 00 07 D2 76 00 00 85 01 01 00\n".write(toFile: script, atomically: true, encoding: .utf8)
+            let monitor = try BinaryProcess(["monitor", "--json", "--timeout", "60"], environment: environment.environmentForSubprocesses)
+            defer { monitor.stop() }
+            _ = try await monitor.wait(for: "card-inserted")
+            let before = monitor.output.count
+            #expect(try SimulatedReaders.controlA.send("unplug")["plugged"] == "no")
+            defer { _ = try? SimulatedReaders.controlA.send("replug") }
+            // pcscd marks the reader unavailable at its next presence poll (pcsc-lite 1.9.9
+            // eventhandler.c: SCARD_UNKNOWN, which clients see as SCARD_STATE_UNAVAILABLE) and
+            // keeps it listed (no hot-plug for a reader.conf reader).
+            let marked = try await blocking { () throws -> Bool in
+                let context = try PCSCLiteClient().establishContext()
+                defer { try? context.release() }
+                var unavailable = false
+                for _ in 0..<5 where !unavailable { unavailable = readerIsUnavailable(readerA, context: context) }
+                let listed = try context.listReaders().contains(readerA)
+                return unavailable && listed
+            }
+            #expect(marked)
+            let read = try await runCLI(["read", "--reader", readerA])
+            let run = try await runCLI(["run", "--reader", readerA, script])
+            let emulate = try await blocking { () -> (Int32, String, String) in
+                let console = CapturingConsole(input: [])
+                let status = SecbridgeTools.main(
+                    arguments: ["emulate", "--credential", try repositoryPath("Fixtures/credentials/uri-tag.json"), "--yes", "--reader", readerA],
+                    console: console, timeScale: 0.05)
+                return (status, console.standardOutput, console.standardError)
+            }
+            // Each says the reader is unavailable, at once (no wait for a device timeout), exit 1.
+            let unavailable = "secbridge: error: '\(readerA)' is unavailable: pcscd cannot reach it (the reader was unplugged, or its driver reports no device); plug it in again and retry (pcscd finds it again by itself)\n"
+            #expect(read.status == 1 && read.err == unavailable, "\(read.out)\(read.err)")
+            #expect(run.status == 1 && run.err == unavailable, "\(run.out)\(run.err)")
+            #expect(emulate.0 == 1 && emulate.2.hasSuffix(unavailable), "\(emulate.1)\(emulate.2)")
+            #expect(try SimulatedReaders.controlA.send("replug")["plugged"] == "yes")
+            _ = try await waitForCard(in: readerA, present: true)
+            let again = try await runCLI(["read", "--reader", readerA])
+            #expect(again.status == 0, "\(again.out)\(again.err)")
+            // monitor, across it: the card leaves with the reader and comes back with it (pcscd
+            // keeps a reader.conf reader listed while it is unavailable).
+            let removed = try await monitor.wait(for: "\"event\":\"card-removed\",\"reader\":\"\(readerA)\"", after: before)
+            _ = try await monitor.wait(for: "\"event\":\"card-inserted\",\"reader\":\"\(readerA)\"", after: removed)
+            #expect(!monitor.output[before...].contains { $0.contains("reader-detached") }, "\(monitor.output)")
         }
     }
 }
