@@ -26,6 +26,18 @@ func underFileSizeLimit(blocks: Int, _ arguments: [String]) throws -> [String] {
     ["-c", "ulimit -f \(blocks) && trap '' XFSZ && exec \"$@\"", "sh", try secbridgeBinary().path] + arguments
 }
 
+/// `emulate` of uri-tag.json on `reader`, run in this process through the shared pcscd with the
+/// card-emulation window shrunk to 3 s (time scale 0.05): exit status, standard output and error.
+func emulateInProcess(_ reader: String) async throws -> (Int32, String, String) {
+    try await blocking {
+        let console = CapturingConsole(input: [])
+        let status = SecbridgeTools.main(
+            arguments: ["emulate", "--credential", try repositoryPath("Fixtures/credentials/uri-tag.json"), "--yes", "--reader", reader],
+            console: console, timeScale: 0.05)
+        return (status, console.standardOutput, console.standardError)
+    }
+}
+
 /// The body lines of a transcript file, once it parsed.
 func transcriptLines(at path: String) throws -> [TranscriptLine] {
     try Transcript(parsing: String(contentsOfFile: path, encoding: .utf8), fileName: path).lines
@@ -157,13 +169,7 @@ extension SharedReader {
             // B polls for cards (the default): it activates A's TgInitAsTarget as soon as it is armed.
             let environment = try await resetSimulatedReaders()
             let readerA = environment.simulatedReaderA
-            let status = try await blocking { () -> (Int32, String, String) in
-                let console = CapturingConsole(input: [])
-                let status = SecbridgeTools.main(
-                    arguments: ["emulate", "--credential", try repositoryPath("Fixtures/credentials/uri-tag.json"), "--yes", "--reader", readerA],
-                    console: console, timeScale: 0.05)
-                return (status, console.standardOutput, console.standardError)
-            }
+            let status = try await emulateInProcess(readerA)
             #expect(status.1.contains("event: fieldStateChanged(fieldPresent: TgInitAsTarget returned mode 08"), "\(status.1)\(status.2)")
             // The end of the emulation released the target: A reports a card put in its field.
             try SimulatedReaders.controlA.send("place-tag uid=04A1B2C3D4E5F6 atqa=0044 sak=00 id=t2")
@@ -307,13 +313,7 @@ extension SharedReader {
             #expect(marked)
             let read = try await runCLI(["read", "--reader", readerA])
             let run = try await runCLI(["run", "--reader", readerA, script])
-            let emulate = try await blocking { () -> (Int32, String, String) in
-                let console = CapturingConsole(input: [])
-                let status = SecbridgeTools.main(
-                    arguments: ["emulate", "--credential", try repositoryPath("Fixtures/credentials/uri-tag.json"), "--yes", "--reader", readerA],
-                    console: console, timeScale: 0.05)
-                return (status, console.standardOutput, console.standardError)
-            }
+            let emulate = try await emulateInProcess(readerA)
             // Each says the reader is unavailable, at once (no wait for a device timeout), exit 1.
             let unavailable = "secbridge: error: '\(readerA)' is unavailable: pcscd cannot reach it (the reader was unplugged, or its driver reports no device); plug it in again and retry (pcscd finds it again by itself)\n"
             #expect(read.status == 1 && read.err == unavailable, "\(read.out)\(read.err)")
