@@ -149,6 +149,9 @@ let package = Package(
                 "ACR122Simulator", "InProcessPCSC", "PCSCSandbox", "SecbridgeTesting",
             ]
         ),
+        // Apple's client flows written as an iOS app writes them, only UIKit/SwiftUI replaced, run
+        // against the in-process simulated ACR122U with a simulated phone (docs/apple-api-map.md).
+        .testTarget(name: "AppleShapedClientTests", dependencies: ["SecureElementCredential", "SecbridgeTesting"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [

@@ -23,12 +23,16 @@ public struct ACR122Personality: Sendable, Hashable {
         case wholeATS
     }
 
+    /// Which pcscd driver stands in front of the reader, and so which control code carries escape
+    /// commands (docs/acr122-pn532.md §1, §5c). ``Driver/ccidEscapeEnabled`` by default.
     public var driver: Driver
     /// The firmware string `FF 00 48 00 00` returns: 10 ASCII bytes, no status word.
     public var firmware: String
     /// Early firmware (and the Touchatag) talks T=0 to the host: a pseudo-APDU's answer is announced
     /// with `61 xx` and fetched with `FF C0 00 00 xx`; card connections negotiate T=0.
     public var legacyT0Firmware: Bool
+    /// Which historical bytes the ATR of an ISO/IEC 14443-4 card carries (docs/acr122-pn532.md §3);
+    /// the ATS's historical bytes by default.
     public var atrHistoricalBytes: ATRHistoricalBytes
     /// GetFirmwareVersion's answer: IC, Ver, Rev, Support (`32 01 06 07` for a PN532 v1.6).
     public var pn532FirmwareVersion: [UInt8]
@@ -46,6 +50,9 @@ public struct ACR122Personality: Sendable, Hashable {
     /// for it, not a document: (U)); a client must take it as "no terminal yet".
     public var emptyAnswerWhileNoTerminal: Bool = false
 
+    /// A personality; the defaults are an ACR122U with firmware `ACR122U207` behind libccid with
+    /// escape commands enabled, a PN532 v1.6 (`32 01 06 07`), an MCU timeout of one 5 s step, libccid's
+    /// 30 s read timeout and 5 ms per passive activation attempt.
     public init(
         driver: Driver = .ccidEscapeEnabled, firmware: String = "ACR122U207", legacyT0Firmware: Bool = false,
         atrHistoricalBytes: ATRHistoricalBytes = .atsHistoricalBytes,
@@ -107,5 +114,6 @@ public enum ACR122DriverConstants {
     public static let maxInput: UInt32 = maxCCIDMessageLength - 10
     /// SCARD_PROTOCOL_T0 / SCARD_PROTOCOL_T1 as IFDHSetProtocolParameters receives them.
     public static let protocolT0: UInt = 1
+    /// SCARD_PROTOCOL_T1 (2), as IFDHSetProtocolParameters receives it.
     public static let protocolT1: UInt = 2
 }

@@ -52,6 +52,8 @@ public struct AndroidType4Reader: TerminalProgram {
     /// `RW_T4T_MAX_DATA_PER_READ`: GKI buffer 660 − NFC_HDR 8 − NCI data header 3 − SW 2.
     public static let maximumDataPerRead = 647
 
+    /// Whose rules the reader applies: Android 12 and later (``Release/android15``) or Android 8–11
+    /// (``Release/android11``) (docs/terminal-models.md §1).
     public let release: Release
     /// The NDEF message to write instead of reading, or nil.
     public let messageToWrite: [UInt8]?
@@ -89,6 +91,8 @@ public struct AndroidType4Reader: TerminalProgram {
     private var extendedLe = false
     private var lastCommand: [UInt8] = []
 
+    /// A reader with `release`'s rules that reads the tag's NDEF message, or, with `message`, writes
+    /// that NDEF message instead (as Android's NDEF write does).
     public init(release: Release = .android15, writing message: [UInt8]? = nil) {
         self.release = release
         messageToWrite = message

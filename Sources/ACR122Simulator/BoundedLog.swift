@@ -21,6 +21,8 @@ public struct BoundedLog<Element: Sendable>: Sendable {
     /// How many elements are kept.
     public var count: Int { storage.count }
 
+    /// Appends `element`; when ``capacity`` elements are held already, the oldest is dropped (and
+    /// counted in ``dropped``).
     public mutating func append(_ element: Element) {
         total += 1
         if storage.count < capacity {

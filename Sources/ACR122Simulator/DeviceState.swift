@@ -58,6 +58,8 @@ final class TargetState {
     var phase: Phase = .waiting
     /// The initiator's first command (RATS) once activated.
     var initiatorCommand: [UInt8] = []
+    /// TgInitAsTarget's mode byte for the activation: 08 (ISO/IEC 14443-4 PICC), 04 (NFC-DEP).
+    var activatedMode: UInt8 = 0x08
     /// A C-APDU from a reader initiator not yet taken by TgGetData.
     var inbox: [UInt8]?
     /// The rest of a C-APDU longer than one TgGetData frame.

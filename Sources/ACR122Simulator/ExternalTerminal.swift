@@ -25,11 +25,14 @@ public final class ExternalTerminal: FieldPeer {
         /// The R-APDU expected (SW1-SW2 included); `??` bytes match anything; nil accepts any answer.
         public var expectedResponse: TranscriptBytes?
 
+        /// A step that sends `command` and checks the answer against `expectedResponse` (`??` bytes match
+        /// anything; nil accepts any answer).
         public init(command: [UInt8], expectedResponse: TranscriptBytes?) {
             self.command = command
             self.expectedResponse = expectedResponse
         }
 
+        /// A step that sends `command` and expects exactly `response` (SW1-SW2 included).
         public init(_ command: [UInt8], expect response: [UInt8]) {
             self.init(command: command, expectedResponse: TranscriptBytes(response))
         }
@@ -42,8 +45,10 @@ public final class ExternalTerminal: FieldPeer {
         /// The RATS sent at activation, `E0 80` (FSDI 8 → FSD 256, CID 0) as phones send it
         /// (docs/iso14443-t4t-ndef.md §2).
         public var rats: [UInt8]
+        /// The commands, in order; the terminal releases the target after the last.
         public var steps: [Step]
 
+        /// A script named `name` that activates the target with `rats` and then runs `steps`.
         public init(name: String, rats: [UInt8] = [0xE0, 0x80], steps: [Step]) {
             self.name = name
             self.rats = rats
@@ -69,11 +74,20 @@ public final class ExternalTerminal: FieldPeer {
         /// The emulated target went away (left target mode, reader removed) before step `step` was
         /// answered.
         case targetLeft(step: Int)
+        /// The phone left the field itself after exchange `step` (``PhoneBehaviour/leaveAfter``,
+        /// or a tap done with taps remaining); it comes back at the next TgInitAsTarget.
+        case leftField(step: Int)
+        /// A peer-to-peer initiator found no NFC-DEP target (`reason`), or its target went back to
+        /// waiting for an ISO-DEP reader: nothing was exchanged, and that is no failure of the
+        /// emulation (docs/terminal-models.md §6.3).
+        case ignored(reason: String)
     }
 
     /// One C-APDU and the R-APDU the target gave (nil when it left before answering).
     public struct Exchange: Sendable, Hashable {
+        /// The C-APDU the terminal sent.
         public var command: [UInt8]
+        /// The R-APDU the target answered; nil when it left before answering.
         public var response: [UInt8]?
     }
 
@@ -85,6 +99,22 @@ public final class ExternalTerminal: FieldPeer {
         var exchanges: [Exchange] = []
         var activations = 0
         var report: TerminalReport?
+        /// The program as placed, run again from the start at each activation.
+        let initialProgram: any TerminalProgram
+        /// Exchanges of the current activation.
+        var exchangesThisActivation = 0
+        /// The phone left (or finished a tap) and wants another activation.
+        var returning = false
+        var tapsDone = 0
+        /// The ATS the current target sent (its FWI sets the frame waiting time).
+        var ats: [UInt8] = []
+        /// One line per activation that ended, oldest first.
+        var activationResults: [String] = []
+
+        init(program: any TerminalProgram) {
+            self.program = program
+            initialProgram = program
+        }
     }
 
     /// The terminal's name in reports, e.g. "Android Type 4 Tag read (android-15.0.0_r23)".
@@ -93,13 +123,19 @@ public final class ExternalTerminal: FieldPeer {
     public let rats: [UInt8]
     /// The recorded script a replaying terminal runs; nil for a model.
     public let script: Script?
+    /// What the phone does around the APDUs (leaving, re-tapping, waiting times).
+    public let behaviour: PhoneBehaviour
+    /// True for a peer-to-peer initiator (``PeerToPeerInitiator``): it sends ATR_REQ, not RATS.
+    public let isNFCDEPInitiator: Bool
     private let state: Mutex<State>
 
-    /// A terminal running `program`.
-    public init(name: String, rats: [UInt8] = [0xE0, 0x80], program: some TerminalProgram) {
+    /// A terminal running `program`, behaving as `behaviour` says around its APDUs.
+    public init(name: String, rats: [UInt8] = [0xE0, 0x80], program: some TerminalProgram, behaviour: PhoneBehaviour = PhoneBehaviour()) {
         self.name = name
         self.rats = rats
         script = nil
+        self.behaviour = behaviour
+        isNFCDEPInitiator = program is PeerToPeerInitiator
         state = Mutex(State(program: program))
     }
 
@@ -108,6 +144,8 @@ public final class ExternalTerminal: FieldPeer {
         name = script.name
         rats = script.rats
         self.script = script
+        behaviour = PhoneBehaviour()
+        isNFCDEPInitiator = false
         state = Mutex(State(program: ScriptProgram(script: script)))
     }
 
@@ -152,8 +190,12 @@ public final class ExternalTerminal: FieldPeer {
     public var result: Result { state.withLock { $0.result } }
     /// Every exchange so far, oldest first.
     public var exchanges: [Exchange] { state.withLock { $0.exchanges } }
-    /// How many times a target was activated by this terminal (0 or 1).
+    /// How many times a target was activated by this terminal (more than 1 when it left and came
+    /// back, or tapped again).
     public var activations: Int { state.withLock { $0.activations } }
+    /// One line per activation that ended, oldest first, e.g. "1: left the field after exchange 6
+    /// (00 B0 00 00 02 → 00 10 90 00)", "2: passed: NDEF message, 1 record: …".
+    public var activationResults: [String] { state.withLock { $0.activationResults } }
     /// What the program read (the NDEF message, the records of a payment application), set when
     /// it ended; nil before, and for recorded scripts.
     public var report: TerminalReport? { state.withLock { $0.report } }
@@ -162,17 +204,42 @@ public final class ExternalTerminal: FieldPeer {
 
     // MARK: Driven by the emulating reader (with the field locked)
 
-    /// True while the terminal has not activated any target yet.
-    var wantsActivation: Bool { state.withLock { $0.result == .waiting } }
+    /// True while the terminal has not activated any target yet, or left and comes back.
+    var wantsActivation: Bool { state.withLock { $0.result == .waiting || $0.returning } }
 
-    /// Activates a target; returns the RATS.
-    func activate() -> [UInt8] {
+    /// Activates a target waiting in TgInitAsTarget with request `modes` and `sak`, whose ATS is
+    /// `ats`; returns TgInitAsTarget's mode byte and the initiator command, or nil when this
+    /// terminal does not activate such a target. An ISO-DEP reader needs ISO 14443-4 allowed
+    /// (DEPOnly 02 clear, SAK bit 20) and sends its RATS (mode 08). A peer-to-peer initiator needs
+    /// DEP allowed (PICCOnly 04 clear, SAK bit 40) and sends ATR_REQ (mode 04); otherwise it
+    /// reports ``Result/ignored(reason:)`` and stops looking.
+    func activate(modes: UInt8, sak: UInt8, ats: [UInt8]) -> (mode: UInt8, initiatorCommand: [UInt8])? {
+        if isNFCDEPInitiator {
+            guard modes & 0x04 == 0, sak & 0x40 != 0 else {
+                let why = modes & 0x04 != 0
+                    ? "TgInitAsTarget allows ISO/IEC 14443-4 PICC activation only (Mode bit PICCOnly 04): the PN532 does not answer ATR_REQ"
+                    : "SEL_RES \([sak].hexString) does not announce NFC-DEP (bit 40)"
+                state.withLock { $0.result = .ignored(reason: "no NFC-DEP target: " + why) }
+                return nil
+            }
+            start(ats: [])
+            return (PeerToPeerInitiator.activatedMode, PeerToPeerInitiator.atrRequest)
+        }
+        guard modes & 0x02 == 0, sak & 0x20 != 0 else { return nil }
+        start(ats: ats)
+        return (0x08, rats)
+    }
+
+    private func start(ats: [UInt8]) {
         state.withLock {
-            $0.result = .running(step: 0)
+            $0.returning = false
+            $0.exchangesThisActivation = 0
+            $0.ats = ats
+            $0.program = $0.initialProgram
+            $0.result = .running(step: $0.exchanges.count)
             $0.activations += 1
             $0.next = $0.program.start()
         }
-        return rats
     }
 
     /// What the terminal sends next.
@@ -190,17 +257,23 @@ public final class ExternalTerminal: FieldPeer {
     func nextCommand() -> Next {
         state.withLock { s in
             switch s.result {
-            case .waiting: return .notActivated
-            case .passed, .mismatch, .failed, .targetLeft: return .released
+            case .waiting, .ignored: return .notActivated
+            case .passed, .mismatch, .failed, .targetLeft, .leftField: return .released
             case .running:
                 if s.awaitingResponse { return .awaitingResponse }
                 switch s.next {
                 case .send(let command):
+                    if s.activations == 1, let leaveAfter = behaviour.leaveAfter, s.exchangesThisActivation >= leaveAfter {
+                        // The phone moves away instead of sending this command: field loss.
+                        Self.leave(&s, why: "left the field after exchange \(s.exchangesThisActivation)")
+                        return .released
+                    }
                     s.awaitingResponse = true
+                    s.exchangesThisActivation += 1
                     s.exchanges.append(Exchange(command: command, response: nil))
                     return .command(command)
                 case .finish(let outcome):
-                    Self.finish(&s, outcome)
+                    finish(&s, outcome)
                     return .released
                 case nil:
                     s.result = .passed
@@ -211,11 +284,25 @@ public final class ExternalTerminal: FieldPeer {
     }
 
     /// The target's R-APDU for the outstanding C-APDU.
-    /// - Returns: false when no C-APDU was outstanding (the host answered without being asked).
-    func deliver(_ response: [UInt8]) -> Bool {
+    /// - Returns: TgSetData's status: 00 taken; 27 when no C-APDU was outstanding (the host
+    ///   answered without being asked); 29 when the phone gave up waiting for this answer
+    ///   (``PhoneBehaviour/hostDelay`` beyond its waiting time) and released the target.
+    func deliver(_ response: [UInt8]) -> UInt8 {
         state.withLock { s in
-            guard case .running = s.result, s.awaitingResponse else { return false }
+            guard case .running = s.result, s.awaitingResponse else { return 0x27 }
             s.awaitingResponse = false
+            if s.activations == 1, let delay = behaviour.hostDelay, delay.command == s.exchangesThisActivation {
+                let (limit, rule) = behaviour.waitLimit(ats: s.ats)
+                let waited = "the answer came \(FrameWaitingTime.milliseconds(delay.delay)) ms after the command"
+                if let limit, delay.delay > limit {
+                    let command = s.exchanges.last?.command ?? []
+                    s.next = nil
+                    s.result = .failed(step: max(0, s.exchanges.count - 1), stage: "waiting for the answer to \(command.hexString)",
+                                       reason: "timeout: \(rule); \(waited)")
+                    s.activationResults.append("\(s.activations): failed: no answer in time to \(command.hexString) (\(waited))")
+                    return 0x29
+                }
+            }
             if let last = s.exchanges.indices.last { s.exchanges[last].response = response }
             let action = s.program.receive(response)
             switch action {
@@ -223,18 +310,31 @@ public final class ExternalTerminal: FieldPeer {
                 s.next = action
                 s.result = .running(step: s.exchanges.count)
             case .finish(let outcome):
-                Self.finish(&s, outcome)
+                finish(&s, outcome)
             }
-            return true
+            return 0x00
         }
     }
 
-    private static func finish(_ s: inout State, _ outcome: TerminalOutcome) {
+    /// The phone moves out of the field (the lock held): it comes back at the next activation.
+    private static func leave(_ s: inout State, why: String) {
+        let last = s.exchanges.last.map { " (\($0.command.hexString) → \(($0.response ?? []).hexString))" } ?? ""
+        s.activationResults.append("\(s.activations): \(why)\(last)")
+        s.next = nil
+        s.result = .leftField(step: max(0, s.exchanges.count - 1))
+        s.returning = true
+    }
+
+    private func finish(_ s: inout State, _ outcome: TerminalOutcome) {
         s.next = nil
         switch outcome {
         case .completed(let report):
             s.report = report
             s.result = .passed
+            s.tapsDone += 1
+            s.activationResults.append("\(s.activations): passed: \(report.summary)")
+            // Another tap to come: the phone moves away and back (the result stays passed).
+            if s.tapsDone < behaviour.taps { s.returning = true }
         case .passedScript:
             s.result = .passed
         case .mismatch(let step, let expected, let actual):
@@ -242,19 +342,29 @@ public final class ExternalTerminal: FieldPeer {
         case .failed(let stage, let reason, let report):
             s.report = report
             s.result = .failed(step: max(0, s.exchanges.count - 1), stage: stage, reason: reason)
+            s.activationResults.append("\(s.activations): failed at \(stage): \(reason)")
         }
     }
 
-    /// The target left before the program was over.
+    /// The target left before the program was over. A peer-to-peer initiator's target that goes
+    /// back to waiting (a new TgInitAsTarget) turned it away: ``Result/ignored(reason:)``.
     func targetLeft() {
         state.withLock { s in
-            if case .running(let step) = s.result { s.result = .targetLeft(step: step) }
+            guard case .running(let step) = s.result else { return }
+            if isNFCDEPInitiator {
+                s.result = .ignored(reason: "the target left NFC-DEP before any exchange (TgInitAsTarget again: not a peer-to-peer target)")
+                s.activationResults.append("\(s.activations): ignored by the target")
+            } else {
+                s.result = .targetLeft(step: step)
+                s.activationResults.append("\(s.activations): the target left before exchange \(step)")
+            }
         }
     }
 }
 
 /// A terminal script that cannot be built.
 public struct ExternalTerminalError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// Why the script cannot be built, in words.
     public var reason: String
     public var description: String { reason }
 }

@@ -21,6 +21,7 @@ public struct TypeAIdentity: Sendable, Hashable {
     /// SAK (SEL_RES): bit 0x20 = ISO/IEC 14443-4 compliant, 0x08 MIFARE Classic 1K, 0x00 Ultralight.
     public var sak: UInt8
 
+    /// The fields as given: `uid` (4, 7 or 10 bytes), `atqa` most significant byte first, `sak`.
     public init(uid: [UInt8], atqa: UInt16, sak: UInt8) {
         self.uid = uid
         self.atqa = atqa
@@ -44,7 +45,7 @@ public final class ISO14443_4Card: FieldPeer {
     /// The C-APDUs received, the latest ``logCapacity`` of them.
     private let log = Mutex(BoundedLog<[UInt8]>(capacity: ISO14443_4Card.logCapacity))
     /// How many C-APDUs a card keeps for ``receivedAPDUs``: 4096 (a few hundred kilobytes at most);
-    /// older ones are counted in ``droppedAPDUCount``.
+    /// older ones are counted in ``receivedLog``'s `dropped`.
     public static let logCapacity = 4096
     /// The card leaves the field while it answers its `leavesAfter`-th C-APDU (the answer is lost):
     /// a card pulled away mid-exchange. nil: it stays.
@@ -78,7 +79,7 @@ public final class ISO14443_4Card: FieldPeer {
     }
 
     /// A card that answers from a transcript's channel-layer lines (`>` / `<`), in order, as
-    /// ``ReplayChannel`` plays them. A command that does not match the recording is answered
+    /// `ReplayChannel` plays them. A command that does not match the recording is answered
     /// `6F 00` (no precise diagnosis), and the mismatch is kept in ``replayErrors``.
     public convenience init(
         uid: [UInt8], atqa: UInt16 = 0x0004, sak: UInt8 = 0x20, ats: [UInt8] = [0x05, 0x78, 0x80, 0x70, 0x02],
@@ -184,6 +185,7 @@ enum ATSLayout {
 /// access bits forbid as "Invalid received frame", EINVRXFRAM = 13h; UM0701-02 gives no code for a
 /// NAK); a failed MIFARE authentication → status 14; silence → status 01.
 public final class ISO14443_3Tag: FieldPeer {
+    /// What the tag answers during ISO/IEC 14443-3 activation: UID, ATQA and SAK.
     public let identity: TypeAIdentity
     /// The PC/SC part 3 card name bytes C0 C1 of the storage-card ATR (ACR122U API v2.04 §3.1):
     /// 00 01 MIFARE 1K, 00 02 MIFARE 4K, 00 03 Ultralight, 00 26 Mini.
@@ -228,7 +230,8 @@ public final class ISO14443_3Tag: FieldPeer {
     /// - Parameters:
     ///   - model: Mini, 1K or 4K.
     ///   - uid: 4 or 7 bytes.
-    ///   - keyA, keyB: 6 bytes each, set in every sector trailer; default FF FF FF FF FF FF.
+    ///   - keyA: 6 bytes, set in every sector trailer; default FF FF FF FF FF FF.
+    ///   - keyB: 6 bytes, set in every sector trailer; default FF FF FF FF FF FF.
     /// - Throws: ``StorageCardError`` for a bad UID or key length.
     public init(classic model: MIFAREClassicModel, uid: [UInt8],
                 keyA: [UInt8] = MIFAREClassicMemory.transportKey,

@@ -62,7 +62,7 @@ public enum IFDError: Error, Sendable, Hashable {
 
 extension IFDError {
     /// The RESPONSECODE a pcscd driver returns for this error (pcsc-lite `ifdhandler.h`); what pcscd
-    /// then tells the client is ``IFDResultMapping``'s, per PC/SC function.
+    /// then tells the client is `IFDResultMapping`'s, per PC/SC function.
     public var responseCode: Int {
         switch self {
         case .noCard: IFDResponseCode.iccNotPresent

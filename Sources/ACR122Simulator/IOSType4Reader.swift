@@ -33,6 +33,7 @@ public struct IOSType4Reader: TerminalProgram {
     private var nlen = 0
     private var file: [UInt8] = []
 
+    /// A reader that probes and reads as an iPhone does (docs/terminal-models.md §2).
     public init() {}
 
     public mutating func start() -> TerminalAction { .send(Self.probes[0]) }

@@ -434,22 +434,25 @@ extension DeviceState {
         let t = TargetState(session: sessions, modes: modes, atqa: atqa, uid: uid, sak: sak, historicalBytes: historical)
         role = .target(t)
         lock.broadcast()
-        let piccAllowed = modes & 0x02 == 0 && sak & 0x20 != 0
         let outcome = wait(lock: lock) {
             if t.isActivated { return true }
-            guard piccAllowed, case .target(let current) = self.role, current === t else { return false }
-            if let terminal = world.peers.lazy.compactMap({ $0 as? ExternalTerminal }).first(where: { $0.wantsActivation }) {
-                t.initiatorCommand = terminal.activate()
+            guard case .target(let current) = self.role, current === t else { return false }
+            // Each terminal decides whether this target is one it activates (ISO-DEP or NFC-DEP).
+            for terminal in world.peers.compactMap({ $0 as? ExternalTerminal }) where terminal.wantsActivation {
+                guard let activation = terminal.activate(modes: modes, sak: sak, ats: t.ats) else { continue }
+                t.initiatorCommand = activation.initiatorCommand
+                t.activatedMode = activation.mode
                 t.phase = .activatedByTerminal(terminal)
-                world.record(.targetActivated(mode: 0x08, initiatorCommand: t.initiatorCommand), reader: self.name)
+                world.record(.targetActivated(mode: activation.mode, initiatorCommand: t.initiatorCommand), reader: self.name)
                 return true
             }
             return false
         }
         switch outcome {
         case .satisfied:
-            // Mode 08: 106 kbit/s, ISO/IEC 14443-4 PICC, Type A framing; then the RATS.
-            return reply([0x08] + t.initiatorCommand)
+            // Mode 08: 106 kbit/s, ISO/IEC 14443-4 PICC, Type A framing; then the RATS. Mode 04:
+            // DEP, passive, 106 kbit/s; then ATR_REQ (docs/terminal-models.md §6.3).
+            return reply([t.activatedMode] + t.initiatorCommand)
         case .limit, .mcuTimeout, .driverTimeout:
             if case .target(let current) = role, current === t, !t.isActivated {
                 role = .idle
@@ -507,7 +510,13 @@ extension DeviceState {
         case .waiting: return 0x25
         case .released: return 0x29
         case .activatedByTerminal(let terminal):
-            return terminal.deliver(response) ? 0x00 : 0x27
+            let status = terminal.deliver(response)
+            if status == 0x29 {
+                // The phone gave up waiting for this answer and released the target.
+                t.phase = .released
+                world.record(.targetReleased, reader: name)
+            }
+            return status
         case .activatedByReader:
             guard t.commandOutstanding else { return 0x27 }
             t.outbox = response

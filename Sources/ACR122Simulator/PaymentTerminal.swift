@@ -29,6 +29,7 @@ public struct PaymentTerminal: TerminalProgram {
     private var nextRecord = 0
     private var items: [String] = []
 
+    /// A terminal with its test data objects (docs/terminal-models.md §3).
     public init() {}
 
     public mutating func start() -> TerminalAction {

@@ -25,7 +25,10 @@ import ISO7816
 public final class SimulatedACR122U: IFDDevice {
     /// The PC/SC reader name pcscd would give it.
     public let name: String
+    /// How this unit and its driver behave: driver, firmware and quirks.
     public let personality: ACR122Personality
+    /// The simulated RF field the reader's antenna is in, shared with the other readers and peers
+    /// placed in it.
     public let field: SimulatedField
     let state: DeviceState
 

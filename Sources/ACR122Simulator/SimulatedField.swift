@@ -63,6 +63,8 @@ public final class SimulatedField: Sendable {
 
 /// Something that happened in a field, as a session engine observes it.
 public struct FieldEvent: Sendable, Hashable, CustomStringConvertible {
+    /// What happened: a peer placed or removed, the RF field switched, a card or the emulated target
+    /// activated, the target released.
     public enum Kind: Sendable, Hashable {
         /// A peer was placed (its description).
         case peerPlaced(String)
@@ -84,6 +86,7 @@ public struct FieldEvent: Sendable, Hashable, CustomStringConvertible {
     public var sequence: Int
     /// The reader's name, nil for field-wide events.
     public var reader: String?
+    /// What happened.
     public var kind: Kind
 
     public var description: String {

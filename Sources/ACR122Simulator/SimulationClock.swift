@@ -7,7 +7,7 @@ import Musl
 /// The time base of a simulation: how long simulated durations take on the wall clock.
 ///
 /// Every wait in the simulator (the ACR122U MCU timeout, libccid's 30 s escape timeout, the PN532's
-/// passive activation attempts) is a simulated ``Duration`` multiplied by `scale` before the calling
+/// passive activation attempts) is a simulated `Duration` multiplied by `scale` before the calling
 /// thread blocks on a condition variable. `scale` 1 is real time; tests use e.g. 0.001 so that a 5 s
 /// MCU timeout takes 5 ms. A scale of 0 makes every timeout expire at once (a wait then only succeeds
 /// when what it waits for has already happened).

@@ -22,6 +22,7 @@ public struct StorageCardError: Error, Sendable, Hashable, CustomStringConvertib
     /// What is wrong, e.g. "a Type 2 tag needs a 7-byte UID, got 4 bytes".
     public var reason: String
 
+    /// An error with a reason that says what is wrong.
     public init(_ reason: String) {
         self.reason = reason
     }
@@ -43,6 +44,8 @@ public struct StorageCardError: Error, Sendable, Hashable, CustomStringConvertib
 /// Sources: NXP NTAG213/215/216 data sheet §8.5 (memory organisation), §10.1 (GET_VERSION);
 /// NXP MF0ICU1 (MIFARE Ultralight) data sheet §7.5; docs/iso14443-t4t-ndef.md §6.
 public enum Type2TagModel: String, Sendable, Hashable, CaseIterable {
+    /// NTAG213 (45 pages), NTAG215 (135), NTAG216 (231), and the MIFARE Ultralight (16 pages, no
+    /// GET_VERSION).
     case ntag213, ntag215, ntag216, ultralight
 
     /// The number of 4-byte pages, configuration pages included.
@@ -270,6 +273,8 @@ public struct Type2TagMemory: Sendable, Hashable {
 /// Sources: NXP MF1S50YYX_V1 (MIFARE Classic EV1 1K) §8.6, MF1S70YYX_V1 (4K) §8.6; NXP AN10833
 /// (MIFARE type identification); PC/SC part 3 supplemental document (card names).
 public enum MIFAREClassicModel: String, Sendable, Hashable, CaseIterable {
+    /// MIFARE Mini (5 sectors, 20 blocks), Classic 1K (16 sectors, 64 blocks), Classic 4K (40
+    /// sectors, 256 blocks).
     case mini, classic1K = "classic1k", classic4K = "classic4k"
 
     /// The number of sectors.
@@ -371,6 +376,8 @@ public struct MIFAREAccessConditions: Sendable, Hashable {
 
     /// Which key an operation needs.
     public enum Permission: Sendable, Hashable {
+        /// `never`: no key allows it; `keyA`, `keyB`: only after authentication with that key; `keyAOrB`:
+        /// after authentication with either (NXP MF1S50YYX_V1 §8.7).
         case never, keyA, keyB, keyAOrB
 
         func allows(keyB: Bool) -> Bool {
@@ -452,7 +459,9 @@ public struct MIFAREAccessConditions: Sendable, Hashable {
 /// last and the key used; every READ/WRITE outside it, or not allowed by the access conditions,
 /// gets a NAK and drops the authentication (the card halts, as after a failed authentication).
 public struct MIFAREClassicMemory: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// The card's model, which fixes its sectors and blocks.
     public let model: MIFAREClassicModel
+    /// The UID, 4 or 7 bytes (block 0 starts with it).
     public let uid: [UInt8]
     /// Every byte of the card, block after block (16 × ``MIFAREClassicModel/blockCount`` bytes).
     public private(set) var bytes: [UInt8]
@@ -477,7 +486,8 @@ public struct MIFAREClassicMemory: Sendable, Hashable, CustomStringConvertible, 
     /// - Parameters:
     ///   - model: Mini, 1K or 4K.
     ///   - uid: 4 or 7 bytes.
-    ///   - keyA, keyB: 6 bytes each, default the transport key FF×6.
+    ///   - keyA: 6 bytes, default the transport key FF×6.
+    ///   - keyB: 6 bytes, default the transport key FF×6.
     /// - Throws: ``StorageCardError`` for a UID that is not 4 or 7 bytes or a key that is not 6.
     public init(model: MIFAREClassicModel, uid: [UInt8], keyA: [UInt8] = transportKey,
                 keyB: [UInt8] = transportKey) throws(StorageCardError) {
@@ -668,8 +678,11 @@ public struct MIFAREClassicMemory: Sendable, Hashable, CustomStringConvertible, 
 /// behaviour of ``ISO14443_3Tag/init(uid:atqa:sak:cardName:mifareKey:)``), a Type 2 tag, or a
 /// MIFARE Classic card.
 public enum StorageCardMemory: Sendable, Hashable, CustomStringConvertible {
+    /// No memory: the tag answers anticollision and a MIFARE authentication only.
     case none
+    /// A Type 2 Tag's pages.
     case type2(Type2TagMemory)
+    /// A MIFARE Classic card's sectors, keys and access conditions.
     case classic(MIFAREClassicMemory)
 
     /// The type and, for MIFARE Classic, the authentication state; never keys or memory bytes.

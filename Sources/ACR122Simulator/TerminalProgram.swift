@@ -44,6 +44,8 @@ public struct TerminalReport: Sendable, Hashable {
     /// "record 01/01: 70 …".
     public var items: [String]
 
+    /// A report with a one-line `summary`, the NDEF message read (for a tag reader), and one text per
+    /// record or data object read.
     public init(summary: String, ndefMessage: [UInt8]? = nil, items: [String] = []) {
         self.summary = summary
         self.ndefMessage = ndefMessage
@@ -110,6 +112,7 @@ extension ExternalTerminal {
         ("access-control", "an access-control reader: SELECT F0 53 42 41 44 47 45, GET CHALLENGE, INTERNAL and EXTERNAL AUTHENTICATE"),
         ("android-t4t-recording", "the recorded Android read of the worked example, byte for byte"),
         ("ios-t4t-recording", "the recorded iOS read of the worked example, byte for byte"),
+        ("android-beam-p2p", "a phone polling as a peer-to-peer initiator (Android Beam, Android 4.0 to 9): ATR_REQ instead of RATS"),
     ]
 
     /// The message `android-t4t-write` writes: one URI record, https://example.org/written
@@ -117,22 +120,35 @@ extension ExternalTerminal {
     public static let writtenMessage: [UInt8] = [0xD1, 0x01, 0x14, 0x55, 0x04] + Array("example.org/written".utf8)
 
     /// A new terminal of the ``catalog``, or nil for an unknown name.
-    public static func named(_ name: String) -> ExternalTerminal? {
+    ///
+    /// - Parameter adjust: changes the terminal's ``PhoneBehaviour`` (leaving, taps, a slow host);
+    ///   the Android models start from ``PhoneBehaviour/android`` (RW_T4T_TOUT_RESP), the others
+    ///   from no response limit. A recording has no behaviour: `adjust` is not applied to it.
+    public static func named(_ name: String, adjust: (inout PhoneBehaviour) -> Void = { _ in }) -> ExternalTerminal? {
+        func behaviour(_ base: PhoneBehaviour) -> PhoneBehaviour {
+            var copy = base
+            adjust(&copy)
+            return copy
+        }
+        let android = behaviour(.android)
+        let other = behaviour(PhoneBehaviour())
         switch name {
         case "android-t4t-read":
-            ExternalTerminal(name: "Android Type 4 Tag read (android-15.0.0_r23)", program: AndroidType4Reader(release: .android15))
+            return ExternalTerminal(name: "Android Type 4 Tag read (android-15.0.0_r23)", program: AndroidType4Reader(release: .android15), behaviour: android)
         case "android11-t4t-read":
-            ExternalTerminal(name: "Android Type 4 Tag read (android-11.0.0_r1)", program: AndroidType4Reader(release: .android11))
+            return ExternalTerminal(name: "Android Type 4 Tag read (android-11.0.0_r1)", program: AndroidType4Reader(release: .android11), behaviour: android)
         case "android-t4t-write":
-            ExternalTerminal(name: "Android Type 4 Tag write (android-15.0.0_r23)",
-                             program: AndroidType4Reader(release: .android15, writing: Self.writtenMessage))
+            return ExternalTerminal(name: "Android Type 4 Tag write (android-15.0.0_r23)",
+                                    program: AndroidType4Reader(release: .android15, writing: Self.writtenMessage), behaviour: android)
         case "ios-t4t-read":
-            ExternalTerminal(name: "iOS Core NFC Type 4 Tag read", program: IOSType4Reader())
-        case "emv-payment": ExternalTerminal(name: "EMV contactless payment terminal", program: PaymentTerminal())
-        case "access-control": ExternalTerminal(name: "access-control reader", program: AccessControlReader())
-        case "android-t4t-recording": ExternalTerminal(script: .androidType4ReadExample)
-        case "ios-t4t-recording": ExternalTerminal(script: .iOSType4ReadExample)
-        default: nil
+            return ExternalTerminal(name: "iOS Core NFC Type 4 Tag read", program: IOSType4Reader(), behaviour: other)
+        case "emv-payment": return ExternalTerminal(name: "EMV contactless payment terminal", program: PaymentTerminal(), behaviour: other)
+        case "access-control": return ExternalTerminal(name: "access-control reader", program: AccessControlReader(), behaviour: other)
+        case "android-t4t-recording": return ExternalTerminal(script: .androidType4ReadExample)
+        case "ios-t4t-recording": return ExternalTerminal(script: .iOSType4ReadExample)
+        case "android-beam-p2p":
+            return ExternalTerminal(name: "Android Beam peer-to-peer initiator", program: PeerToPeerInitiator(), behaviour: other)
+        default: return nil
         }
     }
 }

@@ -59,6 +59,8 @@ public struct SelectedAIDMismatchError: Error, Sendable, Equatable, CustomString
     /// The AID (or PIX) the response named.
     public let returned: [UInt8]
 
+    /// Records a mismatch: `requested` as sent in SELECT, `returned` as the response's FCI named it
+    /// (tag 84, the DF name).
     public init(requested: AID, returned: [UInt8]) {
         self.requested = requested
         self.returned = returned

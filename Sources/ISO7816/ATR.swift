@@ -52,10 +52,18 @@ public struct ATR: Sendable, Hashable {
     public struct InterfaceGroup: Sendable, Hashable {
         /// The group number i, from 1.
         public let index: Int
+        /// TAi, when present. TA1 codes Fi and Di (the clock rate conversion and the baud rate
+        /// adjustment); TA2 the specific mode (ISO/IEC 7816-3 §8.3).
         public let ta: UInt8?
+        /// TBi, when present (TB1 and TB2 are deprecated; for T=1, TBi with i > 2 codes BWI and CWI).
         public let tb: UInt8?
+        /// TCi, when present (TC1: the extra guard time N; for T=1, TCi with i > 2 gives the error
+        /// detection code).
         public let tc: UInt8?
+        /// TDi, when present: the low nibble is a protocol type T, the high nibble says which of
+        /// TA(i+1) … TD(i+1) follow.
         public let td: UInt8?
+        /// Makes a group from its bytes; nil for a byte the ATR does not carry.
         public init(index: Int, ta: UInt8?, tb: UInt8?, tc: UInt8?, td: UInt8?) {
             self.index = index
             self.ta = ta

@@ -8,6 +8,7 @@ public struct BERTag: RawRepresentable, Sendable, Hashable, CustomStringConverti
     public let rawValue: UInt32
 
     public init(rawValue: UInt32) { self.rawValue = rawValue }
+    /// The same as ``init(rawValue:)``: `BERTag(0x9F816E)` is the tag 9F 81 6E.
     public init(_ rawValue: UInt32) { self.rawValue = rawValue }
 
     /// The tag bytes, 1 to 4.
@@ -39,6 +40,8 @@ public struct BERTag: RawRepresentable, Sendable, Hashable, CustomStringConverti
 
     /// The four tag classes of ISO/IEC 8825-1.
     public enum TagClass: UInt8, Sendable {
+        /// b8-b7 of the first tag byte: 00 universal, 01 application, 10 context-specific, 11 private
+        /// (ISO/IEC 8825-1 §8.1.2.2).
         case universal = 0, application = 1, contextSpecific = 2, `private` = 3
     }
 
@@ -86,6 +89,8 @@ public struct BERTLV: Sendable, Hashable {
         /// `contentError` set (true) or fails the whole parse (false, the default).
         public var keepsMalformedContent: Bool
 
+        /// Options for reading: FF between objects is padding by default (ISO/IEC 7816-4 §5.2.2,
+        /// docs/iso7816-fcp.md §2), and a constructed object with malformed content fails the parse.
         public init(ff: FF = .padding, keepsMalformedContent: Bool = false) {
             self.ff = ff
             self.keepsMalformedContent = keepsMalformedContent

@@ -8,6 +8,7 @@ public struct CompactTLV: Sendable, Hashable {
     /// The value, 0…15 bytes.
     public let value: [UInt8]
 
+    /// An object with a tag number 0…15 and a value of at most 15 bytes; the caller keeps both in range.
     public init(tag: UInt8, value: [UInt8]) {
         self.tag = tag
         self.value = value
@@ -187,6 +188,8 @@ public struct CardCapabilities: Sendable, Hashable {
     /// Whether the card accepts extended Lc and Le fields.
     public var supportsExtendedLength: Bool
 
+    /// Capabilities as given, e.g. from the card capabilities object (tag 7) of the historical bytes,
+    /// ISO/IEC 7816-4 §8.1.1.2.7.
     public init(supportsCommandChaining: Bool, supportsExtendedLength: Bool) {
         self.supportsCommandChaining = supportsCommandChaining
         self.supportsExtendedLength = supportsExtendedLength

@@ -73,6 +73,8 @@ public struct ISO7816Error: CodedError {
     /// What was wrong and what to do, in words.
     public let reason: String
 
+    /// An error with its code, the offset of the offending byte in the input when there is one, and a
+    /// reason that says what was wrong and what to do.
     public init(_ code: Code, offset: Int? = nil, _ reason: String) {
         self.code = code
         self.offset = offset

@@ -60,6 +60,13 @@ public struct ISO7816Transport {
     /// The longest short APDU: case 4S with Nc = 255.
     public static let shortAPDUMaxLength = 4 + 1 + 255 + 1
 
+    /// A transport over `channel`.
+    /// - Parameters:
+    ///   - channel: where the APDUs go (a pcsc-lite card handle, the in-process client, a test double).
+    ///   - capabilities: what the card accepts (chaining, extended length); short APDUs only by default.
+    ///   - readerMaxInput: the reader's largest command in bytes (SCARD_ATTR_MAXINPUT); nil if unknown.
+    ///   - maxGetResponses: the most GET RESPONSE commands sent for one command (default 256).
+    ///   - responseChain: how far a 61 XX chain is followed (default ``ResponseChain/toTheEnd``).
     public init(
         channel: any CardChannel,
         capabilities: CardCapabilities = .shortOnly,
@@ -253,6 +260,8 @@ public struct GetResponseChainError: Error, Sendable, Hashable, CustomStringConv
     /// How many GET RESPONSE commands were sent, the failing one included.
     public let getResponses: Int
 
+    /// Records a chain that ended in `statusWord` after `getResponses` GET RESPONSE commands, with the
+    /// data collected before it.
     public init(partialData: [UInt8], statusWord: StatusWord, getResponses: Int) {
         self.partialData = partialData
         self.statusWord = statusWord

@@ -5,6 +5,8 @@ public struct ResponseAPDU: Sendable, Hashable {
     /// The trailer SW1-SW2.
     public let statusWord: StatusWord
 
+    /// A response of `data` (Nr bytes, possibly none) and the trailer `statusWord`; serialized as
+    /// `| data | SW1 | SW2 |` (ISO/IEC 7816-4 §5.1).
     public init(data: [UInt8] = [], statusWord: StatusWord) {
         self.data = data
         self.statusWord = statusWord
@@ -74,6 +76,7 @@ public struct CheckedResponseError: Error, Sendable, Equatable, CustomStringConv
     /// The whole response, data included (some errors carry data).
     public let response: ResponseAPDU
 
+    /// Wraps a response whose status word is not success (ISO/IEC 7816-4 §5.6).
     public init(response: ResponseAPDU) { self.response = response }
 
     /// The status word that was not success.

@@ -8,6 +8,8 @@ public struct StatusWord: Sendable, Hashable, CustomStringConvertible {
     /// SW2, the second status byte.
     public let sw2: UInt8
 
+    /// The status word `sw1` `sw2`, e.g. `StatusWord(sw1: 0x6A, sw2: 0x82)`: file or application not
+    /// found (ISO/IEC 7816-4 §5.6).
     public init(sw1: UInt8, sw2: UInt8) {
         self.sw1 = sw1
         self.sw2 = sw2

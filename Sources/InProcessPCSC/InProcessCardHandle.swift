@@ -9,7 +9,7 @@ import Synchronization
 /// so it blocks the calling thread for as long as the simulated reader takes (seconds for a
 /// TgInitAsTarget waiting for a terminal). Call from a thread of your own or a PCSC
 /// `BlockingExecutor`, never from Swift's shared concurrency pool. Errors are `PCSCError`s naming
-/// the PC/SC function, with the codes pcscd would return (see ``ReaderContext`` for the rules and
+/// the PC/SC function, with the codes pcscd would return (see `ReaderContext` for the rules and
 /// their sources). The handle disconnects itself (leaving the card) when it is deinitialized.
 public final class InProcessCardHandle: PCSCConnection, Sendable {
     /// The reader's full name, e.g. "ACS ACR122U PICC Interface 00 00".

@@ -4,7 +4,7 @@ import Synchronization
 /// The in-process PC/SC client: contexts on ``InProcessReaders`` (simulated ACR122U readers driven
 /// through their driver's entry points with pcscd 1.9.9's rules), with no pcscd.
 ///
-/// Code written against ``PCSCClient`` runs on it unchanged; the `secbridge` tool's tests use it to
+/// Code written against `PCSCClient` runs on it unchanged; the `secbridge` tool's tests use it to
 /// run commands in process, in parallel:
 ///
 ///     let readers = InProcessReaders()
@@ -13,8 +13,10 @@ import Synchronization
 ///     let context = try client.establishContext()
 ///     let direct = try context.connect(to: name, share: .direct, protocols: .undefined)
 public struct InProcessPCSCClient: PCSCClient {
+    /// The simulated readers this client's contexts reach.
     public let readers: InProcessReaders
 
+    /// A client over `readers`; each context it establishes sees the readers as pcscd 1.9.9 would.
     public init(_ readers: InProcessReaders) { self.readers = readers }
 
     /// These readers' own namespace: `in-process <address of readers>/`.
@@ -40,6 +42,7 @@ public final class InProcessContext: PCSCClientContext {
     /// pcscd's presence poll period (PCSCLITE_STATUS_POLL_RATE, 400 ms).
     public static let pollPeriod: Duration = .milliseconds(400)
 
+    /// The simulated readers this context reaches.
     public let readers: InProcessReaders
     private let wake = ConditionLock()
     private let state = Mutex((cancelled: false, released: false, waiting: 0))
@@ -60,7 +63,7 @@ public final class InProcessContext: PCSCClientContext {
     }
 
     /// SCardGetStatusChange: returns at once when a reader's state differs from its
-    /// ``ReaderState/currentState`` (SCARD_STATE_CHANGED set on it), else waits, polling presence
+    /// `ReaderState/currentState` (SCARD_STATE_CHANGED set on it), else waits, polling presence
     /// every ``pollPeriod``, until a change, `timeout`, or ``cancel()``.
     /// - Throws: `PCSCError` — SCARD_E_UNKNOWN_READER, SCARD_E_CANCELLED, SCARD_E_INVALID_HANDLE.
     public func getStatusChange(_ states: inout [ReaderState], timeout: Duration?) throws(PCSCError) -> Bool {

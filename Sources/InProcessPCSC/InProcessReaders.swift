@@ -226,6 +226,7 @@ public struct InProcessReaderError: CodedError {
     public var code: Code
     public var reason: String
 
+    /// An error with its code and a reason that says what was wrong and what to do.
     public init(_ code: Code, _ reason: String) {
         self.code = code
         self.reason = reason

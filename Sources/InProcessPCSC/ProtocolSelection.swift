@@ -19,6 +19,7 @@ public struct ATRProtocols: Sendable, Hashable {
     /// The protocol of TD1 (or TA2), pcscd's fallback when the driver refuses the chosen one.
     public var defaultProtocol: ProtocolSet
 
+    /// The protocols an ATR offers and the one pcscd falls back to.
     public init(available: ProtocolSet, defaultProtocol: ProtocolSet) {
         self.available = available
         self.defaultProtocol = defaultProtocol

@@ -16,6 +16,8 @@ public struct MifareAccessConditions: Sendable, Hashable, CustomStringConvertibl
 
     /// Who may do an operation.
     public enum Permission: Sendable, Hashable, CustomStringConvertible {
+        /// `never`: no key allows it; `keyA`, `keyB`: only after authentication with that key; `keyAOrB`:
+        /// after authentication with either (NXP MF1S50yyX §8.7, docs/storage-card-dumps.md §2).
         case never, keyA, keyB, keyAOrB
 
         /// Whether a sector authenticated with `keyType` may do it.
@@ -41,16 +43,23 @@ public struct MifareAccessConditions: Sendable, Hashable, CustomStringConvertibl
 
     /// What a data block's condition allows (read and write; value-block operations not covered).
     public struct DataRules: Sendable, Hashable {
+        /// Who may read the block (READ, 30 xx).
         public var read: Permission
+        /// Who may write the block (WRITE, A0 xx).
         public var write: Permission
     }
 
     /// What the trailer's condition allows for each part of the trailer.
     public struct TrailerRules: Sendable, Hashable {
+        /// Who may write key A (trailer bytes 0–5; key A itself never reads back).
         public var writeKeyA: Permission
+        /// Who may read the access bits and the general purpose byte (trailer bytes 6–9).
         public var readAccessBits: Permission
+        /// Who may write the access bits and the general purpose byte (trailer bytes 6–9).
         public var writeAccessBits: Permission
+        /// Who may read key B (trailer bytes 10–15); where key B is readable it serves as data, not as a key.
         public var readKeyB: Permission
+        /// Who may write key B (trailer bytes 10–15).
         public var writeKeyB: Permission
     }
 

@@ -28,7 +28,10 @@ public enum MifareClassicReader {
     /// Reads `blocks` (in ascending order, each once) with `key` as key A or B.
     /// - Parameters:
     ///   - blocks: block numbers; they must lie on the card (`kind.classicBlockCount`).
+    ///   - key: the 6-byte key, loaded into the reader's volatile key slot.
+    ///   - keyType: whether `key` is key A or key B of each sector.
     ///   - kind: the card kind, from the ATR (``StorageCard/kind(atr:)``); a MIFARE Classic kind.
+    ///   - card: the storage card to read, on a connection with the card.
     /// - Throws: ``StorageCardError`` `invalidArgument` (no blocks, a block beyond the card, not a
     ///   MIFARE Classic kind), `authenticationFailed` ("authentication failed for sector N with
     ///   key A: wrong key or access conditions"), and the other codes of Load Keys and Read Binary;

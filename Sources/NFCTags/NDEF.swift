@@ -4,6 +4,7 @@ import PCSCCore
 /// A parse or validation error of an NDEF message or a Type 4 Tag capability container: an open
 /// code, the offending offset and a reason. Equal when the codes are equal.
 public struct TagFormatError: CodedError {
+    /// The open set of ``TagFormatError`` codes; its static members name the known ones.
     public struct Code: ErrorCode {
         public let rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
@@ -25,9 +26,12 @@ public struct TagFormatError: CodedError {
     }
 
     public let code: Code
+    /// The offset of the offending byte in the parsed input, when the error is about a position.
     public let offset: Int?
     public let reason: String
 
+    /// An error with its code, the offset of the offending byte when there is one, and a reason that
+    /// says what was wrong and what to do.
     public init(_ code: Code, offset: Int? = nil, _ reason: String) {
         self.code = code
         self.offset = offset
@@ -50,21 +54,35 @@ public struct NDEFRecord: Sendable, Hashable {
     public struct TNF: RawRepresentable, Sendable, Hashable {
         public let rawValue: UInt8
         public init(rawValue: UInt8) { self.rawValue = rawValue & 0x07 }
+        /// TNF 0: an empty record, no type, id or payload (NFC Forum NDEF 1.0 §3.2.6).
         public static let empty = TNF(rawValue: 0)
+        /// TNF 1: an NFC Forum well-known type, e.g. "U" (URI RTD) or "T" (Text RTD).
         public static let wellKnown = TNF(rawValue: 1)
+        /// TNF 2: a media type of RFC 2046, e.g. "text/plain".
         public static let mimeMedia = TNF(rawValue: 2)
+        /// TNF 3: an absolute URI of RFC 3986 as the type.
         public static let absoluteURI = TNF(rawValue: 3)
+        /// TNF 4: an NFC Forum external type ("example.com:mytype").
         public static let external = TNF(rawValue: 4)
+        /// TNF 5: an unknown payload type; the type field is empty.
         public static let unknown = TNF(rawValue: 5)
+        /// TNF 6: the chunk of a chunked record after the first; the type field is empty.
         public static let unchanged = TNF(rawValue: 6)
+        /// TNF 7: reserved by the NFC Forum.
         public static let reserved = TNF(rawValue: 7)
     }
 
+    /// The type name format: how to read ``type`` (the 3 low bits of the record header byte).
     public var tnf: TNF
+    /// The record type, 0…255 bytes (e.g. `55` "U" for a well-known URI record).
     public var type: [UInt8]
+    /// The record identifier, 0…255 bytes; present on the wire only with the IL flag.
     public var id: [UInt8]
+    /// The payload, 0…2³²−1 bytes (SR, the short-record form, up to 255).
     public var payload: [UInt8]
 
+    /// A record; the header flags (MB, ME, CF, SR, IL) are derived when the message is serialized
+    /// (docs/iso14443-t4t-ndef.md §5).
     public init(tnf: TNF, type: [UInt8] = [], id: [UInt8] = [], payload: [UInt8] = []) {
         self.tnf = tnf
         self.type = type
@@ -154,6 +172,7 @@ extension NDEFRecord {
 
 /// An NDEF message: one or more records, MB on the first, ME on the last (docs/iso14443-t4t-ndef.md §5).
 public struct NDEFMessage: Sendable, Hashable {
+    /// The records in order; the first carries MB and the last ME on the wire.
     public var records: [NDEFRecord]
 
     /// - Throws: `TagFormatError` `valueOutOfRange` with no records, or a type or ID over 255 bytes.

@@ -44,9 +44,13 @@ public struct StorageCardError: CodedError {
     public var remedy: String
 
     /// - Parameters:
+    ///   - code: what went wrong.
     ///   - operation: the command's name, e.g. "Read Binary block 4".
     ///   - command: the bytes sent, without the secret ones; `redactedByteCount` secret bytes (a key) followed them and are shown as `[REDACTED n]`.
+    ///   - redactedByteCount: how many secret bytes followed `command` (0 when none).
     ///   - response: the reader's answer, SW1-SW2 included; nil when none came.
+    ///   - reason: why, in words.
+    ///   - remedy: what to do next, in words; empty when there is nothing useful to say.
     public init(
         _ code: Code, operation: String, command: [UInt8], redactedByteCount: Int = 0, response: [UInt8]? = nil,
         reason: String, remedy: String = ""
@@ -145,7 +149,7 @@ public enum StorageCardKind: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// A contactless storage card (MIFARE Classic, Ultralight/NTAG, …) behind a PC/SC part 3 reader
-/// such as the ACR122U, driven with the reader's pseudo-APDUs (class FF) through a ``CardChannel``
+/// such as the ACR122U, driven with the reader's pseudo-APDUs (class FF) through a `CardChannel`
 /// (ACR122U API v2.04 §5; PC/SC part 3 supplement; docs/acr122-pn532.md §2, docs/iso14443-t4t-ndef.md §6).
 ///
 /// Each method sends one command and checks its answer. Reader pseudo-APDUs are not card APDUs:
@@ -171,7 +175,7 @@ public final class StorageCard {
     }
 
     /// The PC/SC part 3 storage-card description of an ATR `3B 8F 80 01 80 4F 0C A0 00 00 03 06 SS
-    /// C0 C1 00 00 00 00 TCK` (PC/SC part 3 §3.1.3.2.3.2), decoded by ``ATR`` and ``HistoricalBytes``.
+    /// C0 C1 00 00 00 00 TCK` (PC/SC part 3 §3.1.3.2.3.2), decoded by `ATR` and `HistoricalBytes`.
     /// - Returns: nil unless the ATR parses (a wrong TCK is tolerated), its historical bytes have
     ///   category 80 with the `4F 0C` form and the RID is A0 00 00 03 06.
     public static func identify(atr: [UInt8]) -> ContactlessStorageCard? {

@@ -4,6 +4,7 @@ import ISO7816
 /// write (access conditions, lock bits, OTP rules) or a mismatch with the card
 /// (docs/storage-card-dumps.md).
 public struct StorageDumpError: CodedError {
+    /// The open set of ``StorageDumpError`` codes; its static members name the known ones.
     public struct Code: ErrorCode {
         public let rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
@@ -23,6 +24,7 @@ public struct StorageDumpError: CodedError {
     /// Each refused block or page in words, for ``Code/refused``.
     public var refusals: [String]
 
+    /// An error with its code, a reason in words, and for ``Code/refused`` each refused block or page.
     public init(_ code: Code, _ reason: String, refusals: [String] = []) {
         self.code = code
         self.reason = reason
@@ -43,6 +45,8 @@ public struct StorageDumpError: CodedError {
 /// `| key A (6) | access bits (3) | GPB (1) | key B (6) |` with the keys the reader knew and
 /// 00 × 6 for a key it did not know.
 public struct MifareClassicDump: Sendable, Hashable {
+    /// The card kind the dump was read from (MIFARE Mini, Classic 1K or 4K), which fixes the block
+    /// count (20, 64 or 256).
     public let kind: StorageCardKind
     /// Every block, 16 bytes each.
     public private(set) var blocks: [[UInt8]]
@@ -86,7 +90,11 @@ public struct MifareClassicDump: Sendable, Hashable {
     /// first (its access bits say which blocks the key may read). Trailers get the keys as libnfc
     /// writes them: the key used in its slot; the other key where the card shows it (key B under
     /// trailer conditions 000, 010, 001 read with key A), else 00 × 6.
-    /// - Parameter keyForSector: the key of each sector (one key for all, or a keys file's).
+    /// - Parameters:
+    ///   - kind: the card kind, from the ATR; a MIFARE Classic kind (Mini, 1K or 4K).
+    ///   - keyType: whether the keys are key A or key B of their sectors.
+    ///   - keyForSector: the key of each sector (one key for all, or a keys file's).
+    ///   - card: the storage card to read, on a connection with the card.
     /// - Throws: ``StorageCardError`` (Load Keys, authentication, Read Binary), ``StorageDumpError``
     ///   `unreadable` (a block the access conditions keep from this key), the channel's errors.
     public static func read(
@@ -152,7 +160,9 @@ public struct MifareClassicDump: Sendable, Hashable {
     public struct Plan: Sendable, Hashable {
         /// One Update Binary.
         public struct Write: Sendable, Hashable {
+            /// The block number, 0-based across the card (sector trailers included).
             public var block: Int
+            /// The 16 bytes to write.
             public var data: [UInt8]
         }
         /// The blocks to write, in order; each sector's trailer after its data blocks.
@@ -285,6 +295,7 @@ public struct Type2TagLayout: Sendable, Hashable, CustomStringConvertible {
     /// The NTAG model; nil for a MIFARE Ultralight (no GET_VERSION).
     public let product: Type2TagProduct?
 
+    /// The layout of `product`'s memory; nil for a MIFARE Ultralight (16 pages).
     public init(product: Type2TagProduct?) { self.product = product }
 
     /// 16 for an Ultralight; 45, 135, 231 for NTAG213/215/216.
@@ -322,6 +333,7 @@ public struct Type2TagLayout: Sendable, Hashable, CustomStringConvertible {
 /// 924 (NTAG213/215/216). PWD and PACK always read as 00 (NTAG21x §8.5.7), so a dump never holds
 /// the password.
 public struct Type2TagDump: Sendable, Hashable {
+    /// The tag's memory layout (its product), which fixes the page count.
     public let layout: Type2TagLayout
     /// Every page, 4 bytes each.
     public let pages: [[UInt8]]
@@ -360,6 +372,7 @@ public struct Type2TagDump: Sendable, Hashable {
     public struct Plan: Sendable, Hashable {
         /// (page, 4 bytes) to write, in order: data pages, configuration, then the lock bytes.
         public var pages: [Int] = []
+        /// The 4 bytes for each of ``pages``, in the same order.
         public var data: [[UInt8]] = []
         /// Pages already holding the dump's bytes.
         public var unchanged: [Int] = []

@@ -8,6 +8,7 @@ import PCSCCore
 /// the Read Binary or Update Binary command and the page. Equal when the codes are equal (as
 /// `TagFormatError`).
 public struct Type2TagError: CodedError {
+    /// The open set of ``Type2TagError`` codes; its static members name the known ones.
     public struct Code: ErrorCode {
         public let rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
@@ -48,6 +49,8 @@ public struct Type2TagError: CodedError {
     /// What to do next, in words; empty when there is nothing useful to say.
     public var remedy: String
 
+    /// An error with its code, the page and the offset in it when the error is about a position, the
+    /// bytes concerned, a reason, and what to do next (`remedy`, may be empty).
     public init(_ code: Code, page: Int? = nil, offset: Int? = nil, bytes: [UInt8] = [], _ reason: String, remedy: String = "") {
         self.code = code
         self.page = page
@@ -161,6 +164,7 @@ public struct Type2TLV: Sendable, Hashable {
 public enum Type2TagReader {
     /// What a read found.
     public struct Result: Sendable, Hashable {
+        /// The capability container read from page 3.
         public var capabilityContainer: Type2CapabilityContainer
         /// The TLVs walked, up to and including the NDEF Message TLV.
         public var tlvs: [Type2TLV]
@@ -281,6 +285,8 @@ public enum Type2TagReader {
 /// | NTAG215 | `00 04 04 02 01 00 11 03` | pages 4–81h | 504 | `E1 10 3E 00` |
 /// | NTAG216 | `00 04 04 02 01 00 13 03` | pages 4–E1h | 888 | `E1 10 6D 00` |
 public enum Type2TagProduct: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    /// The NXP NTAG21x models: NTAG213 (144 bytes of user memory), NTAG215 (504), NTAG216 (888),
+    /// told apart by the storage size byte of their GET_VERSION answer (NTAG213/215/216 data sheet).
     case ntag213, ntag215, ntag216
 
     /// The model a GET_VERSION answer names: vendor 04 (NXP), type 04 (NTAG), subtype 02, storage
@@ -414,6 +420,7 @@ public struct Type2TagWriteFailure: Error, CustomStringConvertible {
 public enum Type2TagWriter {
     /// What a write did.
     public struct Result: Sendable, Hashable {
+        /// The capability container the tag holds after the write (page 3).
         public var capabilityContainer: Type2CapabilityContainer
         /// The bytes written from page 4, padding included (a multiple of 4).
         public var written: [UInt8]
@@ -423,7 +430,9 @@ public enum Type2TagWriter {
 
     /// A write with every check done and nothing written yet.
     public struct Plan: Sendable, Hashable {
+        /// The capability container the tag will hold (page 3).
         public var capabilityContainer: Type2CapabilityContainer
+        /// What the tag was found to be (its product), which fixes its memory size.
         public var identification: Type2TagIdentification
         /// Page 2 bytes 2–3, the static lock bytes (both 00 on a tag with nothing locked).
         public var lockBytes: [UInt8]

@@ -28,6 +28,7 @@ public struct Type4CapabilityContainer: Sendable, Hashable {
     public var mle: UInt16
     /// The largest C-APDU data field UPDATE BINARY may carry.
     public var mlc: UInt16
+    /// The NDEF file's identifier, e.g. E104 (the file the NDEF File Control TLV names).
     public var ndefFileID: UInt16
     /// The NDEF file's size in bytes, NLEN included.
     public var maximumNDEFFileSize: UInt16
@@ -102,6 +103,7 @@ public struct Type4CapabilityContainer: Sendable, Hashable {
         }
     }
 
+    /// Whether the NDEF file's write access byte is FF (no write access; 00 grants it).
     public var isReadOnly: Bool { writeAccess == 0xFF }
 
     /// The 15 bytes of file E103.

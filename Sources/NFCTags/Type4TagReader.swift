@@ -14,17 +14,23 @@ import ISO7816
 public enum Type4TagReader {
     /// What a read found.
     public struct Result: Sendable, Hashable {
+        /// The capability container read from file E103.
         public var capabilityContainer: Type4CapabilityContainer
         /// The NDEF file's content after NLEN (NLEN bytes).
         public var ndefBytes: [UInt8]
+        /// The NDEF message parsed from ``ndefBytes``.
         public var message: NDEFMessage
     }
 
     /// A reason the tag could not be read: the step, the command, and the status word or problem.
     public struct ReadError: Error, Sendable, Hashable, CustomStringConvertible {
+        /// The step that failed, in words, e.g. "SELECT capability container E103" or "READ BINARY NLEN".
         public var step: String
+        /// The C-APDU of that step; empty for a step that sends nothing (parsing the message).
         public var command: [UInt8]
+        /// The R-APDU (data and status word), when the tag answered.
         public var response: [UInt8]?
+        /// What was wrong, e.g. the status word and its meaning.
         public var reason: String
         public var description: String {
             var text = "\(step) failed: \(reason) (> \(command.hexString)"

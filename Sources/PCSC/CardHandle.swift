@@ -1,12 +1,12 @@
 import Synchronization
 
-/// A connection to a card, or with ``ShareMode/direct`` to a reader: transmit APDUs, send control
+/// A connection to a card, or with `ShareMode.direct` to a reader: transmit APDUs, send control
 /// commands, read attributes and status.
 ///
 /// Every method blocks the calling thread for at least an IPC round trip to pcscd, and control
 /// commands to a reader for as long as the reader takes (seconds for an ACR122U escape command that
 /// waits for a terminal); none can be cancelled. Call them from a thread of your own or through a
-/// ``BlockingExecutor``. One handle may be used from several threads: calls are serialized.
+/// `BlockingExecutor`. One handle may be used from several threads: calls are serialized.
 ///
 /// The receive buffer is always pcsc-lite's largest (MAX_BUFFER_SIZE_EXTENDED, 65 548 bytes)
 /// whatever Le says, so no answer is ever refused with SCARD_E_INSUFFICIENT_BUFFER (docs/cases.md P04).
@@ -42,7 +42,7 @@ public final class CardHandle: PCSCConnection, @unchecked Sendable {
     /// The protocol in use: `.t0`, `.t1`, `.raw`, or `.undefined` for a direct connection.
     public var activeProtocol: ProtocolSet { state.withLock { $0.activeProtocol } }
 
-    /// ``activeProtocol`` in the terms of ``CardChannel``.
+    /// ``activeProtocol`` in the terms of `CardChannel`.
     public var transmissionProtocol: TransmissionProtocol { activeProtocol.transmissionProtocol }
 
     /// Ends the connection.
@@ -81,7 +81,7 @@ public final class CardHandle: PCSCConnection, @unchecked Sendable {
     /// The reader's name, the card state, the protocol and the ATR.
     ///
     /// The corresponding PC/SC function is SCardStatus.
-    /// - Throws: ``PCSCError`` — SCARD_W_REMOVED_CARD after the card left.
+    /// - Throws: `PCSCError` — SCARD_W_REMOVED_CARD after the card left.
     public func status() throws(PCSCError) -> CardStatus {
         let raw = try callLock.withLock { _ throws(PCSCError) in try SCard.status(self.raw) }
         return CardStatus(
@@ -94,7 +94,7 @@ public final class CardHandle: PCSCConnection, @unchecked Sendable {
     /// A reader attribute's raw bytes.
     ///
     /// The corresponding PC/SC function is SCardGetAttrib.
-    /// - Throws: ``PCSCError`` — SCARD_E_UNSUPPORTED_FEATURE when the driver does not know it.
+    /// - Throws: `PCSCError` — SCARD_E_UNSUPPORTED_FEATURE when the driver does not know it.
     public func attribute(_ attribute: PCSCAttribute) throws(PCSCError) -> [UInt8] {
         try callLock.withLock { _ throws(PCSCError) in try SCard.getAttribute(raw, id: attribute.rawValue) }
     }
@@ -105,7 +105,7 @@ public final class CardHandle: PCSCConnection, @unchecked Sendable {
     ///
     /// The corresponding PC/SC function is SCardTransmit.
     /// - Parameter command: 1 to 65 544 bytes.
-    /// - Throws: ``PCSCError`` — SCARD_E_NO_SMARTCARD / SCARD_W_REMOVED_CARD when the card left,
+    /// - Throws: `PCSCError` — SCARD_E_NO_SMARTCARD / SCARD_W_REMOVED_CARD when the card left,
     ///   SCARD_E_PROTO_MISMATCH on a direct connection, SCARD_E_INVALID_PARAMETER for an empty or
     ///   oversized command (checked before sending).
     public func transmit(_ command: [UInt8]) throws(PCSCError) -> [UInt8] {
@@ -130,7 +130,7 @@ public final class CardHandle: PCSCConnection, @unchecked Sendable {
     ///   - code: the control code, e.g. 0x42000001 for the CCID escape command, 0x42000D48 for
     ///     CM_IOCTL_GET_FEATURE_REQUEST.
     ///   - command: the bytes for the reader, possibly empty, at most 65 548.
-    /// - Throws: ``PCSCError`` — SCARD_E_UNSUPPORTED_FEATURE (0x8010001F) for a code the driver does
+    /// - Throws: `PCSCError` — SCARD_E_UNSUPPORTED_FEATURE (0x8010001F) for a code the driver does
     ///   not know, SCARD_E_NOT_TRANSACTED (0x80100016) when the driver refuses or times out.
     public func control(code: UInt32, _ command: [UInt8]) throws(PCSCError) -> [UInt8] {
         guard command.count <= PCSCConstants.maxBufferSizeExtended else {
@@ -149,7 +149,7 @@ public final class CardHandle: PCSCConnection, @unchecked Sendable {
     /// The reader's PC/SC part 10 features, from CM_IOCTL_GET_FEATURE_REQUEST (0x42000D48).
     /// A reader whose driver does not implement control commands (e.g. vpcd) has none: the
     /// SCARD_E_UNSUPPORTED_FEATURE it answers becomes an empty list.
-    /// - Throws: ``PCSCError`` for other failures; ``FeatureListError`` for a malformed answer.
+    /// - Throws: `PCSCError` for other failures; `FeatureListError` for a malformed answer.
     public func features() throws -> [PCSCFeature] {
         let answer: [UInt8]
         do {

@@ -5,7 +5,7 @@ import Synchronization
 ///
 /// Every method except ``cancel()`` blocks the calling thread (an IPC round trip to pcscd, or a wait
 /// for events in ``getStatusChange(_:timeout:)``). Call them from a thread of your own or through a
-/// ``BlockingExecutor``, never from Swift's shared concurrency pool. pcsc-lite serializes calls on one
+/// `BlockingExecutor`, never from Swift's shared concurrency pool. pcsc-lite serializes calls on one
 /// context, so a thread blocked in ``getStatusChange(_:timeout:)`` stalls other calls on the same
 /// context: give monitoring its own context. ``cancel()`` may be called from any thread.
 ///
@@ -16,8 +16,11 @@ import Synchronization
 public final class PCSCContext: PCSCClientContext {
     /// The scope of a context (SCARD_SCOPE_*). pcsc-lite treats them alike.
     public enum Scope: UInt, Sendable {
+        /// SCARD_SCOPE_USER (0): the user's readers.
         case user = 0
+        /// SCARD_SCOPE_TERMINAL (1): the terminal's readers.
         case terminal = 1
+        /// SCARD_SCOPE_SYSTEM (2): the system's readers; what pcsc-lite's own tools pass.
         case system = 2
     }
 
@@ -25,7 +28,7 @@ public final class PCSCContext: PCSCClientContext {
     private let released = Atomic<Bool>(false)
 
     /// Establishes a context.
-    /// - Throws: ``PCSCError`` — SCARD_E_NO_SERVICE (0x8010001D) when pcscd is not running.
+    /// - Throws: `PCSCError` — SCARD_E_NO_SERVICE (0x8010001D) when pcscd is not running.
     public init(scope: Scope = .system) throws(PCSCError) {
         raw = try SCard.establishContext(scope: scope.rawValue)
     }
@@ -49,21 +52,21 @@ public final class PCSCContext: PCSCClientContext {
     /// The names of the readers pcscd knows, in its order; an empty list when there are none.
     ///
     /// The corresponding PC/SC function is SCardListReaders (its multi-string is split by
-    /// ``parseMultiString(_:)``).
-    /// - Throws: ``PCSCError``, e.g. SCARD_E_NO_SERVICE when pcscd went away.
+    /// `parseMultiString(_:)`).
+    /// - Throws: `PCSCError`, e.g. SCARD_E_NO_SERVICE when pcscd went away.
     public func listReaders() throws(PCSCError) -> [String] {
         guard let multiString = try SCard.listReaders(raw) else { return [] }
         return parseMultiString(multiString)
     }
 
-    /// Connects to the card in a reader, or with ``ShareMode/direct`` to the reader itself.
+    /// Connects to the card in a reader, or with `ShareMode.direct` to the reader itself.
     ///
     /// The corresponding PC/SC function is SCardConnect.
     /// - Parameters:
     ///   - reader: the reader's full name, as ``listReaders()`` gives it.
     ///   - share: exclusive, shared or direct.
     ///   - protocols: the acceptable protocols; `.undefined` (0) for a direct connection.
-    /// - Throws: ``PCSCError`` — SCARD_E_NO_SMARTCARD (0x8010000C) with no card (except direct),
+    /// - Throws: `PCSCError` — SCARD_E_NO_SMARTCARD (0x8010000C) with no card (except direct),
     ///   SCARD_E_UNKNOWN_READER, SCARD_E_SHARING_VIOLATION, SCARD_E_PROTO_MISMATCH.
     public func connect(
         to reader: String, share: ShareMode = .shared, protocols: ProtocolSet = .any
@@ -73,15 +76,15 @@ public final class PCSCContext: PCSCClientContext {
         return CardHandle(context: self, handle: handle, readerName: reader, activeProtocol: active)
     }
 
-    /// Waits until the state of one of the readers differs from its ``ReaderState/currentState``,
+    /// Waits until the state of one of the readers differs from its `ReaderState.currentState`,
     /// or the timeout expires.
     ///
     /// The corresponding PC/SC function is SCardGetStatusChange.
     /// - Parameters:
-    ///   - states: the readers to watch; on return each ``ReaderState/eventState`` and ATR are filled.
+    ///   - states: the readers to watch; on return each `ReaderState.eventState` and ATR are filled.
     ///   - timeout: how long to wait; nil waits without limit (INFINITE). Rounded to milliseconds.
     /// - Returns: false when the timeout expired with no change.
-    /// - Throws: ``PCSCError`` — SCARD_E_CANCELLED after ``cancel()``, SCARD_E_NO_SERVICE when pcscd
+    /// - Throws: `PCSCError` — SCARD_E_CANCELLED after ``cancel()``, SCARD_E_NO_SERVICE when pcscd
     ///   went away, SCARD_E_UNKNOWN_READER for a reader that is not there.
     public func getStatusChange(_ states: inout [ReaderState], timeout: Duration?) throws(PCSCError) -> Bool {
         let milliseconds: UInt

@@ -10,10 +10,11 @@ import Glibc
 ///
 /// The corresponding PC/SC function is SCardEstablishContext.
 public struct PCSCLiteClient: PCSCClient {
+    /// The client; nothing is opened until ``establishContext()``.
     public init() {}
 
     /// A new ``PCSCContext``.
-    /// - Throws: ``PCSCError`` — SCARD_E_NO_SERVICE (0x8010001D) when pcscd is not running.
+    /// - Throws: `PCSCError` — SCARD_E_NO_SERVICE (0x8010001D) when pcscd is not running.
     public func establishContext() throws(PCSCError) -> any PCSCClientContext {
         try PCSCContext()
     }

@@ -95,6 +95,7 @@ public final class ReaderMonitor: Sendable {
         public var initialBackoff: Duration = .milliseconds(100)
         /// The longest wait between two attempts to re-establish a context.
         public var maximumBackoff: Duration = .seconds(2)
+        /// The defaults: waits of at most 500 ms, a back-off from 100 ms to 2 s after pcscd went away.
         public init() {}
     }
 

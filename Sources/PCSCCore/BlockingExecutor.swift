@@ -15,6 +15,7 @@ public final class BlockingExecutor: Sendable {
         var stopped = false
     }
     private let queue = Queue()
+    /// The thread's name, as given to ``init(name:)``: it names the executor in ``ExecutorStoppedError``.
     public let name: String
 
     /// Starts the thread.
@@ -71,6 +72,7 @@ public final class BlockingExecutor: Sendable {
 
 /// Thrown by ``BlockingExecutor/run(_:)`` after the executor was shut down.
 public struct ExecutorStoppedError: Error, CustomStringConvertible {
+    /// The name of the executor that was shut down (``BlockingExecutor/name``).
     public let name: String
     public var description: String { "the executor '\(name)' has been shut down; create a new one" }
 }

@@ -2,6 +2,7 @@
 /// (house style, as swift-system's `Errno`). Conforming structs store `rawValue` and declare their
 /// known codes as static members; the description is the raw value.
 public protocol ErrorCode: RawRepresentable, Sendable, Hashable, CustomStringConvertible where RawValue == String {
+    /// Makes a code from its raw value; a value this version does not name is kept as it is.
     init(rawValue: String)
 }
 
@@ -16,6 +17,7 @@ extension ErrorCode {
 ///
 /// Conforming types get `==` and `hash(into:)` from here; they write their own `description`.
 public protocol CodedError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The open set of codes this error carries, e.g. ``PCSCError`` codes or a parser's codes.
     associatedtype Code: ErrorCode
     /// What went wrong.
     var code: Code { get }

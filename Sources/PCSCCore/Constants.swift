@@ -111,12 +111,20 @@ public enum Disposition: UInt, Sendable, CaseIterable {
 public struct CardState: OptionSet, Sendable, Hashable, CustomStringConvertible {
     public let rawValue: UInt
     public init(rawValue: UInt) { self.rawValue = rawValue }
+    /// SCARD_UNKNOWN (0x01): the reader does not know the card's state (pcsc-lite `pcsclite.h`).
     public static let unknown = CardState(rawValue: 0x01)
+    /// SCARD_ABSENT (0x02): there is no card in the reader.
     public static let absent = CardState(rawValue: 0x02)
+    /// SCARD_PRESENT (0x04): a card is in the reader but not in position for use.
     public static let present = CardState(rawValue: 0x04)
+    /// SCARD_SWALLOWED (0x08): the card is in position but not powered.
     public static let swallowed = CardState(rawValue: 0x08)
+    /// SCARD_POWERED (0x10): the card is powered, but the reader knows nothing of its mode.
     public static let powered = CardState(rawValue: 0x10)
+    /// SCARD_NEGOTIABLE (0x20): the card was reset and waits for protocol (PTS) negotiation.
     public static let negotiable = CardState(rawValue: 0x20)
+    /// SCARD_SPECIFIC (0x40): the card was reset and a protocol is established; the usual state of a
+    /// card one is connected to.
     public static let specific = CardState(rawValue: 0x40)
 
     static let names: [(CardState, String)] = [

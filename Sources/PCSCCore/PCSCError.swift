@@ -2,7 +2,7 @@
 ///
 /// PC/SC result codes are 32-bit values (0x8010xxxx), but they arrive in several widths: pcsc-lite on
 /// 64-bit Linux returns them as a 64-bit `LONG` (0x0000000080100008), Windows and some bindings as a
-/// negative `Int32` (−2146435064), others sign-extended (0xFFFFFFFF80100008). ``init(rawValue:)``
+/// negative `Int32` (−2146435064), others sign-extended (0xFFFFFFFF80100008). ``init(rawValue:function:)``
 /// normalizes every width to the same 32-bit ``code`` (docs/cases.md P04), so errors compare equal whatever
 /// path they took. Equality and hashing use ``code`` only; ``function`` is context for messages.
 ///
@@ -72,31 +72,63 @@ public struct PCSCError: Error, Sendable, Hashable, CustomStringConvertible {
 }
 
 extension PCSCError {
+    /// SCARD_F_INTERNAL_ERROR (0x80100001): an internal consistency check in the resource manager
+    /// failed (pcsc-lite `pcsclite.h`).
     public static let internalError = PCSCError(code: 0x8010_0001)
+    /// SCARD_E_CANCELLED (0x80100002): the call was cancelled by SCardCancel.
     public static let cancelled = PCSCError(code: 0x8010_0002)
+    /// SCARD_E_INVALID_HANDLE (0x80100003): the context or card handle is not (or no longer) valid.
     public static let invalidHandle = PCSCError(code: 0x8010_0003)
+    /// SCARD_E_INVALID_PARAMETER (0x80100004): a parameter could not be interpreted.
     public static let invalidParameter = PCSCError(code: 0x8010_0004)
+    /// SCARD_E_NO_MEMORY (0x80100006): not enough memory to complete the call.
     public static let noMemory = PCSCError(code: 0x8010_0006)
+    /// SCARD_E_INSUFFICIENT_BUFFER (0x80100008): the buffer for the answer is too small (an APDU
+    /// response or a control answer longer than the caller allowed).
     public static let insufficientBuffer = PCSCError(code: 0x8010_0008)
+    /// SCARD_E_UNKNOWN_READER (0x80100009): no reader of that name (it may have been unplugged).
     public static let unknownReader = PCSCError(code: 0x8010_0009)
+    /// SCARD_E_TIMEOUT (0x8010000A): a timeout expired: SCardGetStatusChange saw no change, or a
+    /// transaction could not begin in time.
     public static let timeout = PCSCError(code: 0x8010_000A)
+    /// SCARD_E_SHARING_VIOLATION (0x8010000B): another connection holds the card or reader in a way
+    /// that excludes this one (exclusive share, or a transaction).
     public static let sharingViolation = PCSCError(code: 0x8010_000B)
+    /// SCARD_E_NO_SMARTCARD (0x8010000C): the operation needs a card and none is in the reader.
     public static let noSmartcard = PCSCError(code: 0x8010_000C)
+    /// SCARD_E_PROTO_MISMATCH (0x8010000F): none of the requested protocols is one the card can use.
     public static let protoMismatch = PCSCError(code: 0x8010_000F)
+    /// SCARD_E_NOT_READY (0x80100010): the reader or card is not ready to accept commands.
     public static let notReady = PCSCError(code: 0x8010_0010)
+    /// SCARD_E_INVALID_VALUE (0x80100011): a parameter value is out of range.
     public static let invalidValue = PCSCError(code: 0x8010_0011)
+    /// SCARD_F_COMM_ERROR (0x80100013): communication with the resource manager or the reader failed;
+    /// pcscd 1.9.9 also reports a driver's IFD_COMMUNICATION_ERROR this way (``IFDResultMapping``).
     public static let commError = PCSCError(code: 0x8010_0013)
+    /// SCARD_E_NOT_TRANSACTED (0x80100016): the reader could not complete the exchange; libccid
+    /// answers an escape command it does not allow this way (docs/cases.md P09).
     public static let notTransacted = PCSCError(code: 0x8010_0016)
+    /// SCARD_E_READER_UNAVAILABLE (0x80100017): the reader is not available (unplugged, or its driver
+    /// failed).
     public static let readerUnavailable = PCSCError(code: 0x8010_0017)
+    /// SCARD_E_NO_SERVICE (0x8010001D): the resource manager (pcscd) is not running or not reachable.
     public static let noService = PCSCError(code: 0x8010_001D)
+    /// SCARD_E_SERVICE_STOPPED (0x8010001E): the resource manager shut down while the call was under
+    /// way.
     public static let serviceStopped = PCSCError(code: 0x8010_001E)
     /// SCARD_E_UNSUPPORTED_FEATURE, which pcsc-lite gives the same value as SCARD_E_UNEXPECTED.
     public static let unsupportedFeature = PCSCError(code: 0x8010_001F)
+    /// SCARD_E_NO_READERS_AVAILABLE (0x8010002E): no reader is attached (SCardListReaders).
     public static let noReadersAvailable = PCSCError(code: 0x8010_002E)
+    /// SCARD_W_UNRESPONSIVE_CARD (0x80100066): the card does not answer a reset (no ATR).
     public static let unresponsiveCard = PCSCError(code: 0x8010_0066)
+    /// SCARD_W_UNPOWERED_CARD (0x80100067): the card is not powered.
     public static let unpoweredCard = PCSCError(code: 0x8010_0067)
+    /// SCARD_W_RESET_CARD (0x80100068): another connection reset the card; reconnect to go on.
     public static let resetCard = PCSCError(code: 0x8010_0068)
+    /// SCARD_W_REMOVED_CARD (0x80100069): the card was removed from the reader.
     public static let removedCard = PCSCError(code: 0x8010_0069)
+    /// SCARD_W_SECURITY_VIOLATION (0x8010006A): access was refused because of a security violation.
     public static let securityViolation = PCSCError(code: 0x8010_006A)
 
     /// Every result code pcsc-lite 1.9.9 defines, with its name and meaning (pcsclite.h).

@@ -7,16 +7,27 @@ public struct ReaderStateFlags: OptionSet, Sendable, Hashable, CustomStringConve
     public init(rawValue: UInt) { self.rawValue = rawValue }
     /// SCARD_STATE_UNAWARE (0): the caller knows nothing yet; the call returns at once.
     public static let unaware: ReaderStateFlags = []
+    /// SCARD_STATE_IGNORE (0x0001): the caller is not interested in this reader.
     public static let ignore = ReaderStateFlags(rawValue: 0x0001)
+    /// SCARD_STATE_CHANGED (0x0002): the state differs from the one the caller passed in.
     public static let changed = ReaderStateFlags(rawValue: 0x0002)
+    /// SCARD_STATE_UNKNOWN (0x0004): the reader name is not known (the reader is gone).
     public static let unknown = ReaderStateFlags(rawValue: 0x0004)
+    /// SCARD_STATE_UNAVAILABLE (0x0008): the reader's state cannot be determined.
     public static let unavailable = ReaderStateFlags(rawValue: 0x0008)
+    /// SCARD_STATE_EMPTY (0x0010): there is no card in the reader.
     public static let empty = ReaderStateFlags(rawValue: 0x0010)
+    /// SCARD_STATE_PRESENT (0x0020): a card is in the reader.
     public static let present = ReaderStateFlags(rawValue: 0x0020)
+    /// SCARD_STATE_ATRMATCH (0x0040): the card's ATR matches the one the caller gave.
     public static let atrMatch = ReaderStateFlags(rawValue: 0x0040)
+    /// SCARD_STATE_EXCLUSIVE (0x0080): a connection holds the card exclusively.
     public static let exclusive = ReaderStateFlags(rawValue: 0x0080)
+    /// SCARD_STATE_INUSE (0x0100): the card is in use by at least one shared connection.
     public static let inUse = ReaderStateFlags(rawValue: 0x0100)
+    /// SCARD_STATE_MUTE (0x0200): the card does not answer (no usable ATR).
     public static let mute = ReaderStateFlags(rawValue: 0x0200)
+    /// SCARD_STATE_UNPOWERED (0x0400): the card is present but not powered.
     public static let unpowered = ReaderStateFlags(rawValue: 0x0400)
 
     static let names: [(ReaderStateFlags, String)] = [
@@ -49,6 +60,8 @@ public struct ReaderState: Sendable, Hashable {
     /// The special reader name that reports reader attach and detach (PC/SC part 5 §3.1.3).
     public static let pnpNotification = "\\\\?PnP?\\Notification"
 
+    /// Watches `readerName`, starting from `currentState` (SCARD_STATE_* bits, and the event counter in
+    /// the high 16 bits as the last report gave it; 0 is SCARD_STATE_UNAWARE, which returns at once).
     public init(readerName: String, currentState: UInt = 0) {
         self.readerName = readerName
         self.currentState = currentState
@@ -96,6 +109,8 @@ public func parseMultiString(_ bytes: some Collection<UInt8>) -> [String] {
 /// "ACS ACR122U PICC Interface 00 00". Names are opaque identifiers: compare them whole; this view is
 /// for display and for matching a user's `--reader` argument.
 public struct ReaderName: Sendable, Hashable {
+    /// The name as pcsc-lite reports it, e.g. "ACS ACR122U PICC Interface 00 00": what to pass to
+    /// SCardConnect and to compare.
     public let full: String
     /// The part before the trailing index and slot.
     public let friendlyName: String
@@ -104,6 +119,8 @@ public struct ReaderName: Sendable, Hashable {
     /// The slot number, when the name ends in "XX YY".
     public let slot: UInt8?
 
+    /// Splits `name`. A name that does not end in two 2-digit hex numbers keeps it whole as
+    /// ``friendlyName``, with ``index`` and ``slot`` nil.
     public init(_ name: String) {
         full = name
         let parts = name.split(separator: " ", omittingEmptySubsequences: false)

@@ -33,6 +33,8 @@ public struct HarnessError: CodedError {
     /// The last lines of the relevant process log, when there is one.
     public let logTail: String?
 
+    /// An error with its code, a reason that says what went wrong and what to do, and the tail of the
+    /// process log concerned when there is one.
     public init(code: Code, reason: String, logTail: String? = nil) {
         self.code = code
         self.reason = reason

@@ -9,6 +9,7 @@ public struct ReaderStatus: Sendable, Hashable {
     /// The card's ATR (ISO/IEC 7816-3 §8), when a card is present.
     public var atr: [UInt8]?
 
+    /// A reader as `pcsc_scan` printed it: its name, its state word, and the ATR when a card is in.
     public init(name: String, state: String, atr: [UInt8]? = nil) {
         self.name = name
         self.state = state

@@ -24,6 +24,8 @@ public struct ReaderConfEntry: Sendable, Hashable, CustomStringConvertible {
     /// The channel number handed to `IFDHCreateChannel`, or `nil` to omit `CHANNELID`.
     public var channelID: Int?
 
+    /// An entry for pcscd's reader.conf: `FRIENDLYNAME`, `DEVICENAME` (omitted when nil), `LIBPATH`
+    /// and `CHANNELID` (omitted when nil).
     public init(friendlyName: String, deviceName: String? = nil, libraryPath: String, channelID: Int? = nil) {
         self.friendlyName = friendlyName
         self.deviceName = deviceName

@@ -220,8 +220,10 @@ public struct SimulatedReaderError: Error, Sendable, Hashable, CustomStringConve
     /// The server's error code (`syntax`, `unknown-verb`, `missing-argument`, `bad-argument`,
     /// `refused`, `timeout`, `too-long`, `busy`) or the client's (`connect`, `io`, `malformed-reply`).
     public var code: String
+    /// What went wrong, in words: the server's message, or what the client could not do.
     public var reason: String
 
+    /// An error with its code and reason.
     public init(code: String, reason: String) {
         self.code = code
         self.reason = reason
@@ -238,8 +240,10 @@ public struct SimulatedReaderError: Error, Sendable, Hashable, CustomStringConve
 ///
 /// Thread-safe: it holds no connection between calls.
 public struct SimulatedReaderControl: Sendable, Hashable {
+    /// The path of the reader's control socket (a Unix-domain socket the simulated driver listens on).
     public let socketPath: String
 
+    /// A client for the control socket at `socketPath`; nothing is connected until a request is sent.
     public init(socketPath: String) {
         self.socketPath = socketPath
     }

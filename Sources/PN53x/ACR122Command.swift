@@ -11,13 +11,21 @@ public struct ACR122LEDControl: OptionSet, Sendable, Hashable {
     public let rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 
+    /// Bit 0: the red LED's final state is on (ACR122U API v2.04; docs/acr122-pn532.md §2).
     public static let finalRed = ACR122LEDControl(rawValue: 0x01)
+    /// Bit 1: the green LED's final state is on.
     public static let finalGreen = ACR122LEDControl(rawValue: 0x02)
+    /// Bit 2: the red LED takes the final state of bit 0 (without it, red keeps its state).
     public static let redMask = ACR122LEDControl(rawValue: 0x04)
+    /// Bit 3: the green LED takes the final state of bit 1.
     public static let greenMask = ACR122LEDControl(rawValue: 0x08)
+    /// Bit 4: the red LED's initial blinking state is on.
     public static let initialRedBlink = ACR122LEDControl(rawValue: 0x10)
+    /// Bit 5: the green LED's initial blinking state is on.
     public static let initialGreenBlink = ACR122LEDControl(rawValue: 0x20)
+    /// Bit 6: the red LED blinks (T1 and T2, in units of 100 ms, set the phases).
     public static let redBlinkMask = ACR122LEDControl(rawValue: 0x40)
+    /// Bit 7: the green LED blinks.
     public static let greenBlinkMask = ACR122LEDControl(rawValue: 0x80)
 }
 

@@ -42,6 +42,8 @@ public final class ACR122Link {
     /// The most `FF C0` rounds after `61 xx` on a T=0 unit.
     public static let maximumGetResponseRounds = 4
 
+    /// The channel to the reader: a direct connection (escape commands through SCardControl) or a
+    /// connection with a card (pseudo-APDUs through SCardTransmit).
     public let channel: any CardChannel
     /// The SCardControl code used on a direct connection.
     public let escapeCode: UInt32
@@ -224,8 +226,11 @@ extension ACR122Link {
     /// - Throws: `ACR122Error.escapeCommandsNotEnabled` when libccid refused 0x42000001 and no other
     ///   code answered (P09); `.noEscapeCode` when no code answered; `.notAnACR122` when the firmware
     ///   string does not name an ACR122U; on a card connection, `firmwareVersion()`'s errors.
-    /// - Parameter path: `.escape` for a DIRECT connection (see ``init(channel:escapeCode:path:)``);
-    ///   nil guesses from the channel's protocol.
+    /// - Parameters:
+    ///   - channel: a connection to the reader: direct (no card) or with a card.
+    ///   - readerName: the reader's PC/SC name, for messages; it need not match `ACR122Detection`.
+    ///   - path: `.escape` for a DIRECT connection (see ``init(channel:escapeCode:path:)``);
+    ///     nil guesses from the channel's protocol.
     public static func open(channel: any CardChannel, readerName: String, path: Path? = nil) throws -> ACR122Link {
         let link: ACR122Link
         let firmware: ACR122FirmwareVersion

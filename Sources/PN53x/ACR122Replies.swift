@@ -64,10 +64,12 @@ public enum ACR122Error: Error, Sendable, Equatable, CustomStringConvertible {
 /// (ACR122U API v2.04; docs/acr122-pn532.md §2). The firmware-version reply has no status word and must not be
 /// parsed with this type.
 public struct ACR122Reply: Sendable, Hashable, CustomStringConvertible {
+    /// The bytes before the status word (e.g. the PN532 frame `D5 …` of a Direct Transmit).
     public var data: [UInt8]
     /// SW1-SW2, e.g. 0x9000.
     public var statusWord: UInt16
 
+    /// A reply of `data` followed by the two bytes of `statusWord`.
     public init(data: [UInt8], statusWord: UInt16) {
         self.data = data
         self.statusWord = statusWord
@@ -82,6 +84,7 @@ public struct ACR122Reply: Sendable, Hashable, CustomStringConvertible {
         statusWord = UInt16(bytes[bytes.count - 2]) << 8 | UInt16(bytes[bytes.count - 1])
     }
 
+    /// The reply's bytes: `| data | SW1 | SW2 |`.
     public func serialized() -> [UInt8] { data + [UInt8(statusWord >> 8), UInt8(statusWord & 0xFF)] }
 
     /// The data when the status word is 90 00.
@@ -158,7 +161,9 @@ public struct ACR122LEDState: OptionSet, Sendable, Hashable {
     public let rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 
+    /// Bit 0 of the LED reply `90 ss`: the red LED is on (ACR122U API v2.04; docs/acr122-pn532.md §2).
     public static let red = ACR122LEDState(rawValue: 0x01)
+    /// Bit 1 of the LED reply `90 ss`: the green LED is on.
     public static let green = ACR122LEDState(rawValue: 0x02)
 
     /// Parses `90 ss`.

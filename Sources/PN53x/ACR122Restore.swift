@@ -55,6 +55,7 @@ public struct ACR122RestoreSteps: OptionSet, Sendable, Hashable {
 /// The LED/buzzer control of the idle state: P2 0D = final red on, final green off, red and green
 /// masked (both take their final state), T1 = T2 = 0, no repetitions, buzzer off.
 extension ACR122LEDBuzzerControl {
+    /// `FF 00 40 0D 04 00 00 00 00`: the LEDs of an idle reader (red on, green off), no buzzer.
     public static let idle = try! ACR122LEDBuzzerControl(led: [.finalRed, .redMask, .greenMask])
 }
 
@@ -65,13 +66,16 @@ extension ACR122MCUTimeout {
 
 /// One step of a restore: what was sent, what came back, and whether it is what the step expects.
 public struct ACR122RestoreOutcome: Sendable, Hashable, CustomStringConvertible {
+    /// Which step this is (one member of ``ACR122RestoreSteps``).
     public var step: ACR122RestoreSteps
+    /// The step's name in words, as ``ACR122RestoreSteps/ordered`` gives it.
     public var name: String
     /// Every exchange of the step, in order (more than one when late replies were discarded).
     public var exchanges: [(command: [UInt8], reply: [UInt8])]
     /// nil when the step succeeded; else why not.
     public var failure: String?
 
+    /// True when the step got the answer it expects (``failure`` is nil).
     public var succeeded: Bool { failure == nil }
 
     /// `FF 00 51 FF 00 → 90 FF  ok`, one line per exchange, then the verdict.
@@ -95,6 +99,7 @@ public struct ACR122RestoreOutcome: Sendable, Hashable, CustomStringConvertible 
 
 /// Thrown by `PN532.restoreReaderDefaults(_:onStep:)` when a step failed; every step was tried.
 public struct ACR122RestoreError: Error, Sendable, CustomStringConvertible {
+    /// The outcome of every step tried, in order, the successful ones included.
     public var outcomes: [ACR122RestoreOutcome]
     public var description: String {
         let failed = outcomes.filter { !$0.succeeded }

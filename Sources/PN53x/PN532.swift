@@ -32,12 +32,14 @@ public enum PN532TargetSendResult: Sendable, Hashable {
 ///
 /// Not thread-safe; every call blocks until the reader answers (see `ACR122Link`).
 public final class PN532 {
+    /// The link that carries each frame to the chip (Direct Transmit, or an escape command).
     public let link: ACR122Link
     /// The most GetFirmwareVersion commands sent to resynchronise after a late reply.
     public var resynchronizationAttempts = 4
     /// The most frames joined by MI chaining in one exchange.
     public var chainingLimit = 16
 
+    /// A PN532 reached through `link`; nothing is sent until the first command.
     public init(link: ACR122Link) { self.link = link }
 
     /// Sends one command and parses its answer.

@@ -6,6 +6,7 @@ import ISO7816
 /// Commands whose answer carries a status byte throw `PN532Error.chipError` when its error code is
 /// not 00: SW 90 00 around the frame says nothing about the chip's success (docs/cases.md P08).
 public protocol PN532Command: Sendable {
+    /// What the command's answer decodes to (`Void` for commands that answer only a status).
     associatedtype Response: Sendable
     /// The command code, the byte after D4.
     static var code: PN532CommandCode { get }
@@ -75,8 +76,10 @@ enum PN532Parse {
 public struct PN532DataResponse: Sendable, Hashable {
     /// The status byte's MI bit: the chip has more data; send the command again to get it.
     public var moreInformation: Bool
+    /// The data after the status byte.
     public var data: [UInt8]
 
+    /// A response with the status byte's MI bit and the data after it.
     public init(moreInformation: Bool, data: [UInt8]) {
         self.moreInformation = moreInformation
         self.data = data
@@ -87,11 +90,14 @@ public struct PN532DataResponse: Sendable, Hashable {
 public struct PN532FirmwareVersion: Sendable, Hashable, CustomStringConvertible {
     /// IC: 0x32 for the PN532.
     public var ic: UInt8
+    /// The firmware version (Ver; 01 on the PN532 v1.6 of an ACR122U).
     public var version: UInt8
+    /// The firmware revision (Rev; 06 on the PN532 v1.6 of an ACR122U).
     public var revision: UInt8
     /// Support bits: 01 ISO 14443 Type A, 02 Type B, 04 ISO 18092.
     public var support: UInt8
 
+    /// The answer `D5 03 IC Ver Rev Support` (UM0701-02 §7.2.2), e.g. `32 01 06 07`.
     public init(ic: UInt8, version: UInt8, revision: UInt8, support: UInt8) {
         self.ic = ic
         self.version = version
@@ -107,6 +113,7 @@ public struct PN532FirmwareVersion: Sendable, Hashable, CustomStringConvertible 
 
 /// One target the chip reports in GetGeneralStatus: `| Tg | BrRx | BrTx | Type |`.
 public struct PN532GeneralStatusTarget: Sendable, Hashable {
+    /// Tg, the target's logical number (1 or 2).
     public var logicalNumber: UInt8
     /// Bit rate in reception: 00 106, 01 212, 02 424 kbit/s.
     public var receiveBitRate: UInt8
@@ -122,6 +129,7 @@ public struct PN532GeneralStatus: Sendable, Hashable {
     public var lastError: PN532ErrorCode
     /// True when an external RF field is present.
     public var externalFieldPresent: Bool
+    /// The targets the chip handles now, at most two (NbTg entries).
     public var targets: [PN532GeneralStatusTarget]
     /// The SAM status byte.
     public var samStatus: UInt8
@@ -133,6 +141,7 @@ public struct PN532GeneralStatus: Sendable, Hashable {
 public struct ISO14443ATarget: Sendable, Hashable {
     /// Tg, the logical number to use in InDataExchange.
     public var logicalNumber: UInt8
+    /// SENS_RES, as the chip reported it (most significant byte first in InListPassiveTarget).
     public var atqa: ATQA
     /// SEL_RES (SAK); bit 0x20 set means ISO/IEC 14443-4 compliant.
     public var sak: UInt8
@@ -141,6 +150,7 @@ public struct ISO14443ATarget: Sendable, Hashable {
     /// The ATS including its TL byte, present when SAK has bit 0x20.
     public var ats: [UInt8]?
 
+    /// A target as InListPassiveTarget reports it (UM0701-02 §7.3.5).
     public init(logicalNumber: UInt8, atqa: ATQA, sak: UInt8, uid: [UInt8], ats: [UInt8]? = nil) {
         self.logicalNumber = logicalNumber
         self.atqa = atqa
@@ -228,7 +238,9 @@ public struct PN532ActivatedMode: RawRepresentable, Sendable, Hashable {
         default: nil
         }
     }
+    /// Bit 3: the initiator activated the target as an ISO/IEC 14443-4 PICC (it sent RATS).
     public var isISO14443_4PICC: Bool { rawValue & 0x08 != 0 }
+    /// Bit 2: the initiator activated the target in DEP (ISO/IEC 18092) mode.
     public var isDEP: Bool { rawValue & 0x04 != 0 }
     /// Bits 1–0: 0 Type A, 1 active mode, 2 FeliCa.
     public var framing: UInt8 { rawValue & 0x03 }
@@ -237,21 +249,25 @@ public struct PN532ActivatedMode: RawRepresentable, Sendable, Hashable {
 /// TgInitAsTarget's answer: `| Mode | InitiatorCommand… |`, e.g. `08 E0 80` (PICC at 106 kbit/s,
 /// then the reader's RATS).
 public struct PN532TargetActivation: Sendable, Hashable {
+    /// The Mode byte: bit rate, framing, and PICC or DEP activation (docs/acr122-pn532.md §4).
     public var mode: PN532ActivatedMode
     /// The first command the initiator sent, e.g. RATS `E0 80`.
     public var initiatorCommand: [UInt8]
 
+    /// An activation with its Mode byte and the initiator's first command (e.g. RATS `E0 80`).
     public init(mode: PN532ActivatedMode, initiatorCommand: [UInt8]) {
         self.mode = mode
         self.initiatorCommand = initiatorCommand
     }
 
+    /// The answer's bytes after `D5 8D`: `| Mode | InitiatorCommand… |`.
     public func serialized() -> [UInt8] { [mode.rawValue] + initiatorCommand }
 }
 
 /// TgGetTargetStatus's answer: `| Status | BRit |` (UM0701-02 §7.3.21). Kept raw: the meaning of
 /// each value is not in this project's reference (U).
 public struct PN532TargetStatus: Sendable, Hashable {
+    /// The Status byte, as the chip sent it.
     public var state: UInt8
     /// Initiator and target bit rates.
     public var bitRates: UInt8

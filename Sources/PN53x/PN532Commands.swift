@@ -8,6 +8,7 @@ extension PN532 {
     /// GetFirmwareVersion: `D4 02` → `D5 03 IC Ver Rev Support` (UM0701-02 §7.2.2).
     public struct GetFirmwareVersion: PN532Command {
         public static let code = PN532CommandCode.getFirmwareVersion
+        /// The command `D4 02`; it has no parameters.
         public init() {}
         public func parameters() throws(PN532Error) -> [UInt8] { [] }
         public func response(parsing data: [UInt8]) throws(PN532Error) -> PN532FirmwareVersion {
@@ -21,6 +22,7 @@ extension PN532 {
     /// GetGeneralStatus: `D4 04` → `D5 05 Err Field NbTg [Tg BrRx BrTx Type]… SAM` (UM0701-02 §7.2.3).
     public struct GetGeneralStatus: PN532Command {
         public static let code = PN532CommandCode.getGeneralStatus
+        /// The command `D4 04`; it has no parameters.
         public init() {}
         public func parameters() throws(PN532Error) -> [UInt8] { [] }
         public func response(parsing data: [UInt8]) throws(PN532Error) -> PN532GeneralStatus {
@@ -51,6 +53,7 @@ extension PN532 {
         public static let code = PN532CommandCode.readRegister
         /// The 16-bit register addresses, sent high byte first.
         public var addresses: [UInt16]
+        /// Reads the registers at `addresses` (CIU registers are at 6300–63FF), in order.
         public init(_ addresses: [UInt16]) { self.addresses = addresses }
         public func parameters() throws(PN532Error) -> [UInt8] {
             guard !addresses.isEmpty else { throw .invalidRequest(command: Self.code, reason: "no register address given") }
@@ -67,8 +70,11 @@ extension PN532 {
 
     /// One register write: `| AH | AL | value |`.
     public struct RegisterWrite: Sendable, Hashable {
+        /// The 16-bit register address, sent high byte first.
         public var address: UInt16
+        /// The byte to write.
         public var value: UInt8
+        /// A write of `value` to the register at `address`.
         public init(address: UInt16, value: UInt8) {
             self.address = address
             self.value = value
@@ -78,7 +84,9 @@ extension PN532 {
     /// WriteRegister: `D4 08 (AH AL V)…` → `D5 09` (UM0701-02 §7.2.5).
     public struct WriteRegister: PN532Command {
         public static let code = PN532CommandCode.writeRegister
+        /// The writes, in the order the chip makes them.
         public var writes: [RegisterWrite]
+        /// Writes each register of `writes`, in order.
         public init(_ writes: [RegisterWrite]) { self.writes = writes }
         public func parameters() throws(PN532Error) -> [UInt8] {
             guard !writes.isEmpty else { throw .invalidRequest(command: Self.code, reason: "no register write given") }
@@ -91,19 +99,27 @@ extension PN532 {
     public struct ParameterFlags: OptionSet, Sendable, Hashable {
         public let rawValue: UInt8
         public init(rawValue: UInt8) { self.rawValue = rawValue }
+        /// 01 fNADUsed: the initiator uses the NAD (DEP and ISO/IEC 14443-4 PCD).
         public static let nadUsed = ParameterFlags(rawValue: 0x01)
+        /// 02 fDIDUsed: the initiator uses the DID (DEP and ISO/IEC 14443-4 PCD).
         public static let didUsed = ParameterFlags(rawValue: 0x02)
+        /// 04 fAutomaticATR_RES: the chip answers ATR_REQ by itself in target mode.
         public static let automaticATRRes = ParameterFlags(rawValue: 0x04)
+        /// 10 fAutomaticRATS: the chip sends RATS by itself as an ISO/IEC 14443-4 PCD.
         public static let automaticRATS = ParameterFlags(rawValue: 0x10)
         /// ISO 14443-4 PICC emulation (PN532 only).
         public static let iso14443_4PICC = ParameterFlags(rawValue: 0x20)
+        /// 40 fRemovePrePostAmble: the chip sends its frames without preamble and postamble.
         public static let removePrePostamble = ParameterFlags(rawValue: 0x40)
     }
 
     /// SetParameters: `D4 12 flags` → `D5 13` (UM0701-02 §7.2.9).
     public struct SetParameters: PN532Command {
         public static let code = PN532CommandCode.setParameters
+        /// The flags to set; the chip clears the others. libnfc sends 14 at start and 30 for emulation
+        /// (docs/acr122-pn532.md §4).
         public var flags: ParameterFlags
+        /// SetParameters with `flags`.
         public init(_ flags: ParameterFlags) { self.flags = flags }
         public func parameters() throws(PN532Error) -> [UInt8] { [flags.rawValue] }
         public func response(parsing data: [UInt8]) throws(PN532Error) { try PN532Parse.empty(data, Self.code) }
@@ -113,14 +129,19 @@ extension PN532 {
     public struct SAMConfiguration: PN532Command {
         /// 01 normal (no SAM), 02 virtual card, 03 wired card, 04 dual card.
         public enum Mode: UInt8, Sendable, Hashable {
+            /// The Mode byte of SAMConfiguration (UM0701-02 §7.2.10): 01 normal mode, no SAM (what a reader
+            /// without a SAM uses); 02 virtual card; 03 wired card; 04 dual card.
             case normal = 0x01, virtualCard = 0x02, wiredCard = 0x03, dualCard = 0x04
         }
         public static let code = PN532CommandCode.samConfiguration
+        /// How the chip uses its SAM.
         public var mode: Mode
         /// The virtual-card timeout in units of 50 ms; nil to omit it (and the IRQ byte).
         public var timeoutIn50Milliseconds: UInt8?
         /// Whether the chip drives its P70_IRQ pin; nil to omit the byte.
         public var useIRQ: Bool?
+        /// `D4 14 mode [timeout [irq]]`: the optional bytes are sent only when given; ``parameters()``
+        /// throws `PN532Error.invalidRequest` for an IRQ byte without the timeout before it.
         public init(mode: Mode, timeoutIn50Milliseconds: UInt8? = nil, useIRQ: Bool? = nil) {
             self.mode = mode
             self.timeoutIn50Milliseconds = timeoutIn50Milliseconds
@@ -156,7 +177,9 @@ extension PN532 {
             case maxRetries(atr: UInt8, psl: UInt8, passiveActivation: UInt8)
         }
         public static let code = PN532CommandCode.rfConfiguration
+        /// The configuration item and its data.
         public var item: Item
+        /// RFConfiguration of `item`.
         public init(_ item: Item) { self.item = item }
         public func parameters() throws(PN532Error) -> [UInt8] {
             switch item {
@@ -179,6 +202,7 @@ extension PN532 {
         public var maxTargets: UInt8
         /// InitiatorData: a UID to select only that card, or empty.
         public var uid: [UInt8]
+        /// Looks for at most `maxTargets` Type A targets at 106 kbit/s (BrTy 00), or for the one with `uid`.
         public init(maxTargets: UInt8 = 1, uid: [UInt8] = []) {
             self.maxTargets = maxTargets
             self.uid = uid
@@ -215,8 +239,11 @@ extension PN532 {
         public static let code = PN532CommandCode.inDataExchange
         /// Tg, 1 or 2 (bits 5–0).
         public var target: UInt8
+        /// Sets bit 6 of Tg (MI): more data of the same frame follows in the next InDataExchange.
         public var moreInformation: Bool
+        /// The bytes for the target, e.g. a C-APDU (at most 252 through the ACR122U).
         public var data: [UInt8]
+        /// `D4 40 Tg data` to target `target`.
         public init(target: UInt8 = 1, moreInformation: Bool = false, data: [UInt8]) {
             self.target = target
             self.moreInformation = moreInformation
@@ -237,7 +264,9 @@ extension PN532 {
     /// InCommunicateThru: `D4 42 raw` → `D5 43 Status data` (UM0701-02 §7.3.9).
     public struct InCommunicateThru: PN532Command {
         public static let code = PN532CommandCode.inCommunicateThru
+        /// The raw bytes for the target, sent without ISO-DEP framing.
         public var data: [UInt8]
+        /// InCommunicateThru of `data`.
         public init(_ data: [UInt8]) { self.data = data }
         public func parameters() throws(PN532Error) -> [UInt8] { data }
         public func response(parsing data: [UInt8]) throws(PN532Error) -> [UInt8] {
@@ -248,7 +277,9 @@ extension PN532 {
     /// InDeselect: `D4 44 Tg` → `D5 45 Status` (UM0701-02 §7.3.10); Tg 0 = all targets.
     public struct InDeselect: PN532Command {
         public static let code = PN532CommandCode.inDeselect
+        /// Tg, the target to deselect; 0 deselects all.
         public var target: UInt8
+        /// InDeselect of `target` (0, all targets, by default).
         public init(target: UInt8 = 0) { self.target = target }
         public func parameters() throws(PN532Error) -> [UInt8] { [target] }
         public func response(parsing data: [UInt8]) throws(PN532Error) {
@@ -259,7 +290,9 @@ extension PN532 {
     /// InRelease: `D4 52 Tg` → `D5 53 Status` (UM0701-02 §7.3.11); Tg 0 = all targets.
     public struct InRelease: PN532Command {
         public static let code = PN532CommandCode.inRelease
+        /// Tg, the target to release; 0 releases all.
         public var target: UInt8
+        /// InRelease of `target` (0, all targets, by default).
         public init(target: UInt8 = 0) { self.target = target }
         public func parameters() throws(PN532Error) -> [UInt8] { [target] }
         public func response(parsing data: [UInt8]) throws(PN532Error) {
@@ -270,7 +303,9 @@ extension PN532 {
     /// InSelect: `D4 54 Tg` → `D5 55 Status` (UM0701-02 §7.3.12).
     public struct InSelect: PN532Command {
         public static let code = PN532CommandCode.inSelect
+        /// Tg, the target to select.
         public var target: UInt8
+        /// InSelect of `target` (1 by default).
         public init(target: UInt8 = 1) { self.target = target }
         public func parameters() throws(PN532Error) -> [UInt8] { [target] }
         public func response(parsing data: [UInt8]) throws(PN532Error) {
@@ -282,8 +317,11 @@ extension PN532 {
     public struct TargetModes: OptionSet, Sendable, Hashable {
         public let rawValue: UInt8
         public init(rawValue: UInt8) { self.rawValue = rawValue }
+        /// 01 PassiveOnly: accept only a passive-mode initiator.
         public static let passiveOnly = TargetModes(rawValue: 0x01)
+        /// 02 DEPOnly: accept only a DEP (ISO/IEC 18092) activation.
         public static let depOnly = TargetModes(rawValue: 0x02)
+        /// 04 PICCOnly: accept only an ISO/IEC 14443-4 PICC activation (what card emulation uses).
         public static let piccOnly = TargetModes(rawValue: 0x04)
     }
 
@@ -295,6 +333,7 @@ extension PN532 {
     /// → `D5 8D Mode InitiatorCommand…`. In PICC mode Tk holds the ATS historical bytes.
     public struct TgInitAsTarget: PN532Command {
         public static let code = PN532CommandCode.tgInitAsTarget
+        /// The Mode byte of the request: which activations the chip accepts.
         public var modes: TargetModes
         /// Sent least significant byte first (docs/acr122-pn532.md §4).
         public var atqa: ATQA
@@ -311,6 +350,9 @@ extension PN532 {
         /// Historical bytes of the ATS (ISO 14443-4 PICC), at most 48.
         public var historicalBytes: [UInt8]
 
+        /// The command with its parameters; FeliCa parameters and NFCID3t default to zeros, general and
+        /// historical bytes to none. ``parameters()`` throws `PN532Error.invalidRequest` when a field has
+        /// the wrong length (FeliCaParams 18, NFCID3t 10, at most 47 general and 48 historical bytes).
         public init(
             modes: TargetModes, atqa: ATQA, uid: EmulatedUID, sak: UInt8,
             feliCaParameters: [UInt8] = Array(repeating: 0, count: 18),
@@ -357,6 +399,7 @@ extension PN532 {
     /// TgGetData: `D4 86` → `D5 87 Status data` (UM0701-02 §7.3.16); status MI means call again.
     public struct TgGetData: PN532Command {
         public static let code = PN532CommandCode.tgGetData
+        /// The command `D4 86`; it has no parameters.
         public init() {}
         public func parameters() throws(PN532Error) -> [UInt8] { [] }
         public func response(parsing data: [UInt8]) throws(PN532Error) -> PN532DataResponse {
@@ -368,7 +411,9 @@ extension PN532 {
     /// TgSetData: `D4 8E data` → `D5 8F Status` (UM0701-02 §7.3.17); status 00 = delivered.
     public struct TgSetData: PN532Command {
         public static let code = PN532CommandCode.tgSetData
+        /// The bytes for the initiator, e.g. an R-APDU (at most 252 through the ACR122U).
         public var data: [UInt8]
+        /// TgSetData of `data`.
         public init(_ data: [UInt8]) { self.data = data }
         public func parameters() throws(PN532Error) -> [UInt8] { data }
         public func response(parsing data: [UInt8]) throws(PN532Error) {
@@ -379,6 +424,7 @@ extension PN532 {
     /// TgGetTargetStatus: `D4 8A` → `D5 8B Status BRit` (UM0701-02 §7.3.21).
     public struct TgGetTargetStatus: PN532Command {
         public static let code = PN532CommandCode.tgGetTargetStatus
+        /// The command `D4 8A`; it has no parameters.
         public init() {}
         public func parameters() throws(PN532Error) -> [UInt8] { [] }
         public func response(parsing data: [UInt8]) throws(PN532Error) -> PN532TargetStatus {

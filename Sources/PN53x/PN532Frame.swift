@@ -7,25 +7,45 @@ public struct PN532CommandCode: RawRepresentable, Sendable, Hashable, CustomStri
     public let rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 
+    /// 02 GetFirmwareVersion (UM0701-02 §7.2.2).
     public static let getFirmwareVersion = PN532CommandCode(rawValue: 0x02)
+    /// 04 GetGeneralStatus (UM0701-02 §7.2.3).
     public static let getGeneralStatus = PN532CommandCode(rawValue: 0x04)
+    /// 06 ReadRegister (UM0701-02 §7.2.4).
     public static let readRegister = PN532CommandCode(rawValue: 0x06)
+    /// 08 WriteRegister (UM0701-02 §7.2.5).
     public static let writeRegister = PN532CommandCode(rawValue: 0x08)
+    /// 12 SetParameters (UM0701-02 §7.2.9).
     public static let setParameters = PN532CommandCode(rawValue: 0x12)
+    /// 14 SAMConfiguration (UM0701-02 §7.2.10).
     public static let samConfiguration = PN532CommandCode(rawValue: 0x14)
+    /// 32 RFConfiguration (UM0701-02 §7.3.1).
     public static let rfConfiguration = PN532CommandCode(rawValue: 0x32)
+    /// 40 InDataExchange (UM0701-02 §7.3.8).
     public static let inDataExchange = PN532CommandCode(rawValue: 0x40)
+    /// 42 InCommunicateThru (UM0701-02 §7.3.9).
     public static let inCommunicateThru = PN532CommandCode(rawValue: 0x42)
+    /// 44 InDeselect (UM0701-02 §7.3.10).
     public static let inDeselect = PN532CommandCode(rawValue: 0x44)
+    /// 4A InListPassiveTarget (UM0701-02 §7.3.5).
     public static let inListPassiveTarget = PN532CommandCode(rawValue: 0x4A)
+    /// 52 InRelease (UM0701-02 §7.3.11).
     public static let inRelease = PN532CommandCode(rawValue: 0x52)
+    /// 54 InSelect (UM0701-02 §7.3.12).
     public static let inSelect = PN532CommandCode(rawValue: 0x54)
+    /// 86 TgGetData (UM0701-02 §7.3.16).
     public static let tgGetData = PN532CommandCode(rawValue: 0x86)
+    /// 88 TgGetInitiatorCommand (UM0701-02 §7.3.19).
     public static let tgGetInitiatorCommand = PN532CommandCode(rawValue: 0x88)
+    /// 8A TgGetTargetStatus (UM0701-02 §7.3.21).
     public static let tgGetTargetStatus = PN532CommandCode(rawValue: 0x8A)
+    /// 8C TgInitAsTarget (UM0701-02 §7.3.14).
     public static let tgInitAsTarget = PN532CommandCode(rawValue: 0x8C)
+    /// 8E TgSetData (UM0701-02 §7.3.17).
     public static let tgSetData = PN532CommandCode(rawValue: 0x8E)
+    /// 90 TgResponseToInitiator (UM0701-02 §7.3.20).
     public static let tgResponseToInitiator = PN532CommandCode(rawValue: 0x90)
+    /// 94 TgSetMetaData (UM0701-02 §7.3.18).
     public static let tgSetMetaData = PN532CommandCode(rawValue: 0x94)
 
     /// The response code the PN532 echoes: command + 1.
@@ -55,7 +75,9 @@ public struct PN532HostFrame: Sendable, Hashable, CustomStringConvertible {
     /// The most parameter bytes after `D4 cmd`.
     public static let maximumParameterLength = maximumLength - 2
 
+    /// The command code, the byte after D4.
     public let command: PN532CommandCode
+    /// The parameter bytes, at most ``maximumParameterLength``.
     public let parameters: [UInt8]
 
     /// - Throws: `ACR122Error.frameTooLong` when `D4 cmd params` would exceed 254 bytes.
@@ -82,6 +104,7 @@ public struct PN532HostFrame: Sendable, Hashable, CustomStringConvertible {
         parameters = reader.readRest()
     }
 
+    /// The frame's bytes: `| D4 | cmd | params |`.
     public func serialized() -> [UInt8] { [0xD4, command.rawValue] + parameters }
 
     public var description: String { HexBytes.format(serialized()) }
@@ -94,6 +117,7 @@ public struct PN532ChipFrame: Sendable, Hashable, CustomStringConvertible {
     /// The bytes after the response code.
     public let data: [UInt8]
 
+    /// The chip's answer to `command`: response code `command + 1`, then `data`.
     public init(answering command: PN532CommandCode, data: [UInt8] = []) {
         self.responseCode = command.responseCode
         self.data = data
@@ -120,6 +144,7 @@ public struct PN532ChipFrame: Sendable, Hashable, CustomStringConvertible {
         return frame.data
     }
 
+    /// The frame's bytes: `| D5 | cmd + 1 | data |`.
     public func serialized() -> [UInt8] { [0xD5, responseCode] + data }
 
     public var description: String { HexBytes.format(serialized()) }
@@ -130,32 +155,59 @@ public struct PN532ErrorCode: RawRepresentable, Sendable, Hashable, CustomString
     public let rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 
+    /// 00: no error.
     public static let none = PN532ErrorCode(rawValue: 0x00)
+    /// 01: the target did not answer in time (UM0701-02 §7.1; docs/acr122-pn532.md §4).
     public static let timeout = PN532ErrorCode(rawValue: 0x01)
+    /// 02: a CRC error was detected.
     public static let crc = PN532ErrorCode(rawValue: 0x02)
+    /// 03: a parity error was detected.
     public static let parity = PN532ErrorCode(rawValue: 0x03)
+    /// 04: an erroneous bit count was detected.
     public static let bitCount = PN532ErrorCode(rawValue: 0x04)
+    /// 05: a framing error (MIFARE).
     public static let framing = PN532ErrorCode(rawValue: 0x05)
+    /// 06: a bit collision during anticollision.
     public static let collision = PN532ErrorCode(rawValue: 0x06)
+    /// 07: the communication buffer is too small.
     public static let bufferTooSmall = PN532ErrorCode(rawValue: 0x07)
+    /// 09: the RF buffer overflowed.
     public static let rfBufferOverflow = PN532ErrorCode(rawValue: 0x09)
+    /// 0A: the counterpart did not switch its RF field on in time (active mode).
     public static let activeRFTimeout = PN532ErrorCode(rawValue: 0x0A)
+    /// 0B: an RF protocol error.
     public static let rfProtocol = PN532ErrorCode(rawValue: 0x0B)
+    /// 0D: the antenna drivers overheated.
     public static let overheat = PN532ErrorCode(rawValue: 0x0D)
+    /// 0E: an internal buffer overflowed.
     public static let internalBufferOverflow = PN532ErrorCode(rawValue: 0x0E)
+    /// 10: an invalid parameter (range, format).
     public static let invalidParameter = PN532ErrorCode(rawValue: 0x10)
+    /// 12: the initiator sent a DEP command the chip does not support (target mode).
     public static let unsupportedDEPCommand = PN532ErrorCode(rawValue: 0x12)
+    /// 13: a received frame's format is wrong (DEP, ISO/IEC 14443-4).
     public static let badFrameFormat = PN532ErrorCode(rawValue: 0x13)
+    /// 14: MIFARE authentication failed.
     public static let mifareAuthentication = PN532ErrorCode(rawValue: 0x14)
+    /// 23: the UID's check byte (BCC) is wrong.
     public static let bcc = PN532ErrorCode(rawValue: 0x23)
+    /// 25: the command is not valid in the chip's state (e.g. TgGetData before activation).
     public static let invalidState = PN532ErrorCode(rawValue: 0x25)
+    /// 26: not allowed in the current configuration.
     public static let notAllowed = PN532ErrorCode(rawValue: 0x26)
+    /// 27: not acceptable now (wrong role, unknown Tg).
     public static let notAcceptable = PN532ErrorCode(rawValue: 0x27)
+    /// 29: the initiator released the target (target mode); libnfc, and this project, read 2B the same.
     public static let targetReleased = PN532ErrorCode(rawValue: 0x29)
+    /// 2A: the Type B card's ID does not match.
     public static let typeBIDMismatch = PN532ErrorCode(rawValue: 0x2A)
+    /// 2B: the card has disappeared (documented as a Type B initiator code).
     public static let cardDisappeared = PN532ErrorCode(rawValue: 0x2B)
+    /// 2C: the NFCID3 of the initiator and target do not match (DEP).
     public static let nfcid3Mismatch = PN532ErrorCode(rawValue: 0x2C)
+    /// 2D: an over-current event was detected.
     public static let overCurrent = PN532ErrorCode(rawValue: 0x2D)
+    /// 2E: the NAD is missing in a DEP frame.
     public static let nadMissing = PN532ErrorCode(rawValue: 0x2E)
 
     private static let meanings: [UInt8: String] = [

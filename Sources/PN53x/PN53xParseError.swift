@@ -32,6 +32,7 @@ public struct PN53xParseError: CodedError {
     /// A sentence naming what was wrong and, where it helps, what to do.
     public let reason: String
 
+    /// An error with its code, the offset of the offending byte, and a reason that says what was wrong.
     public init(_ code: Code, at offset: Int, _ reason: String) {
         self.code = code
         self.offset = offset

@@ -7,7 +7,9 @@ import Musl
 /// Where a command writes: standard output for results, standard error for errors and progress.
 /// Tests inject a ``CapturingConsole``.
 public protocol Console: AnyObject, Sendable {
+    /// Writes `text` as it is to standard output (results); the caller adds the line feeds.
     func out(_ text: String)
+    /// Writes `text` as it is to standard error (errors, progress, prompts).
     func err(_ text: String)
     /// Reads one line from standard input (for prompts); nil at end of input.
     func readLine() -> String?
@@ -29,6 +31,7 @@ public final class StandardConsole: Console, @unchecked Sendable {
     private let lock = ConsoleLock()
     private var failedErrno: Int32?
 
+    /// The process's standard input, output and error.
     public init() {}
 
     /// The error that stopped standard output (e.g. ENOSPC on /dev/full, EPIPE), if any:
@@ -36,7 +39,10 @@ public final class StandardConsole: Console, @unchecked Sendable {
     public var outputFailure: String? {
         lock.withLock { failedErrno.map { String(cString: strerror($0)) + " (errno \($0))" } }
     }
+    /// Writes all of `text` to file descriptor 1, retrying short writes; a failure is kept for
+    /// ``outputFailure``.
     public func out(_ text: String) { writeAll(STDOUT_FILENO, text) }
+    /// Writes all of `text` to file descriptor 2, retrying short writes.
     public func err(_ text: String) { writeAll(STDERR_FILENO, text) }
 
     /// Writes every byte with write(2), so output is never buffered and never interleaved mid-line.
@@ -71,12 +77,17 @@ public final class CapturingConsole: Console, @unchecked Sendable {
     private var errText = ""
     private var input: [String]
 
+    /// A console whose standard input gives the lines of `input`, one per ``readLine()``, then nil.
     public init(input: [String] = []) { self.input = input }
 
+    /// Everything written to standard output so far.
     public var standardOutput: String { lock.withLock { outText } }
+    /// Everything written to standard error so far.
     public var standardError: String { lock.withLock { errText } }
 
+    /// Appends `text` to ``standardOutput``.
     public func out(_ text: String) { lock.withLock { outText += text } }
+    /// Appends `text` to ``standardError``.
     public func err(_ text: String) { lock.withLock { errText += text } }
     public func readLine() -> String? {
         lock.withLock { input.isEmpty ? nil : input.removeFirst() }

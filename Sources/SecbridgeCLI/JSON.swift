@@ -4,11 +4,17 @@ import ISO7816
 ///
 /// Hex byte strings in the CLI's JSON are uppercase without spaces (`"00A40400"`).
 public indirect enum JSONValue: Sendable, Equatable {
+    /// `null`.
     case null
+    /// `true` or `false`.
     case bool(Bool)
+    /// An integer, written without a fraction or exponent.
     case int(Int)
+    /// A string, written with JSON's escapes.
     case string(String)
+    /// An array, in order.
     case array([JSONValue])
+    /// An object: its members in the order given (the CLI's output keeps a stable key order).
     case object([(String, JSONValue)])
 
     public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {

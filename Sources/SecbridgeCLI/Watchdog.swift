@@ -99,7 +99,7 @@ package final class CallWatchdog: @unchecked Sendable {
 }
 
 extension SecbridgeCLI {
-    /// Bounds each blocking PC/SC call of the commands (see ``CallWatchdog``); the binary calls it.
+    /// Bounds each blocking PC/SC call of the commands (see `CallWatchdog`); the binary calls it.
     /// 40 s covers libccid's 30 s escape timeout plus the ACR122U's 5-second MCU steps.
     public static func enableCallWatchdog(bound: Duration = .seconds(40), console: any Console = StandardConsole()) {
         CallWatchdog.shared.enable(bound: bound, console: console)
@@ -135,6 +135,7 @@ extension SecbridgeCLI {
 
 /// An invalid `SECBRIDGE_CALL_TIMEOUT`, with the message that says what is accepted.
 public struct CallBoundError: Error, Sendable, Equatable {
+    /// What was wrong with the value and what is accepted, e.g. a positive number of seconds.
     public let message: String
 }
 

@@ -12,11 +12,15 @@ public final class InMemoryTerminal: Sendable {
         case silence
     }
 
+    /// The C-APDUs the terminal sends, in order.
     public let commands: [[UInt8]]
+    /// The RATS it activates with (default E0 80: FSDI 8, CID 0; ISO/IEC 14443-4 §5.1).
     public let rats: [UInt8]
+    /// How it leaves after its last command.
     public let departure: Departure
     private let log = Mutex<(next: Int, responses: [[UInt8]])>((0, []))
 
+    /// A terminal sending `commands`, then leaving by `departure`.
     public init(commands: [[UInt8]], rats: [UInt8] = [0xE0, 0x80], departure: Departure = .release) {
         self.commands = commands
         self.rats = rats
@@ -43,9 +47,13 @@ public final class InMemoryTerminal: Sendable {
 /// with `present(_:)`; a wait without one lasts one step on the session's clock (a virtual clock
 /// in tests) or until `interrupt()`. It records every operation in `calls`.
 public final class InMemoryEmulationBackend: CardEmulationBackend {
+    /// The name sessions see.
     public let readerName: String
+    /// Whether it claims to emulate (for testing `featureUnavailable`).
     public let support: EmulationSupport
+    /// The longest C-APDU it passes (the ACR122U's 252 by default).
     public let maximumCommandLength: Int
+    /// The longest R-APDU it passes.
     public let maximumResponseLength: Int
     private let clock: any SessionClock
     private let step: Duration
@@ -95,6 +103,7 @@ public final class InMemoryEmulationBackend: CardEmulationBackend {
         waiter?.resume(returning: .terminal)
     }
 
+    /// Wakes a pending wait so the engine can stop at once.
     public func interrupt() {
         let waiter: CheckedContinuation<Wake, Never>? = state.withLock { s in
             defer { s.waiter = nil }
@@ -103,6 +112,7 @@ public final class InMemoryEmulationBackend: CardEmulationBackend {
         waiter?.resume(returning: .interrupted)
     }
 
+    /// Records the preparation; never throws.
     public func prepare() async throws {
         state.withLock {
             $0.calls.append("prepare")
@@ -110,6 +120,7 @@ public final class InMemoryEmulationBackend: CardEmulationBackend {
         }
     }
 
+    /// Records the restore; never throws.
     public func restore() async throws {
         state.withLock {
             $0.calls.append("restore")
@@ -118,6 +129,7 @@ public final class InMemoryEmulationBackend: CardEmulationBackend {
         }
     }
 
+    /// Waits (on the injected clock) until a presented terminal activates, or one step passes.
     public func waitForActivation(_ parameters: TargetParameters) async throws -> ActivationOutcome {
         if let terminal = takeTerminal(logging: "arm") { return .activated(mode: 0x08, initiatorCommand: terminal.rats) }
         let deadline = clock.now + step
@@ -158,6 +170,7 @@ public final class InMemoryEmulationBackend: CardEmulationBackend {
         }
     }
 
+    /// The terminal's next C-APDU, or its departure.
     public func receiveCommand() async throws -> TargetReceiveOutcome {
         let terminal: InMemoryTerminal? = state.withLock { s in
             s.calls.append("get")
@@ -172,6 +185,7 @@ public final class InMemoryEmulationBackend: CardEmulationBackend {
         }
     }
 
+    /// Hands the R-APDU to the terminal.
     public func sendResponse(_ response: [UInt8]) async throws -> TargetSendOutcome {
         let terminal: InMemoryTerminal? = state.withLock { s in
             s.calls.append("set")

@@ -41,9 +41,11 @@ public final class ScriptedCardChannel: CardChannel {
     public struct UnscriptedCall: Error, Sendable, CustomStringConvertible {
         /// The call, written as a ``Step`` is.
         public var call: String
+        /// `unscripted call <call>`.
         public var description: String { "unscripted call \(call)" }
     }
 
+    /// The protocol the channel reports (default T=1).
     public let transmissionProtocol: TransmissionProtocol
     private var steps: [Step]
     private var next = 0
@@ -88,6 +90,8 @@ public final class ScriptedCardChannel: CardChannel {
     /// The steps not used yet.
     public var leftovers: [Step] { Array(steps[next...]) }
 
+    /// The scripted answer to the next transmit.
+    /// - Throws: the scripted error, or ``UnscriptedCall`` when the script expected something else.
     public func transmit(_ command: [UInt8]) throws -> [UInt8] {
         let call = "> " + command.hexString
         commands.append(command)
@@ -109,6 +113,8 @@ public final class ScriptedCardChannel: CardChannel {
         }
     }
 
+    /// The scripted answer to the next control call.
+    /// - Throws: the scripted error, or ``UnscriptedCall`` when the script expected something else.
     public func control(code: UInt32, _ command: [UInt8]) throws -> [UInt8] {
         let call = "control 0x" + String(code, radix: 16, uppercase: true) + " > " + command.hexString
         commands.append(command)

@@ -23,6 +23,7 @@ public final class SimulatedDesk: Sendable {
     /// The default time scale: a simulated second takes 10 ms (the 5 s MCU timeout 50 ms).
     public static let defaultTimeScale = 0.01
 
+    /// The in-process readers (the simulated ACR122U devices and their driver).
     public let readers: InProcessReaders
     /// The client to hand to code under test.
     public let client: InProcessPCSCClient

@@ -16,7 +16,9 @@ import PCSCCore
 /// For the whole client (reader table, sharing, events, the driver's threads) use the in-process
 /// PC/SC client; this channel is for tests of one layer against the simulated device.
 public final class SimulatedReaderChannel: CardChannel {
+    /// The simulated reader.
     public let device: any IFDDevice
+    /// The protocol connected with (`.undefined` for DIRECT).
     public let transmissionProtocol: TransmissionProtocol
 
     /// Connects as SCardConnect would.

@@ -17,7 +17,9 @@ import ISO7816
 public enum SimulatorByteScript {
     /// One step's outcome: the answer, or the error the device gave.
     public struct Step: Sendable, Hashable {
+        /// The operation byte of the step.
         public let op: UInt8
+        /// What the device answers: bytes, or an IFD error.
         public let answer: Result<[UInt8], IFDError>
     }
 

@@ -285,15 +285,16 @@ final class DemoRun: Sendable {
         let events = Task { [self] () -> [String] in
             var seen: [String] = []
             for await event in session.eventStream {
-                let text = describe(event)
-                seen.append(text)
                 log.append(event)
-                say("  event: \(text)")
+                if let text = describe(event) {
+                    seen.append(text)
+                    say("  event: \(text)")
+                }
                 switch event {
                 case .apduExchanged(let command, let response):
                     try? recorder.record(.target(.incoming, TranscriptBytes(command)), channel: "a")
                     try? recorder.record(.target(.outgoing, TranscriptBytes(response)), channel: "a")
-                case .fieldStateChanged(let info):
+                case .fieldObserved(let info):
                     try? recorder.recordEvent(info.state == .fieldPresent ? .fieldOn : .fieldOff,
                                               [TranscriptAttribute("observed", info.observation)], channel: "a")
                 default:
@@ -353,7 +354,7 @@ final class DemoRun: Sendable {
         // The terminal has released the target (InRelease): wait until the emulating reader has
         // seen it (status 29 on TgGetData, one device step at most), then end card emulation.
         await log.waitUntil(timeout: .seconds(10)) {
-            if case .fieldStateChanged(let info) = $0 { return info.state == .fieldAbsent }
+            if case .fieldStateChanged(let info) = $0 { return info == .fieldAbsent }
             return false
         }
         try await session.endCardEmulation()
@@ -414,15 +415,15 @@ final class DemoRun: Sendable {
         say("reader \(channel == "a" ? "A" : "B"): automatic PICC polling \(on ? "on (restored)" : "off")")
     }
 
-    func describe(_ event: CredentialSessionEvent) -> String {
+    /// The demo's event line, or nil for Apple's `fieldStateChanged(info:)`, whose observation
+    /// `fieldObserved` prints.
+    func describe(_ event: CredentialSessionEvent) -> String? {
         switch event {
-        case .fieldStateChanged(let info): "fieldStateChanged(\(info.state.rawValue): \(info.observation))"
-        case .cardEmulationTimeout: "cardEmulationTimeout"
-        case .presentmentIntentAssertionTimeout: "presentmentIntentAssertionTimeout"
-        case .sessionInvalidated(let reason): "sessionInvalidated(\(reason))"
-        case .connectivityEvent(let event): "connectivityEvent(\(event))"
+        case .fieldStateChanged: nil
+        case .fieldObserved(let info): "fieldStateChanged(\(info.state.rawValue): \(info.observation))"
+        case .sessionInvalidated(let reason): "sessionInvalidated(\(reason.reason))"
         case .credentialFinishedInstalling(let credential): "credentialFinishedInstalling(\(credential.id))"
-        case .apduExchanged(let command, let response): "apduExchanged(\(command.hexString) → \(response.hexString))"
+        default: "\(event)"
         }
     }
 

@@ -125,7 +125,10 @@ extension SecbridgeCLI {
             With --keep, emulation continues for further terminals until the window ends: the
             target is armed again 250 ms after each release. The reader's settings (PICC polling,
             RF field) are restored at the end, on every exit path: after Ctrl-C, errors, and when
-            the window ends while the target waits for a terminal.
+            the window ends while the target waits for a terminal. A phone that leaves in the
+            middle of reading a Type 4 Tag's NDEF file is served again when it comes back within
+            the window, and an activation that is no ISO-DEP reader (a peer-to-peer initiator's
+            ATR_REQ) is reported and the target armed again.
 
             Readers that cannot emulate (not ACR122-class, the ACR1252U family, escape commands not
             enabled in the CCID driver) fail with the reason and what to do. At the end a
@@ -284,8 +287,10 @@ extension SecbridgeCLI {
         @Sendable func announceEmulation() {
             emulationAnnounced.once { report(.state(emulationState, reader: reader)) }
         }
-        let events = Task { () -> [(command: [UInt8], response: [UInt8])] in
+        let isType4Tag = TerminalVerdict.isType4Tag(credential)
+        let events = Task { () -> (commands: [(command: [UInt8], response: [UInt8])], activationStarts: [Int]) in
             var commands: [(command: [UInt8], response: [UInt8])] = []
+            var activationStarts: [Int] = []
             var activeAfterCommands = false
             for await event in session.eventStream {
                 switch event {
@@ -296,14 +301,20 @@ extension SecbridgeCLI {
                     report(.apdu(command: command, response: response))
                     try? recorder?.record(.target(.incoming, TranscriptBytes(command)))
                     try? recorder?.record(.target(.outgoing, TranscriptBytes(response)))
-                case .fieldStateChanged(let info):
+                case .fieldStateChanged:
+                    announceEmulation()
+                case .fieldObserved(let info):
                     announceEmulation()
                     report(.field(state: info.state.rawValue, observation: info.observation))
                     try? recorder?.recordEvent(info.state == .fieldPresent ? .fieldOn : .fieldOff, [TranscriptAttribute("observed", info.observation)])
-                    if info.state == .fieldAbsent && activeAfterCommands && !keep {
+                    if info.state == .fieldPresent, activationStarts.last != commands.count { activationStarts.append(commands.count) }
+                    // A phone that left in the middle of the NDEF read usually comes back: the
+                    // target is armed again (docs/terminal-models.md §6.1) until the window ends.
+                    if info.state == .fieldAbsent && activeAfterCommands && !keep
+                        && !TerminalVerdict.stoppedMidRead(commands, credential: credential) {
                         done.lock.withLock { done.result = .success(true) }
                     }
-                case .connectivityEvent(.secureElementChanged(let detail)):
+                case .readerEvent(.secureElementChanged(let detail)):
                     report(.secureElementChanged(detail))
                     try? recorder?.recordEvent(.cardReset, [TranscriptAttribute("secure-element", detail)])
                     secureElementChanges.withLock { $0.append(detail) }
@@ -314,7 +325,7 @@ extension SecbridgeCLI {
                     report(.other("\(event)"))
                 }
             }
-            return commands
+            return (commands, activationStarts.isEmpty ? [0] : activationStarts)
         }
         do {
             try await session.enterWiredMode(using: credential)
@@ -323,8 +334,10 @@ extension SecbridgeCLI {
             report(.assertion(assertion.state.rawValue))
             await assertion.relinquish()
             // Without --keep one terminal is served: the target is not armed again after its
-            // release, so the restore follows at once instead of after one MCU timeout.
-            var options = keep ? credential.emulationDefaults : credential.emulationDefaults.rearming(.never)
+            // release, so the restore follows at once instead of after one MCU timeout. A Type 4
+            // Tag keeps the grace re-arm: a phone that left mid-read is served when it comes back,
+            // and after a complete read the session ends within the grace.
+            var options = keep || isType4Tag ? credential.emulationDefaults : credential.emulationDefaults.rearming(.never)
             if window < .seconds(60) { options.timeLimit = min(options.timeLimit ?? window, window) }
             try await session.performTransaction(using: credential, options: options)
             announceEmulation()
@@ -345,14 +358,14 @@ extension SecbridgeCLI {
             throw CLIError.failure("\(error)")
         }
         await session.invalidate()
-        let served = await events.value
+        let (served, activationStarts) = await events.value
         await backend.close()
         // A terminal command met a changed secure element and was answered 6F 00: that
         // transaction could not continue, whatever came after.
         if let change = secureElementChanges.withLock({ $0.first }) {
             throw CLIError.failure("the terminal's transaction could not continue: \(change)")
         }
-        var verdict = await TerminalVerdict.evaluate(served, credential: credential)
+        var verdict = await TerminalVerdict.evaluate(served, credential: credential, activationStarts: activationStarts)
         // On a simulated reader the terminals' own verdicts too (their step and reason).
         // (PC/SC calls and a socket: on the executor's thread, not Swift's shared pool.)
         if let simulated = (try? await executor.run { SimulatedTerminals.verdicts(reader: reader, client: client) }) ?? nil {

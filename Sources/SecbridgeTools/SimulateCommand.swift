@@ -65,7 +65,7 @@ extension SecbridgeCLI {
             .value("tag-text", "TEXT", "A Type 2 tag's content: an NDEF text record (language en)."),
             .value("tag-key", "HEX12", "A MIFARE Classic tag's key A and key B for every sector: 6 bytes of hex (default FF FF FF FF FF FF).",
                    .hex(lengths: [6], takes: "6 bytes of hex (12 digits), e.g. FFFFFFFFFFFF", secret: true)).secret(),
-            .value("terminal", "SCRIPT", "Place a terminal, a model of a reader (android-t4t-read, android11-t4t-read, android-t4t-write, ios-t4t-read, emv-payment, access-control; docs/terminal-models.md) or a recording (android-t4t-recording, ios-t4t-recording).", .choice(terminalScripts, noun: "terminal script")),
+            .value("terminal", "SCRIPT", "Place a terminal, a model of a reader (android-t4t-read, android11-t4t-read, android-t4t-write, ios-t4t-read, emv-payment, access-control, android-beam-p2p; docs/terminal-models.md) or a recording (android-t4t-recording, ios-t4t-recording).", .choice(terminalScripts, noun: "terminal script")),
             .value("timeout", "SECONDS", "Stop after SECONDS (at most 86400) instead of waiting for Ctrl-C.", .seconds(limit: 86_400)),
             timeScaleOption,
             .flag("in-process", "Run the readers in this process (no pcscd); `send a|b HEX` on standard input."),

@@ -24,10 +24,59 @@ struct TerminalVerdict: Sendable {
     /// How many C-APDUs terminals sent.
     var exchangeCount = 0
 
-    static func evaluate(_ exchanges: [(command: [UInt8], response: [UInt8])], credential: Credential) async -> TerminalVerdict {
+    /// - Parameter activationStarts: the index in `exchanges` where each activation's C-APDUs
+    ///   begin (ascending); with more than one, a detail line per activation says what it did.
+    static func evaluate(
+        _ exchanges: [(command: [UInt8], response: [UInt8])], credential: Credential, activationStarts: [Int] = [0]
+    ) async -> TerminalVerdict {
         var verdict = await judge(exchanges, credential: credential)
         verdict.exchangeCount = exchanges.count
+        let starts = activationStarts.filter { $0 < exchanges.count }
+        if starts.count > 1 {
+            let ends = Array(starts.dropFirst()) + [exchanges.count]
+            let lines = zip(starts, ends).enumerated().map { index, range in
+                "  activation \(index + 1): " + activationSummary(Array(exchanges[range.0..<range.1]), credential: credential)
+            }
+            verdict.details = lines + verdict.details
+        }
         return verdict
+    }
+
+    /// One activation's C-APDUs in a few words: how many, and for a Type 4 Tag whether the NDEF
+    /// file was read to the end in it, or where it stopped.
+    private static func activationSummary(_ exchanges: [(command: [UInt8], response: [UInt8])], credential: Credential) -> String {
+        let count = "\(exchanges.count) APDU\(exchanges.count == 1 ? "" : "s")"
+        guard let tag = type4Tag(credential), let last = exchanges.last else { return count }
+        let (covered, wrote) = coverage(exchanges, ndefFileID: tag.capabilityContainer.ndefFileID, size: ndefSize(tag))
+        if wrote { return count + "; the NDEF file was written" }
+        if covered.allSatisfy({ $0 }) { return count + "; the NDEF file was read to the end" }
+        return count + "; stopped after \(last.command.hexString) → \(last.response.hexString)"
+    }
+
+    /// Whether the C-APDUs so far stopped in the middle of reading the NDEF message: part of the
+    /// message after NLEN was read, not all of it (in any activation), nothing was written, and
+    /// the last answer was 90 00 — the reader refused nothing, it went away (field loss). A phone
+    /// that does so usually comes back while it is still held near (docs/terminal-models.md §6.1).
+    /// A reader that stops right after NLEN is not counted: a writer refusing a read-only tag
+    /// stops there too.
+    static func stoppedMidRead(_ exchanges: [(command: [UInt8], response: [UInt8])], credential: Credential) -> Bool {
+        guard let tag = type4Tag(credential), let last = exchanges.last, last.response.suffix(2) == [0x90, 0x00] else { return false }
+        let (covered, wrote) = coverage(exchanges, ndefFileID: tag.capabilityContainer.ndefFileID, size: ndefSize(tag))
+        return !wrote && covered.count > 2 && covered[2...].contains(true) && !covered.allSatisfy { $0 }
+    }
+
+    /// Whether the credential presents an NFC Forum Type 4 Tag.
+    static func isType4Tag(_ credential: Credential) -> Bool { type4Tag(credential) != nil }
+
+    private static func type4Tag(_ credential: Credential) -> Type4TagApplet? {
+        (credential.secureElement as? HostSecureElement)?.applets.lazy.compactMap { $0 as? Type4TagApplet }.first
+    }
+
+    /// NLEN + the message: the bytes a complete read returns.
+    private static func ndefSize(_ tag: Type4TagApplet) -> Int {
+        let file = tag.ndefFileContents
+        let nlen = file.count >= 2 ? Int(file[0]) << 8 | Int(file[1]) : 0
+        return min(file.count, 2 + nlen)
     }
 
     private static func judge(_ exchanges: [(command: [UInt8], response: [UInt8])], credential: Credential) async -> TerminalVerdict {
@@ -131,7 +180,7 @@ enum SimulatedTerminals {
             let id = String(entry[..<colon])
             let name = entry[entry.index(after: colon)...].trimmingCharacters(in: .whitespaces)
             guard let reply = try? control.send("terminal-result peer=\(id) wait-ms=2000", timeout: .seconds(4)),
-                  let result = reply["result"], reply["activations"] != "0"
+                  let result = reply["result"], reply["activations"] != "0" || result == "ignored"
             else { continue }
             var line = "simulated \(name) [\(id)]: \(result)"
             switch result {
@@ -142,13 +191,20 @@ enum SimulatedTerminals {
             case "mismatch":
                 failed = true
                 line += " at step \(reply["step"] ?? "?"): expected \(reply["expected"] ?? ""), got \(reply["actual"] ?? "")"
-            case "target-left":
+            case "target-left", "left-field":
                 failed = true
                 line += " at step \(reply["step"] ?? "?")"
+            case "ignored":
+                // A peer-to-peer initiator that found no NFC-DEP target: no failure of the emulation.
+                line += ": \(reply["reason"] ?? "")"
             default:
                 break
             }
             lines.append(line)
+            // A phone that left and came back, or tapped again: what each activation did.
+            if let results = reply["activation-results"], (Int(reply["activations"] ?? "") ?? 0) > 1 {
+                lines += results.components(separatedBy: "; ").map { "  activation " + $0 }
+            }
         }
         return (lines, failed)
     }

@@ -2,6 +2,7 @@ import PN53x
 
 /// Whether a reader can emulate a card for host-routed APDUs.
 public enum EmulationSupport: Sendable, Hashable {
+    /// The reader can emulate (an ACR122U with escape commands).
     case supported
     /// Card emulation is not possible on this reader; `reason` says why and what to do.
     case unsupported(reason: String, cause: UnderlyingCause?)
@@ -9,13 +10,18 @@ public enum EmulationSupport: Sendable, Hashable {
 
 /// The parameters a target is armed with (TgInitAsTarget, PN532 UM0701-02 §7.3.14).
 public struct TargetParameters: Sendable, Hashable {
+    /// The UID: 08 + 3 bytes (TgInitAsTarget NFCID1t; the PN532 fixes the first byte).
     public var uid: EmulatedUID
+    /// ATQA (SENS_RES, ISO/IEC 14443-3 §6.5.2), e.g. 00 04.
     public var atqa: ATQA
+    /// SAK (SEL_RES, ISO/IEC 14443-3 §6.5.3.4); 20 = ISO/IEC 14443-4 compliant.
     public var sak: UInt8
+    /// Historical bytes the PN532 appends to its ATS `05 75 33 92 03`, at most 48.
     public var historicalBytes: [UInt8]
     /// What the engine does after a release (``CardEmulationOptions/afterRelease``).
     public var afterRelease: TargetRearm
 
+    /// The parameters `options` arm the target with.
     public init(_ options: CardEmulationOptions) {
         uid = options.uid
         atqa = options.atqa
@@ -31,6 +37,12 @@ public enum ActivationOutcome: Sendable, Hashable {
     case activated(mode: UInt8, initiatorCommand: [UInt8])
     /// No terminal within the step (the MCU timeout passed, or the wait was interrupted).
     case noTerminal
+    /// An initiator activated the target in a mode other than ISO/IEC 14443-4 PICC: a
+    /// peer-to-peer (NFC-DEP) initiator sending ATR_REQ (mode bit 04), or a plain Type A reader
+    /// (mode bit 08 clear). No APDU reader: the engine reports it and arms the target again, as
+    /// libnfc's `pn53x_target_init` loops on TgInitAsTarget until the mode is the one it wants
+    /// (docs/terminal-models.md §6.3).
+    case notISODEP(mode: UInt8, initiatorCommand: [UInt8])
 }
 
 /// What the terminal did next, as the device reports it.
@@ -45,7 +57,9 @@ public enum TargetReceiveOutcome: Sendable, Hashable {
 
 /// Whether the R-APDU reached the terminal.
 public enum TargetSendOutcome: Sendable, Hashable {
+    /// TgSetData succeeded: the terminal has the R-APDU.
     case delivered
+    /// The terminal released the target or left first (PN532 status 29/2B/25, the cause).
     case released(UnderlyingCause)
 }
 
@@ -92,6 +106,8 @@ public protocol CardEmulationBackend: AnyObject, Sendable {
 }
 
 extension CardEmulationBackend {
+    /// Default: the reader name (readers of one process).
     public var readerClaim: String { readerName }
+    /// Default: nil (no claim across processes).
     public var sharedSocketPath: String? { nil }
 }

@@ -32,7 +32,9 @@ public final class CardSecureElement: SecureElement {
     /// Opens the channel (runs on the executor thread); returns it and a closure that releases it.
     public typealias Connector = @Sendable () throws -> (channel: any CardChannel, close: @Sendable () -> Void)
 
+    /// A short description for messages, e.g. "PC/SC card in ACS ACR38U 00 00".
     public let secureElementDescription: String
+    /// Whether 61xx (GET RESPONSE) and 6Cxx (repeat with Le = xx) are resolved here (ISO/IEC 7816-4 §5.3.4) instead of passed to the terminal.
     public let resolveStatusWordsLocally: Bool
     /// The longest a call to the card (SCardConnect, SCardTransmit, SCardDisconnect) may take.
     public let callBound: Duration
@@ -43,9 +45,14 @@ public final class CardSecureElement: SecureElement {
     /// Why the element is unusable while a call that outlived the bound still blocks its thread.
     private let stalled = StallFlag()
 
+    /// A secure element on the card `connector` opens.
     /// - Parameters:
+    ///   - description: for messages.
+    ///   - resolveStatusWordsLocally: see ``resolveStatusWordsLocally``.
+    ///   - executor: the thread the PC/SC calls run on; nil makes one.
     ///   - callBound: the bound on each call (default ``defaultCallBound``).
     ///   - clock: what the bound is measured on (tests pass a `VirtualSessionClock`).
+    ///   - connector: opens the channel (SCardConnect), on the executor thread.
     public init(
         description: String, resolveStatusWordsLocally: Bool = false, executor: BlockingExecutor? = nil,
         callBound: Duration = CardSecureElement.defaultCallBound, clock: any SessionClock = ContinuousSessionClock(),
@@ -91,6 +98,8 @@ public final class CardSecureElement: SecureElement {
         }
     }
 
+    /// Connects the card (SCardConnect through `connector`). Idempotent.
+    /// - Throws: `resourceUnavailable` when the card or reader is busy or gone (sharing violation, no card, removed card), `instanceDoesNotExist` otherwise.
     public func open() async throws(CredentialSessionError) {
         let box = self.box
         let connector = self.connector
@@ -173,8 +182,11 @@ public final class CardSecureElement: SecureElement {
         (channel as? any PCSCConnection)?.cardHasLeft() ?? false
     }
 
+    /// Nothing: the card keeps its own state (its selection) across activations.
     public func terminalActivated() async {}
 
+    /// Releases the card (SCardDisconnect with SCARD_LEAVE_CARD). Idempotent. While a call that
+    /// outlived ``callBound`` still blocks, the release is queued after it and this returns at once.
     public func close() async {
         let box = self.box
         let release: @Sendable () -> Void = {

@@ -1,3 +1,4 @@
+import Foundation
 import ISO7816
 import PN53x
 
@@ -29,30 +30,56 @@ public protocol SecureElement: AnyObject, Sendable {
     func close() async
 }
 
-/// A credential: an identity, a name, the secure element that holds it and its card-emulation
-/// defaults. Two credentials are equal when their identifiers are equal.
+/// This package's older spelling of ``CredentialSession/Credential``.
+public typealias Credential = CredentialSession.Credential
+/// This package's older spelling of ``CredentialSession/CardEmulationOptions``.
+public typealias CardEmulationOptions = CredentialSession.CardEmulationOptions
+
+extension CredentialSession {
+/// A credential (Apple's `CredentialSession.Credential`): an identity, a name, the secure element
+/// that holds it and its card-emulation defaults. Two credentials are equal when their `id`s are
+/// equal.
+///
+/// Apple's members are `identifier` (a UUID) and `state` (`installed(instances:)` with each applet
+/// instance's AIDs); ours add `id` (the credential file's name for it), `displayName`, the
+/// `secureElement` and `emulationDefaults` (docs/apple-api-map.md).
 public struct Credential: Sendable, Hashable, CustomStringConvertible {
     /// A stable identifier, e.g. the credential file's `id`.
     public let id: String
+    /// Apple's identifier: the UUID `id` spells, or one derived from `id` (``identifier(for:)``).
+    public let identifier: UUID
     /// A name for people.
     public let displayName: String
     /// The secure element that answers for this credential.
     public let secureElement: any SecureElement
     /// The target parameters used when card emulation starts without options.
     public let emulationDefaults: CardEmulationOptions
+    /// The installation state: always `installed(instances:)` here (a credential comes from a
+    /// file and its secure element exists), with the applet instances the file names.
+    public let state: State
 
+    /// A credential named `id` whose applets `secureElement` answers.
+    /// - Parameters:
+    ///   - id: the stable identifier (a credential file's `id`); `identifier` derives from it.
+    ///   - displayName: a name for people; default `id`.
+    ///   - instances: the applet instances (AIDs) for `state`; default none listed.
     public init(
         id: String, displayName: String? = nil, secureElement: any SecureElement,
-        emulationDefaults: CardEmulationOptions = CardEmulationOptions()
+        emulationDefaults: CardEmulationOptions = CardEmulationOptions(), instances: [InstanceInfo] = []
     ) {
         self.id = id
+        self.identifier = Self.identifier(for: id)
         self.displayName = displayName ?? id
         self.secureElement = secureElement
         self.emulationDefaults = emulationDefaults
+        self.state = .installed(instances: instances)
     }
 
+    /// Equal `id`s.
     public static func == (lhs: Credential, rhs: Credential) -> Bool { lhs.id == rhs.id }
+    /// Hashes `id`, consistent with `==`.
     public func hash(into hasher: inout Hasher) { hasher.combine(id) }
+    /// `Door badge (badge-1)`: the display name and the id.
     public var description: String { "\(displayName) (\(id))" }
 }
 
@@ -61,7 +88,7 @@ public struct Credential: Sendable, Hashable, CustomStringConvertible {
 ///
 /// The PN532 as target fixes the UID's first byte at 08 (4-byte UID only) and answers RATS itself
 /// with ATS `05 75 33 92 03` + `historicalBytes` (docs/acr122-pn532.md §4).
-public struct CardEmulationOptions: Sendable, Hashable {
+public struct CardEmulationOptions: Sendable, Hashable, CustomStringConvertible {
     /// The UID, 08 + 3 bytes (TgInitAsTarget NFCID1t). Default 08 00 B0 0B (libnfc's example).
     public var uid: EmulatedUID
     /// ATQA (SENS_RES), default 0x0004.
@@ -83,6 +110,7 @@ public struct CardEmulationOptions: Sendable, Hashable {
         return copy
     }
 
+    /// Options for card emulation; every parameter has the default documented on its property.
     public init(
         uid: EmulatedUID = EmulatedUID(nfcid1t: (0x00, 0xB0, 0x0B)), atqa: ATQA = ATQA(rawValue: 0x0004),
         sak: UInt8 = 0x20, historicalBytes: [UInt8] = [], timeLimit: Duration? = nil,
@@ -95,6 +123,15 @@ public struct CardEmulationOptions: Sendable, Hashable {
         self.timeLimit = timeLimit
         self.afterRelease = afterRelease
     }
+
+    /// `UID 08 00 B0 0B, ATQA 00 04, SAK 20`, and the historical bytes and time limit when set.
+    public var description: String {
+        var parts = ["UID \(uid)", "ATQA \(atqa)", "SAK \([sak].hexString)"]
+        if !historicalBytes.isEmpty { parts.append("historical bytes \(historicalBytes.hexString)") }
+        if let timeLimit { parts.append("time limit \(timeLimit)") }
+        return parts.joined(separator: ", ")
+    }
+}
 }
 
 /// Whether card emulation arms the target again for the next terminal.

@@ -8,8 +8,11 @@ import PCSCCore
 /// A credential file that cannot be used: an open code, the JSON path of the offending value
 /// (`$.applets[0].records[1].uri`) and a reason. Equal when the codes are equal.
 public struct CredentialFileError: CodedError {
+    /// What is wrong with the file (an open set of codes).
     public struct Code: ErrorCode {
+        /// The code's name, e.g. `invalidValue`.
         public let rawValue: String
+        /// A code by name.
         public init(rawValue: String) { self.rawValue = rawValue }
         /// The file could not be read.
         public static let unreadable = Code(rawValue: "unreadable")
@@ -27,35 +30,50 @@ public struct CredentialFileError: CodedError {
         public static let unsupportedVersion = Code(rawValue: "unsupportedVersion")
     }
 
+    /// What is wrong.
     public let code: Code
     /// The JSON path, `$` for the whole document.
     public let path: String
+    /// Why, and what to write instead.
     public let reason: String
 
+    /// An error at the JSON path `path`.
     public init(_ code: Code, path: String, _ reason: String) {
         self.code = code
         self.path = path
         self.reason = reason
     }
+    /// `$.applets[0].aids[1]: "F0 01" is not an AID …`: the JSON path and the reason.
     public var description: String { "\(path): \(reason)" }
 }
 
 /// A credential file (format `secbridge-credential` version 1; Fixtures/credentials/README.md).
 public struct CredentialFile: Sendable {
+    /// One entry of the file's `applets` array, as read.
     public enum AppletSpec: Sendable {
+        /// `"type": "ndef-tag"`: an NFC Forum Type 4 Tag holding `message` (``Type4TagApplet``).
         case ndefTag(name: String, message: NDEFMessage?, readOnly: Bool, capabilityContainer: Type4CapabilityContainer?)
+        /// `"type": "declarative"`: rules of command pattern → response (``DeclarativeApplet``).
         case declarative(name: String, aids: [AIDRegistration], select: [UInt8], rules: [DeclarativeApplet.Rule], defaultResponse: [UInt8])
+        /// `"type": "transcript"`: the answers of a recorded transcript (``TranscriptApplet``).
         case transcript(name: String?, file: String, aids: [AIDRegistration], defaultResponse: [UInt8])
     }
 
+    /// What answers the terminal: the file's host applets, or a card in a PC/SC reader.
     public enum SecureElementSpec: Sendable {
+        /// `"applets"`: host applets in this process.
         case applets([AppletSpec])
+        /// `"pcscCard"`: the card in a PC/SC reader, its APDUs relayed (``CardSecureElement``).
         case pcscCard(reader: String, resolveStatusWordsLocally: Bool)
     }
 
+    /// The credential's stable identifier (`id`).
     public var id: String
+    /// The name for people (`name`; default the id).
     public var name: String
+    /// How the emulated card presents itself (`emulation`).
     public var emulation: CardEmulationOptions
+    /// What answers the terminal's APDUs (`applets` or `pcscCard`).
     public var secureElement: SecureElementSpec
     /// The directory relative paths (a transcript applet's `file`) are resolved against.
     public var baseDirectory: String
@@ -89,7 +107,8 @@ public struct CredentialFile: Sendable {
         try self.init(json: Array(data), baseDirectory: directory.isEmpty ? "." : directory)
     }
 
-    /// Builds the credential: its applets (reading transcript files) or its PC/SC card.
+    /// Builds the credential: its applets (reading transcript files) or its PC/SC card. The
+    /// credential's `state` lists one instance per AID a host applet is selected by exactly.
     /// - Parameter pcscCard: makes the secure element for a `pcscCard` file (the CLI passes one
     ///   that connects through pcscd); nil uses `CardSecureElement.pcsc(readerName:)`.
     /// - Throws: `CredentialFileError` (a transcript file that cannot be read or used, an NDEF
@@ -98,6 +117,7 @@ public struct CredentialFile: Sendable {
         pcscCard: (@Sendable (_ reader: String, _ resolveLocally: Bool) -> any SecureElement)? = nil
     ) throws(CredentialFileError) -> Credential {
         let element: any SecureElement
+        var instances: [Credential.InstanceInfo] = []
         switch secureElement {
         case .pcscCard(let reader, let resolve):
             element = pcscCard?(reader, resolve) ?? CardSecureElement.pcsc(readerName: reader, resolveStatusWordsLocally: resolve)
@@ -107,8 +127,11 @@ public struct CredentialFile: Sendable {
                 applets.append(try makeApplet(spec, path: "$.applets[\(index)]"))
             }
             element = HostSecureElement(applets: applets)
+            // Apple's InstanceInfo per AID an applet is selected by exactly (prefixes name no instance).
+            instances = applets.flatMap(\.aids).filter { !$0.isPrefix }
+                .map { Credential.InstanceInfo(instanceAID: Data($0.bytes), instanceType: .hostApplet) }
         }
-        return Credential(id: id, displayName: name, secureElement: element, emulationDefaults: emulation)
+        return Credential(id: id, displayName: name, secureElement: element, emulationDefaults: emulation, instances: instances)
     }
 
     private func makeApplet(_ spec: AppletSpec, path: String) throws(CredentialFileError) -> any HostApplet {

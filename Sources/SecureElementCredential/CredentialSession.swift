@@ -10,10 +10,14 @@ public struct CredentialSessionOptions: Sendable {
     public var emulationBackend: (any CardEmulationBackend)?
     /// The reader this session claims (one session per reader); defaults to the backend's reader.
     public var readerName: String?
+    /// Who approves transactions (on iOS: the system's authorization sheet).
     public var authorizer: any TransactionAuthorizer
+    /// The clock every deadline runs on (a virtual clock in tests).
     public var clock: any SessionClock
+    /// The rules' durations and limits.
     public var timings: SessionTimings
 
+    /// Options with the credentials, the backend, the reader and the authorizer; clock and timings default to real time and the documented limits.
     public init(
         credentials: [Credential], emulationBackend: (any CardEmulationBackend)? = nil, readerName: String? = nil,
         authorizer: any TransactionAuthorizer, clock: any SessionClock = ContinuousSessionClock(),
@@ -38,14 +42,10 @@ public struct CredentialSessionOptions: Sendable {
 /// on the injected clock, and publishes events. Blocking device work happens on the backends'
 /// and secure elements' own threads, never on the actor.
 public actor CredentialSession {
-    public typealias ErrorCode = CredentialSessionError.Code
-    public typealias Event = CredentialSessionEvent
-    public typealias State = SessionState
-
     /// The session's events; finishes after `sessionInvalidated`.
     public nonisolated let eventStream: AsyncStream<CredentialSessionEvent>
     private let continuation: AsyncStream<CredentialSessionEvent>.Continuation
-    private let options: CredentialSessionOptions
+    let options: CredentialSessionOptions
     private let claim: (reader: String, token: UInt64)?
     private var machine: SessionStateMachine
     private var timerTask: Task<Void, Never>?
@@ -267,7 +267,7 @@ public actor CredentialSession {
     }
 
     /// The authorizer's answer, or nil when it did not come within the timeout.
-    private func authorize(_ request: AuthorizationRequest) async -> AuthorizationDecision? {
+    func authorize(_ request: AuthorizationRequest) async -> AuthorizationDecision? {
         let authorizer = options.authorizer
         let clock = options.clock
         let deadline = clock.now + options.timings.authorizationTimeout
@@ -296,7 +296,8 @@ public actor CredentialSession {
         guard machine.epoch == epoch, case .cardEmulation = machine.state else { return }
         switch report {
         case .field(let info):
-            continuation.yield(.fieldStateChanged(info: info))
+            continuation.yield(.fieldStateChanged(info: info.state))
+            continuation.yield(.fieldObserved(info))
         case .exchanged(let command, let response):
             continuation.yield(.apduExchanged(command: command, response: response))
         case .failed(let reason):
@@ -304,7 +305,7 @@ public actor CredentialSession {
         case .readerLost(let detail):
             await perform(machine.invalidate(reason: .readerLost(detail)), waitForRunner: false)
         case .secureElementChanged(let detail):
-            continuation.yield(.connectivityEvent(.secureElementChanged(detail)))
+            continuation.yield(.readerEvent(.secureElementChanged(detail)))
         }
     }
 
@@ -400,14 +401,24 @@ public actor CredentialSession {
     }
 }
 
-/// The app's intent to present a credential (Apple's `PresentmentIntentAssertion`).
+/// This package's older spelling of ``CredentialSession/PresentmentIntentAssertion``.
+public typealias PresentmentIntentAssertion = CredentialSession.PresentmentIntentAssertion
+
+extension CredentialSession {
+/// The app's intent to present a credential (Apple's `CredentialSession.PresentmentIntentAssertion`).
 ///
 /// It ends on `relinquish()`, when it is released (deinit), after its lifetime (60 s, with the
 /// session event `presentmentIntentAssertionTimeout`), and when the session is invalidated.
 public final class PresentmentIntentAssertion: Sendable {
-    public enum State: String, Sendable, Hashable {
+    /// Whether the assertion still holds.
+    public enum State: String, Sendable, Hashable, CustomStringConvertible {
+        /// Held: the app may present its own UI.
         case active
+        /// Ended (relinquished, released, expired, or the session was invalidated).
         case invalid
+
+        /// `active` or `invalid`.
+        public var description: String { rawValue }
     }
 
     private let session: CredentialSession
@@ -427,6 +438,7 @@ public final class PresentmentIntentAssertion: Sendable {
         }
     }
 
+    /// The assertion's state now.
     public var state: State { current.withLock { $0 } }
 
     /// Ends the assertion. Idempotent.
@@ -441,4 +453,5 @@ public final class PresentmentIntentAssertion: Sendable {
     func markInvalid() {
         current.withLock { $0 = .invalid }
     }
+}
 }

@@ -42,6 +42,7 @@ public enum UnderlyingCause: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// One line: `PC/SC SCARD_E_SHARING_VIOLATION (0x8010000B)`, `PN532 status 29 (…)`, `status word 6A 82 (…)`.
     public var description: String {
         switch self {
         case .pcsc(let code, let name):
@@ -58,15 +59,28 @@ public enum UnderlyingCause: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// A failed `CredentialSession` call: the documented error code, a reason in words, and the
-/// lower-layer cause when there is one.
+/// This package's older spelling of ``CredentialSession/ErrorCode``, kept so code written before
+/// the Apple-shaped names compiles unchanged.
+public typealias CredentialSessionError = CredentialSession.ErrorCode
+
+extension CredentialSession {
+/// A failed `CredentialSession` call, thrown by every session method (Apple's
+/// `CredentialSession.ErrorCode`, docs/apple-api-map.md): the documented error code, a reason in
+/// words, and the lower-layer cause when there is one.
 ///
-/// Two errors are equal when their codes are equal; the reason and the cause are for people.
-public struct CredentialSessionError: CodedError {
+/// Apple's type is an enum of codes; here it is a struct with one static member per code, so an
+/// Apple client's `catch CredentialSession.ErrorCode.userCanceledAuthorization` and
+/// `switch error { case .sessionInvalidated: … }` compile and match by code, while the reason
+/// (`failureReason`) and the cause (a PC/SC return code, a PN532 status, a status word) travel
+/// with the error. Two errors are equal when their codes are equal; the reason and the cause are
+/// for people.
+public struct ErrorCode: CodedError {
     /// The error codes of Apple's `CredentialSession.ErrorCode` (docs/session-model.md, "Error codes"),
     /// as an open set: every documented code is a static member, and codes not listed still fit.
-    public struct Code: ErrorCode {
+    public struct Code: PCSCCore.ErrorCode {
+        /// The code's name, Apple's case name, e.g. `resourceUnavailable`.
         public let rawValue: String
+        /// A code by name (codes not listed still fit).
         public init(rawValue: String) { self.rawValue = rawValue }
 
         /// The user may not use credentials on this host.
@@ -128,16 +142,27 @@ public struct CredentialSessionError: CodedError {
         ]
     }
 
+    /// Which of the documented codes this is.
     public let code: Code
     /// What went wrong and what to do, in words.
     public let reason: String
     /// The lower-layer cause (a PC/SC code, a PN532 status, a status word), when there is one.
     public let cause: UnderlyingCause?
+    /// Ours: why the session became invalid, on the reason of `Event.sessionInvalidated(reason:)`;
+    /// nil on errors a call throws.
+    public let invalidation: InvalidationReason?
 
+    /// An error with `code`, a reason that says what to do, and the lower-layer cause if any.
     public init(_ code: Code, _ reason: String, cause: UnderlyingCause? = nil) {
+        self.init(code, reason, cause: cause, invalidation: nil)
+    }
+
+    /// An error that also says why the session became invalid (see ``invalidation``).
+    public init(_ code: Code, _ reason: String, cause: UnderlyingCause? = nil, invalidation: InvalidationReason?) {
         self.code = code
         self.reason = reason
         self.cause = cause
+        self.invalidation = invalidation
     }
 
     /// Wraps a lower-layer error: `CredentialSessionError` passes through unchanged; PC/SC codes
@@ -159,8 +184,11 @@ public struct CredentialSessionError: CodedError {
     ]
 
 
+    /// One line: `code: reason`, and ` [cause: …]` when there is a lower-layer cause, e.g.
+    /// `resourceUnavailable: opening … failed [cause: PC/SC SCARD_E_SHARING_VIOLATION (0x8010000B)]`.
     public var description: String {
         if let cause { return "\(code): \(reason) [cause: \(cause)]" }
         return "\(code): \(reason)"
     }
+}
 }

@@ -10,6 +10,7 @@ public struct CredentialTransaction: Sendable {
     /// after `invalidate()` its transactions throw `invalidSessionState`; ask the session for a new
     /// one with `configuration()`.
     public final class Configuration: Sendable {
+        /// The session the transactions run on.
         public let session: CredentialSession
         private let valid = Mutex(true)
 
@@ -35,6 +36,7 @@ public struct CredentialTransaction: Sendable {
         }
     }
 
+    /// The configuration this transaction is bound to.
     public let configuration: Configuration
 
     /// The session's `performTransaction(using:options:)`, while the configuration is valid.
@@ -58,10 +60,12 @@ public struct CredentialTransaction: Sendable {
 /// The contract of SwiftUI's `transactionTask(_:action:)` as a plain async entry point: when
 /// `configuration` is non-nil, runs `action` with a `CredentialTransaction`; when the action
 /// returns or throws, invalidates the configuration (the session goes back to management).
-/// With a nil configuration nothing runs.
+/// With a nil configuration nothing runs. The action runs in the caller's isolation (an app's
+/// main actor or model actor), as the modifier's task does in its view's.
 /// - Throws: what `action` throws, after the configuration is invalidated.
 public func transactionTask(
     _ configuration: CredentialTransaction.Configuration?,
+    isolation: isolated (any Actor)? = #isolation,
     action: (CredentialTransaction) async throws -> Void
 ) async rethrows {
     guard let configuration else { return }

@@ -33,12 +33,14 @@ public struct APDUPattern: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// Whether `bytes` (a whole C-APDU) match: every byte given is equal, `??` matches any byte, and a trailing `*` allows more bytes.
     public func matches(_ bytes: [UInt8]) -> Bool {
         guard openEnded ? bytes.count >= items.count : bytes.count == items.count else { return false }
         for (item, byte) in zip(items, bytes) where item != nil && item != byte { return false }
         return true
     }
 
+    /// The pattern as written: `00 A4 04 00 ?? *`.
     public var description: String {
         (items.map { $0.map { [$0].hexString } ?? "??" } + (openEnded ? ["*"] : [])).joined(separator: " ")
     }
@@ -48,22 +50,31 @@ public struct APDUPattern: Sendable, Hashable, CustomStringConvertible {
 /// its SELECT, and rules of "command pattern → response"; the first matching rule answers, and a
 /// command no rule matches gets `defaultResponse` (6D 00 unless given).
 public final class DeclarativeApplet: HostApplet {
+    /// One rule: C-APDUs matching `command` get `response`.
     public struct Rule: Sendable, Hashable {
+        /// The C-APDUs this rule answers.
         public var command: APDUPattern
         /// The whole R-APDU, SW1 SW2 included.
         public var response: [UInt8]
+        /// A rule answering `command` with `response`.
         public init(command: APDUPattern, response: [UInt8]) {
             self.command = command
             self.response = response
         }
     }
 
+    /// The applet's name, for messages.
     public let name: String
+    /// The AIDs it is selected by (exact or prefix).
     public let aids: [AIDRegistration]
+    /// The R-APDU to its SELECT, SW1 SW2 included (default 90 00).
     public let selectResponse: [UInt8]
+    /// The rules, first match answers.
     public let rules: [Rule]
+    /// The R-APDU for a command nothing else answers (default 6D 00, INS not supported, ISO/IEC 7816-4 §5.6).
     public let defaultResponse: [UInt8]
 
+    /// An applet of `rules`; see the properties for the defaults.
     public init(
         name: String, aids: [AIDRegistration], selectResponse: [UInt8] = [0x90, 0x00], rules: [Rule],
         defaultResponse: [UInt8] = [0x6D, 0x00]
@@ -75,14 +86,17 @@ public final class DeclarativeApplet: HostApplet {
         self.defaultResponse = defaultResponse
     }
 
+    /// The answer to the SELECT that chose this applet.
     public func select(_ command: CommandAPDU) -> ResponseAPDU { Self.response(selectResponse) }
 
+    /// The answer to a C-APDU while selected.
     public func process(_ command: CommandAPDU) -> ResponseAPDU {
         let bytes = command.serialized()
         let rule = rules.first { $0.command.matches(bytes) }
         return Self.response(rule?.response ?? defaultResponse)
     }
 
+    /// Nothing to forget.
     public func deselect() {}
 
     private static func response(_ bytes: [UInt8]) -> ResponseAPDU {
@@ -96,8 +110,11 @@ public final class DeclarativeApplet: HostApplet {
 /// order and repeated commands get their successive answers; one never recorded gets
 /// `defaultResponse` (6D 00).
 public final class TranscriptApplet: HostApplet {
+    /// The applet's name, for messages.
     public let name: String
+    /// The AIDs it is selected by (exact or prefix).
     public let aids: [AIDRegistration]
+    /// The R-APDU for a command nothing else answers (default 6D 00, INS not supported, ISO/IEC 7816-4 §5.6).
     public let defaultResponse: [UInt8]
     private let pairs: [(command: TranscriptBytes, response: [UInt8])]
     private var cursor = 0
@@ -150,8 +167,11 @@ public final class TranscriptApplet: HostApplet {
         return out
     }
 
+    /// The answer to the SELECT that chose this applet.
     public func select(_ command: CommandAPDU) -> ResponseAPDU { answer(command) }
+    /// The answer to a C-APDU while selected.
     public func process(_ command: CommandAPDU) -> ResponseAPDU { answer(command) }
+    /// Nothing to forget.
     public func deselect() {}
 
     private func answer(_ command: CommandAPDU) -> ResponseAPDU {
@@ -169,6 +189,8 @@ public final class TranscriptApplet: HostApplet {
 
 /// A transcript that cannot serve as an applet.
 public struct TranscriptAppletError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What is wrong with the transcript, and what to do.
     public var reason: String
+    /// The pattern as written: `00 A4 04 00 ?? *`.
     public var description: String { reason }
 }

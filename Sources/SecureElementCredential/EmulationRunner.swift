@@ -97,6 +97,15 @@ final class EmulationRunner: Sendable {
                     switch try await backend.waitForActivation(parameters) {
                     case .noTerminal:
                         break
+                    case .notISODEP(let mode, let command):
+                        // Not an APDU reader (a peer-to-peer initiator's ATR_REQ): say so and
+                        // arm the target again at the next step.
+                        await report(.field(FieldStateInfo(
+                            state: .fieldPresent,
+                            observation: "TgInitAsTarget returned mode \([mode].hexString) (\(Self.describeMode(mode))), initiator command \(command.hexString)")))
+                        await report(.field(FieldStateInfo(
+                            state: .fieldAbsent,
+                            observation: Self.notISODEPObservation(mode: mode, command: command))))
                     case .activated(let mode, let rats):
                         active = true
                         splitter.reset()
@@ -216,5 +225,36 @@ struct ResponseSplitter: Sendable {
 
     private func pendingStatus() -> [UInt8] {
         [0x61, remaining.count >= 256 ? 0x00 : UInt8(remaining.count)]
+    }
+}
+
+extension EmulationRunner {
+    /// TgInitAsTarget's mode byte in words (UM0701-02 §7.3.14; docs/acr122-pn532.md §4): bits 6–4
+    /// the bit rate, bit 3 ISO/IEC 14443-4 PICC, bit 2 DEP, bits 1–0 the framing. E.g. 04 →
+    /// "NFC-DEP, passive, 106 kbit/s"; 08 → "ISO/IEC 14443-4 PICC, 106 kbit/s".
+    static func describeMode(_ mode: UInt8) -> String {
+        let rate = ["106", "212", "424"].indices.contains(Int(mode >> 4 & 0x07)) ? ["106", "212", "424"][Int(mode >> 4 & 0x07)] + " kbit/s" : "bit rate \(mode >> 4 & 0x07)"
+        var parts: [String] = []
+        if mode & 0x04 != 0 { parts.append("NFC-DEP") }
+        if mode & 0x08 != 0 { parts.append("ISO/IEC 14443-4 PICC") }
+        if parts.isEmpty { parts.append("Type A without ISO-DEP") }
+        switch mode & 0x03 {
+        case 0x01: parts.append("active")
+        case 0x02: parts.append("FeliCa")
+        default: if mode & 0x04 != 0 { parts.append("passive") }
+        }
+        return (parts + [rate]).joined(separator: ", ")
+    }
+
+    /// The observation for an activation that is no APDU reader: what it was, and that the target
+    /// is armed again.
+    static func notISODEPObservation(mode: UInt8, command: [UInt8]) -> String {
+        // ATR_REQ: `D4 00` after the 106 kbit/s start byte F0 and LEN, or after LEN alone.
+        let atrRequest = command.starts(with: [0xF0]) && command.count > 3 && command[2...3] == [0xD4, 0x00]
+            || command.count > 2 && command[1...2] == [0xD4, 0x00]
+        let what = mode & 0x04 != 0 || atrRequest
+            ? "a peer-to-peer (NFC-DEP) initiator sent ATR_REQ"
+            : "an initiator without ISO-DEP (no RATS)"
+        return "\(what): not an ISO-DEP reader, no APDUs to serve; the target is armed again"
     }
 }

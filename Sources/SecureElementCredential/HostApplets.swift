@@ -4,7 +4,9 @@ import Synchronization
 /// An AID an applet answers to: exactly, or as a prefix (Android's `AID*` registration: any
 /// selected AID that starts with these bytes).
 public struct AIDRegistration: Sendable, Hashable, CustomStringConvertible {
+    /// The AID bytes, 5 to 16 (ISO/IEC 7816-4 §8.2.1.2).
     public var bytes: [UInt8]
+    /// Whether any selected AID starting with `bytes` matches.
     public var isPrefix: Bool
 
     /// - Throws: `ISO7816Error` `valueOutOfRange` unless 5…16 bytes.
@@ -27,6 +29,7 @@ public struct AIDRegistration: Sendable, Hashable, CustomStringConvertible {
         try self.init(HexBytes.parse(String(body)), isPrefix: prefix)
     }
 
+    /// `F0 53 42 41 44 47 45`, with `*` for a prefix.
     public var description: String { bytes.hexString + (isPrefix ? "*" : "") }
 }
 
@@ -56,9 +59,11 @@ public protocol HostApplet: AnyObject {
 ///   6D 00 otherwise (a polite answer to a probe such as `90 60 00 00 00`).
 /// - Bytes that are not a command APDU: 67 00.
 public struct AppletRouter {
+    /// The applets, in the order they were given.
     public private(set) var applets: [any HostApplet]
     private var selected: Int?
 
+    /// Routes to `applets`; the first whose AID matches a SELECT wins.
     public init(applets: [any HostApplet]) {
         self.applets = applets
     }
@@ -111,10 +116,12 @@ public final class HostSecureElement: SecureElement, @unchecked Sendable {
     private let lock = Mutex(())
     private var router: AppletRouter
 
+    /// Routes to `applets`; the first whose AID matches a SELECT wins.
     public init(applets: [any HostApplet]) {
         router = AppletRouter(applets: applets)
     }
 
+    /// `host applets (<names>)`.
     public var secureElementDescription: String {
         "host applets (" + router.applets.map(\.name).joined(separator: ", ") + ")"
     }
@@ -122,16 +129,20 @@ public final class HostSecureElement: SecureElement, @unchecked Sendable {
     /// The applets, in routing order.
     public var applets: [any HostApplet] { lock.withLock { _ in router.applets } }
 
+    /// Nothing to open: the applets live in this process.
     public func open() async throws(CredentialSessionError) {}
 
+    /// The router's answer to one C-APDU, SW1 SW2 included; never throws.
     public func transceive(_ command: [UInt8]) async throws(CredentialSessionError) -> [UInt8] {
         lock.withLock { _ in router.route(command) }
     }
 
+    /// Forgets the selection, as a card does at power-up.
     public func terminalActivated() async {
         lock.withLock { _ in router.reset() }
     }
 
+    /// Forgets the selection.
     public func close() async {
         lock.withLock { _ in router.reset() }
     }

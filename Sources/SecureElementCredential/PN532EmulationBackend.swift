@@ -41,14 +41,19 @@ final class PN532Box: @unchecked Sendable {
 /// Every command blocks at most one MCU timeout and cannot be cancelled, so `interrupt()` does
 /// nothing: the engine stops within one step. All calls run on `executor`.
 public final class PN532EmulationBackend: CardEmulationBackend {
+    /// The PC/SC reader name.
     public let readerName: String
     /// `readerScope` + `readerName` (see `PCSCClient.readerScope`).
     public let readerClaim: String
+    /// The pcscd socket, for the one-session-per-reader rule across processes; nil for in-process readers.
     public let sharedSocketPath: String?
+    /// Whether this reader can emulate, and why not.
     public let support: EmulationSupport
+    /// How long one TgInitAsTarget or TgGetData may block (`FF 00 41 TO 00`, ACR122U API v2.04 §6.3).
     public let mcuTimeout: ACR122MCUTimeout
     /// TgGetData's C-APDU is cut at 252 bytes by the ACR122's frame size (docs/acr122-pn532.md §4).
     public let maximumCommandLength = PN532HostFrame.maximumParameterLength - 1
+    /// TgSetData's R-APDU limit, the frame's parameter bytes (docs/acr122-pn532.md §4).
     public let maximumResponseLength = PN532HostFrame.maximumParameterLength
     private let executor: BlockingExecutor
     private let box: PN532Box
@@ -160,6 +165,8 @@ public final class PN532EmulationBackend: CardEmulationBackend {
         }
     }
 
+    /// PICC polling off, the MCU timeout, RF off, SetParameters (docs/acr122-pn532.md §5).
+    /// - Throws: the reader's errors (`ACR122Error`, `PN532Error`, `PCSCError`).
     public func prepare() async throws {
         let timeout = mcuTimeout
         try await run { pn532 in
@@ -168,11 +175,18 @@ public final class PN532EmulationBackend: CardEmulationBackend {
         }
     }
 
+    /// One TgInitAsTarget (PN532 UM0701-02 §7.3.14), at most one MCU timeout.
+    /// - Throws: the reader's errors other than 63 00 (no terminal).
     public func waitForActivation(_ parameters: TargetParameters) async throws -> ActivationOutcome {
         try await run { pn532 in
             do {
                 let activation = try pn532.initAsTarget(
                     uid: parameters.uid, atqa: parameters.atqa, sak: parameters.sak, historicalBytes: parameters.historicalBytes)
+                // Mode bit 08 (ISO/IEC 14443-4 PICC) without DEP (04): an APDU reader. Anything
+                // else (ATR_REQ from a peer-to-peer initiator) is no reader for this emulation.
+                guard activation.mode.isISO14443_4PICC, !activation.mode.isDEP else {
+                    return .notISODEP(mode: activation.mode.rawValue, initiatorCommand: activation.initiatorCommand)
+                }
                 return .activated(mode: activation.mode.rawValue, initiatorCommand: activation.initiatorCommand)
             } catch ACR122Error.operationFailed {
                 // 63 00: the MCU timeout passed with no terminal (ACR122U API v2.04 §6.3).
@@ -184,6 +198,8 @@ public final class PN532EmulationBackend: CardEmulationBackend {
         }
     }
 
+    /// One TgGetData (PN532 UM0701-02 §7.3.16): a C-APDU, a release (status 29/2B/25), or silence (63 00).
+    /// - Throws: the reader's other errors.
     public func receiveCommand() async throws -> TargetReceiveOutcome {
         try await run { pn532 in
             do {
@@ -198,6 +214,8 @@ public final class PN532EmulationBackend: CardEmulationBackend {
         }
     }
 
+    /// One TgSetData (PN532 UM0701-02 §7.3.17) with the R-APDU.
+    /// - Throws: the reader's errors other than a release.
     public func sendResponse(_ response: [UInt8]) async throws -> TargetSendOutcome {
         try await run { pn532 in
             switch try pn532.sendResponse(response) {
@@ -218,5 +236,6 @@ public final class PN532EmulationBackend: CardEmulationBackend {
         _ = try await run { pn532 in try pn532.restoreReaderDefaults(steps) }
     }
 
+    /// Nothing: an ACR122U command cannot be cancelled; the engine stops within one step.
     public func interrupt() {}
 }

@@ -4,7 +4,9 @@ import PN53x
 
 /// One exchange of a reader session: the C-APDU sent and the R-APDU received.
 public struct ReaderExchange: Sendable, Hashable, CustomStringConvertible {
+    /// The C-APDU sent.
     public var command: [UInt8]
+    /// The R-APDU received, SW1 SW2 included.
     public var response: [UInt8]
     /// `> command` and `< response` lines, house hex.
     public var description: String { "> \(command.hexString)\n< \(response.hexString)" }
@@ -20,15 +22,20 @@ public struct ReaderExchange: Sendable, Hashable, CustomStringConvertible {
 ///   (`FF 00 51 00 00`), one bounded InListPassiveTarget, each C-APDU with InDataExchange, then
 ///   InRelease and `FF 00 51 FF 00`.
 public final class ReaderSession: Sendable {
+    /// How the host reaches the card: plain PC/SC, or the PN532 as initiator.
     public enum Path: Sendable, Hashable {
+        /// Any PC/SC reader: the card connected SHARED, C-APDUs with SCardTransmit.
         case pcsc
+        /// An ACR122U on a DIRECT connection: InListPassiveTarget, then InDataExchange (PN532 UM0701-02 §7.3.5, §7.3.8).
         case pn532Initiator
     }
 
     /// Opens the connection on the executor thread; returns it and its release.
     public typealias Connector = @Sendable () throws -> (channel: any CardChannel, close: @Sendable () -> Void)
 
+    /// The PC/SC reader name.
     public let readerName: String
+    /// The path exchanges take.
     public let path: Path
     /// On the `.pn532Initiator` path: whether the reader's automatic polling is turned back on
     /// (`FF 00 51 FF 00`) when the session ends. A caller that keeps the reader quiet on purpose
@@ -37,6 +44,7 @@ public final class ReaderSession: Sendable {
     private let executor: BlockingExecutor
     private let connector: Connector
 
+    /// A reader session that opens its connection with `connector` on `executor` (nil makes one).
     public init(
         readerName: String, path: Path, executor: BlockingExecutor? = nil, restoresReaderDefaults: Bool = true,
         connector: @escaping Connector
@@ -66,6 +74,7 @@ public final class ReaderSession: Sendable {
     public final class Transceiver: @unchecked Sendable {
         // @unchecked: used only from the transaction closure, whose calls hop to the executor.
         fileprivate let send: @Sendable ([UInt8]) async throws -> [UInt8]
+        /// Every exchange so far, in order.
         public private(set) var exchanges: [ReaderExchange] = []
         /// The target InListPassiveTarget found (UID, ATQA, SAK, ATS) on the `.pn532Initiator`
         /// path; nil on the `.pcsc` path, where the reader polled by itself.

@@ -17,10 +17,14 @@ public protocol SessionClock: Sendable {
 public struct ContinuousSessionClock: SessionClock {
     private let origin: ContinuousClock.Instant
 
+    /// A clock whose zero is now.
     public init() { origin = ContinuousClock.now }
 
+    /// The time since the clock was made.
     public var now: Duration { ContinuousClock.now - origin }
 
+    /// Sleeps until `deadline` on this clock.
+    /// - Throws: `CancellationError` when the task is cancelled.
     public func sleep(until deadline: Duration) async throws {
         try await ContinuousClock().sleep(until: origin.advanced(by: deadline), tolerance: nil)
     }
@@ -43,8 +47,10 @@ public final class VirtualSessionClock: SessionClock {
 
     private let state = Mutex(State())
 
+    /// A clock at zero.
     public init() {}
 
+    /// The virtual time.
     public var now: Duration { state.withLock { $0.now } }
 
     /// The number of tasks sleeping on this clock (for tests that wait for a loop to park).
@@ -66,6 +72,8 @@ public final class VirtualSessionClock: SessionClock {
         for sleeper in due { sleeper.continuation.resume() }
     }
 
+    /// Sleeps until `deadline` on this clock.
+    /// - Throws: `CancellationError` when the task is cancelled.
     public func sleep(until deadline: Duration) async throws {
         let id: UInt64 = state.withLock { s in
             s.nextID += 1

@@ -1,11 +1,22 @@
-/// The states of a credential session (docs/session-model.md, "CredentialSession"). `invalid` is
-/// terminal: start a new session.
-public enum SessionState: Sendable, Hashable, CustomStringConvertible {
+import ISO7816
+
+/// This package's older spelling of ``CredentialSession/State``.
+public typealias SessionState = CredentialSession.State
+
+extension CredentialSession {
+/// The states of a credential session (Apple's `CredentialSession.State`; docs/session-model.md,
+/// "CredentialSession"). `invalid` is terminal: start a new session.
+public enum State: Sendable, Hashable, CustomStringConvertible {
+    /// Listing credentials; the state a session starts in.
     case management
+    /// Wired mode: `transceive(_:)` reaches the credential's secure element.
     case wired(credential: Credential)
+    /// Card emulation: a terminal at the reader reaches the credential.
     case cardEmulation(credential: Credential)
+    /// Invalidated; every call throws `sessionInvalidated`.
     case invalid
 
+    /// `management`, `wired(<id>)`, `cardEmulation(<id>)` or `invalid`.
     public var description: String {
         switch self {
         case .management: "management"
@@ -16,22 +27,40 @@ public enum SessionState: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// What the field looked like to the device when it changed: a terminal activated the emulated
-/// card (TgInitAsTarget returned), or released it (PN532 status 29/2B) or fell silent.
-public struct FieldStateInfo: Sendable, Hashable {
-    public enum State: String, Sendable, Hashable {
-        case fieldPresent
-        case fieldAbsent
-    }
+/// The state of the NFC RF field during card emulation (Apple's `CredentialSession.NFCFieldInformation`),
+/// as far as the reader can observe it: on an ACR122U a terminal's activation (TgInitAsTarget
+/// returned) is `fieldPresent`, its release (PN532 status 29/2B) or silence `fieldAbsent`.
+public enum NFCFieldInformation: String, Sendable, Hashable, CustomStringConvertible {
+    /// A terminal's RF field is present (it activated the emulated card).
+    case fieldPresent
+    /// No terminal's RF field is present (it released the card or fell silent).
+    case fieldAbsent
 
+    /// `fieldPresent` or `fieldAbsent`.
+    public var description: String { rawValue }
+}
+}
+
+/// Ours: what the device observed when the field changed, with the words of the observation; the
+/// event `CredentialSession.Event.fieldObserved(_:)` carries it right after Apple's
+/// `fieldStateChanged(info:)`.
+public struct FieldStateInfo: Sendable, Hashable, CustomStringConvertible {
+    /// This package's older spelling of ``CredentialSession/NFCFieldInformation``.
+    public typealias State = CredentialSession.NFCFieldInformation
+
+    /// Present or absent.
     public var state: State
     /// What the device observed, e.g. "TgInitAsTarget returned mode 08, RATS E0 80" or "status 29".
     public var observation: String
 
+    /// A field change as the device observed it.
     public init(state: State, observation: String) {
         self.state = state
         self.observation = observation
     }
+
+    /// `fieldPresent: TgInitAsTarget returned mode 08, initiator command E0 80`.
+    public var description: String { "\(state): \(observation)" }
 }
 
 /// Why a session became invalid (docs/session-model.md, "When the session becomes invalid").
@@ -43,6 +72,7 @@ public enum InvalidationReason: Sendable, Hashable, CustomStringConvertible {
     /// The reader or pcscd went away while the session held it.
     case readerLost(String)
 
+    /// The case in words.
     public var description: String {
         switch self {
         case .invalidatedByClient: "invalidate() was called"
@@ -52,30 +82,70 @@ public enum InvalidationReason: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// Reader and link events that are not field changes.
-public enum ConnectivityEvent: Sendable, Hashable {
+/// This package's older spelling of ``CredentialSession/Event``.
+public typealias CredentialSessionEvent = CredentialSession.Event
+
+extension CredentialSession {
+/// Ours: reader and link events that are not field changes (carried by `Event.readerEvent(_:)`;
+/// Apple's `ConnectivityEvent` is an applet's event data, which this host never receives).
+public enum ReaderEvent: Sendable, Hashable, CustomStringConvertible {
     /// Card emulation stopped because the reader kept failing; the text says why.
     case emulationStoppedByReaderError(String)
-    /// Ours: the card serving as secure element changed under the session (removed, put back, or
+    /// The card serving as secure element changed under the session (removed, put back, or
     /// reset by another program): the terminal's command got `6F 00`, its transaction could not
     /// continue; the text says what happened and whether a new card session was opened.
     case secureElementChanged(String)
+
+    /// `emulationStoppedByReaderError: …` or `secureElementChanged: …`.
+    public var description: String {
+        switch self {
+        case .emulationStoppedByReaderError(let text): "emulationStoppedByReaderError: \(text)"
+        case .secureElementChanged(let text): "secureElementChanged: \(text)"
+        }
+    }
 }
 
-/// The events of `CredentialSession.eventStream` (docs/session-model.md, "Events").
-public enum CredentialSessionEvent: Sendable, Hashable {
-    /// Only during card emulation, only what the device observes.
-    case fieldStateChanged(info: FieldStateInfo)
+/// The events of `CredentialSession.eventStream` (Apple's `CredentialSession.Event`;
+/// docs/session-model.md, "Events"; docs/apple-api-map.md).
+public enum Event: Sendable, Hashable, CustomStringConvertible {
+    /// The field changed during card emulation; only what the device observes (the words of the
+    /// observation follow in `fieldObserved(_:)`).
+    case fieldStateChanged(info: NFCFieldInformation)
     /// The emulation window (60 s) ended; the session is back in management.
     case cardEmulationTimeout
     /// The app's presentment intent assertion reached its lifetime (60 s).
     case presentmentIntentAssertionTimeout
-    /// The session became invalid; the stream ends after this event.
-    case sessionInvalidated(reason: InvalidationReason)
+    /// The session became invalid; the stream ends after this event. The reason's code is
+    /// `sessionInvalidated` (`invalidate()`, the wired idle rule) or `resourceUnavailable` (the
+    /// reader was lost); its `invalidation` says which.
+    case sessionInvalidated(reason: ErrorCode)
+    /// Apple's applet event during card emulation; never emitted on this host (see ``ConnectivityEvent``).
     case connectivityEvent(ConnectivityEvent)
+    /// A credential finished installing; never emitted here (credentials come from files, installed already).
     case credentialFinishedInstalling(credential: Credential)
+    /// Ours: the device's own words for the field change just reported by `fieldStateChanged(info:)`.
+    case fieldObserved(FieldStateInfo)
+    /// Ours: reader and link events (``ReaderEvent``).
+    case readerEvent(ReaderEvent)
     /// Ours: one C-APDU from the terminal and the R-APDU sent back during card emulation.
     case apduExchanged(command: [UInt8], response: [UInt8])
+
+    /// One line in the shape of the case, e.g. `fieldStateChanged(info: fieldPresent)`,
+    /// `sessionInvalidated(reason: invalidate() was called)`, `apduExchanged(00 A4 04 00 … → 90 00)`.
+    public var description: String {
+        switch self {
+        case .fieldStateChanged(let info): "fieldStateChanged(info: \(info))"
+        case .cardEmulationTimeout: "cardEmulationTimeout"
+        case .presentmentIntentAssertionTimeout: "presentmentIntentAssertionTimeout"
+        case .sessionInvalidated(let reason): "sessionInvalidated(reason: \(reason.reason))"
+        case .connectivityEvent(let event): "connectivityEvent(\(event))"
+        case .credentialFinishedInstalling(let credential): "credentialFinishedInstalling(credential: \(credential))"
+        case .fieldObserved(let info): "fieldObserved(\(info))"
+        case .readerEvent(let event): "readerEvent(\(event))"
+        case .apduExchanged(let command, let response): "apduExchanged(\(command.hexString) → \(response.hexString))"
+        }
+    }
+}
 }
 
 /// One billable event: a successful activation of card emulation (docs/session-model.md: "record one
@@ -83,6 +153,7 @@ public enum CredentialSessionEvent: Sendable, Hashable {
 public struct BillableEvent: Sendable, Hashable {
     /// 1, 2, … within a session.
     public var sequence: Int
+    /// The credential's id.
     public var credentialID: String
     /// When, on the session's clock.
     public var time: Duration
@@ -103,6 +174,7 @@ public struct SessionTimings: Sendable, Hashable {
     /// How long the authorizer may take before `userAuthorizationTimedOut` (decision: 60 s).
     public var authorizationTimeout: Duration = .seconds(60)
 
+    /// The documented defaults.
     public init() {}
 
     /// The defaults.
@@ -134,16 +206,26 @@ public struct SessionTimings: Sendable, Hashable {
 public struct SessionStateMachine: Sendable {
     /// The calls the table covers.
     public enum Call: Sendable, Hashable, CustomStringConvertible {
+        /// `listCredentials()`.
         case listCredentials
+        /// `enterWiredMode(using:)` with the credential.
         case enterWiredMode(Credential)
+        /// `transceive(_:)`.
         case transceive
+        /// `endWiredMode()`.
         case endWiredMode
+        /// `performTransaction(using:options:)` with the credential.
         case performTransaction(Credential)
+        /// `performCardEmulationTransactionWithCurrentCredential(options:)`.
         case performCardEmulationTransactionWithCurrentCredential
+        /// `endCardEmulation()`.
         case endCardEmulation
+        /// `acquirePresentmentAssertion()`.
         case acquirePresentmentAssertion
+        /// `CredentialTransaction.Configuration.invalidate()`.
         case invalidateConfiguration
 
+        /// The case in words.
         public var description: String {
             switch self {
             case .listCredentials: "listCredentials()"
@@ -161,12 +243,14 @@ public struct SessionStateMachine: Sendable {
 
     /// Permission to commit a call's outcome: valid while the state has not changed since `check`.
     public struct Ticket: Sendable, Hashable {
+        /// The call the ticket was issued for.
         public let call: Call
         let epoch: UInt64
     }
 
     /// What the driver must do after a transition.
     public enum Action: Sendable, Hashable {
+        /// Publish the event on `eventStream`.
         case emit(CredentialSessionEvent)
         /// Stop the card-emulation loop and restore the reader.
         case stopEmulation
@@ -178,19 +262,25 @@ public struct SessionStateMachine: Sendable {
         case finishSession
     }
 
+    /// The durations and limits the rules use.
     public let timings: SessionTimings
+    /// The current state.
     public private(set) var state: SessionState = .management
     /// Increases on every state change; tickets from before a change are stale.
     public private(set) var epoch: UInt64 = 0
+    /// One entry per successful card-emulation activation.
     public private(set) var billingLog: [BillableEvent] = []
     /// The active app assertion: its id and when it expires.
     public private(set) var activeAssertion: (id: UInt64, expires: Duration)?
     /// When app assertions were acquired (those inside the rate window).
     public private(set) var assertionTimes: [Duration] = []
+    /// When wired mode's idle rule invalidates the session (nil outside wired mode).
     public private(set) var wiredIdleDeadline: Duration?
+    /// When the card-emulation window ends (nil outside card emulation).
     public private(set) var emulationDeadline: Duration?
     private var nextAssertionID: UInt64 = 0
 
+    /// A machine in `management` with `timings`.
     public init(timings: SessionTimings = .standard) {
         self.timings = timings
     }
@@ -364,7 +454,7 @@ public struct SessionStateMachine: Sendable {
     public mutating func emulationStopped(reason: String) -> [Action] {
         guard case .cardEmulation(let credential) = state else { return [] }
         transition(to: .management)
-        return [.closeSecureElement(credential), .emit(.connectivityEvent(.emulationStoppedByReaderError(reason)))]
+        return [.closeSecureElement(credential), .emit(.readerEvent(.emulationStoppedByReaderError(reason)))]
     }
 
     /// `invalidate()`, the loss of the reader, or the wired idle rule.
@@ -376,7 +466,7 @@ public struct SessionStateMachine: Sendable {
             activeAssertion = nil
         }
         transition(to: .invalid)
-        actions.append(.emit(.sessionInvalidated(reason: reason)))
+        actions.append(.emit(.sessionInvalidated(reason: reason.errorCode)))
         actions.append(.finishSession)
         return actions
     }

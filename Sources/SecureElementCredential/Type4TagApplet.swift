@@ -15,8 +15,11 @@ import NFCTags
 ///
 /// The NDEF file is `maximumNDEFFileSize` bytes: NLEN (2, big-endian) + the message, then zeros.
 public final class Type4TagApplet: HostApplet {
+    /// The applet's name, for messages.
     public let name: String
+    /// D2 76 00 00 85 01 01, the NDEF Tag Application (NFC Forum Type 4 Tag 2.0 §5.4.2).
     public let aids: [AIDRegistration]
+    /// The CC file (E1 03) it serves (NFC Forum Type 4 Tag 2.0 §5.1).
     public let capabilityContainer: Type4CapabilityContainer
     private var ndefFile: [UInt8]
     private var selectedFile: UInt16?
@@ -66,15 +69,18 @@ public final class Type4TagApplet: HostApplet {
         return try NDEFMessage(parsing: Array(ndefFile[2..<(2 + nlen)]))
     }
 
+    /// Selecting the application: 90 00, no file selected.
     public func select(_ command: CommandAPDU) -> ResponseAPDU {
         selectedFile = nil
         return ResponseAPDU(statusWord: .success)
     }
 
+    /// Forgets the selected file.
     public func deselect() { selectedFile = nil }
 
     private static func sw(_ value: UInt16) -> ResponseAPDU { ResponseAPDU(statusWord: StatusWord(value)) }
 
+    /// SELECT of E1 03 / E1 04, READ BINARY and (when writable) UPDATE BINARY (NFC Forum Type 4 Tag 2.0 §5.4); other commands 6D 00.
     public func process(_ command: CommandAPDU) -> ResponseAPDU {
         guard command.cla == 0x00 else { return Self.sw(0x6E00) }
         switch command.ins {

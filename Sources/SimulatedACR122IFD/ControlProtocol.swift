@@ -24,7 +24,7 @@ import Glibc
 /// | `place-tag type=ntag213\|ntag215\|ntag216\|ultralight uid=<7 bytes> [ndef=<hex>] [id=]` | `peer type` | an NFC Forum Type 2 tag with memory (``Type2TagMemory``); `ndef` = the raw NDEF message bytes, written as TLV `03 len msg FE` from page 4 (default: an empty NDEF tag `03 00 FE`) |
 /// | `place-tag type=classic1k\|classic4k\|mini uid=<4 or 7 bytes> [key=<6 bytes>] [id=]` | `peer type` | a MIFARE Classic card with memory (``MIFAREClassicMemory``); `key` sets key A and key B of every sector (default `FF FF FF FF FF FF`) |
 /// | `tag-memory peer=<id> [first=<n>] [count=<n>]` (`id=` accepted for `peer=`) | `type unit first count data` | the memory of a placed tag with memory, from page/block `first` (default 0), `count` units (default all): `unit` 4 (pages) or 16 (blocks); MIFARE Classic keys are shown as 00 bytes |
-/// | `place-terminal [script=] [transcript=] [channel=] [id=]` | `peer` | an external terminal; `script` one of ``ExternalTerminal/catalog`` (default `android-t4t-read`, the model of Android's reader; `…-recording` replays a recording), or the commands of a transcript |
+/// | `place-terminal [script=] [transcript=] [channel=] [id=] [leave-after=] [taps=] [host-delay-ms=] [host-delay-at=] [wtx=]` | `peer` | an external terminal; `script` one of ``ExternalTerminal/catalog`` (default `android-t4t-read`, the model of Android's reader; `…-recording` replays a recording), or the commands of a transcript. A model's ``PhoneBehaviour`` (docs/terminal-models.md §6): `leave-after=n` leaves the field after its n-th exchange and comes back at the next activation; `taps=n` reads n times; `host-delay-ms=d` (simulated) delays the host's answer to C-APDU `host-delay-at` (default 1); `wtx=no`: the PN532 sends no S(WTX) meanwhile |
 /// | `remove peer=<id> \| all=yes` | `removed` | takes peers out of the field |
 /// | `peers` | `count list` | — |
 /// | `personality name= [firmware=]` | `personality firmware` | replaces the device (as replugged behind another driver) |
@@ -32,7 +32,7 @@ import Glibc
 /// | `unplug` | `plugged` (`no`) | the USB cable pulled: the device leaves the field, and the driver answers IFD_NO_SUCH_DEVICE to pcscd (presence, power, transmit, control) until `replug` (docs/faults.md, "What pcscd 1.9.9 does when a reader.conf reader goes away") |
 /// | `replug` | `plugged` (`yes`) | plugged in again: a fresh device with the same personality, at its power-up settings |
 /// | `events [after=<n>]` | `last count events` | the field's events after sequence n, `; `-separated |
-/// | `terminal-result peer=<id> [wait-ms=<0…60000>]` | `result step [expected actual] [stage reason] [read ndef items] exchanges activations` | waits (bounded) until the terminal's run ends; `result` waiting, running, passed, mismatch (a recording's step differed), failed (a model gave up at `stage` for `reason`), target-left; `read` what a model read, `ndef` the NDEF message, `items` its records |
+/// | `terminal-result peer=<id> [wait-ms=<0…60000>]` | `result step [expected actual] [stage reason] [read ndef items] exchanges activations [activation-results]` | waits (bounded) until the terminal's run ends; `result` waiting, running, passed, mismatch (a recording's step differed), failed (a model gave up at `stage` for `reason`), target-left, left-field (the phone left by itself and comes back), ignored (a peer-to-peer initiator found no NFC-DEP target: `reason`); `read` what a model read, `ndef` the NDEF message, `items` its records; `activation-results` one entry per activation that ended, `; `-separated |
 /// | `card-log peer=<id>` | `count dropped last all` | C-APDUs a placed card received: `count` in all, `all` the latest ones kept (``ISO14443_4Card/logCapacity``, oldest first, `; `-separated), `dropped` how many older ones it no longer holds |
 enum ControlProtocol {
     static let version = "1"
@@ -251,7 +251,8 @@ enum ControlProtocol {
     }
 
     private static func placeTerminal(_ request: ControlRequest, binding: SimulatorBinding) throws(ControlError) -> ControlReply {
-        try request.allowOnly(["script", "transcript", "channel", "id"])
+        try request.allowOnly(["script", "transcript", "channel", "id", "leave-after", "taps", "host-delay-ms", "host-delay-at", "wtx"])
+        let adjust = try phoneBehaviour(request)
         let terminal: ExternalTerminal
         if let path = request.value("transcript") {
             guard request.value("script") == nil else {
@@ -262,14 +263,43 @@ enum ControlProtocol {
             } catch {
                 throw ControlError(.badArgument, "transcript \(path): \(error)")
             }
+            if adjust != nil {
+                throw ControlError(.badArgument, "leave-after, taps, host-delay-ms and wtx apply to a model (script=), not to a transcript")
+            }
         } else {
             let name = request.value("script") ?? "android-t4t-read"
-            guard let named = ExternalTerminal.named(name) else {
+            if adjust != nil, name.hasSuffix("-recording") {
+                throw ControlError(.badArgument, "leave-after, taps, host-delay-ms and wtx apply to a model, not to the recording '\(name)'")
+            }
+            guard let named = ExternalTerminal.named(name, adjust: adjust ?? { _ in }) else {
                 throw ControlError(.badArgument, "unknown script '\(name)'; known: \(ExternalTerminal.catalog.map(\.name).joined(separator: ", "))")
             }
             terminal = named
         }
         return ControlReply([("peer", try binding.field.place(terminal, id: try peerID(request), prefix: "terminal"))])
+    }
+
+    /// The ``PhoneBehaviour`` changes `place-terminal` asks for, or nil when it asks for none.
+    private static func phoneBehaviour(_ request: ControlRequest) throws(ControlError) -> (@Sendable (inout PhoneBehaviour) -> Void)? {
+        let leaveAfter = try request.integer("leave-after", in: 1...10_000)
+        let taps = try request.integer("taps", in: 1...16)
+        let delay = try request.integer("host-delay-ms", in: 0...60_000)
+        let delayAt = try request.integer("host-delay-at", in: 1...10_000)
+        if delayAt != nil, delay == nil {
+            throw ControlError(.missingArgument, "host-delay-at needs host-delay-ms=<simulated milliseconds>")
+        }
+        let wtxText = request.value("wtx")
+        if let wtxText, wtxText != "yes", wtxText != "no" {
+            throw ControlError(.badArgument, "wtx='\(wtxText)' must be yes (the PN532 sends S(WTX) while its host works, the default) or no")
+        }
+        let wtx = wtxText.map { $0 == "yes" }
+        guard leaveAfter != nil || taps != nil || delay != nil || wtx != nil else { return nil }
+        return { behaviour in
+            if let leaveAfter { behaviour.leaveAfter = leaveAfter }
+            if let taps { behaviour.taps = taps }
+            if let delay { behaviour.hostDelay = .init(command: delayAt ?? 1, delay: .milliseconds(delay)) }
+            if let wtx { behaviour.pn532SendsWTX = wtx }
+        }
     }
 
     /// The most a `terminal-result` waits.
@@ -299,6 +329,8 @@ enum ControlProtocol {
         case .failed(let step, let stage, let reason):
             fields = [("result", "failed"), ("step", String(step)), ("stage", stage), ("reason", reason)]
         case .targetLeft(let step): fields = [("result", "target-left"), ("step", String(step))]
+        case .leftField(let step): fields = [("result", "left-field"), ("step", String(step))]
+        case .ignored(let reason): fields = [("result", "ignored"), ("step", "0"), ("reason", reason)]
         }
         if let report = terminal.report {
             fields.append(("read", report.summary))
@@ -306,13 +338,15 @@ enum ControlProtocol {
             if !report.items.isEmpty { fields.append(("items", report.items.joined(separator: "; "))) }
         }
         fields += [("exchanges", String(terminal.exchanges.count)), ("activations", String(terminal.activations))]
+        let results = terminal.activationResults
+        if !results.isEmpty { fields.append(("activation-results", results.joined(separator: "; "))) }
         return ControlReply(fields)
     }
 
     private static func isFinished(_ result: ExternalTerminal.Result) -> Bool {
         switch result {
         case .waiting, .running: false
-        case .passed, .mismatch, .failed, .targetLeft: true
+        case .passed, .mismatch, .failed, .targetLeft, .leftField, .ignored: true
         }
     }
 

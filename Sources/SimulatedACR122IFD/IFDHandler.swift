@@ -67,6 +67,9 @@ public func IFDHCreateChannel(_ lun: DWORD, _ channel: DWORD) -> RESPONSECODE {
     ReaderTable.open(lun: lun, deviceNameText: "/tmp/secbridge-acr122.channel-\(channel)") == nil ? communicationError : success
 }
 
+/// Closes the reader of `lun` (pcscd calls it when the reader goes away or pcscd stops): the
+/// simulated device is powered down and its control socket stopped. Returns IFD_SUCCESS (0), or
+/// IFD_COMMUNICATION_ERROR (612) for a `lun` that is not open (pcsc-lite `ifdhandler.h`).
 @_cdecl("IFDHCloseChannel")
 public func IFDHCloseChannel(_ lun: DWORD) -> RESPONSECODE {
     ReaderTable.close(lun: lun) ? success : communicationError
@@ -74,7 +77,7 @@ public func IFDHCloseChannel(_ lun: DWORD) -> RESPONSECODE {
 
 /// Capabilities: TAG_IFD_ATR / SCARD_ATTR_ATR_STRING (the last ATR), TAG_IFD_SIMULTANEOUS_ACCESS
 /// (16 readers per pcscd), TAG_IFD_THREAD_SAFE (1), TAG_IFD_SLOTS_NUMBER (1),
-/// TAG_IFD_SLOT_THREAD_SAFE (0), ``PCSCAttribute/simulatorControlSocket`` (the control socket's
+/// TAG_IFD_SLOT_THREAD_SAFE (0), `PCSCAttribute/simulatorControlSocket` (the control socket's
 /// path); any other tag is asked of the device (`IFDDevice.attribute`, e.g.
 /// SCARD_ATTR_MAXINPUT, SCARD_ATTR_VENDOR_NAME); IFD_ERROR_TAG when it has none.
 @_cdecl("IFDHGetCapabilities")

@@ -250,7 +250,10 @@ package enum FileIO {
 
 /// A file that could not be read: its path and why, in words that say what to do.
 public struct FileReadError: Error, Sendable, CustomStringConvertible {
+    /// The path as given.
     public var path: String
+    /// Why the file could not be read (it does not exist, is not a regular file, is larger than the
+    /// limit, is not UTF-8), and what to do.
     public var reason: String
     public var description: String { reason }
 }

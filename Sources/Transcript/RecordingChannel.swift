@@ -94,7 +94,7 @@ public final class TranscriptRecorder: Sendable {
     }
 }
 
-/// A ``CardChannel`` that records every exchange of the channel it wraps.
+/// A `CardChannel` that records every exchange of the channel it wraps.
 ///
 /// For each call it writes the command line first (so a crash or a hang inside the reader still
 /// leaves the command in the file), then the answer, or a `!` line when the wrapped channel throws:
@@ -116,10 +116,14 @@ public final class TranscriptRecorder: Sendable {
 public final class RecordingChannel: CardChannel {
     /// The channel being recorded.
     public let base: any CardChannel
+    /// Where the exchanges are written.
     public let recorder: TranscriptRecorder
     /// The `@id` written on this channel's lines; nil for the default channel.
     public let channelID: String?
 
+    /// Records every exchange of `base` to `recorder`: `>` for what is sent, `<` for the answer, `!`
+    /// for an error the channel threw (which is thrown on unchanged), with `@channelID` on each line
+    /// when given (Fixtures/README.md, "Channels: several readers and card handles").
     public init(wrapping base: any CardChannel, recorder: TranscriptRecorder, channelID: String? = nil) {
         self.base = base
         self.recorder = recorder

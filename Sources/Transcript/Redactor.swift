@@ -70,7 +70,7 @@ public struct RedactionRule: Sendable {
 
     /// PC/SC part 3 Update Binary of a MIFARE Classic sector trailer `| FF | D6 | 00 | block | 10 |
     /// key A (6) | access bits (3) | GPB (1) | key B (6) |`, the block a trailer by
-    /// ``MifareClassicLayout/isSectorTrailer(_:)`` (NFCTags): keys A and B (data bytes 0–5 and
+    /// `MifareClassicLayout/isSectorTrailer(_:)` (NFCTags): keys A and B (data bytes 0–5 and
     /// 10–15, command offsets 5–10 and 15–20) are masked; access bits and GPB stay readable (ACR122U
     /// API v2.04 §5, Update Binary Blocks; NXP MF1S50yyX §8.7). Type 2 Tag page writes (Lc 04) are
     /// left alone.
@@ -125,7 +125,7 @@ public struct ResponseRedactionRule: Sendable {
     }
 
     /// PC/SC part 3 Read Binary of a MIFARE Classic sector trailer `FF B0 00 <trailer block> 10`
-    /// (a trailer by ``MifareClassicLayout/isSectorTrailer(_:)``, NFCTags): the answer
+    /// (a trailer by `MifareClassicLayout/isSectorTrailer(_:)`, NFCTags): the answer
     /// `| key A (6, reads as zeros) | access bits (3) | GPB | key B (6) | 90 00 |` may reveal key B,
     /// so answer bytes 10–15 are masked (ACR122U API v2.04 §5, Read Binary Blocks; NXP MF1S50yyX
     /// §8.7). Type 2 Tag readers should read page 3 with Le 04, which this rule leaves alone.

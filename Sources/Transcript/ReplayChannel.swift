@@ -31,6 +31,7 @@ public struct ReplayError: CodedError {
     }
 
     public var code: Code
+    /// The transcript's file name, as given to the parser.
     public var file: String
     /// The 1-based line of the transcript concerned.
     public var line: Int
@@ -38,8 +39,11 @@ public struct ReplayError: CodedError {
     public var expected: String?
     /// What happened instead, in the same form.
     public var actual: String?
+    /// Why the replay stopped, and what to do.
     public var reason: String
 
+    /// An error of `code` at `line` of `file`, with the recorded and the actual text when there are
+    /// both.
     public init(code: Code, file: String, line: Int, expected: String? = nil, actual: String? = nil, reason: String) {
         self.code = code
         self.file = file
@@ -61,7 +65,9 @@ public struct ReplayError: CodedError {
 /// The error a ``ReplayChannel`` throws where the transcript recorded a `!` line.
 public struct ReplayedFailure: Error, Sendable, Hashable, TranscriptDescribableError, CustomStringConvertible {
     public var transcriptFailure: TranscriptFailure
+    /// The transcript's file name.
     public var file: String
+    /// The 1-based line of the `!` record.
     public var line: Int
 
     public var description: String {
@@ -135,7 +141,7 @@ extension Transcript {
     var lastLineNumber: Int { lineNumber(ofBodyIndex: lines.count - 1) }
 }
 
-/// A ``CardChannel`` that plays the card's (or reader's) side of a transcript: the host's
+/// A `CardChannel` that plays the card's (or reader's) side of a transcript: the host's
 /// commands must come exactly as recorded, in order, and get the recorded answers.
 ///
 /// Only the channel layer is replayed (`>`/`<`, `ctl`, `!`); `tgt`/`ini` lines, events and

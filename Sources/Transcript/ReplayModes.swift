@@ -10,7 +10,7 @@ import ISO7816
 /// - ``strict``: answers must match the recorded bytes exactly (apart from the marks written in
 ///   the file). A replay never checks time offsets (a replay cannot reproduce the recorded timing,
 ///   and its speed depends on the machine); when two transcripts are compared
-///   (``diffOptions``), strict compares their offsets too.
+///   (``ReplayOptions/diffOptions``), strict compares their offsets too.
 /// - ``ignoreTiming``: as strict for a replay; comparing two transcripts leaves offsets out.
 /// - ``wildcard``: as ignore-timing, and answers may also differ in bytes that are random by
 ///   definition: the response data (not SW1-SW2, not the length) of GET CHALLENGE (INS 84) and of
@@ -19,8 +19,12 @@ import ISO7816
 ///   pseudo-APDUs (CLA FF), proprietary classes and PN532 frames inside SCardControl are compared
 ///   as recorded.
 public enum ReplayMode: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    /// Answers must match exactly, apart from `??` and `[REDACTED n]`; see ``ReplayMode``.
     case strict
+    /// As ``strict``; comparing two transcripts leaves the time offsets out.
     case ignoreTiming = "ignore-timing"
+    /// As ``ignoreTiming``, and the random data of GET CHALLENGE, INTERNAL and EXTERNAL AUTHENTICATE
+    /// answers matches any bytes.
     case wildcard
 
     /// The name used on the command line: `strict`, `ignore-timing` or `wildcard`.
@@ -30,8 +34,10 @@ public enum ReplayMode: String, Sendable, Hashable, CaseIterable, CustomStringCo
 /// The options of a replay (``LiveReplay/run(_:on:channelID:options:describeFailure:)``,
 /// ``TerminalReplay/run(_:options:terminalActivated:answer:)``).
 public struct ReplayOptions: Sendable, Hashable {
+    /// How strictly answers are compared (``ReplayMode/strict`` by default).
     public var mode: ReplayMode
 
+    /// Options with `mode`.
     public init(mode: ReplayMode = .strict) {
         self.mode = mode
     }
@@ -105,6 +111,7 @@ public struct TerminalExchange: Sendable, Hashable {
     /// The recorded answer (`tgt >` or `<`) and its line; nil when none was recorded (the field
     /// dropped, or the recording was cut short).
     public var answer: TranscriptBytes?
+    /// The 1-based line of ``answer``; nil when there is none.
     public var answerLine: Int?
     /// The recorded failure (`!`) in place of an answer, for `>` commands.
     public var failure: TranscriptFailure?
@@ -178,6 +185,9 @@ public enum TerminalReplay {
     /// its answer is not compared. Before anything is sent, the whole transcript is checked.
     ///
     /// - Parameters:
+    ///   - transcript: the recording; its `tgt <` lines (or `>` lines when it has no `tgt` lines)
+    ///     are the terminal's commands.
+    ///   - options: how answers are compared (``ReplayMode/strict`` by default).
     ///   - terminalActivated: called before the first command and at each `event target-activated`
     ///     (host applets forget their selection, as a card does at activation).
     ///   - answer: answers one C-APDU `| CLA | INS | P1 | P2 | [Lc data] | [Le] |` with an R-APDU

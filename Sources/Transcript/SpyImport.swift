@@ -30,11 +30,14 @@ public struct SpyImportError: CodedError {
     }
 
     public var code: Code
+    /// The log's file name, as given.
     public var file: String
     /// 1-based line number of the log; 0 when the fault is not on one line.
     public var line: Int
+    /// What was wrong in the log, and what to do.
     public var reason: String
 
+    /// An error of `code` at `line` (1-based, 0 when not on one line) of `file`.
     public init(code: Code, file: String, line: Int, reason: String) {
         self.code = code
         self.file = file
@@ -57,6 +60,8 @@ public struct SpyImportOptions: Sendable {
     /// The header's `source`; nil writes `pcsc-spy output <file name>`.
     public var source: String?
 
+    /// Options with the default redactor (PINs and keys masked) and the header fields `tool`, `date`
+    /// (ISO 8601 UTC) and `source`; nil leaves a field to its default.
     public init(redactor: Redactor = .default, tool: String? = nil, date: String? = nil, source: String? = nil) {
         self.redactor = redactor
         self.tool = tool

@@ -97,6 +97,13 @@ public struct TranscriptBytes: Sendable, Hashable, CustomStringConvertible {
     /// The bytes, or nil when the sequence holds a wildcard or a redaction mark.
     public var bytes: [UInt8]? { masks.isEmpty ? concrete : nil }
 
+    /// SW1-SW2 when the sequence is concrete and at least two bytes long (the last two), else nil;
+    /// no copy of the bytes.
+    public var trailingStatusWord: UInt16? {
+        guard masks.isEmpty, concrete.count >= 2 else { return nil }
+        return UInt16(concrete[concrete.count - 2]) << 8 | UInt16(concrete[concrete.count - 1])
+    }
+
     /// True when every item is a concrete byte.
     public var isConcrete: Bool { masks.isEmpty }
 
@@ -202,6 +209,16 @@ enum HexText {
         case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
         default: nil
         }
+    }
+
+    /// ``value(ofUppercaseDigit:)`` without the optional: 0xFF when `c` is not an uppercase hex
+    /// digit, so that `hi | lo < 0x10` checks two digits at once.
+    @inline(__always)
+    static func digitOrFF(_ c: UInt8) -> UInt8 {
+        let d = c &- UInt8(ascii: "0")
+        if d < 10 { return d }
+        let e = c &- UInt8(ascii: "A")
+        return e < 6 ? e + 10 : 0xFF
     }
 
     static func isLowercaseHexDigit(_ c: UInt8) -> Bool {

@@ -1,5 +1,7 @@
 /// One difference between two transcripts, as ``TranscriptDiff/compare(_:_:options:)`` finds it.
 public struct TranscriptDifference: Sendable, Hashable, CustomStringConvertible {
+    /// What kind of difference: a header key added, removed or changed, or a record added, removed or
+    /// changed.
     public enum Kind: String, Sendable, Hashable {
         /// A header key only the right file has.
         case headerAdded = "header-added"
@@ -15,6 +17,7 @@ public struct TranscriptDifference: Sendable, Hashable, CustomStringConvertible 
         case changed
     }
 
+    /// What kind of difference this is.
     public var kind: Kind
     /// 1-based line in the left file, when the difference has a left side.
     public var leftLine: Int?
@@ -22,10 +25,12 @@ public struct TranscriptDifference: Sendable, Hashable, CustomStringConvertible 
     public var rightLine: Int?
     /// The left text (a header `key: value` or a record without offset and note by default).
     public var left: String?
+    /// The right text, in the same form as ``left``.
     public var right: String?
     /// For `changed` payload lines: the index of the first differing byte.
     public var firstDifferentByte: Int?
 
+    /// A difference of `kind` with the lines (1-based) and texts of the sides it has.
     public init(kind: Kind, leftLine: Int? = nil, rightLine: Int? = nil, left: String? = nil, right: String? = nil, firstDifferentByte: Int? = nil) {
         self.kind = kind
         self.leftLine = leftLine
@@ -58,6 +63,8 @@ public struct TranscriptDiffOptions: Sendable, Hashable {
     /// Header keys left out of the comparison (by default `date` and `tool`, which differ between runs).
     public var ignoredHeaderKeys: Set<String>
 
+    /// Options; by default offsets and notes are not compared and the `date` and `tool` header keys
+    /// are left out.
     public init(compareTiming: Bool = false, compareNotes: Bool = false, ignoredHeaderKeys: Set<String> = ["date", "tool"]) {
         self.compareTiming = compareTiming
         self.compareNotes = compareNotes
@@ -67,7 +74,7 @@ public struct TranscriptDiffOptions: Sendable, Hashable {
 
 /// A structural diff of two transcripts: header fields by key, then the records (comments and
 /// blank lines do not count) aligned by a shortest edit script (Myers' O((N+M)·D) algorithm in
-/// linear space, ``MyersDiff``; docs/transcript-diff.md). The result is exact at any size: two
+/// linear space, `MyersDiff`; docs/transcript-diff.md). The result is exact at any size: two
 /// changed records are two differences however long the transcripts are.
 public enum TranscriptDiff {
     /// The differences, header first, then records in file order. Empty when the files agree.

@@ -64,8 +64,11 @@ public struct TranscriptHeader: Sendable, Equatable {
 
     /// One `# key: value` line.
     public struct Field: Sendable, Hashable {
+        /// The key, e.g. `reader` or `date`.
         public var key: String
+        /// The value, the rest of the line after `: `.
         public var value: String
+        /// The field `# key: value`.
         public init(key: String, value: String) {
             self.key = key
             self.value = value
@@ -75,6 +78,7 @@ public struct TranscriptHeader: Sendable, Equatable {
     /// The fields after the version line, in file order. Keys are unique.
     public var fields: [Field]
 
+    /// A header with `fields`, in file order; keys must be unique (Fixtures/README.md, "Header").
     public init(fields: [Field] = []) {
         self.fields = fields
     }
@@ -157,8 +161,11 @@ public struct TranscriptHeader: Sendable, Equatable {
 public struct TranscriptOffset: Sendable, Hashable, CustomStringConvertible {
     /// The unit written after the number.
     public enum Unit: String, Sendable, Hashable, CaseIterable {
+        /// `s`, seconds.
         case seconds = "s"
+        /// `ms`, milliseconds.
         case milliseconds = "ms"
+        /// `us`, microseconds.
         case microseconds = "us"
 
         var attoseconds: Int128 {
@@ -174,6 +181,7 @@ public struct TranscriptOffset: Sendable, Hashable, CustomStringConvertible {
     public var mantissa: UInt64
     /// How many of the digits follow the decimal point (0…9): `12.345` → 3.
     public var fractionDigits: Int
+    /// The unit written after the number.
     public var unit: Unit
 
     /// An offset as written. `mantissa` must have at most 18 digits and `fractionDigits` be 0…9.
@@ -193,6 +201,20 @@ public struct TranscriptOffset: Sendable, Hashable, CustomStringConvertible {
 
     /// The offset as a duration (exact to the attosecond for the allowed digit counts).
     public var duration: Duration {
+        // The common case in 64-bit arithmetic: one digit of the mantissa is a whole number of
+        // attoseconds (10^(18 - 3·unit - fractionDigits)), so seconds and the rest split exactly.
+        let unitExponent = switch unit {
+        case .seconds: 18
+        case .milliseconds: 15
+        case .microseconds: 12
+        }
+        let digitExponent = unitExponent - fractionDigits
+        if fractionDigits >= 0, digitExponent >= 0, digitExponent <= 18 {
+            let perDigit = Self.powersOfTen[digitExponent]
+            let digitsPerSecond = Self.powersOfTen[18 - digitExponent]
+            let (seconds, rest) = mantissa.quotientAndRemainder(dividingBy: digitsPerSecond)
+            return Duration(secondsComponent: Int64(seconds), attosecondsComponent: Int64(rest * perDigit))
+        }
         var divisor: Int128 = 1
         for _ in 0..<min(max(fractionDigits, 0), 18) { divisor *= 10 }
         let atto = Int128(mantissa) * unit.attoseconds / divisor
@@ -200,6 +222,9 @@ public struct TranscriptOffset: Sendable, Hashable, CustomStringConvertible {
         return Duration(
             secondsComponent: Int64(atto / perSecond), attosecondsComponent: Int64(atto % perSecond))
     }
+
+    /// 10^0 … 10^18.
+    private static let powersOfTen: [UInt64] = (0...18).map { (0..<$0).reduce(1) { value, _ in value * 10 } }
 
     /// `+12.345ms`.
     public var description: String {
@@ -234,6 +259,8 @@ public struct TranscriptFailure: Sendable, Hashable {
     /// Free text, e.g. the error's description.
     public var message: String?
 
+    /// A failure named `name` (e.g. `SCARD_E_NO_SMARTCARD`), with its numeric code and a message
+    /// when there are ones.
     public init(name: String, code: UInt32? = nil, message: String? = nil) {
         self.name = name
         self.code = code
@@ -244,8 +271,11 @@ public struct TranscriptFailure: Sendable, Hashable {
 /// One `key="value"` attribute of an `event` or `reader` line. Values are always quoted;
 /// `\"` and `\\` are the only escapes.
 public struct TranscriptAttribute: Sendable, Hashable {
+    /// The key: a lowercase letter, then lowercase letters, digits and `-` (Fixtures/README.md, "Grammar").
     public var key: String
+    /// The value, unescaped (written with `\"` and `\\` escaped).
     public var value: String
+    /// The attribute `key="value"`.
     public init(_ key: String, _ value: String) {
         self.key = key
         self.value = value
@@ -309,9 +339,12 @@ public struct TranscriptEventKind: RawRepresentable, Sendable, Hashable, CustomS
 
 /// An `event` line: something that happened, not an exchange of bytes.
 public struct TranscriptEvent: Sendable, Hashable {
+    /// What happened, e.g. `card-inserted` or `field-on`.
     public var kind: TranscriptEventKind
+    /// The event's attributes, in order.
     public var attributes: [TranscriptAttribute]
 
+    /// An `event` line of `kind` with `attributes`.
     public init(_ kind: TranscriptEventKind, _ attributes: [TranscriptAttribute] = []) {
         self.kind = kind
         self.attributes = attributes
@@ -325,7 +358,7 @@ public struct TranscriptEvent: Sendable, Hashable {
 
 /// What one body line says.
 ///
-/// Two layers live in one file. The channel layer is what crossed a ``CardChannel``: `>`/`<`
+/// Two layers live in one file. The channel layer is what crossed a `CardChannel`: `>`/`<`
 /// (SCardTransmit), `ctl` (SCardControl) and `!` (the call failed); replays drive it. The APDU layer
 /// holds APDUs decoded from PN532 frames: `tgt` (the host as an emulated target answering a
 /// terminal) and `ini` (the host as initiator through InDataExchange); channel replays skip it.
@@ -407,10 +440,12 @@ public struct TranscriptRecord: Sendable, Hashable {
     /// `@id`: which reader or card handle; nil for the default one (the header's `reader`).
     /// ASCII letters, digits, `_`, `.`, `-`.
     public var channel: String?
+    /// What the line says: an exchange, a failure, an event or a reader declaration.
     public var entry: TranscriptEntry
     /// A trailing `; note` (never empty).
     public var note: String?
 
+    /// A record of `entry`, with its time offset, `@channel` and `; note` when given.
     public init(_ entry: TranscriptEntry, offset: TranscriptOffset? = nil, channel: String? = nil, note: String? = nil) {
         self.offset = offset
         self.channel = channel

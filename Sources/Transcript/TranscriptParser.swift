@@ -68,6 +68,7 @@ public struct TranscriptParseError: CodedError {
     /// What is wrong and what to do.
     public var reason: String
 
+    /// An error of `code` at `line` and `column` (both 1-based) of `file`, with a reason.
     public init(code: Code, file: String, line: Int, column: Int, reason: String) {
         self.code = code
         self.file = file
@@ -116,7 +117,14 @@ struct TranscriptLineParser {
 
     /// Parses line `number` (1-based, without its LF); nil for the version line and header lines.
     mutating func accept(_ raw: ArraySlice<UInt8>, number: Int) throws(TranscriptParseError) -> TranscriptLine? {
-        var scanner = TextScanner(Array(raw), file: fileName, line: number)
+        try TextScanner.scan(raw, file: fileName, line: number) { (scanner) throws(TranscriptParseError) in
+            try accept(&scanner, raw: raw, number: number)
+        }
+    }
+
+    private mutating func accept(
+        _ scanner: inout TextScanner, raw: ArraySlice<UInt8>, number: Int
+    ) throws(TranscriptParseError) -> TranscriptLine? {
         try scanner.checkCharacters()
         if number == 1 {
             try scanner.parseVersionLine()
@@ -154,10 +162,11 @@ struct TranscriptLineParser {
         }
         guard !unterminated.isEmpty else { return }
         let number = lineCount + 1
-        var scanner = TextScanner(Array(unterminated), file: fileName, line: number)
-        try scanner.checkCharacters(trailingSpace: false)
-        let versionLine = Array("# \(TranscriptHeader.versionKey): \(TranscriptHeader.formatVersion)".utf8)
-        if number == 1 && !versionLine.starts(with: unterminated) { try scanner.parseVersionLine() }
+        try TextScanner.scan(unterminated, file: fileName, line: number) { (scanner) throws(TranscriptParseError) in
+            try scanner.checkCharacters(trailingSpace: false)
+            let versionLine = Array("# \(TranscriptHeader.versionKey): \(TranscriptHeader.formatVersion)".utf8)
+            if number == 1 && !versionLine.starts(with: unterminated) { try scanner.parseVersionLine() }
+        }
         throw error(.truncated, line: number, column: unterminated.count + 1,
                     "the last line does not end with a newline: the file looks cut short; complete it or remove the partial line")
     }
@@ -258,23 +267,33 @@ struct PairingCheck {
         case transmit
         case control(UInt32)
     }
+    /// The unanswered command per channel id; the line with no channel (most transcripts) has its
+    /// own slot, so the common case hashes nothing.
     private var pending: [String: (Pending, Int)] = [:]
+    private var pendingWithoutChannel: (Pending, Int)?
     private var apduPending: [String: Int] = [:]
     private var readers: [String: Int] = [:]
 
+    private subscript(pending channel: String?) -> (Pending, Int)? {
+        get { channel.map { pending[$0] } ?? pendingWithoutChannel }
+        set {
+            if let channel { pending[channel] = newValue } else { pendingWithoutChannel = newValue }
+        }
+    }
+
     /// Nil when `record` may come next, else the reason it may not.
     mutating func accept(_ record: TranscriptRecord, line: Int) -> String? {
-        let key = record.channel.map { "@" + $0 } ?? ""
-        let on = record.channel.map { " on @\($0)" } ?? ""
+        let channel = record.channel
+        var on: String { channel.map { " on @\($0)" } ?? "" }
         func command(_ kind: Pending) -> String? {
-            if let (_, at) = pending[key] {
+            if let (_, at) = self[pending: channel] {
                 return "the command at line \(at)\(on) has no answer: write its '<' or '!' line before the next command"
             }
-            pending[key] = (kind, line)
+            self[pending: channel] = (kind, line)
             return nil
         }
         func answer(_ kind: Pending?) -> String? {
-            guard let (waiting, at) = pending[key] else {
+            guard let (waiting, at) = self[pending: channel] else {
                 return "an answer with no command before it\(on): write the command line ('>' or 'ctl 0x… >') first"
             }
             if let kind, kind != waiting {
@@ -284,7 +303,7 @@ struct PairingCheck {
                 }
                 return "this answer does not fit the command at line \(at): that command is answered by \(want)"
             }
-            pending[key] = nil
+            self[pending: channel] = nil
             return nil
         }
         switch record.entry {
@@ -295,7 +314,7 @@ struct PairingCheck {
         case .failure: return answer(nil)
         case .target(let d, _), .initiator(let d, _):
             let isTarget = if case .target = record.entry { true } else { false }
-            let apduKey = (isTarget ? "tgt" : "ini") + key
+            let apduKey = (isTarget ? "tgt" : "ini") + (channel.map { "@" + $0 } ?? "")
             if record.entry.isCommand {
                 apduPending[apduKey] = line
                 return nil
@@ -320,28 +339,44 @@ struct PairingCheck {
 }
 
 /// A cursor over one line's bytes. `read*` consumes; `peek*` does not.
+///
+/// It reads the bytes in place (no copy of the line): make one with ``scan(_:file:line:_:)``,
+/// which keeps the bytes alive for as long as the scanner is used.
 struct TextScanner {
-    private let text: [UInt8]
+    private let text: UnsafeBufferPointer<UInt8>
     private var position = 0
     private let file: String
     private let line: Int
 
-    init(_ text: [UInt8], file: String, line: Int) {
+    private init(_ text: UnsafeBufferPointer<UInt8>, file: String, line: Int) {
         self.text = text
         self.file = file
         self.line = line
+    }
+
+    /// Runs `body` with a scanner over `bytes`, which must not escape it.
+    static func scan<R>(
+        _ bytes: ArraySlice<UInt8>, file: String, line: Int, _ body: (inout TextScanner) throws(TranscriptParseError) -> R
+    ) throws(TranscriptParseError) -> R {
+        let result = bytes.withUnsafeBufferPointer { buffer in
+            var scanner = TextScanner(buffer, file: file, line: line)
+            return Result { () throws(TranscriptParseError) -> R in try body(&scanner) }
+        }
+        return try result.get()
+    }
+
+    /// ``scan(_:file:line:_:)`` over a string's UTF-8 bytes.
+    static func scan<R>(
+        _ text: String, file: String, line: Int, _ body: (inout TextScanner) throws(TranscriptParseError) -> R
+    ) throws(TranscriptParseError) -> R {
+        try scan(ArraySlice(text.utf8), file: file, line: line, body)
     }
 
     // MARK: Whole-line checks
 
     func checkCharacters(trailingSpace: Bool = true) throws(TranscriptParseError) {
         // The common case, printable ASCII only, in one pass; anything else takes the full check.
-        let printable = text.withUnsafeBufferPointer { p in
-            var ok = true
-            for b in p where b &- 0x20 >= 0x5F { ok = false; break }  // outside 0x20…0x7E
-            return ok
-        }
-        if printable {
+        if Self.isPrintableASCII(text) {
             if trailingSpace, let last = text.last, last == UInt8(ascii: " ") {
                 throw fail(.badSpacing, at: text.count - 1, "a space at the end of the line: remove it")
             }
@@ -369,6 +404,30 @@ struct TextScanner {
         if trailingSpace, let last = text.last, last == UInt8(ascii: " ") {
             throw fail(.badSpacing, at: text.count - 1, "a space at the end of the line: remove it")
         }
+    }
+
+    /// True when every byte is in 0x20…0x7E, checked eight bytes at a time: a byte below 0x20,
+    /// equal to 0x7F or with its top bit set makes the word's test non-zero (the classic
+    /// "has a byte less than n" and "has a zero byte" bit tricks, both exact).
+    private static func isPrintableASCII(_ text: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = text.baseAddress else { return true }
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        var i = 0
+        var flagged: UInt64 = 0
+        while i + 8 <= text.count {
+            let w = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
+            let below20 = (w &- ones &* 0x20) & ~w & highs
+            let x7F = w ^ (ones &* 0x7F)
+            let is7F = (x7F &- ones) & ~x7F & highs
+            flagged |= below20 | is7F | (w & highs)
+            i += 8
+        }
+        var tail: UInt8 = 0
+        while i < text.count {
+            tail |= text[i] &- 0x20 >= 0x5F ? 1 : 0
+            i += 1
+        }
+        return flagged == 0 && tail == 0
     }
 
     mutating func parseVersionLine() throws(TranscriptParseError) {
@@ -407,9 +466,10 @@ struct TextScanner {
         case "protocol" where TransmissionProtocol(rawValue: value) == nil:
             throw fail(.badHeader, at: position, "protocol '\(value)' is unknown: write T=0, T=1, RAW or undefined")
         case "atr":
-            var sub = TextScanner(Array(value.utf8), file: file, line: line)
             do {
-                _ = try sub.readConcreteBytesToEnd()
+                _ = try TextScanner.scan(value, file: file, line: line) { (sub) throws(TranscriptParseError) in
+                    try sub.readConcreteBytesToEnd()
+                }
             } catch {
                 throw TranscriptParseError(code: .badHeader, file: file, line: line, column: position + error.column,
                                            reason: "atr: " + error.reason)
@@ -441,27 +501,28 @@ struct TextScanner {
             try readSeparator()
         }
         let kindStart = position
-        let word = readWord()
+        let kind = readWordRange()
         let entry: TranscriptEntry
-        switch word {
-        case ">": entry = .transmit(.outgoing, try readPayload())
-        case "<": entry = .transmit(.incoming, try readPayload())
-        case "ctl":
+        // Matched on the bytes: a String switch costs more than the rest of a short line.
+        switch LineKind(text[kind]) {
+        case .outgoing: entry = .transmit(.outgoing, try readPayload())
+        case .incoming: entry = .transmit(.incoming, try readPayload())
+        case .control:
             try readSeparator()
             let code = try readControlCode()
             try readSeparator()
             let direction = try readDirection()
             entry = .control(code: code, direction, try readPayload())
-        case "tgt":
+        case .target:
             try readSeparator()
             let direction = try readDirection()
             entry = .target(direction, try readPayload())
-        case "ini":
+        case .initiator:
             try readSeparator()
             let direction = try readDirection()
             entry = .initiator(direction, try readPayload())
-        case "!": entry = .failure(try readFailure())
-        case "event":
+        case .failure: entry = .failure(try readFailure())
+        case .event:
             try readSeparator()
             let kindAt = position
             let kind = TranscriptEventKind(rawValue: readWord())
@@ -470,12 +531,12 @@ struct TextScanner {
                            "unknown event kind '\(kind.rawValue)': version 1 knows \(Self.knownEventList); name an extension 'x-…'")
             }
             entry = .event(TranscriptEvent(kind, try readAttributes()))
-        case "reader": entry = .reader(try readAttributes())
-        case "":
+        case .reader: entry = .reader(try readAttributes())
+        case nil where kind.isEmpty:
             throw fail(.badSpacing, at: kindStart, "expected a line kind here, found a space: separate items with one space")
-        default:
+        case nil:
             throw fail(.unknownLineKind, at: kindStart,
-                       "unknown line kind '\(word)': expected >, <, !, ctl, tgt, ini, event or reader (comments start with ';')")
+                       "unknown line kind '\(string(kind))': expected >, <, !, ctl, tgt, ini, event or reader (comments start with ';')")
         }
         let note = try readNote()
         return .record(TranscriptRecord(entry, offset: offset, channel: channel, note: note))
@@ -493,10 +554,36 @@ struct TextScanner {
     }
 
     /// Reads up to the next space or the end.
-    private mutating func readWord() -> String {
+    private mutating func readWord() -> String { string(readWordRange()) }
+
+    /// ``readWord()``'s bytes, as positions.
+    private mutating func readWordRange() -> Range<Int> {
         let start = position
         while position < text.count, text[position] != UInt8(ascii: " ") { position += 1 }
-        return string(start..<position)
+        return start..<position
+    }
+
+    /// The word that starts a record line.
+    private enum LineKind {
+        case outgoing, incoming, control, target, initiator, failure, event, reader
+
+        init?(_ word: Slice<UnsafeBufferPointer<UInt8>>) {
+            func `is`(_ s: StaticString) -> Bool {
+                s.utf8CodeUnitCount == word.count
+                    && s.withUTF8Buffer { $0.elementsEqual(word) }
+            }
+            switch word.count {
+            case 1 where word.first == UInt8(ascii: ">"): self = .outgoing
+            case 1 where word.first == UInt8(ascii: "<"): self = .incoming
+            case 1 where word.first == UInt8(ascii: "!"): self = .failure
+            case 3 where `is`("ctl"): self = .control
+            case 3 where `is`("tgt"): self = .target
+            case 3 where `is`("ini"): self = .initiator
+            case 5 where `is`("event"): self = .event
+            case 6 where `is`("reader"): self = .reader
+            default: return nil
+            }
+        }
     }
 
     /// Exactly one space, and then not another.
@@ -518,31 +605,35 @@ struct TextScanner {
 
     private mutating func readOffset() throws(TranscriptParseError) -> TranscriptOffset {
         let start = position
-        position += 1  // "+"
+        let count = text.count
+        var p = position + 1  // "+"
         var mantissa: UInt64 = 0
-        var digits = 0
-        var fraction = 0
-        var intDigits = 0
-        var sawPoint = false
-        while let c = peek() {
-            if c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9") {
-                if !sawPoint && intDigits == 1 && mantissa == 0 {
-                    throw fail(.badOffset, at: position - 1, "an offset has no leading zero: write +\(c - 48)… instead of +0\(c - 48)…")
-                }
-                digits += 1
-                if sawPoint { fraction += 1 } else { intDigits += 1 }
-                guard digits <= 18 else {
-                    throw fail(.badOffset, at: start, "the offset has more than 18 digits: use a larger unit")
-                }
-                mantissa = mantissa * 10 + UInt64(c - 48)
-                position += 1
-            } else if c == UInt8(ascii: ".") && !sawPoint && intDigits > 0 {
-                sawPoint = true
-                position += 1
-            } else {
-                break
+        func digits() {
+            while p < count, case let d = text[p] &- UInt8(ascii: "0"), d < 10 {
+                mantissa = mantissa &* 10 &+ UInt64(d)
+                p += 1
             }
         }
+        let intStart = p
+        digits()
+        let intDigits = p - intStart
+        var sawPoint = false
+        var fraction = 0
+        if intDigits > 0, p < count, text[p] == UInt8(ascii: ".") {
+            sawPoint = true
+            p += 1
+            let fractionStart = p
+            digits()
+            fraction = p - fractionStart
+        }
+        if intDigits > 1, text[intStart] == UInt8(ascii: "0") {
+            let next = text[intStart + 1] - 48
+            throw fail(.badOffset, at: intStart, "an offset has no leading zero: write +\(next)… instead of +0\(next)…")
+        }
+        guard intDigits + fraction <= 18 else {
+            throw fail(.badOffset, at: start, "the offset has more than 18 digits: use a larger unit")
+        }
+        position = p
         guard intDigits > 0, !sawPoint || fraction > 0 else {
             throw fail(.badOffset, at: start, "an offset is '+' digits [. digits] unit, e.g. +12.345ms")
         }
@@ -550,9 +641,15 @@ struct TextScanner {
             throw fail(.badOffset, at: start, "at most 9 digits after the point: use a smaller unit")
         }
         let unitStart = position
-        let unitText = readWord()
-        guard let unit = TranscriptOffset.Unit(rawValue: unitText) else {
-            throw fail(.badOffset, at: unitStart, "'\(unitText)' is not a time unit: write s, ms or us right after the number, e.g. +12.345ms")
+        let unitWord = text[readWordRange()]
+        let unit: TranscriptOffset.Unit
+        switch (unitWord.count, unitWord.first, unitWord.last) {
+        case (1, UInt8(ascii: "s"), _): unit = .seconds
+        case (2, UInt8(ascii: "m"), UInt8(ascii: "s")): unit = .milliseconds
+        case (2, UInt8(ascii: "u"), UInt8(ascii: "s")): unit = .microseconds
+        default:
+            throw fail(.badOffset, at: unitStart,
+                       "'\(string(unitStart..<position))' is not a time unit: write s, ms or us right after the number, e.g. +12.345ms")
         }
         return TranscriptOffset(mantissa: mantissa, fractionDigits: fraction, unit: unit)
     }
@@ -568,12 +665,13 @@ struct TextScanner {
     }
 
     private mutating func readDirection() throws(TranscriptParseError) -> TranscriptDirection {
-        let start = position
-        let word = readWord()
-        guard let d = TranscriptDirection(rawValue: word) else {
-            throw fail(.unknownLineKind, at: start, "expected '>' (from the host) or '<' (to the host), found '\(word)'")
+        let word = readWordRange()
+        switch (word.count, text[word].first) {
+        case (1, UInt8(ascii: ">")): return .outgoing
+        case (1, UInt8(ascii: "<")): return .incoming
+        default:
+            throw fail(.unknownLineKind, at: word.lowerBound, "expected '>' (from the host) or '<' (to the host), found '\(string(word))'")
         }
-        return d
     }
 
     private mutating func readControlCode() throws(TranscriptParseError) -> UInt32 {
@@ -588,6 +686,7 @@ struct TextScanner {
 
     /// Zero or more byte items after a payload head; stops at the end or at a note.
     private mutating func readPayload() throws(TranscriptParseError) -> TranscriptBytes {
+        if let concrete = readConcretePayload() { return TranscriptBytes(concrete) }
         var bytes = TranscriptBytes([])
         bytes.reserveCapacity((text.count - position) / 3)
         while !atNoteOrEnd() {
@@ -604,6 +703,34 @@ struct TextScanner {
             try readSeparator()
             bytes.append(try readByteItem())
         }
+        return bytes
+    }
+
+    /// The common payload, written straight into its array: only ` HH` items up to the end of
+    /// the line or its note. Nil (position unchanged) for anything else, which ``readPayload()``
+    /// then reads item by item and names what is wrong.
+    private mutating func readConcretePayload() -> [UInt8]? {
+        let count = text.count
+        var p = position
+        var wellFormed = true
+        let bytes = [UInt8](unsafeUninitializedCapacity: (count - p) / 3) { buffer, initialized in
+            var n = 0
+            while p + 2 < count, text[p] == UInt8(ascii: " ") {
+                let hi = HexText.digitOrFF(text[p + 1]), lo = HexText.digitOrFF(text[p + 2])
+                guard hi | lo < 0x10 else { break }  // a note's ';', '??', '[REDACTED n]', bad hex
+                guard p + 3 == count || text[p + 3] == UInt8(ascii: " ") else {
+                    wellFormed = false
+                    break
+                }
+                buffer[n] = hi << 4 | lo
+                n += 1
+                p += 3
+            }
+            initialized = n
+        }
+        guard wellFormed, p == count || (p + 1 < count && text[p] == UInt8(ascii: " ") && text[p + 1] == UInt8(ascii: ";"))
+        else { return nil }
+        position = p
         return bytes
     }
 
@@ -717,9 +844,10 @@ struct TextScanner {
                 throw fail(.badAttribute, at: keyStart, "the attribute '\(key)' appears twice: keep one")
             }
             if key == "atr" {
-                var sub = TextScanner(Array(value.utf8), file: file, line: line)
                 do {
-                    _ = try sub.readConcreteBytesToEnd()
+                    _ = try TextScanner.scan(value, file: file, line: line) { (sub) throws(TranscriptParseError) in
+                        try sub.readConcreteBytesToEnd()
+                    }
                 } catch {
                     throw fail(.badAttribute, at: valueStart + error.column, "atr: " + error.reason)
                 }
@@ -839,7 +967,6 @@ struct TextScanner {
 
     /// Concrete hex bytes in the project's form, e.g. `3B 80 80 01 01`.
     static func concreteBytes(_ s: String) throws(TranscriptParseError) -> [UInt8] {
-        var sub = TextScanner(Array(s.utf8), file: "", line: 0)
-        return try sub.readConcreteBytesToEnd()
+        try scan(s, file: "", line: 0) { (sub) throws(TranscriptParseError) in try sub.readConcreteBytesToEnd() }
     }
 }

@@ -8,6 +8,7 @@ public struct TranscriptStatistics: Sendable, Equatable {
     public struct StatusWordCount: Sendable, Hashable {
         /// SW1-SW2, e.g. 0x9000.
         public var statusWord: UInt16
+        /// How many responses ended with ``statusWord``.
         public var count: Int
     }
 
@@ -68,9 +69,13 @@ public struct TranscriptStatistics: Sendable, Equatable {
     }
 
     // The running state of ``add(_:)``.
+    // The unanswered command's offset per channel; the lines with no channel (most transcripts)
+    // have their own slot, so the common case hashes nothing.
     private var pending: [String: TranscriptOffset?] = [:]
+    private var pendingWithoutChannel: TranscriptOffset??
     private var eventIndex: [String: Int] = [:]
-    private var swCounts: [UInt16: Int] = [:]
+    /// Answers per status word, indexed by SW1-SW2 (allocated at the first one).
+    private var swCounts: [Int] = []
     private var swOrder: [UInt16] = []
     private var first: Duration?
     private var last: Duration?
@@ -93,29 +98,41 @@ public struct TranscriptStatistics: Sendable, Equatable {
         records += 1
         let key = r.channel ?? ""
         if !channels.contains(key) { channels.append(key) }
-        if let o = r.offset?.duration {
+        let offset = r.offset?.duration
+        if let o = offset {
             first = first.map { min($0, o) } ?? o
             last = last.map { max($0, o) } ?? o
         }
         if let p = r.entry.payload, p.containsWildcard { wildcardLines += 1 }
         func answered() {
-            if let started = pending.removeValue(forKey: key), let s = started?.duration, let e = r.offset?.duration {
+            let started: TranscriptOffset??
+            if let channel = r.channel {
+                started = pending.removeValue(forKey: channel)
+            } else {
+                started = pendingWithoutChannel
+                pendingWithoutChannel = nil
+            }
+            if let started, let s = started?.duration, let e = offset {
                 exchangeTimes.append(e - s)
             }
         }
         switch r.entry {
         case .transmit(.outgoing, let b), .control(_, .outgoing, let b):
-            if pending[key] != nil { unanswered += 1 }
             if case .transmit = r.entry { transmitCommands += 1 } else { controlCommands += 1 }
             if b.containsRedaction { redactedCommands += 1 }
             bytesSent += b.count
-            pending[key] = .some(r.offset)
+            if let channel = r.channel {
+                if pending.updateValue(r.offset, forKey: channel) != nil { unanswered += 1 }
+            } else {
+                if pendingWithoutChannel != nil { unanswered += 1 }
+                pendingWithoutChannel = .some(r.offset)
+            }
         case .transmit(.incoming, let b), .control(_, .incoming, let b):
             bytesReceived += b.count
-            if case .transmit = r.entry, let bytes = b.bytes, bytes.count >= 2 {
-                let sw = UInt16(bytes[bytes.count - 2]) << 8 | UInt16(bytes[bytes.count - 1])
-                if swCounts[sw] == nil { swOrder.append(sw) }
-                swCounts[sw, default: 0] += 1
+            if case .transmit = r.entry, let sw = b.trailingStatusWord {
+                if swCounts.isEmpty { swCounts = [Int](repeating: 0, count: 1 << 16) }
+                if swCounts[Int(sw)] == 0 { swOrder.append(sw) }
+                swCounts[Int(sw)] += 1
             }
             answered()
         case .failure:
@@ -146,11 +163,12 @@ public struct TranscriptStatistics: Sendable, Equatable {
     /// Completes the counts after the last record: commands still waiting count as unanswered,
     /// status words are ordered, the span is set.
     public mutating func finish() {
-        unanswered += pending.count
+        unanswered += pending.count + (pendingWithoutChannel == nil ? 0 : 1)
         pending = [:]
+        pendingWithoutChannel = nil
         statusWords = swOrder.enumerated()
-            .sorted { (swCounts[$0.element]!, -$0.offset) > (swCounts[$1.element]!, -$1.offset) }
-            .map { StatusWordCount(statusWord: $0.element, count: swCounts[$0.element]!) }
+            .sorted { (swCounts[Int($0.element)], -$0.offset) > (swCounts[Int($1.element)], -$1.offset) }
+            .map { StatusWordCount(statusWord: $0.element, count: swCounts[Int($0.element)]) }
         if let first, let last { span = last - first }
     }
 }

@@ -28,6 +28,7 @@ public struct TranscriptWriteError: CodedError {
     /// What went wrong and what to do.
     public var reason: String
 
+    /// An error of `code` on the file at `path`, with the POSIX errno when a system call failed.
     public init(code: Code, path: String, errorNumber: Int32? = nil, reason: String) {
         self.code = code
         self.path = path
@@ -69,14 +70,15 @@ struct LineValidator {
     /// The line's text (without LF) once it passes.
     mutating func check(_ line: TranscriptLine) throws(TranscriptWriteError) -> String {
         let text = line.serialized()
-        var scanner = TextScanner(Array(text.utf8), file: fileName, line: nextLineNumber)
         do {
-            try scanner.checkCharacters()
-            if text.hasPrefix("#") {
-                throw TranscriptParseError(code: .misplacedHeader, file: fileName, line: nextLineNumber, column: 1,
-                                           reason: "a body line may not start with '#'")
+            let parsed = try TextScanner.scan(text, file: fileName, line: nextLineNumber) { (scanner) throws(TranscriptParseError) in
+                try scanner.checkCharacters()
+                if text.hasPrefix("#") {
+                    throw TranscriptParseError(code: .misplacedHeader, file: fileName, line: nextLineNumber, column: 1,
+                                               reason: "a body line may not start with '#'")
+                }
+                return try scanner.parseBodyLine()
             }
-            let parsed = try scanner.parseBodyLine()
             guard parsed == line else {
                 throw TranscriptParseError(code: .badSpacing, file: fileName, line: nextLineNumber, column: 1,
                                            reason: "the line would read back differently (leading spaces or a malformed value): '\(text)'")

@@ -116,7 +116,7 @@ func benchmarkEmulationTurnaround(environment: TestEnvironment, count: Int) {
                 var exchanged = 0
                 for await event in session.eventStream {
                     if case .apduExchanged = event { exchanged += 1 }
-                    if case .fieldStateChanged(let info) = event, info.state == .fieldAbsent { break }
+                    if case .fieldStateChanged(let info) = event, info == .fieldAbsent { break }
                 }
                 return exchanged
             }

@@ -71,7 +71,7 @@ extension SharedReader {
                 CredentialSessionOptions(credentials: [credential], emulationBackend: backend, authorizer: PolicyAuthorizer.approveAll))
             let events = Task {
                 await collectEvents(session.eventStream) {
-                    if case .fieldStateChanged(let info) = $0 { return info.state == .fieldAbsent }
+                    if case .fieldStateChanged(let info) = $0 { return info == .fieldAbsent }
                     return false
                 }
             }

@@ -116,7 +116,7 @@ import Testing
 
             """#),
         Refusal(kind: "choice of terminal scripts", arguments: ["simulate", "--terminal", "ios"], error: #"""
-            secbridge: error: unknown terminal script 'ios'; use one of android-t4t-read, android11-t4t-read, android-t4t-write, ios-t4t-read, emv-payment, access-control, android-t4t-recording, ios-t4t-recording
+            secbridge: error: unknown terminal script 'ios'; use one of android-t4t-read, android11-t4t-read, android-t4t-write, ios-t4t-read, emv-payment, access-control, android-t4t-recording, ios-t4t-recording, android-beam-p2p
             USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process] [--json]
             Run 'secbridge simulate --help' for more information.
 
@@ -692,7 +692,7 @@ import Testing
               --tag-uri <URI>        A Type 2 tag's content: an NDEF URI record (default: an empty NDEF message).
               --tag-text <TEXT>      A Type 2 tag's content: an NDEF text record (language en).
               --tag-key <HEX12>      A MIFARE Classic tag's key A and key B for every sector: 6 bytes of hex (default FF FF FF FF FF FF). Also env:NAME, file:PATH or - (one line of standard input): keeps it out of the process list.
-              --terminal <SCRIPT>    Place a terminal, a model of a reader (android-t4t-read, android11-t4t-read, android-t4t-write, ios-t4t-read, emv-payment, access-control; docs/terminal-models.md) or a recording (android-t4t-recording, ios-t4t-recording).
+              --terminal <SCRIPT>    Place a terminal, a model of a reader (android-t4t-read, android11-t4t-read, android-t4t-write, ios-t4t-read, emv-payment, access-control, android-beam-p2p; docs/terminal-models.md) or a recording (android-t4t-recording, ios-t4t-recording).
               --timeout <SECONDS>    Stop after SECONDS (at most 86400) instead of waiting for Ctrl-C.
               --time-scale <FACTOR>  Wall-clock seconds per simulated second, above 0.002 and at most 1 (default 1, real time; 0.01: a 5 s MCU timeout takes 50 ms).
               --in-process           Run the readers in this process (no pcscd); `send a|b HEX` on standard input.
@@ -748,7 +748,10 @@ import Testing
             With --keep, emulation continues for further terminals until the window ends: the
             target is armed again 250 ms after each release. The reader's settings (PICC polling,
             RF field) are restored at the end, on every exit path: after Ctrl-C, errors, and when
-            the window ends while the target waits for a terminal.
+            the window ends while the target waits for a terminal. A phone that leaves in the
+            middle of reading a Type 4 Tag's NDEF file is served again when it comes back within
+            the window, and an activation that is no ISO-DEP reader (a peer-to-peer initiator's
+            ATR_REQ) is reported and the target armed again.
 
             Readers that cannot emulate (not ACR122-class, the ACR1252U family, escape commands not
             enabled in the CCID driver) fail with the reason and what to do. At the end a

@@ -115,13 +115,16 @@ struct SessionTests {
         for _ in 0..<8 {
             guard let event = await events.next() else { break }
             switch event {
-            case .fieldStateChanged(let info): seen.append(info.state.rawValue)
+            case .fieldStateChanged(let info): seen.append(info.rawValue)
+            case .fieldObserved(let info): seen.append("observed \(info.state)")
             case .apduExchanged(let command, let response): seen.append("\(command.hexString) → \(response.hexString)")
             default: seen.append("\(event)")
             }
             if seen.last == "fieldAbsent" { break }
         }
-        #expect(seen == ["fieldPresent", "00 A4 04 00 07 D2 76 00 00 85 01 01 00 → 90 00", "fieldAbsent"])
+        #expect(seen == [
+            "fieldPresent", "observed fieldPresent", "00 A4 04 00 07 D2 76 00 00 85 01 01 00 → 90 00", "fieldAbsent",
+        ])
         await h.session.invalidate()
     }
 
@@ -197,7 +200,12 @@ struct SessionTests {
             if case .sessionInvalidated = $0 { return true }
             return false
         }
-        #expect(event == .sessionInvalidated(reason: .wiredIdleTimeout(.seconds(15))))
+        guard case .sessionInvalidated(let reason) = event else {
+            Issue.record("no sessionInvalidated: \(String(describing: event))")
+            return
+        }
+        #expect(reason.code == .sessionInvalidated)
+        #expect(reason.invalidation == .wiredIdleTimeout(.seconds(15)))
         #expect(await events.next() == nil, "the stream finishes after sessionInvalidated")
         #expect(await h.session.state == .invalid)
         await #expect(throws: CredentialSessionError(.sessionInvalidated, "")) { try await h.session.listCredentials() }

@@ -180,7 +180,7 @@ struct StateMachineTests {
         let actions = m.invalidate(reason: .invalidatedByClient)
         #expect(actions == [
             .stopEmulation, .closeSecureElement(credentialA),
-            .emit(.sessionInvalidated(reason: .invalidatedByClient)), .finishSession,
+            .emit(.sessionInvalidated(reason: InvalidationReason.invalidatedByClient.errorCode)), .finishSession,
         ])
         #expect(m.invalidate(reason: .invalidatedByClient) == [], "invalidate is idempotent")
     }
@@ -263,7 +263,10 @@ struct DeadlineTests {
         m.recordTransceive(now: .seconds(10))
         #expect(m.advance(to: .seconds(24.9)) == [])
         let actions = m.advance(to: .seconds(25))
-        #expect(actions.contains(.emit(.sessionInvalidated(reason: .wiredIdleTimeout(.seconds(15))))))
+        #expect(actions.contains { action in
+            if case .emit(.sessionInvalidated(let reason)) = action { return reason.invalidation == .wiredIdleTimeout(.seconds(15)) }
+            return false
+        })
         #expect(actions.last == .finishSession)
         #expect(m.state == .invalid)
     }

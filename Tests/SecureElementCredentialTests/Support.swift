@@ -46,9 +46,9 @@ func nextEvent(
 }
 
 /// Whether an event is a field state change to `state`.
-func isField(_ state: FieldStateInfo.State) -> (CredentialSessionEvent) -> Bool {
+func isField(_ state: CredentialSession.NFCFieldInformation) -> (CredentialSessionEvent) -> Bool {
     { event in
-        if case .fieldStateChanged(let info) = event { return info.state == state }
+        if case .fieldStateChanged(let info) = event { return info == state }
         return false
     }
 }
