@@ -99,7 +99,7 @@ public final class CardSecureElement: SecureElement {
     }
 
     /// Connects the card (SCardConnect through `connector`). Idempotent.
-    /// - Throws: `resourceUnavailable` when the card or reader is busy or gone (sharing violation, no card, removed card), `instanceDoesNotExist` otherwise.
+    /// - Throws: `resourceUnavailable` when the card or reader is busy or gone (sharing violation, no card, removed card), `secureElementChanged` when SCardConnect outlived ``callBound``, `instanceDoesNotExist` otherwise.
     public func open() async throws(CredentialSessionError) {
         let box = self.box
         let connector = self.connector
