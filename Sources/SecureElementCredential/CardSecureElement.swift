@@ -78,9 +78,12 @@ public final class CardSecureElement: SecureElement {
     }
 
     /// The card in the PC/SC reader `readerName`, connected SHARED with T=0 or T=1.
-    /// - Parameter client: how to reach the reader: pcsc-lite by default, or in process.
-    /// - Parameter callBound: the bound on each call (``callBound``).
-    /// - Parameter clock: what the bound is measured on.
+    /// - Parameters:
+    ///   - readerName: the PC/SC reader holding the card.
+    ///   - resolveStatusWordsLocally: see ``resolveStatusWordsLocally``.
+    ///   - client: how to reach the reader: pcsc-lite by default, or in process.
+    ///   - callBound: the bound on each call (``callBound``).
+    ///   - clock: what the bound is measured on.
     public static func pcsc(
         readerName: String, resolveStatusWordsLocally: Bool = false, client: any PCSCClient = PCSCLiteClient(),
         callBound: Duration = CardSecureElement.defaultCallBound, clock: any SessionClock = ContinuousSessionClock()
