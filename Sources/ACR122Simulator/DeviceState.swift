@@ -131,6 +131,8 @@ final class DeviceState: @unchecked Sendable {
     var buzzerOnDetection = true
     var led: UInt8 = 0
     var atr: [UInt8]?
+    /// The card pcscd powered up (IFDHPowerICC), while its ATR stands.
+    var poweredPeer: ActivatedPeer?
     var negotiatedProtocol: UInt?
     var pendingGetResponse: [UInt8]?
     var lateRepliesArmed = 0
@@ -213,6 +215,51 @@ final class DeviceState: @unchecked Sendable {
         return candidates(world: world, uid: []).first ?? polledOtherFamily(world: world)
     }
 
+    /// Presence as the driver reports it to pcscd's poll (IFDHICCPresence), kept consistent with
+    /// what a transmit finds (docs/acr122-pn532.md §8):
+    /// - the card pcscd powered is still the chip's first initiator target: present;
+    /// - it is still in the field but the chip let it go and holds no other role (InRelease from
+    ///   `reset` or the end of a PN532 session, RF off): present, and the next transmit
+    ///   activates it again (``resumePoweredSession(world:)``), as the MCU reaches the card;
+    /// - it left the field (taken away, maybe swapped for another between two polls), or the chip
+    ///   now serves another target or acts as a target itself: absent once, and its power session
+    ///   ends, as a removal; the next poll reports what is in the field, which pcscd powers up
+    ///   afresh (pcsc-lite eventhandler.c: only an absent → present change powers a card up).
+    /// Without that, pcscd would see "present" for ever while every transmit answered "no card".
+    func reportsCardPresent(world: FieldWorld) -> Bool {
+        if atr != nil && !holdsPoweredCard(world: world) {
+            guard canResumePoweredSession(world: world) else {
+                powerDown(world: world)
+                return false
+            }
+            return piccParameter & 0x80 != 0
+        }
+        return presentCard(world: world) != nil
+    }
+
+    /// Whether the powered card is still the chip's first initiator target, in the field.
+    func holdsPoweredCard(world: FieldWorld) -> Bool {
+        guard let powered = poweredPeer, case .initiator(let targets) = role, let first = targets.first else { return false }
+        return first.peer.isSame(as: powered) && stillPresent(first.peer, world: world)
+    }
+
+    /// Whether the powered card is in the field while the chip holds no role: a transmit reaches it.
+    func canResumePoweredSession(world: FieldWorld) -> Bool {
+        guard let powered = poweredPeer, case .idle = role else { return false }
+        return stillPresent(powered, world: world)
+    }
+
+    /// Activates the powered card again as target 1 when the chip let it go and it is still in
+    /// the field (``canResumePoweredSession(world:)``); the card's own session (an ISO-DEP
+    /// selection, a MIFARE authentication) starts afresh, as after any activation.
+    func resumePoweredSession(world: FieldWorld) {
+        guard canResumePoweredSession(world: world), let powered = poweredPeer else { return }
+        var target = activate(powered, number: 1, world: world)
+        target.isoDEP = target.isoDEP || isISODEPCapable(powered)
+        role = .initiator([target])
+        rfOn = true
+    }
+
     /// Peers InListPassiveTarget could activate: cards and tags in the field, and other readers
     /// waiting in TgInitAsTarget.
     func candidates(world: FieldWorld, uid: [UInt8]) -> [ActivatedPeer] {
@@ -255,6 +302,7 @@ final class DeviceState: @unchecked Sendable {
         rfOn = true
         let built = Self.atr(for: peer, personality: personality)
         atr = built
+        poweredPeer = peer
         negotiatedProtocol = nil
         pendingGetResponse = nil
         lock.broadcast()
@@ -263,6 +311,7 @@ final class DeviceState: @unchecked Sendable {
 
     func powerDown(world: FieldWorld) {
         atr = nil
+        poweredPeer = nil
         negotiatedProtocol = nil
         pendingGetResponse = nil
         // A pseudo-card is no target of the PN532: what the chip listed stays listed.

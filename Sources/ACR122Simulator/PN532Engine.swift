@@ -388,7 +388,15 @@ extension DeviceState {
     }
 
     /// InDeselect (44), InRelease (52), InSelect (54) for `target` (0 = all) → status.
+    ///
+    /// InRelease while the chip is a target (waiting, activated or released) ends the target role:
+    /// the emulation stops and no initiator sees it any more. libnfc relies on this to leave target
+    /// mode (pn53x_idle sends InRelease 00 for a device in target mode; docs/acr122-pn532.md §5e).
     func deselectReleaseSelect(_ command: UInt8, target: UInt8, world: FieldWorld) -> UInt8 {
+        if command == 0x52, case .target = role {
+            leaveRoles(world: world)
+            return 0x00
+        }
         guard case .initiator(var targets) = role else { return target == 0 ? 0x00 : 0x27 }
         let indices = targets.indices.filter { target == 0 || targets[$0].number == target }
         guard !indices.isEmpty || target == 0 else { return 0x27 }

@@ -26,6 +26,7 @@ extension DeviceState {
         if personality.pseudoCardATR != nil {
             return try pseudoCardTransmit(command, world: world, lock: lock)
         }
+        resumePoweredSession(world: world)
         if case .initiator(let targets) = role, let first = targets.first, !stillPresent(first.peer, world: world) {
             throw IFDError.noCard
         }

@@ -91,6 +91,16 @@ public final class SimulatedACR122U: IFDDevice {
 
     // MARK: IFDDevice
 
+    /// What the next presence poll would report, without ending a lost power session as the
+    /// poll does (``isCardPresent()``): for the control socket's `status`, which must not take
+    /// pcscd's one "absent" away.
+    public var cardWouldBeReportedPresent: Bool {
+        field.lock.withLock { world in
+            guard state.atr != nil, !state.holdsPoweredCard(world: world) else { return state.presentCard(world: world) != nil }
+            return state.canResumePoweredSession(world: world) && state.piccParameter & 0x80 != 0
+        }
+    }
+
     public func isCardPresent() -> Bool {
         field.lock.withLock { world in state.reportsPresence(world: world) }
     }

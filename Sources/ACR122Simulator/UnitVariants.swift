@@ -6,7 +6,7 @@ extension DeviceState {
     /// Whether the driver reports a card present: a pseudo-card always, else the card automatic
     /// polling found (none on a clone).
     func reportsPresence(world: FieldWorld) -> Bool {
-        personality.pseudoCardATR != nil || presentCard(world: world) != nil
+        personality.pseudoCardATR != nil || reportsCardPresent(world: world)
     }
 
     /// Powers the pseudo-card up: its ATR, with no tag activated and the PN532 untouched; nil when

@@ -52,6 +52,10 @@ public final class VirtualCard: Sendable {
     /// Whether the vicc process is alive.
     public var isRunning: Bool { state.withLock { $0.child.map { !$0.hasExited } ?? false } }
 
+    /// vicc's process id while it runs, else nil: tests stop it with SIGSTOP to stage a card that
+    /// stops answering inside SCardTransmit (vpcd then waits for its answer), and SIGCONT it after.
+    public var processIdentifier: Int32? { state.withLock { $0.child.flatMap { $0.hasExited ? nil : $0.pid } } }
+
     /// The ATR the card presented when it last appeared, e.g. `3B 95 13 81 01 80 73 FF 01 00 0B`.
     public var atr: [UInt8]? { state.withLock { $0.atr } }
 

@@ -139,6 +139,8 @@ package final class CardSession {
             }
         } catch where error == .noSmartcard {
             throw .failure("no card in '\(reader)': \(describe(error))")
+        } catch where readerIsUnavailable(reader, context: context) {
+            throw .failure(readerUnavailableMessage(reader))
         } catch {
             throw .failure("could not connect to '\(reader)': \(describe(error))")
         }

@@ -55,7 +55,9 @@ extension SecbridgeCLI {
             var seen = 0
             for await event in monitor.events {
                 let elapsed = ContinuousClock.now - start
-                recorder?.record(event)
+                // An event the file cannot take ends the monitor (shown, then exit 1): a recording
+                // with a silent hole would look complete.
+                let recorded = recorder?.record(event) ?? true
                 if json {
                     var members: [(String, JSONValue)] = [("event", .string(event.kind))]
                     members.append(("reader", event.reader.map { .string($0) } ?? .null))
@@ -67,6 +69,7 @@ extension SecbridgeCLI {
                     console.out(event.description + "\n")
                 }
                 seen += 1
+                if !recorded { break }
                 if let count, seen >= count { break }
             }
             done.signal()
@@ -89,6 +92,11 @@ extension SecbridgeCLI {
         monitor.stop()
         task.cancel()
         recorder?.finish()
+        if recorder?.stoppedBy != nil {
+            // The error line came when the write failed; this says what the file holds.
+            console.err("secbridge: error: monitoring stopped: the recording holds every event before the one it could not take\n")
+            return exitFailure
+        }
         return exitSuccess
     }
 

@@ -1,5 +1,6 @@
 import ISO7816
 import PCSC
+import Synchronization
 import Transcript
 
 #if canImport(Glibc)
@@ -51,18 +52,28 @@ package struct TranscriptRecording {
     }
 }
 
-/// Writes ``ReaderEvent``s as transcript `event` lines.
+/// Writes ``ReaderEvent``s as transcript `event` lines, until the first line that cannot be
+/// written (a full disk): that failure is reported once through `failure`, kept in
+/// ``stoppedBy``, and every later event is no longer written (the file keeps every whole line
+/// before; ``record(_:)`` returns false from then on so that the command can stop).
 package final class EventRecording: Sendable {
     package let writer: TranscriptWriter
     package let recorder: TranscriptRecorder
     package let failure: @Sendable (TranscriptWriteError) -> Void
+    private let stopped = Mutex<TranscriptWriteError?>(nil)
     package init(writer: TranscriptWriter, recorder: TranscriptRecorder, failure: @escaping @Sendable (TranscriptWriteError) -> Void) {
         self.writer = writer
         self.recorder = recorder
         self.failure = failure
     }
 
-    package func record(_ event: ReaderEvent) {
+    /// The write failure that stopped the recording; nil while it runs.
+    package var stoppedBy: TranscriptWriteError? { stopped.withLock { $0 } }
+
+    /// Writes `event`; returns false when it was not written (this time or earlier).
+    @discardableResult
+    package func record(_ event: ReaderEvent) -> Bool {
+        guard stoppedBy == nil else { return false }
         let kind: TranscriptEventKind
         let attributes: [TranscriptAttribute]
         switch event {
@@ -81,9 +92,13 @@ package final class EventRecording: Sendable {
         }
         do {
             try recorder.recordEvent(kind, attributes)
+            return true
         } catch {
-            // The file can no longer be written: say so once per event rather than lose it silently.
+            // The file can no longer be written: said once, and the caller stops rather than
+            // leave a silent hole in the file.
+            stopped.withLock { $0 = error }
             failure(error)
+            return false
         }
     }
 

@@ -173,9 +173,17 @@ extension SecbridgeCLI {
                 path: path,
                 header: TranscriptRecording.header(reader: reader, atr: nil, transmissionProtocol: .undefined, command: "emulate"))
         }
-        let recorder = recording.map { TranscriptRecorder(sink: $0) }
-        defer { try? recording?.close() }
         let console = invocation.console
+        // A recording that cannot be written (a full disk) stops with an error; the emulation and
+        // the reader's restore go on, and the exit status says the recording is incomplete.
+        let recordPath = invocation.arguments.value("record") ?? ""
+        let stoppingSink = recording.map { writer in
+            StoppingTranscriptSink(writer) { error in
+                console.err("secbridge: error: cannot record to '\(recordPath)': \(error.reason); the recording stopped, the emulation goes on\n")
+            }
+        }
+        let recorder = stoppingSink.map { TranscriptRecorder(sink: $0) }
+        defer { try? recording?.close() }
         let approve = invocation.arguments.has("yes")
         let keep = invocation.arguments.has("keep")
         installInterruptHandler()
@@ -195,7 +203,13 @@ extension SecbridgeCLI {
             EmulateReport.print(.failure((error as? CLIError)?.message ?? "\(error)"), json: true, on: console)
             throw error
         }
-        let status = served.succeeded ? exitSuccess : exitFailure
+        let recordingFailure = stoppingSink?.failure
+        let status = served.succeeded && recordingFailure == nil ? exitSuccess : exitFailure
+        if let recordingFailure {
+            // The reader was restored already: said here rather than thrown, so that no second restore runs.
+            let message = "the recording to '\(recordPath)' is incomplete: \(recordingFailure.reason)"
+            if json { EmulateReport.print(.failure(message), json: true, on: console) } else { console.err("secbridge: error: \(message)\n") }
+        }
         EmulateReport.print(.end(commands: served.exchangeCount, status: status), json: json, on: console)
         return status
     }
@@ -223,7 +237,14 @@ extension SecbridgeCLI {
             return (channel, { try? handle.disconnect(.leave); try? context.release() })
         }
         if case .unsupported(let reason, _) = backend.support {
-            throw CLIError.failure("\(reader) cannot emulate a card: \(reason)")
+            // An unplugged reader answers no escape command either: say what is really wrong.
+            // (A PC/SC call: on the executor's thread, not Swift's shared pool.)
+            let unavailable = (try? await executor.run { () throws -> Bool in
+                let context = try client.establishContext()
+                defer { try? context.release() }
+                return readerIsUnavailable(reader, context: context)
+            }) ?? false
+            throw CLIError.failure(unavailable ? readerUnavailableMessage(reader) : "\(reader) cannot emulate a card: \(reason)")
         }
         // Approved: card emulation changes the reader's settings next (PICC parameter, RF, MCU timeout).
         let authorizer = PolicyAuthorizer { request in
@@ -475,6 +496,7 @@ extension SecbridgeCLI {
         }
         if usePN532 { ReaderCleanup.track(reader) }
         if !usePN532 && !withCard.contains(reader) {
+            if readerIsUnavailable(reader, context: context, waitingUpTo: .zero) { throw CLIError.failure(readerUnavailableMessage(reader)) }
             throw CLIError.failure("no card in '\(reader)': place a card or phone on the reader\(ACR122Detection.nameSuggestsACR122(reader) ? ", or use --pn532 to poll with PN532 commands" : "")")
         }
         // A PC/SC part 3 storage card: the reader's pseudo-APDUs instead of ISO 7816-4 (StorageCardCommands.swift).
@@ -535,7 +557,7 @@ extension SecbridgeCLI {
         }
         let isACR122 = ACR122Detection.nameSuggestsACR122(reader)
         let log = ExchangeLog()
-        let (outcome, exchanges) = try readerSessionErrorsExplained(reader, unitNote: unitNote) { () throws in
+        let (outcome, exchanges) = try readerSessionErrorsExplained(reader, unitNote: unitNote, context: context) { () throws in
             do {
                 return try awaitResult("the reader session", timeout: .seconds(60)) {
             try await session.run { session -> Outcome in
@@ -664,7 +686,9 @@ extension SecbridgeCLI {
     /// transaction that could not begin (another program holds one).
     /// With `unitNote` (the read fell back to the PN532 path on a clone or a Touchatag-era unit),
     /// a session that found no card says why that path was taken.
-    static func readerSessionErrorsExplained<T>(_ reader: String, unitNote: String? = nil, _ body: () throws -> T) throws -> T {
+    static func readerSessionErrorsExplained<T>(
+        _ reader: String, unitNote: String? = nil, context: (any PCSCClientContext)? = nil, _ body: () throws -> T
+    ) throws -> T {
         do {
             return try body()
         } catch let error as CredentialSessionError {
@@ -672,6 +696,9 @@ extension SecbridgeCLI {
                 throw CLIError.failure("\(error.reason) (\(unitNote))")
             }
             guard case .pcsc(let code, _)? = error.cause else { throw error }
+            if let context, code != PCSCError.noSmartcard.code, readerIsUnavailable(reader, context: context) {
+                throw CLIError.failure(readerUnavailableMessage(reader))
+            }
             if code == PCSCError.sharingViolation.code {
                 throw CLIError.failure("could not connect to '\(reader)': \(describe(PCSCError(code: code, function: "SCardConnect")))")
             }
@@ -686,6 +713,9 @@ extension SecbridgeCLI {
     /// (``cardChange(_:reader:cardIsGone:recorded:again:)``, the reader asked through `context`).
     static func explainReadFailure(_ error: any Error, reader: String, context: any PCSCClientContext, recorded: Bool) -> String {
         let cause = (error as? CredentialSessionError)?.cause ?? UnderlyingCause(error)
+        if case .pcsc(let code, _) = cause, code != PCSCError.noSmartcard.code, readerIsUnavailable(reader, context: context) {
+            return readerUnavailableMessage(reader)
+        }
         guard case .pcsc(let code, _) = cause,
               let changed = cardChange(code, reader: reader, cardIsGone: { cardLeft(reader, context: context) }, recorded: recorded, again: "read")
         else { return "\(error)" }

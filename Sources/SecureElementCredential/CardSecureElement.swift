@@ -1,6 +1,9 @@
 import ISO7816
 import PCSC
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Holds a `CardChannel` that only the executor's thread touches.
 final class ChannelBox: @unchecked Sendable {
@@ -18,6 +21,13 @@ final class ChannelBox: @unchecked Sendable {
 /// Le = XX) are resolved here with `ISO7816Transport`, for terminals that do not.
 ///
 /// Blocking calls run on the element's own `BlockingExecutor` thread, never on the shared pool.
+///
+/// Every call is bounded by ``callBound`` (40 s, or `SECBRIDGE_CALL_TIMEOUT` seconds): pcsc-lite's
+/// SCardTransmit has no timeout of its own, and a card that stops answering would hold the
+/// terminal for the whole emulation window. A call that outlives the bound throws
+/// `secureElementChanged` naming the bound (the terminal's command is answered 6F 00 and the
+/// session reports it); until the blocked call returns, later calls throw the same at once, and
+/// ``close()`` releases the connection after it without waiting.
 public final class CardSecureElement: SecureElement {
     /// Opens the channel (runs on the executor thread); returns it and a closure that releases it.
     public typealias Connector = @Sendable () throws -> (channel: any CardChannel, close: @Sendable () -> Void)
@@ -26,29 +36,62 @@ public final class CardSecureElement: SecureElement {
     public let secureElementDescription: String
     /// Whether 61xx (GET RESPONSE) and 6Cxx (repeat with Le = xx) are resolved here (ISO/IEC 7816-4 §5.3.4) instead of passed to the terminal.
     public let resolveStatusWordsLocally: Bool
+    /// The longest a call to the card (SCardConnect, SCardTransmit, SCardDisconnect) may take.
+    public let callBound: Duration
+    private let clock: any SessionClock
     private let connector: Connector
     private let executor: BlockingExecutor
     private let box = ChannelBox()
+    /// Why the element is unusable while a call that outlived the bound still blocks its thread.
+    private let stalled = StallFlag()
 
     /// A secure element on the card `connector` opens.
     /// - Parameters:
     ///   - description: for messages.
     ///   - resolveStatusWordsLocally: see ``resolveStatusWordsLocally``.
     ///   - executor: the thread the PC/SC calls run on; nil makes one.
+    ///   - callBound: the bound on each call (default ``defaultCallBound``).
+    ///   - clock: what the bound is measured on (tests pass a `VirtualSessionClock`).
     ///   - connector: opens the channel (SCardConnect), on the executor thread.
-    public init(description: String, resolveStatusWordsLocally: Bool = false, executor: BlockingExecutor? = nil, connector: @escaping Connector) {
+    public init(
+        description: String, resolveStatusWordsLocally: Bool = false, executor: BlockingExecutor? = nil,
+        callBound: Duration = CardSecureElement.defaultCallBound, clock: any SessionClock = ContinuousSessionClock(),
+        connector: @escaping Connector
+    ) {
         self.secureElementDescription = description
         self.resolveStatusWordsLocally = resolveStatusWordsLocally
+        self.callBound = callBound
+        self.clock = clock
         self.connector = connector
         self.executor = executor ?? BlockingExecutor(name: "secure element \(description)")
     }
 
+    /// 40 s, or the whole seconds (1…3600) of the environment variable `SECBRIDGE_CALL_TIMEOUT`,
+    /// the bound the `secbridge` binaries put on every blocking PC/SC call. (The binaries refuse
+    /// any other value of the variable before a command runs; here it counts as unset.)
+    public static var defaultCallBound: Duration { callBound(fromEnvironment: getenv("SECBRIDGE_CALL_TIMEOUT").map { String(cString: $0) }) }
+
+    /// ``defaultCallBound`` for the value `value` of `SECBRIDGE_CALL_TIMEOUT` (nil: unset).
+    public static func callBound(fromEnvironment value: String?) -> Duration {
+        guard let value, let seconds = Int(value), (1...3600).contains(seconds) else { return .seconds(40) }
+        return .seconds(seconds)
+    }
+
     /// The card in the PC/SC reader `readerName`, connected SHARED with T=0 or T=1.
-    /// - Parameter client: how to reach the reader: pcsc-lite by default, or in process.
+    /// - Parameters:
+    ///   - readerName: the PC/SC reader holding the card.
+    ///   - resolveStatusWordsLocally: see ``resolveStatusWordsLocally``.
+    ///   - client: how to reach the reader: pcsc-lite by default, or in process.
+    ///   - callBound: the bound on each call (``callBound``).
+    ///   - clock: what the bound is measured on.
     public static func pcsc(
-        readerName: String, resolveStatusWordsLocally: Bool = false, client: any PCSCClient = PCSCLiteClient()
+        readerName: String, resolveStatusWordsLocally: Bool = false, client: any PCSCClient = PCSCLiteClient(),
+        callBound: Duration = CardSecureElement.defaultCallBound, clock: any SessionClock = ContinuousSessionClock()
     ) -> CardSecureElement {
-        CardSecureElement(description: "PC/SC card in \(readerName)", resolveStatusWordsLocally: resolveStatusWordsLocally) {
+        CardSecureElement(
+            description: "PC/SC card in \(readerName)", resolveStatusWordsLocally: resolveStatusWordsLocally,
+            callBound: callBound, clock: clock
+        ) {
             let context = try client.establishContext()
             let handle = try context.connect(to: readerName, share: .shared, protocols: .any)
             return (handle, {
@@ -59,13 +102,13 @@ public final class CardSecureElement: SecureElement {
     }
 
     /// Connects the card (SCardConnect through `connector`). Idempotent.
-    /// - Throws: `resourceUnavailable` when the card or reader is busy or gone (sharing violation, no card, removed card), `instanceDoesNotExist` otherwise.
+    /// - Throws: `resourceUnavailable` when the card or reader is busy or gone (sharing violation, no card, removed card), `secureElementChanged` when SCardConnect outlived ``callBound``, `instanceDoesNotExist` otherwise.
     public func open() async throws(CredentialSessionError) {
         let box = self.box
         let connector = self.connector
         let description = secureElementDescription
         do {
-            try await executor.run {
+            try await bounded("SCardConnect") {
                 guard box.channel == nil else { return }
                 let (channel, close) = try connector()
                 box.channel = channel
@@ -91,7 +134,7 @@ public final class CardSecureElement: SecureElement {
         let connector = self.connector
         let description = secureElementDescription
         do {
-            return try await executor.run {
+            return try await bounded("SCardTransmit of \(command.hexString)") {
                 guard let channel = box.channel else {
                     throw CredentialSessionError(.invalidCredentialState, "the card is not connected; enter wired mode first")
                 }
@@ -145,13 +188,89 @@ public final class CardSecureElement: SecureElement {
     /// Nothing: the card keeps its own state (its selection) across activations.
     public func terminalActivated() async {}
 
-    /// Releases the card (SCardDisconnect with SCARD_LEAVE_CARD). Idempotent.
+    /// Releases the card (SCardDisconnect with SCARD_LEAVE_CARD). Idempotent. While a call that
+    /// outlived ``callBound`` still blocks, the release is queued after it and this returns at once.
     public func close() async {
         let box = self.box
-        _ = try? await executor.run {
+        let release: @Sendable () -> Void = {
             box.close?()
             box.channel = nil
             box.close = nil
         }
+        // A call still blocked past its bound: the release follows it on the executor's thread.
+        if stalled.reason != nil {
+            executor.enqueue(release)
+            return
+        }
+        _ = try? await bounded("SCardDisconnect", release)
+    }
+
+    /// Runs `body` on the executor's thread, waiting at most ``callBound`` on ``clock``.
+    /// - Throws: what `body` throws; `secureElementChanged` when the bound passed first (the call
+    ///   goes on blocking the thread; the element is marked unusable until it returns) or a call
+    ///   that outlived its bound still blocks.
+    private func bounded<T: Sendable>(_ call: String, _ body: @escaping @Sendable () throws -> T) async throws -> T {
+        if let reason = stalled.reason { throw CredentialSessionError(.secureElementChanged, reason) }
+        let clock = self.clock
+        let deadline = clock.now + callBound
+        let seconds = callBound.components.seconds
+        let reason = "the card serving as secure element (\(secureElementDescription)) did not answer \(call) within \(seconds) s (the bound SECBRIDGE_CALL_TIMEOUT sets): it stopped answering, or its reader or pcscd is stuck; remove the card and put it back, or replug its reader"
+        let stalled = self.stalled
+        let pending = PendingCall<T>()
+        let executor = self.executor
+        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) -> Void in
+            pending.start(continuation)
+            let accepted = executor.enqueue {
+                let result = Result<T, any Error> { try body() }
+                // A call that returns after its bound finds nobody waiting: the element is usable again.
+                if !pending.finish(with: result) { stalled.reason = nil }
+            }
+            guard accepted else {
+                _ = pending.finish(with: .failure(CredentialSessionError(.invalidCredentialState, "the thread of \(executor.name) has been shut down")))
+                return
+            }
+            pending.arm(Task {
+                guard (try? await clock.sleep(until: deadline)) != nil else { return }
+                stalled.reason = reason
+                if !pending.finish(with: .failure(CredentialSessionError(.secureElementChanged, reason))) { stalled.reason = nil }
+            })
+        }
+    }
+}
+
+/// Why a ``CardSecureElement`` is unusable: a call that outlived its bound still blocks.
+private final class StallFlag: Sendable {
+    private let value = Mutex<String?>(nil)
+    var reason: String? {
+        get { value.withLock { $0 } }
+        set { value.withLock { $0 = newValue } }
+    }
+}
+
+/// One bounded call: whichever of its result and its bound comes first resumes the caller.
+private final class PendingCall<T: Sendable>: Sendable {
+    private let state = Mutex<(continuation: CheckedContinuation<T, any Error>?, timer: Task<Void, Never>?)>((nil, nil))
+
+    func start(_ continuation: CheckedContinuation<T, any Error>) { state.withLock { $0.continuation = continuation } }
+
+    /// Keeps the bound's timer, or cancels it when the call finished already.
+    func arm(_ timer: Task<Void, Never>) {
+        let finished = state.withLock { s -> Bool in
+            if s.continuation == nil { return true }
+            s.timer = timer
+            return false
+        }
+        if finished { timer.cancel() }
+    }
+
+    /// Resumes the caller with `result` unless it was resumed already; returns whether it was this call.
+    func finish(with result: Result<T, any Error>) -> Bool {
+        let (waiting, timer) = state.withLock { s in
+            defer { s = (nil, nil) }
+            return (s.continuation, s.timer)
+        }
+        timer?.cancel()
+        waiting?.resume(with: result)
+        return waiting != nil
     }
 }

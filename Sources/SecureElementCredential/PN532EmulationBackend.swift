@@ -33,8 +33,10 @@ final class PN532Box: @unchecked Sendable {
 ///   at all (some firmware) is the same.
 /// - `receiveCommand` / `sendResponse`: TgGetData / TgSetData; status 29 or 2B (and 25) mean the
 ///   terminal released the target; 63 00 on TgGetData means it fell silent.
-/// - `restore()`: `FF 00 51 FF 00`, so the reader polls for cards again (and `FF 00 41 01 00` when
-///   `mcuTimeout` is not one 5 s step), through `PN532.restoreReaderDefaults(_:onStep:)`.
+/// - `restore()`: InRelease 00 (`FF 00 00 00 03 D4 52 00`), which leaves the target role even when
+///   the last TgInitAsTarget was activated after the window, then `FF 00 51 FF 00`, so the reader
+///   polls for cards again (and `FF 00 41 01 00` when `mcuTimeout` is not one 5 s step), through
+///   `PN532.restoreReaderDefaults(_:onStep:)` (docs/acr122-pn532.md §5e).
 ///
 /// Every command blocks at most one MCU timeout and cannot be cancelled, so `interrupt()` does
 /// nothing: the engine stops within one step. All calls run on `executor`.
@@ -224,10 +226,13 @@ public final class PN532EmulationBackend: CardEmulationBackend {
         }
     }
 
-    /// `PN532.restoreReaderDefaults(_:onStep:)`, the one restore: PICC parameter FF, and the MCU
-    /// timeout back to one 5 s step when `prepare()` set another.
+    /// `PN532.restoreReaderDefaults(_:onStep:)`, the one restore: InRelease 00 (leaves the target
+    /// role, even when the last TgInitAsTarget was activated by another reader's polling or a late
+    /// terminal: docs/acr122-pn532.md §5e), PICC parameter FF, and the MCU timeout back to one 5 s
+    /// step when `prepare()` set another.
     public func restore() async throws {
-        let steps: ACR122RestoreSteps = mcuTimeout == .restoredDefault ? .piccParameter : [.piccParameter, .mcuTimeout]
+        let steps: ACR122RestoreSteps = mcuTimeout == .restoredDefault
+            ? [.releaseTargets, .piccParameter] : [.releaseTargets, .piccParameter, .mcuTimeout]
         _ = try await run { pn532 in try pn532.restoreReaderDefaults(steps) }
     }
 

@@ -27,6 +27,8 @@ func responseCode(_ error: IFDError) -> RESPONSECODE { RESPONSECODE(error.respon
 
 private let success = RESPONSECODE(IFD_SUCCESS)
 private let communicationError = RESPONSECODE(IFD_COMMUNICATION_ERROR)
+/// An unplugged reader's answer (control verb `unplug`), as libccid's for a removed USB device.
+private let noSuchDevice = RESPONSECODE(IFD_NO_SUCH_DEVICE)
 
 /// Copies `bytes` into a C buffer of `capacity` bytes and stores the length.
 /// - Returns: IFD_SUCCESS, or IFD_ERROR_INSUFFICIENT_BUFFER (length 0) when it does not fit.
@@ -124,6 +126,7 @@ public func IFDHSetCapabilities(_ lun: DWORD, _ tag: DWORD, _ length: DWORD,
 public func IFDHSetProtocolParameters(_ lun: DWORD, _ protocolValue: DWORD, _ flags: UInt8,
                                       _ pts1: UInt8, _ pts2: UInt8, _ pts3: UInt8) -> RESPONSECODE {
     guard let reader = ReaderTable.reader(lun) else { return communicationError }
+    if reader.binding.isUnplugged { return noSuchDevice }
     do {
         try reader.device.setProtocol(UInt(protocolValue))
         return success
@@ -138,6 +141,10 @@ public func IFDHSetProtocolParameters(_ lun: DWORD, _ protocolValue: DWORD, _ fl
 public func IFDHPowerICC(_ lun: DWORD, _ action: DWORD, _ atr: UnsafeMutablePointer<UInt8>?,
                          _ atrLength: UnsafeMutablePointer<DWORD>?) -> RESPONSECODE {
     guard let reader = ReaderTable.reader(lun) else { return communicationError }
+    if reader.binding.isUnplugged {
+        atrLength?.pointee = 0
+        return noSuchDevice
+    }
     switch action {
     case DWORD(IFD_POWER_DOWN):
         reader.device.powerDown()
@@ -171,6 +178,10 @@ public func IFDHTransmitToICC(_ lun: DWORD, _ sendPci: SCARD_IO_HEADER, _ txBuff
         rxLength?.pointee = 0
         return communicationError
     }
+    if reader.binding.isUnplugged {
+        rxLength.pointee = 0
+        return noSuchDevice
+    }
     let capacity = rxLength.pointee
     do {
         let answer = try reader.device.transmit(bytes(txBuffer, txLength))
@@ -187,6 +198,7 @@ public func IFDHTransmitToICC(_ lun: DWORD, _ sendPci: SCARD_IO_HEADER, _ txBuff
 @_cdecl("IFDHICCPresence")
 public func IFDHICCPresence(_ lun: DWORD) -> RESPONSECODE {
     guard let reader = ReaderTable.reader(lun) else { return communicationError }
+    if reader.binding.isUnplugged { return noSuchDevice }
     return RESPONSECODE(reader.device.isCardPresent() ? IFD_ICC_PRESENT : IFD_ICC_NOT_PRESENT)
 }
 
@@ -197,6 +209,7 @@ public func IFDHControl(_ lun: DWORD, _ controlCode: DWORD, _ txBuffer: UnsafeMu
                         _ bytesReturned: UnsafeMutablePointer<DWORD>?) -> RESPONSECODE {
     bytesReturned?.pointee = 0
     guard let reader = ReaderTable.reader(lun) else { return communicationError }
+    if reader.binding.isUnplugged { return noSuchDevice }
     guard controlCode <= DWORD(UInt32.max) else { return RESPONSECODE(IFD_ERROR_NOT_SUPPORTED) }
     do {
         let answer = try reader.device.control(code: UInt32(controlCode), bytes(txBuffer, txLength))

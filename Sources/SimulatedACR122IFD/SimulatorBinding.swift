@@ -10,6 +10,7 @@ final class SimulatorBinding: IFDDevice {
     let openOrder: Int
     let field: SharedField
     private let current: Mutex<(device: SimulatedACR122U, personality: String)>
+    private let unplugged = Atomic<Bool>(false)
 
     /// Builds the device with the personality `DEVICENAME` names, in the field it names.
     /// - Throws: ``ControlError`` `bad-argument` for an unknown personality.
@@ -35,6 +36,26 @@ final class SimulatorBinding: IFDDevice {
             return current.device
         }
         old.detach()
+    }
+
+    /// Whether the reader is unplugged (control verb `unplug`): every driver entry point that
+    /// reaches the device answers IFD_NO_SUCH_DEVICE until `replug`, as libccid does once the USB
+    /// device is gone (its commands.c turns libusb's "no such device" into IFD_NO_SUCH_DEVICE).
+    var isUnplugged: Bool { unplugged.load(ordering: .sequentiallyConsistent) }
+
+    /// Unplugs the reader: the device leaves its field at once (a card's session and a target end
+    /// with the power), and the driver answers as for a removed device.
+    func unplug() {
+        unplugged.store(true, ordering: .sequentiallyConsistent)
+        device.detach()
+    }
+
+    /// Plugs the reader back in: a fresh device with the same personality and firmware (LED, PICC
+    /// parameter, MCU timeout and roles at their power-up values), in the same field.
+    func replug() {
+        let (personality, name) = current.withLock { ($0.device.personality, $0.personality) }
+        switchPersonality(to: personality, named: name)
+        unplugged.store(false, ordering: .sequentiallyConsistent)
     }
 
     /// Takes the device out of its field and lets go of the field.

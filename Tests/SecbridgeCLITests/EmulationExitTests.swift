@@ -29,8 +29,9 @@ import Testing
 
 extension EmulationExitTests {
     /// Without `--keep` one terminal is served: after TgGetData's status 29 (PN532 UM0701-02
-    /// §7.3.16: the initiator released the target) the next command is the restore
-    /// (`FF 00 51 FF 00`), not another TgInitAsTarget (`D4 8C`) that would block one MCU timeout.
+    /// §7.3.16: the initiator released the target) the next command is the restore (InRelease 00,
+    /// which leaves the target role (docs/acr122-pn532.md §5e), then `FF 00 51 FF 00`), not another
+    /// TgInitAsTarget (`D4 8C`) that would block one MCU timeout.
     @Test func afterTheTerminalsReleaseTheTargetIsNotArmedAgainAndTheRestoreFollows() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
@@ -44,7 +45,7 @@ extension EmulationExitTests {
             .filter { $0.contains(" ctl 0x42000001 ") }
             .map { String($0.split(separator: " ", maxSplits: 3).last ?? "") }
         let release = try #require(controls.lastIndex(of: "< D5 87 29 90 00"), "\(controls)")
-        #expect(Array(controls[(release + 1)...].prefix(2)) == ["> FF 00 51 FF 00", "< 90 FF"], "\(controls)")
+        #expect(Array(controls[(release + 1)...].prefix(4)) == ["> FF 00 00 00 03 D4 52 00", "< D5 53 00 90 00", "> FF 00 51 FF 00", "< 90 FF"], "\(controls)")
         #expect(!controls[release...].contains { $0.hasPrefix("> FF 00 00 00") && $0.contains(" D4 8C") }, "\(controls)")
     }
 }

@@ -1,0 +1,333 @@
+import Foundation
+import PCSC
+import PCSCSandbox
+import PN53x
+import SecbridgeCLI
+import SecbridgeTools
+import SecureElementCredential
+import Testing
+import Transcript
+
+// Faults that must not lose data, hang or leave a reader behind (docs/faults.md), staged through
+// the shared private pcscd and the simulated ACR122U pair.
+
+/// A fresh directory under the temporary directory, for a test's files.
+func faultTestDirectory(_ name: String) throws -> String {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("secbridge-\(name)-\(UUID().uuidString.prefix(8))").path
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}
+
+/// `/bin/sh` arguments that run the `secbridge` binary with `arguments` under a file-size limit of
+/// `blocks` × 512 bytes (RLIMIT_FSIZE through the shell's `ulimit -f`) with SIGXFSZ ignored, so that
+/// a write past the limit fails with EFBIG as write(2) fails on a full disk: the real write path,
+/// without root or a small file system.
+func underFileSizeLimit(blocks: Int, _ arguments: [String]) throws -> [String] {
+    ["-c", "ulimit -f \(blocks) && trap '' XFSZ && exec \"$@\"", "sh", try secbridgeBinary().path] + arguments
+}
+
+/// `emulate` of uri-tag.json on `reader`, run in this process through the shared pcscd with the
+/// card-emulation window shrunk to 3 s (time scale 0.05): exit status, standard output and error.
+func emulateInProcess(_ reader: String) async throws -> (Int32, String, String) {
+    try await blocking {
+        let console = CapturingConsole(input: [])
+        let status = SecbridgeTools.main(
+            arguments: ["emulate", "--credential", try repositoryPath("Fixtures/credentials/uri-tag.json"), "--yes", "--reader", reader],
+            console: console, timeScale: 0.05)
+        return (status, console.standardOutput, console.standardError)
+    }
+}
+
+/// The body lines of a transcript file, once it parsed.
+func transcriptLines(at path: String) throws -> [TranscriptLine] {
+    try Transcript(parsing: String(contentsOfFile: path, encoding: .utf8), fileName: path).lines
+}
+
+extension SharedReader {
+    @Suite struct FaultEndToEndTests {
+        // MARK: a full disk under --record
+
+        @Test func aFullDiskDuringEmulateRecordStopsTheRecordingNotTheEmulation() async throws {
+            let environment = try await resetSimulatedReaders()
+            let readerA = environment.simulatedReaderA
+            let readerB = environment.simulatedReaderB
+            try await blocking { try stopAutomaticPolling(on: readerB) }
+            defer { _ = try? SimulatedReaders.controlB.send("remove all=yes") }
+            let directory = try faultTestDirectory("full-disk-emulate")
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let path = directory + "/emulate.transcript"
+            try SimulatedReaders.controlA.send("place-terminal script=android-t4t-read id=android")
+            let result = try await runProgram(
+                URL(fileURLWithPath: "/bin/sh"),
+                try underFileSizeLimit(blocks: 2, [
+                    "emulate", "--credential", try repositoryPath("Fixtures/credentials/worked-example-tag.json"), "--yes",
+                    "--reader", readerA, "--record", path,
+                ]),
+                environment: environment.environmentForSubprocesses, timeout: .seconds(90))
+            // The recording failed: exit 1, with the reason (EFBIG, as a full disk gives ENOSPC).
+            #expect(result.status == 1, "\(result.out)\(result.err)")
+            #expect(result.err.contains("secbridge: error: cannot record to '\(path)': cannot append to \(path): File too large (errno 27); the file keeps every line before; the recording stopped, the emulation goes on\n"), "\(result.err)")
+            #expect(result.err.contains("secbridge: error: the recording to '\(path)' is incomplete: "), "\(result.err)")
+            // The emulation went on: the terminal read the whole tag, as without --record.
+            #expect(result.out.contains("terminal: 6 APDUs; the NDEF file was read to the end (NLEN 16, 18 bytes)\n"), "\(result.out)")
+            let reply = try await terminalResult("android")
+            #expect(reply["result"] == "passed", "\(reply)")
+            // The restore ran: automatic polling on again, target role left.
+            let status = try SimulatedReaders.controlA.send("status")
+            #expect(status["picc"] == "FF", "\(status)")
+            // The file stops at a whole line under the limit and parses.
+            let size = try #require(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
+            #expect(size <= 1024)
+            let lines = try transcriptLines(at: path)
+            #expect(!lines.isEmpty)
+            try await blocking { () throws -> Void in
+                let link = try ACR122Link.open(channel: try PCSCContext().connect(to: readerB, share: .direct, protocols: []), readerName: readerB)
+                try link.setPICCOperatingParameter(.factoryDefault)
+            }
+        }
+
+        @Test func aFullDiskDuringMonitorRecordStopsTheMonitorWithAnError() async throws {
+            let environment = try await resetSimulatedReaders()
+            let directory = try faultTestDirectory("full-disk-monitor")
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let path = directory + "/monitor.transcript"
+            let monitor = try BinaryProcess(
+                try underFileSizeLimit(blocks: 2, ["monitor", "--record", path, "--timeout", "60"]),
+                environment: environment.environmentForSubprocesses, executable: URL(fileURLWithPath: "/bin/sh"))
+            defer { monitor.stop() }
+            // Card events on A until the file is full and the monitor stops (at most 40 rounds).
+            for round in 0..<40 where monitor.process.isRunning {
+                try SimulatedReaders.controlA.send("place-tag uid=04A1B2C3D4E5\(String(format: "%02X", round)) atqa=0044 sak=00 id=t")
+                _ = try await waitForCard(in: environment.simulatedReaderA, present: true)
+                try SimulatedReaders.controlA.send("remove peer=t")
+                _ = try await waitForCard(in: environment.simulatedReaderA, present: false)
+            }
+            try await blocking { monitor.process.waitUntilExit() }
+            let errors = monitor.finalStandardError()
+            #expect(monitor.process.terminationStatus == 1, "\(monitor.output) \(errors)")
+            #expect(errors.contains("secbridge: error: cannot record to '\(path)': cannot append to \(path): File too large (errno 27)"), "\(errors)")
+            #expect(errors.hasSuffix("secbridge: error: monitoring stopped: the recording holds every event before the one it could not take\n"), "\(errors)")
+            // No hole: the file holds exactly the events shown before the last, in order; the last
+            // one shown is the event it could not take, and nothing came after it.
+            let events = try transcriptLines(at: path).compactMap { line -> TranscriptEvent? in
+                if case .record(let record) = line, case .event(let event) = record.entry { return event }
+                return nil
+            }
+            let shown = monitor.output
+            #expect(shown.count == events.count + 1, "\(shown) \(events)")
+            let kinds = events.map { $0.kind.rawValue }
+            let shownKinds = shown.dropLast().map { String($0.split(separator: " ").first ?? "") }
+            let monitorNames = ["reader-added": "reader-attached", "reader-removed": "reader-detached"]
+            #expect(kinds.map { monitorNames[$0] ?? $0 } == shownKinds, "\(kinds) \(shownKinds)")
+        }
+
+        // MARK: an activated target left behind
+
+        /// A TgInitAsTarget on A that B's automatic polling activates (docs/acr122-pn532.md §2):
+        /// afterwards A is an activated target, which reports no card (§5e).
+        static func leaveAnActivatedTargetOnA(_ environment: TestEnvironment) async throws {
+            let readerA = environment.simulatedReaderA
+            try await blocking { () throws -> Void in
+                let context = try PCSCContext()
+                defer { try? context.release() }
+                let direct = try context.connect(to: readerA, share: .direct, protocols: [])
+                defer { try? direct.disconnect(.leave) }
+                let link = try ACR122Link.open(channel: direct, readerName: readerA)
+                try link.setPICCOperatingParameter([])
+                // 5 steps of 5 s in simulated time: under the simulated libccid timeout, so each
+                // TgInitAsTarget ends with 63 00 when no initiator came; armed again until B's
+                // presence poll (about every 400 ms) activates one (at most 40 tries).
+                try link.setMCUTimeout(.fiveSecondSteps(5))
+                let pn532 = PN532(link: link)
+                let target = PN532.TgInitAsTarget(
+                    modes: [.passiveOnly, .piccOnly], atqa: ATQA(rawValue: 0x0004), uid: EmulatedUID(nfcid1t: (0x12, 0x34, 0x56)), sak: 0x20)
+                var activated = false
+                for _ in 0..<40 where !activated {
+                    activated = (try? pn532.send(target)) != nil
+                }
+                try #require(activated, "B's polling never activated A's target")
+                try link.setPICCOperatingParameter(.factoryDefault)
+            }
+            // B found A's target and reports it as its card.
+            _ = try await waitForCard(in: environment.simulatedReaderB, present: true)
+        }
+
+        @Test func resetLeavesAnActivatedTargetAndTheReaderReportsCardsAgain() async throws {
+            let environment = try await resetSimulatedReaders()
+            let readerA = environment.simulatedReaderA
+            try await Self.leaveAnActivatedTargetOnA(environment)
+            try SimulatedReaders.controlA.send("place-tag uid=04A1B2C3D4E5F6 atqa=0044 sak=00 id=t2")
+            // As the chip does: an activated target polls no card, polling on or not.
+            await #expect(throws: SimulatedReaderError.self) { _ = try await waitForCard(in: readerA, present: true, timeout: .seconds(2)) }
+            let result = try await runCLI(["reset", "--reader", readerA])
+            #expect(result.status == 0, "\(result.out)\(result.err)")
+            #expect(result.out.contains("release targets (InRelease 00): FF 00 00 00 03 D4 52 00 → D5 53 00 90 00  ok"), "\(result.out)")
+            _ = try await waitForCard(in: readerA, present: true)
+        }
+
+        @Test func anEmulationWhoseTargetAnotherReaderActivatedLeavesTargetMode() async throws {
+            // B polls for cards (the default): it activates A's TgInitAsTarget as soon as it is armed.
+            let environment = try await resetSimulatedReaders()
+            let readerA = environment.simulatedReaderA
+            let status = try await emulateInProcess(readerA)
+            #expect(status.1.contains("event: fieldStateChanged(fieldPresent: TgInitAsTarget returned mode 08"), "\(status.1)\(status.2)")
+            // The end of the emulation released the target: A reports a card put in its field.
+            try SimulatedReaders.controlA.send("place-tag uid=04A1B2C3D4E5F6 atqa=0044 sak=00 id=t2")
+            _ = try await waitForCard(in: readerA, present: true)
+            #expect(try SimulatedReaders.controlA.send("status")["picc"] == "FF")
+        }
+
+        // MARK: a relayed card that stops answering
+
+        /// The vicc card stopped (SIGSTOP) inside SCardTransmit: vpcd waits for its answer, and so
+        /// do pcscd and the relay's SCardTransmit. The bound (40 s here on a virtual clock: no real
+        /// wait) ends the relayed call; the element stays refused while the call blocks.
+        @Test func aRelayedCardThatStopsAnsweringIsBoundedByTheCallBound() async throws {
+            let environment = try await sharedEnvironment()
+            let clock = VirtualSessionClock()
+            let element = CardSecureElement.pcsc(readerName: environment.vpcdReaderName, callBound: .seconds(40), clock: clock)
+            try await element.open()
+            let select: [UInt8] = [0x00, 0xA4, 0x04, 0x00, 0x07, 0xD2, 0x76, 0x00, 0x00, 0x85, 0x01, 0x01, 0x00]
+            let answered = try await element.transceive(select)
+            #expect(answered.count >= 2)
+            let pid = try #require(environment.card.processIdentifier)
+            #expect(kill(pid, SIGSTOP) == 0)
+            var continued = false
+            defer { if !continued { kill(pid, SIGCONT) } }
+            let call = Task { try await element.transceive(select) }
+            // The relayed call is on its way once its bound sleeps on the clock (at most 5 s of real time).
+            let registered = ContinuousClock.now + .seconds(5)
+            while clock.sleeperCount == 0 && ContinuousClock.now < registered { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(clock.sleeperCount == 1)
+            clock.advance(by: .seconds(40))
+            let outcome = await call.result
+            guard case .failure(let error as CredentialSessionError) = outcome else {
+                Issue.record("the relayed call did not fail at the bound: \(outcome)")
+                return
+            }
+            #expect(error.code == .secureElementChanged)
+            #expect(error.reason == "the card serving as secure element (PC/SC card in \(environment.vpcdReaderName)) did not answer SCardTransmit of 00 A4 04 00 07 D2 76 00 00 85 01 01 00 within 40 s (the bound SECBRIDGE_CALL_TIMEOUT sets): it stopped answering, or its reader or pcscd is stuck; remove the card and put it back, or replug its reader", "\(error.reason)")
+            // While that call blocks, the next is refused at once, naming the same cause.
+            await #expect(throws: CredentialSessionError.self) { _ = try await element.transceive(select) }
+            #expect(clock.sleeperCount == 0)
+            kill(pid, SIGCONT)
+            continued = true
+            // close() does not wait for the blocked call; the release follows it.
+            await element.close()
+            _ = try await waitForCard(in: environment.vpcdReaderName, present: true)
+        }
+
+        // MARK: presence and transmit consistent in the simulated reader
+
+        /// SELECT of the NFC Forum Type 4 Tag application (docs/iso14443-t4t-ndef.md §4) on a
+        /// fresh shared connection to `reader`: the answer's status word.
+        static func selectNDEFApplication(_ reader: String) async throws -> [UInt8] {
+            try await blocking {
+                let context = try PCSCContext()
+                defer { try? context.release() }
+                let handle = try context.connect(to: reader, share: .shared, protocols: .any)
+                defer { try? handle.disconnect(.leave) }
+                return Array(try handle.transmit([0x00, 0xA4, 0x04, 0x00, 0x07, 0xD2, 0x76, 0x00, 0x00, 0x85, 0x01, 0x01, 0x00]).suffix(2))
+            }
+        }
+
+        /// After `change` let the powered card go while it stays in the field, pcscd still reports
+        /// it and a transmit through pcscd reaches it (the chip activates it again).
+        static func expectPresentAndReachable(_ reader: String, after change: () async throws -> Void) async throws {
+            #expect(try await selectNDEFApplication(reader) == [0x90, 0x00])
+            try await change()
+            #expect(try SimulatedReaders.controlA.send("status")["card"] == "present")
+            #expect(try await selectNDEFApplication(reader) == [0x90, 0x00])
+            _ = try await waitForCard(in: reader, present: true)
+        }
+
+        /// After `change` swapped the powered card, pcscd sees it leave and the new one come, and a
+        /// transmit reaches the new one.
+        static func expectRemovalAndInsertion(_ reader: String, after change: () async throws -> Void) async throws {
+            #expect(try await selectNDEFApplication(reader) == [0x90, 0x00])
+            try await change()
+            _ = try await waitForCard(in: reader, present: false)
+            _ = try await waitForCard(in: reader, present: true)
+            #expect(try await selectNDEFApplication(reader) == [0x90, 0x00])
+        }
+
+        @Test func resetOnAReaderHoldingACardKeepsPresenceAndTransmitConsistent() async throws {
+            let environment = try await resetSimulatedReaders()
+            let readerA = environment.simulatedReaderA
+            try await placeInSharedField("place-card uid=\"04 A1 B2 C3\" applet=t4t-ndef id=tag", environment: environment)
+            try await Self.expectPresentAndReachable(readerA) {
+                let result = try await runCLI(["reset", "--reader", readerA])
+                #expect(result.status == 0, "\(result.out)\(result.err)")
+            }
+        }
+
+        @Test func readPN532OnAReaderHoldingACardKeepsPresenceAndTransmitConsistent() async throws {
+            let environment = try await resetSimulatedReaders()
+            let readerA = environment.simulatedReaderA
+            try await placeInSharedField("place-card uid=\"04 A1 B2 C3\" applet=t4t-ndef id=tag", environment: environment)
+            try await Self.expectPresentAndReachable(readerA) {
+                let result = try await runCLI(["read", "--pn532", "--reader", readerA])
+                #expect(result.status == 0, "\(result.out)\(result.err)")
+                #expect(result.out.contains("NDEF record 1: URI https://example.com"), "\(result.out)")
+            }
+        }
+
+        @Test func aQuickCardSwapIsSeenAsARemovalAndAnInsertion() async throws {
+            let environment = try await resetSimulatedReaders()
+            let readerA = environment.simulatedReaderA
+            try await placeInSharedField("place-card uid=\"04 A1 B2 C3\" applet=t4t-ndef id=first", environment: environment)
+            try await Self.expectRemovalAndInsertion(readerA) {
+                // Two requests in a row: well inside one of pcscd's 400 ms presence polls.
+                try SimulatedReaders.controlA.send("remove peer=first")
+                try SimulatedReaders.controlA.send("place-card uid=\"04 D4 E5 F6\" applet=t4t-ndef id=second")
+            }
+        }
+
+        // MARK: USB unplug and replug
+
+        @Test func unplugAndReplugUnderMonitorReadRunAndEmulate() async throws {
+            let environment = try await resetSimulatedReaders()
+            let readerA = environment.simulatedReaderA
+            try await placeInSharedField("place-card uid=\"04 A1 B2 C3\" applet=t4t-ndef id=tag", environment: environment)
+            let directory = try faultTestDirectory("unplug")
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let script = directory + "/select.apdu"
+            try "00 A4 04 00 07 D2 76 00 00 85 01 01 00\n".write(toFile: script, atomically: true, encoding: .utf8)
+            let monitor = try BinaryProcess(["monitor", "--json", "--timeout", "60"], environment: environment.environmentForSubprocesses)
+            defer { monitor.stop() }
+            _ = try await monitor.wait(for: "card-inserted")
+            let before = monitor.output.count
+            #expect(try SimulatedReaders.controlA.send("unplug")["plugged"] == "no")
+            defer { _ = try? SimulatedReaders.controlA.send("replug") }
+            // pcscd marks the reader unavailable at its next presence poll (pcsc-lite 1.9.9
+            // eventhandler.c: SCARD_UNKNOWN, which clients see as SCARD_STATE_UNAVAILABLE) and
+            // keeps it listed (no hot-plug for a reader.conf reader).
+            let marked = try await blocking { () throws -> Bool in
+                let context = try PCSCLiteClient().establishContext()
+                defer { try? context.release() }
+                var unavailable = false
+                for _ in 0..<5 where !unavailable { unavailable = readerIsUnavailable(readerA, context: context) }
+                let listed = try context.listReaders().contains(readerA)
+                return unavailable && listed
+            }
+            #expect(marked)
+            let read = try await runCLI(["read", "--reader", readerA])
+            let run = try await runCLI(["run", "--reader", readerA, script])
+            let emulate = try await emulateInProcess(readerA)
+            // Each says the reader is unavailable, at once (no wait for a device timeout), exit 1.
+            let unavailable = "secbridge: error: '\(readerA)' is unavailable: pcscd cannot reach it (the reader was unplugged, or its driver reports no device); plug it in again and retry (pcscd finds it again by itself)\n"
+            #expect(read.status == 1 && read.err == unavailable, "\(read.out)\(read.err)")
+            #expect(run.status == 1 && run.err == unavailable, "\(run.out)\(run.err)")
+            #expect(emulate.0 == 1 && emulate.2.hasSuffix(unavailable), "\(emulate.1)\(emulate.2)")
+            #expect(try SimulatedReaders.controlA.send("replug")["plugged"] == "yes")
+            _ = try await waitForCard(in: readerA, present: true)
+            let again = try await runCLI(["read", "--reader", readerA])
+            #expect(again.status == 0, "\(again.out)\(again.err)")
+            // monitor, across it: the card leaves with the reader and comes back with it (pcscd
+            // keeps a reader.conf reader listed while it is unavailable).
+            let removed = try await monitor.wait(for: "\"event\":\"card-removed\",\"reader\":\"\(readerA)\"", after: before)
+            _ = try await monitor.wait(for: "\"event\":\"card-inserted\",\"reader\":\"\(readerA)\"", after: removed)
+            #expect(!monitor.output[before...].contains { $0.contains("reader-detached") }, "\(monitor.output)")
+        }
+    }
+}
