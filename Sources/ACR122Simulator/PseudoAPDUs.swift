@@ -73,7 +73,7 @@ extension DeviceState {
         case (0x00, 0x00) where p2 == 0x00:
             // Direct Transmit: the MCU passes on the data the block carries and does not hold an
             // Lc larger than that against it (a real unit answered `FF 00 00 00 16 D4 42 1A 00`,
-            // Lc 22 for 4 bytes, with `D5 43 01 90 00`; docs/acr122-pn532.md §2b). An Lc smaller
+            // Lc 22 for 4 bytes, with `D5 43 01 90 00`; docs/acr122-pn532.md §2). An Lc smaller
             // than the data gives 63 00 (decision).
             guard Int(p3) >= data.count, !data.isEmpty else { return Self.failed }
             let reply = try directTransmit(data, world: world, lock: lock)
