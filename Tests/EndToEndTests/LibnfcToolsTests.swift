@@ -57,6 +57,22 @@ extension SharedReader {
             Libnfc.environment(reader: environment.simulatedReaderA, base: environment.environmentForSubprocesses)
         }
 
+        /// Runs nfc-poll on reader A, then `start` (which puts the tag `ntag` in the field unless it
+        /// is there), waits until nfc-poll reports the tag (it flushes "Waiting for card
+        /// removing..." itself), removes the tag and returns nfc-poll's end, expecting status 0.
+        func pollUntilTheTagLeaves(
+            _ environment: TestEnvironment, start: () async throws -> Void
+        ) async throws -> (status: Int32, output: String) {
+            let poll = try Libnfc.RunningTool("nfc-poll", [], environment: toolEnvironment(environment))
+            try await start()
+            let waiting = await Task.detached { poll.waitForOutput("Waiting for card removing...") }.value
+            try SimulatedReaders.controlA.send("remove peer=ntag")
+            let result = await Task.detached { poll.finish(timeout: .seconds(20)) }.value
+            #expect(waiting, "\(result.output)")
+            #expect(result.status == 0, "\(result.output)")
+            return result
+        }
+
         /// pn53x-diagnose's three tests pass as on a real PN532 (examples/pn53x-diagnose.c): the line
         /// test echo, the ROM and RAM tests' 00.
         @Test(arguments: libnfcPersonalities)
@@ -83,19 +99,16 @@ extension SharedReader {
             try SimulatedReaders.controlA.send("personality name=\(personality)")
             try SimulatedReaders.controlA.send("timescale value=1")
             let before = try SimulatedReaders.controlA.send("events")["last"] ?? "0"
-            let poll = try Libnfc.RunningTool("nfc-poll", [], environment: toolEnvironment(environment))
-            // nfc-poll's output reaches its file only when it exits (stdio buffers a file): wait
-            // instead for the RF field libnfc switches on while it opens the reader (its
-            // NP_ACTIVATE_FIELD), just before InAutoPoll.
-            let polling = try await blocking { try fieldSwitchedOn(after: before) }
-            try SimulatedReaders.controlA.send("place-tag type=ntag213 uid=\"04 A1 B2 C3 D4 E5 F6\" id=ntag")
-            // nfc-poll flushes this line itself.
-            let waiting = await Task.detached { poll.waitForOutput("Waiting for card removing...") }.value
-            try SimulatedReaders.controlA.send("remove peer=ntag")
-            let result = await Task.detached { poll.finish(timeout: .seconds(20)) }.value
+            var polling = false
+            let result = try await pollUntilTheTagLeaves(environment) {
+                // nfc-poll's output reaches its file only when it exits (stdio buffers a file): wait
+                // instead for the RF field libnfc switches on while it opens the reader (its
+                // NP_ACTIVATE_FIELD), just before InAutoPoll.
+                polling = try await blocking { try fieldSwitchedOn(after: before) }
+                try SimulatedReaders.controlA.send("place-tag type=ntag213 uid=\"04 A1 B2 C3 D4 E5 F6\" id=ntag")
+            }
             try SimulatedReaders.controlA.send("timescale value=\(SimulatedReaders.testTimeScale)")
-            #expect(polling && waiting, "\(result.output)")
-            #expect(result.status == 0, "\(result.output)")
+            #expect(polling, "\(result.output)")
             #expect(result.output.contains("ISO/IEC 14443A (106 kbps) target:"), "\(result.output)")
             #expect(result.output.contains("ATQA (SENS_RES): 00  44"), "\(result.output)")
             #expect(result.output.contains("UID (NFCID1): 04  a1  b2  c3  d4  e5  f6"), "\(result.output)")
@@ -110,12 +123,7 @@ extension SharedReader {
         @Test func nfcPollWithATagAlreadyThereSeesItLeaveAsAnIOError() async throws {
             let environment = try await resetSimulatedReaders()
             try await placeInSharedField("place-tag type=ntag213 uid=\"04 A1 B2 C3 D4 E5 F6\" id=ntag", environment: environment)
-            let poll = try Libnfc.RunningTool("nfc-poll", [], environment: toolEnvironment(environment))
-            let waiting = await Task.detached { poll.waitForOutput("Waiting for card removing...") }.value
-            try SimulatedReaders.controlA.send("remove peer=ntag")
-            let result = await Task.detached { poll.finish(timeout: .seconds(20)) }.value
-            #expect(waiting, "\(result.output)")
-            #expect(result.status == 0, "\(result.output)")
+            let result = try await pollUntilTheTagLeaves(environment) {}
             #expect(result.output.contains("UID (NFCID1): 04  a1  b2  c3  d4  e5  f6"), "\(result.output)")
             #expect(result.output.contains("Waiting for card removing...nfc_initiator_target_is_present: Input / Output Error\ndone.\n"), "\(result.output)")
         }
