@@ -172,6 +172,25 @@ extension SharedReader {
             try SimulatedReaders.controlA.send("remove peer=mf")
         }
 
+        /// libccid without the escape option (the distribution default): with no tag, libnfc's
+        /// acr122_pcsc driver cannot reach the chip (SCardControl fails with 80100016) and gives up;
+        /// with a tag in the field it connects to it as a card and talks to the chip through
+        /// SCardTransmit, and the same tools work. Both as users report (libnfc issue 567,
+        /// docs/acr122-pn532.md §1).
+        @Test func withoutTheEscapeOptionLibnfcNeedsATagInTheField() async throws {
+            let environment = try await resetSimulatedReaders()
+            try SimulatedReaders.controlA.send("personality name=ccid-escape-disabled")
+            let alone = try await blocking { try Libnfc.run("pn53x-diagnose", [], environment: toolEnvironment(environment)) }
+            #expect(alone.status == 1, "\(alone.output)")
+            #expect(alone.output.contains("libnfc.driver.acr122_pcsc\tNo ACR122 firmware received, Error: 80100016"), "\(alone.output)")
+            #expect(alone.output.contains("pn53x-diagnose: ERROR: Unable to open NFC device."), "\(alone.output)")
+            try await placeInSharedField("place-tag type=ntag213 uid=\"04 A1 B2 C3 D4 E5 F6\" id=ntag", environment: environment)
+            let withTag = try await blocking { try Libnfc.run("pn53x-diagnose", [], environment: toolEnvironment(environment)) }
+            #expect(withTag.status == 0, "\(withTag.output)")
+            #expect(withTag.output.contains(" Communication line test: OK\n ROM test: OK\n RAM test: OK\n"), "\(withTag.output)")
+            try SimulatedReaders.controlA.send("remove peer=ntag")
+        }
+
         /// nfc-scan-device -v names the chip as libnfc's GetFirmwareVersion decoding does for a
         /// PN532 v1.6 (`32 01 06 07`) and lists its modulations.
         @Test func nfcScanDeviceVerboseNamesThePN532() async throws {
