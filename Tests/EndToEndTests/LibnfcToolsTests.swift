@@ -168,9 +168,9 @@ extension SharedReader {
             #expect(result.status == 0, "\(result.output)")
             #expect(result.output.contains("NTAG Type: NTAG213 (144 user bytes)"), "\(result.output)")
             #expect(result.output.contains("Done, 45 of 45 pages read (0 pages failed)."), "\(result.output)")
-            // In T=0 mode libnfc takes only a 2-byte `61 xx` from the send and fails otherwise; it
-            // fetches with Le xx and strips D5, cmd+1 and 90 00, so a count that included the status
-            // word would cut the answer. GetFirmwareVersion's fetched frame, as libnfc logs it:
+            // In T=0 mode libnfc takes only a 2-byte `61 xx` from the send and fails on anything
+            // else; it fetches with Le xx and strips D5, cmd+1 and 90 00 from what comes back.
+            // GetFirmwareVersion's fetched frame, as libnfc logs it:
             #expect(result.output.contains("libnfc.driver.acr122_pcsc\tRX: d5 03 32 01 06 07 90 00"), "\(result.output)")
         }
 
