@@ -330,6 +330,9 @@ extension DeviceState {
     func inCommunicateThru(_ raw: [UInt8], world: FieldWorld) -> [UInt8] {
         let hostSendsCRC = registerValue(0x6302) & 0x80 == 0
         let hostGetsCRC = registerValue(0x6303) & 0x80 == 0
+        if let answer = rawAnticollision(raw, hostSendsCRC: hostSendsCRC, hostGetsCRC: hostGetsCRC, world: world) {
+            return answer
+        }
         var frame = raw
         if hostSendsCRC {
             guard frame.count >= 3, Array(frame.suffix(2)) == Self.crcA(Array(frame.dropLast(2))) else {

@@ -92,6 +92,37 @@ struct ChipProbeTests {
         #expect(try send(reader, "D4 60 01 01") == "63 00")
     }
 
+    @Test("raw anticollision as nfc-anticol sends it: REQA in 7 bits, two cascade levels, SAK with CRC_A, then RATS")
+    func rawAnticollision() throws {
+        let field = fastField()
+        field.place(try ISO14443_3Tag(type2: .ntag213, uid: hex("04 A1 B2 C3 D4 E5 F6")))
+        let reader = SimulatedACR122U(field: field)
+        // CRC handling off both ways, 7 bits in the last byte (TxLastBits).
+        #expect(try send(reader, "D4 08 63 02 00 63 03 00 63 3D 07") == "D5 09 90 00")
+        #expect(try send(reader, "D4 42 26") == "D5 43 00 44 00 90 00")  // ATQA 0044, LSB first
+        #expect(try send(reader, "D4 08 63 3D 00") == "D5 09 90 00")
+        // Level 1: CT 88 and the first three UID bytes, BCC 9F; SAK 04 (UID not complete) + CRC_A.
+        #expect(try send(reader, "D4 42 93 20") == "D5 43 00 88 04 A1 B2 9F 90 00")
+        #expect(try send(reader, "D4 42 93 70 88 04 A1 B2 9F AE 4B") == "D5 43 00 04 DA 17 90 00")
+        // Level 2: the last four bytes, BCC 04; SAK 00 + CRC_A FE 51.
+        #expect(try send(reader, "D4 42 95 20") == "D5 43 00 C3 D4 E5 F6 04 90 00")
+        #expect(try send(reader, "D4 42 95 70 C3 D4 E5 F6 04 9E 03") == "D5 43 00 00 FE 51 90 00")
+        // A SELECT with a wrong CRC_A leaves the tag mute.
+        #expect(try send(reader, "D4 42 95 70 C3 D4 E5 F6 04 00 00") == "D5 43 01 90 00")
+        // A REQA sent as whole bytes is no REQA: the tag (now selected) does not know 26.
+        #expect(try send(reader, "D4 42 26") == "D5 43 01 90 00")
+
+        let cardField = fastField()
+        cardField.place(ISO14443_4Card(uid: hex("04 A1 B2 C3"), ats: hex("05 78 80 70 02")) { _ in [0x90, 0x00] })
+        let cardReader = SimulatedACR122U(field: cardField)
+        _ = try send(cardReader, "D4 08 63 02 00 63 03 00")
+        #expect(try send(cardReader, "D4 42 93 20") == "D5 43 00 04 A1 B2 C3 D4 90 00")
+        // SAK 20 + CRC_A; then RATS E0 50 + CRC_A → the ATS with its CRC_A.
+        // (CRC_A values per ISO/IEC 14443-3 Annex B, worked out independently of the simulator.)
+        #expect(try send(cardReader, "D4 42 93 70 04 A1 B2 C3 D4 9B 05") == "D5 43 00 20 FC 70 90 00")
+        #expect(try send(cardReader, "D4 42 E0 50 BC A5") == "D5 43 00 05 78 80 70 02 A5 46 90 00")
+    }
+
     @Test("Direct Transmit with an Lc larger than its data passes the data on (nfc-pcsc issue 59)")
     func directTransmitLongLc() throws {
         let field = fastField()

@@ -174,6 +174,20 @@ extension SharedReader {
             #expect(result.output.contains("libnfc.driver.acr122_pcsc\tRX: d5 03 32 01 06 07 90 00"), "\(result.output)")
         }
 
+        /// nfc-anticol activates the tag itself in raw mode (REQA in 7 bits, both cascade levels of
+        /// a 7-byte UID, SELECT with its CRC_A) and prints what it found (examples/nfc-anticol.c).
+        @Test func nfcAnticolActivatesAnNTAGRaw() async throws {
+            let environment = try await resetSimulatedReaders()
+            try SimulatedReaders.controlA.send("place-tag type=ntag213 uid=\"04 A1 B2 C3 D4 E5 F6\" id=ntag")
+            let result = try await blocking { try Libnfc.run("nfc-anticol", [], environment: toolEnvironment(environment)) }
+            try SimulatedReaders.controlA.send("remove peer=ntag")
+            #expect(result.status == 0, "\(result.output)")
+            #expect(result.output.contains("Sent bits:     26 (7 bits)\nReceived bits: 44  00  \n"), "\(result.output)")
+            #expect(result.output.contains("Received bits: 88  04  a1  b2  9f  \n"), "\(result.output)")
+            #expect(result.output.contains("Received bits: 00  fe  51  \n"), "\(result.output)")
+            #expect(result.output.contains("Found tag with\n UID: 04a1b2c3d4e5f6\nATQA: 0044\n SAK: 00\n"), "\(result.output)")
+        }
+
         /// nfc-mfclassic reads a MIFARE Classic 1K with the transport key: 64 blocks.
         @Test func nfcMfclassicReadsAClassic1K() async throws {
             let environment = try await resetSimulatedReaders()
