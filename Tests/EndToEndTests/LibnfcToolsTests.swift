@@ -159,6 +159,7 @@ extension SharedReader {
         @Test func overT0TheChipsAnswersComeThroughGetResponse() async throws {
             let environment = try await resetSimulatedReaders()
             try SimulatedReaders.controlA.send("personality name=legacy-t0")
+            _ = try await waitForCard(in: environment.simulatedReaderA, present: false)
             try await placeInSharedField("place-tag type=ntag213 uid=\"04 A1 B2 C3 D4 E5 F6\" id=ntag", environment: environment)
             let directory = try toolScratchDirectory()
             defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -216,6 +217,7 @@ extension SharedReader {
         @Test func withoutTheEscapeOptionLibnfcNeedsATagInTheField() async throws {
             let environment = try await resetSimulatedReaders()
             try SimulatedReaders.controlA.send("personality name=ccid-escape-disabled")
+            _ = try await waitForCard(in: environment.simulatedReaderA, present: false)
             let alone = try await blocking { try Libnfc.run("pn53x-diagnose", [], environment: toolEnvironment(environment)) }
             #expect(alone.status == 1, "\(alone.output)")
             #expect(alone.output.contains("libnfc.driver.acr122_pcsc\tNo ACR122 firmware received, Error: 80100016"), "\(alone.output)")
