@@ -14,7 +14,7 @@ set -eu
 
 REPO=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)
 VENV=${VICC_VENV:-"$REPO/.venv-vicc"}
-PACKAGES="pcscd libpcsclite-dev libedit-dev pcsc-tools vsmartcard-vpcd vsmartcard-vpicc python3-venv opensc groff-base man-db zsh time"
+PACKAGES="pcscd libpcsclite-dev libedit-dev pcsc-tools vsmartcard-vpcd vsmartcard-vpicc python3-venv opensc python3-pyscard groff-base man-db zsh time"
 
 step() { printf 'install-deps: %s\n' "$*"; }
 

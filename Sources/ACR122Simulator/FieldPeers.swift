@@ -188,7 +188,8 @@ public final class ISO14443_3Tag: FieldPeer {
     /// What the tag answers during ISO/IEC 14443-3 activation: UID, ATQA and SAK.
     public let identity: TypeAIdentity
     /// The PC/SC part 3 card name bytes C0 C1 of the storage-card ATR (ACR122U API v2.04 §3.1):
-    /// 00 01 MIFARE 1K, 00 02 MIFARE 4K, 00 03 Ultralight, 00 26 Mini.
+    /// 00 01 MIFARE 1K, 00 02 MIFARE 4K, 00 03 Ultralight, 00 26 Mini, `FF SAK` for a SAK the
+    /// reader has no name for.
     public let cardName: UInt16
     /// The key a MIFARE Classic authentication must present (6 bytes), nil for any key. Used by
     /// tags without memory only.
@@ -200,7 +201,8 @@ public final class ISO14443_3Tag: FieldPeer {
     ///   - uid: 4, 7 or 10 bytes.
     ///   - atqa: most significant byte first; default 0x0004 (MIFARE Classic 1K).
     ///   - sak: default 0x08 (MIFARE Classic 1K); 0x00 for Ultralight/NTAG.
-    ///   - cardName: default derived from the SAK: 08 → 0001, 18 → 0002, 09 → 0026, else 0003.
+    ///   - cardName: default derived from the SAK: 08 → 0001, 18 → 0002, 09 → 0026, 00 → 0003,
+    ///     any other SAK → FF followed by the SAK.
     ///   - mifareKey: the 6-byte key an authentication must present; nil accepts any key.
     public init(uid: [UInt8], atqa: UInt16 = 0x0004, sak: UInt8 = 0x08, cardName: UInt16? = nil, mifareKey: [UInt8]? = nil) {
         identity = TypeAIdentity(uid: uid, atqa: atqa, sak: sak)
@@ -243,12 +245,17 @@ public final class ISO14443_3Tag: FieldPeer {
         storage = Mutex(.classic(memory))
     }
 
+    /// The card name bytes the ACR122U puts in the storage-card ATR for a SAK: 08 → 00 01, 18 →
+    /// 00 02, 09 → 00 26, 00 → 00 03; a SAK it has no name for → `FF SAK`, as pcsc-tools'
+    /// smartcard_list.txt records from readers (`… 03 FF 88 …` for SAK 88, `… 03 FF 28 …` for
+    /// SAK 28; docs/acr122-pn532.md §3).
     static func cardName(forSAK sak: UInt8) -> UInt16 {
         switch sak {
-        case 0x08, 0x88: 0x0001
+        case 0x08: 0x0001
         case 0x18: 0x0002
         case 0x09: 0x0026
-        default: 0x0003
+        case 0x00: 0x0003
+        default: 0xFF00 | UInt16(sak)
         }
     }
 

@@ -19,6 +19,8 @@ extension DeviceState {
         let p = Array(frame[2...])
         func reply(_ data: [UInt8]) -> ChipOutcome { .frame([0xD5, command &+ 1] + data) }
         switch command {
+        case 0x00: // Diagnose
+            return diagnose(p, world: world).map(reply) ?? .failed
         case 0x02: // GetFirmwareVersion
             guard p.isEmpty else { return .failed }
             return reply(personality.pn532FirmwareVersion)
@@ -29,7 +31,7 @@ extension DeviceState {
             guard !p.isEmpty, p.count % 2 == 0 else { return .failed }
             var values: [UInt8] = []
             for i in stride(from: 0, to: p.count, by: 2) {
-                values.append(registers[UInt16(p[i]) << 8 | UInt16(p[i + 1])] ?? 0)
+                values.append(registerValue(UInt16(p[i]) << 8 | UInt16(p[i + 1])))
             }
             return reply(values)
         case 0x08: // WriteRegister
@@ -49,6 +51,8 @@ extension DeviceState {
             return rfConfiguration(p, world: world).map(reply) ?? .failed
         case 0x4A:
             return inListPassiveTarget(p, world: world, lock: lock, reply: reply)
+        case 0x60:
+            return inAutoPoll(p, world: world, lock: lock, reply: reply)
         case 0x40:
             return inDataExchange(p, world: world, lock: lock, reply: reply)
         case 0x42:
@@ -92,7 +96,10 @@ extension DeviceState {
         return 0x25
     }
 
-    /// `Err Field NbTg [Tg BrRx BrTx Type]… SAM` (UM0701-02 §7.2.3).
+    /// `Err Field NbTg [Tg BrRx BrTx Type]… SAM` (UM0701-02 §7.2.3): each listed target at 106 kbit/s
+    /// both ways (BrRx = BrTx = 00) with modulation type 00 (ISO/IEC 14443 or MIFARE); the SAM
+    /// status byte is 80, as the ACR122's own examples show with and without a target
+    /// (`D5 05 00 00 00 80`; docs/acr122-pn532.md §4b).
     func generalStatus(world: FieldWorld) -> [UInt8] {
         let externalField = world.peers.contains { $0 is ExternalTerminal }
             || world.devices.contains { $0 !== self && $0.rfOn }
@@ -104,7 +111,7 @@ extension DeviceState {
         } else {
             bytes.append(0x00)
         }
-        bytes.append(0x00)
+        bytes.append(Self.samStatus)
         return bytes
     }
 
@@ -151,11 +158,7 @@ extension DeviceState {
         let typeA = p[1] == 0x00
         let uid = typeA ? Array(p.dropFirst(2)) : []
         guard !typeA || [0, 4, 7, 10].contains(uid.count) else { return .failed }
-        leaveRoles(world: world)
-        if !rfOn {
-            rfOn = true
-            world.record(.fieldOn, reader: name)
-        }
+        startPolling(world: world)
         var limit: Deadline?
         if maxRetryPassive != 0xFF {
             let attempts = Int(maxRetryPassive) + 1
@@ -333,10 +336,14 @@ extension DeviceState {
     /// docs/storage-card-dumps.md §4): with TxCRCEn cleared the host sends the CRC_A itself as the
     /// last two bytes (checked and removed; a wrong one leaves the tag mute, as a tag ignores a
     /// frame with a bad CRC), with RxCRCEn cleared the tag's data answer comes with its CRC_A.
-    /// Until the host writes a register the firmware's own setting holds: CRC on (decision).
+    /// Until the host writes a register the value automatic polling left holds: CRC on
+    /// (``registersAfterAutomaticPolling``).
     func inCommunicateThru(_ raw: [UInt8], world: FieldWorld) -> [UInt8] {
-        let hostSendsCRC = registers[0x6302].map { $0 & 0x80 == 0 } ?? false
-        let hostGetsCRC = registers[0x6303].map { $0 & 0x80 == 0 } ?? false
+        let hostSendsCRC = registerValue(0x6302) & 0x80 == 0
+        let hostGetsCRC = registerValue(0x6303) & 0x80 == 0
+        if let answer = rawAnticollision(raw, hostSendsCRC: hostSendsCRC, hostGetsCRC: hostGetsCRC, world: world) {
+            return answer
+        }
         var frame = raw
         if hostSendsCRC {
             guard frame.count >= 3, Array(frame.suffix(2)) == Self.crcA(Array(frame.dropLast(2))) else {

@@ -65,8 +65,11 @@ extension DeviceState {
         let data = Array(command[5...])
         switch (ins, p1) {
         case (0x00, 0x00) where p2 == 0x00:
-            // Direct Transmit: Lc must count the data exactly (decision: 63 00 otherwise).
-            guard Int(p3) == data.count, !data.isEmpty else { return Self.failed }
+            // Direct Transmit: the MCU passes on the data the block carries and does not hold an
+            // Lc larger than that against it (a real unit answered `FF 00 00 00 16 D4 42 1A 00`,
+            // Lc 22 for 4 bytes, with `D5 43 01 90 00`; docs/acr122-pn532.md §2). An Lc smaller
+            // than the data gives 63 00 (decision).
+            guard Int(p3) >= data.count, !data.isEmpty else { return Self.failed }
             let reply = try directTransmit(data, world: world, lock: lock)
             if viaTransmit, personality.legacyT0Firmware, reply.count > 2 {
                 // T=0 units announce the answer: 61 xx, fetched with FF C0 00 00 xx.

@@ -85,7 +85,8 @@ public final class SimulatedACR122U: IFDDevice {
     /// Whether the PN532's RF field is on.
     public var isRFFieldOn: Bool { field.lock.withLock { _ in state.rfOn } }
     /// The PN532 CIU register file value at `address` (e.g. 0x6302 TxMode).
-    public func register(_ address: UInt16) -> UInt8 { field.lock.withLock { _ in state.registers[address] ?? 0 } }
+    /// Registers the host has not written read as automatic polling left them (docs/acr122-pn532.md §4b).
+    public func register(_ address: UInt16) -> UInt8 { field.lock.withLock { _ in state.registerValue(address) } }
     /// The field events this reader caused, oldest first.
     public var events: [FieldEvent] { field.events().filter { $0.reader == name } }
 

@@ -113,7 +113,8 @@ struct InitiatorTests {
         let reader = SimulatedACR122U(field: fastField())
         let pn532 = try directPN532(reader)
         try pn532.send(PN532.WriteRegister([.init(address: 0x6305, value: 0x04), .init(address: 0x633D, value: 0x07)]))
-        #expect(try pn532.send(PN532.ReadRegister([0x6305, 0x633D, 0x6302])) == [0x04, 0x07, 0x00])
+        // 6302 (TxMode), not written, reads 80 as automatic polling left it (docs/acr122-pn532.md §4b).
+        #expect(try pn532.send(PN532.ReadRegister([0x6305, 0x633D, 0x6302])) == [0x04, 0x07, 0x80])
         #expect(reader.register(0x6305) == 0x04)
         try pn532.send(PN532.SetParameters([.automaticRATS, .iso14443_4PICC]))
         try pn532.send(PN532.SAMConfiguration(mode: .normal, timeoutIn50Milliseconds: 0x14, useIRQ: true))
