@@ -18,14 +18,14 @@ extension DeviceState {
     /// not answered raw (decision).
     func rawAnticollision(_ raw: [UInt8], hostSendsCRC: Bool, hostGetsCRC: Bool, world: FieldWorld) -> [UInt8]? {
         let txLastBits = registerValue(0x633D) & 0x07
-        let peer = candidates(world: world, uid: []).first { if case .emulation = $0 { false } else { true } }
         func identity(_ peer: ActivatedPeer) -> TypeAIdentity? {
             switch peer {
             case .card(let c): c.identity
             case .tag(let t): t.identity
-            case .emulation: nil
+            case .emulation, .other: nil  // raw Type A frames reach Type A peers only
             }
         }
+        let peer = candidates(world: world, uid: []).first { identity($0) != nil }
         func mute() -> [UInt8] {
             lastError = 0x01
             return [0x01]
