@@ -318,7 +318,7 @@ final class DemoRun: Sendable {
         await state("enterWiredMode(using:)")
         let assertion = try await session.acquirePresentmentAssertion()
         say("presentment assertion: \(assertion.state.rawValue)")
-        await assertion.relinquish()
+        try await assertion.relinquish()
         say("presentment assertion: \(assertion.state.rawValue) (relinquished)")
         // Reader B stays quiet until it reads: its automatic PICC polling (on since power-up) would
         // otherwise activate A's emulated target by itself (the two share one field).
@@ -361,7 +361,7 @@ final class DemoRun: Sendable {
         await state("endCardEmulation()")
         let again = try await session.acquirePresentmentAssertion()
         say("presentment assertion: \(again.state.rawValue)")
-        await again.relinquish()
+        try await again.relinquish()
         say("presentment assertion: \(again.state.rawValue) (relinquished)")
         let billing = await session.billingLog
         for entry in billing {

@@ -336,7 +336,7 @@ extension SecbridgeCLI {
             report(.state("\(await session.state)"))
             let assertion = try await session.acquirePresentmentAssertion()
             report(.assertion(assertion.state.rawValue))
-            await assertion.relinquish()
+            try await assertion.relinquish()
             // Without --keep one terminal is served: the target is not armed again after its
             // release, so the restore follows at once instead of after one MCU timeout. A Type 4
             // Tag keeps the grace re-arm: a phone that left mid-read is served when it comes back,

@@ -125,7 +125,10 @@ public actor CredentialSession {
     }
 
     /// A configuration for `transactionTask(_:action:)`.
-    public nonisolated func configuration() -> CredentialTransaction.Configuration {
+    ///
+    /// Apple's shape (`async throws`), so `try await session.configuration()` reads as on iOS;
+    /// here it neither suspends nor fails (docs/apple-api-map.md).
+    public nonisolated func configuration() async throws(CredentialSessionError) -> CredentialTransaction.Configuration {
         CredentialTransaction.Configuration(session: self)
     }
 
@@ -442,7 +445,10 @@ public final class PresentmentIntentAssertion: Sendable {
     public var state: State { current.withLock { $0 } }
 
     /// Ends the assertion. Idempotent.
-    public func relinquish() async {
+    ///
+    /// Apple's shape (`async throws`), so `try await assertion.relinquish()` reads as on iOS; here
+    /// it never fails (docs/apple-api-map.md).
+    public func relinquish() async throws(CredentialSessionError) {
         let wasActive = current.withLock { s in
             defer { s = .invalid }
             return s == .active

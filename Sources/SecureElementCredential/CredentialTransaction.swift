@@ -20,7 +20,9 @@ public struct CredentialTransaction: Sendable {
         public var isValid: Bool { valid.withLock { $0 } }
 
         /// Ends any wired or emulation state and returns the session to management. Idempotent.
-        public func invalidate() async {
+        ///
+        /// Apple's shape (`async throws`); here it never fails (docs/apple-api-map.md).
+        public func invalidate() async throws(CredentialSessionError) {
             let wasValid = valid.withLock { v in
                 defer { v = false }
                 return v
@@ -72,8 +74,8 @@ public func transactionTask(
     do {
         try await action(CredentialTransaction(configuration: configuration))
     } catch {
-        await configuration.invalidate()
+        try? await configuration.invalidate()
         throw error
     }
-    await configuration.invalidate()
+    try? await configuration.invalidate()
 }

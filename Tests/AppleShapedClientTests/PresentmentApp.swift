@@ -50,7 +50,7 @@ actor PresentmentModel {
                 // 5.
                 try await configuration.invalidate()
             } catch {
-                await self.failed(error)
+                self.failed(error)
             }
         }
     }

@@ -47,7 +47,7 @@ struct SessionTests {
         #expect(try await h.session.transceive(hex("00 A4 04 00 07 D2 76 00 00 85 01 01 00")) == hex("90 00"))
         let assertion = try await h.session.acquirePresentmentAssertion()
         #expect(assertion.state == .active)
-        await assertion.relinquish()
+        try await assertion.relinquish()
         #expect(assertion.state == .invalid)
         try await h.session.performTransaction(using: h.credential)
         #expect(await h.session.state == .cardEmulation(credential: h.credential))
@@ -66,7 +66,7 @@ struct SessionTests {
         #expect(!h.backend.isPrepared)
         // A second app assertion within 80 s is allowed.
         let again = try await h.session.acquirePresentmentAssertion()
-        await again.relinquish()
+        try await again.relinquish()
         await h.session.invalidate()
     }
 
@@ -216,7 +216,7 @@ struct SessionTests {
         let h = try Harness()
         var events = h.session.eventStream.makeAsyncIterator()
         let first = try await h.session.acquirePresentmentAssertion()
-        await first.relinquish()
+        try await first.relinquish()
         let second = try await h.session.acquirePresentmentAssertion()
         await #expect(throws: CredentialSessionError(.resourceUnavailable, "")) { try await h.session.acquirePresentmentAssertion() }
         await h.waitForSleepers(1)
@@ -300,7 +300,7 @@ struct SessionTests {
     func transactionTaskContract() async throws {
         let h = try Harness()
         try await h.session.enterWiredMode(using: h.credential)
-        let configuration = h.session.configuration()
+        let configuration = try await h.session.configuration()
         let session = h.session
         try await transactionTask(configuration) { transaction in
             try await transaction.performTransaction(using: h.credential)
@@ -317,7 +317,7 @@ struct SessionTests {
         try await h.session.enterWiredMode(using: h.credential)
         struct Stop: Error {}
         await #expect(throws: Stop.self) {
-            try await transactionTask(h.session.configuration()) { _ in throw Stop() }
+            try await transactionTask(try await h.session.configuration()) { _ in throw Stop() }
         }
         #expect(await h.session.state == .management)
         await h.session.invalidate()

@@ -15,7 +15,7 @@ public struct BadgePresenter: Sendable {
         guard let credential = try await session.listCredentials().first else { return [] }
         try await session.enterWiredMode(using: credential)
         let assertion = try await session.acquirePresentmentAssertion()
-        await assertion.relinquish()
+        try await assertion.relinquish()
         try await session.performTransaction(using: credential)
         var seen: [CredentialSession.NFCFieldInformation] = []
         events: for await event in session.eventStream {
