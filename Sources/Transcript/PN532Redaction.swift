@@ -56,7 +56,7 @@ extension RedactionRule {
 
     /// MIFARE Classic WRITE of a sector trailer sent to the card itself (inside InDataExchange):
     /// `| A0 | block | key A (6) | access bits (3) | GPB | key B (6) |` (18 bytes, the block a trailer
-    /// by ``MifareClassicLayout/isSectorTrailer(_:)``): keys A and B (offsets 2–7 and 12–17) are
+    /// by NFCTags' `MifareClassicLayout.isSectorTrailer(_:)`): keys A and B (offsets 2–7 and 12–17) are
     /// masked (NXP MF1S50yyX, command set: WRITE A0; §8.7 sector trailer; PN532 UM0701-02 §7.3.8).
     /// Only meaningful for the bytes of an InDataExchange: a card APDU may have CLA A0 (GSM).
     public static let mifareNativeTrailerWrite = RedactionRule(
@@ -122,7 +122,7 @@ extension ResponseRedactionRule {
 
     /// InDataExchange's answer `| D5 41 | status | card data | 90 00 |` to a MIFARE Classic READ of
     /// a sector trailer (`FF 00 00 00 05 D4 40 Tg 30 block`, the block a trailer by
-    /// ``MifareClassicLayout/isSectorTrailer(_:)``): key B (card data bytes 10–15) is masked, as
+    /// NFCTags' `MifareClassicLayout.isSectorTrailer(_:)`): key B (card data bytes 10–15) is masked, as
     /// ``mifareSectorTrailerRead`` does for Read Binary; and the PACK (2 bytes) answering an NTAG21x
     /// PWD_AUTH (`… D4 40 Tg 1B pwd`, or through InCommunicateThru `… D4 42 1B pwd` → `D5 43 00
     /// PACK`) (NXP MF1S50yyX, command set: READ 30; §8.7; NXP NTAG213/215/216 §10.7; PN532 UM0701-02 §7.3.8, §7.3.9).
