@@ -25,7 +25,9 @@ public final class DESFireEV1Applet: Sendable {
 
     /// - Parameters:
     ///   - uid: the 7-byte UID the third GetVersion frame carries.
-    ///   - batch: 5 bytes; `week` and `year`: production date, BCD (default the recording's).
+    ///   - batch: the 5-byte batch number of the third frame (default the recording's).
+    ///   - week: the production week, BCD (`0x29` = week 29, the recording's).
+    ///   - year: the production year, BCD (`0x12` = 2012, the recording's).
     public init(uid: [UInt8], batch: [UInt8] = [0xBA, 0x34, 0x98, 0xBA, 0xD0], week: UInt8 = 0x29, year: UInt8 = 0x12) {
         versionFrames = [
             [0x04, 0x01, 0x01, 0x01, 0x00, 0x18, 0x05],

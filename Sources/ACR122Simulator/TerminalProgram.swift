@@ -121,9 +121,11 @@ extension ExternalTerminal {
 
     /// A new terminal of the ``catalog``, or nil for an unknown name.
     ///
-    /// - Parameter adjust: changes the terminal's ``PhoneBehaviour`` (leaving, taps, a slow host);
-    ///   the Android models start from ``PhoneBehaviour/android`` (RW_T4T_TOUT_RESP), the others
-    ///   from no response limit. A recording has no behaviour: `adjust` is not applied to it.
+    /// - Parameters:
+    ///   - name: a name of the ``catalog`` (`android-t4t-read`, `emv-payment`, …).
+    ///   - adjust: changes the terminal's ``PhoneBehaviour`` (leaving, taps, a slow host);
+    ///     the Android models start from ``PhoneBehaviour/android`` (RW_T4T_TOUT_RESP), the others
+    ///     from no response limit. A recording has no behaviour: `adjust` is not applied to it.
     public static func named(_ name: String, adjust: (inout PhoneBehaviour) -> Void = { _ in }) -> ExternalTerminal? {
         func behaviour(_ base: PhoneBehaviour) -> PhoneBehaviour {
             var copy = base
