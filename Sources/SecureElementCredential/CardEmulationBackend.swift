@@ -18,7 +18,7 @@ public struct TargetParameters: Sendable, Hashable {
     public var sak: UInt8
     /// Historical bytes the PN532 appends to its ATS `05 75 33 92 03`, at most 48.
     public var historicalBytes: [UInt8]
-    /// What the engine does after a release (``CardEmulationOptions/afterRelease``).
+    /// What the engine does after a release (``CredentialSession/CardEmulationOptions/afterRelease``).
     public var afterRelease: TargetRearm
 
     /// The parameters `options` arm the target with.

@@ -62,6 +62,11 @@ public struct Credential: Sendable, Hashable, CustomStringConvertible {
     /// - Parameters:
     ///   - id: the stable identifier (a credential file's `id`); `identifier` derives from it.
     ///   - displayName: a name for people; default `id`.
+    ///   - secureElement: the secure element that answers the credential's APDUs in wired mode and
+    ///     card emulation (a PC/SC card, or host applets).
+    ///   - emulationDefaults: the target parameters (UID, ATQA, SAK, historical bytes, time limit)
+    ///     used when card emulation starts without options; default `CardEmulationOptions()`
+    ///     (UID 08 00 B0 0B, ATQA 00 04, SAK 20).
     ///   - instances: the applet instances (AIDs) for `state`; default none listed.
     public init(
         id: String, displayName: String? = nil, secureElement: any SecureElement,

@@ -42,7 +42,13 @@ extension CredentialSession {
     /// - Parameters:
     ///   - client: where readers are found; the ACR122-class one is opened DIRECT for card emulation.
     ///   - readerName: the reader to emulate on; nil picks the first ACR122-class reader, or none.
-    ///   - clock, timings: the session's clock and rules (a virtual clock in tests).
+    ///   - credentials: what `listCredentials()` returns, each with its secure element.
+    ///   - authorizer: who approves each transaction (Apple's sheet) before wired mode or card
+    ///     emulation starts; without an answer within `timings.authorizationTimeout` (60 s) the
+    ///     call throws `userAuthorizationTimedOut`.
+    ///   - clock: the session's clock (a virtual clock in tests); default the continuous clock.
+    ///   - timings: the session's rules (60 s card emulation, 15 s wired idle, …); default
+    ///     ``SessionTimings/standard``.
     /// - Throws: as ``startSession()``.
     public static func startSession(
         on client: any PCSCClient, readerName: String? = nil, credentials: [Credential],

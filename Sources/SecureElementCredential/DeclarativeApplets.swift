@@ -120,7 +120,11 @@ public final class TranscriptApplet: HostApplet {
     private var cursor = 0
 
     /// - Parameters:
+    ///   - name: the applet's name in messages; default the transcript's file name.
+    ///   - transcript: the recording whose command and answer pairs the applet replays.
     ///   - aids: the AIDs to answer to; when empty, the AIDs of the transcript's SELECT commands.
+    ///   - defaultResponse: the R-APDU for a command never recorded, SW1-SW2 only by default:
+    ///     6D 00 (INS not supported, ISO/IEC 7816-4 §5.6).
     /// - Throws: `TranscriptAppletError` when the transcript holds no command with a concrete answer.
     public init(
         name: String? = nil, transcript: Transcript, aids: [AIDRegistration] = [], defaultResponse: [UInt8] = [0x6D, 0x00]

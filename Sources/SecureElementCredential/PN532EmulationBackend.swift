@@ -59,10 +59,15 @@ public final class PN532EmulationBackend: CardEmulationBackend {
     private let box: PN532Box
 
     /// - Parameters:
+    ///   - readerName: the PC/SC reader name, as SCardListReaders gives it.
     ///   - pn532: the client over the reader's direct (escape) connection.
-    ///   - mcuTimeout: the step: how long one TgInitAsTarget or TgGetData may block.
+    ///   - executor: the thread every PN532 command and the release run on (never Swift's pool).
+    ///   - mcuTimeout: the step: how long one TgInitAsTarget or TgGetData may block (`FF 00 41 TO 00`,
+    ///     ACR122U API v2.04 §6.3); default one 5 s step.
     ///   - readerScope: the client's `PCSCClient.readerScope`, for the one-session-per-reader rule.
     ///   - sharedSocketPath: the client's `PCSCClient.sharedSocketPath`, for the same rule across processes.
+    ///   - close: releases the connection (SCardDisconnect, then SCardReleaseContext), run once on
+    ///     `executor` by ``close()`` or `deinit`; nil when the caller releases it.
     public init(
         readerName: String, pn532: PN532, executor: BlockingExecutor, mcuTimeout: ACR122MCUTimeout = .fiveSecondSteps(1),
         readerScope: String = "", sharedSocketPath: String? = nil, close: (@Sendable () -> Void)? = nil
@@ -110,9 +115,16 @@ public final class PN532EmulationBackend: CardEmulationBackend {
     /// whose `support` says why this reader cannot emulate: the ACR1252U/ACR1255U family (card
     /// emulation there is memory images only, docs/acr122-pn532.md §7), a reader whose firmware is not
     /// an ACR122U, escape commands refused by the CCID driver (docs/cases.md P09).
-    /// - Parameter open: connects, on the executor thread; returns the channel and its release.
-    /// - Parameter readerScope: the client's `PCSCClient.readerScope`.
-    /// - Parameter sharedSocketPath: the client's `PCSCClient.sharedSocketPath` (nil: in-process readers).
+    /// - Parameters:
+    ///   - readerName: the PC/SC reader name; an ACR1252U/ACR1255U name gives an unsupported backend
+    ///     without connecting.
+    ///   - executor: the thread `open`, every PN532 command and the release run on.
+    ///   - mcuTimeout: how long one TgInitAsTarget or TgGetData may block (`FF 00 41 TO 00`,
+    ///     ACR122U API v2.04 §6.3); default one 5 s step.
+    ///   - readerScope: the client's `PCSCClient.readerScope`.
+    ///   - sharedSocketPath: the client's `PCSCClient.sharedSocketPath` (nil: in-process readers).
+    ///   - open: connects, on the executor thread; returns the channel and its release. What it
+    ///     throws becomes an unsupported backend naming the cause, not an error of this call.
     public static func open(
         readerName: String, executor: BlockingExecutor, mcuTimeout: ACR122MCUTimeout = .fiveSecondSteps(1),
         readerScope: String = "", sharedSocketPath: String? = nil, channel open: @escaping @Sendable () throws -> (channel: any CardChannel, close: @Sendable () -> Void)

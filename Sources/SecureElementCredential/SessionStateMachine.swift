@@ -394,7 +394,13 @@ public struct SessionStateMachine: Sendable {
     }
 
     /// Card emulation started for `credential`: a billable event is recorded, the window starts.
-    /// - Parameter timeLimit: the options' limit; the session's window caps it.
+    /// - Parameters:
+    ///   - ticket: what ``check(_:now:)`` returned for `startCardEmulation`.
+    ///   - credential: the credential now emulated; the billable event names its `id`.
+    ///   - now: the session clock's reading; the window ends at `now` + the limit.
+    ///   - timeLimit: the options' limit; the session's window caps it.
+    /// - Throws: as ``validate(_:)``: `sessionInvalidated` or `invalidSessionState` when the state
+    ///   changed since `ticket` was issued.
     public mutating func commitCardEmulation(
         _ ticket: Ticket, credential: Credential, now: Duration, timeLimit: Duration? = nil
     ) throws(CredentialSessionError) -> [Action] {

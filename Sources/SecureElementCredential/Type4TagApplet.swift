@@ -25,9 +25,13 @@ public final class Type4TagApplet: HostApplet {
     private var selectedFile: UInt16?
 
     /// - Parameters:
+    ///   - name: the applet's name in messages.
     ///   - message: the NDEF message; nil for an empty tag (NLEN 0000).
     ///   - capabilityContainer: defaults to the worked example's (MLe = MLc = 007F, file E104,
     ///     0400 bytes), grown to fit the message.
+    ///   - readOnly: for the default container only: write access FF (UPDATE BINARY answers 69 86)
+    ///     when true, 00 (writable) when false (NFC Forum Type 4 Tag 2.0 §5.1). A given container
+    ///     keeps its own write-access byte.
     /// - Throws: `TagFormatError` `valueOutOfRange` when the message does not fit 7FFF − 2 bytes or
     ///   the given container's size.
     public init(
