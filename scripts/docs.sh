@@ -15,9 +15,11 @@
 # per module a symbol graph from `swift symbolgraph-extract` (no SwiftPM plugin is needed, none can
 # be fetched here), and:
 #   1. the doc-comment check: every public or open symbol in the module's symbol graphs has a doc
-#      comment of its own. Synthesized members, and members whose comment comes from the protocol
-#      or class they implement (a `description` without a comment shows CustomStringConvertible's),
-#      are not counted. Undocumented symbols are listed by module, file and line.
+#      comment of its own, or a documentation extension in the catalog (a macro's generated
+#      `$name` has no source to comment). Synthesized members, and members whose comment comes
+#      from the protocol or class they implement (a `description` without a comment shows
+#      CustomStringConvertible's), are not counted. Undocumented symbols are listed by module,
+#      file and line.
 #   2. `docc convert` of the catalog with the module's symbol graphs, `--warnings-as-errors` (an
 #      unresolved ``Symbol`` link, a topic that names nothing, … fail the run) and
 #      `--transform-for-static-hosting`, into .build/docs/<Module> (SECBRIDGE_DOCS_OUTPUT names
@@ -158,10 +160,24 @@ for m in $MODULES; do
     done
 
     module_ok=1
-    if ! "$PYTHON" - "$m" "$REPO" "$dir"/*.symbols.json <<'EOF'
-import json, sys
-module, repo, files = sys.argv[1], sys.argv[2], sys.argv[3:]
+    if ! "$PYTHON" - "$m" "$REPO" "$catalog" "$dir"/*.symbols.json <<'EOF'
+import json, os, re, sys
+module, repo, catalog, files = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 seen, missing = set(), []
+# Symbols a documentation extension in the catalog documents (`# ``Module/Type/member``` and
+# text under it): the way to document one the compiler generates from a macro (the `$name` of a
+# `@TaskLocal` property), which has no source a comment could sit on.
+extended = set()
+for root, _, names in os.walk(catalog):
+    for name in names:
+        if not name.endswith(".md"):
+            continue
+        with open(os.path.join(root, name), encoding="utf-8") as f:
+            lines = [line.strip() for line in f]
+        text = [line for line in lines if line]
+        title = re.fullmatch(r"# ``(?:" + re.escape(module) + r"/)?(.+)``", text[0]) if text else None
+        if title and len(text) > 1:
+            extended.add(title.group(1))
 for path in files:
     with open(path, encoding="utf-8") as f:
         graph = json.load(f)
@@ -177,6 +193,8 @@ for path in files:
         if doc and doc.get("module", module) != module:
             continue
         if doc and any(line.get("text", "").strip() for line in doc.get("lines", [])):
+            continue
+        if "/".join(symbol.get("pathComponents", [])) in extended:
             continue
         location = symbol.get("location", {})
         uri = location.get("uri", "")
