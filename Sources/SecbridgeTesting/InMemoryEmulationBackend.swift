@@ -75,6 +75,10 @@ public final class InMemoryEmulationBackend: CardEmulationBackend {
     ///   - clock: the session's clock; a wait without a terminal lasts `step` on it.
     ///   - step: the MCU timeout being modelled (5 s).
     ///   - support: `.unsupported` to model a reader that cannot emulate.
+    ///   - maximumCommandLength: the longest C-APDU in bytes it passes (default 252, the ACR122U's
+    ///     TgGetData limit, docs/acr122-pn532.md §4); the engine answers a longer one 67 00.
+    ///   - maximumResponseLength: the longest R-APDU in bytes one TgSetData carries (default 252);
+    ///     the engine sends a longer one in parts, 61 XX and GET RESPONSE (ISO/IEC 7816-4 §5.1.3, §7.6.1).
     public init(
         readerName: String = "in-memory reader", clock: any SessionClock, step: Duration = .seconds(5),
         support: EmulationSupport = .supported, maximumCommandLength: Int = 252, maximumResponseLength: Int = 252

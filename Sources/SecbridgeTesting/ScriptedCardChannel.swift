@@ -58,6 +58,9 @@ public final class ScriptedCardChannel: CardChannel {
     /// - Parameters:
     ///   - transmissionProtocol: what the channel reports (`.undefined` for a DIRECT connection).
     ///   - steps: the script, in order.
+    ///   - sourceLocation: where an unscripted or mismatched call is recorded as a Swift Testing
+    ///     issue; default the line that made the channel (``assertFinished(sourceLocation:)``
+    ///     takes its own).
     public init(
         _ transmissionProtocol: TransmissionProtocol, _ steps: [Step],
         sourceLocation: SourceLocation = #_sourceLocation

@@ -16,7 +16,7 @@ import Synchronization
 /// Readers of one desk share one RF field (reader 0's emulated card is a card in reader 1's
 /// field); desks do not see each other, so tests with desks of their own run in parallel. A
 /// process holds at most 16 in-process readers at a time: a desk waits up to 30 s for free ones.
-/// From async code (a Swift Testing test), make a desk with ``open(readers:personality:timeScale:)``,
+/// From async code (a Swift Testing test), make a desk with ``open(readers:personality:timeScale:separateFields:)``,
 /// which waits on a thread of its own: a wait on Swift's shared pool could starve the very tests
 /// whose desks it waits for.
 public final class SimulatedDesk: Sendable {

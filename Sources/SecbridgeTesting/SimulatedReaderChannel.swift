@@ -1,12 +1,12 @@
 import ACR122Simulator
 import PCSCCore
 
-/// A `CardChannel` straight onto a simulated reader's ``IFDDevice`` (a ``SimulatedACR122U`` or any
+/// A `CardChannel` straight onto a simulated reader's `IFDDevice` (a `SimulatedACR122U` or any
 /// other personality), with pcscd's rules and nothing else in between: no pcscd, no IFD handler
 /// library, no threads.
 ///
 /// The calls are the ones pcscd makes for a client, and the errors are the ones pcscd 1.9.9 gives,
-/// from the one table of them (``IFDResultMapping``):
+/// from the one table of them (PCSCCore's `IFDResultMapping`):
 /// - `.undefined` is a SCARD_SHARE_DIRECT connection: no card is powered, only SCardControl reaches
 ///   the reader (SCardTransmit answers as pcscd does for protocol 0, SCARD_E_NOT_TRANSACTED here);
 /// - `.t0` / `.t1` power the card up (IFDHPowerICC) and select the protocol
@@ -24,7 +24,7 @@ public final class SimulatedReaderChannel: CardChannel {
     /// Connects as SCardConnect would.
     /// - Parameters:
     ///   - device: the simulated reader.
-    ///   - protocol: `.undefined` for a direct connection, `.t0` or `.t1` to power the card up.
+    ///   - transmissionProtocol: `.undefined` for a direct connection, `.t0` or `.t1` to power the card up.
     /// - Throws: `PCSCError` — SCARD_E_NO_SMARTCARD (0x8010000C) without a card,
     ///   SCARD_E_PROTO_MISMATCH (0x8010000F) for a protocol the card does not offer,
     ///   SCARD_E_NOT_TRANSACTED (0x80100016) when powering up fails otherwise.
@@ -48,7 +48,7 @@ public final class SimulatedReaderChannel: CardChannel {
     }
 
     /// SCardTransmit.
-    /// - Throws: `PCSCError` as ``IFDResultMapping/transmit(_:)`` maps the device's error.
+    /// - Throws: `PCSCError` as `IFDResultMapping.transmit(_:)` (PCSCCore) maps the device's error.
     public func transmit(_ command: [UInt8]) throws(PCSCError) -> [UInt8] {
         do {
             return try device.transmit(command)
@@ -58,7 +58,7 @@ public final class SimulatedReaderChannel: CardChannel {
     }
 
     /// SCardControl.
-    /// - Throws: `PCSCError` as ``IFDResultMapping/control(_:)`` maps the device's error, e.g.
+    /// - Throws: `PCSCError` as `IFDResultMapping.control(_:)` (PCSCCore) maps the device's error, e.g.
     ///   SCARD_E_NOT_TRANSACTED when libccid refuses escape commands (docs/cases.md P09).
     public func control(code: UInt32, _ command: [UInt8]) throws(PCSCError) -> [UInt8] {
         do {

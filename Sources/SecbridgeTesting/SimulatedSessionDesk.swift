@@ -105,7 +105,9 @@ public final class SimulatedSessionDesk: Sendable {
     ///   - authorizer: who approves transactions; default approves all.
     ///   - personality: the reader's personality (see `SimulatedDesk`), default `ccid-escape-enabled`.
     ///   - timeScale: wall-clock seconds per simulated second of the reader.
-    ///   - clock, timings: the sessions' clock and rules.
+    ///   - clock: the sessions' clock; default the continuous clock.
+    ///   - timings: the sessions' rules (60 s card emulation, 15 s wired idle, …); default
+    ///     `SessionTimings.standard`.
     /// - Throws: `InProcessReaderError` when no simulated reader frees up (30 s bound).
     public static func open(
         credentials: [Credential], authorizer: any TransactionAuthorizer = PolicyAuthorizer.approveAll,
@@ -130,7 +132,8 @@ public final class SimulatedSessionDesk: Sendable {
     }
 
     /// Runs `body` with `CredentialSession.startSession()` landing on this desk
-    /// (``SessionDefaults/override``): app code runs unchanged against the simulated reader.
+    /// (`SessionDefaults.override`, SecureElementCredential): app code runs unchanged against the
+    /// simulated reader.
     /// - Throws: what `body` throws.
     public func asDefault<T: Sendable>(_ body: () async throws -> T) async rethrows -> T {
         try await SessionDefaults.$override.withValue(defaults, operation: body)
@@ -138,7 +141,9 @@ public final class SimulatedSessionDesk: Sendable {
 
     /// Holds `phone` to the reader (`place-terminal`): it reads whatever the reader emulates, now
     /// or once card emulation starts.
-    /// - Parameter id: the phone's name on the desk, for ``reading(of:waitingUpTo:)``.
+    /// - Parameters:
+    ///   - phone: the terminal model to run (``SimulatedPhone/android``, ``SimulatedPhone/iPhone``, …).
+    ///   - id: the phone's name on the desk, for ``reading(of:waitingUpTo:)``.
     /// - Throws: `SimulatedReaderError` when the simulator refuses (an unknown script, the id in use).
     public func present(_ phone: SimulatedPhone, id: String = "phone") async throws {
         let control = desk.control(0)
