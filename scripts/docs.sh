@@ -28,8 +28,8 @@
 #      http://localhost:8000/<Module>/documentation/<module>/ (the module name in lowercase).
 #
 # Exits 0 when every module passed, 1 when any failed (each failure is named), 64 on a usage error.
-# Run time (127 s for every module after a `swift build`, on the 2-core machine) and the facts the
-# steps rest on: docs/test-infrastructure.md, "Documentation (scripts/docs.sh)".
+# Run time (28 to 127 s for every module after a `swift build`, on the 2-core machine) and the
+# facts the steps rest on: docs/test-infrastructure.md, "Documentation (scripts/docs.sh)".
 set -eu
 REPO=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)
 cd "$REPO"
