@@ -133,6 +133,10 @@ final class DeviceState: @unchecked Sendable {
     var atr: [UInt8]?
     /// The card pcscd powered up (IFDHPowerICC), while its ATR stands.
     var poweredPeer: ActivatedPeer?
+    /// pcscd still holds a card it powered on the unit this one replaced (a personality switch
+    /// keeps pcscd's reader): the next presence poll reports no card, ending that session, as
+    /// libccid's IFDHICCPresence does for a powered card it no longer finds active.
+    var owesAbsentReport = false
     var negotiatedProtocol: UInt?
     var pendingGetResponse: [UInt8]?
     var lateRepliesArmed = 0

@@ -97,8 +97,21 @@ public final class SimulatedACR122U: IFDDevice {
     /// pcscd's one "absent" away.
     public var cardWouldBeReportedPresent: Bool {
         field.lock.withLock { world in
+            guard !state.owesAbsentReport else { return false }
             guard state.atr != nil, !state.holdsPoweredCard(world: world) else { return state.presentCard(world: world) != nil }
             return state.canResumePoweredSession(world: world) && state.piccParameter & 0x80 != 0
+        }
+    }
+
+    /// Takes `old`'s place behind the same PC/SC reader (a personality switch: pcscd is not told).
+    /// When pcscd holds a card `old` powered up, this unit's next presence poll reports no card, so
+    /// pcscd ends that session and powers up what is in the field then; pcsc-lite powers a card up
+    /// only on an absent → present change of IFDHICCPresence (eventhandler.c), and its
+    /// SCardTransmit marks the reader empty on IFD_ICC_NOT_PRESENT without that poll seeing it
+    /// (docs/acr122-pn532.md §8). Call before `old` leaves the field.
+    public func takeOverPCSCSession(from old: SimulatedACR122U) {
+        field.lock.withLock { _ in
+            state.owesAbsentReport = old.state.atr != nil || old.state.owesAbsentReport
         }
     }
 

@@ -3,10 +3,15 @@ import ISO7816
 /// What clones and Touchatag-era units do differently from a genuine ACR122U
 /// (docs/acr122-clones.md §1, §2; the flags of ``ACR122Personality``).
 extension DeviceState {
-    /// Whether the driver reports a card present: a pseudo-card always, else the card automatic
-    /// polling found (none on a clone).
+    /// Whether the driver reports a card present: no card once when pcscd still holds a card the
+    /// unit this one replaced powered up (``owesAbsentReport``); else a pseudo-card always, else
+    /// the card automatic polling found (none on a clone).
     func reportsPresence(world: FieldWorld) -> Bool {
-        personality.pseudoCardATR != nil || reportsCardPresent(world: world)
+        if owesAbsentReport {
+            owesAbsentReport = false
+            return false
+        }
+        return personality.pseudoCardATR != nil || reportsCardPresent(world: world)
     }
 
     /// Powers the pseudo-card up: its ATR, with no tag activated and the PN532 untouched; nil when

@@ -33,6 +33,7 @@ final class SimulatorBinding: IFDDevice {
         let fresh = SimulatedACR122U(field: field.field, personality: personality, name: deviceName.directory)
         let old = current.withLock { current in
             defer { current = (fresh, name) }
+            fresh.takeOverPCSCSession(from: current.device)
             return current.device
         }
         old.detach()

@@ -160,6 +160,36 @@ struct PseudoAPDUTests {
         #expect(reader.isCardPresent())
     }
 
+    /// The order-dependent LibnfcToolsTests failure: pcscd powered a tag on reader A, the tag left
+    /// and A's personality was switched; pcscd's SCardTransmit got IFD_ICC_NOT_PRESENT and marked
+    /// the reader empty, but its poll thread never saw "absent", so the next tag was never powered
+    /// up (docs/acr122-pn532.md §8).
+    @Test("a unit replacing one pcscd had powered a card on reports no card once, then the new tag")
+    func replacementEndsPCSCDsPowerSession() throws {
+        let field = fastField()
+        let first = ISO14443_3Tag(uid: hex("04 A1 B2 C3 D4 E5 F6"), atqa: 0x0044, sak: 0x00)
+        field.place(first)
+        let old = SimulatedACR122U(field: field)
+        #expect(old.isCardPresent())
+        _ = try old.powerUp()
+        field.remove(first)
+        let fresh = SimulatedACR122U(field: field, personality: .legacyT0Firmware)
+        fresh.takeOverPCSCSession(from: old)
+        old.detach()
+        field.place(ISO14443_3Tag(uid: hex("04 11 22 33 44 55 66"), atqa: 0x0044, sak: 0x00))
+        #expect(throws: IFDError.noCard) { try fresh.transmit(hex("FF CA 00 00 00")) }
+        #expect(!fresh.cardWouldBeReportedPresent)
+        #expect(!fresh.isCardPresent())
+        #expect(fresh.isCardPresent())
+        #expect(try fresh.powerUp() == hex("3B 8F 80 01 80 4F 0C A0 00 00 03 06 03 00 03 00 00 00 00 68"))
+        // Replacing a unit pcscd had powered nothing on: the tag is reported at the first poll.
+        let idle = SimulatedACR122U(field: field, name: "ACS ACR122U PICC Interface 01 00")
+        let next = SimulatedACR122U(field: field, name: "ACS ACR122U PICC Interface 01 00")
+        next.takeOverPCSCSession(from: idle)
+        idle.detach()
+        #expect(next.isCardPresent())
+    }
+
     @Test("protocol negotiation: T=1 for contactless cards; the legacy personality offers T=0 only")
     func protocols() throws {
         let field = fastField()

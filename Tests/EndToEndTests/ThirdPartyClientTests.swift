@@ -49,8 +49,10 @@ extension SharedReader {
                 URL(fileURLWithPath: "/usr/bin/python3"), [script, environment.simulatedReaderA],
                 environment: environment.environmentForSubprocesses)
             #expect(result.status == 0, "\(result.out)\(result.err)")
-            // FEATURE_CCID_ESC_COMMAND (13), 4 bytes, SCARD_CTL_CODE(1) = 42 00 00 01.
-            #expect(result.out.contains("features: 13 04 42 00 00 01\n"), "\(result.out)")
+            // libccid's list (docs/acr122-units.md §1): FEATURE_GET_TLV_PROPERTIES (12), 4 bytes,
+            // 42 33 00 12, then, with escape commands enabled, FEATURE_CCID_ESC_COMMAND (13), 4 bytes,
+            // SCARD_CTL_CODE(1) = 42 00 00 01.
+            #expect(result.out.contains("features: 12 04 42 33 00 12 13 04 42 00 00 01\n"), "\(result.out)")
             // "ACR122U207", no status word.
             #expect(result.out.contains("firmware: 41 43 52 31 32 32 55 32 30 37\n"), "\(result.out)")
             // libnfc's communication line test comes back behind D5 01 00, then 90 00.
