@@ -267,33 +267,24 @@ struct PairingCheck {
         case transmit
         case control(UInt32)
     }
-    /// The unanswered command per channel id; the line with no channel (most transcripts) has its
-    /// own slot, so the common case hashes nothing.
-    private var pending: [String: (Pending, Int)] = [:]
-    private var pendingWithoutChannel: (Pending, Int)?
+    /// The unanswered command per channel id.
+    private var pending = PerChannel<(Pending, Int)>()
     private var apduPending: [String: Int] = [:]
     private var readers: [String: Int] = [:]
-
-    private subscript(pending channel: String?) -> (Pending, Int)? {
-        get { channel.map { pending[$0] } ?? pendingWithoutChannel }
-        set {
-            if let channel { pending[channel] = newValue } else { pendingWithoutChannel = newValue }
-        }
-    }
 
     /// Nil when `record` may come next, else the reason it may not.
     mutating func accept(_ record: TranscriptRecord, line: Int) -> String? {
         let channel = record.channel
         var on: String { channel.map { " on @\($0)" } ?? "" }
         func command(_ kind: Pending) -> String? {
-            if let (_, at) = self[pending: channel] {
+            if let (_, at) = pending[channel] {
                 return "the command at line \(at)\(on) has no answer: write its '<' or '!' line before the next command"
             }
-            self[pending: channel] = (kind, line)
+            pending[channel] = (kind, line)
             return nil
         }
         func answer(_ kind: Pending?) -> String? {
-            guard let (waiting, at) = self[pending: channel] else {
+            guard let (waiting, at) = pending[channel] else {
                 return "an answer with no command before it\(on): write the command line ('>' or 'ctl 0x… >') first"
             }
             if let kind, kind != waiting {
@@ -303,7 +294,7 @@ struct PairingCheck {
                 }
                 return "this answer does not fit the command at line \(at): that command is answered by \(want)"
             }
-            self[pending: channel] = nil
+            pending[channel] = nil
             return nil
         }
         switch record.entry {
@@ -337,6 +328,37 @@ struct PairingCheck {
         }
     }
 }
+
+/// A value per channel id (`@r0`), with its own slot for the lines that name no channel (most
+/// transcripts), so the common case hashes nothing.
+struct PerChannel<Value> {
+    private var named: [String: Value] = [:]
+    private var unnamed: Value?
+
+    subscript(channel: String?) -> Value? {
+        get { channel.map { named[$0] } ?? unnamed }
+        set {
+            if let channel { named[channel] = newValue } else { unnamed = newValue }
+        }
+    }
+
+    /// Stores `value` for `channel` and returns what it replaced.
+    mutating func updateValue(_ value: Value, for channel: String?) -> Value? {
+        defer { self[channel] = value }
+        return self[channel]
+    }
+
+    /// Removes and returns `channel`'s value.
+    mutating func removeValue(for channel: String?) -> Value? {
+        defer { self[channel] = nil }
+        return self[channel]
+    }
+
+    /// How many channels hold a value.
+    var count: Int { named.count + (unnamed == nil ? 0 : 1) }
+}
+
+extension PerChannel: Sendable where Value: Sendable {}
 
 /// A cursor over one line's bytes. `read*` consumes; `peek*` does not.
 ///

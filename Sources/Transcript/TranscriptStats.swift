@@ -69,10 +69,8 @@ public struct TranscriptStatistics: Sendable, Equatable {
     }
 
     // The running state of ``add(_:)``.
-    // The unanswered command's offset per channel; the lines with no channel (most transcripts)
-    // have their own slot, so the common case hashes nothing.
-    private var pending: [String: TranscriptOffset?] = [:]
-    private var pendingWithoutChannel: TranscriptOffset??
+    // The unanswered command's offset per channel.
+    private var pending = PerChannel<TranscriptOffset?>()
     private var eventIndex: [String: Int] = [:]
     /// Answers per status word, indexed by SW1-SW2 (allocated at the first one).
     private var swCounts: [Int] = []
@@ -105,14 +103,7 @@ public struct TranscriptStatistics: Sendable, Equatable {
         }
         if let p = r.entry.payload, p.containsWildcard { wildcardLines += 1 }
         func answered() {
-            let started: TranscriptOffset??
-            if let channel = r.channel {
-                started = pending.removeValue(forKey: channel)
-            } else {
-                started = pendingWithoutChannel
-                pendingWithoutChannel = nil
-            }
-            if let started, let s = started?.duration, let e = offset {
+            if let started = pending.removeValue(for: r.channel), let s = started?.duration, let e = offset {
                 exchangeTimes.append(e - s)
             }
         }
@@ -121,12 +112,7 @@ public struct TranscriptStatistics: Sendable, Equatable {
             if case .transmit = r.entry { transmitCommands += 1 } else { controlCommands += 1 }
             if b.containsRedaction { redactedCommands += 1 }
             bytesSent += b.count
-            if let channel = r.channel {
-                if pending.updateValue(r.offset, forKey: channel) != nil { unanswered += 1 }
-            } else {
-                if pendingWithoutChannel != nil { unanswered += 1 }
-                pendingWithoutChannel = .some(r.offset)
-            }
+            if pending.updateValue(r.offset, for: r.channel) != nil { unanswered += 1 }
         case .transmit(.incoming, let b), .control(_, .incoming, let b):
             bytesReceived += b.count
             if case .transmit = r.entry, let sw = b.trailingStatusWord {
@@ -163,9 +149,8 @@ public struct TranscriptStatistics: Sendable, Equatable {
     /// Completes the counts after the last record: commands still waiting count as unanswered,
     /// status words are ordered, the span is set.
     public mutating func finish() {
-        unanswered += pending.count + (pendingWithoutChannel == nil ? 0 : 1)
-        pending = [:]
-        pendingWithoutChannel = nil
+        unanswered += pending.count
+        pending = PerChannel()
         statusWords = swOrder.enumerated()
             .sorted { (swCounts[Int($0.element)], -$0.offset) > (swCounts[Int($1.element)], -$1.offset) }
             .map { StatusWordCount(statusWord: $0.element, count: swCounts[Int($0.element)]) }
