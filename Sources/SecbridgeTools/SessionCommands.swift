@@ -393,6 +393,11 @@ extension SecbridgeCLI {
             The host acts as the terminal. By default the reader's own polling finds the card
             (a PC/SC connection); with --pn532 an ACR122U is driven with PN532 initiator commands
             (automatic polling off, InListPassiveTarget, InDataExchange; settings restored after).
+            An ACR122U clone or Touchatag-era unit, whose PC/SC side never reports the card, is
+            read on the PN532 path by itself, with a note saying so. --wait SECONDS waits for a
+            card through pcscd (SCardGetStatusChange) on the PC/SC path, and on the PN532 path with
+            InListPassiveTarget polls, each ended by the chip after 255 activation attempts,
+            repeated until a card answers or the wait is over.
 
             A storage card (its ATR names a PC/SC part 3 card: 80 4F 0C A0 00 00 03 06 …) is read
             with the reader's pseudo-APDUs: the UID (FF CA 00 00 00) and the card name from the ATR;
@@ -465,8 +470,22 @@ extension SecbridgeCLI {
         let ccRules: Type4CapabilityContainer.Rules = invocation.arguments.has("lenient-cc") ? .lenient : .android
         let context = try openContext(invocation)
         var (readers, states) = try listReadersWithStates(context)
-        if let wait = invocation.arguments.seconds("wait"), !usePN532 {
-            (readers, states) = try waitForCard(context: context, reader: invocation.arguments.value("reader"), upTo: wait)
+        let wait = invocation.arguments.seconds("wait")
+        // With --wait on the PN532 path (--pn532, or a clone or Touchatag-era unit whose PC/SC side
+        // never reports the card), the wait is InListPassiveTarget polls up to the bound.
+        var pollingBound: Duration?
+        var unitNote: String?
+        if let wait {
+            if usePN532 {
+                pollingBound = wait
+            } else if let note = try pn532OnlyReaderToWaitOn(
+                invocation.arguments.value("reader"), readers: readers, states: states, context: context) {
+                usePN532 = true
+                unitNote = note
+                pollingBound = wait
+            } else {
+                (readers, states) = try waitForCard(context: context, reader: invocation.arguments.value("reader"), upTo: wait)
+            }
         }
         let withCard = Set(states.filter(\.hasCard).map(\.readerName))
         let reader = try selectReader(
@@ -486,13 +505,9 @@ extension SecbridgeCLI {
         }
         // A clone or a Touchatag-era unit never shows the card in PC/SC: the PN532 reaches it
         // (docs/acr122-clones.md §3).
-        var unitNote: String?
-        if !usePN532, !withCard.contains(reader), ACR122Detection.nameSuggestsACR122(reader) {
-            let unit = classifyACR122Unit(context: context, reader: reader, atr: states.first { $0.readerName == reader }?.atr ?? [])
-            if unit.reachesCardsOnlyThroughPN532 {
-                usePN532 = true
-                unitNote = "\(reader) is \(unit.summary); reading with PN532 initiator commands, as with --pn532"
-            }
+        if !usePN532, !withCard.contains(reader), let note = pn532OnlyNote(reader, states: states, context: context) {
+            usePN532 = true
+            unitNote = note
         }
         if usePN532 { ReaderCleanup.track(reader) }
         if !usePN532 && !withCard.contains(reader) {
@@ -523,7 +538,7 @@ extension SecbridgeCLI {
         defer { try? writer?.close() }
         let recorder = writer.map { TranscriptRecorder(sink: $0) }
         let client = invocation.client
-        let session = ReaderSession(readerName: reader, path: pn532Path ? .pn532Initiator : .pcsc) {
+        let session = ReaderSession(readerName: reader, path: pn532Path ? .pn532Initiator : .pcsc, pollingBound: pollingBound) {
             let context = try client.establishContext()
             let handle = pn532Path
                 ? try context.connect(to: reader, share: .direct, protocols: .undefined)
@@ -559,7 +574,7 @@ extension SecbridgeCLI {
         let log = ExchangeLog()
         let (outcome, exchanges) = try readerSessionErrorsExplained(reader, unitNote: unitNote, context: context) { () throws in
             do {
-                return try awaitResult("the reader session", timeout: .seconds(60)) {
+                return try awaitResult("the reader session", timeout: .seconds(60) + (pollingBound ?? .zero)) {
             try await session.run { session -> Outcome in
                 // On the PN532 path, the C-APDUs inside InDataExchange are recorded as `ini` lines
                 // beside the raw `ctl` exchanges (Fixtures/README.md).
@@ -652,6 +667,29 @@ extension SecbridgeCLI {
             throw CLIError.failure("not readable as an NFC Forum Type 4 Tag: \(error)")
         }
         return exitSuccess
+    }
+
+    /// The `note:` for reading `reader` through the PN532 because it is an ACR122-class unit whose
+    /// PC/SC side never reports a card (a clone, a Touchatag-era unit: ``ACR122Unit``,
+    /// docs/acr122-clones.md §3), nil for any other reader.
+    static func pn532OnlyNote(_ reader: String, states: [ReaderState], context: any PCSCClientContext) -> String? {
+        guard ACR122Detection.nameSuggestsACR122(reader) else { return nil }
+        let unit = classifyACR122Unit(context: context, reader: reader, atr: states.first { $0.readerName == reader }?.atr ?? [])
+        guard unit.reachesCardsOnlyThroughPN532 else { return nil }
+        return "\(reader) is \(unit.summary); reading with PN532 initiator commands, as with --pn532"
+    }
+
+    /// `read --wait`: the note for waiting through the PN532 instead of SCardGetStatusChange, when
+    /// the reader waited on (the one `--reader` names, or the only reader without `--reader`) shows
+    /// no card and is a unit whose PC/SC side never reports one (``pn532OnlyNote``). Nil otherwise:
+    /// the wait is then pcscd's, for the first reader with a card.
+    static func pn532OnlyReaderToWaitOn(
+        _ argument: String?, readers: [String], states: [ReaderState], context: any PCSCClientContext
+    ) throws(CLIError) -> String? {
+        guard argument != nil || readers.count == 1 else { return nil }
+        let reader = try selectReader(argument, in: readers)
+        if states.contains(where: { $0.readerName == reader && $0.hasCard }) { return nil }
+        return pn532OnlyNote(reader, states: states, context: context)
     }
 
     /// What a successful SELECT says about the application selected (ISO/IEC 7816-4 §7.1.1: the

@@ -19,8 +19,8 @@ public struct ReaderExchange: Sendable, Hashable, CustomStringConvertible {
 /// - `.pcsc`: the reader polls by itself; the card is connected SHARED (T=0 or T=1) and each
 ///   C-APDU goes with SCardTransmit. Any PC/SC reader.
 /// - `.pn532Initiator`: an ACR122U on a DIRECT connection; automatic PICC polling off
-///   (`FF 00 51 00 00`), one bounded InListPassiveTarget, each C-APDU with InDataExchange, then
-///   InRelease and `FF 00 51 FF 00`.
+///   (`FF 00 51 00 00`), bounded InListPassiveTarget polls (8, or repeated up to `pollingBound`),
+///   each C-APDU with InDataExchange, then InRelease and `FF 00 51 FF 00`.
 public final class ReaderSession: Sendable {
     /// How the host reaches the card: plain PC/SC, or the PN532 as initiator.
     public enum Path: Sendable, Hashable {
@@ -41,17 +41,23 @@ public final class ReaderSession: Sendable {
     /// (`FF 00 51 FF 00`) when the session ends. A caller that keeps the reader quiet on purpose
     /// (its polling would activate a card emulated nearby) passes false and restores it itself.
     public let restoresReaderDefaults: Bool
+    /// On the `.pn532Initiator` path: how long to keep polling for a card (`--wait`), nil for the
+    /// fixed 8 polls. Each poll is one InListPassiveTarget that the chip itself ends after
+    /// MxRtyPassiveActivation + 1 attempts (``waitingPollRetries``), so the repetition is paced by
+    /// the device, never by a sleep; polls start while the bound has not passed, at least one.
+    public let pollingBound: Duration?
     private let executor: BlockingExecutor
     private let connector: Connector
 
     /// A reader session that opens its connection with `connector` on `executor` (nil makes one).
     public init(
         readerName: String, path: Path, executor: BlockingExecutor? = nil, restoresReaderDefaults: Bool = true,
-        connector: @escaping Connector
+        pollingBound: Duration? = nil, connector: @escaping Connector
     ) {
         self.readerName = readerName
         self.path = path
         self.restoresReaderDefaults = restoresReaderDefaults
+        self.pollingBound = pollingBound
         self.executor = executor ?? BlockingExecutor(name: "reader session \(readerName)")
         self.connector = connector
     }
@@ -103,6 +109,7 @@ public final class ReaderSession: Sendable {
         let connector = self.connector
         let path = self.path
         let name = readerName
+        let bound = pollingBound
         do {
             try await executor.run {
                 let (channel, close) = try connector()
@@ -113,18 +120,7 @@ public final class ReaderSession: Sendable {
                     let pn532 = PN532(link: link)
                     box.pn532 = pn532
                     try link.setPICCOperatingParameter([])
-                    // A terminal polls again and again; so do we, a bounded number of times: a phone
-                    // or an emulating reader may be busy (e.g. re-arming after another reader's
-                    // poll) at the first attempt. 8 polls of 32 passive activation attempts each.
-                    var found: ISO14443ATarget?
-                    for _ in 0..<8 where found == nil {
-                        found = try pn532.pollISO14443A(passiveActivationRetries: 0x20)
-                    }
-                    guard let target = found else {
-                        throw CredentialSessionError(
-                            .instanceDoesNotExist,
-                            "no ISO 14443-A card answered InListPassiveTarget on \(name) (8 polls); place the card or phone on the reader")
-                    }
+                    let target = try Self.poll(pn532, readerName: name, bound: bound)
                     box.target = target
                 }
             }
@@ -148,6 +144,45 @@ public final class ReaderSession: Sendable {
             await finish(box)
             throw error
         }
+    }
+
+    /// MxRtyPassiveActivation of each poll while waiting up to ``pollingBound``: FE, the largest
+    /// finite count (FF would retry until a card comes: RFConfiguration item 05,
+    /// docs/acr122-pn532.md §4), so every InListPassiveTarget ends by itself after 255 attempts with NbTg 0.
+    public static let waitingPollRetries: UInt8 = 0xFE
+
+    /// Polls for an ISO/IEC 14443-A target: 8 polls of 32 passive activation attempts without a
+    /// bound (a terminal polls again and again; a phone or an emulating reader may be busy at the
+    /// first attempt, e.g. re-arming after another reader's poll), else polls of
+    /// ``waitingPollRetries`` attempts until a target answers or `bound` has passed on the host's
+    /// monotonic clock (a poll under way is let finish: the chip ends it).
+    /// - Throws: `CredentialSessionError` `instanceDoesNotExist` when none answered; the PN532's errors.
+    static func poll(_ pn532: PN532, readerName name: String, bound: Duration?) throws -> ISO14443ATarget {
+        guard let bound else {
+            for _ in 0..<8 {
+                if let target = try pn532.pollISO14443A(passiveActivationRetries: 0x20) { return target }
+            }
+            throw CredentialSessionError(
+                .instanceDoesNotExist,
+                "no ISO 14443-A card answered InListPassiveTarget on \(name) (8 polls); place the card or phone on the reader")
+        }
+        let clock = ContinuousClock()
+        let deadline = clock.now + bound
+        var polls = 0
+        repeat {  // bounded by the deadline; each poll by the chip's retry count
+            polls += 1
+            if let target = try pn532.pollISO14443A(passiveActivationRetries: waitingPollRetries) { return target }
+        } while clock.now < deadline
+        throw CredentialSessionError(
+            .instanceDoesNotExist,
+            "no ISO 14443-A card answered InListPassiveTarget on \(name) within \(secondsText(bound)) s (--wait, \(polls) polls); place the card or phone on the reader")
+    }
+
+    /// `1.5` or `30`: a duration in seconds as the user typed it (millisecond precision).
+    static func secondsText(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        let milliseconds = max(1, seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+        return milliseconds % 1000 == 0 ? "\(milliseconds / 1000)" : "\(Double(milliseconds) / 1000)"
     }
 
     /// Runs a script of C-APDUs, stopping early at nothing: every command is sent.

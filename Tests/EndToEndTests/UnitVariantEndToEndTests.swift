@@ -37,6 +37,17 @@ private func emulateForAndroid(_ environment: TestEnvironment) async throws -> S
     return try await terminalResult("android")
 }
 
+/// Waits (at most 10 s, checking every 10 ms) until `control`'s `status` reports `value` for `key`.
+private func controlStatus(_ control: SimulatedReaderControl, _ key: String, becomes value: String) async throws -> Bool {
+    let clock = ContinuousClock()
+    let deadline = clock.now + .seconds(10)
+    while clock.now < deadline {
+        if try control.send("status")[key] == value { return true }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+    return false
+}
+
 extension SharedReader {
     @Suite struct UnitVariantEndToEndTests {
         // MARK: clone
@@ -70,6 +81,43 @@ extension SharedReader {
             let onGenuine = try await runCLI(["read", "--reader", readerB])
             #expect(onGenuine.status == 1)
             #expect(onGenuine.err.contains("no card in '\(readerB)': place a card or phone on the reader, or use --pn532"), "\(onGenuine.err)")
+        }
+
+        /// `read --wait` on a clone polls with InListPassiveTarget until the bound (pcscd never
+        /// reports the card there): a card placed after more polls than a read without --wait
+        /// makes (8 × 33 attempts × 5 ms, 1.3 s simulated, 13 ms at the shared scale 0.01) is read.
+        @Test func readWaitOnAClonePollsThroughThePN532UntilACardComes() async throws {
+            let environment = try await resetSimulatedReaders()
+            let restore = try personality("clone", on: SimulatedReaders.controlA)
+            defer { restore() }
+            let readerA = environment.simulatedReaderA
+            async let read = runCLI(["read", "--wait", "30", "--reader", readerA])
+            // The PN532 path has begun once the automatic polling is off (FF 00 51 00 00).
+            #expect(try await controlStatus(SimulatedReaders.controlA, "picc", becomes: "00"))
+            try await Task.sleep(for: .milliseconds(300))
+            try SimulatedReaders.controlA.send("place-card uid=04A1B2C3 applet=t4t-ndef id=late")
+            let result = try await read
+            #expect(result.status == 0, "\(result.out)\(result.err)")
+            #expect(result.out.contains("note: \(readerA) is a clone (vendor \"RFCARD\", not ACS): its PC/SC side never reports a card; cards are read through the PN532 (InListPassiveTarget); reading with PN532 initiator commands, as with --pn532\n"), "\(result.out)")
+            #expect(result.out.contains("UID 04 A1 B2 C3"), "\(result.out)")
+            #expect(result.out.contains("NDEF record 1: "), "\(result.out)")
+            #expect(try SimulatedReaders.controlA.send("status")["picc"] == "FF")
+        }
+
+        /// The wait on a clone ends at its bound, with the reason the PN532 path was taken, and
+        /// the reader restored.
+        @Test func readWaitOnACloneIsBoundedAndSaysWhy() async throws {
+            let environment = try await resetSimulatedReaders()
+            let restore = try personality("clone", on: SimulatedReaders.controlA)
+            defer { restore() }
+            let readerA = environment.simulatedReaderA
+            let result = try await runCLI(["read", "--wait", "0.5", "--json", "--reader", readerA])
+            #expect(result.status == 1)
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(result.out.utf8)) as? [String: Any], "\(result.out)")
+            let error = try #require(object["error"] as? String, "\(result.out)")
+            #expect(error.hasPrefix("no ISO 14443-A card answered InListPassiveTarget on \(readerA) within 0.5 s (--wait, "), "\(error)")
+            #expect(error.contains("polls); place the card or phone on the reader (\(readerA) is a clone (vendor \"RFCARD\", not ACS)"), "\(error)")
+            #expect(try SimulatedReaders.controlA.send("status")["picc"] == "FF")
         }
 
         @Test func readPN532OnACloneReadsOurEmulationToo() async throws {
