@@ -23,9 +23,10 @@ extension SecbridgeCLI {
               claim it (pn533_usb, pn533, nfc), the driver serving it (escape code from
               CM_IOCTL_GET_FEATURE_REQUEST tag 0x13: 0x42000001 libccid, 0x42000DAC acsccid),
               escape commands (the ifdDriverOptions edit when refused), the firmware and its
-              known quirks, the variant (genuine unit and firmware, libccid or acsccid, escape
-              option; what works on it and what does not; the simulator personality that models
-              it), the PICC operating parameter (automatic polling), a card in the field.
+              known quirks, the variant (genuine unit, clone or Touchatag-era unit, firmware,
+              libccid or acsccid, escape option; what works on it and what does not; the simulator
+              personality that models it), the PICC operating parameter (automatic polling), a card
+              in the field.
             Exit status 0 when no check failed, 1 otherwise. Read-only: nothing is changed.
 
             Example:
@@ -422,7 +423,7 @@ enum Doctor {
         }
 
         guard pcscUsable, let reader = pcsc.reader else {
-            for check in ["driver", "escape commands", "firmware", "variant", "PICC parameter", "unit", "card in the field"] {
+            for check in ["driver", "escape commands", "firmware", "variant", "PICC parameter", "card in the field"] {
                 add(check, .skipped, pcscUsable ? "no ACR122-class reader in PC/SC" : "pcscd is not answering")
             }
             return checks
@@ -488,15 +489,16 @@ enum Doctor {
                     : "run `secbridge reset`; if that fails, unplug and replug the reader")
         }
 
-        // the variant: which kind of unit behind which driver, what works on it
-        let variant = ReaderVariantClassifier.classify(pcsc.variantEvidence)
-        if pcsc.directError != nil && pcsc.firmware == nil {
+        // the variant: which kind of unit (genuine, clone or Touchatag-era: docs/acr122-clones.md §3)
+        // behind which driver, what works on it
+        let unit = ACR122Unit.classify(vendorName: pcsc.vendorName, atr: pcsc.cardPresent ? pcsc.atr : [])
+        var evidence = pcsc.variantEvidence
+        evidence.atr = pcsc.cardPresent ? pcsc.atr : []
+        let variant = ReaderVariantClassifier.classify(evidence)
+        if pcsc.directError != nil && pcsc.firmware == nil && unit == .genuine {
             add("variant", .skipped, "no DIRECT connection and no firmware string")
         } else {
-            var detail = variant.text
-            if !variant.works.isEmpty { detail += "; works: " + variant.works.joined(separator: ", ") }
-            if !variant.doesNotWork.isEmpty { detail += "; does not work: " + variant.doesNotWork.joined(separator: ", ") }
-            add("variant", variant.doesNotWork.isEmpty ? .ok : .warning, detail, fix: escapeFix(system: system))
+            add("variant", variant.doesNotWork.isEmpty ? .ok : .warning, variant.detail, fix: variant.unitFix ?? escapeFix(system: system))
         }
 
         // PICC operating parameter
@@ -511,11 +513,6 @@ enum Doctor {
         } else {
             add("PICC parameter", .skipped, pcsc.piccError ?? "no pseudo-APDU path (see escape commands)")
         }
-
-        // genuine, clone or Touchatag-era unit (docs/acr122-clones.md §3)
-        let unit = ACR122Unit.classify(vendorName: pcsc.vendorName, atr: pcsc.cardPresent ? pcsc.atr : [])
-        let unitCheck = unitVerdict(unit)
-        add("unit", unitCheck.verdict, unitCheck.detail, fix: unitCheck.fix)
 
         // a card or tag in the field
         if case .pseudoCard(let atr) = unit {
@@ -533,23 +530,6 @@ enum Doctor {
             add("card in the field", .ok, "none (place a card or tag to check reading; card emulation needs the field empty)")
         }
         return checks
-    }
-
-    /// The unit check: ok for a genuine unit; a warning naming a clone or a Touchatag-era unit,
-    /// what works on it and what does not (docs/acr122-clones.md §3).
-    static func unitVerdict(_ unit: ACR122Unit) -> (verdict: DoctorCheck.Verdict, detail: String, fix: String?) {
-        switch unit {
-        case .genuine:
-            return (.ok, unit.summary, nil)
-        case .clone:
-            return (.warning,
-                    unit.summary + ". Works: `secbridge read` (it falls back to the PN532 path), --pn532 sessions, card emulation. Does not work: anything that waits for a card in PC/SC (`send`, `shell`, storage-card reads, pcsc_scan, pyscard)",
-                    "read cards with `secbridge read` (PN532 path) or libnfc's tools; for PC/SC card connections use a genuine ACS unit")
-        case .pseudoCard:
-            return (.warning,
-                    unit.summary + ". Works: `secbridge read` (it falls back to the PN532 path), --pn532 sessions, pseudo-APDUs through the pseudo-card. Does not work: PC/SC card connections to a tag; programs that take \"the first reader with a card\" take this one (secbridge skips it)",
-                    "read cards with `secbridge read` (PN532 path) or libnfc's tools; give other programs the reader explicitly")
-        }
     }
 
     static func json(_ checks: [DoctorCheck]) -> JSONValue {

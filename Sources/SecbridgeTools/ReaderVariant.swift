@@ -27,6 +27,8 @@ struct ReaderVariant: Sendable, Hashable {
     var escapeOptionEnabled: Bool?
     var firmware: String?
     var family: Family
+    /// Genuine, clone or Touchatag-era unit (docs/acr122-clones.md §3).
+    var unit: ACR122Unit = .genuine
     /// What works on it and what does not, in the doctor's words.
     var works: [String]
     var doesNotWork: [String]
@@ -41,6 +43,25 @@ struct ReaderVariant: Sendable, Hashable {
         if let escapeOptionEnabled { driverText += escapeOptionEnabled ? " (escape option on)" : " (escape option off)" }
         parts.append(driverText)
         return parts.joined(separator: ", ") + (personality.map { "; simulator personality \($0)" } ?? "")
+    }
+
+    /// doctor's `variant` line: ``text``, the unit (``ACR122Unit/summary``), then what works and
+    /// what does not: `genuine ACR122U, firmware ACR122U207, libccid (escape option on);
+    /// simulator personality ccid-escape-enabled; no sign of a clone …; works: …`.
+    var detail: String {
+        var detail = text + "; " + unit.summary
+        if !works.isEmpty { detail += "; works: " + works.joined(separator: ", ") }
+        if !doesNotWork.isEmpty { detail += "; does not work: " + doesNotWork.joined(separator: ", ") }
+        return detail
+    }
+
+    /// The fix for a clone or a Touchatag-era unit, nil for a genuine unit.
+    var unitFix: String? {
+        switch unit {
+        case .genuine: nil
+        case .clone: "read cards with `secbridge read` (PN532 path) or libnfc's tools; for PC/SC card connections use a genuine ACS unit"
+        case .pseudoCard: "read cards with `secbridge read` (PN532 path) or libnfc's tools; give other programs the reader explicitly"
+        }
     }
 }
 
@@ -110,16 +131,24 @@ enum ReaderVariantClassifier {
         var works: [String] = []
         var doesNotWork: [String] = []
         let escapePath = driver == .acsccid || escape == true
+        let unit = evidence.unit
         if escapePath {
-            works.append("reader sessions (PC/SC part 3 and --pn532)")
+            // A clone or a Touchatag-era unit never shows the card in PC/SC (docs/acr122-clones.md §3).
+            works.append(unit.reachesCardsOnlyThroughPN532
+                ? "`secbridge read` (it falls back to the PN532 path, --wait included), --pn532 sessions"
+                : "reader sessions (PC/SC part 3 and --pn532)")
             works.append("card emulation (emulate, performTransaction)")
         } else if escape == false {
             works.append("reader sessions through SCardTransmit while a card is present")
             doesNotWork.append("card emulation and --pn532 without a card (escape commands are refused)")
         }
-        if evidence.unit.reachesCardsOnlyThroughPN532 {
-            works.append("reading cards through the PN532 (read falls back to InListPassiveTarget)")
-            doesNotWork.append("cards through PC/SC (SCardTransmit): the unit never reports them")
+        switch unit {
+        case .genuine: break
+        case .clone:
+            doesNotWork.append("anything that waits for a card in PC/SC (`send`, `shell`, storage-card reads, pcsc_scan, pyscard): the unit never reports one")
+        case .pseudoCard:
+            works.append("pseudo-APDUs through the pseudo-card")
+            doesNotWork.append("PC/SC card connections to a tag; programs that take \"the first reader with a card\" take this one (secbridge skips it)")
         }
         if let firmware = evidence.firmware, let number = ACR122FirmwareVersion.number(firmware) {
             if number < 200 {
@@ -130,7 +159,7 @@ enum ReaderVariantClassifier {
             }
         }
         return ReaderVariant(
-            driver: driver, escapeOptionEnabled: escape, firmware: evidence.firmware, family: family,
+            driver: driver, escapeOptionEnabled: escape, firmware: evidence.firmware, family: family, unit: unit,
             works: works, doesNotWork: doesNotWork, personality: matchingPersonality(evidence))
     }
 

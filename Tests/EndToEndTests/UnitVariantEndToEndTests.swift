@@ -149,9 +149,9 @@ extension SharedReader {
             defer { restore() }
             let result = try await runCLI(["doctor", "--json", "--reader", environment.simulatedReaderA])
             #expect(result.status == 0, "\(result.out)\(result.err)")
-            let unit = try doctorCheck("unit", in: result.out)
-            #expect(unit["verdict"] as? String == "warning", "\(unit)")
-            #expect((unit["detail"] as? String)?.hasPrefix("a clone (vendor \"RFCARD\", not ACS): its PC/SC side never reports a card") == true, "\(unit)")
+            let variant = try doctorCheck("variant", in: result.out)
+            #expect(variant["verdict"] as? String == "warning", "\(variant)")
+            #expect((variant["detail"] as? String)?.contains("; a clone (vendor \"RFCARD\", not ACS): its PC/SC side never reports a card") == true, "\(variant)")
             let firmware = try doctorCheck("firmware", in: result.out)
             #expect((firmware["detail"] as? String)?.hasPrefix("ACR122U214 (version 2.14)") == true, "\(firmware)")
         }
@@ -159,8 +159,9 @@ extension SharedReader {
         @Test func doctorOnAGenuineUnitSaysSo() async throws {
             let environment = try await resetSimulatedReaders()
             let result = try await runCLI(["doctor", "--json", "--reader", environment.simulatedReaderA])
-            let unit = try doctorCheck("unit", in: result.out)
-            #expect(unit["verdict"] as? String == "ok", "\(unit)")
+            let variant = try doctorCheck("variant", in: result.out)
+            #expect(variant["verdict"] as? String == "ok", "\(variant)")
+            #expect((variant["detail"] as? String)?.contains("; no sign of a clone or a Touchatag-era unit") == true, "\(variant)")
         }
 
         // MARK: card families
@@ -221,9 +222,9 @@ extension SharedReader {
             defer { restore() }
             _ = try await waitForCard(in: environment.simulatedReaderA, present: true)
             let result = try await runCLI(["doctor", "--json", "--reader", environment.simulatedReaderA])
-            let unit = try doctorCheck("unit", in: result.out)
-            #expect(unit["verdict"] as? String == "warning", "\(unit)")
-            #expect((unit["detail"] as? String)?.hasPrefix("a Touchatag-era unit: it always reports a pseudo-card (ATR 3B 00)") == true, "\(unit)")
+            let variant = try doctorCheck("variant", in: result.out)
+            #expect(variant["verdict"] as? String == "warning", "\(variant)")
+            #expect((variant["detail"] as? String)?.contains("; a Touchatag-era unit: it always reports a pseudo-card (ATR 3B 00)") == true, "\(variant)")
             let card = try doctorCheck("card in the field", in: result.out)
             #expect((card["detail"] as? String)?.hasPrefix("none: the reader shows its pseudo-card (ATR 3B 00)") == true, "\(card)")
             let firmware = try doctorCheck("firmware", in: result.out)

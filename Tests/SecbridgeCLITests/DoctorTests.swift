@@ -123,28 +123,34 @@ import Testing
         #expect(running.detail.contains("/run/pcscd/pcscd.comm (the default socket) failed: SCARD_E_NO_SERVICE (0x8010001D)"))
         #expect(running.fix == "start it: `systemctl start pcscd.socket` (or `systemctl start pcscd`; `pcscd --foreground --debug` shows why it stops)")
         #expect(Self.check(checks, "pcscd installed")?.fix == "install it: `apt-get install pcscd libccid pcsc-tools` (Debian/Ubuntu)")
-        #expect(checks.filter { $0.verdict == .skipped }.count == 8)
+        #expect(checks.filter { $0.verdict == .skipped }.count == 7)
     }
 
-    /// docs/acr122-clones.md §3: the unit check names a clone by its vendor name and a
-    /// Touchatag-era unit by its pseudo-card, which the card check does not call a card.
-    @Test func unitCheckNamesClonesAndPseudoCardUnits() throws {
+    /// docs/acr122-clones.md §3: the variant check names a clone by its vendor name and a
+    /// Touchatag-era unit by its pseudo-card, which the card check does not call a card; one
+    /// line says what the classification and the unit check said before they were folded.
+    @Test func variantCheckNamesClonesAndPseudoCardUnits() throws {
         let system = DoctorSystem(root: "/nonexistent", environment: [:])
         var genuine = Self.healthy
         genuine.vendorName = "ACS"
-        #expect(Self.check(Doctor.evaluate(system: system, pcsc: genuine), "unit")?.verdict == .ok)
+        let genuineVariant = try #require(Self.check(Doctor.evaluate(system: system, pcsc: genuine), "variant"))
+        #expect(genuineVariant.verdict == .ok)
+        #expect(genuineVariant.detail.contains("; no sign of a clone or a Touchatag-era unit (vendor ACS or not given, no pseudo-card): cards show in PC/SC; works: reader sessions (PC/SC part 3 and --pn532)"), "\(genuineVariant.detail)")
         var clone = Self.healthy
         clone.vendorName = "RFCARD"
-        let cloneUnit = try #require(Self.check(Doctor.evaluate(system: system, pcsc: clone), "unit"))
-        #expect(cloneUnit.verdict == .warning)
-        #expect(cloneUnit.detail.hasPrefix("a clone (vendor \"RFCARD\", not ACS): its PC/SC side never reports a card; cards are read through the PN532 (InListPassiveTarget). Works: `secbridge read`"))
-        #expect(cloneUnit.fix?.hasPrefix("read cards with `secbridge read` (PN532 path)") == true)
+        let cloneVariant = try #require(Self.check(Doctor.evaluate(system: system, pcsc: clone), "variant"))
+        #expect(cloneVariant.verdict == .warning)
+        #expect(cloneVariant.detail.hasPrefix("ACR122U clone (vendor \"RFCARD\"), firmware ACR122U207, libccid (escape option on)"), "\(cloneVariant.detail)")
+        #expect(cloneVariant.detail.contains("; a clone (vendor \"RFCARD\", not ACS): its PC/SC side never reports a card; cards are read through the PN532 (InListPassiveTarget); works: `secbridge read` (it falls back to the PN532 path, --wait included), --pn532 sessions, card emulation (emulate, performTransaction); does not work: anything that waits for a card in PC/SC"), "\(cloneVariant.detail)")
+        #expect(cloneVariant.fix?.hasPrefix("read cards with `secbridge read` (PN532 path)") == true)
         var touchatag = Self.healthy
         touchatag.cardPresent = true
         touchatag.atr = [0x3B, 0x00]
         let checks = Doctor.evaluate(system: system, pcsc: touchatag)
-        #expect(Self.check(checks, "unit")?.detail.hasPrefix("a Touchatag-era unit: it always reports a pseudo-card (ATR 3B 00) with no tag") == true)
+        #expect(Self.check(checks, "variant")?.detail.contains("; a Touchatag-era unit: it always reports a pseudo-card (ATR 3B 00) with no tag") == true)
+        #expect(Self.check(checks, "variant")?.detail.contains("works: `secbridge read` (it falls back to the PN532 path, --wait included), --pn532 sessions, card emulation (emulate, performTransaction), pseudo-APDUs through the pseudo-card") == true)
         #expect(Self.check(checks, "card in the field")?.detail.hasPrefix("none: the reader shows its pseudo-card (ATR 3B 00), which is no card") == true)
+        #expect(!checks.contains { $0.check == "unit" })
     }
 
     @Test func healthyReaderPassesAndPollingOffSuggestsReset() throws {
@@ -184,7 +190,7 @@ import Testing
         #expect(parsed.count == checks.count)
         #expect(parsed.map { $0["check"] as? String } == [
             "pcscd installed", "pcscd running", "reader in PC/SC", "USB device", "driver", "escape commands",
-            "firmware", "variant", "PICC parameter", "unit", "card in the field",
+            "firmware", "variant", "PICC parameter", "card in the field",
         ])
         for entry in parsed {
             #expect(Set(entry.keys) == ["check", "verdict", "detail", "fix"])

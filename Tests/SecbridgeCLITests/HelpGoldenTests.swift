@@ -1200,9 +1200,10 @@ import Testing
               claim it (pn533_usb, pn533, nfc), the driver serving it (escape code from
               CM_IOCTL_GET_FEATURE_REQUEST tag 0x13: 0x42000001 libccid, 0x42000DAC acsccid),
               escape commands (the ifdDriverOptions edit when refused), the firmware and its
-              known quirks, the variant (genuine unit and firmware, libccid or acsccid, escape
-              option; what works on it and what does not; the simulator personality that models
-              it), the PICC operating parameter (automatic polling), a card in the field.
+              known quirks, the variant (genuine unit, clone or Touchatag-era unit, firmware,
+              libccid or acsccid, escape option; what works on it and what does not; the simulator
+              personality that models it), the PICC operating parameter (automatic polling), a card
+              in the field.
             Exit status 0 when no check failed, 1 otherwise. Read-only: nothing is changed.
 
             Example:
