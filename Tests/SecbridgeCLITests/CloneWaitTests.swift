@@ -1,4 +1,5 @@
 import Foundation
+import PCSCSandbox
 import SecbridgeTesting
 import Testing
 
