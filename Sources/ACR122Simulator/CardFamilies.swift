@@ -6,7 +6,9 @@ import ISO7816
 ///
 /// Discovery is modelled: InListPassiveTarget with the matching BrTy lists the target with its
 /// target data, and the ACR122U's automatic polling reports it to PC/SC with ``pcscATR``, the ATR
-/// an ACS reader builds for it. Exchanges with it are not modelled (it stays mute).
+/// an ACS reader builds for it. InDataExchange to a listed target reaches ``answer(_:)``: FeliCa
+/// Request Response and Read Without Encryption, Topaz/Jewel RID and READ, and an ISO/IEC 14443-B
+/// card's C-APDUs (docs/acr122-clones.md §4b); anything else stays mute.
 public final class PassiveTargetPeer: FieldPeer {
     /// The family and the bytes it answers discovery with.
     public enum Technology: Sendable, Hashable {
@@ -23,10 +25,118 @@ public final class PassiveTargetPeer: FieldPeer {
 
     /// The family and its discovery bytes.
     public let technology: Technology
+    /// FeliCa: the 16-byte blocks of service 000B (an NFC Forum Type 3 Tag's NDEF service), block
+    /// 0 first. Topaz/Jewel: the tag's memory, byte address 0 first (block 0 = UID, …).
+    public let memory: [UInt8]
+    /// Topaz/Jewel: HR0 HR1, the header ROM RID returns (`11 48` by default: HR0 1x marks an NFC
+    /// Forum Type 1 Tag, x1 its static memory; the HR1 value is an assumption, (U)).
+    public let headerROM: [UInt8]
+    /// ISO/IEC 14443-B: the card's answer to each C-APDU (R-APDU with SW1 SW2); nil for a card
+    /// without ISO-DEP, which stays mute.
+    private let apduHandler: (@Sendable ([UInt8]) -> [UInt8])?
 
     /// A target of `technology`, to place in a ``SimulatedField``.
-    public init(_ technology: Technology) {
+    /// - Parameters:
+    ///   - memory: FeliCa: service 000B's blocks, 16 bytes each (a shorter last block is padded
+    ///     with 00); Topaz/Jewel: the memory bytes.
+    ///   - headerROM: Topaz/Jewel: HR0 HR1.
+    ///   - apdu: ISO/IEC 14443-B: the card's application (C-APDU → R-APDU).
+    public init(
+        _ technology: Technology, memory: [UInt8] = [], headerROM: [UInt8] = [0x11, 0x48],
+        apdu: (@Sendable ([UInt8]) -> [UInt8])? = nil
+    ) {
         self.technology = technology
+        if case .felica = technology, memory.count % 16 != 0 {
+            self.memory = memory + [UInt8](repeating: 0, count: 16 - memory.count % 16)
+        } else {
+            self.memory = memory
+        }
+        self.headerROM = headerROM
+        self.apduHandler = apdu
+    }
+
+    /// Whether InDataExchange carries C-APDUs to it (ISO-DEP, set up by the PN532 itself): an
+    /// ISO/IEC 14443-B card with an application.
+    var speaksISODEP: Bool {
+        if case .typeB = technology { return apduHandler != nil }
+        return false
+    }
+
+    /// The target's answer to the data of an InDataExchange (PN532 UM0701-02 §7.3.8), nil when it
+    /// stays mute (the PN532 then reports status 01, a timeout):
+    /// - FeliCa (JIS X 6319-4; the frame carries its own length byte, as libnfc sends it):
+    ///   Request Response `0A 04 IDm` → `0B 05 IDm 00` (mode 0); Read Without Encryption
+    ///   `LEN 06 IDm NS SC(2, LSB first)… NB BlockList` → `LEN 07 IDm 00 00 NB Data(16 × NB)`, or
+    ///   `LEN 07 IDm FF A8` for a block beyond the memory, `FF A6` for a service other than 000B
+    ///   (status flag values (U)). A frame whose LEN is wrong, or for another IDm, gets no answer.
+    /// - Topaz/Jewel (NFC Forum Type 1 Tag, as the PN532 carries it): RID `78 …` → HR0 HR1
+    ///   JEWELID; READ `01 ADD` → the byte at ADD (libnfc's jewel.h layouts).
+    /// - ISO/IEC 14443-B: the C-APDU to the application, its R-APDU back.
+    public func answer(_ frame: [UInt8]) -> [UInt8]? {
+        switch technology {
+        case .felica(let idm, _, _, _): return felicaAnswer(frame, idm: idm)
+        case .jewel(_, let jewelID):
+            guard let command = frame.first else { return nil }
+            switch command {
+            case 0x78: return headerROM + jewelID
+            case 0x01:
+                guard frame.count == 2, Int(frame[1]) < memory.count else { return nil }
+                return [memory[Int(frame[1])]]
+            default: return nil
+            }
+        case .typeB: return apduHandler?(frame)
+        }
+    }
+
+    /// FeliCa Request Response (04) and Read Without Encryption (06) on service 000B.
+    private func felicaAnswer(_ frame: [UInt8], idm: [UInt8]) -> [UInt8]? {
+        guard frame.count >= 10, Int(frame[0]) == frame.count, Array(frame[2..<10]) == idm else { return nil }
+        func framed(_ body: [UInt8]) -> [UInt8] { [UInt8(body.count + 1)] + body }
+        switch frame[1] {
+        case 0x04:
+            guard frame.count == 10 else { return nil }
+            return framed([0x05] + idm + [0x00])
+        case 0x06:
+            var index = 10
+            guard index < frame.count else { return nil }
+            let serviceCount = Int(frame[index])
+            index += 1
+            guard serviceCount >= 1, frame.count >= index + 2 * serviceCount + 1 else { return nil }
+            let services = (0..<serviceCount).map { UInt16(frame[index + 2 * $0]) | UInt16(frame[index + 2 * $0 + 1]) << 8 }
+            index += 2 * serviceCount
+            let blockCount = Int(frame[index])
+            index += 1
+            var data: [UInt8] = []
+            var error: UInt8?
+            for _ in 0..<blockCount {
+                guard index < frame.count else { return nil }
+                let element = frame[index]
+                let number: Int
+                if element & 0x80 != 0 {
+                    guard index + 1 < frame.count else { return nil }
+                    number = Int(frame[index + 1])
+                    index += 2
+                } else {
+                    guard index + 2 < frame.count else { return nil }
+                    number = Int(frame[index + 1]) | Int(frame[index + 2]) << 8
+                    index += 3
+                }
+                let service = Int(element & 0x0F)
+                if error != nil { continue }
+                if service >= services.count || services[service] != 0x000B {
+                    error = 0xA6
+                } else if number >= memory.count / 16 {
+                    error = 0xA8
+                } else {
+                    data += memory[(number * 16)..<(number * 16 + 16)]
+                }
+            }
+            guard index == frame.count else { return nil }
+            if let error { return framed([0x07] + idm + [0xFF, error]) }
+            return framed([0x07] + idm + [0x00, 0x00, UInt8(blockCount)] + data)
+        default:
+            return nil
+        }
     }
 
     /// What Get Data `FF CA 00 00` returns for it: the IDm (FeliCa), the PUPI (ISO/IEC 14443-B),
@@ -121,14 +231,19 @@ extension DeviceState {
 
     /// InListPassiveTarget for BrTy 01–04 (`MaxTg BrTy InitiatorData`): the ``PassiveTargetPeer``s
     /// that answer, at most MaxTg, as `NbTg [Tg TargetData]…`; polls until one answers or `limit`
-    /// (no target: NbTg 00) or the MCU timeout passes. Nothing is left listed for InDataExchange.
+    /// (no target: NbTg 00) or the MCU timeout passes. The targets listed are the ones
+    /// InDataExchange then reaches (``PassiveTargetPeer/answer(_:)``).
     func inListOtherFamily(
         maxTargets: Int, brty: UInt8, initiatorData: [UInt8], limit: Deadline?, world: FieldWorld,
         lock: ConditionLock<FieldWorld>, reply: ([UInt8]) -> ChipOutcome
     ) -> ChipOutcome {
-        var answers: [[UInt8]] = []
+        var answers: [(peer: PassiveTargetPeer, data: [UInt8])] = []
         let outcome = wait(lock: lock, limit: limit) {
-            answers = world.peers.compactMap { ($0 as? PassiveTargetPeer)?.targetData(brty: brty, initiatorData: initiatorData) }
+            answers = world.peers.compactMap { peer in
+                (peer as? PassiveTargetPeer).flatMap { target in
+                    target.targetData(brty: brty, initiatorData: initiatorData).map { (target, $0) }
+                }
+            }
             return !answers.isEmpty
         }
         switch outcome {
@@ -138,9 +253,15 @@ extension DeviceState {
         case .driverTimeout: return .driverTimeout
         }
         var bytes: [UInt8] = []
-        for (index, data) in answers.prefix(maxTargets).enumerated() {
-            bytes += [UInt8(index + 1)] + data
+        var listed: [ListedTarget] = []
+        for (index, answer) in answers.prefix(maxTargets).enumerated() {
+            var target = activate(.other(answer.peer), number: UInt8(index + 1), world: world)
+            target.isoDEP = answer.peer.speaksISODEP
+            listed.append(target)
+            bytes += [UInt8(index + 1)] + answer.data
         }
+        role = .initiator(listed)
+        lock.broadcast()
         return reply([UInt8(min(answers.count, maxTargets))] + bytes)
     }
 }

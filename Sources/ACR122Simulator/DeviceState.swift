@@ -329,7 +329,8 @@ final class DeviceState: @unchecked Sendable {
     func isISODEPCapable(_ peer: ActivatedPeer) -> Bool {
         switch peer {
         case .card(let c): c.identity.sak & 0x20 != 0
-        case .tag, .other: false
+        case .tag: false
+        case .other(let target): target.speaksISODEP
         case .emulation(let other, _):
             if case .target(let t) = other.role { t.sak & 0x20 != 0 } else { false }
         }

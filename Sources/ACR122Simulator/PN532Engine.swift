@@ -286,9 +286,10 @@ extension DeviceState {
         case .tag(let tag):
             guard let answer = tag.transceive(command) else { return .status(mifareAuthentication(tag, command)) }
             return Self.outcome(of: answer)
-        case .other:
-            // Exchanges with the other families are not modelled: the target stays mute.
-            return .status(0x01)
+        case .other(let other):
+            // FeliCa, Topaz/Jewel and ISO/IEC 14443-B commands (CardFamilies.swift); mute: timeout.
+            guard let answer = other.answer(command) else { return .status(0x01) }
+            return .answer(answer)
         case .emulation(let other, _):
             guard target.isoDEP, case .target(let t) = other.role else { return .status(0x01) }
             t.inbox = command

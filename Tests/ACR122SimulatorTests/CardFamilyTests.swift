@@ -82,4 +82,69 @@ struct CardFamilyTests {
         #expect(text(try reader.powerUp()) == "3B 8C 80 01 50 12 23 45 56 12 53 54 4E 33 81 C3 55")
         #expect(text(try reader.transmit(hex("FF CA 00 00 00"))) == "12 23 45 56 90 00")
     }
+
+    /// An NFC Forum Type 3 Tag attribute block (version 1.0, Nbr 4, Nbw 1, Nmaxb 13, RW, Ln 0,
+    /// checksum 0023), block 0 of service 000B.
+    static let attributeBlock = hex("10 04 01 00 0D 00 00 00 00 00 01 00 00 00 00 23")
+
+    @Test("FeliCa through InDataExchange: Request Response and Read Without Encryption, LEN included")
+    func felicaExchanges() throws {
+        let field = fastField()
+        field.place(PassiveTargetPeer(
+            .felica(idm: Self.idm, pmm: Self.pmm, systemCode: hex("12 FC"), highSpeed: false), memory: Self.attributeBlock))
+        let reader = try Self.boundedReader(field)
+        #expect(text(try reader.control(code: 0x4200_0001, wrapped("D4 4A 01 01 00 FF FF 00 00"))).hasPrefix("D5 4B 01 01 12 01"))
+        // libnfc's presence check: Request Response, 11 bytes back (pn53x.c).
+        #expect(text(try reader.control(code: 0x4200_0001, wrapped("D4 40 01 0A 04 01 01 05 01 86 04 02 02")))
+            == "D5 41 00 0B 05 01 01 05 01 86 04 02 02 00 90 00")
+        // nfc-read-forum-tag3's Check of block 0: one service (0B 00), one block (80 00).
+        #expect(text(try reader.control(code: 0x4200_0001, wrapped("D4 40 01 10 06 01 01 05 01 86 04 02 02 01 0B 00 01 80 00")))
+            == "D5 41 00 1D 07 01 01 05 01 86 04 02 02 00 00 01 10 04 01 00 0D 00 00 00 00 00 01 00 00 00 00 23 90 00")
+        // A block beyond the memory, another service: status flags FF A8, FF A6.
+        #expect(text(try reader.control(code: 0x4200_0001, wrapped("D4 40 01 10 06 01 01 05 01 86 04 02 02 01 0B 00 01 80 05")))
+            == "D5 41 00 0C 07 01 01 05 01 86 04 02 02 FF A8 90 00")
+        #expect(text(try reader.control(code: 0x4200_0001, wrapped("D4 40 01 10 06 01 01 05 01 86 04 02 02 01 09 10 01 80 00")))
+            == "D5 41 00 0C 07 01 01 05 01 86 04 02 02 FF A6 90 00")
+        // Another IDm, or a LEN that does not match the frame: no answer (status 01, timeout).
+        #expect(text(try reader.control(code: 0x4200_0001, wrapped("D4 40 01 0A 04 01 01 05 01 86 04 02 03"))) == "D5 41 01 90 00")
+        #expect(text(try reader.control(code: 0x4200_0001, wrapped("D4 40 01 0B 04 01 01 05 01 86 04 02 02"))) == "D5 41 01 90 00")
+    }
+
+    @Test("Topaz/Jewel through InDataExchange: RID gives HR0 HR1 and JEWELID, READ one byte")
+    func jewelExchanges() throws {
+        let field = fastField()
+        field.place(PassiveTargetPeer(
+            .jewel(sensRes: hex("0C 00"), jewelID: hex("B5 7A 2C 00")), memory: hex("B5 7A 2C 00 00 00 00 00 E1 10 0E 00")))
+        let reader = try Self.boundedReader(field)
+        #expect(text(try reader.control(code: 0x4200_0001, wrapped("D4 4A 01 04"))) == "D5 4B 01 01 0C 00 B5 7A 2C 00 90 00")
+        #expect(text(try reader.control(code: 0x4200_0001, wrapped("D4 40 01 78 00 00 00 00 00 00"))) == "D5 41 00 11 48 B5 7A 2C 00 90 00")
+        #expect(text(try reader.control(code: 0x4200_0001, wrapped("D4 40 01 01 08"))) == "D5 41 00 E1 90 00")
+        // Beyond the memory, or RALL (not modelled): mute.
+        #expect(text(try reader.control(code: 0x4200_0001, wrapped("D4 40 01 01 7F"))) == "D5 41 01 90 00")
+        #expect(text(try reader.control(code: 0x4200_0001, wrapped("D4 40 01 00 00 00"))) == "D5 41 01 90 00")
+    }
+
+    @Test("ISO 14443-B: C-APDUs through InDataExchange and through SCardTransmit reach its application")
+    func typeBExchanges() throws {
+        let field = fastField()
+        let card = PassiveTargetPeer(.typeB(atqb: Self.atqb, attribResponse: [0x00]), apdu: { command in
+            command == hex("00 A4 04 00 07 D2 76 00 00 85 01 01 00") ? [0x90, 0x00] : [0x6A, 0x82]
+        })
+        field.place(card)
+        let reader = try Self.boundedReader(field)
+        #expect(text(try reader.control(code: 0x4200_0001, wrapped("D4 4A 01 03 00"))).hasPrefix("D5 4B 01 01 50 12 23 45 56"))
+        #expect(text(try reader.control(code: 0x4200_0001, wrapped("D4 40 01 00 A4 04 00 07 D2 76 00 00 85 01 01 00")))
+            == "D5 41 00 90 00 90 00")
+        #expect(text(try reader.control(code: 0x4200_0001, wrapped("D4 40 01 00 A4 04 00 02 3F 00"))) == "D5 41 00 6A 82 90 00")
+        // Through PC/SC: automatic polling reports it, the MCU forwards the APDU.
+        #expect(text(try reader.control(code: 0x4200_0001, hex("FF 00 51 FF 00"))) == "90 FF")
+        #expect(text(try reader.powerUp()) == "3B 8C 80 01 50 12 23 45 56 12 53 54 4E 33 81 C3 55")
+        #expect(text(try reader.transmit(hex("00 A4 04 00 07 D2 76 00 00 85 01 01 00"))) == "90 00")
+        reader.powerDown()
+        // A Type B card without an application stays mute: status 01 (timeout).
+        field.remove(card)
+        field.place(PassiveTargetPeer(.typeB(atqb: Self.atqb, attribResponse: [0x00])))
+        _ = try reader.control(code: 0x4200_0001, wrapped("D4 4A 01 03 00"))
+        #expect(text(try reader.control(code: 0x4200_0001, wrapped("D4 40 01 00 A4 04 00 00"))) == "D5 41 01 90 00")
+    }
 }
