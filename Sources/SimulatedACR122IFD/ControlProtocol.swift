@@ -23,6 +23,7 @@ import Glibc
 /// | `place-tag uid= [atqa=] [sak=] [id=]` | `peer` | an ISO/IEC 14443-3 tag without memory (default ATQA `00 04`, SAK `08`): anticollision and any-key MIFARE authentication only |
 /// | `place-tag type=ntag213\|ntag215\|ntag216\|ultralight uid=<7 bytes> [ndef=<hex>] [id=]` | `peer type` | an NFC Forum Type 2 tag with memory (``Type2TagMemory``); `ndef` = the raw NDEF message bytes, written as TLV `03 len msg FE` from page 4 (default: an empty NDEF tag `03 00 FE`) |
 /// | `place-tag type=classic1k\|classic4k\|mini uid=<4 or 7 bytes> [key=<6 bytes>] [id=]` | `peer type` | a MIFARE Classic card with memory (``MIFAREClassicMemory``); `key` sets key A and key B of every sector (default `FF FF FF FF FF FF`) |
+/// | `place-target family=felica\|felica424\|typeb\|jewel [id=] [idm=] [pupi=] [jewel-id=] [memory=] [applet=]` | `peer family` | a target of another family (``PassiveTargetPeer``, docs/acr122-clones.md §4, §4b): FeliCa at 212 or 424 kbit/s (`idm` 8 bytes, default `01 01 05 01 86 04 02 02`; `memory` service 000B's blocks), ISO/IEC 14443-B (`pupi` 4 bytes in ACS's example ATQB `50 12 23 45 56 12 53 54 4E 33 81 C3`; `applet` one of ``BuiltInApplet`` answers its C-APDUs, none: mute), Topaz/Jewel (`jewel-id` 4 bytes, default `B5 7A 2C 00`; `memory` the tag's bytes) |
 /// | `tag-memory peer=<id> [first=<n>] [count=<n>]` (`id=` accepted for `peer=`) | `type unit first count data` | the memory of a placed tag with memory, from page/block `first` (default 0), `count` units (default all): `unit` 4 (pages) or 16 (blocks); MIFARE Classic keys are shown as 00 bytes |
 /// | `place-terminal [script=] [transcript=] [channel=] [id=] [leave-after=] [taps=] [host-delay-ms=] [host-delay-at=] [wtx=]` | `peer` | an external terminal; `script` one of ``ExternalTerminal/catalog`` (default `android-t4t-read`, the model of Android's reader; `…-recording` replays a recording), or the commands of a transcript. A model's ``PhoneBehaviour`` (docs/terminal-models.md §6): `leave-after=n` leaves the field after its n-th exchange and comes back at the next activation; `taps=n` reads n times; `host-delay-ms=d` (simulated) delays the host's answer to C-APDU `host-delay-at` (default 1); `wtx=no`: the PN532 sends no S(WTX) meanwhile |
 /// | `remove peer=<id> \| all=yes` | `removed` | takes peers out of the field |
@@ -38,7 +39,7 @@ enum ControlProtocol {
     static let version = "1"
 
     static let verbs = [
-        "ping", "help", "status", "place-card", "place-tag", "place-terminal", "remove", "peers",
+        "ping", "help", "status", "place-card", "place-tag", "place-target", "place-terminal", "remove", "peers",
         "personality", "fault", "events", "terminal-result", "card-log", "tag-memory", "timescale",
         "unplug", "replug",
     ]
@@ -72,6 +73,8 @@ enum ControlProtocol {
             return try placeCard(request, binding: binding)
         case "place-tag":
             return try placeTag(request, binding: binding)
+        case "place-target":
+            return try placeTarget(request, binding: binding)
         case "place-terminal":
             return try placeTerminal(request, binding: binding)
         case "remove":
@@ -224,6 +227,54 @@ enum ControlProtocol {
         }
         return ControlReply([("peer", try binding.field.place(tag, id: try peerID(request), prefix: "tag")),
                              ("type", typeName)])
+    }
+
+    /// `place-target`: a FeliCa, ISO/IEC 14443-B or Topaz/Jewel target (docs/acr122-clones.md §4b).
+    private static func placeTarget(_ request: ControlRequest, binding: SimulatorBinding) throws(ControlError) -> ControlReply {
+        try request.allowOnly(["family", "id", "idm", "pupi", "jewel-id", "memory", "applet"])
+        func sized(_ key: String, _ count: Int, default value: [UInt8]) throws(ControlError) -> [UInt8] {
+            guard let bytes = try request.bytes(key) else { return value }
+            guard bytes.count == count else {
+                throw ControlError(.badArgument, "\(key) must be \(count) hex bytes, got \(bytes.count)")
+            }
+            return bytes
+        }
+        let family = try request.required("family")
+        let allowed: Set<String> = switch family {
+        case "felica", "felica424": ["family", "id", "idm", "memory"]
+        case "typeb": ["family", "id", "pupi", "applet"]
+        case "jewel": ["family", "id", "jewel-id", "memory"]
+        default: throw ControlError(.badArgument, "unknown family '\(family)'; known: felica, felica424, typeb, jewel")
+        }
+        if let extra = ["idm", "pupi", "jewel-id", "memory", "applet"].first(where: { request.value($0) != nil && !allowed.contains($0) }) {
+            throw ControlError(.badArgument, "\(extra)= does not go with family=\(family)")
+        }
+        let memory = try request.bytes("memory") ?? []
+        let target: PassiveTargetPeer
+        switch family {
+        case "felica", "felica424":
+            target = PassiveTargetPeer(
+                .felica(idm: try sized("idm", 8, default: [0x01, 0x01, 0x05, 0x01, 0x86, 0x04, 0x02, 0x02]),
+                        pmm: [0x03, 0x01, 0x4B, 0x02, 0x4F, 0x49, 0x93, 0xFF], systemCode: [0x12, 0xFC],
+                        highSpeed: family == "felica424"),
+                memory: memory)
+        case "typeb":
+            var atqb: [UInt8] = [0x50, 0x12, 0x23, 0x45, 0x56, 0x12, 0x53, 0x54, 0x4E, 0x33, 0x81, 0xC3]
+            atqb.replaceSubrange(1...4, with: try sized("pupi", 4, default: Array(atqb[1...4])))
+            var handler: (@Sendable ([UInt8]) -> [UInt8])?
+            if let name = request.value("applet") {
+                guard let applet = BuiltInApplet(rawValue: name) else {
+                    throw ControlError(.badArgument, "unknown applet '\(name)'; known: \(BuiltInApplet.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+                handler = applet.makeHandler()
+            }
+            target = PassiveTargetPeer(.typeB(atqb: atqb, attribResponse: [0x00]), apdu: handler)
+        default:
+            let jewelID = try sized("jewel-id", 4, default: [0xB5, 0x7A, 0x2C, 0x00])
+            target = PassiveTargetPeer(.jewel(sensRes: [0x0C, 0x00], jewelID: jewelID), memory: memory)
+        }
+        return ControlReply([("peer", try binding.field.place(target, id: try peerID(request), prefix: "target")),
+                             ("family", family)])
     }
 
     /// The `type=` values of `place-tag` with memory.

@@ -175,6 +175,32 @@ extension SharedReader {
             #expect(result.out.contains("04 01 01 01 00 18 05 91 AF"), "\(result.out)")
         }
 
+        /// An ISO/IEC 14443-B Type 4 Tag: the reader's polling reports it with ACS's ATQB ATR,
+        /// `read` gets the PUPI from Get Data and the NDEF message through SCardTransmit, which the
+        /// MCU forwards (docs/acr122-clones.md §4b).
+        @Test func readReadsAnISO14443BType4Tag() async throws {
+            let environment = try await resetSimulatedReaders()
+            try await placeInSharedField("place-target family=typeb applet=t4t-ndef id=b", environment: environment)
+            let result = try await runCLI(["read", "--reader", environment.simulatedReaderA])
+            #expect(result.status == 0, "\(result.out)\(result.err)")
+            #expect(result.out.contains("UID 12 23 45 56"), "\(result.out)")
+            #expect(result.out.contains("NDEF record 1: "), "\(result.out)")
+            try SimulatedReaders.controlA.send("remove peer=b")
+        }
+
+        /// A FeliCa card and a Topaz tag: `read` names them from the part 3 ATR and shows the IDm
+        /// and the JEWELID that Get Data returns.
+        @Test(arguments: [("felica", "01 01 05 01 86 04 02 02", "FeliCa"), ("jewel", "B5 7A 2C 00", "Topaz (PC/SC part 3 name F0 04")])
+        func readNamesAFeliCaCardAndATopazTag(_ family: String, _ uid: String, _ name: String) async throws {
+            let environment = try await resetSimulatedReaders()
+            try await placeInSharedField("place-target family=\(family) id=t", environment: environment)
+            let result = try await runCLI(["read", "--reader", environment.simulatedReaderA])
+            #expect(result.status == 0, "\(result.out)\(result.err)")
+            #expect(result.out.contains("card: \(name)"), "\(result.out)\(result.err)")
+            #expect(result.out.contains("UID \(uid)\n"), "\(result.out)\(result.err)")
+            try SimulatedReaders.controlA.send("remove peer=t")
+        }
+
         @Test func sendRunsValueBlockPseudoAPDUsOnAMIFAREClassic() async throws {
             let environment = try await resetSimulatedReaders()
             try await placeInSharedField("place-tag type=classic1k uid=04A1B2C3 id=mf", environment: environment)
