@@ -327,7 +327,8 @@ extension DeviceState {
     }
 
     /// InCommunicateThru `raw` → `Status data` (UM0701-02 §7.3.9) to the first selected target.
-    /// Only a Type 2 tag with memory answers (READ, WRITE, GET_VERSION, reported as by
+    /// A FeliCa or Topaz/Jewel target answers as through InDataExchange; otherwise only a Type 2
+    /// tag with memory answers (READ, WRITE, GET_VERSION, reported as by
     /// InDataExchange: decision, the CRC and the 4-bit ACK handling of raw mode are not modelled).
     /// A MIFARE Classic card stays mute (01): the PN532 runs Crypto1 only inside InDataExchange.
     /// Every other target, and no target, gives 01 as before.
@@ -352,6 +353,18 @@ extension DeviceState {
                 return [0x01]
             }
             frame.removeLast(2)
+        }
+        // A FeliCa or Topaz/Jewel target: the frame as InDataExchange carries it (libnfc sends
+        // FeliCa commands this way with easy framing off, nfc-read-forum-tag3; CardFamilies.swift).
+        if !frame.isEmpty, case .initiator(let targets) = role,
+           let target = targets.first(where: { !$0.deselected }), stillPresent(target.peer, world: world),
+           case .other(let other) = target.peer {
+            guard let answer = other.answer(frame) else {
+                lastError = 0x01
+                return [0x01]
+            }
+            lastError = 0x00
+            return [0x00] + answer.prefix(Self.frameDataLimit)
         }
         guard !frame.isEmpty, case .initiator(let targets) = role,
               let target = targets.first(where: { !$0.deselected }), stillPresent(target.peer, world: world),

@@ -1,3 +1,4 @@
+import Foundation
 import PCSCSandbox
 import SecbridgeTesting
 import Testing
@@ -21,6 +22,28 @@ extension SharedReader {
             #expect(result.output.contains("ATQA (SENS_RES): 04  00"), "\(result.output)")
             #expect(result.output.contains("UID (NFCID1): 77  e5  eb  59"), "\(result.output)")
             #expect(result.output.contains("SAK (SEL_RES): 08"), "\(result.output)")
+        }
+
+        /// libnfc's nfc-read-forum-tag3 reads the NDEF message of a FeliCa card holding an NFC
+        /// Forum Type 3 Tag (attribute block 0, the message from block 1), through Check (Read
+        /// Without Encryption) frames sent with InCommunicateThru (docs/acr122-clones.md §4b).
+        @Test func nfcReadForumTag3ReadsAType3Tag() async throws {
+            let environment = try await resetSimulatedReaders()
+            // Version 1.0, Nbr 4, Nbw 1, Nmaxb 13, WriteFlag 00, RWFlag 01, Ln 16, checksum 0033.
+            let attribute = "10 04 01 00 0D 00 00 00 00 00 01 00 00 10 00 33"
+            // A URI record for https://example.com (prefix 04), then 12 empty blocks.
+            let message = "D1 01 0C 55 04 65 78 61 6D 70 6C 65 2E 63 6F 6D"
+            let memory = ([attribute, message] + Array(repeating: String(repeating: "00", count: 16), count: 12)).joined(separator: " ")
+            try SimulatedReaders.controlA.send("place-target family=felica memory=\"\(memory)\" id=t3t")
+            defer { _ = try? SimulatedReaders.controlA.send("remove peer=t3t") }
+            let toolEnvironment = Libnfc.environment(reader: environment.simulatedReaderA, base: environment.environmentForSubprocesses)
+            let path = FileManager.default.temporaryDirectory.appendingPathComponent("t3t-\(getpid())-\(UUID().uuidString.prefix(8)).ndef").path
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            let result = try await blocking { try Libnfc.run("nfc-read-forum-tag3", ["-o", path], environment: toolEnvironment) }
+            #expect(result.status == 0, "\(result.output)")
+            #expect(result.output.contains("NDEF message length: 16 bytes"), "\(result.output)")
+            let written = try #require(FileManager.default.contents(atPath: path), "\(result.output)")
+            #expect(Array(written) == hex(message), "\(result.output)")
         }
 
         /// nfc-list's FeliCa 212, ISO 14443-B and Jewel pollings (`-t` bits 02, 08, 100) find the
