@@ -46,6 +46,24 @@ extension SharedReader {
             #expect(Array(written) == hex(message), "\(result.output)")
         }
 
+        /// libnfc's nfc-jewel dumps a Topaz tag's 120 bytes (blocks 0–E) with one READ per byte,
+        /// each answered by the data byte alone (libnfc's jewel.h; docs/acr122-clones.md §4b).
+        @Test func nfcJewelDumpsATopazTag() async throws {
+            let environment = try await resetSimulatedReaders()
+            let memory = (0..<120).map { UInt8(($0 * 7 + 3) & 0xFF) }
+            try SimulatedReaders.controlA.send("place-target family=jewel memory=\(memory.map { String(format: "%02X", $0) }.joined()) id=topaz")
+            defer { _ = try? SimulatedReaders.controlA.send("remove peer=topaz") }
+            let toolEnvironment = Libnfc.environment(reader: environment.simulatedReaderA, base: environment.environmentForSubprocesses)
+            let path = FileManager.default.temporaryDirectory.appendingPathComponent("topaz-\(getpid())-\(UUID().uuidString.prefix(8)).jwd").path
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            let result = try await blocking { try Libnfc.run("nfc-jewel", ["r", path], environment: toolEnvironment) }
+            #expect(result.status == 0, "\(result.output)")
+            #expect(result.output.contains("Found Jewel card with UID: b57a2c00"), "\(result.output)")
+            #expect(result.output.contains("Done, 15 of 15 blocks read."), "\(result.output)")
+            let written = try #require(FileManager.default.contents(atPath: path), "\(result.output)")
+            #expect(Array(written) == memory, "\(result.output)")
+        }
+
         /// nfc-list's FeliCa 212, ISO 14443-B and Jewel pollings (`-t` bits 02, 08, 100) find the
         /// targets `place-target` puts in the field, with the IDm, the PUPI and the JEWELID the
         /// simulator's InListPassiveTarget gives (docs/acr122-clones.md §4).
