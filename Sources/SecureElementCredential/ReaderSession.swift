@@ -146,12 +146,13 @@ public final class ReaderSession: Sendable {
         }
     }
 
-    /// MxRtyPassiveActivation of each poll while waiting up to ``pollingBound``: FE, the largest
-    /// finite count (FF would retry until a card comes: RFConfiguration item 05,
-    /// docs/acr122-pn532.md §4), so every InListPassiveTarget ends by itself after 255 attempts with NbTg 0.
-    public static let waitingPollRetries: UInt8 = 0xFE
+    /// MxRtyPassiveActivation of each poll while waiting up to ``pollingBound``: 20, as in the
+    /// fixed polls, so every InListPassiveTarget ends by itself after 33 attempts with NbTg 0
+    /// (FF would retry until a card comes: RFConfiguration item 05, docs/acr122-pn532.md §4), well
+    /// inside the ACR122U's 5 s MCU timeout, after which the MCU would answer `63 00` instead.
+    public static let waitingPollRetries: UInt8 = 0x20
 
-    /// Polls for an ISO/IEC 14443-A target: 8 polls of 32 passive activation attempts without a
+    /// Polls for an ISO/IEC 14443-A target: 8 polls of 33 passive activation attempts without a
     /// bound (a terminal polls again and again; a phone or an emulating reader may be busy at the
     /// first attempt, e.g. re-arming after another reader's poll), else polls of
     /// ``waitingPollRetries`` attempts until a target answers or `bound` has passed on the host's

@@ -820,7 +820,7 @@ import Testing
             An ACR122U clone or Touchatag-era unit, whose PC/SC side never reports the card, is
             read on the PN532 path by itself, with a note saying so. --wait SECONDS waits for a
             card through pcscd (SCardGetStatusChange) on the PC/SC path, and on the PN532 path with
-            InListPassiveTarget polls, each ended by the chip after 255 activation attempts,
+            InListPassiveTarget polls, each ended by the chip after 33 activation attempts,
             repeated until a card answers or the wait is over.
 
             A storage card (its ATR names a PC/SC part 3 card: 80 4F 0C A0 00 00 03 06 …) is read
