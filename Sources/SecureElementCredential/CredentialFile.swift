@@ -236,7 +236,18 @@ private struct Fields {
     func string(_ key: String) throws -> String { try container.decode(String.self, forKey: AnyKey(key)) }
     func optionalString(_ key: String) throws -> String? { try container.decodeIfPresent(String.self, forKey: AnyKey(key)) }
     func optionalBool(_ key: String) throws -> Bool? { try container.decodeIfPresent(Bool.self, forKey: AnyKey(key)) }
-    func optionalInt(_ key: String) throws -> Int? { try container.decodeIfPresent(Int.self, forKey: AnyKey(key)) }
+    func optionalInt(_ key: String) throws -> Int? { has(key) ? try int(key) : nil }
+
+    /// A whole number. A fractional one, or one too large for `Int`, is refused at its own path
+    /// (JSONDecoder reports it with no path, which read as "not valid JSON").
+    func int(_ key: String) throws -> Int {
+        if let value = try? container.decode(Int.self, forKey: AnyKey(key)) { return value }
+        if let number = try? container.decode(Double.self, forKey: AnyKey(key)) {
+            let what = number.rounded() == number ? "is too large for a whole number here" : "is not a whole number"
+            throw fail(key, .invalidValue, "\(number) \(what); write an integer such as 60")
+        }
+        return try container.decode(Int.self, forKey: AnyKey(key))  // not a number: the type error, at its path
+    }
 
     func hex(_ key: String) throws -> [UInt8] {
         let text = try string(key)
@@ -279,7 +290,7 @@ private struct Document: Decodable {
 
     init(from decoder: any Decoder) throws {
         let f = try Fields(decoder, known: ["secbridge-credential", "id", "name", "emulation", "applets", "pcscCard"])
-        let version = try f.container.decode(Int.self, forKey: AnyKey("secbridge-credential"))
+        let version = try f.int("secbridge-credential")
         guard version == 1 else {
             throw f.fail("secbridge-credential", .unsupportedVersion, "format version \(version) is not supported; this build reads version 1")
         }
@@ -439,7 +450,7 @@ private struct RecordSpec: Decodable {
         } else if f.has("mime") {
             record = NDEFRecord(tnf: .mimeMedia, type: Array(try f.string("mime").utf8), payload: try f.optionalHex("payload") ?? [])
         } else if f.has("tnf") {
-            let tnf = try f.container.decode(Int.self, forKey: AnyKey("tnf"))
+            let tnf = try f.int("tnf")
             guard (0...5).contains(tnf) else { throw f.fail("tnf", .invalidValue, "TNF must be 0 … 5 (6 and 7 are for chunks and reserved)") }
             record = NDEFRecord(
                 tnf: NDEFRecord.TNF(rawValue: UInt8(tnf)), type: try f.optionalHex("type") ?? [], id: try f.optionalHex("id") ?? [],

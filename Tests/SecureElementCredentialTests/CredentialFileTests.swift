@@ -75,6 +75,25 @@ struct CredentialFileTests {
         }
     }
 
+    /// A number that is not a whole number, or too large for one, is a mistake in that field, not
+    /// in the JSON: the error names the field (it said "$: not valid JSON" for a valid file).
+    @Test("a fractional or huge number names its field", arguments: [
+        (#"{"secbridge-credential": 1, "id": "x", "emulation": {"timeLimitSeconds": 1.5}, "applets": [{"type": "ndef-tag"}]}"#, "$.emulation.timeLimitSeconds"),
+        (#"{"secbridge-credential": 1, "id": "x", "applets": [{"type": "ndef-tag", "maxFileSize": 1e30}]}"#, "$.applets[0].maxFileSize"),
+        (#"{"secbridge-credential": 1, "id": "x", "applets": [{"type": "ndef-tag", "records": [{"tnf": 0.5}]}]}"#, "$.applets[0].records[0].tnf"),
+        (#"{"secbridge-credential": 1.5, "id": "x", "applets": [{"type": "ndef-tag"}]}"#, "$.secbridge-credential"),
+    ])
+    func fractionalNumber(_ json: String, _ path: String) {
+        do {
+            _ = try CredentialFile(json: Array(json.utf8))
+            Issue.record("accepted: \(json)")
+        } catch {
+            #expect(error.code == .invalidValue, "\(error)")
+            #expect(error.path == path, "\(error)")
+            #expect(error.reason.contains("whole number"), "\(error)")
+        }
+    }
+
     @Test("a transcript applet answers from a recorded transcript, in order")
     func transcriptApplet() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("secbridge-session-\(getpid())").path
