@@ -304,6 +304,7 @@ private struct Document: Decodable {
             var applets: [CredentialFile.AppletSpec] = []
             while !list.isAtEnd { applets.append(try AppletDecoder(from: list.superDecoder()).spec) }
             guard !applets.isEmpty else { throw f.fail("applets", .invalidValue, "give at least one applet") }
+            try Self.refuseRepeatedAIDs(applets, f)
             secureElement = .applets(applets)
         case (false, true):
             let card = try Fields(f.nested("pcscCard"), known: ["reader", "resolveStatusWordsLocally"])
@@ -311,6 +312,36 @@ private struct Document: Decodable {
                 reader: try card.string("reader"), resolveStatusWordsLocally: try card.optionalBool("resolveStatusWordsLocally") ?? false)
         default:
             throw f.fail("applets", .missingField, "give either \"applets\" (host applets) or \"pcscCard\" (a card in a PC/SC reader), not both")
+        }
+    }
+}
+
+extension Document {
+    /// An AID two applets register exactly: routing picks the first, so the later one would never
+    /// be selected (README.md, "Credential files", routing). Prefix registrations may overlap.
+    /// A transcript applet's AIDs from its SELECTs are known only once it is made; they are not
+    /// checked here.
+    fileprivate static func refuseRepeatedAIDs(_ applets: [CredentialFile.AppletSpec], _ f: Fields) throws {
+        var owner: [AIDRegistration: Int] = [:]
+        for (index, applet) in applets.enumerated() {
+            let registered: [(AIDRegistration, key: String, position: Int?)]
+            switch applet {
+            case .ndefTag:
+                registered = [(AIDRegistration(unchecked: Type4CapabilityContainer.applicationAID), "type", nil)]
+            case .declarative(_, let aids, _, _, _), .transcript(_, _, let aids, _):
+                registered = aids.enumerated().map { ($0.element, "aids", $0.offset) }
+            }
+            for (aid, key, position) in registered where !aid.isPrefix {
+                if let first = owner[aid] {
+                    var path = f.container.codingPath + [AnyKey("applets"), AnyKey(intValue: index)!, AnyKey(key)]
+                    if let position { path.append(AnyKey(intValue: position)!) }
+                    let reason = "the AID \(aid) is registered by applets[\(first)] too, which would answer every SELECT of it; give each applet its own AIDs"
+                    throw DecodingError.dataCorrupted(.init(
+                        codingPath: path, debugDescription: reason,
+                        underlyingError: CredentialFileError(.invalidValue, path: CredentialFile.jsonPath(path), reason)))
+                }
+                owner[aid] = index
+            }
         }
     }
 }
@@ -436,7 +467,17 @@ private struct RecordSpec: Decodable {
     var record: NDEFRecord
 
     init(from decoder: any Decoder) throws {
-        let f = try Fields(decoder, known: ["uri", "text", "language", "mime", "payload", "tnf", "type", "id"])
+        // One kind per record, with that kind's fields only (README.md, "Credential files").
+        let kindsInOrder = ["uri", "text", "mime", "tnf"]
+        let fieldsOfKind: [String: Set<String>] = [
+            "uri": ["uri"], "text": ["text", "language"], "mime": ["mime", "payload"], "tnf": ["tnf", "type", "id", "payload"],
+        ]
+        let any = try Fields(decoder, known: fieldsOfKind.values.reduce(into: Set<String>()) { $0.formUnion($1) })
+        let kinds = kindsInOrder.filter(any.has)
+        if kinds.count > 1 {
+            throw any.fail(kinds[1], .invalidValue, "a record is one of uri, text, mime or tnf; this one gives both \"\(kinds[0])\" and \"\(kinds[1])\"")
+        }
+        let f = try kinds.first.flatMap { fieldsOfKind[$0] }.map { try Fields(decoder, known: $0) } ?? any
         if f.has("uri") {
             record = NDEFRecord.uri(try f.string("uri"))
         } else if f.has("text") {

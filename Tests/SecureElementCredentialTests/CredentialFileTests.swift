@@ -94,6 +94,30 @@ struct CredentialFileTests {
         }
     }
 
+    /// Each field of the capability container is blamed for its own value (an MLe Android refuses
+    /// was reported at maxFileSize), and a value that does not fit its two bytes is refused as
+    /// given, never clamped to FFFF or 0000 (an MLe of 100000 was served as FFFF).
+    @Test("a capability-container field Android refuses is named, with the value given", arguments: [
+        (#"{"type": "ndef-tag", "mle": 5}"#, "$.applets[0].mle", "MLe is 5"),
+        (#"{"type": "ndef-tag", "mlc": 0}"#, "$.applets[0].mlc", "MLc is 0"),
+        (#"{"type": "ndef-tag", "fileID": "E1 03"}"#, "$.applets[0].fileID", "E103 is reserved"),
+        (#"{"type": "ndef-tag", "mle": 100000}"#, "$.applets[0].mle", "100000"),
+        (#"{"type": "ndef-tag", "mlc": -1}"#, "$.applets[0].mlc", "-1"),
+        (#"{"type": "ndef-tag", "maxFileSize": 70000}"#, "$.applets[0].maxFileSize", "70000"),
+        (#"{"type": "ndef-tag", "maxFileSize": 4}"#, "$.applets[0].maxFileSize", "0005 … 7FFF"),
+    ])
+    func capabilityContainerField(_ applet: String, _ path: String, _ reason: String) {
+        let json = #"{"secbridge-credential": 1, "id": "x", "applets": ["# + applet + "]}"
+        do {
+            _ = try CredentialFile(json: Array(json.utf8))
+            Issue.record("accepted: \(json)")
+        } catch {
+            #expect(error.code == .invalidValue, "\(error)")
+            #expect(error.path == path, "\(error)")
+            #expect(error.reason.contains(reason), "\(error)")
+        }
+    }
+
     @Test("a transcript applet answers from a recorded transcript, in order")
     func transcriptApplet() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("secbridge-session-\(getpid())").path
