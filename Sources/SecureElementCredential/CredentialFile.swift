@@ -403,15 +403,30 @@ private struct AppletDecoder: Decodable {
             } else if f.has("maxFileSize") || f.has("fileID") || f.has("mle") || f.has("mlc") {
                 let fileID = try f.optionalHex("fileID") ?? [0xE1, 0x04]
                 guard fileID.count == 2 else { throw f.fail("fileID", .invalidValue, "a file id is 2 bytes, e.g. \"E1 04\"") }
-                let mle = UInt16(clamping: try f.optionalInt("mle") ?? 0x7F)
-                let mlc = UInt16(clamping: try f.optionalInt("mlc") ?? 0x7F)
-                let size = UInt16(clamping: try f.optionalInt("maxFileSize") ?? max(0x0400, (message?.serialized().count ?? 0) + 2))
+                // Each is two bytes of the container: a value outside 0 … FFFF is refused as given.
+                func word(_ key: String, default value: Int) throws -> UInt16 {
+                    let number = try f.optionalInt(key) ?? value
+                    guard (0...0xFFFF).contains(number) else {
+                        throw f.fail(key, .invalidValue, "\(number) does not fit the capability container's two bytes (0 … 65535)")
+                    }
+                    return UInt16(number)
+                }
+                let mle = try word("mle", default: 0x7F)
+                let mlc = try word("mlc", default: 0x7F)
+                let messageSize = message?.serialized().count ?? 0
+                guard f.has("maxFileSize") || messageSize + 2 <= 0x7FFF else {
+                    throw f.fail("records", .invalidValue, "the NDEF message is \(messageSize) bytes; a Type 4 Tag holds at most 32765")
+                }
+                let size = try word("maxFileSize", default: max(0x0400, messageSize + 2))
                 do throws(TagFormatError) {
                     cc = try Type4CapabilityContainer(
                         mle: mle, mlc: mlc, ndefFileID: UInt16(fileID[0]) << 8 | UInt16(fileID[1]),
                         maximumNDEFFileSize: size, readOnly: readOnly)
                 } catch {
-                    throw f.fail("maxFileSize", .invalidValue, "the capability container would be refused by Android: \(error.reason)")
+                    // The refused byte's offset in file E103 names the field (NFC Forum Type 4 Tag
+                    // 2.0 §5.1: MLe at 3, MLc at 5, the NDEF file id at 9, its size at 11).
+                    let key = [3: "mle", 5: "mlc", 9: "fileID"][error.offset ?? 11] ?? "maxFileSize"
+                    throw f.fail(key, .invalidValue, "the capability container would be refused by Android: \(error.reason)")
                 }
             }
             spec = .ndefTag(

@@ -118,6 +118,30 @@ struct CredentialFileTests {
         }
     }
 
+    /// A record is one of its four kinds, with that kind's fields only: a record giving "uri" and
+    /// "text" was served as the URI alone, and a "language" beside a "uri" was dropped, silently.
+    @Test("a record of two kinds, or with another kind's field, is refused", arguments: [
+        (#"{"uri": "https://example.com", "text": "Hello"}"#, CredentialFileError.Code.invalidValue, "$.applets[0].records[0].text"),
+        (#"{"mime": "text/plain", "tnf": 2}"#, .invalidValue, "$.applets[0].records[0].tnf"),
+        (#"{"uri": "https://example.com", "language": "fr"}"#, .unknownField, "$.applets[0].records[0].language"),
+        (#"{"text": "Hello", "payload": "00"}"#, .unknownField, "$.applets[0].records[0].payload"),
+        (#"{"mime": "text/plain", "type": "55"}"#, .unknownField, "$.applets[0].records[0].type"),
+    ])
+    func recordOfTwoKinds(_ record: String, _ code: CredentialFileError.Code, _ path: String) throws {
+        let json = #"{"secbridge-credential": 1, "id": "x", "applets": [{"type": "ndef-tag", "records": ["# + record + "]}]}"
+        do {
+            _ = try CredentialFile(json: Array(json.utf8))
+            Issue.record("accepted: \(json)")
+        } catch {
+            #expect(error.code == code, "\(error)")
+            #expect(error.path == path, "\(error)")
+        }
+        // One kind with its own fields still reads (the README's table).
+        for good in [#"{"text": "Hello", "language": "en"}"#, #"{"mime": "text/plain", "payload": "68 69"}"#, #"{"tnf": 1, "type": "55", "id": "01", "payload": "00"}"#] {
+            _ = try CredentialFile(json: Array(#"{"secbridge-credential": 1, "id": "x", "applets": [{"type": "ndef-tag", "records": ["#.utf8) + Array(good.utf8) + Array("]}]}".utf8))
+        }
+    }
+
     @Test("a transcript applet answers from a recorded transcript, in order")
     func transcriptApplet() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("secbridge-session-\(getpid())").path
