@@ -101,7 +101,10 @@ public struct CredentialFile: Sendable {
     /// - Throws: `CredentialFileError` `unreadable`, or what `init(json:baseDirectory:)` throws.
     public init(contentsOfFile path: String) throws(CredentialFileError) {
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw CredentialFileError(.unreadable, path: "$", "cannot read \(path): no such file, or no permission")
+            var isDirectory: ObjCBool = false
+            let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+            let why = !exists ? "no such file" : isDirectory.boolValue ? "it is a directory; give the path of a credential file (*.json) in it" : "no permission"
+            throw CredentialFileError(.unreadable, path: "$", "cannot read \(path): \(why)")
         }
         let directory = (path as NSString).deletingLastPathComponent
         try self.init(json: Array(data), baseDirectory: directory.isEmpty ? "." : directory)

@@ -142,6 +142,24 @@ struct CredentialFileTests {
         }
     }
 
+    /// A directory given as a credential file says so (it said "no such file, or no permission").
+    @Test("a directory is not a credential file, and the error says it is a directory")
+    func directoryIsNotACredentialFile() {
+        do {
+            _ = try CredentialFile(contentsOfFile: credentialsDirectory)
+            Issue.record("a directory was read as a credential file")
+        } catch {
+            #expect(error.code == .unreadable, "\(error)")
+            #expect(error.reason.contains("is a directory"), "\(error)")
+        }
+        do {
+            _ = try CredentialFile(contentsOfFile: credentialsDirectory + "/no-such-credential.json")
+            Issue.record("a missing file was read")
+        } catch {
+            #expect(error.reason.hasSuffix(": no such file"), "\(error)")
+        }
+    }
+
     @Test("a transcript applet answers from a recorded transcript, in order")
     func transcriptApplet() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("secbridge-session-\(getpid())").path
