@@ -160,6 +160,27 @@ struct CredentialFileTests {
         }
     }
 
+    /// Two applets registering one AID: routing picks the first, so the second was silently never
+    /// selected. Overlapping prefixes stay allowed.
+    @Test("an AID two applets register is refused at the second", arguments: [
+        (#"[{"type": "declarative", "aids": ["F0 01 02 03 04"]}, {"type": "declarative", "aids": ["F0 01 02 03 05", "F0 01 02 03 04"]}]"#, "$.applets[1].aids[1]"),
+        (#"[{"type": "ndef-tag"}, {"type": "ndef-tag"}]"#, "$.applets[1].type"),
+        (#"[{"type": "declarative", "aids": ["D2 76 00 00 85 01 01"]}, {"type": "ndef-tag"}]"#, "$.applets[1].type"),
+    ])
+    func repeatedAID(_ applets: String, _ path: String) throws {
+        let json = #"{"secbridge-credential": 1, "id": "x", "applets": "# + applets + "}"
+        do {
+            _ = try CredentialFile(json: Array(json.utf8))
+            Issue.record("accepted: \(json)")
+        } catch {
+            #expect(error.code == .invalidValue, "\(error)")
+            #expect(error.path == path, "\(error)")
+            #expect(error.reason.contains("is registered by applets[0] too"), "\(error)")
+        }
+        let prefixes = #"[{"type": "declarative", "aids": ["F0 01 02 03 04*"]}, {"type": "declarative", "aids": ["F0 01 02 03 04 05*", "F0 01 02 03 04 05"]}]"#
+        _ = try CredentialFile(json: Array((#"{"secbridge-credential": 1, "id": "x", "applets": "# + prefixes + "}").utf8))
+    }
+
     @Test("a transcript applet answers from a recorded transcript, in order")
     func transcriptApplet() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("secbridge-session-\(getpid())").path
