@@ -258,8 +258,9 @@ enum ControlProtocol {
             guard request.value("script") == nil else {
                 throw ControlError(.badArgument, "give script= or transcript=, not both")
             }
+            let transcript = try loadTranscript(path)  // its error already names the path
             do {
-                terminal = try ExternalTerminal(transcript: try loadTranscript(path), channel: request.value("channel"))
+                terminal = try ExternalTerminal(transcript: transcript, channel: request.value("channel"))
             } catch {
                 throw ControlError(.badArgument, "transcript \(path): \(error)")
             }
