@@ -19,4 +19,30 @@ import Testing
         #expect(!missing.contains("bad-argument:"), "\(missing)")
         #expect(missing.components(separatedBy: "transcript /nonexistent").count == 2, "the path once: \(missing)")
     }
+
+    /// `replug` on a reader that is plugged in is refused: it replaced the device (LEDs, PICC
+    /// parameter, a running session) while answering "plugged=yes" as if nothing happened.
+    @Test func replugWhilePluggedInIsRefusedAndChangesNothing() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        // PICC operating parameter 00 (automatic polling off) through the escape path
+        // (docs/acr122-pn532.md §2: FF 00 51 PP 00 answers 90 PP).
+        let client = desk.client
+        let name = desk.names[0]
+        let answer = try await blocking {
+            let context = try client.establishContext()
+            defer { try? context.release() }
+            let handle = try context.connect(to: name, share: .direct, protocols: .undefined)
+            defer { try? handle.disconnect(.leave) }
+            return try handle.control(code: 0x4200_0001, hex("FF 00 51 00 00"))
+        }
+        #expect(answer == hex("90 00"))
+        #expect(try desk.control().send("status")["picc"] == "00")
+        let refused = try desk.control().exchange("replug")
+        #expect(refused == "error refused the reader is plugged in; send unplug first (personality name=… replaces a plugged-in unit)")
+        #expect(try desk.control().send("status")["picc"] == "00", "the device is the same one")
+        #expect(try desk.control().send("unplug")["plugged"] == "no")
+        #expect(try desk.control().send("replug")["plugged"] == "yes")
+        #expect(try desk.control().send("status")["picc"] == "FF", "a replugged unit starts at its power-up settings")
+    }
 }
