@@ -61,7 +61,8 @@ enum ControlProtocol {
             return ControlReply([
                 ("personality", binding.personalityName),
                 ("firmware", device.personality.firmware),
-                ("card", device.cardWouldBeReportedPresent ? "present" : "absent"),
+                // Unplugged, pcscd hears IFD_NO_SUCH_DEVICE, never a card.
+                ("card", !binding.isUnplugged && device.cardWouldBeReportedPresent ? "present" : "absent"),
                 ("led", ControlHex.format([device.ledState])),
                 ("picc", ControlHex.format([device.piccOperatingParameter])),
                 ("mcu-timeout", ControlHex.format([device.mcuTimeout])),

@@ -45,4 +45,17 @@ import Testing
         #expect(try desk.control().send("replug")["plugged"] == "yes")
         #expect(try desk.control().send("status")["picc"] == "FF", "a replugged unit starts at its power-up settings")
     }
+
+    /// `status` of an unplugged reader reports no card (pcscd hears IFD_NO_SUCH_DEVICE from it):
+    /// it reported a card placed in its field through the other reader as present.
+    @Test func anUnpluggedReaderReportsNoCardInItsStatus() async throws {
+        let desk = try await SimulatedDesk.open(readers: 2)
+        defer { desk.close() }
+        #expect(try desk.control(0).send("unplug")["plugged"] == "no")
+        try desk.control(1).send("place-card uid=04A1B2C3 applet=t4t-ndef")
+        #expect(try desk.control(1).send("status")["card"] == "present")
+        #expect(try desk.control(0).send("status")["card"] == "absent", "unplugged: no card")
+        #expect(try desk.control(0).send("replug")["plugged"] == "yes")
+        #expect(try desk.control(0).send("status")["card"] == "present", "plugged in again")
+    }
 }
