@@ -291,7 +291,7 @@ package func resolveSecretReference(
         do {
             data = try readRegularFile(path, limit: 64 * 1024)
         } catch {
-            throw .usage("\(what) file:\(path): \(error.reason)")
+            throw .usage("\(what) file:\(path): \(error.reason.replacingTranscriptWording(file: "a file whose first line holds the value", content: "a key or APDU"))")
         }
         let first = String(decoding: data, as: UTF8.self).split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
         guard !trimmed(first).isEmpty else { throw .usage("\(what) file:\(path): the file's first line is empty") }

@@ -45,6 +45,27 @@ import Testing
         #expect(refusal(["--key", "-"], input: "   ")?.hasPrefix("--key -: standard input gave no line") == true)
     }
 
+    /// A key file that is a directory, or far larger than a key, is refused in words about a
+    /// key file (they spoke of transcripts: "give the path of a transcript file").
+    @Test func aDirectoryOrAHugeFileAsAKeyFileIsRefusedInTheWordsOfAKeyFile() throws {
+        func refusal(_ reference: String) -> String? {
+            do {
+                _ = try parseArguments(["--key", reference], options: [keyOption])
+                return nil
+            } catch {
+                return error.message
+            }
+        }
+        let directory = FileManager.default.temporaryDirectory.path
+        let notAFile = refusal("file:\(directory)")
+        #expect(notAFile == "--key file:\(directory): \(directory) is not a regular file: give the path of a file whose first line holds the value")
+        let path = directory + "/secbridge-huge-key-\(getpid())"
+        try String(repeating: "FF", count: 40_000).write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let huge = refusal("file:\(path)")
+        #expect(huge == "--key file:\(path): \(path) is larger than 65536 bytes: not a key or APDU this tool reads")
+    }
+
     /// The help of a secret option says how to keep it out of the process list.
     @Test func theHelpOfASecretOptionNamesTheReferences() {
         #expect(keyOption.help == "The key. Also env:NAME, file:PATH or - (one line of standard input): keeps it out of the process list.")
