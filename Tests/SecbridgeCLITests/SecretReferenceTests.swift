@@ -66,6 +66,20 @@ import Testing
         #expect(huge == "--key file:\(path): \(path) is larger than 65536 bytes: not a key or APDU this tool reads")
     }
 
+    /// `send`'s messages name the reference once ("the APDU file:P file:P: …" named it twice).
+    @Test func sendNamesAnAPDUReferenceOnce() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("secbridge-empty-apdu-\(getpid())").path
+        try Data().write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let empty = try await runTool(["send", "--reader", "0", "file:\(path)"], on: desk)
+        #expect(empty.status == 64)
+        #expect(empty.err.hasPrefix("secbridge: error: the APDU file:\(path): the file's first line is empty\n"), "\(empty.err)")
+        let noLine = try await runTool(["send", "--reader", "0", "-"], on: desk)
+        #expect(noLine.err.hasPrefix("secbridge: error: the APDU -: standard input gave no line; pipe the value in (e.g. `… - < file`)"), "\(noLine.err)")
+    }
+
     /// The help of a secret option says how to keep it out of the process list.
     @Test func theHelpOfASecretOptionNamesTheReferences() {
         #expect(keyOption.help == "The key. Also env:NAME, file:PATH or - (one line of standard input): keeps it out of the process list.")
