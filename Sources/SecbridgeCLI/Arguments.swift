@@ -262,8 +262,9 @@ package let secretReferenceHelp =
 /// - `-`: one line of standard input, read with `standardInput`.
 ///
 /// Surrounding spaces and tabs are dropped. The messages name the reference, never the secret.
-/// - Throws: `CLIError.usage` for an unset or empty variable, an unreadable or empty file, or no
-///   line on standard input.
+/// - Throws: `CLIError.usage` for an unset or empty variable, an unreadable or empty file, a file
+///   whose first line is not text (not UTF-8, or holding control characters), or no line on
+///   standard input.
 package func resolveSecretReference(
     _ text: String, what: String, standardInput: () -> String?
 ) throws(CLIError) -> String? {

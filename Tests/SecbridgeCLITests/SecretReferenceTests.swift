@@ -66,6 +66,28 @@ import Testing
         #expect(huge == "--key file:\(path): \(path) is larger than 65536 bytes: not a key or APDU this tool reads")
     }
 
+    /// A binary file as a key or APDU is refused by what it holds, and its bytes are never echoed
+    /// (send echoed them raw: "APDU 1 ('\u{0}\u{1}\u{2}binary') is not valid hex").
+    @Test func aBinaryFileIsRefusedWithoutEchoingItsBytes() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("secbridge-binary-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        func refusal() -> String? {
+            do {
+                _ = try parseArguments(["--key", "file:\(path)"], options: [keyOption])
+                return nil
+            } catch {
+                return error.message
+            }
+        }
+        try Data([0x00, 0x01, 0x02, 0x41, 0x0A]).write(to: URL(fileURLWithPath: path))
+        #expect(refusal() == "--key file:\(path): the file's first line holds the control character 0x00 (a binary file?); write the value in hex, on the first line")
+        try Data([0xFF, 0xFE, 0x41, 0x0A]).write(to: URL(fileURLWithPath: path))
+        #expect(refusal() == "--key file:\(path): the file's first line is not UTF-8 text; write the value in hex, on the first line")
+        // A key file written on Windows (CR LF) is still text.
+        try Data("FFFFFFFFFFFF\r\n".utf8).write(to: URL(fileURLWithPath: path))
+        #expect(try parseArguments(["--key", "file:\(path)"], options: [keyOption]).value("key") == "FFFFFFFFFFFF")
+    }
+
     /// `send`'s messages name the reference once ("the APDU file:P file:P: …" named it twice).
     @Test func sendNamesAnAPDUReferenceOnce() async throws {
         let desk = try await SimulatedDesk.open()
