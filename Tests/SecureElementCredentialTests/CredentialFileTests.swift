@@ -9,6 +9,18 @@ let credentialsDirectory = URL(fileURLWithPath: #filePath)
     .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     .appendingPathComponent("Fixtures/credentials").path
 
+/// The error `CredentialFile(json:)` throws for `json`; nil, with an issue recorded, when it
+/// accepts the file.
+private func refusal(_ json: String, sourceLocation: SourceLocation = #_sourceLocation) -> CredentialFileError? {
+    do {
+        _ = try CredentialFile(json: Array(json.utf8))
+        Issue.record("accepted: \(json)", sourceLocation: sourceLocation)
+        return nil
+    } catch {
+        return error
+    }
+}
+
 @Suite("Credential files (Fixtures/credentials/README.md)")
 struct CredentialFileTests {
     @Test("uri-tag.json serves the full URI read of docs/iso14443-t4t-ndef.md §4 (read-only CC ends 04 00 00 FF)")
@@ -65,10 +77,7 @@ struct CredentialFileTests {
         (#"{"secbridge-credential": 1, "id": "x", "pcscCard": {}}"#, .missingField, "$.pcscCard.reader"),
     ])
     func malformed(_ json: String, _ code: CredentialFileError.Code, _ path: String) {
-        do {
-            _ = try CredentialFile(json: Array(json.utf8))
-            Issue.record("accepted: \(json)")
-        } catch {
+        if let error = refusal(json) {
             #expect(error.code == code, "\(error)")
             #expect(error.path == path, "\(error)")
             #expect(!error.reason.isEmpty)
@@ -84,10 +93,7 @@ struct CredentialFileTests {
         (#"{"secbridge-credential": 1.5, "id": "x", "applets": [{"type": "ndef-tag"}]}"#, "$.secbridge-credential"),
     ])
     func fractionalNumber(_ json: String, _ path: String) {
-        do {
-            _ = try CredentialFile(json: Array(json.utf8))
-            Issue.record("accepted: \(json)")
-        } catch {
+        if let error = refusal(json) {
             #expect(error.code == .invalidValue, "\(error)")
             #expect(error.path == path, "\(error)")
             #expect(error.reason.contains("whole number"), "\(error)")
@@ -108,10 +114,7 @@ struct CredentialFileTests {
     ])
     func capabilityContainerField(_ applet: String, _ path: String, _ reason: String) {
         let json = #"{"secbridge-credential": 1, "id": "x", "applets": ["# + applet + "]}"
-        do {
-            _ = try CredentialFile(json: Array(json.utf8))
-            Issue.record("accepted: \(json)")
-        } catch {
+        if let error = refusal(json) {
             #expect(error.code == .invalidValue, "\(error)")
             #expect(error.path == path, "\(error)")
             #expect(error.reason.contains(reason), "\(error)")
@@ -129,10 +132,7 @@ struct CredentialFileTests {
     ])
     func recordOfTwoKinds(_ record: String, _ code: CredentialFileError.Code, _ path: String) throws {
         let json = #"{"secbridge-credential": 1, "id": "x", "applets": [{"type": "ndef-tag", "records": ["# + record + "]}]}"
-        do {
-            _ = try CredentialFile(json: Array(json.utf8))
-            Issue.record("accepted: \(json)")
-        } catch {
+        if let error = refusal(json) {
             #expect(error.code == code, "\(error)")
             #expect(error.path == path, "\(error)")
         }
@@ -169,10 +169,7 @@ struct CredentialFileTests {
     ])
     func repeatedAID(_ applets: String, _ path: String) throws {
         let json = #"{"secbridge-credential": 1, "id": "x", "applets": "# + applets + "}"
-        do {
-            _ = try CredentialFile(json: Array(json.utf8))
-            Issue.record("accepted: \(json)")
-        } catch {
+        if let error = refusal(json) {
             #expect(error.code == .invalidValue, "\(error)")
             #expect(error.path == path, "\(error)")
             #expect(error.reason.contains("is registered by applets[0] too"), "\(error)")
