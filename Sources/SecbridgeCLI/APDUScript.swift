@@ -232,11 +232,12 @@ extension Substring {
 }
 
 extension String {
-    /// The file reader's messages speak of transcripts; for scripts, say script.
-    package func replacingTranscriptWording() -> String {
+    /// The file reader's messages speak of transcripts; for other files, say what they hold
+    /// (`file`: "a script file", `content`: "a script").
+    package func replacingTranscriptWording(file: String = "a script file", content: String = "a script") -> String {
         var text = self
-        for (old, new) in [("give the path of a transcript file", "give the path of a script file"),
-                           ("not a transcript this tool reads", "not a script this tool reads")] {
+        for (old, new) in [("give the path of a transcript file", "give the path of \(file)"),
+                           ("not a transcript this tool reads", "not \(content) this tool reads")] {
             if let range = text.firstRange(of: old) { text.replaceSubrange(range, with: new) }
         }
         return text

@@ -262,8 +262,9 @@ package let secretReferenceHelp =
 /// - `-`: one line of standard input, read with `standardInput`.
 ///
 /// Surrounding spaces and tabs are dropped. The messages name the reference, never the secret.
-/// - Throws: `CLIError.usage` for an unset or empty variable, an unreadable or empty file, or no
-///   line on standard input.
+/// - Throws: `CLIError.usage` for an unset or empty variable, an unreadable or empty file, a file
+///   whose first line is not text (not UTF-8, or holding control characters), or no line on
+///   standard input.
 package func resolveSecretReference(
     _ text: String, what: String, standardInput: () -> String?
 ) throws(CLIError) -> String? {
@@ -272,7 +273,8 @@ package func resolveSecretReference(
     }
     if text == "-" {
         guard let line = standardInput(), !trimmed(Substring(line)).isEmpty else {
-            throw .usage("\(what) -: standard input gave no line; pipe the value in (e.g. `… \(what) - < keyfile`) or give env:NAME or file:PATH")
+            let example = what.hasPrefix("--") ? "\(what) - < keyfile" : "- < file"
+            throw .usage("\(what) -: standard input gave no line; pipe the value in (e.g. `… \(example)`) or give env:NAME or file:PATH")
         }
         return trimmed(Substring(line))
     }
@@ -291,11 +293,20 @@ package func resolveSecretReference(
         do {
             data = try readRegularFile(path, limit: 64 * 1024)
         } catch {
-            throw .usage("\(what) file:\(path): \(error.reason)")
+            throw .usage("\(what) file:\(path): \(error.reason.replacingTranscriptWording(file: "a file whose first line holds the value", content: "a key or APDU"))")
         }
-        let first = String(decoding: data, as: UTF8.self).split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-        guard !trimmed(first).isEmpty else { throw .usage("\(what) file:\(path): the file's first line is empty") }
-        return trimmed(first)
+        let firstLine = data.split(separator: 0x0A, maxSplits: 1, omittingEmptySubsequences: false).first ?? []
+        // A binary file is refused by what it holds, never echoed (its bytes would reach the
+        // terminal raw, a secret's among them).
+        guard let first = String(validating: firstLine, as: UTF8.self) else {
+            throw .usage("\(what) file:\(path): the file's first line is not UTF-8 text; write the value in hex, on the first line")
+        }
+        if let control = first.unicodeScalars.first(where: { ($0.value < 0x20 && $0 != "\t" && $0 != "\r") || $0.value == 0x7F }) {
+            let code = String(control.value, radix: 16, uppercase: true)
+            throw .usage("\(what) file:\(path): the file's first line holds the control character 0x\(code.count < 2 ? "0" + code : code) (a binary file?); write the value in hex, on the first line")
+        }
+        guard !trimmed(Substring(first)).isEmpty else { throw .usage("\(what) file:\(path): the file's first line is empty") }
+        return trimmed(Substring(first))
     }
     return nil
 }

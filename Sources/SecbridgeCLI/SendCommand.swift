@@ -93,8 +93,8 @@ extension SecbridgeCLI {
         // An APDU that carries a PIN or a key can come by reference (env:NAME, file:PATH, -), out of argv.
         var positional: [String] = []
         for argument in invocation.arguments.positional {
-            let what = "the APDU \(argument == "-" ? "-" : argument)"
-            positional.append(try resolveSecretReference(argument, what: what, standardInput: { invocation.console.readLine() }) ?? argument)
+            // The message names the reference itself ("the APDU file:P: …").
+            positional.append(try resolveSecretReference(argument, what: "the APDU", standardInput: { invocation.console.readLine() }) ?? argument)
         }
         let commands = try apdus(from: positional)
         // Validate every APDU before anything is sent.

@@ -181,8 +181,10 @@ extension SecbridgeCLI {
 
     /// Runs `arguments` (looked up on PATH) with `environment`, optionally sending its standard
     /// output to a new file, and returns its exit status (128 + signal when killed).
-    static func spawnAndWait(_ arguments: [String], environment: [String: String], standardOutput: String?) throws(CLIError) -> Int32 {
-        let pid = try spawn(arguments, environment: environment, standardOutput: standardOutput)
+    static func spawnAndWait(
+        _ arguments: [String], environment: [String: String], standardOutput: String?, discardStandardError: Bool = false
+    ) throws(CLIError) -> Int32 {
+        let pid = try spawn(arguments, environment: environment, standardOutput: standardOutput, discardStandardError: discardStandardError)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 {
             guard errno == EINTR else { throw .failure("waitpid: \(String(cString: strerror(errno)))") }
@@ -191,13 +193,18 @@ extension SecbridgeCLI {
     }
 
     /// Starts `arguments` (looked up on PATH) with `environment`, optionally sending its standard
-    /// output to a new file; returns its process id.
-    static func spawn(_ arguments: [String], environment: [String: String], standardOutput: String?) throws(CLIError) -> pid_t {
+    /// output to a new file and its standard error to /dev/null; returns its process id.
+    static func spawn(
+        _ arguments: [String], environment: [String: String], standardOutput: String?, discardStandardError: Bool = false
+    ) throws(CLIError) -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         if let standardOutput {
             posix_spawn_file_actions_addopen(&actions, 1, standardOutput, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        }
+        if discardStandardError {
+            posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         }
         let argv = arguments.map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]

@@ -61,7 +61,8 @@ enum SpyMode: Equatable, CustomStringConvertible {
         guard let ldd = SecbridgeCLI.findExecutable("ldd") else { return .preload }
         let listing = NSTemporaryDirectory() + "secbridge-ldd-\(getpid())"
         defer { unlink(listing) }
-        guard (try? SecbridgeCLI.spawnAndWait([ldd, path], environment: environment, standardOutput: listing)) == 0,
+        // ldd's own complaint (a program that does not exist) is not shown: capture's error follows.
+        guard (try? SecbridgeCLI.spawnAndWait([ldd, path], environment: environment, standardOutput: listing, discardStandardError: true)) == 0,
             let text = try? String(contentsOfFile: listing, encoding: .utf8)
         else { return .replacement }
         return linksPCSCLite(lddOutput: text) ? .preload : .replacement

@@ -101,7 +101,10 @@ public struct CredentialFile: Sendable {
     /// - Throws: `CredentialFileError` `unreadable`, or what `init(json:baseDirectory:)` throws.
     public init(contentsOfFile path: String) throws(CredentialFileError) {
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw CredentialFileError(.unreadable, path: "$", "cannot read \(path): no such file, or no permission")
+            var isDirectory: ObjCBool = false
+            let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+            let why = !exists ? "no such file" : isDirectory.boolValue ? "it is a directory; give the path of a credential file (*.json) in it" : "no permission"
+            throw CredentialFileError(.unreadable, path: "$", "cannot read \(path): \(why)")
         }
         let directory = (path as NSString).deletingLastPathComponent
         try self.init(json: Array(data), baseDirectory: directory.isEmpty ? "." : directory)
@@ -236,7 +239,18 @@ private struct Fields {
     func string(_ key: String) throws -> String { try container.decode(String.self, forKey: AnyKey(key)) }
     func optionalString(_ key: String) throws -> String? { try container.decodeIfPresent(String.self, forKey: AnyKey(key)) }
     func optionalBool(_ key: String) throws -> Bool? { try container.decodeIfPresent(Bool.self, forKey: AnyKey(key)) }
-    func optionalInt(_ key: String) throws -> Int? { try container.decodeIfPresent(Int.self, forKey: AnyKey(key)) }
+    func optionalInt(_ key: String) throws -> Int? { has(key) ? try int(key) : nil }
+
+    /// A whole number. A fractional one, or one too large for `Int`, is refused at its own path
+    /// (JSONDecoder reports it with no path, which read as "not valid JSON").
+    func int(_ key: String) throws -> Int {
+        if let value = try? container.decode(Int.self, forKey: AnyKey(key)) { return value }
+        if let number = try? container.decode(Double.self, forKey: AnyKey(key)) {
+            let what = number.rounded() == number ? "is too large for a whole number here" : "is not a whole number"
+            throw fail(key, .invalidValue, "\(number) \(what); write an integer such as 60")
+        }
+        return try container.decode(Int.self, forKey: AnyKey(key))  // not a number: the type error, at its path
+    }
 
     func hex(_ key: String) throws -> [UInt8] {
         let text = try string(key)
@@ -279,7 +293,7 @@ private struct Document: Decodable {
 
     init(from decoder: any Decoder) throws {
         let f = try Fields(decoder, known: ["secbridge-credential", "id", "name", "emulation", "applets", "pcscCard"])
-        let version = try f.container.decode(Int.self, forKey: AnyKey("secbridge-credential"))
+        let version = try f.int("secbridge-credential")
         guard version == 1 else {
             throw f.fail("secbridge-credential", .unsupportedVersion, "format version \(version) is not supported; this build reads version 1")
         }
@@ -293,6 +307,7 @@ private struct Document: Decodable {
             var applets: [CredentialFile.AppletSpec] = []
             while !list.isAtEnd { applets.append(try AppletDecoder(from: list.superDecoder()).spec) }
             guard !applets.isEmpty else { throw f.fail("applets", .invalidValue, "give at least one applet") }
+            try Self.refuseRepeatedAIDs(applets, f)
             secureElement = .applets(applets)
         case (false, true):
             let card = try Fields(f.nested("pcscCard"), known: ["reader", "resolveStatusWordsLocally"])
@@ -300,6 +315,36 @@ private struct Document: Decodable {
                 reader: try card.string("reader"), resolveStatusWordsLocally: try card.optionalBool("resolveStatusWordsLocally") ?? false)
         default:
             throw f.fail("applets", .missingField, "give either \"applets\" (host applets) or \"pcscCard\" (a card in a PC/SC reader), not both")
+        }
+    }
+}
+
+extension Document {
+    /// An AID two applets register exactly: routing picks the first, so the later one would never
+    /// be selected (README.md, "Credential files", routing). Prefix registrations may overlap.
+    /// A transcript applet's AIDs from its SELECTs are known only once it is made; they are not
+    /// checked here.
+    fileprivate static func refuseRepeatedAIDs(_ applets: [CredentialFile.AppletSpec], _ f: Fields) throws {
+        var owner: [AIDRegistration: Int] = [:]
+        for (index, applet) in applets.enumerated() {
+            let registered: [(AIDRegistration, key: String, position: Int?)]
+            switch applet {
+            case .ndefTag:
+                registered = [(AIDRegistration(unchecked: Type4CapabilityContainer.applicationAID), "type", nil)]
+            case .declarative(_, let aids, _, _, _), .transcript(_, _, let aids, _):
+                registered = aids.enumerated().map { ($0.element, "aids", $0.offset) }
+            }
+            for (aid, key, position) in registered where !aid.isPrefix {
+                if let first = owner[aid] {
+                    var path = f.container.codingPath + [AnyKey("applets"), AnyKey(intValue: index)!, AnyKey(key)]
+                    if let position { path.append(AnyKey(intValue: position)!) }
+                    let reason = "the AID \(aid) is registered by applets[\(first)] too, which would answer every SELECT of it; give each applet its own AIDs"
+                    throw DecodingError.dataCorrupted(.init(
+                        codingPath: path, debugDescription: reason,
+                        underlyingError: CredentialFileError(.invalidValue, path: CredentialFile.jsonPath(path), reason)))
+                }
+                owner[aid] = index
+            }
         }
     }
 }
@@ -361,15 +406,30 @@ private struct AppletDecoder: Decodable {
             } else if f.has("maxFileSize") || f.has("fileID") || f.has("mle") || f.has("mlc") {
                 let fileID = try f.optionalHex("fileID") ?? [0xE1, 0x04]
                 guard fileID.count == 2 else { throw f.fail("fileID", .invalidValue, "a file id is 2 bytes, e.g. \"E1 04\"") }
-                let mle = UInt16(clamping: try f.optionalInt("mle") ?? 0x7F)
-                let mlc = UInt16(clamping: try f.optionalInt("mlc") ?? 0x7F)
-                let size = UInt16(clamping: try f.optionalInt("maxFileSize") ?? max(0x0400, (message?.serialized().count ?? 0) + 2))
+                // Each is two bytes of the container: a value outside 0 … FFFF is refused as given.
+                func word(_ key: String, default value: Int) throws -> UInt16 {
+                    let number = try f.optionalInt(key) ?? value
+                    guard (0...0xFFFF).contains(number) else {
+                        throw f.fail(key, .invalidValue, "\(number) does not fit the capability container's two bytes (0 … 65535)")
+                    }
+                    return UInt16(number)
+                }
+                let mle = try word("mle", default: 0x7F)
+                let mlc = try word("mlc", default: 0x7F)
+                let messageSize = message?.serialized().count ?? 0
+                guard f.has("maxFileSize") || messageSize + 2 <= 0x7FFF else {
+                    throw f.fail("records", .invalidValue, "the NDEF message is \(messageSize) bytes; a Type 4 Tag holds at most 32765")
+                }
+                let size = try word("maxFileSize", default: max(0x0400, messageSize + 2))
                 do throws(TagFormatError) {
                     cc = try Type4CapabilityContainer(
                         mle: mle, mlc: mlc, ndefFileID: UInt16(fileID[0]) << 8 | UInt16(fileID[1]),
                         maximumNDEFFileSize: size, readOnly: readOnly)
                 } catch {
-                    throw f.fail("maxFileSize", .invalidValue, "the capability container would be refused by Android: \(error.reason)")
+                    // The refused byte's offset in file E103 names the field (NFC Forum Type 4 Tag
+                    // 2.0 §5.1: MLe at 3, MLc at 5, the NDEF file id at 9, its size at 11).
+                    let key = [3: "mle", 5: "mlc", 9: "fileID"][error.offset ?? 11] ?? "maxFileSize"
+                    throw f.fail(key, .invalidValue, "the capability container would be refused by Android: \(error.reason)")
                 }
             }
             spec = .ndefTag(
@@ -425,7 +485,17 @@ private struct RecordSpec: Decodable {
     var record: NDEFRecord
 
     init(from decoder: any Decoder) throws {
-        let f = try Fields(decoder, known: ["uri", "text", "language", "mime", "payload", "tnf", "type", "id"])
+        // One kind per record, with that kind's fields only (README.md, "Credential files").
+        let kindsInOrder = ["uri", "text", "mime", "tnf"]
+        let fieldsOfKind: [String: Set<String>] = [
+            "uri": ["uri"], "text": ["text", "language"], "mime": ["mime", "payload"], "tnf": ["tnf", "type", "id", "payload"],
+        ]
+        let any = try Fields(decoder, known: fieldsOfKind.values.reduce(into: Set<String>()) { $0.formUnion($1) })
+        let kinds = kindsInOrder.filter(any.has)
+        if kinds.count > 1 {
+            throw any.fail(kinds[1], .invalidValue, "a record is one of uri, text, mime or tnf; this one gives both \"\(kinds[0])\" and \"\(kinds[1])\"")
+        }
+        let f = try kinds.first.flatMap { fieldsOfKind[$0] }.map { try Fields(decoder, known: $0) } ?? any
         if f.has("uri") {
             record = NDEFRecord.uri(try f.string("uri"))
         } else if f.has("text") {
@@ -439,7 +509,7 @@ private struct RecordSpec: Decodable {
         } else if f.has("mime") {
             record = NDEFRecord(tnf: .mimeMedia, type: Array(try f.string("mime").utf8), payload: try f.optionalHex("payload") ?? [])
         } else if f.has("tnf") {
-            let tnf = try f.container.decode(Int.self, forKey: AnyKey("tnf"))
+            let tnf = try f.int("tnf")
             guard (0...5).contains(tnf) else { throw f.fail("tnf", .invalidValue, "TNF must be 0 … 5 (6 and 7 are for chunks and reserved)") }
             record = NDEFRecord(
                 tnf: NDEFRecord.TNF(rawValue: UInt8(tnf)), type: try f.optionalHex("type") ?? [], id: try f.optionalHex("id") ?? [],

@@ -17,14 +17,16 @@ extension CredentialSession {
     ///   `$SECBRIDGE_CREDENTIALS` (a file or a directory of `*.json`), else
     ///   `$XDG_CONFIG_HOME/secbridge/credentials/*.json` (`~/.config/…` when XDG_CONFIG_HOME is unset);
     /// - the authorizer: a prompt on the terminal (``TerminalAuthorizer``) when standard input is a
-    ///   terminal, else the policy `$SECBRIDGE_AUTHORIZE` (`approve`, or `decline`: the default).
+    ///   terminal, else the policy `$SECBRIDGE_AUTHORIZE` (`approve`, or `decline`: the default; any
+    ///   other value is refused).
     ///
     /// Within ``SessionDefaults/override``'s scope (set by tests, e.g. SecbridgeTesting's simulated
     /// desk) it uses that client, reader, credentials and authorizer instead. The reader's
     /// connection is released when the session is released.
     /// - Throws: `resourceUnavailable` when pcscd does not answer (SCARD_E_NO_SERVICE) or another
     ///   session holds the reader; `instanceDoesNotExist` when `$SECBRIDGE_READER` names no reader;
-    ///   `invalidInput` for a credential file that cannot be used (naming the file and the JSON path).
+    ///   `invalidInput` for a credential file that cannot be used (naming the file and the JSON path)
+    ///   and for a `$SECBRIDGE_AUTHORIZE` other than `approve` or `decline`.
     public static func startSession() async throws(ErrorCode) -> CredentialSession {
         if let override = SessionDefaults.override {
             return try await startSession(
@@ -32,6 +34,7 @@ extension CredentialSession {
                 authorizer: override.authorizer, clock: override.clock, timings: override.timings)
         }
         let defaults = SessionDefaults.fromEnvironment()
+        try defaults.checkPolicy()
         return try await startSession(
             on: PCSCLiteClient(), readerName: defaults.readerName, credentials: try defaults.loadCredentials(),
             authorizer: defaults.authorizer)
@@ -230,6 +233,20 @@ public struct SessionDefaults: Sendable {
     public var credentialsPathIsExplicit: Bool
     /// Who approves transactions.
     public var authorizer: any TransactionAuthorizer
+    /// `$SECBRIDGE_AUTHORIZE` when it is set to neither `approve` nor `decline` (a typo such as
+    /// `yes` or `Approve`), which ``checkPolicy()`` refuses; nil otherwise.
+    public var unknownAuthorizePolicy: String? = nil
+
+    /// Refuses a `$SECBRIDGE_AUTHORIZE` that is neither `approve` nor `decline`, rather than let
+    /// it decline every transaction without a word.
+    /// - Throws: `CredentialSession.ErrorCode` `invalidInput` naming the value.
+    public func checkPolicy() throws(CredentialSession.ErrorCode) {
+        if let value = unknownAuthorizePolicy {
+            throw CredentialSession.ErrorCode(
+                .invalidInput,
+                "SECBRIDGE_AUTHORIZE=\"\(value)\" is neither approve nor decline; set it to one of them (or unset it: no terminal then declines every transaction)")
+        }
+    }
 
     /// The defaults from environment variables, as ``CredentialSession/startSession()`` documents.
     /// - Parameters:
@@ -245,10 +262,11 @@ public struct SessionDefaults: Sendable {
         let authorizer: any TransactionAuthorizer = standardInputIsTerminal
             ? TerminalAuthorizer()
             : (environment["SECBRIDGE_AUTHORIZE"] == "approve" ? PolicyAuthorizer.approveAll : PolicyAuthorizer.declineAll)
+        let policy = environment["SECBRIDGE_AUTHORIZE"].flatMap { $0.isEmpty ? nil : $0 }
         return SessionDefaults(
             readerName: environment["SECBRIDGE_READER"].flatMap { $0.isEmpty ? nil : $0 },
             credentialsPath: explicit ?? config + "/secbridge/credentials", credentialsPathIsExplicit: explicit != nil,
-            authorizer: authorizer)
+            authorizer: authorizer, unknownAuthorizePolicy: policy == "approve" || policy == "decline" ? nil : policy)
     }
 
     /// Reads the credential files at ``credentialsPath``: the file, or every `*.json` of the

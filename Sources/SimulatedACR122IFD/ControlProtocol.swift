@@ -31,7 +31,7 @@ import Glibc
 /// | `personality name= [firmware=]` | `personality firmware` | replaces the device (as replugged behind another driver) |
 /// | `fault late-reply=<n>` | `armed` | the next n Direct Transmit commands answer late (docs/acr122-pn532.md §5b) |
 /// | `unplug` | `plugged` (`no`) | the USB cable pulled: the device leaves the field, and the driver answers IFD_NO_SUCH_DEVICE to pcscd (presence, power, transmit, control) until `replug` (docs/faults.md, "What pcscd 1.9.9 does when a reader.conf reader goes away") |
-/// | `replug` | `plugged` (`yes`) | plugged in again: a fresh device with the same personality, at its power-up settings |
+/// | `replug` | `plugged` (`yes`) | plugged in again: a fresh device with the same personality, at its power-up settings; refused while plugged in |
 /// | `events [after=<n>]` | `last count events` | the field's events after sequence n, `; `-separated |
 /// | `terminal-result peer=<id> [wait-ms=<0…60000>]` | `result step [expected actual] [stage reason] [read ndef items] exchanges activations [activation-results]` | waits (bounded) until the terminal's run ends; `result` waiting, running, passed, mismatch (a recording's step differed), failed (a model gave up at `stage` for `reason`), target-left, left-field (the phone left by itself and comes back), ignored (a peer-to-peer initiator found no NFC-DEP target: `reason`); `read` what a model read, `ndef` the NDEF message, `items` its records; `activation-results` one entry per activation that ended, `; `-separated |
 /// | `card-log peer=<id>` | `count dropped last all` | C-APDUs a placed card received: `count` in all, `all` the latest ones kept (``ISO14443_4Card/logCapacity``, oldest first, `; `-separated), `dropped` how many older ones it no longer holds |
@@ -62,7 +62,8 @@ enum ControlProtocol {
             return ControlReply([
                 ("personality", binding.personalityName),
                 ("firmware", device.personality.firmware),
-                ("card", device.cardWouldBeReportedPresent ? "present" : "absent"),
+                // Unplugged, pcscd hears IFD_NO_SUCH_DEVICE, never a card.
+                ("card", !binding.isUnplugged && device.cardWouldBeReportedPresent ? "present" : "absent"),
                 ("led", ControlHex.format([device.ledState])),
                 ("picc", ControlHex.format([device.piccOperatingParameter])),
                 ("mcu-timeout", ControlHex.format([device.mcuTimeout])),
@@ -116,6 +117,9 @@ enum ControlProtocol {
             return ControlReply([("plugged", "no")])
         case "replug":
             try request.allowOnly([])
+            guard binding.isUnplugged else {
+                throw ControlError(.refused, "the reader is plugged in; send unplug first (personality name=… replaces a plugged-in unit)")
+            }
             binding.replug()
             return ControlReply([("plugged", "yes")])
         case "fault":
@@ -309,8 +313,9 @@ enum ControlProtocol {
             guard request.value("script") == nil else {
                 throw ControlError(.badArgument, "give script= or transcript=, not both")
             }
+            let transcript = try loadTranscript(path)  // its error already names the path
             do {
-                terminal = try ExternalTerminal(transcript: try loadTranscript(path), channel: request.value("channel"))
+                terminal = try ExternalTerminal(transcript: transcript, channel: request.value("channel"))
             } catch {
                 throw ControlError(.badArgument, "transcript \(path): \(error)")
             }

@@ -147,6 +147,19 @@ extension SharedReader {
             #expect(leftoverCaptureDirectories().subtracting(before).isEmpty, "the temporary HOME was removed")
         }
 
+        /// A program that does not exist gets capture's one error line; ldd's own complaint came
+        /// first ("ldd: /nonexistent/…: No such file or directory").
+        @Test func aMissingProgramGetsOneClearError() async throws {
+            let dir = try scratch("missing")
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            let program = "/nonexistent/secbridge-no-such-program"
+            let result = try await runBinary(["capture", "-o", dir + "/x.trn", "--", program],
+                                             environment: ProcessInfo.processInfo.environment)
+            #expect(result.status == 1)
+            #expect(result.err == "secbridge: error: cannot run '\(program)': No such file or directory: no such program on PATH\n", "\(result.err)")
+            #expect(!FileManager.default.fileExists(atPath: dir + "/x.trn"))
+        }
+
         @Test func programWithoutPCSCCallsIsAClearErrorAndNoFile() async throws {
             let dir = try scratch("none")
             defer { try? FileManager.default.removeItem(atPath: dir) }

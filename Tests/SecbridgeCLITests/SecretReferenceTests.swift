@@ -45,6 +45,63 @@ import Testing
         #expect(refusal(["--key", "-"], input: "   ")?.hasPrefix("--key -: standard input gave no line") == true)
     }
 
+    /// A key file that is a directory, or far larger than a key, is refused in words about a
+    /// key file (they spoke of transcripts: "give the path of a transcript file").
+    @Test func aDirectoryOrAHugeFileAsAKeyFileIsRefusedInTheWordsOfAKeyFile() throws {
+        func refusal(_ reference: String) -> String? {
+            do {
+                _ = try parseArguments(["--key", reference], options: [keyOption])
+                return nil
+            } catch {
+                return error.message
+            }
+        }
+        let directory = FileManager.default.temporaryDirectory.path
+        let notAFile = refusal("file:\(directory)")
+        #expect(notAFile == "--key file:\(directory): \(directory) is not a regular file: give the path of a file whose first line holds the value")
+        let path = directory + "/secbridge-huge-key-\(getpid())"
+        try String(repeating: "FF", count: 40_000).write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let huge = refusal("file:\(path)")
+        #expect(huge == "--key file:\(path): \(path) is larger than 65536 bytes: not a key or APDU this tool reads")
+    }
+
+    /// A binary file as a key or APDU is refused by what it holds, and its bytes are never echoed
+    /// (send echoed them raw: "APDU 1 ('\u{0}\u{1}\u{2}binary') is not valid hex").
+    @Test func aBinaryFileIsRefusedWithoutEchoingItsBytes() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("secbridge-binary-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        func refusal() -> String? {
+            do {
+                _ = try parseArguments(["--key", "file:\(path)"], options: [keyOption])
+                return nil
+            } catch {
+                return error.message
+            }
+        }
+        try Data([0x00, 0x01, 0x02, 0x41, 0x0A]).write(to: URL(fileURLWithPath: path))
+        #expect(refusal() == "--key file:\(path): the file's first line holds the control character 0x00 (a binary file?); write the value in hex, on the first line")
+        try Data([0xFF, 0xFE, 0x41, 0x0A]).write(to: URL(fileURLWithPath: path))
+        #expect(refusal() == "--key file:\(path): the file's first line is not UTF-8 text; write the value in hex, on the first line")
+        // A key file written on Windows (CR LF) is still text.
+        try Data("FFFFFFFFFFFF\r\n".utf8).write(to: URL(fileURLWithPath: path))
+        #expect(try parseArguments(["--key", "file:\(path)"], options: [keyOption]).value("key") == "FFFFFFFFFFFF")
+    }
+
+    /// `send`'s messages name the reference once ("the APDU file:P file:P: …" named it twice).
+    @Test func sendNamesAnAPDUReferenceOnce() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("secbridge-empty-apdu-\(getpid())").path
+        try Data().write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let empty = try await runTool(["send", "--reader", "0", "file:\(path)"], on: desk)
+        #expect(empty.status == 64)
+        #expect(empty.err.hasPrefix("secbridge: error: the APDU file:\(path): the file's first line is empty\n"), "\(empty.err)")
+        let noLine = try await runTool(["send", "--reader", "0", "-"], on: desk)
+        #expect(noLine.err.hasPrefix("secbridge: error: the APDU -: standard input gave no line; pipe the value in (e.g. `… - < file`)"), "\(noLine.err)")
+    }
+
     /// The help of a secret option says how to keep it out of the process list.
     @Test func theHelpOfASecretOptionNamesTheReferences() {
         #expect(keyOption.help == "The key. Also env:NAME, file:PATH or - (one line of standard input): keeps it out of the process list.")

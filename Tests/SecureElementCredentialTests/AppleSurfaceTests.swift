@@ -30,6 +30,28 @@ struct AppleSurfaceTests {
         #expect(home.authorizer is TerminalAuthorizer)
     }
 
+    /// A typo in SECBRIDGE_AUTHORIZE (`yes`, `Approve`) declined every transaction without a word;
+    /// it is refused, naming the value. approve, decline, unset and empty are taken.
+    @Test("SECBRIDGE_AUTHORIZE other than approve or decline is refused, naming the value")
+    func unknownAuthorizePolicy() throws {
+        for value in ["yes", "Approve", "approve ", "1", "approved"] {
+            let defaults = SessionDefaults.fromEnvironment(["SECBRIDGE_AUTHORIZE": value], standardInputIsTerminal: false)
+            #expect(defaults.unknownAuthorizePolicy == value)
+            do {
+                try defaults.checkPolicy()
+                Issue.record("SECBRIDGE_AUTHORIZE=\(value) was taken")
+            } catch {
+                #expect(error.code == .invalidInput)
+                #expect("\(error)".contains("SECBRIDGE_AUTHORIZE=\"\(value)\" is neither approve nor decline"), "\(error)")
+            }
+        }
+        for environment in [["SECBRIDGE_AUTHORIZE": "approve"], ["SECBRIDGE_AUTHORIZE": "decline"], ["SECBRIDGE_AUTHORIZE": ""], [:]] {
+            let defaults = SessionDefaults.fromEnvironment(environment, standardInputIsTerminal: false)
+            #expect(defaults.unknownAuthorizePolicy == nil)
+            try defaults.checkPolicy()
+        }
+    }
+
     @Test("a directory gives its *.json credential files in name order; a missing default directory none")
     func loadingCredentials() throws {
         var defaults = SessionDefaults.fromEnvironment(["SECBRIDGE_CREDENTIALS": Self.fixtures + "/uri-tag.json"], standardInputIsTerminal: false)

@@ -9,6 +9,18 @@ let credentialsDirectory = URL(fileURLWithPath: #filePath)
     .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     .appendingPathComponent("Fixtures/credentials").path
 
+/// The error `CredentialFile(json:)` throws for `json`; nil, with an issue recorded, when it
+/// accepts the file.
+private func refusal(_ json: String, sourceLocation: SourceLocation = #_sourceLocation) -> CredentialFileError? {
+    do {
+        _ = try CredentialFile(json: Array(json.utf8))
+        Issue.record("accepted: \(json)", sourceLocation: sourceLocation)
+        return nil
+    } catch {
+        return error
+    }
+}
+
 @Suite("Credential files (Fixtures/credentials/README.md)")
 struct CredentialFileTests {
     @Test("uri-tag.json serves the full URI read of docs/iso14443-t4t-ndef.md §4 (read-only CC ends 04 00 00 FF)")
@@ -65,14 +77,105 @@ struct CredentialFileTests {
         (#"{"secbridge-credential": 1, "id": "x", "pcscCard": {}}"#, .missingField, "$.pcscCard.reader"),
     ])
     func malformed(_ json: String, _ code: CredentialFileError.Code, _ path: String) {
-        do {
-            _ = try CredentialFile(json: Array(json.utf8))
-            Issue.record("accepted: \(json)")
-        } catch {
+        if let error = refusal(json) {
             #expect(error.code == code, "\(error)")
             #expect(error.path == path, "\(error)")
             #expect(!error.reason.isEmpty)
         }
+    }
+
+    /// A number that is not a whole number, or too large for one, is a mistake in that field, not
+    /// in the JSON: the error names the field (it said "$: not valid JSON" for a valid file).
+    @Test("a fractional or huge number names its field", arguments: [
+        (#"{"secbridge-credential": 1, "id": "x", "emulation": {"timeLimitSeconds": 1.5}, "applets": [{"type": "ndef-tag"}]}"#, "$.emulation.timeLimitSeconds"),
+        (#"{"secbridge-credential": 1, "id": "x", "applets": [{"type": "ndef-tag", "maxFileSize": 1e30}]}"#, "$.applets[0].maxFileSize"),
+        (#"{"secbridge-credential": 1, "id": "x", "applets": [{"type": "ndef-tag", "records": [{"tnf": 0.5}]}]}"#, "$.applets[0].records[0].tnf"),
+        (#"{"secbridge-credential": 1.5, "id": "x", "applets": [{"type": "ndef-tag"}]}"#, "$.secbridge-credential"),
+    ])
+    func fractionalNumber(_ json: String, _ path: String) {
+        if let error = refusal(json) {
+            #expect(error.code == .invalidValue, "\(error)")
+            #expect(error.path == path, "\(error)")
+            #expect(error.reason.contains("whole number"), "\(error)")
+        }
+    }
+
+    /// Each field of the capability container is blamed for its own value (an MLe Android refuses
+    /// was reported at maxFileSize), and a value that does not fit its two bytes is refused as
+    /// given, never clamped to FFFF or 0000 (an MLe of 100000 was served as FFFF).
+    @Test("a capability-container field Android refuses is named, with the value given", arguments: [
+        (#"{"type": "ndef-tag", "mle": 5}"#, "$.applets[0].mle", "MLe is 5"),
+        (#"{"type": "ndef-tag", "mlc": 0}"#, "$.applets[0].mlc", "MLc is 0"),
+        (#"{"type": "ndef-tag", "fileID": "E1 03"}"#, "$.applets[0].fileID", "E103 is reserved"),
+        (#"{"type": "ndef-tag", "mle": 100000}"#, "$.applets[0].mle", "100000"),
+        (#"{"type": "ndef-tag", "mlc": -1}"#, "$.applets[0].mlc", "-1"),
+        (#"{"type": "ndef-tag", "maxFileSize": 70000}"#, "$.applets[0].maxFileSize", "70000"),
+        (#"{"type": "ndef-tag", "maxFileSize": 4}"#, "$.applets[0].maxFileSize", "0005 … 7FFF"),
+    ])
+    func capabilityContainerField(_ applet: String, _ path: String, _ reason: String) {
+        let json = #"{"secbridge-credential": 1, "id": "x", "applets": ["# + applet + "]}"
+        if let error = refusal(json) {
+            #expect(error.code == .invalidValue, "\(error)")
+            #expect(error.path == path, "\(error)")
+            #expect(error.reason.contains(reason), "\(error)")
+        }
+    }
+
+    /// A record is one of its four kinds, with that kind's fields only: a record giving "uri" and
+    /// "text" was served as the URI alone, and a "language" beside a "uri" was dropped, silently.
+    @Test("a record of two kinds, or with another kind's field, is refused", arguments: [
+        (#"{"uri": "https://example.com", "text": "Hello"}"#, CredentialFileError.Code.invalidValue, "$.applets[0].records[0].text"),
+        (#"{"mime": "text/plain", "tnf": 2}"#, .invalidValue, "$.applets[0].records[0].tnf"),
+        (#"{"uri": "https://example.com", "language": "fr"}"#, .unknownField, "$.applets[0].records[0].language"),
+        (#"{"text": "Hello", "payload": "00"}"#, .unknownField, "$.applets[0].records[0].payload"),
+        (#"{"mime": "text/plain", "type": "55"}"#, .unknownField, "$.applets[0].records[0].type"),
+    ])
+    func recordOfTwoKinds(_ record: String, _ code: CredentialFileError.Code, _ path: String) throws {
+        let json = #"{"secbridge-credential": 1, "id": "x", "applets": [{"type": "ndef-tag", "records": ["# + record + "]}]}"
+        if let error = refusal(json) {
+            #expect(error.code == code, "\(error)")
+            #expect(error.path == path, "\(error)")
+        }
+        // One kind with its own fields still reads (the README's table).
+        for good in [#"{"text": "Hello", "language": "en"}"#, #"{"mime": "text/plain", "payload": "68 69"}"#, #"{"tnf": 1, "type": "55", "id": "01", "payload": "00"}"#] {
+            _ = try CredentialFile(json: Array(#"{"secbridge-credential": 1, "id": "x", "applets": [{"type": "ndef-tag", "records": ["#.utf8) + Array(good.utf8) + Array("]}]}".utf8))
+        }
+    }
+
+    /// A directory given as a credential file says so (it said "no such file, or no permission").
+    @Test("a directory is not a credential file, and the error says it is a directory")
+    func directoryIsNotACredentialFile() {
+        do {
+            _ = try CredentialFile(contentsOfFile: credentialsDirectory)
+            Issue.record("a directory was read as a credential file")
+        } catch {
+            #expect(error.code == .unreadable, "\(error)")
+            #expect(error.reason.contains("is a directory"), "\(error)")
+        }
+        do {
+            _ = try CredentialFile(contentsOfFile: credentialsDirectory + "/no-such-credential.json")
+            Issue.record("a missing file was read")
+        } catch {
+            #expect(error.reason.hasSuffix(": no such file"), "\(error)")
+        }
+    }
+
+    /// Two applets registering one AID: routing picks the first, so the second was silently never
+    /// selected. Overlapping prefixes stay allowed.
+    @Test("an AID two applets register is refused at the second", arguments: [
+        (#"[{"type": "declarative", "aids": ["F0 01 02 03 04"]}, {"type": "declarative", "aids": ["F0 01 02 03 05", "F0 01 02 03 04"]}]"#, "$.applets[1].aids[1]"),
+        (#"[{"type": "ndef-tag"}, {"type": "ndef-tag"}]"#, "$.applets[1].type"),
+        (#"[{"type": "declarative", "aids": ["D2 76 00 00 85 01 01"]}, {"type": "ndef-tag"}]"#, "$.applets[1].type"),
+    ])
+    func repeatedAID(_ applets: String, _ path: String) throws {
+        let json = #"{"secbridge-credential": 1, "id": "x", "applets": "# + applets + "}"
+        if let error = refusal(json) {
+            #expect(error.code == .invalidValue, "\(error)")
+            #expect(error.path == path, "\(error)")
+            #expect(error.reason.contains("is registered by applets[0] too"), "\(error)")
+        }
+        let prefixes = #"[{"type": "declarative", "aids": ["F0 01 02 03 04*"]}, {"type": "declarative", "aids": ["F0 01 02 03 04 05*", "F0 01 02 03 04 05"]}]"#
+        _ = try CredentialFile(json: Array((#"{"secbridge-credential": 1, "id": "x", "applets": "# + prefixes + "}").utf8))
     }
 
     @Test("a transcript applet answers from a recorded transcript, in order")
