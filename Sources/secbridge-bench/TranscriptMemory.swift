@@ -1,40 +1,11 @@
-// Peak memory and speed of the transcript tools on a generated transcript of many exchanges,
-// beside a streaming Python parse of the same file in the same run (issue 16: at most 64 MB peak
-// RSS at 1 M exchanges; `stats` no slower than Python). /usr/bin/time -v (Debian package `time`,
-// scripts/install-deps.sh) reports each run's maximum resident set size and wall time.
+// Part "transcripts": peak memory and speed of the transcript tools on two generated transcripts
+// of many exchanges that differ in two answers (the first and the last), beside a streaming Python
+// parse of the same file in the same run (issue 16: at most 64 MB peak RSS at 1 M exchanges;
+// `stats` no slower than Python; `diff` reports exactly the two changes). Peak RSS is the child's
+// ru_maxrss from wait4 (getrusage(2)): resident memory does not depend on the machine's load, so
+// the RSS figures and the count of changes are gated; the speed ratio is wall clock and is not.
 
 import Foundation
-
-/// One run under /usr/bin/time -v: peak RSS in MB and wall time in seconds; nil when it failed.
-func measured(_ arguments: [String]) -> (rssMB: Double, wall: Double)? {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/time")
-    process.arguments = ["-v"] + arguments
-    process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
-    let errors = Pipe()
-    process.standardError = errors
-    guard (try? process.run()) != nil else { return nil }
-    let report = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 || arguments.contains("diff") && process.terminationStatus == 1 else {
-        print("  \(arguments.joined(separator: " ")) exited \(process.terminationStatus): \(report.suffix(400))")
-        return nil
-    }
-    var rss: Double?, wall: Double?
-    for line in report.split(separator: "\n") {
-        let text = line.trimmingCharacters(in: .whitespaces)
-        if text.hasPrefix("Maximum resident set size (kbytes):"), let kb = Double(text.split(separator: ":").last!.trimmingCharacters(in: .whitespaces)) {
-            rss = kb / 1024
-        }
-        if text.hasPrefix("Elapsed (wall clock) time") {
-            // h:mm:ss or m:ss.ss after the last ": ".
-            let value = text.components(separatedBy: "): ").last ?? ""
-            wall = value.split(separator: ":").reduce(0.0) { $0 * 60 + (Double($1) ?? 0) }
-        }
-    }
-    guard let rss, let wall else { return nil }
-    return (rss, wall)
-}
 
 /// Writes a transcript of `exchanges` SELECT / READ BINARY exchanges with offsets; in `changed`
 /// exchanges the answer is 6A 82 instead.
@@ -81,66 +52,62 @@ let pythonStreamingParse = """
     print(records, len(sws))
     """
 
-/// Runs the transcript tools and the Python parse on one generated file, alternating Python and
-/// `stats` in pairs (the ratio is taken per pair, so a slower stretch of the machine hits both).
-func benchmarkTranscriptMemory(tools: String, exchanges: Int, pairs: Int = 3) {
-    guard FileManager.default.isExecutableFile(atPath: "/usr/bin/time") else {
-        print("transcripts: /usr/bin/time is missing: install the Debian package `time` (scripts/install-deps.sh)")
-        return
-    }
+/// Runs the transcript tools and the Python parse on one generated pair of files.
+func benchmarkTranscripts(tools: String, exchanges: Int, pairs: Int, directory: String, report: Report) {
+    report.part("transcripts: \(grouped(Double(exchanges))) exchanges per file, two files differing in two answers")
+    let rssGoal = "≤ 64 MB"
     guard FileManager.default.isExecutableFile(atPath: tools) else {
-        print("transcripts: \(tools) is missing: build secbridge-tools in the same configuration first")
+        report.skipped("transcripts", "transcript tools", goal: rssGoal, gated: true, reason: "\(tools) is missing: build secbridge-tools in the same configuration first")
         return
     }
-    let directory = NSTemporaryDirectory() + "secbridge-bench-\(getpid())"
-    try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(atPath: directory) }
     let left = directory + "/left.trn", right = directory + "/right.trn", script = directory + "/parse.py"
     writeTranscript(left, exchanges: exchanges)
     writeTranscript(right, exchanges: exchanges, changed: [0, exchanges - 1])
     guard FileManager.default.createFile(atPath: script, contents: Data(pythonStreamingParse.utf8)) else {
-        fatalError("cannot write \(script)")
+        report.skipped("transcripts", "transcript tools", goal: rssGoal, gated: true, reason: "cannot write \(script)")
+        return
     }
     let size = Double((try? FileManager.default.attributesOfItem(atPath: left)[.size] as? Int) ?? 0) / 1e6
-    print("transcripts: \(exchanges) exchanges, \(format(size, 1)) MB per file; peak RSS from /usr/bin/time -v (target ≤ 64 MB)")
+    report.detail("\(format(size, 1)) MB per file")
+    let environment = ProcessInfo.processInfo.environment
 
-    var ratios: [Double] = []
-    var statsRSS = 0.0, pythonRSS = 0.0
-    for pair in 0..<pairs {
-        // A, B then B, A: the order alternates between pairs.
-        let pythonFirst = pair % 2 == 0
-        var python: (rssMB: Double, wall: Double)?, stats: (rssMB: Double, wall: Double)?
-        for step in 0..<2 {
-            if (step == 0) == pythonFirst {
-                python = measured(["python3", script, left])
-            } else {
-                stats = measured([tools, "transcript", "stats", left])
-            }
-        }
-        guard let python, let stats else { print("  pair \(pair + 1): a run failed"); return }
-        ratios.append(stats.wall / python.wall)
-        statsRSS = max(statsRSS, stats.rssMB)
-        pythonRSS = max(pythonRSS, python.rssMB)
-        print("  pair \(pair + 1): stats \(format(stats.wall, 2)) s, Python \(format(python.wall, 2)) s, stats/Python = \(format(stats.wall / python.wall, 2))")
+    // stats against the Python parse, in alternating pairs.
+    let stats = PreparedCommand(tools, ["transcript", "stats", left], environment: environment)
+    let python = PreparedCommand("/usr/bin/python3", [script, left], environment: environment)
+    if let (a, b) = pairedRuns(stats, python, pairs: pairs, warmUp: 0, report: report) {
+        report.detail("stats: \(describe(a)), peak \(format(a.map(\.maxRSSMB).max()!, 1)) MB; Python: \(describe(b)), peak \(format(b.map(\.maxRSSMB).max()!, 1)) MB")
+        let wall = PairedRatios(a: a.map(\.wall), b: b.map(\.wall))
+        report.figure("transcripts", "transcript stats / streaming Python parse wall time", wall.summary, goal: "≤ 1.0", passed: wall.median <= 1.0, gated: false)
+        let peak = a.map(\.maxRSSMB).max()!
+        report.figure("transcripts", "transcript stats peak RSS", "\(format(peak, 1)) MB", goal: rssGoal, passed: peak <= 64, gated: true)
+    } else {
+        report.skipped("transcripts", "transcript stats peak RSS", goal: rssGoal, gated: true, reason: "a run failed")
     }
-    let median = ratios.sorted()[ratios.count / 2]
-    print("  stats: peak \(format(statsRSS, 1)) MB (Python \(format(pythonRSS, 1)) MB); wall stats/Python median of \(pairs) pairs \(format(median, 2)) (target ≤ 1.0)")
-    for (name, arguments) in [("show", [tools, "transcript", "show", left]),
-                              ("redact", [tools, "transcript", "redact", left, "-o", directory + "/redacted.trn", "--force"]),
-                              ("diff", [tools, "transcript", "diff", left, right])] {
-        if let run = measured(arguments) {
-            print("  \(name): peak \(format(run.rssMB, 1)) MB, \(format(run.wall, 2)) s")
+    for (name, arguments, accepting) in [("show", ["transcript", "show", left], Set<Int32>([0])),
+                                         ("redact", ["transcript", "redact", left, "-o", directory + "/redacted.trn", "--force"], [0]),
+                                         ("diff", ["transcript", "diff", left, right], [0, 1])] {
+        let figure = "transcript \(name) peak RSS"
+        guard let run = PreparedCommand(tools, arguments, environment: environment, errors: directory + "/\(name).err").run(),
+              accepting.contains(run.status) else {
+            let errors = (try? String(contentsOfFile: directory + "/\(name).err", encoding: .utf8)) ?? ""
+            report.skipped("transcripts", figure, goal: rssGoal, gated: true, reason: "transcript \(name) failed: \(errors.suffix(300))")
+            continue
         }
+        report.figure("transcripts", figure, "\(format(run.maxRSSMB, 1)) MB (\(format(run.wall, 2)) s)", goal: rssGoal, passed: run.maxRSSMB <= 64, gated: true)
     }
+
     // The diff's answer itself: two changed answers are two changes.
-    let diff = Process()
-    diff.executableURL = URL(fileURLWithPath: tools)
-    diff.arguments = ["transcript", "diff", "--json", left, right]
-    let output = Pipe()
-    diff.standardOutput = output
-    if (try? diff.run()) != nil {
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        diff.waitUntilExit()
-        print("  diff of two files differing in two answers: \(text.components(separatedBy: "\"kind\"").count - 1) differences")
+    let output = directory + "/diff.json"
+    let diff = PreparedCommand(tools, ["transcript", "diff", "--json", left, right], environment: environment, output: output)
+    let name = "transcript diff: changes found between files differing in two answers"
+    guard let run = diff.run(), run.status == 1,
+          let data = FileManager.default.contents(atPath: output),
+          let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+          let differences = object["differences"] as? [[String: Any]] else {
+        report.skipped("transcripts", name, goal: "2", gated: true, reason: "transcript diff --json failed or printed no differences array")
+        return
     }
+    let kinds = differences.map { "\($0["kind"] ?? "?") at line \($0["leftLine"] ?? "?")" }
+    report.detail("differences: " + kinds.prefix(6).joined(separator: ", ") + (kinds.count > 6 ? ", …" : ""))
+    report.figure("transcripts", name, "\(differences.count)", goal: "2", passed: differences.count == 2, gated: true)
 }

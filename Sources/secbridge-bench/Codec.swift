@@ -1,0 +1,85 @@
+// Codec figures over a table of command and response shapes (ISO/IEC 7816-3 §12.1.3 and
+// ISO/IEC 7816-4 §5.1: cases 1, 2, 3, 4 in short and extended form, Ne = 256 and 65 536), the
+// error paths of malformed input, and response parsing. Each shape runs on one core for a fixed
+// number of iterations in three rounds; the figure is the median rate. Wall clock on a shared
+// machine: printed with the goal, never gated.
+
+import Foundation
+import ISO7816
+
+/// One row of the codec table.
+struct CodecShape {
+    enum Kind { case command, malformedCommand, response, malformedResponse }
+    var name: String
+    var kind: Kind
+    var bytes: [UInt8]
+}
+
+/// The shapes: name, kind, bytes.
+let codecShapes: [CodecShape] = {
+    let aid: [UInt8] = [0xD2, 0x76, 0x00, 0x00, 0x85, 0x01, 0x01]
+    let data255 = [UInt8](repeating: 0x5A, count: 255)
+    let data256 = [UInt8](repeating: 0x5A, count: 256)
+    return [
+        CodecShape(name: "case 1 (CLA INS P1 P2)", kind: .command, bytes: [0x00, 0x70, 0x00, 0x00]),
+        CodecShape(name: "case 2 short, Le 10 (Ne 16)", kind: .command, bytes: [0x00, 0xB0, 0x00, 0x00, 0x10]),
+        CodecShape(name: "case 2 short, Le 00 (Ne 256)", kind: .command, bytes: [0x00, 0xB0, 0x00, 0x00, 0x00]),
+        CodecShape(name: "case 3 short, Lc 07 (SELECT by AID)", kind: .command, bytes: [0x00, 0xA4, 0x04, 0x0C, 0x07] + aid),
+        CodecShape(name: "case 3 short, Lc FF (255 bytes)", kind: .command, bytes: [0x00, 0xD6, 0x00, 0x00, 0xFF] + data255),
+        CodecShape(name: "case 4 short, Lc 07 Le 00 (SELECT, Ne 256)", kind: .command, bytes: [0x00, 0xA4, 0x04, 0x00, 0x07] + aid + [0x00]),
+        CodecShape(name: "case 2 extended, Le 01 00 (Ne 256)", kind: .command, bytes: [0x00, 0xB0, 0x00, 0x00, 0x00, 0x01, 0x00]),
+        CodecShape(name: "case 2 extended, Le 00 00 (Ne 65 536)", kind: .command, bytes: [0x00, 0xB0, 0x00, 0x00, 0x00, 0x00, 0x00]),
+        CodecShape(name: "case 3 extended, Lc 01 00 (256 bytes)", kind: .command, bytes: [0x00, 0xD6, 0x00, 0x00, 0x00, 0x01, 0x00] + data256),
+        CodecShape(name: "case 4 extended, Lc 00 07 Le 00 00 (Ne 65 536)", kind: .command, bytes: [0x00, 0xA4, 0x04, 0x00, 0x00, 0x00, 0x07] + aid + [0x00, 0x00]),
+        CodecShape(name: "malformed: 3 bytes (truncated header)", kind: .malformedCommand, bytes: [0x00, 0xA4, 0x04]),
+        CodecShape(name: "malformed: short Lc 00 (6 bytes)", kind: .malformedCommand, bytes: [0x00, 0xA4, 0x04, 0x00, 0x00, 0x01]),
+        CodecShape(name: "malformed: Lc 07 with 3 data bytes", kind: .malformedCommand, bytes: [0x00, 0xA4, 0x04, 0x00, 0x07, 0xD2, 0x76, 0x00]),
+        CodecShape(name: "malformed: extended Lc 00 00", kind: .malformedCommand, bytes: [0x00, 0xD6, 0x00, 0x00, 0x00, 0x00, 0x00, 0x5A]),
+        CodecShape(name: "malformed: trailing bytes after Le", kind: .malformedCommand, bytes: [0x00, 0xA4, 0x04, 0x00, 0x07] + aid + [0x00, 0x00, 0x00]),
+        CodecShape(name: "response 90 00", kind: .response, bytes: [0x90, 0x00]),
+        CodecShape(name: "response, CC file (15 bytes + 90 00)", kind: .response,
+                   bytes: [0x00, 0x0F, 0x20, 0x00, 0x7F, 0x00, 0x7F, 0x04, 0x06, 0xE1, 0x04, 0x04, 0x00, 0x00, 0x00, 0x90, 0x00]),
+        CodecShape(name: "response, 256 bytes + 90 00", kind: .response, bytes: data256 + [0x90, 0x00]),
+        CodecShape(name: "malformed response: 1 byte", kind: .malformedResponse, bytes: [0x90]),
+    ]
+}()
+
+/// Parses (and for valid shapes serializes again) `shape` `iterations` times; returns the rate
+/// per second. Traps when a valid shape fails to parse or a malformed one parses: the table is
+/// wrong then, not the figure.
+func codecRate(_ shape: CodecShape, iterations: Int) -> Double {
+    var checksum = 0
+    let bytes = shape.bytes
+    let start = ContinuousClock.now
+    switch shape.kind {
+    case .command:
+        for _ in 0..<iterations { checksum &+= try! CommandAPDU(parsing: bytes).serialized().count }
+        precondition(checksum == iterations * bytes.count, "\(shape.name) does not round-trip")
+    case .response:
+        for _ in 0..<iterations { checksum &+= try! ResponseAPDU(parsing: bytes).serialized().count }
+        precondition(checksum == iterations * bytes.count, "\(shape.name) does not round-trip")
+    case .malformedCommand:
+        for _ in 0..<iterations {
+            do { _ = try CommandAPDU(parsing: bytes) } catch { checksum &+= 1 }
+        }
+        precondition(checksum == iterations, "\(shape.name) parsed")
+    case .malformedResponse:
+        for _ in 0..<iterations {
+            do { _ = try ResponseAPDU(parsing: bytes) } catch { checksum &+= 1 }
+        }
+        precondition(checksum == iterations, "\(shape.name) parsed")
+    }
+    return Double(iterations) / seconds(ContinuousClock.now - start)
+}
+
+/// Part "codec": every shape of ``codecShapes``, median of three rounds.
+func benchmarkCodec(iterations: Int, report: Report) {
+    report.part("codec: parse + serialize per shape, one core, \(grouped(Double(iterations))) iterations × 3 rounds, median rate")
+    for shape in codecShapes {
+        let rate = median((0..<3).map { _ in codecRate(shape, iterations: iterations) })
+        let valid = shape.kind == .command || shape.kind == .response
+        let goal = valid ? 5e6 : 1e6
+        report.figure("codec", shape.name, "\(format(rate / 1e6, 2)) M/s (\(format(1e9 / rate, 0)) ns)",
+                      goal: "≥ \(format(goal / 1e6, 0)) M/s", passed: rate >= goal, gated: false)
+    }
+}
