@@ -28,7 +28,8 @@ let helpText = """
       replay-simulated   `secbridge replay --against simulated` of a 5-exchange fixture /
                          `pcsc_scan -r` wall time (goal ≤ 3)
       replay-credential  `secbridge replay --against credential:` of 10 000 exchanges: wall time
-                         / CPU time of the same run (gated, ≤ 1.5)
+                         / CPU time of the same run, divided by that of a CPU-bound spinner
+                         burning the same CPU time in the same pair (gated, ≤ 1.5)
       run                `secbridge run` of a 10 000-APDU script / scriptor wall time (goal ≤ 1.05);
                          needs pcsc-tools and libpcsc-perl
       pcscd-rss          pcscd's VmRSS growth over many APDUs to the simulated card (gated, ≤ 5 MB)
@@ -47,7 +48,7 @@ let helpText = """
       --start-pairs N          Pairs of start-time runs (default 20).
       --replay-pairs N         Pairs of replay-simulated runs (default 10).
       --credential-exchanges N Exchanges of the credential replay (default 10000).
-      --credential-runs N      Runs of the credential replay (default 3).
+      --credential-pairs N     Pairs of credential replay and spinner runs (default 5).
       --script-apdus N         APDUs of the `secbridge run` script (default 10000).
       --run-pairs N            Pairs of run / scriptor runs (default 5).
       --rss-apdus N            APDUs of pcscd-rss (default 200000; the issue's figure is 1000000).
@@ -58,7 +59,9 @@ let helpText = """
       --codec-iterations N     Iterations per codec shape and round (default 500000).
       -h, --help               Show this text.
 
-    `transcripts [EXCHANGES]` is `--only transcripts --exchanges EXCHANGES`.
+    `transcripts [EXCHANGES]` is `--only transcripts --exchanges EXCHANGES`. Two subcommands are
+    the benchmark's own child programs: `loop swift|c READER COUNT` (one transmit loop, the
+    program callgrind counts) and `spin NANOSECONDS` (burns that much CPU time).
 
     Environment:
       SECBRIDGE_TOOLS             the secbridge-tools binary the transcript part measures
@@ -84,7 +87,7 @@ struct BenchOptions {
     /// Every counted option and its default.
     static let defaults: [String: Int] = [
         "apdus": 5000, "pairs": 5, "callgrind-apdus": 1000, "start-pairs": 20, "replay-pairs": 10,
-        "credential-exchanges": 10_000, "credential-runs": 3, "script-apdus": 10_000, "run-pairs": 5,
+        "credential-exchanges": 10_000, "credential-pairs": 5, "script-apdus": 10_000, "run-pairs": 5,
         "rss-apdus": 200_000, "exchanges": 100_000, "transcript-pairs": 3, "turns": 2000, "codec-iterations": 500_000,
     ]
     var counts = BenchOptions.defaults

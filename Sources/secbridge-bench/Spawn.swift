@@ -5,11 +5,14 @@
 import Foundation
 
 /// One child run: wall time from posix_spawn to wait4's return, the child's CPU time (user +
-/// system, from wait4's rusage), its peak RSS (ru_maxrss) and its exit status.
+/// system, from wait4's rusage, which includes the children it reaped) and its exit status.
+///
+/// Not its peak RSS: a child made by posix_spawn shares this process's memory until it execs, and
+/// Linux keeps that high-water mark in the child's ru_maxrss. TranscriptMemory.swift measures
+/// peaks through /usr/bin/time, whose own small child is a fresh fork.
 struct ChildRun {
     var wall: Double
     var cpu: Double
-    var maxRSSMB: Double
     var status: Int32
 }
 
@@ -63,8 +66,7 @@ final class PreparedCommand {
         let wall = seconds(ContinuousClock.now - start)
         func value(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
         let exit = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
-        return ChildRun(wall: wall, cpu: value(usage.ru_utime) + value(usage.ru_stime),
-                        maxRSSMB: Double(usage.ru_maxrss) / 1024, status: exit)
+        return ChildRun(wall: wall, cpu: value(usage.ru_utime) + value(usage.ru_stime), status: exit)
     }
 }
 

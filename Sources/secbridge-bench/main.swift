@@ -25,6 +25,9 @@ if commandArguments.contains("--help") || commandArguments.contains("-h") {
 if commandArguments.first == "loop" {
     exit(runLoopCommand(Array(commandArguments.dropFirst())))
 }
+if commandArguments.first == "spin" {
+    exit(runSpinCommand(Array(commandArguments.dropFirst())))
+}
 let options: BenchOptions
 do {
     options = try BenchOptions(commandArguments, environment: ProcessInfo.processInfo.environment)
@@ -84,8 +87,8 @@ for part in options.parts {
         benchmarkReplaySimulated(programs, fixture: repository?.appendingPathComponent("Fixtures/simulated/reader-basics.trn").path,
                                  pairs: options["replay-pairs"], report: report)
     case "replay-credential":
-        benchmarkReplayCredential(programs, credential: repository?.appendingPathComponent("Fixtures/credentials/uri-tag.json").path,
-                                  count: options["credential-exchanges"], runs: options["credential-runs"], report: report)
+        benchmarkReplayCredential(programs, bench: benchBinary, credential: repository?.appendingPathComponent("Fixtures/credentials/uri-tag.json").path,
+                                  count: options["credential-exchanges"], runs: options["credential-pairs"], report: report)
     case "run":
         benchmarkRunScript(programs, reader: readerA, count: options["script-apdus"], pairs: options["run-pairs"], report: report)
     case "pcscd-rss":
