@@ -53,11 +53,9 @@ final class TurnaroundTimingChannel: CardChannel, @unchecked Sendable {
 /// Runs `count` SELECTs of the Type 4 Tag application from an external terminal placed on the
 /// shared field against a credential session emulating on reader A, and prints the median and the
 /// 99th percentile of the host's turnaround (goal: p99 under 1 ms; wall clock, not gated).
-func benchmarkEmulationTurnaround(environment: TestEnvironment, count: Int, report: Report) {
+func benchmarkEmulationTurnaround(readerA: String, readerB: String, count: Int, report: Report) {
     report.part("emulation: card-emulation turnaround, TgGetData answer → TgSetData sent (\(count) SELECTs from a terminal peer)")
     let name = "card-emulation turnaround p99", goal = "< 1 ms"
-    let readerA = environment.simulatedReaderA
-    let readerB = environment.simulatedReaderB
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("secbridge-bench-\(getpid())-emulation")
     let terminalFile = directory.appendingPathComponent("terminal.trn")
     defer { try? FileManager.default.removeItem(at: directory) }

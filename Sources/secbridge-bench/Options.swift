@@ -8,11 +8,10 @@ let helpText = """
     Measures every figure of issue 16 in one run and prints each with its goal and pass/fail.
     Comparisons run in alternating pairs (A B, B A, …) and report the median and the spread of the
     per-pair ratios; set-up (context, connect, building a child's argv and environment) is outside
-    every timed region. Starts its own private pcscd (vpcd, vicc, two simulated ACR122U readers):
+    every timed region. Starts its own private pcscd serving the two simulated ACR122U readers:
     run as root after scripts/install-deps.sh, built in release mode:
-      swift build -c release --product secbridge-bench --product secbridge-tools \\
-        --product secbridge --product SecbridgeACR122IFD
-      .build/release/secbridge-bench
+      swift build -c release      # every product: the benchmark, secbridge, secbridge-tools
+      .build/release/secbridge-bench        # and the simulated ACR122U driver it starts
     What each figure means and the figures of a run on this machine: docs/benchmarks.md.
 
     Parts, in the order they run, and their figures (gated: --check fails on it):

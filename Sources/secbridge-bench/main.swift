@@ -53,13 +53,13 @@ if options.parts.contains("codec") {
     benchmarkCodec(iterations: options["codec-iterations"], report: report)
 }
 
-var environment: TestEnvironment?
+var simulated: SimulatedPCSCD?
 var readerA = ""
 if !pcscdParts.isDisjoint(with: options.parts) {
     do {
-        let started = try TestEnvironment.shared.start()
-        environment = started
-        readerA = started.simulatedReaderA
+        let started = try SimulatedPCSCD.start()
+        simulated = started
+        readerA = started.readerA
         // The simulated ACR122U (a pcscd driver, no network in between) with an ISO 14443-4 card
         // answering SELECT with 90 00: the IPC through pcscd dominates, as with a USB reader's fast
         // card. vicc would measure vpcd's TCP latency (Nagle plus delayed ACK) instead.
@@ -72,7 +72,7 @@ if !pcscdParts.isDisjoint(with: options.parts) {
     }
 }
 let programs = Programs(secbridge: secbridgePath, pcscScan: HarnessPaths.tool("pcsc_scan"), scriptor: HarnessPaths.tool("scriptor"),
-                        environment: environment?.environmentForSubprocesses ?? processEnvironment, directory: scratch)
+                        environment: simulated?.environment ?? processEnvironment, directory: scratch)
 
 for part in options.parts {
     switch part {
@@ -92,18 +92,20 @@ for part in options.parts {
     case "run":
         benchmarkRunScript(programs, reader: readerA, count: options["script-apdus"], pairs: options["run-pairs"], report: report)
     case "pcscd-rss":
-        benchmarkPCSCDMemory(pcscd: environment?.pcscd.processIdentifier, reader: readerA, count: options["rss-apdus"], report: report)
+        benchmarkPCSCDMemory(pcscd: simulated?.daemonPID, reader: readerA, count: options["rss-apdus"], report: report)
     case "transcripts":
         benchmarkTranscripts(tools: toolsPath, exchanges: options["exchanges"], pairs: options["transcript-pairs"],
                              directory: scratch, report: report)
     case "emulation":
         // Last: it takes the card away and switches both readers' personality.
-        if let environment { benchmarkEmulationTurnaround(environment: environment, count: options["turns"], report: report) }
+        if let simulated {
+            benchmarkEmulationTurnaround(readerA: simulated.readerA, readerB: simulated.readerB, count: options["turns"], report: report)
+        }
     default:
         break
     }
 }
-if environment != nil { _ = try? SimulatedReaders.controlA.request("remove", ["all": "yes"]) }
+if simulated != nil { _ = try? SimulatedReaders.controlA.request("remove", ["all": "yes"]) }
 
 report.printSummary()
 let failures = report.gateFailures
