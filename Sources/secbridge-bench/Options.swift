@@ -15,9 +15,9 @@ let helpText = """
     What each figure means and the figures of a run on this machine: docs/benchmarks.md.
 
     Parts, in the order they run, and their figures (gated: --check fails on it):
-      codec              parse + serialize rate per command/response shape: cases 1, 2, 3, 4
-                         short and extended, Ne 256 and 65 536, malformed input, responses
-                         (goal ≥ 5 M/s, malformed ≥ 1 M/s)
+      codec              parse + serialize rate per CPU second, per command/response shape:
+                         cases 1, 2, 3, 4 short and extended, Ne 256 and 65 536, malformed
+                         input, responses (goal ≥ 5 M/s, malformed ≥ 1 M/s)
       transmit           SCardTransmit loops through pcscd, Swift PC/SC layer against a C loop:
                          wall time per APDU Swift/C (goal ≤ 1.05) and client CPU time Swift/C
       instructions       callgrind, runs of N and 2N APDUs: the Swift layer's instructions per
@@ -55,7 +55,7 @@ let helpText = """
                                peak-RSS figure is at 1000000).
       --transcript-pairs N     Pairs of stats / Python runs (default 3).
       --turns N                Emulation turnarounds (default 2000).
-      --codec-iterations N     Iterations per codec shape and round (default 500000).
+      --codec-iterations N     Iterations per codec shape and round (default 200000).
       -h, --help               Show this text.
 
     `transcripts [EXCHANGES]` is `--only transcripts --exchanges EXCHANGES`. Two subcommands are
@@ -87,7 +87,7 @@ struct BenchOptions {
     static let defaults: [String: Int] = [
         "apdus": 5000, "pairs": 5, "callgrind-apdus": 1000, "start-pairs": 20, "replay-pairs": 10,
         "credential-exchanges": 10_000, "credential-pairs": 5, "script-apdus": 10_000, "run-pairs": 5,
-        "rss-apdus": 200_000, "exchanges": 100_000, "transcript-pairs": 3, "turns": 2000, "codec-iterations": 500_000,
+        "rss-apdus": 200_000, "exchanges": 100_000, "transcript-pairs": 3, "turns": 2000, "codec-iterations": 200_000,
     ]
     var counts = BenchOptions.defaults
 
