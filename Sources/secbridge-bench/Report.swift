@@ -63,7 +63,7 @@ final class Report {
 
     private func add(_ figure: Figure) {
         figures.append(figure)
-        let gate = figure.gated ? "gated" : "not gated: wall clock"
+        let gate = figure.gated ? "gated" : "not gated"
         var line = " * \(figure.name): \(figure.value) (goal \(figure.goal)): \(figure.verdict.word) [\(gate)]"
         if case .skipped(let reason) = figure.verdict { line += " — \(reason)" }
         print(line)
