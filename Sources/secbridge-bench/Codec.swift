@@ -86,3 +86,89 @@ func benchmarkCodec(iterations: Int, report: Report) {
                       goal: "≥ \(format(goal / 1e6, 0)) M/s", passed: rate >= goal, gated: false)
     }
 }
+
+/// One shape's loop, the region callgrind counts (`--toggle-collect`, `--dump-after`): parses
+/// (and for valid shapes serializes) `bytes` `iterations` times; returns a checksum.
+@inline(never)
+func codecMeasuredRegion(_ shape: CodecShape, iterations: Int) -> Int {
+    var checksum = 0
+    let bytes = shape.bytes
+    switch shape.kind {
+    case .command:
+        for _ in 0..<iterations { checksum &+= (try? CommandAPDU(parsing: bytes))?.serialized().count ?? -1 }
+    case .response:
+        for _ in 0..<iterations { checksum &+= (try? ResponseAPDU(parsing: bytes))?.serialized().count ?? -1 }
+    case .malformedCommand:
+        for _ in 0..<iterations { checksum &+= (try? CommandAPDU(parsing: bytes)) == nil ? 1 : -1 }
+    case .malformedResponse:
+        for _ in 0..<iterations { checksum &+= (try? ResponseAPDU(parsing: bytes)) == nil ? 1 : -1 }
+    }
+    return checksum
+}
+
+/// `secbridge-bench codec-loop N`: every shape's region once, N iterations each, in table order.
+func runCodecLoopCommand(_ arguments: [String]) -> Int32 {
+    guard arguments.count == 1, let count = Int(arguments[0]), count > 0 else {
+        FileHandle.standardError.write(Data("usage: secbridge-bench codec-loop ITERATIONS\n".utf8))
+        return 2
+    }
+    var total = 0
+    for shape in codecShapes { total &+= codecMeasuredRegion(shape, iterations: count) }
+    return total == 0 ? 1 : 0
+}
+
+/// Part "codec-instructions": instructions per parse (+ serialize) of each shape under
+/// callgrind, counted only inside ``codecMeasuredRegion(_:iterations:)`` and dumped after each
+/// call, at N and 2N iterations: (I(2N) − I(N)) / N per shape. Stable where the rates are not;
+/// printed without a goal (the goals are rates) and not gated.
+func benchmarkCodecInstructions(bench: String, iterations n: Int, environment: [String: String], directory: String, report: Report) {
+    report.part("codec-instructions: instructions per parse + serialize by shape under callgrind (\(n) and \(2 * n) iterations, difference / \(n))")
+    guard let callgrind = Callgrind(directory: directory, environment: environment) else {
+        report.skipped("codec-instructions", "instructions per shape", goal: "none", gated: false, reason: "valgrind is not installed")
+        return
+    }
+    do {
+        let copy = try callgrind.stripped(bench)
+        // --dump-after takes no wildcard: the region's symbol as the compiler emitted it (it may be
+        // a specialization), from nm.
+        let symbols = directory + "/bench.nm"
+        guard let listed = PreparedCommand("/usr/bin/nm", [copy], environment: environment, output: symbols).run(), listed.status == 0,
+              let table = try? String(contentsOfFile: symbols, encoding: .utf8) else {
+            throw LoopFailure(description: "nm \(copy) failed (binutils)")
+        }
+        let region = table.split(separator: "\n").compactMap { line -> String? in
+            let fields = line.split(separator: " ")
+            return fields.count == 3 && "tT".contains(fields[1]) && fields[2].contains("codecMeasuredRegion") ? String(fields[2]) : nil
+        }
+        guard region.count == 1 else { throw LoopFailure(description: "nm lists \(region.count) codecMeasuredRegion functions, not one") }
+        var perRun: [[UInt64]] = []
+        for count in [n, 2 * n] {
+            let label = "codec-\(count)"
+            _ = try callgrind.count(copy, ["codec-loop", "\(count)"], label: label, extra: [
+                "--collect-atstart=no", "--toggle-collect=\(region[0])", "--dump-after=\(region[0])",
+            ])
+            perRun.append(try callgrindPartTotals(prefix: directory + "/\(label).out", parts: codecShapes.count))
+        }
+        for (index, shape) in codecShapes.enumerated() {
+            let perCall = instructionsPerUnit(single: perRun[0][index], double: perRun[1][index], units: n)
+            report.info("codec-instructions", shape.name, "\(grouped(perCall)) instructions")
+        }
+    } catch {
+        report.skipped("codec-instructions", "instructions per shape", goal: "none", gated: false, reason: "\(error)")
+    }
+}
+
+/// The `totals:` (or `summary:`) count of each part file `<prefix>.1` … `<prefix>.<parts>` that
+/// callgrind's `--dump-after` wrote, in order.
+func callgrindPartTotals(prefix: String, parts: Int) throws -> [UInt64] {
+    try (1...parts).map { part in
+        let path = "\(prefix).\(part)"
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            throw LoopFailure(description: "callgrind wrote no \(path)")
+        }
+        for line in text.split(separator: "\n") where line.hasPrefix("totals:") || line.hasPrefix("summary:") {
+            if let value = UInt64(line.split(separator: " ").last ?? "") { return value }
+        }
+        throw LoopFailure(description: "no totals line in \(path)")
+    }
+}

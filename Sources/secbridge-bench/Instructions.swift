@@ -48,10 +48,10 @@ struct Callgrind {
 
     /// The instructions callgrind counted for one run of `binary arguments` (every thread), from
     /// its `Collected : N` line.
-    func count(_ binary: String, _ arguments: [String], label: String) throws -> UInt64 {
+    func count(_ binary: String, _ arguments: [String], label: String, extra: [String] = []) throws -> UInt64 {
         let log = directory + "/\(label).log"
         let command = PreparedCommand(valgrind, ["--tool=callgrind", "--callgrind-out-file=\(directory)/\(label).out",
-                                                 "--log-file=\(log)", binary] + arguments,
+                                                 "--log-file=\(log)"] + extra + [binary] + arguments,
                                       environment: environment)
         guard let run = command.run() else { throw LoopFailure(description: "cannot spawn \(valgrind)") }
         let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""

@@ -18,6 +18,8 @@ let helpText = """
       codec              parse + serialize rate per CPU second, per command/response shape:
                          cases 1, 2, 3, 4 short and extended, Ne 256 and 65 536, malformed
                          input, responses (goal ≥ 5 M/s, malformed ≥ 1 M/s)
+      codec-instructions instructions per parse + serialize of each codec shape under callgrind,
+                         runs of N and 2N iterations (informational, no goal); needs valgrind
       transmit           SCardTransmit loops through pcscd, Swift PC/SC layer against a C loop:
                          wall time per APDU Swift/C (goal ≤ 1.05) and client CPU time Swift/C
       instructions       callgrind, runs of N and 2N APDUs: the Swift layer's instructions per
@@ -56,11 +58,14 @@ let helpText = """
       --transcript-pairs N     Pairs of stats / Python runs (default 3).
       --turns N                Emulation turnarounds (default 2000).
       --codec-iterations N     Iterations per codec shape and round (default 200000).
+      --codec-callgrind-iterations N
+                               N of the codec instruction runs (default 10000).
       -h, --help               Show this text.
 
     `transcripts [EXCHANGES]` is `--only transcripts --exchanges EXCHANGES`. Two subcommands are
     the benchmark's own child programs: `loop swift|c READER COUNT` (one transmit loop, the
-    program callgrind counts) and `spin NANOSECONDS` (burns that much CPU time).
+    program callgrind counts), `codec-loop ITERATIONS` (every codec shape's loop, counted by
+    codec-instructions) and `spin NANOSECONDS` (burns that much CPU time).
 
     Environment:
       SECBRIDGE_TOOLS             the secbridge-tools binary the transcript part measures
@@ -74,7 +79,7 @@ let helpText = """
     figure failed under --check, 2 for a usage error.
     """
 
-let allParts = ["codec", "transmit", "instructions", "start", "replay-simulated", "replay-credential",
+let allParts = ["codec", "codec-instructions", "transmit", "instructions", "start", "replay-simulated", "replay-credential",
                 "run", "pcscd-rss", "transcripts", "emulation"]
 /// The parts that need the private pcscd.
 let pcscdParts: Set<String> = ["transmit", "instructions", "start", "replay-simulated", "run", "pcscd-rss", "emulation"]
@@ -87,7 +92,7 @@ struct BenchOptions {
     static let defaults: [String: Int] = [
         "apdus": 5000, "pairs": 5, "callgrind-apdus": 1000, "start-pairs": 20, "replay-pairs": 10,
         "credential-exchanges": 10_000, "credential-pairs": 5, "script-apdus": 10_000, "run-pairs": 5,
-        "rss-apdus": 200_000, "exchanges": 100_000, "transcript-pairs": 3, "turns": 2000, "codec-iterations": 200_000,
+        "rss-apdus": 200_000, "exchanges": 100_000, "transcript-pairs": 3, "turns": 2000, "codec-iterations": 200_000, "codec-callgrind-iterations": 10_000,
     ]
     var counts = BenchOptions.defaults
 

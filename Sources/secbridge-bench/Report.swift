@@ -10,6 +10,8 @@ import Foundation
 enum Verdict: Equatable {
     case pass
     case fail
+    /// A figure without a goal, printed for comparison between runs.
+    case info
     /// Not measured: a tool is missing or the part could not run (the reason is printed).
     case skipped(String)
 
@@ -17,6 +19,7 @@ enum Verdict: Equatable {
         switch self {
         case .pass: "pass"
         case .fail: "FAIL"
+        case .info: "info"
         case .skipped: "skipped"
         }
     }
@@ -54,6 +57,11 @@ final class Report {
     /// Records and prints one figure: `figure: value (goal …): pass [gated]`.
     func figure(_ part: String, _ name: String, _ value: String, goal: String, passed: Bool, gated: Bool) {
         add(Figure(part: part, name: name, value: value, goal: goal, verdict: passed ? .pass : .fail, gated: gated))
+    }
+
+    /// Records and prints a figure without a goal.
+    func info(_ part: String, _ name: String, _ value: String) {
+        add(Figure(part: part, name: name, value: value, goal: "none", verdict: .info, gated: false))
     }
 
     /// Records a figure that could not be measured, with the reason.

@@ -25,6 +25,9 @@ if commandArguments.contains("--help") || commandArguments.contains("-h") {
 if commandArguments.first == "loop" {
     exit(runLoopCommand(Array(commandArguments.dropFirst())))
 }
+if commandArguments.first == "codec-loop" {
+    exit(runCodecLoopCommand(Array(commandArguments.dropFirst())))
+}
 if commandArguments.first == "spin" {
     exit(runSpinCommand(Array(commandArguments.dropFirst())))
 }
@@ -76,6 +79,9 @@ let programs = Programs(secbridge: secbridgePath, pcscScan: HarnessPaths.tool("p
 
 for part in options.parts {
     switch part {
+    case "codec-instructions":
+        benchmarkCodecInstructions(bench: benchBinary, iterations: options["codec-callgrind-iterations"],
+                                   environment: processEnvironment, directory: scratch, report: report)
     case "transmit":
         benchmarkTransmit(reader: readerA, count: options["apdus"], pairs: options["pairs"], report: report)
     case "instructions":
