@@ -130,7 +130,7 @@ let package = Package(
         .executableTarget(name: "secbridge-testbed", dependencies: ["PCSCSandbox"]),
         .testTarget(name: "PCSCCoreTests", dependencies: ["PCSCCore"]),
         // The benchmark's arithmetic (per-pair ratios, medians, instructions per APDU) and options.
-        .testTarget(name: "SecbridgeBenchTests", dependencies: ["secbridge-bench"]),
+        .testTarget(name: "SecbridgeBenchTests", dependencies: ["secbridge-bench", "ISO7816"]),
         .testTarget(name: "PCSCTests", dependencies: ["PCSC", "PCSCCore", "CPCSCLite"]),
         .testTarget(name: "ISO7816Tests", dependencies: ["ISO7816", "SecbridgeTesting"]),
         .testTarget(name: "TranscriptTests", dependencies: ["Transcript", "ISO7816", "SecbridgeTesting"]),

@@ -10,11 +10,12 @@ import Foundation
 
 /// Writes a transcript of `exchanges` SELECT / READ BINARY exchanges with offsets; in `changed`
 /// exchanges the answer is 6A 82 instead.
-func writeTranscript(_ path: String, exchanges: Int, changed: Set<Int> = []) {
+/// - Throws: ``LoopFailure`` when the file cannot be created, or the write error.
+func writeTranscript(_ path: String, exchanges: Int, changed: Set<Int> = []) throws {
     guard FileManager.default.createFile(atPath: path, contents: nil), let out = FileHandle(forWritingAtPath: path) else {
-        fatalError("cannot write \(path)")
+        throw LoopFailure(description: "cannot create \(path)")
     }
-    _ = try? out.truncate(atOffset: 0)
+    defer { try? out.close() }
     var text = "# secbridge-transcript: 1\n# tool: secbridge-bench\n# origin: simulated\n# reader: ACS ACR122U PICC Interface 00 00\n# protocol: T=1\n"
     let hex = Array("0123456789ABCDEF".utf8)
     func byte(_ b: Int) -> String { String(decoding: [hex[(b >> 4) & 15], hex[b & 15]], as: UTF8.self) }
@@ -27,12 +28,11 @@ func writeTranscript(_ path: String, exchanges: Int, changed: Set<Int> = []) {
         let answer = changed.contains(n) ? "6A 82" : "\(p1) \(p2) 03 D1 01 0B 55 04 65 78 61 6D 70 6C 65 2E 90 00"
         text += "+\(micros / 1000).\(String(format: "%03d", micros % 1000))ms < \(answer)\n"
         if text.utf8.count > 1 << 20 {
-            out.write(Data(text.utf8))
+            try out.write(contentsOf: Data(text.utf8))
             text = ""
         }
     }
-    out.write(Data(text.utf8))
-    try? out.close()
+    try out.write(contentsOf: Data(text.utf8))
 }
 
 /// A streaming parse in Python: line by line, payload hex to bytes, records and status words counted.
@@ -86,10 +86,12 @@ func benchmarkTranscripts(tools: String, exchanges: Int, pairs: Int, directory: 
         return
     }
     let left = directory + "/left.trn", right = directory + "/right.trn", script = directory + "/parse.py"
-    writeTranscript(left, exchanges: exchanges)
-    writeTranscript(right, exchanges: exchanges, changed: [0, exchanges - 1])
-    guard FileManager.default.createFile(atPath: script, contents: Data(pythonStreamingParse.utf8)) else {
-        report.skipped("transcripts", "transcript tools", goal: rssGoal, gated: true, reason: "cannot write \(script)")
+    do {
+        try writeTranscript(left, exchanges: exchanges)
+        try writeTranscript(right, exchanges: exchanges, changed: [0, exchanges - 1])
+        try Data(pythonStreamingParse.utf8).write(to: URL(fileURLWithPath: script))
+    } catch {
+        report.skipped("transcripts", "transcript tools", goal: rssGoal, gated: true, reason: "cannot write the generated files: \(error)")
         return
     }
     let size = Double((try? FileManager.default.attributesOfItem(atPath: left)[.size] as? Int) ?? 0) / 1e6
