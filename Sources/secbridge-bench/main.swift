@@ -6,11 +6,11 @@
 // counts come from callgrind. `--check` exits 1 only when a stable figure fails its goal
 // (Report.swift): wall-clock figures are printed with their goal but never gate.
 //
-// Parts (one file each): codec (Codec.swift), transmit (Transmit.swift), instructions
-// (Instructions.swift), start, replay-simulated, replay-credential and run (SpawnComparisons.swift),
-// pcscd-rss (PCSCDMemory.swift), transcripts (TranscriptMemory.swift), emulation
-// (EmulationTurnaround.swift). It starts its own private pcscd with vpcd, vicc and the simulated
-// ACR122U driver (PCSCSandbox), so it runs as root after scripts/install-deps.sh.
+// Parts (one file each): codec and codec-instructions (Codec.swift), transmit (Transmit.swift),
+// instructions (Instructions.swift), start, replay-simulated, replay-credential and run
+// (SpawnComparisons.swift), pcscd-rss (PCSCDMemory.swift), transcripts (TranscriptMemory.swift),
+// emulation (EmulationTurnaround.swift). It starts its own private pcscd serving the simulated
+// ACR122U readers (SimulatedPCSCD.swift), so it runs as root after scripts/install-deps.sh.
 
 import Foundation
 import PCSCSandbox
