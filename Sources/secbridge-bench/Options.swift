@@ -10,8 +10,9 @@ let helpText = """
     per-pair ratios; set-up (context, connect, building a child's argv and environment) is outside
     every timed region. Starts its own private pcscd serving the two simulated ACR122U readers:
     run as root after scripts/install-deps.sh, built in release mode:
-      swift build -c release      # every product: the benchmark, secbridge, secbridge-tools
-      .build/release/secbridge-bench        # and the simulated ACR122U driver it starts
+      swift build -c release    # every product: secbridge-bench, secbridge, secbridge-tools
+                                # and the simulated ACR122U driver the benchmark starts
+      .build/release/secbridge-bench
     What each figure means and the figures of a run on this machine: docs/benchmarks.md.
 
     Parts, in the order they run, and their figures (gated: --check fails on it):
@@ -62,7 +63,7 @@ let helpText = """
                                N of the codec instruction runs (default 10000).
       -h, --help               Show this text.
 
-    `transcripts [EXCHANGES]` is `--only transcripts --exchanges EXCHANGES`. Two subcommands are
+    `transcripts [EXCHANGES]` is `--only transcripts --exchanges EXCHANGES`. Three subcommands are
     the benchmark's own child programs: `loop swift|c READER COUNT` (one transmit loop, the
     program callgrind counts), `codec-loop ITERATIONS` (every codec shape's loop, counted by
     codec-instructions) and `spin NANOSECONDS` (burns that much CPU time).
