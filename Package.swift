@@ -120,8 +120,8 @@ let package = Package(
             dependencies: ["CPCSCLite"],
             linkerSettings: [.linkedLibrary("pcsclite")]
         ),
-        // The benchmark: APDU round trips against the C baseline, codec throughput, CLI start time,
-        // emulation turnaround, on a private pcscd (PCSCSandbox).
+        // The benchmark (docs/benchmarks.md): paired comparisons against C, pcsc-tools and Python,
+        // instruction counts under callgrind, memory figures, on a private pcscd (PCSCSandbox).
         .executableTarget(
             name: "secbridge-bench",
             dependencies: ["PCSC", "ISO7816", "PCSCSandbox", "CPCSCBaseline", "SecureElementCredential", "PN53x"]
@@ -129,6 +129,8 @@ let package = Package(
         // A private pcscd with vpcd and vicc around a command, for demos and manual tests.
         .executableTarget(name: "secbridge-testbed", dependencies: ["PCSCSandbox"]),
         .testTarget(name: "PCSCCoreTests", dependencies: ["PCSCCore"]),
+        // The benchmark's arithmetic (per-pair ratios, medians, instructions per APDU) and options.
+        .testTarget(name: "SecbridgeBenchTests", dependencies: ["secbridge-bench", "ISO7816"]),
         .testTarget(name: "PCSCTests", dependencies: ["PCSC", "PCSCCore", "CPCSCLite"]),
         .testTarget(name: "ISO7816Tests", dependencies: ["ISO7816", "SecbridgeTesting"]),
         .testTarget(name: "TranscriptTests", dependencies: ["Transcript", "ISO7816", "SecbridgeTesting"]),

@@ -14,7 +14,9 @@ set -eu
 
 REPO=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)
 VENV=${VICC_VENV:-"$REPO/.venv-vicc"}
-PACKAGES="pcscd libpcsclite-dev libedit-dev pcsc-tools vsmartcard-vpcd vsmartcard-vpicc python3-venv opensc python3-pyscard groff-base man-db zsh time"
+# libpcsc-perl: the PC/SC binding scriptor (pcsc-tools) needs; valgrind and binutils (strip):
+# the instruction counts of secbridge-bench (docs/benchmarks.md §2).
+PACKAGES="pcscd libpcsclite-dev libedit-dev pcsc-tools libpcsc-perl vsmartcard-vpcd vsmartcard-vpicc python3-venv opensc python3-pyscard groff-base man-db zsh time valgrind binutils"
 
 step() { printf 'install-deps: %s\n' "$*"; }
 
