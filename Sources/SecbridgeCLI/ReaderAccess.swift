@@ -139,9 +139,9 @@ package final class TracingChannel: CardChannel {
     }
     package var transmissionProtocol: TransmissionProtocol { inner.transmissionProtocol }
     package func transmit(_ command: [UInt8]) throws -> [UInt8] {
-        trace("> " + display.text(command))
+        trace(display.line("> ", command))
         let answer = try inner.transmit(command)
-        trace("< " + display.text(response: answer, answering: command))
+        trace(display.line("< ", response: answer, answering: command))
         onExchange?(command, answer)
         return answer
     }
