@@ -168,6 +168,17 @@ package final class BufferedConsole: Console, @unchecked Sendable {
         if let full { inner.out(String(decoding: full, as: UTF8.self)) }
     }
 
+    /// One line written by `build` straight into the buffer (no string made), then a line feed.
+    package func outLine(_ build: (inout [UInt8]) -> Void) {
+        let full: [UInt8]? = lock.withLock {
+            build(&buffer)
+            buffer.append(0x0A)
+            guard buffer.count >= Self.limit else { return nil }
+            return take()
+        }
+        if let full { inner.out(String(decoding: full, as: UTF8.self)) }
+    }
+
     /// The buffered bytes, leaving the buffer empty (the lock held).
     private func take() -> [UInt8] {
         var taken: [UInt8] = []

@@ -72,6 +72,9 @@ package final class ScriptInterpreter {
     private let secrets: SecretDisplay
     /// Prints a line of an exchange (`> …`, `< …`, `  SW …`) in text mode; nothing with --json.
     private let traceLine: (String) -> Void
+    /// In text mode on a buffered console (`run`, a shell reading a script): where the exchange
+    /// lines are written as bytes.
+    private let lineSink: BufferedConsole?
     /// With --json, one object per step run so far.
     package private(set) var results: [JSONValue] = []
     package private(set) var status = SecbridgeCLI.exitSuccess
@@ -91,6 +94,7 @@ package final class ScriptInterpreter {
         let json = invocation.json
         self.json = json
         secrets = invocation.secrets
+        lineSink = json ? nil : console as? BufferedConsole
         if json {
             traceLine = { _ in }
         } else if let buffered = console as? BufferedConsole {
@@ -213,6 +217,7 @@ package final class ScriptInterpreter {
         if let card {
             do {
                 let tracer = TracingChannel(recorded(card.channel), display: secrets, trace: traceLine)
+                tracer.lineSink = lineSink
                 if options.raw || bytes[0] == 0xFF {
                     answer = try tracer.transmit(bytes)
                 } else {
@@ -246,7 +251,11 @@ package final class ScriptInterpreter {
             }
         } else if let response {
             let sw = response.statusWord
-            traceLine(SecretDisplay.statusLine(sw.sw1, sw.sw2, meaning: sw.meaning))
+            if let lineSink {
+                lineSink.outLine { SecretDisplay.appendStatusLine(sw.sw1, sw.sw2, meaning: sw.meaning, to: &$0) }
+            } else {
+                traceLine(SecretDisplay.statusLine(sw.sw1, sw.sw2, meaning: sw.meaning))
+            }
         } else if let firmware {
             invocation.out("  firmware: \(firmware.text)")
         }

@@ -70,6 +70,47 @@ package struct SecretDisplay: Sendable {
         }
     }
 
+    /// ``line(_:_:)`` appended to `out` as UTF-8, without making a string.
+    package func appendLine(_ prefix: StaticString, _ command: [UInt8], to out: inout [UInt8]) {
+        Self.append(prefix, to: &out)
+        if redactor.masksAny(of: command) {
+            out.append(contentsOf: redactor.redact(command).description.utf8)
+        } else {
+            Self.appendHex(command, to: &out)
+        }
+    }
+
+    /// ``line(_:response:answering:)`` appended to `out` as UTF-8, without making a string.
+    package func appendLine(_ prefix: StaticString, response: [UInt8], answering command: [UInt8], to out: inout [UInt8]) {
+        Self.append(prefix, to: &out)
+        if redactor.masksAny(ofResponse: response, answering: command) {
+            out.append(contentsOf: redactor.redact(response: response, answering: command).description.utf8)
+        } else {
+            Self.appendHex(response, to: &out)
+        }
+    }
+
+    /// ``statusLine(_:_:meaning:)`` appended to `out` as UTF-8.
+    package static func appendStatusLine(_ sw1: UInt8, _ sw2: UInt8, meaning: String, to out: inout [UInt8]) {
+        append("  SW ", to: &out)
+        appendHex([sw1, sw2], to: &out)
+        append(": ", to: &out)
+        out.append(contentsOf: meaning.utf8)
+    }
+
+    private static func append(_ text: StaticString, to out: inout [UInt8]) {
+        text.withUTF8Buffer { out.append(contentsOf: $0) }
+    }
+
+    private static func appendHex(_ bytes: [UInt8], to out: inout [UInt8]) {
+        out.reserveCapacity(out.count + bytes.count * 3)
+        for (index, byte) in bytes.enumerated() {
+            if index > 0 { out.append(0x20) }
+            out.append(hexDigit(byte >> 4))
+            out.append(hexDigit(byte & 0x0F))
+        }
+    }
+
     /// `  SW 90 00: meaning`, the line `run` prints under each answer, built as one string.
     package static func statusLine(_ sw1: UInt8, _ sw2: UInt8, meaning: String) -> String {
         var meaning = meaning
