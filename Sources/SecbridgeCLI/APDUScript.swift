@@ -206,27 +206,26 @@ package enum ScriptLine {
         // One pass over the line's bytes in place, by table, writing at most count / 2 bytes.
         var simple = true
         let separator = Self.separator
-        let bytes = hexClasses.withUnsafeBufferPointer { classes in
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.count / 2)
+        hexClasses.withUnsafeBufferPointer { classes in
             text.withUnsafeBufferPointer { input in
-                [UInt8](unsafeUninitializedCapacity: input.count / 2) { output, written in
-                    var high = -1  // the pending high nibble, -1 when none
-                    for byte in input {
-                        let value = classes[Int(byte)]
-                        if value < 0x10 {
-                            if high < 0 {
-                                high = Int(value)
-                            } else {
-                                output[written] = UInt8(high << 4) | value
-                                written += 1
-                                high = -1
-                            }
-                        } else if value != separator || high >= 0 {
-                            simple = false
-                            return
+                var high = -1  // the pending high nibble, -1 when none
+                for byte in input {
+                    let value = classes[Int(byte)]
+                    if value < 0x10 {
+                        if high < 0 {
+                            high = Int(value)
+                        } else {
+                            bytes.append(UInt8(high << 4) | value)
+                            high = -1
                         }
+                    } else if value != separator || high >= 0 {
+                        simple = false
+                        return
                     }
-                    if high >= 0 { simple = false }
                 }
+                if high >= 0 { simple = false }
             }
         }
         if simple { return bytes }

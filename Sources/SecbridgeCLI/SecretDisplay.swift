@@ -93,7 +93,9 @@ package struct SecretDisplay: Sendable {
     /// ``statusLine(_:_:meaning:)`` appended to `out` as UTF-8.
     package static func appendStatusLine(_ sw1: UInt8, _ sw2: UInt8, meaning: String, to out: inout [UInt8]) {
         append("  SW ", to: &out)
-        appendHex([sw1, sw2], to: &out)
+        appendHexByte(sw1, to: &out)
+        out.append(0x20)
+        appendHexByte(sw2, to: &out)
         append(": ", to: &out)
         out.append(contentsOf: meaning.utf8)
     }
@@ -106,9 +108,14 @@ package struct SecretDisplay: Sendable {
         out.reserveCapacity(out.count + bytes.count * 3)
         for (index, byte) in bytes.enumerated() {
             if index > 0 { out.append(0x20) }
-            out.append(hexDigit(byte >> 4))
-            out.append(hexDigit(byte & 0x0F))
+            appendHexByte(byte, to: &out)
         }
+    }
+
+    @inline(__always)
+    private static func appendHexByte(_ byte: UInt8, to out: inout [UInt8]) {
+        out.append(hexDigit(byte >> 4))
+        out.append(hexDigit(byte & 0x0F))
     }
 
     /// `  SW 90 00: meaning`, the line `run` prints under each answer, built as one string.
