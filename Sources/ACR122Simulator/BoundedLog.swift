@@ -33,6 +33,12 @@ public struct BoundedLog<Element: Sendable>: Sendable {
         }
     }
 
+    /// Changes the newest element in place (nothing when none was appended).
+    public mutating func updateLast(_ change: (inout Element) -> Void) {
+        guard !storage.isEmpty else { return }
+        change(&storage[(oldest + storage.count - 1) % storage.count])
+    }
+
     /// The kept elements, oldest first.
     public var elements: [Element] {
         Array(storage[oldest...] + storage[..<oldest])

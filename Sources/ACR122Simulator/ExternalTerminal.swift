@@ -96,7 +96,8 @@ public final class ExternalTerminal: FieldPeer {
         var program: any TerminalProgram
         var next: TerminalAction?
         var awaitingResponse = false
-        var exchanges: [Exchange] = []
+        /// The latest ``ExternalTerminal/logCapacity`` exchanges; `total` counts every one.
+        var exchanges = BoundedLog<Exchange>(capacity: ExternalTerminal.logCapacity)
         var activations = 0
         var report: TerminalReport?
         /// The program as placed, run again from the start at each activation.
@@ -108,8 +109,8 @@ public final class ExternalTerminal: FieldPeer {
         var tapsDone = 0
         /// The ATS the current target sent (its FWI sets the frame waiting time).
         var ats: [UInt8] = []
-        /// One line per activation that ended, oldest first.
-        var activationResults: [String] = []
+        /// One line per activation that ended, oldest first (the latest ``ExternalTerminal/logCapacity``).
+        var activationResults = BoundedLog<String>(capacity: ExternalTerminal.logCapacity)
 
         init(program: any TerminalProgram) {
             self.program = program
@@ -188,14 +189,23 @@ public final class ExternalTerminal: FieldPeer {
 
     /// Where the run stands or how it ended.
     public var result: Result { state.withLock { $0.result } }
-    /// Every exchange so far, oldest first.
-    public var exchanges: [Exchange] { state.withLock { $0.exchanges } }
+    /// The exchanges so far, oldest first: every one, or the latest ``logCapacity`` (a terminal that
+    /// taps again and again, or a long recording, costs the same memory as a short one).
+    public var exchanges: [Exchange] { state.withLock { $0.exchanges.elements } }
+    /// The exchange log as it stands: the kept exchanges, how many there were in all
+    /// (``BoundedLog/total``) and how many are no longer kept (``BoundedLog/dropped``).
+    public var exchangeLog: BoundedLog<Exchange> { state.withLock { $0.exchanges } }
+    /// How many C-APDUs the terminal has sent, kept or dropped.
+    public var exchangeCount: Int { state.withLock { $0.exchanges.total } }
+    /// How many exchanges and activation results a terminal keeps: 4096 of each; older ones are
+    /// counted in ``exchangeLog``'s `dropped`.
+    public static let logCapacity = 4096
     /// How many times a target was activated by this terminal (more than 1 when it left and came
     /// back, or tapped again).
     public var activations: Int { state.withLock { $0.activations } }
     /// One line per activation that ended, oldest first, e.g. "1: left the field after exchange 6
     /// (00 B0 00 00 02 → 00 10 90 00)", "2: passed: NDEF message, 1 record: …".
-    public var activationResults: [String] { state.withLock { $0.activationResults } }
+    public var activationResults: [String] { state.withLock { $0.activationResults.elements } }
     /// What the program read (the NDEF message, the records of a payment application), set when
     /// it ended; nil before, and for recorded scripts.
     public var report: TerminalReport? { state.withLock { $0.report } }
@@ -236,7 +246,7 @@ public final class ExternalTerminal: FieldPeer {
             $0.exchangesThisActivation = 0
             $0.ats = ats
             $0.program = $0.initialProgram
-            $0.result = .running(step: $0.exchanges.count)
+            $0.result = .running(step: $0.exchanges.total)
             $0.activations += 1
             $0.next = $0.program.start()
         }
@@ -297,18 +307,18 @@ public final class ExternalTerminal: FieldPeer {
                 if let limit, delay.delay > limit {
                     let command = s.exchanges.last?.command ?? []
                     s.next = nil
-                    s.result = .failed(step: max(0, s.exchanges.count - 1), stage: "waiting for the answer to \(command.hexString)",
+                    s.result = .failed(step: max(0, s.exchanges.total - 1), stage: "waiting for the answer to \(command.hexString)",
                                        reason: "timeout: \(rule); \(waited)")
                     s.activationResults.append("\(s.activations): failed: no answer in time to \(command.hexString) (\(waited))")
                     return 0x29
                 }
             }
-            if let last = s.exchanges.indices.last { s.exchanges[last].response = response }
+            s.exchanges.updateLast { $0.response = response }
             let action = s.program.receive(response)
             switch action {
             case .send:
                 s.next = action
-                s.result = .running(step: s.exchanges.count)
+                s.result = .running(step: s.exchanges.total)
             case .finish(let outcome):
                 finish(&s, outcome)
             }
@@ -321,7 +331,7 @@ public final class ExternalTerminal: FieldPeer {
         let last = s.exchanges.last.map { " (\($0.command.hexString) → \(($0.response ?? []).hexString))" } ?? ""
         s.activationResults.append("\(s.activations): \(why)\(last)")
         s.next = nil
-        s.result = .leftField(step: max(0, s.exchanges.count - 1))
+        s.result = .leftField(step: max(0, s.exchanges.total - 1))
         s.returning = true
     }
 
@@ -341,7 +351,7 @@ public final class ExternalTerminal: FieldPeer {
             s.result = .mismatch(step: step, expected: expected, actual: actual)
         case .failed(let stage, let reason, let report):
             s.report = report
-            s.result = .failed(step: max(0, s.exchanges.count - 1), stage: stage, reason: reason)
+            s.result = .failed(step: max(0, s.exchanges.total - 1), stage: stage, reason: reason)
             s.activationResults.append("\(s.activations): failed at \(stage): \(reason)")
         }
     }

@@ -74,8 +74,12 @@ package struct APDUScript {
         /// - Throws: `CLIError.failure` naming the file and line of a malformed line.
         package mutating func next() throws(CLIError) -> Step? {
             while !ended && offset < bytes.count {
-                var end = offset
-                while end < bytes.count && bytes[end] != 0x0A && bytes[end] != 0x0D { end += 1 }
+                let start = offset
+                var end = bytes.withUnsafeBufferPointer { all in
+                    var end = start
+                    while end < all.count && all[end] != 0x0A && all[end] != 0x0D { end += 1 }
+                    return end
+                }
                 let line = bytes[offset..<end]
                 if end < bytes.count && bytes[end] == 0x0D && end + 1 < bytes.count && bytes[end + 1] == 0x0A { end += 1 }
                 offset = end + 1
@@ -183,35 +187,48 @@ package enum ScriptLine {
 
     private static func isBlank(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
 
+    /// For each byte value: its value as a hex digit (0…15), `separator` for the separators
+    /// `hexBytes` skips between groups, 0xFF for anything else.
+    private static let hexClasses: [UInt8] = (0...255).map { value in
+        switch UInt8(value) {
+        case 0x30...0x39: return UInt8(value) - 0x30
+        case 0x41...0x46: return UInt8(value) - 0x41 + 10
+        case 0x61...0x66: return UInt8(value) - 0x61 + 10
+        case 0x20, 0x09, 0x3A, 0x2C, 0x2D, 0x5F, 0x3B: return separator
+        default: return 0xFF
+        }
+    }
+    private static let separator: UInt8 = 0x10
+
     /// Hex digits separated by blanks, `:`, `,`, `-`, `_` or `;`, each group of even length;
     /// anything else (a `0x` prefix, an error) goes to ``HexBytes/parse(_:)``, whose rules these are.
     private static func hexBytes(_ text: ArraySlice<UInt8>, fileName: String, line: Int) throws(CLIError) -> [UInt8] {
+        // One pass over the line's bytes in place, by table, writing at most count / 2 bytes.
+        var simple = true
+        let separator = Self.separator
         var bytes: [UInt8] = []
         bytes.reserveCapacity(text.count / 2)
-        var high: UInt8? = nil
-        var simple = true
-        for byte in text {
-            let nibble: UInt8
-            switch byte {
-            case 0x30...0x39: nibble = byte - 0x30
-            case 0x41...0x46: nibble = byte - 0x41 + 10
-            case 0x61...0x66: nibble = byte - 0x61 + 10
-            case 0x20, 0x09, 0x3A, 0x2C, 0x2D, 0x5F, 0x3B:
-                if high != nil { simple = false }
-                continue
-            default:
-                simple = false
-                nibble = 0
-            }
-            if !simple { break }
-            if let pending = high {
-                bytes.append(pending << 4 | nibble)
-                high = nil
-            } else {
-                high = nibble
+        hexClasses.withUnsafeBufferPointer { classes in
+            text.withUnsafeBufferPointer { input in
+                var high = -1  // the pending high nibble, -1 when none
+                for byte in input {
+                    let value = classes[Int(byte)]
+                    if value < 0x10 {
+                        if high < 0 {
+                            high = Int(value)
+                        } else {
+                            bytes.append(UInt8(high << 4) | value)
+                            high = -1
+                        }
+                    } else if value != separator || high >= 0 {
+                        simple = false
+                        return
+                    }
+                }
+                if high >= 0 { simple = false }
             }
         }
-        if simple && high == nil { return bytes }
+        if simple { return bytes }
         let string = String(decoding: text, as: UTF8.self)
         do {
             return try HexBytes.parse(string)

@@ -141,19 +141,49 @@ package final class BufferedConsole: Console, @unchecked Sendable {
     // @unchecked: `buffer` is guarded by `lock`.
     private let inner: any Console
     private let lock = ConsoleLock()
-    private var buffer = ""
+    /// UTF-8 bytes: appending a line is a copy of its bytes, with no String growth rules. Only
+    /// touched with `lock` held, so the run-time exclusivity check is left out.
+    @exclusivity(unchecked) private var buffer: [UInt8] = []
     private static let limit = 64 << 10
 
     package init(_ inner: any Console) { self.inner = inner }
 
     package func out(_ text: String) {
-        let full: String? = lock.withLock {
-            buffer += text
-            guard buffer.utf8.count >= Self.limit else { return nil }
-            defer { buffer = "" }
-            return buffer
+        let full: [UInt8]? = lock.withLock {
+            buffer.append(contentsOf: text.utf8)
+            guard buffer.count >= Self.limit else { return nil }
+            return take()
         }
-        if let full { inner.out(full) }
+        if let full { inner.out(String(decoding: full, as: UTF8.self)) }
+    }
+
+    /// `text` and a line feed, as `out(text + "\n")` without building that string.
+    package func outLine(_ text: String) {
+        let full: [UInt8]? = lock.withLock {
+            buffer.append(contentsOf: text.utf8)
+            buffer.append(0x0A)
+            guard buffer.count >= Self.limit else { return nil }
+            return take()
+        }
+        if let full { inner.out(String(decoding: full, as: UTF8.self)) }
+    }
+
+    /// One line written by `build` straight into the buffer (no string made), then a line feed.
+    package func outLine(_ build: (inout [UInt8]) -> Void) {
+        let full: [UInt8]? = lock.withLock {
+            build(&buffer)
+            buffer.append(0x0A)
+            guard buffer.count >= Self.limit else { return nil }
+            return take()
+        }
+        if let full { inner.out(String(decoding: full, as: UTF8.self)) }
+    }
+
+    /// The buffered bytes, leaving the buffer empty (the lock held).
+    private func take() -> [UInt8] {
+        var taken: [UInt8] = []
+        swap(&taken, &buffer)
+        return taken
     }
     package func err(_ text: String) {
         flush()
@@ -168,10 +198,7 @@ package final class BufferedConsole: Console, @unchecked Sendable {
 
     /// Writes what is buffered.
     package func flush() {
-        let pending: String = lock.withLock {
-            defer { buffer = "" }
-            return buffer
-        }
-        if !pending.isEmpty { inner.out(pending) }
+        let pending = lock.withLock { take() }
+        if !pending.isEmpty { inner.out(String(decoding: pending, as: UTF8.self)) }
     }
 }

@@ -7,7 +7,8 @@ import PN53x
 /// word. Nil for any other command, and for an answer that is not bare ASCII (an error SW such as
 /// 63 00, or the string with 90 00 after it, which has a real status word).
 package func firmwareVersionAnswer(command: [UInt8], answer: [UInt8]) -> ACR122FirmwareVersion? {
-    guard (try? ACR122Command(parsing: command)) == .firmwareVersion,
+    // CLA FF first: every card APDU is answered nil without parsing it as a pseudo-APDU.
+    guard command.first == 0xFF, (try? ACR122Command(parsing: command)) == .firmwareVersion,
         answer.allSatisfy({ (0x20...0x7E).contains($0) })
     else { return nil }
     return try? ACR122FirmwareVersion(parsing: answer)

@@ -132,6 +132,9 @@ package final class TracingChannel: CardChannel {
     package let display: SecretDisplay
     /// Called after each complete exchange with the real bytes (for `--json`, which masks them itself).
     package var onExchange: ((_ command: [UInt8], _ answer: [UInt8]) -> Void)?
+    /// When set, the `>` / `<` lines of ``transmit(_:)`` are written straight into this buffer
+    /// (no string made per line) instead of going to `trace`.
+    package var lineSink: BufferedConsole?
     package init(_ inner: any CardChannel, display: SecretDisplay = .masked, trace: @escaping (String) -> Void) {
         self.inner = inner
         self.display = display
@@ -139,9 +142,17 @@ package final class TracingChannel: CardChannel {
     }
     package var transmissionProtocol: TransmissionProtocol { inner.transmissionProtocol }
     package func transmit(_ command: [UInt8]) throws -> [UInt8] {
-        trace("> " + display.text(command))
+        if let lineSink {
+            lineSink.outLine { display.appendLine("> ", command, to: &$0) }
+        } else {
+            trace(display.line("> ", command))
+        }
         let answer = try inner.transmit(command)
-        trace("< " + display.text(response: answer, answering: command))
+        if let lineSink {
+            lineSink.outLine { display.appendLine("< ", response: answer, answering: command, to: &$0) }
+        } else {
+            trace(display.line("< ", response: answer, answering: command))
+        }
         onExchange?(command, answer)
         return answer
     }

@@ -67,6 +67,14 @@ package final class ScriptInterpreter {
     private var escapeCode: UInt32?
     private var inTransaction = false
     private var recording: (path: String, writer: TranscriptWriter, recorder: TranscriptRecorder)?
+    /// `--json` and `--show-secrets`, read once (not a set lookup per APDU).
+    private let json: Bool
+    private let secrets: SecretDisplay
+    /// Prints a line of an exchange (`> …`, `< …`, `  SW …`) in text mode; nothing with --json.
+    private let traceLine: (String) -> Void
+    /// In text mode on a buffered console (`run`, a shell reading a script): where the exchange
+    /// lines are written as bytes.
+    private let lineSink: BufferedConsole?
     /// With --json, one object per step run so far.
     package private(set) var results: [JSONValue] = []
     package private(set) var status = SecbridgeCLI.exitSuccess
@@ -82,6 +90,18 @@ package final class ScriptInterpreter {
         self.context = context
         self.options = options
         self.fileName = fileName
+        let console = invocation.console
+        let json = invocation.json
+        self.json = json
+        secrets = invocation.secrets
+        lineSink = json ? nil : console as? BufferedConsole
+        if json {
+            traceLine = { _ in }
+        } else if let buffered = console as? BufferedConsole {
+            traceLine = { buffered.outLine($0) }
+        } else {
+            traceLine = { console.out($0 + "\n") }
+        }
         if needsCard || wait != nil {
             let session = try CardSession.open(context: context, reader: argument, record: nil, command: options.command, wait: wait)
             reader = session.reader
@@ -119,7 +139,7 @@ package final class ScriptInterpreter {
             try reset(line: line)
         case .reader(let argument, let line):
             if let argument { try changeReader(to: argument, line: line) }
-            if invocation.json {
+            if json {
                 results.append(.object([("line", .int(line)), ("reader", .string(reader)), ("atr", card.map { .hex($0.atr) } ?? .null)]))
             } else {
                 invocation.out(readerDescription)
@@ -132,14 +152,14 @@ package final class ScriptInterpreter {
                     throw .failure("\(fileName):\(line): 'record off', but nothing is being recorded")
                 }
                 stopRecording()
-                if invocation.json {
+                if json {
                     results.append(.object([("line", .int(line)), ("recorded", .string(finished))]))
                 } else {
                     invocation.out("recorded to \(finished)")
                 }
             }
         case .help(let line):
-            if invocation.json {
+            if json {
                 results.append(.object([("line", .int(line)), ("help", .string(Self.languageHelp))]))
             } else {
                 invocation.console.out(Self.languageHelp + "\n")
@@ -180,7 +200,7 @@ package final class ScriptInterpreter {
         }
         recording = (path, writer, TranscriptRecorder(sink: writer))
         guard let line else { return }
-        if invocation.json {
+        if json {
             results.append(.object([("line", .int(line)), ("record", .string(path))]))
         } else {
             invocation.out("recording to \(path)")
@@ -192,14 +212,19 @@ package final class ScriptInterpreter {
     private func exchange(_ bytes: [UInt8], line: Int) throws(CLIError) -> Bool {
         if card == nil && bytes[0] != 0xFF { try attachCard(line: line, for: "an APDU other than a pseudo-APDU (FF …)") }
         let answer: [UInt8]
+        // The transport's answer as it parsed it (not serialized and parsed again for the SW line).
+        var transported: ResponseAPDU?
         if let card {
             do {
-                let tracer = TracingChannel(recorded(card.channel), display: invocation.secrets) { [invocation] in if !invocation.json { invocation.out($0) } }
+                let tracer = TracingChannel(recorded(card.channel), display: secrets, trace: traceLine)
+                tracer.lineSink = lineSink
                 if options.raw || bytes[0] == 0xFF {
                     answer = try tracer.transmit(bytes)
                 } else {
                     let transport = ISO7816Transport(channel: tracer, capabilities: card.capabilities, readerMaxInput: card.maxInput)
-                    answer = try transport.transmit(try CommandAPDU(parsing: bytes)).serialized()
+                    let response = try transport.transmit(try CommandAPDU(parsing: bytes))
+                    transported = response
+                    answer = json ? response.serialized() : []
                 }
             } catch {
                 let message = "\(fileName):\(line): " + card.explainFailure(error, sending: bytes, recorded: recording != nil)
@@ -210,12 +235,12 @@ package final class ScriptInterpreter {
             answer = try control(bytes, line: line, asPseudoAPDU: true)
         }
         let firmware = firmwareVersionAnswer(command: bytes, answer: answer)
-        let response = firmware == nil && answer.count >= 2 ? try? ResponseAPDU(parsing: answer) : nil
-        if invocation.json {
+        let response = transported ?? (firmware == nil && answer.count >= 2 ? try? ResponseAPDU(parsing: answer) : nil)
+        if json {
             if card != nil {
                 var members: [(String, JSONValue)] = [
-                    ("line", .int(line)), ("command", invocation.secrets.json(bytes)),
-                    ("response", invocation.secrets.json(response: answer, answering: bytes)),
+                    ("line", .int(line)), ("command", secrets.json(bytes)),
+                    ("response", secrets.json(response: answer, answering: bytes)),
                 ]
                 if let firmware { members.append(("firmware", .string(firmware.text))) }
                 if let response {
@@ -225,7 +250,12 @@ package final class ScriptInterpreter {
                 results.append(.object(members))
             }
         } else if let response {
-            invocation.out("  SW \(response.statusWord.bytes.hexString): \(response.statusWord.meaning)")
+            let sw = response.statusWord
+            if let lineSink {
+                lineSink.outLine { SecretDisplay.appendStatusLine(sw.sw1, sw.sw2, meaning: sw.meaning, to: &$0) }
+            } else {
+                traceLine(SecretDisplay.statusLine(sw.sw1, sw.sw2, meaning: sw.meaning))
+            }
         } else if let firmware {
             invocation.out("  firmware: \(firmware.text)")
         }
@@ -256,7 +286,7 @@ package final class ScriptInterpreter {
         }
         let answer: [UInt8]
         do {
-            let tracer = TracingChannel(recorded(GuardedChannel(handle)), display: invocation.secrets) { [invocation] in if !invocation.json { invocation.out($0) } }
+            let tracer = TracingChannel(recorded(GuardedChannel(handle)), display: secrets, trace: traceLine)
             answer = try tracer.control(code: code, bytes)
         } catch let error as PCSCError {
             throw .failure("\(fileName):\(line): " + SecbridgeCLI.controlFailure(error, code: code, command: bytes))
@@ -264,10 +294,10 @@ package final class ScriptInterpreter {
             throw .failure("\(fileName):\(line): SCardControl with \(SecretDisplay.masked.text(bytes)): \(error)")
         }
         let firmware = SecbridgeCLI.firmwareString(bytes, answer)
-        if invocation.json {
+        if json {
             var members: [(String, JSONValue)] = [
                 ("line", .int(line)), ("control", .string("0x" + String(code, radix: 16, uppercase: true))),
-                ("command", invocation.secrets.json(bytes)), ("response", invocation.secrets.json(response: answer, answering: bytes)),
+                ("command", secrets.json(bytes)), ("response", secrets.json(response: answer, answering: bytes)),
             ]
             if let firmware { members.append(("firmware", .string(firmware))) }
             results.append(.object(members))
@@ -290,7 +320,7 @@ package final class ScriptInterpreter {
         }
         let atr = (try? card.handle.status().atr) ?? []
         try? recording?.recorder.recordEvent(.cardReset, [TranscriptAttribute("atr", atr.hexString)])
-        if invocation.json {
+        if json {
             results.append(.object([("line", .int(line)), ("reset", .bool(true)), ("atr", .hex(atr))]))
         } else {
             invocation.out("reset: ATR \(atr.isEmpty ? "none" : atr.hexString)")

@@ -19,12 +19,125 @@ package struct SecretDisplay: Sendable {
     package static let shown = SecretDisplay(redactor: .disabled)
 
     /// A command's bytes for text output: spaced hex, `[REDACTED n]` for each masked run.
-    package func text(_ command: [UInt8]) -> String { redactor.redact(command).description }
+    package func text(_ command: [UInt8]) -> String {
+        redactor.masksAny(of: command) ? redactor.redact(command).description : Self.spacedHex(command)
+    }
 
     /// An answer's bytes for text output, masked by the answer rules with the command it answers.
     package func text(response: [UInt8], answering command: [UInt8]) -> String {
-        redactor.redact(response: response, answering: command).description
+        redactor.masksAny(ofResponse: response, answering: command)
+            ? redactor.redact(response: response, answering: command).description : Self.spacedHex(response)
     }
+
+    /// A traced command's line: `prefix` and ``text(_:)`` (`> 00 A4 04 00 …`), built as one string.
+    package func line(_ prefix: StaticString, _ command: [UInt8]) -> String {
+        redactor.masksAny(of: command)
+            ? prefix.description + redactor.redact(command).description : Self.spacedHex(command, after: prefix)
+    }
+
+    /// A traced answer's line: `prefix` and ``text(response:answering:)`` (`< 90 00`).
+    package func line(_ prefix: StaticString, response: [UInt8], answering command: [UInt8]) -> String {
+        redactor.masksAny(ofResponse: response, answering: command)
+            ? prefix.description + redactor.redact(response: response, answering: command).description
+            : Self.spacedHex(response, after: prefix)
+    }
+
+    /// Uppercase hex with one space between bytes (`00 A4 04 00`, the form of `hexString`), written
+    /// straight into the string after `prefix`: the per-APDU lines of `run` and `send` are printed
+    /// with it.
+    package static func spacedHex(_ bytes: [UInt8], after prefix: StaticString = "") -> String {
+        let count = prefix.utf8CodeUnitCount + (bytes.isEmpty ? 0 : bytes.count * 3 - 1)
+        // Written on the stack, then copied once into the string (one allocation, none for short ones).
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(count, 1)) { out in
+            var index = 0
+            prefix.withUTF8Buffer { text in
+                for byte in text {
+                    out[index] = byte
+                    index += 1
+                }
+            }
+            let start = index
+            for byte in bytes {
+                if index > start {
+                    out[index] = 0x20
+                    index += 1
+                }
+                out[index] = hexDigit(byte >> 4)
+                out[index + 1] = hexDigit(byte & 0x0F)
+                index += 2
+            }
+            return String(decoding: UnsafeBufferPointer(rebasing: out[..<index]), as: UTF8.self)
+        }
+    }
+
+    /// ``line(_:_:)`` appended to `out` as UTF-8, without making a string.
+    package func appendLine(_ prefix: StaticString, _ command: [UInt8], to out: inout [UInt8]) {
+        Self.append(prefix, to: &out)
+        if redactor.masksAny(of: command) {
+            out.append(contentsOf: redactor.redact(command).description.utf8)
+        } else {
+            Self.appendHex(command, to: &out)
+        }
+    }
+
+    /// ``line(_:response:answering:)`` appended to `out` as UTF-8, without making a string.
+    package func appendLine(_ prefix: StaticString, response: [UInt8], answering command: [UInt8], to out: inout [UInt8]) {
+        Self.append(prefix, to: &out)
+        if redactor.masksAny(ofResponse: response, answering: command) {
+            out.append(contentsOf: redactor.redact(response: response, answering: command).description.utf8)
+        } else {
+            Self.appendHex(response, to: &out)
+        }
+    }
+
+    /// ``statusLine(_:_:meaning:)`` appended to `out` as UTF-8.
+    package static func appendStatusLine(_ sw1: UInt8, _ sw2: UInt8, meaning: String, to out: inout [UInt8]) {
+        append("  SW ", to: &out)
+        appendHexByte(sw1, to: &out)
+        out.append(0x20)
+        appendHexByte(sw2, to: &out)
+        append(": ", to: &out)
+        out.append(contentsOf: meaning.utf8)
+    }
+
+    private static func append(_ text: StaticString, to out: inout [UInt8]) {
+        text.withUTF8Buffer { out.append(contentsOf: $0) }
+    }
+
+    private static func appendHex(_ bytes: [UInt8], to out: inout [UInt8]) {
+        out.reserveCapacity(out.count + bytes.count * 3)
+        for (index, byte) in bytes.enumerated() {
+            if index > 0 { out.append(0x20) }
+            appendHexByte(byte, to: &out)
+        }
+    }
+
+    @inline(__always)
+    private static func appendHexByte(_ byte: UInt8, to out: inout [UInt8]) {
+        out.append(hexDigit(byte >> 4))
+        out.append(hexDigit(byte & 0x0F))
+    }
+
+    /// `  SW 90 00: meaning`, the line `run` prints under each answer, built as one string.
+    package static func statusLine(_ sw1: UInt8, _ sw2: UInt8, meaning: String) -> String {
+        var meaning = meaning
+        return meaning.withUTF8 { text in
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 12 + text.count) { out in
+                out[0] = 0x20; out[1] = 0x20; out[2] = 0x53; out[3] = 0x57; out[4] = 0x20  // "  SW "
+                out[5] = hexDigit(sw1 >> 4); out[6] = hexDigit(sw1 & 0x0F); out[7] = 0x20
+                out[8] = hexDigit(sw2 >> 4); out[9] = hexDigit(sw2 & 0x0F); out[10] = 0x3A; out[11] = 0x20  // ": "
+                var index = 12
+                for byte in text {
+                    out[index] = byte
+                    index += 1
+                }
+                return String(decoding: UnsafeBufferPointer(rebasing: out[..<index]), as: UTF8.self)
+            }
+        }
+    }
+
+    @inline(__always)
+    private static func hexDigit(_ nibble: UInt8) -> UInt8 { nibble < 10 ? 0x30 + nibble : 0x37 + nibble }
 
     /// A command's bytes for JSON (``jsonBytes(_:)``).
     package func json(_ command: [UInt8]) -> JSONValue { Self.jsonBytes(redactor.redact(command)) }

@@ -26,7 +26,12 @@ package final class CallWatchdog: @unchecked Sendable {
 
     private let state = ConditionLock()
     private var bound: Duration?
-    private var armed: (label: String, stalled: String?, deadline: ContinuousClock.Instant, allowed: Duration)?
+    /// The armed call's deadline (nil: nothing armed), and what it was armed with. Separate
+    /// fields, so arming and disarming (twice per APDU) copy no tuple of strings.
+    private var armedDeadline: ContinuousClock.Instant?
+    private var armedLabel = ""
+    private var armedStalled: String?
+    private var armedAllowed = Duration.zero
     private var started = false
     private var output: (any Console)?
     /// True while the watch thread waits with no deadline (nothing armed): arming must wake it.
@@ -52,42 +57,38 @@ package final class CallWatchdog: @unchecked Sendable {
         }
     }
 
-    private func startThreadOnce() {
-        let start = locked { () -> Bool in
-            defer { started = true }
-            return !started && bound != nil
-        }
-        guard start else { return }
-        startThread(name: "secbridge-watch") { [self] in watch() }
-    }
-
     /// Runs `body` (a blocking call) with the watchdog armed for `label`.
     /// - Parameter stalled: what to say when the call outlives the bound, when the generic "pcscd
     ///   or the card stopped answering" would mislead (a transaction another program holds).
     /// - Parameter extra: time the call takes by design on top of the bound (an ACR122U LED/buzzer
     ///   sequence, docs/acr122-units.md §4).
     package func guarding<T, E: Error>(_ label: String, stalled: String? = nil, extra: Duration = .zero, _ body: () throws(E) -> T) throws(E) -> T {
-        startThreadOnce()
-        locked {
-            if let bound {
-                let allowed = bound + max(extra, .zero)
-                armed = (label, stalled, ContinuousClock.now + allowed, allowed)
-                if watcherIdle { state.signal() }
-            }
+        let startWatcher = locked { () -> Bool in
+            guard let bound else { return false }
+            let allowed = bound + max(extra, .zero)
+            armedLabel = label
+            armedStalled = stalled
+            armedAllowed = allowed
+            armedDeadline = ContinuousClock.now + allowed
+            if watcherIdle { state.signal() }
+            defer { started = true }
+            return !started
         }
-        defer { locked { armed = nil } }
+        // The watch thread starts at the first guarded call (it finds that call armed).
+        if startWatcher { startThread(name: "secbridge-watch") { [self] in watch() } }
+        defer { locked { armedDeadline = nil } }
         return try body()
     }
 
     private func watch() {
         state.lock()
         while true {
-            if let armed, bound != nil {
-                let left = armed.deadline - ContinuousClock.now
+            if let deadline = armedDeadline, bound != nil {
+                let left = deadline - ContinuousClock.now
                 if left <= .zero {
-                    let seconds = armed.allowed.components.seconds
-                    let why = armed.stalled ?? "pcscd or the card stopped answering; check `systemctl status pcscd` (or the PCSCLITE_CSOCK_NAME socket), then remove and replace the card"
-                    output?.err("secbridge: error: \(armed.label) did not return within \(seconds) s: \(why)\n")
+                    let seconds = armedAllowed.components.seconds
+                    let why = armedStalled ?? "pcscd or the card stopped answering; check `systemctl status pcscd` (or the PCSCLITE_CSOCK_NAME socket), then remove and replace the card"
+                    output?.err("secbridge: error: \(armedLabel) did not return within \(seconds) s: \(why)\n")
                     _exit(1)
                 }
                 // A call armed: sleep until its deadline (a later call's deadline is only later).

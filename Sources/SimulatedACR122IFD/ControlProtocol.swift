@@ -379,7 +379,7 @@ enum ControlProtocol {
         switch terminal.result {
         case .waiting: fields = [("result", "waiting"), ("step", "0")]
         case .running(let step): fields = [("result", "running"), ("step", String(step))]
-        case .passed: fields = [("result", "passed"), ("step", String(terminal.exchanges.count))]
+        case .passed: fields = [("result", "passed"), ("step", String(terminal.exchangeCount))]
         case .mismatch(let step, let expected, let actual):
             fields = [("result", "mismatch"), ("step", String(step)), ("expected", expected), ("actual", ControlHex.format(actual))]
         case .failed(let step, let stage, let reason):
@@ -393,7 +393,7 @@ enum ControlProtocol {
             if let message = report.ndefMessage { fields.append(("ndef", ControlHex.format(message))) }
             if !report.items.isEmpty { fields.append(("items", report.items.joined(separator: "; "))) }
         }
-        fields += [("exchanges", String(terminal.exchanges.count)), ("activations", String(terminal.activations))]
+        fields += [("exchanges", String(terminal.exchangeCount)), ("activations", String(terminal.activations))]
         let results = terminal.activationResults
         if !results.isEmpty { fields.append(("activation-results", results.joined(separator: "; "))) }
         return ControlReply(fields)

@@ -11,7 +11,7 @@ public struct RedactionRule: Sendable {
     public var id: String
     /// What the rule masks, for help text.
     public var summary: String
-    private let locate: @Sendable ([UInt8]) -> [Range<Int>]
+    fileprivate let locate: @Sendable ([UInt8]) -> [Range<Int>]
 
     /// A rule from a function returning the ranges to mask (out-of-bounds parts are ignored).
     public init(id: String, summary: String, locate: @escaping @Sendable ([UInt8]) -> [Range<Int>]) {
@@ -22,7 +22,9 @@ public struct RedactionRule: Sendable {
 
     /// The ranges of `command` this rule masks, clamped to the command.
     public func ranges(in command: [UInt8]) -> [Range<Int>] {
-        locate(command).compactMap { r in
+        let found = locate(command)
+        if found.isEmpty { return found }
+        return found.compactMap { r in
             let lower = max(0, r.lowerBound), upper = min(command.count, r.upperBound)
             return lower < upper ? lower..<upper : nil
         }
@@ -36,8 +38,10 @@ public struct RedactionRule: Sendable {
     /// (1 byte) or extended (`00` + 2 bytes) (ISO/IEC 7816-4 §5.1). When the lengths do not add up,
     /// everything after the fifth byte is masked: a malformed secret is still a secret.
     public static func commandData(ofInstructions instructions: Set<UInt8>, id: String, summary: String) -> RedactionRule {
-        RedactionRule(id: id, summary: summary) { c in
-            guard c.count > 4, c[0] != 0xFF, instructions.contains(c[1]) else { return [] }
+        // A table by INS byte: a lookup per command, not a hash.
+        let masked = (0...255).map { instructions.contains(UInt8($0)) }
+        return RedactionRule(id: id, summary: summary) { c in
+            guard c.count > 4, c[0] != 0xFF, masked[Int(c[1])] else { return [] }
             return APDUData.range(in: c).map { [$0] } ?? []
         }
     }
@@ -106,7 +110,7 @@ public struct ResponseRedactionRule: Sendable {
     public var id: String
     /// What the rule masks, for help text.
     public var summary: String
-    private let locate: @Sendable (_ command: [UInt8], _ response: [UInt8]) -> [Range<Int>]
+    fileprivate let locate: @Sendable (_ command: [UInt8], _ response: [UInt8]) -> [Range<Int>]
 
     /// A rule from a function of the command and the answer returning the answer's ranges to mask
     /// (out-of-bounds parts are ignored).
@@ -118,7 +122,9 @@ public struct ResponseRedactionRule: Sendable {
 
     /// The ranges of `response` this rule masks, clamped to the answer.
     public func ranges(in response: [UInt8], answering command: [UInt8]) -> [Range<Int>] {
-        locate(command, response).compactMap { r in
+        let found = locate(command, response)
+        if found.isEmpty { return found }
+        return found.compactMap { r in
             let lower = max(0, r.lowerBound), upper = min(response.count, r.upperBound)
             return lower < upper ? lower..<upper : nil
         }
@@ -174,12 +180,43 @@ public struct Redactor: Sendable {
 
     /// The command with secret bytes replaced by `[REDACTED n]` marks (one mark per run).
     public func redact(_ command: [UInt8]) -> TranscriptBytes {
-        Self.mask(command, rules.flatMap { $0.ranges(in: command) })
+        var ranges: [Range<Int>] = []
+        // By index: each rule is read in place, not copied (its strings retained) per command.
+        for index in rules.indices {
+            let found = rules[index].ranges(in: command)
+            if !found.isEmpty { ranges += found }
+        }
+        return Self.mask(command, ranges)
     }
 
     /// The answer to `command` with secret bytes replaced by `[REDACTED n]` marks.
     public func redact(response: [UInt8], answering command: [UInt8]) -> TranscriptBytes {
-        Self.mask(response, responseRules.flatMap { $0.ranges(in: response, answering: command) })
+        var ranges: [Range<Int>] = []
+        for index in responseRules.indices {
+            let found = responseRules[index].ranges(in: response, answering: command)
+            if !found.isEmpty { ranges += found }
+        }
+        return Self.mask(response, ranges)
+    }
+
+    /// Whether a command rule masks any byte of `command`; when not, `redact(_:)`
+    /// gives the bytes unchanged (a display can print them without building the redacted form).
+    /// (A rule whose ranges all fall outside the command counts as masking: `redact(_:)` then
+    /// finds nothing to mask, which is still the right answer.)
+    public func masksAny(of command: [UInt8]) -> Bool {
+        // Only each rule's function is read, in place: copying the rules would retain their strings.
+        rules.withUnsafeBufferPointer { rules in
+            for index in rules.indices where !rules[index].locate(command).isEmpty { return true }
+            return false
+        }
+    }
+
+    /// Whether an answer rule masks any byte of `response`, the answer to `command`.
+    public func masksAny(ofResponse response: [UInt8], answering command: [UInt8]) -> Bool {
+        responseRules.withUnsafeBufferPointer { rules in
+            for index in rules.indices where !rules[index].locate(command, response).isEmpty { return true }
+            return false
+        }
     }
 
     /// `bytes` with the bytes in `ranges` replaced by one mark per run.
