@@ -75,6 +75,8 @@ public struct TranscriptStatistics: Sendable, Equatable {
     /// Answers per status word, indexed by SW1-SW2 (allocated at the first one).
     private var swCounts: [Int] = []
     private var swOrder: [UInt16] = []
+    /// True once a record without a channel id was counted (its channel is `""`).
+    private var sawDefaultChannel = false
     private var first: Duration?
     private var last: Duration?
 
@@ -94,14 +96,23 @@ public struct TranscriptStatistics: Sendable, Equatable {
     /// Counts one record, in file order.
     public mutating func add(_ r: TranscriptRecord) {
         records += 1
-        let key = r.channel ?? ""
-        if !channels.contains(key) { channels.append(key) }
+        if let channel = r.channel {
+            if !channels.contains(channel) { channels.append(channel) }
+        } else if !sawDefaultChannel {
+            sawDefaultChannel = true
+            channels.append("")
+        }
         let offset = r.offset?.duration
         if let o = offset {
             first = first.map { min($0, o) } ?? o
             last = last.map { max($0, o) } ?? o
         }
-        if let p = r.entry.payload, p.containsWildcard { wildcardLines += 1 }
+        switch r.entry {
+        case .transmit(_, let b), .control(_, _, let b), .target(_, let b), .initiator(_, let b):
+            if b.containsWildcard { wildcardLines += 1 }
+        case .failure, .event, .reader:
+            break
+        }
         func answered() {
             if let started = pending.removeValue(for: r.channel), let s = started?.duration, let e = offset {
                 exchangeTimes.append(e - s)
