@@ -57,20 +57,24 @@ extension SecbridgeCLI {
         var options = SpyImportOptions(redactor: invocation.arguments.has("no-redact") ? .disabled : .default,
                                        tool: "secbridge \(version) import-spy")
         options.date = fileModificationDate(log)
-        let transcript: Transcript
+        // Read twice line by line and written as it goes: memory does not grow with the log.
+        let stats: TranscriptStatistics
         do {
-            transcript = try SpyLogImporter.importLog(contentsOfFile: log, options: options)
+            stats = try SpyLogImporter.importLog(contentsOfFile: log, writingTo: output, options: options)
         } catch {
             throw CLIError.failure("\(error)")
         }
-        try save(transcript, to: output)
-        report(invocation, transcript, input: log, output: output)
+        report(invocation, stats, input: log, output: output)
         return exitSuccess
     }
 
     /// Prints what was written: a sentence, or a JSON object with --json.
     static func report(_ invocation: Invocation, _ transcript: Transcript, input: String, output: String, extra: [(String, JSONValue)] = []) {
-        let stats = TranscriptStatistics(transcript)
+        report(invocation, TranscriptStatistics(transcript), input: input, output: output, extra: extra)
+    }
+
+    /// Prints what was written, from the counts of the written transcript.
+    static func report(_ invocation: Invocation, _ stats: TranscriptStatistics, input: String, output: String, extra: [(String, JSONValue)] = []) {
         let exchanges = stats.transmitCommands + stats.controlCommands
         let events = stats.events.reduce(0) { $0 + $1.count }
         if invocation.json {
