@@ -281,7 +281,7 @@ extension SecbridgeCLI {
         let path = try onePath(invocation, "give the transcript to count")
         var s = TranscriptStatistics()
         try forEachLine(try openReader(path)) { _, line in
-            if let r = line.record { s.add(r) }
+            if case .record(let r) = line { s.add(r) }
         }
         s.finish()
         func micros(_ d: Duration) -> Int {
@@ -367,12 +367,21 @@ extension SecbridgeCLI {
 
     /// Calls `body` with each body line and its 1-based number; a parse error stops with the line it names.
     static func forEachLine(_ reader: TranscriptFileReader, _ body: (Int, TranscriptLine) throws(CLIError) -> Void) throws(CLIError) {
-        while true {
-            let next: (line: Int, content: TranscriptLine)?
-            do { next = try reader.next() } catch { throw .failure("\(error)") }
-            guard let next else { return }
-            try body(next.line, next.content)
+        var stopped: CLIError?
+        do {
+            try reader.forEachLine { number, line in
+                do throws(CLIError) {
+                    try body(number, line)
+                    return true
+                } catch {
+                    stopped = error
+                    return false
+                }
+            }
+        } catch {
+            throw .failure("\(error)")
         }
+        if let stopped { throw stopped }
     }
 
     static func save(_ transcript: Transcript, to path: String) throws(CLIError) {

@@ -150,7 +150,7 @@ struct TranscriptLineParser {
                         "a header line after the body began (line \(headerEnd + 1)): move it to the top, or write a comment as '; text'")
         }
         let line = try scanner.parseBodyLine()
-        if let record = line.record, let problem = pairing.accept(record, line: number) {
+        if case .record(let record) = line, let problem = pairing.accept(record, line: number) {
             throw error(.badSequence, line: number, column: 1, problem)
         }
         return line
@@ -244,6 +244,37 @@ public final class TranscriptFileReader {
     public func next() throws(TranscriptParseError) -> (line: Int, content: TranscriptLine)? {
         if pending != nil { return pending.take() }
         return try readLine()
+    }
+
+    /// Calls `body` with each remaining body line and its 1-based line number, in order, until
+    /// `body` returns false or the file ends. The line is lent to `body` (no copy is made); it
+    /// may keep it.
+    /// - Throws: ``TranscriptParseError`` for the first bad line, or `unreadable` when reading fails;
+    ///   the lines before it were handed to `body`.
+    public func forEachLine(_ body: (_ line: Int, _ content: TranscriptLine) -> Bool) throws(TranscriptParseError) {
+        if let (n, line) = pending.take() {
+            guard body(n, line) else { return }
+        }
+        // The parser in a local for the loop: no exclusive access to the reader's property per line.
+        var parser = self.parser
+        defer { self.parser = parser }
+        while true {
+            let raw: UnsafeBufferPointer<UInt8>?
+            do {
+                raw = try input.nextLine()
+            } catch {
+                throw TranscriptParseError(code: .unreadable, file: fileName, line: error.errorNumber == EFBIG ? number + 1 : 0,
+                                           column: 0, reason: error.reason)
+            }
+            guard let raw else {
+                try parser.finish(lineCount: number, unterminated: input.unterminated)
+                return
+            }
+            number += 1
+            if let line = try parser.accept(raw, number: number) {
+                guard body(number, line) else { return }
+            }
+        }
     }
 
     private func readLine() throws(TranscriptParseError) -> (Int, TranscriptLine)? {
@@ -758,16 +789,24 @@ struct TextScanner {
     /// and names what is wrong.
     private mutating func readConcretePayload() -> TranscriptBytes? {
         let count = text.count
-        var p = position
-        let room = (count - p) / 3
+        let start = position
+        let room = (count - start) / 3
+        guard let base = text.baseAddress, room > 0 else {
+            // Nothing after the head, or less than one item: the end, a note, or something to name.
+            guard start == count || (start + 1 < count && text[start] == UInt8(ascii: " ") && text[start + 1] == UInt8(ascii: ";"))
+            else { return nil }
+            return TranscriptBytes([])
+        }
         let chunk = arena?.room(for: room) ?? ByteChunk.make(capacity: room)
+        // Locals only in the loop: the stores through `out` cannot then alias the scanner.
         let out = chunk.bytes + chunk.used
+        var p = start
         var n = 0
         var wellFormed = true
-        while p + 2 < count, text[p] == UInt8(ascii: " ") {
-            let hi = HexText.digitOrFF(text[p + 1]), lo = HexText.digitOrFF(text[p + 2])
+        while p + 2 < count, base[p] == UInt8(ascii: " ") {
+            let hi = HexText.digitOrFF(base[p + 1]), lo = HexText.digitOrFF(base[p + 2])
             guard hi | lo < 0x10 else { break }  // a note's ';', '??', '[REDACTED n]', bad hex
-            guard p + 3 == count || text[p + 3] == UInt8(ascii: " ") else {
+            guard p + 3 == count || base[p + 3] == UInt8(ascii: " ") else {
                 wellFormed = false
                 break
             }
@@ -775,7 +814,7 @@ struct TextScanner {
             n += 1
             p += 3
         }
-        guard wellFormed, p == count || (p + 1 < count && text[p] == UInt8(ascii: " ") && text[p + 1] == UInt8(ascii: ";"))
+        guard wellFormed, p == count || (p + 1 < count && base[p] == UInt8(ascii: " ") && base[p + 1] == UInt8(ascii: ";"))
         else { return nil }
         position = p
         if let arena { return arena.commit(chunk, count: n) }

@@ -84,7 +84,7 @@ public struct TranscriptStatistics: Sendable, Equatable {
     public init(_ transcript: Transcript) {
         self.init()
         for line in transcript.lines {
-            if let r = line.record { add(r) }
+            if case .record(let r) = line { add(r) }
         }
         finish()
     }
