@@ -92,7 +92,7 @@ extension SecbridgeCLI {
                     // anything is sent (a card may fail on malformed bytes); reader pseudo-APDUs
                     // (CLA FF) and control commands go as recorded.
                     guard invalidCommand == nil, let command = bytes.bytes, command.first != 0xFF else { return }
-                    do {
+                    do throws(ISO7816Error) {
                         _ = try CommandAPDU(parsing: command)
                     } catch {
                         invalidCommand = "\(path):\(number): the recorded command is not a valid APDU (\(error.reason)); nothing was sent"
