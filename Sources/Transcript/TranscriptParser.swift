@@ -258,19 +258,7 @@ public final class TranscriptFileReader {
         // The parser in a local for the loop: no exclusive access to the reader's property per line.
         var parser = self.parser
         defer { self.parser = parser }
-        while true {
-            let raw: UnsafeBufferPointer<UInt8>?
-            do {
-                raw = try input.nextLine()
-            } catch {
-                throw TranscriptParseError(code: .unreadable, file: fileName, line: error.errorNumber == EFBIG ? number + 1 : 0,
-                                           column: 0, reason: error.reason)
-            }
-            guard let raw else {
-                try parser.finish(lineCount: number, unterminated: input.unterminated)
-                return
-            }
-            number += 1
+        while let raw = try nextRaw(parser) {
             if let line = try parser.accept(raw, number: number) {
                 guard body(number, line) else { return }
             }
@@ -278,21 +266,28 @@ public final class TranscriptFileReader {
     }
 
     private func readLine() throws(TranscriptParseError) -> (Int, TranscriptLine)? {
-        while true {
-            let raw: UnsafeBufferPointer<UInt8>?
-            do {
-                raw = try input.nextLine()
-            } catch {
-                throw TranscriptParseError(code: .unreadable, file: fileName, line: error.errorNumber == EFBIG ? number + 1 : 0,
-                                           column: 0, reason: error.reason)
-            }
-            guard let raw else {
-                try parser.finish(lineCount: number, unterminated: input.unterminated)
-                return nil
-            }
-            number += 1
+        while let raw = try nextRaw(parser) {
             if let line = try parser.accept(raw, number: number) { return (number, line) }
         }
+        return nil
+    }
+
+    /// The next line's bytes (counted in ``number``), or nil at the end of the file once
+    /// `parser` checked how the text ends.
+    private func nextRaw(_ parser: TranscriptLineParser) throws(TranscriptParseError) -> UnsafeBufferPointer<UInt8>? {
+        let raw: UnsafeBufferPointer<UInt8>?
+        do {
+            raw = try input.nextLine()
+        } catch {
+            throw TranscriptParseError(code: .unreadable, file: fileName, line: error.errorNumber == EFBIG ? number + 1 : 0,
+                                       column: 0, reason: error.reason)
+        }
+        guard let raw else {
+            try parser.finish(lineCount: number, unterminated: input.unterminated)
+            return nil
+        }
+        number += 1
+        return raw
     }
 }
 

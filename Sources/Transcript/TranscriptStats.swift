@@ -77,8 +77,9 @@ public struct TranscriptStatistics: Sendable, Equatable {
     private var swOrder: [UInt16] = []
     /// True once a record without a channel id was counted (its channel is `""`).
     private var sawDefaultChannel = false
-    private var first: Duration?
-    private var last: Duration?
+    /// The smallest and largest offset so far.
+    private var first: TranscriptOffset?
+    private var last: TranscriptOffset?
 
     /// Counts everything in one pass over the lines.
     public init(_ transcript: Transcript) {
@@ -102,10 +103,10 @@ public struct TranscriptStatistics: Sendable, Equatable {
             sawDefaultChannel = true
             channels.append("")
         }
-        let offset = r.offset?.duration
+        let offset = r.offset
         if let o = offset {
-            first = first.map { min($0, o) } ?? o
-            last = last.map { max($0, o) } ?? o
+            if first.map({ Self.precedes(o, $0) }) ?? true { first = o }
+            if last.map({ Self.precedes($0, o) }) ?? true { last = o }
         }
         switch r.entry {
         case .transmit(_, let b), .control(_, _, let b), .target(_, let b), .initiator(_, let b):
@@ -114,8 +115,8 @@ public struct TranscriptStatistics: Sendable, Equatable {
             break
         }
         func answered() {
-            if let started = pending.removeValue(for: r.channel), let s = started?.duration, let e = offset {
-                exchangeTimes.append(e - s)
+            if let started = pending.removeValue(for: r.channel), let s = started, let e = offset {
+                exchangeTimes.append(Self.elapsed(from: s, to: e))
             }
         }
         switch r.entry {
@@ -165,6 +166,22 @@ public struct TranscriptStatistics: Sendable, Equatable {
         statusWords = swOrder.enumerated()
             .sorted { (swCounts[Int($0.element)], -$0.offset) > (swCounts[Int($1.element)], -$1.offset) }
             .map { StatusWordCount(statusWord: $0.element, count: swCounts[Int($0.element)]) }
-        if let first, let last { span = last - first }
+        if let first, let last { span = Self.elapsed(from: first, to: last) }
+    }
+
+    /// `a` before `b`: by the written digits when both have one unit and one number of fraction
+    /// digits (what a recorder writes), else by their durations.
+    private static func precedes(_ a: TranscriptOffset, _ b: TranscriptOffset) -> Bool {
+        if a.unit == b.unit && a.fractionDigits == b.fractionDigits { return a.mantissa < b.mantissa }
+        return a.duration < b.duration
+    }
+
+    /// `end` minus `start`, from the written digits when both are written alike, else from their
+    /// durations (negative when the end comes first).
+    private static func elapsed(from start: TranscriptOffset, to end: TranscriptOffset) -> Duration {
+        if start.unit == end.unit && start.fractionDigits == end.fractionDigits && end.mantissa >= start.mantissa {
+            return TranscriptOffset(mantissa: end.mantissa - start.mantissa, fractionDigits: end.fractionDigits, unit: end.unit).duration
+        }
+        return end.duration - start.duration
     }
 }
