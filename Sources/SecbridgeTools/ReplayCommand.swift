@@ -78,9 +78,31 @@ extension SecbridgeCLI {
         if against != "live", invocation.arguments.value("reader") != nil || invocation.arguments.value("record") != nil {
             throw CLIError.usage("--reader and --record apply to --against live only; a \(credentialPath != nil ? "credential" : "simulated") replay uses no reader of pcscd")
         }
-        let transcript: Transcript
+        // One reading checks the whole file (nothing held but the findings); the replay reads it
+        // again line by line, so memory does not grow with the file.
+        var invalidCommand: String?
+        var hasCommands = false
+        let transcript: TranscriptReplayFile
         do {
-            transcript = try Transcript(contentsOfFile: path)
+            transcript = try TranscriptReplayFile(contentsOfFile: path) { number, line in
+                switch line.record?.entry {
+                case .transmit(.outgoing, let bytes)?:
+                    hasCommands = true
+                    // Every recorded card command must be a well-formed command APDU before
+                    // anything is sent (a card may fail on malformed bytes); reader pseudo-APDUs
+                    // (CLA FF) and control commands go as recorded.
+                    guard invalidCommand == nil, let command = bytes.bytes, command.first != 0xFF else { return }
+                    do throws(ISO7816Error) {
+                        _ = try CommandAPDU(parsing: command)
+                    } catch {
+                        invalidCommand = "\(path):\(number): the recorded command is not a valid APDU (\(error.reason)); nothing was sent"
+                    }
+                case .control(_, .outgoing, _)?:
+                    hasCommands = true
+                default:
+                    break
+                }
+            }
         } catch {
             throw CLIError.failure("\(error)")
         }
@@ -88,29 +110,12 @@ extension SecbridgeCLI {
             return try replayAgainstCredential(transcript, path: path, credentialPath: credentialPath, options: options, invocation: invocation)
         }
         do {
-            try LiveReplay.check(transcript)
+            try transcript.checkLive()
         } catch {
             throw CLIError.failure("\(error)")
         }
-        // Every recorded card command must be a well-formed command APDU before anything is sent
-        // (a card may fail on malformed bytes); reader pseudo-APDUs (CLA FF) and control commands
-        // go as recorded.
-        for (index, line) in transcript.lines.enumerated() {
-            guard case .transmit(.outgoing, let bytes)? = line.record?.entry, let command = bytes.bytes,
-                command.first != 0xFF
-            else { continue }
-            do {
-                _ = try CommandAPDU(parsing: command)
-            } catch {
-                throw CLIError.failure("\(path):\(transcript.lineNumber(ofBodyIndex: index)): the recorded command is not a valid APDU (\(error.reason)); nothing was sent")
-            }
-        }
-        if transcript.lines.allSatisfy({ line in
-            switch line.record?.entry {
-            case .transmit(.outgoing, _)?, .control(_, .outgoing, _)?: false
-            default: true
-            }
-        }) {
+        if let invalidCommand { throw CLIError.failure(invalidCommand) }
+        if !hasCommands {
             throw CLIError.failure("\(path) records no commands to replay (no `>` or `ctl … >` lines)")
         }
         if against == "simulated" {
@@ -185,7 +190,7 @@ extension SecbridgeCLI {
     /// 14443-4 card placed in its field that answers from the same transcript: this exercises the
     /// reader path (power-up, ATR, T=1 forwarding), not the card.
     static func replayAgainstSimulatedReader(
-        _ transcript: Transcript, path: String, options: ReplayOptions, invocation: Invocation
+        _ transcript: TranscriptReplayFile, path: String, options: ReplayOptions, invocation: Invocation
     ) throws -> Int32 {
         try withFreshSimulatedReader(named: "replay-simulated") { readers, reader, control in
             try replayAgainstSimulatedReader(transcript, path: path, options: options, invocation: invocation,
@@ -221,7 +226,7 @@ extension SecbridgeCLI {
     }
 
     static func replayAgainstSimulatedReader(
-        _ transcript: Transcript, path: String, options: ReplayOptions, invocation: Invocation,
+        _ transcript: TranscriptReplayFile, path: String, options: ReplayOptions, invocation: Invocation,
         readers: InProcessReaders, reader: String, control: SimulatedReaderControl
     ) throws -> Int32 {
         let direct = transcript.header.transmissionProtocol == .undefined
@@ -280,7 +285,7 @@ extension SecbridgeCLI {
 
     /// `--against credential:FILE`: the terminal's side to the credential's host applets.
     static func replayAgainstCredential(
-        _ transcript: Transcript, path: String, credentialPath: String, options: ReplayOptions, invocation: Invocation
+        _ transcript: TranscriptReplayFile, path: String, credentialPath: String, options: ReplayOptions, invocation: Invocation
     ) throws -> Int32 {
         let credential: Credential
         do {

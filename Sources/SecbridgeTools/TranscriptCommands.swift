@@ -57,20 +57,24 @@ extension SecbridgeCLI {
         var options = SpyImportOptions(redactor: invocation.arguments.has("no-redact") ? .disabled : .default,
                                        tool: "secbridge \(version) import-spy")
         options.date = fileModificationDate(log)
-        let transcript: Transcript
+        // Read twice line by line and written as it goes: memory does not grow with the log.
+        let stats: TranscriptStatistics
         do {
-            transcript = try SpyLogImporter.importLog(contentsOfFile: log, options: options)
+            stats = try SpyLogImporter.importLog(contentsOfFile: log, writingTo: output, options: options)
         } catch {
             throw CLIError.failure("\(error)")
         }
-        try save(transcript, to: output)
-        report(invocation, transcript, input: log, output: output)
+        report(invocation, stats, input: log, output: output)
         return exitSuccess
     }
 
     /// Prints what was written: a sentence, or a JSON object with --json.
     static func report(_ invocation: Invocation, _ transcript: Transcript, input: String, output: String, extra: [(String, JSONValue)] = []) {
-        let stats = TranscriptStatistics(transcript)
+        report(invocation, TranscriptStatistics(transcript), input: input, output: output, extra: extra)
+    }
+
+    /// Prints what was written, from the counts of the written transcript.
+    static func report(_ invocation: Invocation, _ stats: TranscriptStatistics, input: String, output: String, extra: [(String, JSONValue)] = []) {
         let exchanges = stats.transmitCommands + stats.controlCommands
         let events = stats.events.reduce(0) { $0 + $1.count }
         if invocation.json {
@@ -277,7 +281,7 @@ extension SecbridgeCLI {
         let path = try onePath(invocation, "give the transcript to count")
         var s = TranscriptStatistics()
         try forEachLine(try openReader(path)) { _, line in
-            if let r = line.record { s.add(r) }
+            if case .record(let r) = line { s.add(r) }
         }
         s.finish()
         func micros(_ d: Duration) -> Int {
@@ -363,12 +367,21 @@ extension SecbridgeCLI {
 
     /// Calls `body` with each body line and its 1-based number; a parse error stops with the line it names.
     static func forEachLine(_ reader: TranscriptFileReader, _ body: (Int, TranscriptLine) throws(CLIError) -> Void) throws(CLIError) {
-        while true {
-            let next: (line: Int, content: TranscriptLine)?
-            do { next = try reader.next() } catch { throw .failure("\(error)") }
-            guard let next else { return }
-            try body(next.line, next.content)
+        var stopped: CLIError?
+        do {
+            try reader.forEachLine { number, line in
+                do throws(CLIError) {
+                    try body(number, line)
+                    return true
+                } catch {
+                    stopped = error
+                    return false
+                }
+            }
+        } catch {
+            throw .failure("\(error)")
         }
+        if let stopped { throw stopped }
     }
 
     static func save(_ transcript: Transcript, to path: String) throws(CLIError) {

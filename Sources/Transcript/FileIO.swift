@@ -52,58 +52,65 @@ package enum FileIO {
     }
 
     /// A regular file read one LF-terminated line at a time through one buffer (1 MiB, doubled
-    /// for a longer line up to `maximumLineLength`): memory does not grow with the file.
+    /// for a longer line up to `maximumLineLength`): memory does not grow with the file. Lines are
+    /// handed out in place, as views of the buffer.
     final class LineInput {
         let path: String
         private let fd: Int32
         private let maximumLineLength: Int
-        private var buffer: [UInt8]
+        /// What the file should be, for the error about an overlong line ("transcript").
+        private let kind: String
+        private var buffer: UnsafeMutablePointer<UInt8>
+        private var capacity: Int
         private var start = 0
         private var end = 0
         private var atEnd = false
 
-        init(path: String, maximumLineLength: Int) throws(Failure) {
+        init(path: String, maximumLineLength: Int, kind: String = "transcript") throws(Failure) {
             self.path = path
             self.maximumLineLength = maximumLineLength
+            self.kind = kind
             fd = try openRegular(path)
-            buffer = [UInt8](repeating: 0, count: min(1 << 20, maximumLineLength + 1))
+            capacity = min(1 << 20, maximumLineLength + 1)
+            buffer = .allocate(capacity: capacity)
         }
 
-        deinit { _ = close(fd) }
+        deinit {
+            _ = close(fd)
+            buffer.deallocate()
+        }
 
         /// The bytes after the last LF once ``nextLine()`` returned nil (empty for a complete file).
-        var unterminated: ArraySlice<UInt8> { buffer[start..<end] }
+        var unterminated: ArraySlice<UInt8> { ArraySlice(UnsafeBufferPointer(start: buffer + start, count: end - start)) }
 
-        /// The next line without its LF (valid until the next call), or nil at the end of the file.
+        /// The next line without its LF, or nil at the end of the file. The bytes are the reader's
+        /// own: valid until the next call, and never to be kept.
         /// - Throws: `Failure` when read(2) fails, or EFBIG for a line over the maximum length.
-        func nextLine() throws(Failure) -> ArraySlice<UInt8>? {
+        func nextLine() throws(Failure) -> UnsafeBufferPointer<UInt8>? {
             while true {
-                let found: Int? = buffer.withUnsafeBufferPointer { p in
-                    guard end > start, let hit = memchr(p.baseAddress! + start, 0x0A, end - start) else { return nil }
-                    return p.baseAddress!.distance(to: hit.assumingMemoryBound(to: UInt8.self))
-                }
-                if let lf = found {
+                if end > start, let hit = memchr(buffer + start, 0x0A, end - start) {
+                    let lf = buffer.distance(to: hit.assumingMemoryBound(to: UInt8.self))
                     defer { start = lf + 1 }
-                    return buffer[start..<lf]
+                    return UnsafeBufferPointer(start: buffer + start, count: lf - start)
                 }
                 if atEnd { return nil }
                 if start > 0 {
-                    let (from, count) = (start, end - start)
-                    buffer.withUnsafeMutableBufferPointer { p in
-                        _ = memmove(p.baseAddress!, p.baseAddress! + from, count)
-                    }
-                    end = count
+                    _ = memmove(buffer, buffer + start, end - start)
+                    end -= start
                     start = 0
                 }
-                if end == buffer.count {
-                    guard buffer.count <= maximumLineLength else {  // a full buffer holds maximum + 1 bytes
-                        throw Failure(errorNumber: EFBIG, reason: "\(path): a line longer than \(maximumLineLength) bytes: no transcript line is that long; check that this is a transcript")
+                if end == capacity {
+                    guard capacity <= maximumLineLength else {  // a full buffer holds maximum + 1 bytes
+                        throw Failure(errorNumber: EFBIG, reason: "\(path): a line longer than \(maximumLineLength) bytes: no \(kind) line is that long; check that this is a \(kind)")
                     }
-                    let grown = min(2 * buffer.count, maximumLineLength + 1)
-                    buffer += [UInt8](repeating: 0, count: grown - buffer.count)
+                    let grown = min(2 * capacity, maximumLineLength + 1)
+                    let larger = UnsafeMutablePointer<UInt8>.allocate(capacity: grown)
+                    larger.update(from: buffer, count: end)
+                    buffer.deallocate()
+                    buffer = larger
+                    capacity = grown
                 }
-                let free = buffer.count - end
-                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + end, free) }
+                let n = read(fd, buffer + end, capacity - end)
                 if n < 0 {
                     let e = errno
                     if e == EINTR { continue }

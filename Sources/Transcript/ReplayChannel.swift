@@ -28,6 +28,8 @@ public struct ReplayError: CodedError {
         public static let failureMismatch = Self(rawValue: "failure-mismatch")
         /// ``ReplayChannel/finish()``: recorded exchanges were never asked for.
         public static let leftover = Self(rawValue: "leftover")
+        /// A ``TranscriptReplayFile`` no longer reads as it did when it was checked.
+        public static let unreadable = Self(rawValue: "unreadable")
     }
 
     public var code: Code
@@ -243,19 +245,25 @@ public enum LiveReplay {
     ///   first such line.
     public static func check(_ transcript: Transcript, channelID: String? = nil) throws(ReplayError) {
         for e in transcript.recordedExchanges(channel: channelID) {
-            if e.command.containsRedaction {
-                throw ReplayError(code: .refusedRedacted, file: transcript.fileName, line: e.line, expected: e.commandText,
-                                  reason: "refusing a live replay: this command was redacted, and sending other bytes (e.g. a masked VERIFY) can spend the card's PIN tries; replay it against a simulator, or re-record it without redaction on a test card")
-            }
-            if e.command.containsWildcard {
-                throw ReplayError(code: .refusedWildcard, file: transcript.fileName, line: e.line, expected: e.commandText,
-                                  reason: "refusing a live replay: this command holds ?? wildcard bytes, which cannot be sent; write the real bytes")
-            }
-            if case .none = e.outcome {
-                throw ReplayError(code: .noRecordedAnswer, file: transcript.fileName, line: e.line, expected: e.commandText,
-                                  reason: "refusing a live replay: this command has no recorded answer to compare with; complete or remove it")
-            }
+            if let refusal = refusal(of: e, file: transcript.fileName) { throw refusal }
         }
+    }
+
+    /// Why `e` cannot be sent as is (redacted or wildcard bytes, no recorded answer), or nil.
+    static func refusal(of e: RecordedExchange, file: String) -> ReplayError? {
+        if e.command.containsRedaction {
+            return ReplayError(code: .refusedRedacted, file: file, line: e.line, expected: e.commandText,
+                               reason: "refusing a live replay: this command was redacted, and sending other bytes (e.g. a masked VERIFY) can spend the card's PIN tries; replay it against a simulator, or re-record it without redaction on a test card")
+        }
+        if e.command.containsWildcard {
+            return ReplayError(code: .refusedWildcard, file: file, line: e.line, expected: e.commandText,
+                               reason: "refusing a live replay: this command holds ?? wildcard bytes, which cannot be sent; write the real bytes")
+        }
+        if case .none = e.outcome {
+            return ReplayError(code: .noRecordedAnswer, file: file, line: e.line, expected: e.commandText,
+                               reason: "refusing a live replay: this command has no recorded answer to compare with; complete or remove it")
+        }
+        return nil
     }
 
     /// Sends the recorded commands to `channel` and compares the answers; stops at the first
@@ -283,50 +291,58 @@ public enum LiveReplay {
         describeFailure: (any Error) -> TranscriptFailure
     ) throws(ReplayError) -> Int {
         try check(transcript, channelID: channelID)
-        let file = transcript.fileName
         let exchanges = transcript.recordedExchanges(channel: channelID)
         for e in exchanges {
-            guard let command = e.command.bytes else { continue }  // excluded by check
-            var answer: [UInt8]?
-            var thrown: TranscriptFailure?
-            do {
-                switch e.kind {
-                case .transmit: answer = try channel.transmit(command)
-                case .control(let code): answer = try channel.control(code: code, command)
-                }
-            } catch {
-                thrown = describeFailure(error)
-            }
-            switch (e.outcome, answer, thrown) {
-            case (.answer(let expected, let line), let answer?, _):
-                let pattern = e.kind == .transmit ? options.answerPattern(expected, forCommand: e.command) : expected
-                if let at = pattern.firstMismatch(in: answer) {
-                    throw ReplayError(code: .mismatch, file: file, line: line,
-                                      expected: TranscriptRecord(e.entry(.incoming, expected)).serialized(),
-                                      actual: e.text(.incoming, answer),
-                                      reason: "the device answered differently than recorded (first difference at byte \(at))")
-                }
-            case (.answer(let expected, let line), nil, let thrown?):
-                throw ReplayError(code: .failureMismatch, file: file, line: line,
-                                  expected: TranscriptRecord(e.entry(.incoming, expected)).serialized(),
-                                  actual: TranscriptRecord(.failure(thrown)).serialized(),
-                                  reason: "the device failed where an answer was recorded")
-            case (.failure(let recorded, let line), let answer?, _):
-                throw ReplayError(code: .failureMismatch, file: file, line: line,
-                                  expected: TranscriptRecord(.failure(recorded)).serialized(),
-                                  actual: e.text(.incoming, answer),
-                                  reason: "the device answered where a failure was recorded")
-            case (.failure(let recorded, let line), nil, let thrown?):
-                if thrown.name != recorded.name || (recorded.code != nil && thrown.code != recorded.code) {
-                    throw ReplayError(code: .failureMismatch, file: file, line: line,
-                                      expected: TranscriptRecord(.failure(recorded)).serialized(),
-                                      actual: TranscriptRecord(.failure(thrown)).serialized(),
-                                      reason: "the device failed differently than recorded")
-                }
-            default:
-                continue  // .none is excluded by check
-            }
+            try replay(e, file: transcript.fileName, on: channel, options: options, describeFailure: describeFailure)
         }
         return exchanges.count
+    }
+
+    /// Sends one recorded command to `channel` and compares what happens with the recording.
+    /// - Throws: ``ReplayError`` `mismatch` or `failureMismatch`, naming the answer's line.
+    static func replay(
+        _ e: RecordedExchange, file: String, on channel: any CardChannel, options: ReplayOptions,
+        describeFailure: (any Error) -> TranscriptFailure
+    ) throws(ReplayError) {
+        guard let command = e.command.bytes else { return }  // excluded by the check
+        var answer: [UInt8]?
+        var thrown: TranscriptFailure?
+        do {
+            switch e.kind {
+            case .transmit: answer = try channel.transmit(command)
+            case .control(let code): answer = try channel.control(code: code, command)
+            }
+        } catch {
+            thrown = describeFailure(error)
+        }
+        switch (e.outcome, answer, thrown) {
+        case (.answer(let expected, let line), let answer?, _):
+            let pattern = e.kind == .transmit ? options.answerPattern(expected, forCommand: e.command) : expected
+            if let at = pattern.firstMismatch(in: answer) {
+                throw ReplayError(code: .mismatch, file: file, line: line,
+                                  expected: TranscriptRecord(e.entry(.incoming, expected)).serialized(),
+                                  actual: e.text(.incoming, answer),
+                                  reason: "the device answered differently than recorded (first difference at byte \(at))")
+            }
+        case (.answer(let expected, let line), nil, let thrown?):
+            throw ReplayError(code: .failureMismatch, file: file, line: line,
+                              expected: TranscriptRecord(e.entry(.incoming, expected)).serialized(),
+                              actual: TranscriptRecord(.failure(thrown)).serialized(),
+                              reason: "the device failed where an answer was recorded")
+        case (.failure(let recorded, let line), let answer?, _):
+            throw ReplayError(code: .failureMismatch, file: file, line: line,
+                              expected: TranscriptRecord(.failure(recorded)).serialized(),
+                              actual: e.text(.incoming, answer),
+                              reason: "the device answered where a failure was recorded")
+        case (.failure(let recorded, let line), nil, let thrown?):
+            if thrown.name != recorded.name || (recorded.code != nil && thrown.code != recorded.code) {
+                throw ReplayError(code: .failureMismatch, file: file, line: line,
+                                  expected: TranscriptRecord(.failure(recorded)).serialized(),
+                                  actual: TranscriptRecord(.failure(thrown)).serialized(),
+                                  reason: "the device failed differently than recorded")
+            }
+        default:
+            return  // .none is excluded by the check
+        }
     }
 }

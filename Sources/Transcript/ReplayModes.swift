@@ -209,45 +209,59 @@ public enum TerminalReplay {
                               reason: "no terminal commands to replay: write `tgt <` lines (or `>` lines when the file has no `tgt` lines)")
         }
         for e in exchanges {
-            if e.command.containsRedaction {
-                throw ReplayError(code: .refusedRedacted, file: file, line: e.line, expected: e.commandText,
-                                  reason: "this command was redacted, and the credential must get the real bytes; re-record it without redaction")
-            }
-            if e.command.containsWildcard {
-                throw ReplayError(code: .refusedWildcard, file: file, line: e.line, expected: e.commandText,
-                                  reason: "this command holds ?? wildcard bytes, which cannot be sent; write the real bytes")
-            }
+            if let refusal = refusal(of: e, file: file) { throw refusal }
         }
         terminalActivated()
         for (index, e) in exchanges.enumerated() {
-            guard let command = e.command.bytes else { continue }  // excluded above
-            if e.activatedBefore, index > 0 { terminalActivated() }
-            let result: Result<[UInt8], any Error>
-            do { result = .success(try answer(command)) } catch { result = .failure(error) }
-            let line = e.answerLine ?? e.line
-            switch (e.answer, e.failure, result) {
-            case (let recorded?, _, .success(let actual)):
-                let pattern = options.answerPattern(recorded, forCommand: e.command)
-                if let at = pattern.firstMismatch(in: actual) {
-                    throw ReplayError(code: .mismatch, file: file, line: line,
-                                      expected: e.text(e.isTarget ? .outgoing : .incoming, recorded),
-                                      actual: e.text(e.isTarget ? .outgoing : .incoming, TranscriptBytes(actual)),
-                                      reason: "the credential answered differently than recorded (first difference at byte \(at))")
-                }
-            case (let recorded?, _, .failure(let error)):
-                throw ReplayError(code: .failureMismatch, file: file, line: line,
-                                  expected: e.text(e.isTarget ? .outgoing : .incoming, recorded),
-                                  actual: "\(error)",
-                                  reason: "the credential failed where an answer was recorded")
-            case (nil, let recorded?, .success(let actual)):
-                throw ReplayError(code: .failureMismatch, file: file, line: line,
-                                  expected: TranscriptRecord(.failure(recorded)).serialized(),
-                                  actual: e.text(.incoming, TranscriptBytes(actual)),
-                                  reason: "the credential answered where a failure was recorded")
-            default:
-                continue  // no recorded answer, or a failure met by a failure
-            }
+            try replay(e, index: index, file: file, options: options, terminalActivated: terminalActivated, answer: answer)
         }
         return exchanges.count
+    }
+
+    /// Why the terminal command of `e` cannot be sent (redacted or wildcard bytes), or nil.
+    static func refusal(of e: TerminalExchange, file: String) -> ReplayError? {
+        if e.command.containsRedaction {
+            return ReplayError(code: .refusedRedacted, file: file, line: e.line, expected: e.commandText,
+                               reason: "this command was redacted, and the credential must get the real bytes; re-record it without redaction")
+        }
+        if e.command.containsWildcard {
+            return ReplayError(code: .refusedWildcard, file: file, line: e.line, expected: e.commandText,
+                               reason: "this command holds ?? wildcard bytes, which cannot be sent; write the real bytes")
+        }
+        return nil
+    }
+
+    /// Sends exchange number `index` (0-based) to `answer` and compares the result with the recording.
+    static func replay(
+        _ e: TerminalExchange, index: Int, file: String, options: ReplayOptions,
+        terminalActivated: () -> Void, answer: ([UInt8]) throws -> [UInt8]
+    ) throws(ReplayError) {
+        guard let command = e.command.bytes else { return }  // excluded by the check
+        if e.activatedBefore, index > 0 { terminalActivated() }
+        let result: Result<[UInt8], any Error>
+        do { result = .success(try answer(command)) } catch { result = .failure(error) }
+        let line = e.answerLine ?? e.line
+        switch (e.answer, e.failure, result) {
+        case (let recorded?, _, .success(let actual)):
+            let pattern = options.answerPattern(recorded, forCommand: e.command)
+            if let at = pattern.firstMismatch(in: actual) {
+                throw ReplayError(code: .mismatch, file: file, line: line,
+                                  expected: e.text(e.isTarget ? .outgoing : .incoming, recorded),
+                                  actual: e.text(e.isTarget ? .outgoing : .incoming, TranscriptBytes(actual)),
+                                  reason: "the credential answered differently than recorded (first difference at byte \(at))")
+            }
+        case (let recorded?, _, .failure(let error)):
+            throw ReplayError(code: .failureMismatch, file: file, line: line,
+                              expected: e.text(e.isTarget ? .outgoing : .incoming, recorded),
+                              actual: "\(error)",
+                              reason: "the credential failed where an answer was recorded")
+        case (nil, let recorded?, .success(let actual)):
+            throw ReplayError(code: .failureMismatch, file: file, line: line,
+                              expected: TranscriptRecord(.failure(recorded)).serialized(),
+                              actual: e.text(.incoming, TranscriptBytes(actual)),
+                              reason: "the credential answered where a failure was recorded")
+        default:
+            return  // no recorded answer, or a failure met by a failure
+        }
     }
 }

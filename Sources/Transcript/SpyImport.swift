@@ -1,6 +1,14 @@
 import ISO7816
 import PCSCCore
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Why a pcsc-spy log could not be imported: the file, the 1-based line and a reason that says
 /// what to do. Equatable by ``code``.
 public struct SpyImportError: CodedError {
@@ -27,6 +35,8 @@ public struct SpyImportError: CodedError {
         public static let badResult = Self(rawValue: "bad-result")
         /// A parameter the block needs is missing or malformed (e.g. no `bSendBuffer`).
         public static let badParameter = Self(rawValue: "bad-parameter")
+        /// The transcript file could not be written (``SpyLogImporter/importLog(contentsOfFile:writingTo:options:)``).
+        public static let writeFailed = Self(rawValue: "write-failed")
     }
 
     public var code: Code
@@ -97,16 +107,47 @@ public struct SpyImportOptions: Sendable {
 /// A block still open at the end of the log (the program was stopped inside a call) is kept as a
 /// comment, or as a command without an answer.
 public enum SpyLogImporter {
-    /// Imports a log file.
+    /// Imports a log file into a transcript held in memory.
     /// - Throws: ``SpyImportError`` naming the first line that cannot be read; never a partial result.
     public static func importLog(contentsOfFile path: String, options: SpyImportOptions = SpyImportOptions()) throws(SpyImportError) -> Transcript {
-        let bytes: [UInt8]
-        do {
-            bytes = try FileIO.readFile(path, limit: .max)  // any size: a long session's log is still a log
-        } catch {
-            throw SpyImportError(code: .unreadable, file: path, line: 0, reason: error.reason)
+        var lines: [TranscriptLine] = []
+        var header = TranscriptHeader()
+        try convert(fileName: path, options: options, forEachLine: { (body) throws(SpyImportError) in
+            try forEachLine(ofFile: path, body)
+        }, start: { header = $0 }, emit: { lines.append($0) })
+        return try checkedTranscript(header: header, lines: lines, fileName: path)
+    }
+
+    /// Imports a log file of any size into the transcript file `output`, streaming: the log is read
+    /// twice line by line (its form and card handles first, then its calls), and each line goes to
+    /// a file that replaces `output` only when complete (``TranscriptFileReplacement``). Memory does
+    /// not grow with the log.
+    /// - Returns: the counts of what was written.
+    /// - Throws: ``SpyImportError`` naming the first line that cannot be read, or `writeFailed`
+    ///   when `output` cannot be written; then `output` is unchanged.
+    public static func importLog(
+        contentsOfFile path: String, writingTo output: String, options: SpyImportOptions = SpyImportOptions()
+    ) throws(SpyImportError) -> TranscriptStatistics {
+        var file: TranscriptFileReplacement?
+        var statistics = TranscriptStatistics()
+        func writeFailure(_ error: TranscriptWriteError) -> SpyImportError {
+            if error.code == .invalidLine {
+                return SpyImportError(code: .badParameter, file: path, line: 0,
+                                      reason: "the converted transcript does not read back (\(error.reason)); report this log")
+            }
+            return SpyImportError(code: .writeFailed, file: output, line: 0, reason: error.reason)
         }
-        return try importLog(bytes, fileName: path, options: options)
+        try convert(fileName: path, options: options, forEachLine: { (body) throws(SpyImportError) in
+            try forEachLine(ofFile: path, body)
+        }, start: { (header) throws(SpyImportError) in
+            do throws(TranscriptWriteError) { file = try TranscriptFileReplacement(replacing: output, header: header) } catch { throw writeFailure(error) }
+        }, emit: { (line) throws(SpyImportError) in
+            do throws(TranscriptWriteError) { try file?.append(line) } catch { throw writeFailure(error) }
+            if let record = line.record { statistics.add(record) }
+        })
+        do { try file?.commit() } catch { throw writeFailure(error) }
+        statistics.finish()
+        return statistics
     }
 
     /// Imports a log held in memory.
@@ -116,8 +157,96 @@ public enum SpyLogImporter {
     }
 
     static func importLog(_ bytes: [UInt8], fileName: String, options: SpyImportOptions) throws(SpyImportError) -> Transcript {
+        var lines: [TranscriptLine] = []
+        var header = TranscriptHeader()
+        try convert(fileName: fileName, options: options, forEachLine: { (body) throws(SpyImportError) in
+            var start = 0
+            var i = 0
+            while i < bytes.count {
+                if bytes[i] == 0x0A {
+                    try body(bytes[start..<i])
+                    start = i + 1
+                }
+                i += 1
+            }
+            if start < bytes.count { try body(bytes[start...]) }
+        }, start: { header = $0 }, emit: { lines.append($0) })
+        return try checkedTranscript(header: header, lines: lines, fileName: fileName)
+    }
+
+    /// The transcript of `lines`, once its text reads back (a reader name with a control
+    /// character, for one, cannot).
+    private static func checkedTranscript(header: TranscriptHeader, lines: [TranscriptLine], fileName: String) throws(SpyImportError) -> Transcript {
+        let transcript = Transcript(header: header, lines: lines, fileName: fileName)
+        do {
+            _ = try Transcript(parsing: transcript.serialized(), fileName: fileName)
+        } catch {
+            throw SpyImportError(code: .badParameter, file: fileName, line: 0,
+                                 reason: "the converted transcript does not read back (\(error.reason)); report this log")
+        }
+        return transcript
+    }
+
+    /// Calls `body` with each line of the file (without its LF; a last line without one too).
+    private static func forEachLine(ofFile path: String, _ body: (ArraySlice<UInt8>) throws(SpyImportError) -> Void) throws(SpyImportError) {
+        let input: FileIO.LineInput
+        do {
+            input = try FileIO.LineInput(path: path, maximumLineLength: maximumLineLength, kind: "pcsc-spy log")
+        } catch {
+            throw SpyImportError(code: .unreadable, file: path, line: 0, reason: error.reason)
+        }
+        var number = 0
+        while true {
+            let line: UnsafeBufferPointer<UInt8>?
+            do {
+                line = try input.nextLine()
+            } catch {
+                throw SpyImportError(code: .unreadable, file: path, line: error.errorNumber == EFBIG ? number + 1 : 0, reason: error.reason)
+            }
+            guard let line else { break }
+            number += 1
+            try body(ArraySlice(line))
+        }
+        if !input.unterminated.isEmpty { try body(input.unterminated) }
+    }
+
+    /// The longest log line read: 16 MiB (pcsc-spy prints 16 bytes of a buffer per line).
+    static let maximumLineLength = 16 << 20
+
+    /// The conversion, over a log `forEachLine` reads twice: the first reading fixes the header
+    /// and the channel ids (``SpyTranscriptLayout``), handed to `start`; the second turns each
+    /// block into lines, handed to `emit` in order.
+    static func convert(
+        fileName: String, options: SpyImportOptions,
+        forEachLine: ((ArraySlice<UInt8>) throws(SpyImportError) -> Void) throws(SpyImportError) -> Void,
+        start: (TranscriptHeader) throws(SpyImportError) -> Void,
+        emit: (TranscriptLine) throws(SpyImportError) -> Void
+    ) throws(SpyImportError) {
+        // First reading: the log's form and its card handles.
         var reader = SpyLogReader(fileName: fileName)
-        let log = try reader.read(bytes)
-        return try SpyTranscriptBuilder(log: log, fileName: fileName, options: options).build()
+        var builder = SpyTranscriptBuilder(fileName: fileName, options: options, timed: true)
+        try forEachLine { (raw) throws(SpyImportError) in
+            if let block = try reader.accept(raw) { _ = try builder.add(block) }
+        }
+        let log = try reader.finish()
+        _ = try builder.finish(open: log.open)
+        let layout = SpyTranscriptLayout(log: log, connections: builder.connections, fileName: fileName, options: options)
+        try start(layout.header)
+        for line in layout.declarations { try emit(line) }
+
+        // Second reading: the lines.
+        var second = SpyLogReader(fileName: fileName)
+        var items = SpyTranscriptBuilder(fileName: fileName, options: options, timed: !log.diffable)
+        try withoutActuallyEscaping(emit, do: { (emit) throws(SpyImportError) in
+            try forEachLine { (raw) throws(SpyImportError) in
+                guard let block = try second.accept(raw) else { return }
+                for item in try items.add(block) {
+                    for line in try layout.lines(of: item) { try emit(line) }
+                }
+            }
+        })
+        for item in try items.finish(open: try second.finish().open) {
+            for line in try layout.lines(of: item) { try emit(line) }
+        }
     }
 }

@@ -29,10 +29,9 @@ struct SpyBlock {
     var result: SpyResult?
 }
 
+/// What the whole log says about its own form, known once every line was read.
 struct SpyLog {
-    /// Completed blocks in the order their result lines appear.
-    var blocks: [SpyBlock]
-    /// Blocks without a result line at the end of the log.
+    /// Blocks without a result line at the end of the log, in the order they started.
     var open: [SpyBlock]
     var threadTags: Bool
     var colour: Bool
@@ -41,104 +40,125 @@ struct SpyLog {
     var threads: Int
 }
 
+/// Reads the viewer's output one line at a time (``accept(_:)``), handing out each function block
+/// when its result line comes: memory holds the blocks still open (one per thread), never the log.
 struct SpyLogReader {
     let fileName: String
+    private var open: [Int: SpyBlock] = [:]
+    private var completed = 0
+    private var colour = false, tags = false, diffable = false
+    private var newer: Bool?
+    private var inSummary = false
+    private var threads: Set<Int> = []
+    /// Lines read so far.
+    private(set) var lineCount = 0
+
+    init(fileName: String) { self.fileName = fileName }
 
     func fail(_ code: SpyImportError.Code, _ line: Int, _ reason: String) -> SpyImportError {
         SpyImportError(code: code, file: fileName, line: line, reason: reason)
     }
 
-    mutating func read(_ bytes: [UInt8]) throws(SpyImportError) -> SpyLog {
-        var lines: [ArraySlice<UInt8>] = []
+    /// Reads a whole log held in memory: `body` gets each completed block in the order its result
+    /// line appears.
+    mutating func read(_ bytes: [UInt8], _ body: (SpyBlock) throws(SpyImportError) -> Void) throws(SpyImportError) -> SpyLog {
         var start = 0
-        for (i, b) in bytes.enumerated() where b == 0x0A {
-            lines.append(bytes[start..<i])
-            start = i + 1
+        var i = 0
+        while i < bytes.count {
+            if bytes[i] == 0x0A {
+                if let block = try accept(bytes[start..<i]) { try body(block) }
+                start = i + 1
+            }
+            i += 1
         }
-        if start < bytes.count { lines.append(bytes[start...]) }
+        if start < bytes.count, let block = try accept(bytes[start...]) { try body(block) }
+        return try finish()
+    }
 
-        var open: [Int: SpyBlock] = [:]
-        var blocks: [SpyBlock] = []
-        var colour = false, tags = false, diffable = false
-        var newer: Bool?
-        var inSummary = false
-        var threads: Set<Int> = []
+    /// Reads one line of the log (without its LF); the block it completes, if any.
+    mutating func accept(_ raw: ArraySlice<UInt8>) throws(SpyImportError) -> SpyBlock? {
+        let index = lineCount
+        lineCount += 1
+        let number = index + 1
+        var line = Array(raw)
+        if line.last == 0x0D { line.removeLast() }
+        if line.contains(0x1B) {
+            colour = true
+            line = Self.strippingEscapes(line)
+        }
+        let text = String(decoding: line, as: UTF8.self)
+        if text.allSatisfy({ $0 == " " }) { return nil }
+        if index == 0 || completed == 0 && open.isEmpty, Self.isRawLibraryLine(line) {
+            throw fail(.rawLibraryFormat, number,
+                       "this is the spy library's raw log, not pcsc-spy's output: convert it first with `pcsc-spy -n \(fileName) > spy.log`, then import spy.log")
+        }
+        if text.hasPrefix("Thread "), Self.isSummaryHeading(text) {
+            inSummary = true
+            return nil
+        }
+        if inSummary { return nil }
+        if text.hasPrefix("fifo ") || text.hasPrefix("Garbage:") || text.hasPrefix("Unknown function:")
+            || text.hasPrefix("Ctrl-C") {
+            return nil
+        }
+        // Indentation: 4 spaces per thread; parameter and result lines add one; with -t the
+        // tag "(tN) " follows the indentation. 2 or 3 spaces: the viewer's own decoding of
+        // some SCardControl results (not part of any block).
+        var spaces = 0
+        while spaces < line.count && line[spaces] == 0x20 { spaces += 1 }
+        var content = Array(line[spaces...])
+        var thread: Int
+        if let (tag, length) = Self.threadTag(content) {
+            tags = true
+            thread = tag
+            content.removeFirst(length)
+        } else if spaces % 4 == 0 {
+            thread = spaces / 4
+        } else if spaces % 4 == 1 {
+            thread = spaces / 4
+            content.insert(0x20, at: 0)
+        } else {
+            return nil
+        }
+        threads.insert(thread)
+        let body = String(decoding: content, as: UTF8.self)
+        if body.hasPrefix(" i ") || body.hasPrefix(" o ") {
+            guard open[thread] != nil else {
+                throw fail(.badSequence, number, "a parameter line outside any function block: the log is cut at its start or the lines are out of order; start the import at a function name line (SCard…)")
+            }
+            open[thread]!.parameters.append(SpyParameter(incoming: body.hasPrefix(" i "), text: String(body.dropFirst(3)), line: number))
+            if body.contains("0x????") { diffable = true }
+        } else if body.hasPrefix(" => ") {
+            guard var block = open.removeValue(forKey: thread) else {
+                throw fail(.badSequence, number, "a result line (=>) outside any function block: the log is cut at its start; start the import at a function name line (SCard…)")
+            }
+            let result = try parseResult(String(body.dropFirst(4)), line: number)
+            if result.durationMicros == nil { diffable = true }
+            if let newer, newer != result.newerFormat {
+                throw fail(.badResult, number, "this result line is in the \(result.newerFormat ? "newer" : "older") form, earlier ones in the \(newer ? "newer" : "older"): import one pcsc-spy output at a time")
+            }
+            newer = result.newerFormat
+            block.result = result
+            completed += 1
+            return block
+        } else if Self.isFunctionName(body) {
+            if let previous = open[thread] {
+                throw fail(.badSequence, number, "\(body) starts before \(previous.function) (line \(previous.line)) has its result line (=>): the log is damaged there")
+            }
+            open[thread] = SpyBlock(function: body, thread: thread, line: number)
+        } else {
+            throw fail(.unknownLine, number, "not pcsc-spy output: expected a function name (SCardTransmit, …), an ' i '/' o ' parameter line or a ' => ' result line")
+        }
+        return nil
+    }
 
-        for (index, raw) in lines.enumerated() {
-            let number = index + 1
-            var line = Array(raw)
-            if line.last == 0x0D { line.removeLast() }
-            if line.contains(0x1B) {
-                colour = true
-                line = Self.strippingEscapes(line)
-            }
-            let text = String(decoding: line, as: UTF8.self)
-            if text.allSatisfy({ $0 == " " }) { continue }
-            if index == 0 || blocks.isEmpty && open.isEmpty, Self.isRawLibraryLine(line) {
-                throw fail(.rawLibraryFormat, number,
-                           "this is the spy library's raw log, not pcsc-spy's output: convert it first with `pcsc-spy -n \(fileName) > spy.log`, then import spy.log")
-            }
-            if text.hasPrefix("Thread "), Self.isSummaryHeading(text) {
-                inSummary = true
-                continue
-            }
-            if inSummary { continue }
-            if text.hasPrefix("fifo ") || text.hasPrefix("Garbage:") || text.hasPrefix("Unknown function:")
-                || text.hasPrefix("Ctrl-C") {
-                continue
-            }
-            // Indentation: 4 spaces per thread; parameter and result lines add one; with -t the
-            // tag "(tN) " follows the indentation. 2 or 3 spaces: the viewer's own decoding of
-            // some SCardControl results (not part of any block).
-            var spaces = 0
-            while spaces < line.count && line[spaces] == 0x20 { spaces += 1 }
-            var content = Array(line[spaces...])
-            var thread: Int
-            if let (tag, length) = Self.threadTag(content) {
-                tags = true
-                thread = tag
-                content.removeFirst(length)
-            } else if spaces % 4 == 0 {
-                thread = spaces / 4
-            } else if spaces % 4 == 1 {
-                thread = spaces / 4
-                content.insert(0x20, at: 0)
-            } else {
-                continue
-            }
-            threads.insert(thread)
-            let body = String(decoding: content, as: UTF8.self)
-            if body.hasPrefix(" i ") || body.hasPrefix(" o ") {
-                guard open[thread] != nil else {
-                    throw fail(.badSequence, number, "a parameter line outside any function block: the log is cut at its start or the lines are out of order; start the import at a function name line (SCard…)")
-                }
-                open[thread]!.parameters.append(SpyParameter(incoming: body.hasPrefix(" i "), text: String(body.dropFirst(3)), line: number))
-                if body.contains("0x????") { diffable = true }
-            } else if body.hasPrefix(" => ") {
-                guard var block = open.removeValue(forKey: thread) else {
-                    throw fail(.badSequence, number, "a result line (=>) outside any function block: the log is cut at its start; start the import at a function name line (SCard…)")
-                }
-                let result = try parseResult(String(body.dropFirst(4)), line: number)
-                if result.durationMicros == nil { diffable = true }
-                if let newer, newer != result.newerFormat {
-                    throw fail(.badResult, number, "this result line is in the \(result.newerFormat ? "newer" : "older") form, earlier ones in the \(newer ? "newer" : "older"): import one pcsc-spy output at a time")
-                }
-                newer = result.newerFormat
-                block.result = result
-                blocks.append(block)
-            } else if Self.isFunctionName(body) {
-                if let previous = open[thread] {
-                    throw fail(.badSequence, number, "\(body) starts before \(previous.function) (line \(previous.line)) has its result line (=>): the log is damaged there")
-                }
-                open[thread] = SpyBlock(function: body, thread: thread, line: number)
-            } else {
-                throw fail(.unknownLine, number, "not pcsc-spy output: expected a function name (SCardTransmit, …), an ' i '/' o ' parameter line or a ' => ' result line")
-            }
+    /// The end of the log: what it says about its form, and the blocks still open.
+    /// - Throws: `notASpyLog` when no function block was found.
+    func finish() throws(SpyImportError) -> SpyLog {
+        guard completed > 0 || !open.isEmpty else {
+            throw fail(.notASpyLog, lineCount == 0 ? 0 : 1, "no pcsc-spy function block found: give the output of `pcsc-spy -n` (see `secbridge capture` to record one)")
         }
-        guard !blocks.isEmpty || !open.isEmpty else {
-            throw fail(.notASpyLog, lines.isEmpty ? 0 : 1, "no pcsc-spy function block found: give the output of `pcsc-spy -n` (see `secbridge capture` to record one)")
-        }
-        return SpyLog(blocks: blocks, open: open.values.sorted { $0.line < $1.line }, threadTags: tags, colour: colour,
+        return SpyLog(open: open.values.sorted { $0.line < $1.line }, threadTags: tags, colour: colour,
                       diffable: diffable, newerFormat: newer, threads: threads.count)
     }
 

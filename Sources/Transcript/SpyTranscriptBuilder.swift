@@ -3,10 +3,25 @@ import PCSCCore
 
 // MARK: - Blocks into a transcript
 
+/// Turns function blocks, one at a time, into items: exchanges and events with the connection
+/// (card handle) they belong to. Channel ids and the header need the whole log, so an import
+/// reads the log twice (``SpyLogImporter``): once to learn its form and its connections
+/// (``SpyTranscriptLayout``), once to write the lines.
 struct SpyTranscriptBuilder {
-    let log: SpyLog
     let fileName: String
     let options: SpyImportOptions
+    /// False in the diffable mode (no call times): no offsets.
+    let timed: Bool
+    private var state = BuildState()
+
+    init(fileName: String, options: SpyImportOptions, timed: Bool) {
+        self.fileName = fileName
+        self.options = options
+        self.timed = timed
+    }
+
+    /// The card handles seen so far, in order of appearance.
+    var connections: [Connection] { state.connections }
 
     /// One card handle from SCardConnect (or first seen in a call).
     struct Connection {
@@ -15,7 +30,6 @@ struct SpyTranscriptBuilder {
         var share: String?
         var transmissionProtocol: TransmissionProtocol?
         var atr: [UInt8]?
-        var id: String = ""
     }
 
     func fail(_ code: SpyImportError.Code, _ line: Int, _ reason: String) -> SpyImportError {
@@ -33,7 +47,7 @@ struct SpyTranscriptBuilder {
         var failure: TranscriptFailure
     }
 
-    /// The mutable state `build()` threads through the per-function handlers.
+    /// The mutable state the per-function handlers thread through.
     private struct BuildState {
         var connections: [Connection] = []
         var current: [String: Int] = [:]  // handle text → connection
@@ -56,38 +70,39 @@ struct SpyTranscriptBuilder {
         }
     }
 
-    func build() throws(SpyImportError) -> Transcript {
-        var state = BuildState()
-        let timed = !log.diffable
-
-        for block in log.blocks {
-            guard let result = block.result else { continue }
-            let start: UInt64? = timed ? state.clock : nil
-            if timed, let d = result.durationMicros { state.clock += d }
-            let end: UInt64? = timed ? state.clock : nil
-            switch Self.kind(of: block.function) {
-            case .transmit, .control:
-                try handleTransmitOrControl(block, result: result, start: start, end: end, into: &state)
-            case .connect:
-                try handleConnect(block, result: result, end: end, into: &state)
-            case .reconnect:
-                try handleReconnect(block, result: result, end: end, into: &state)
-            case .disconnect:
-                try handleDisconnect(block, result: result, end: end, into: &state)
-            case .status:
-                try handleStatus(block, result: result, into: &state)
-            case .transaction(let began):
-                try handleTransaction(block, result: result, began: began, end: end, into: &state)
-            case .statusChange:
-                try handleStatusChange(block, result: result, end: end, into: &state)
-            case .other:
-                continue
-            }
+    /// The items of one completed block (in log order of result lines).
+    mutating func add(_ block: SpyBlock) throws(SpyImportError) -> [Item] {
+        guard let result = block.result else { return [] }
+        let start: UInt64? = timed ? state.clock : nil
+        if timed, let d = result.durationMicros { state.clock += d }
+        let end: UInt64? = timed ? state.clock : nil
+        switch Self.kind(of: block.function) {
+        case .transmit, .control:
+            try handleTransmitOrControl(block, result: result, start: start, end: end, into: &state)
+        case .connect:
+            try handleConnect(block, result: result, end: end, into: &state)
+        case .reconnect:
+            try handleReconnect(block, result: result, end: end, into: &state)
+        case .disconnect:
+            try handleDisconnect(block, result: result, end: end, into: &state)
+        case .status:
+            try handleStatus(block, result: result, into: &state)
+        case .transaction(let began):
+            try handleTransaction(block, result: result, began: began, end: end, into: &state)
+        case .statusChange:
+            try handleStatusChange(block, result: result, end: end, into: &state)
+        case .other:
+            break
         }
+        defer { state.items.removeAll(keepingCapacity: true) }
+        return state.items
+    }
 
-        // Blocks still open at the end: the program stopped inside the call.
+    /// The items of the blocks still open at the end: the program stopped inside the call.
+    /// - Throws: a damaged buffer (one cut short is expected there).
+    mutating func finish(open: [SpyBlock]) throws(SpyImportError) -> [Item] {
         var trailing: [Item] = []
-        for block in log.open {
+        for block in open {
             let kind = Self.kind(of: block.function)
             // A buffer cut short at the end is expected here; a damaged one is still an error.
             var sent: [UInt8]?
@@ -114,14 +129,25 @@ struct SpyTranscriptBuilder {
             }
             trailing.append(.comment("the log ends inside \(block.function) (log line \(block.line)): the call had not returned"))
         }
-        state.items += trailing
-        var connections = state.connections
-        let items = state.items
+        return trailing
+    }
+}
 
-        // Channel ids: none for a single card handle, else h1, h2, … in order of appearance.
-        let single = connections.count <= 1
-        for i in connections.indices { connections[i].id = single ? "" : "h\(i + 1)" }
+/// What the first pass over a log fixes: the header, the channel id of each connection (none for
+/// a single card handle, else h1, h2, … in order of appearance) and their `reader` declarations;
+/// then each item becomes its lines.
+struct SpyTranscriptLayout {
+    let fileName: String
+    let options: SpyImportOptions
+    let connections: [SpyTranscriptBuilder.Connection]
+    let header: TranscriptHeader
+    private let single: Bool
 
+    init(log: SpyLog, connections: [SpyTranscriptBuilder.Connection], fileName: String, options: SpyImportOptions) {
+        self.fileName = fileName
+        self.options = options
+        self.connections = connections
+        single = connections.count <= 1
         var header = TranscriptHeader(tool: options.tool, origin: .imported, date: options.date)
         if single, let c = connections.first {
             header.reader = c.reader
@@ -138,57 +164,71 @@ struct SpyTranscriptBuilder {
         header["timing"] = log.diffable
             ? "none: the diffable mode prints no call times"
             : "offsets add up pcsc-spy's call durations in log order; idle time between calls is not in the log"
+        self.header = header
+    }
 
+    /// The channel id of connection `c`; nil for a single card handle.
+    private func channel(_ c: Int) -> String? { single ? nil : "h\(c + 1)" }
+
+    /// The `@hN reader` declarations (and a blank line after them) that open the body; none for a
+    /// single card handle.
+    var declarations: [TranscriptLine] {
+        guard !single else { return [] }
         var lines: [TranscriptLine] = []
-        if !single {
-            for c in connections {
-                var attributes: [TranscriptAttribute] = []
-                if let reader = c.reader { attributes.append(TranscriptAttribute("name", reader)) }
-                if c.handle != "0x????" { attributes.append(TranscriptAttribute("handle", c.handle)) }
-                if let p = c.transmissionProtocol { attributes.append(TranscriptAttribute("protocol", p.rawValue)) }
-                if let atr = c.atr { attributes.append(TranscriptAttribute("atr", HexText.string(atr))) }
-                lines.append(.record(TranscriptRecord(.reader(attributes), channel: c.id)))
-            }
-            if !connections.isEmpty { lines.append(.blank) }
+        for (i, c) in connections.enumerated() {
+            var attributes: [TranscriptAttribute] = []
+            if let reader = c.reader { attributes.append(TranscriptAttribute("name", reader)) }
+            if c.handle != "0x????" { attributes.append(TranscriptAttribute("handle", c.handle)) }
+            if let p = c.transmissionProtocol { attributes.append(TranscriptAttribute("protocol", p.rawValue)) }
+            if let atr = c.atr { attributes.append(TranscriptAttribute("atr", HexText.string(atr))) }
+            lines.append(.record(TranscriptRecord(.reader(attributes), channel: channel(i))))
         }
+        if !connections.isEmpty { lines.append(.blank) }
+        return lines
+    }
+
+    /// The lines of one item, commands and answers redacted by the options' redactor.
+    /// - Throws: `badSequence` when the item names a connection the first pass did not see (the
+    ///   log changed while it was read).
+    func lines(of item: SpyTranscriptBuilder.Item) throws(SpyImportError) -> [TranscriptLine] {
         func offset(_ micros: UInt64?) -> TranscriptOffset? {
             micros.map { TranscriptOffset(mantissa: $0, fractionDigits: 0, unit: .microseconds) }
         }
-        for item in items {
-            switch item {
-            case .comment(let text):
-                lines.append(.comment(text))
-            case .event(let c, let event, let at):
-                let channel = c.flatMap { connections[$0].id.isEmpty ? nil : connections[$0].id }
-                lines.append(.record(TranscriptRecord(.event(event), offset: offset(at), channel: channel)))
-            case .exchange(let c, let code, let command, let answer, let start, let end, _):
-                let channel = connections[c].id.isEmpty ? nil : connections[c].id
-                let commandEntry: TranscriptEntry = code.map { .control(code: $0, .outgoing, TranscriptBytes(command)) }
-                    ?? .transmit(.outgoing, TranscriptBytes(command))
-                lines.append(.record(options.redactor.redact(TranscriptRecord(commandEntry, offset: offset(start), channel: channel))))
-                switch answer {
-                case .success(let bytes)?:
-                    let entry: TranscriptEntry = code.map { .control(code: $0, .incoming, TranscriptBytes(bytes)) }
-                        ?? .transmit(.incoming, TranscriptBytes(bytes))
-                    lines.append(.record(options.redactor.redact(
-                        TranscriptRecord(entry, offset: offset(end), channel: channel), answering: command)))
-                case .failure(let f)?:
-                    lines.append(.record(TranscriptRecord(.failure(f.failure), offset: offset(end), channel: channel)))
-                case nil:
-                    break
-                }
+        func known(_ c: Int) throws(SpyImportError) -> Int {
+            guard c < connections.count else {
+                throw SpyImportError(code: .badSequence, file: fileName, line: 0,
+                                     reason: "the log changed while it was imported (a card handle the first reading did not see): import it again once it is complete")
             }
+            return c
         }
-        let transcript = Transcript(header: header, lines: lines, fileName: fileName)
-        // The result must read back: a reader name with a control character, for one, cannot.
-        do {
-            _ = try Transcript(parsing: transcript.serialized(), fileName: fileName)
-        } catch {
-            throw fail(.badParameter, 0, "the converted transcript does not read back (\(error.reason)); report this log")
+        switch item {
+        case .comment(let text):
+            return [.comment(text)]
+        case .event(let c, let event, let at):
+            let channel = try c.map { (c) throws(SpyImportError) in try known(c) }.flatMap(channel)
+            return [.record(TranscriptRecord(.event(event), offset: offset(at), channel: channel))]
+        case .exchange(let c, let code, let command, let answer, let start, let end, _):
+            let channel = channel(try known(c))
+            let commandEntry: TranscriptEntry = code.map { .control(code: $0, .outgoing, TranscriptBytes(command)) }
+                ?? .transmit(.outgoing, TranscriptBytes(command))
+            var lines: [TranscriptLine] = [.record(options.redactor.redact(TranscriptRecord(commandEntry, offset: offset(start), channel: channel)))]
+            switch answer {
+            case .success(let bytes)?:
+                let entry: TranscriptEntry = code.map { .control(code: $0, .incoming, TranscriptBytes(bytes)) }
+                    ?? .transmit(.incoming, TranscriptBytes(bytes))
+                lines.append(.record(options.redactor.redact(
+                    TranscriptRecord(entry, offset: offset(end), channel: channel), answering: command)))
+            case .failure(let f)?:
+                lines.append(.record(TranscriptRecord(.failure(f.failure), offset: offset(end), channel: channel)))
+            case nil:
+                break
+            }
+            return lines
         }
-        return transcript
     }
+}
 
+extension SpyTranscriptBuilder {
     // MARK: - One handler per PC/SC function
 
     /// SCardTransmit / SCardControl: adds the command and its answer (or failure) as an exchange.

@@ -1,3 +1,11 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// The bytes of one transcript line: concrete bytes, wildcard bytes and redaction marks.
 ///
 /// Text form (Fixtures/README.md, "Bytes"): items separated by one space, each item one of
@@ -8,9 +16,11 @@
 /// `00 20 00 81 08 [REDACTED 8]` is a VERIFY whose PIN block was masked. A run of redacted bytes is
 /// kept as written (`[REDACTED 4] [REDACTED 4]` stays two items) so that text round-trips exactly.
 ///
-/// Stored compactly: the concrete bytes in one `[UInt8]`, plus a mask of the wildcard and redaction
-/// items with the place each stands in (empty, and no allocation, for concrete bytes). A recorded
-/// payload of n bytes costs one array of n bytes, not one 16-byte ``Item`` per byte.
+/// Stored compactly: the concrete bytes as a view into a shared, immutable byte chunk
+/// (``ByteChunk``), plus a mask of the wildcard and redaction items with the place each stands in
+/// (empty, and no allocation, for concrete bytes). A recorded payload of n bytes costs n bytes of
+/// a chunk, not one 16-byte ``Item`` per byte; the parser fills one chunk with many payloads
+/// (``PayloadArena``), so a line read and dropped allocates nothing.
 public struct TranscriptBytes: Sendable, Hashable, CustomStringConvertible {
     /// One item of a byte sequence.
     public enum Item: Sendable, Hashable {
@@ -31,42 +41,72 @@ public struct TranscriptBytes: Sendable, Hashable, CustomStringConvertible {
     /// The largest count a redaction mark may carry: pcsc-lite's MAX_BUFFER_SIZE_EXTENDED (65 548).
     public static let maximumRedactedCount = 65_548
 
-    /// The concrete bytes in order; wildcard and redaction items have no byte here.
-    private(set) var concrete: [UInt8]
+    /// The chunk holding the concrete bytes at `start..<start + length`; nil when there are none.
+    private let chunk: ByteChunk?
+    private let start: Int
+    private let length: Int
     /// The masked items in order; several may share a position.
     private(set) var masks: [Mask]
 
     /// Concrete bytes, no wildcard and no redaction.
     public init(_ bytes: [UInt8]) {
-        concrete = bytes
-        masks = []
+        self.init(copying: bytes, masks: [])
     }
 
     /// Items as given. A `.redacted(count:)` outside 1…``maximumRedactedCount`` makes the line
     /// invalid: writers refuse it with ``TranscriptWriteError``.
     public init(items: [Item]) {
-        concrete = []
-        masks = []
-        for item in items { append(item) }
+        var concrete: [UInt8] = []
+        var masks: [Mask] = []
+        for item in items {
+            if case .byte(let b) = item {
+                concrete.append(b)
+            } else {
+                masks.append(Mask(position: concrete.count, item: item))
+            }
+        }
+        self.init(copying: concrete, masks: masks)
     }
 
-    /// Adds one item at the end.
-    mutating func append(_ item: Item) {
-        if case .byte(let b) = item {
-            concrete.append(b)
+    /// The bytes of `concrete` copied into a chunk of their own, with `masks`.
+    init(copying concrete: [UInt8], masks: [Mask]) {
+        if concrete.isEmpty {
+            chunk = nil
         } else {
-            masks.append(Mask(position: concrete.count, item: item))
+            let c = ByteChunk.make(capacity: concrete.count)
+            concrete.withUnsafeBufferPointer { c.append($0) }
+            chunk = c
+        }
+        start = 0
+        length = concrete.count
+        self.masks = masks
+    }
+
+    /// A view of `length` bytes of `chunk` from `start` (bytes the chunk will never change).
+    init(chunk: ByteChunk, start: Int, length: Int) {
+        self.chunk = length == 0 ? nil : chunk
+        self.start = start
+        self.length = length
+        masks = []
+    }
+
+    /// Calls `body` with the concrete bytes (valid only inside `body`).
+    @inline(__always)
+    func withConcreteBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        guard let chunk else { return try body(UnsafeBufferPointer(start: nil, count: 0)) }
+        return try withExtendedLifetime(chunk) {
+            try body(UnsafeBufferPointer(start: chunk.bytes + start, count: length))
         }
     }
 
-    mutating func reserveCapacity(_ n: Int) { concrete.reserveCapacity(n) }
+    /// The concrete bytes in order, copied; wildcard and redaction items have no byte here.
+    var concrete: [UInt8] { withConcreteBytes { Array($0) } }
 
     /// The items in order (built on demand from the bytes and the mask).
     public var items: [Item] {
         get {
-            if masks.isEmpty { return concrete.map(Item.byte) }
             var out: [Item] = []
-            out.reserveCapacity(concrete.count + masks.count)
+            out.reserveCapacity(length + masks.count)
             forEachItem { out.append($0) }
             return out
         }
@@ -74,21 +114,24 @@ public struct TranscriptBytes: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The number of items (a redaction mark is one item).
-    public var itemCount: Int { concrete.count + masks.count }
+    public var itemCount: Int { length + masks.count }
 
     /// Calls `body` with each item in order.
     func forEachItem(_ body: (Item) throws -> Void) rethrows {
-        var next = 0
-        for mask in masks {
-            while next < mask.position { try body(.byte(concrete[next])); next += 1 }
-            try body(mask.item)
+        try withConcreteBytes { concrete in
+            var next = 0
+            for mask in masks {
+                while next < mask.position { try body(.byte(concrete[next])); next += 1 }
+                try body(mask.item)
+            }
+            while next < concrete.count { try body(.byte(concrete[next])); next += 1 }
         }
-        while next < concrete.count { try body(.byte(concrete[next])); next += 1 }
     }
 
     /// The number of bytes the sequence stands for (a redaction mark counts its length).
     public var count: Int {
-        masks.reduce(concrete.count) { total, mask in
+        if masks.isEmpty { return length }
+        return masks.reduce(length) { total, mask in
             if case .redacted(let n) = mask.item { return total + max(n, 0) }
             return total + 1
         }
@@ -97,11 +140,20 @@ public struct TranscriptBytes: Sendable, Hashable, CustomStringConvertible {
     /// The bytes, or nil when the sequence holds a wildcard or a redaction mark.
     public var bytes: [UInt8]? { masks.isEmpty ? concrete : nil }
 
+    /// The first item, or nil for no bytes; no copy.
+    public var firstItem: Item? {
+        if let first = masks.first, first.position == 0 { return first.item }
+        guard length > 0, let chunk else { return nil }
+        return withExtendedLifetime(chunk) { .byte(chunk.bytes[start]) }
+    }
+
     /// SW1-SW2 when the sequence is concrete and at least two bytes long (the last two), else nil;
     /// no copy of the bytes.
     public var trailingStatusWord: UInt16? {
-        guard masks.isEmpty, concrete.count >= 2 else { return nil }
-        return UInt16(concrete[concrete.count - 2]) << 8 | UInt16(concrete[concrete.count - 1])
+        guard masks.isEmpty, length >= 2, let chunk else { return nil }
+        return withExtendedLifetime(chunk) {
+            UInt16(chunk.bytes[start + length - 2]) << 8 | UInt16(chunk.bytes[start + length - 1])
+        }
     }
 
     /// True when every item is a concrete byte.
@@ -109,11 +161,11 @@ public struct TranscriptBytes: Sendable, Hashable, CustomStringConvertible {
 
     /// True when the sequence holds at least one `[REDACTED n]` mark.
     public var containsRedaction: Bool {
-        masks.contains { if case .redacted = $0.item { true } else { false } }
+        !masks.isEmpty && masks.contains { if case .redacted = $0.item { true } else { false } }
     }
 
     /// True when the sequence holds at least one `??` byte.
-    public var containsWildcard: Bool { masks.contains { $0.item == .wildcard } }
+    public var containsWildcard: Bool { !masks.isEmpty && masks.contains { $0.item == .wildcard } }
 
     /// Whether `actual` fits this pattern: same length, concrete bytes equal, wildcard and
     /// redacted bytes match anything.
@@ -125,9 +177,11 @@ public struct TranscriptBytes: Sendable, Hashable, CustomStringConvertible {
     /// length when one is a proper prefix of the other, or nil when `actual` matches.
     public func firstMismatch(in actual: [UInt8]) -> Int? {
         if masks.isEmpty {
-            let n = min(concrete.count, actual.count)
-            for i in 0..<n where actual[i] != concrete[i] { return i }
-            return concrete.count == actual.count ? nil : n
+            return withConcreteBytes { concrete in
+                let n = min(concrete.count, actual.count)
+                for i in 0..<n where actual[i] != concrete[i] { return i }
+                return concrete.count == actual.count ? nil : n
+            }
         }
         var index = 0
         var mismatch: Int?
@@ -150,6 +204,20 @@ public struct TranscriptBytes: Sendable, Hashable, CustomStringConvertible {
         return index == actual.count ? nil : index
     }
 
+    public static func == (a: Self, b: Self) -> Bool {
+        guard a.length == b.length, a.masks == b.masks else { return false }
+        if a.length == 0 || (a.chunk === b.chunk && a.start == b.start) { return true }
+        return a.withConcreteBytes { x in
+            b.withConcreteBytes { y in memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0 }
+        }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(length)
+        withConcreteBytes { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        hasher.combine(masks)
+    }
+
     /// The text form, e.g. `00 20 00 81 08 [REDACTED 8]`; empty for no bytes.
     public var description: String {
         var out: [UInt8] = []
@@ -159,7 +227,7 @@ public struct TranscriptBytes: Sendable, Hashable, CustomStringConvertible {
 
     /// Appends the text form as UTF-8 to `out`.
     func appendText(to out: inout [UInt8]) {
-        out.reserveCapacity(out.count + 3 * concrete.count + 16 * masks.count)
+        out.reserveCapacity(out.count + 3 * length + 16 * masks.count)
         var first = true
         forEachItem { item in
             if !first { out.append(UInt8(ascii: " ")) }
@@ -170,6 +238,65 @@ public struct TranscriptBytes: Sendable, Hashable, CustomStringConvertible {
             case .redacted(let n): out += Array("[REDACTED \(n)]".utf8)
             }
         }
+    }
+}
+
+/// A fixed-size byte buffer filled from the front and shared by the ``TranscriptBytes`` that view
+/// it: the bytes below ``used`` never change (which makes sharing it between threads safe), the
+/// bytes above it are free room.
+final class ByteChunk: @unchecked Sendable {
+    let bytes: UnsafeMutablePointer<UInt8>
+    let capacity: Int
+    /// Bytes in use, from the start.
+    var used = 0
+
+    private init(capacity: Int) {
+        self.capacity = capacity
+        bytes = .allocate(capacity: max(capacity, 1))
+    }
+
+    deinit { bytes.deallocate() }
+
+    static func make(capacity: Int) -> ByteChunk { ByteChunk(capacity: capacity) }
+
+    /// Appends `source` (the room must be there).
+    func append(_ source: UnsafeBufferPointer<UInt8>) {
+        guard let base = source.baseAddress, !source.isEmpty else { return }
+        precondition(used + source.count <= capacity)
+        (bytes + used).update(from: base, count: source.count)
+        used += source.count
+    }
+}
+
+/// Where the parser puts the payload bytes it decodes: one chunk of 64 KiB (larger for a longer
+/// payload) holding many payloads. A full chunk that no payload views any more is reused; one
+/// still viewed is left to its views and a new one taken. Reading a file line by line and
+/// dropping each line thus allocates no memory per line, and a transcript kept whole costs its
+/// bytes plus one chunk header per 64 KiB.
+final class PayloadArena {
+    static let chunkSize = 64 * 1024
+    private var chunk = ByteChunk.make(capacity: PayloadArena.chunkSize)
+
+    /// Room for up to `count` bytes at the end of the current chunk: the chunk and the place the
+    /// bytes go. Nothing is in use until ``commit(_:count:)``.
+    @inline(__always)
+    func room(for count: Int) -> ByteChunk {
+        if chunk.capacity - chunk.used < count {
+            if isKnownUniquelyReferenced(&chunk), chunk.capacity >= count {
+                chunk.used = 0
+            } else {
+                chunk = ByteChunk.make(capacity: max(Self.chunkSize, count))
+            }
+        }
+        return chunk
+    }
+
+    /// Marks `count` bytes written at `chunk.bytes + chunk.used` as used: a view of them.
+    @inline(__always)
+    func commit(_ chunk: ByteChunk, count: Int) -> TranscriptBytes {
+        let start = chunk.used
+        chunk.used += count
+        return TranscriptBytes(chunk: chunk, start: start, length: count)
     }
 }
 

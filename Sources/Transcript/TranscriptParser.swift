@@ -112,18 +112,20 @@ struct TranscriptLineParser {
     private var pairing = PairingCheck()
     private(set) var inHeader = true
     private var headerEnd = 0
+    /// The chunks payload bytes are decoded into.
+    private let arena = PayloadArena()
 
     init(fileName: String) { self.fileName = fileName }
 
     /// Parses line `number` (1-based, without its LF); nil for the version line and header lines.
-    mutating func accept(_ raw: ArraySlice<UInt8>, number: Int) throws(TranscriptParseError) -> TranscriptLine? {
-        try TextScanner.scan(raw, file: fileName, line: number) { (scanner) throws(TranscriptParseError) in
-            try accept(&scanner, raw: raw, number: number)
-        }
+    /// The bytes are read in place and not kept.
+    mutating func accept(_ raw: UnsafeBufferPointer<UInt8>, number: Int) throws(TranscriptParseError) -> TranscriptLine? {
+        var scanner = TextScanner(raw, file: fileName, line: number, arena: arena)
+        return try accept(&scanner, raw: raw, number: number)
     }
 
     private mutating func accept(
-        _ scanner: inout TextScanner, raw: ArraySlice<UInt8>, number: Int
+        _ scanner: inout TextScanner, raw: UnsafeBufferPointer<UInt8>, number: Int
     ) throws(TranscriptParseError) -> TranscriptLine? {
         try scanner.checkCharacters()
         if number == 1 {
@@ -148,7 +150,7 @@ struct TranscriptLineParser {
                         "a header line after the body began (line \(headerEnd + 1)): move it to the top, or write a comment as '; text'")
         }
         let line = try scanner.parseBodyLine()
-        if let record = line.record, let problem = pairing.accept(record, line: number) {
+        if case .record(let record) = line, let problem = pairing.accept(record, line: number) {
             throw error(.badSequence, line: number, column: 1, problem)
         }
         return line
@@ -181,17 +183,24 @@ struct TranscriptTextParser {
     let fileName: String
 
     func parse(_ text: [UInt8]) throws(TranscriptParseError) -> Transcript {
-        var parser = TranscriptLineParser(fileName: fileName)
-        var lines: [TranscriptLine] = []
-        var start = 0
-        var number = 0
-        while let end = text[start...].firstIndex(of: 0x0A) {
-            number += 1
-            if let line = try parser.accept(text[start..<end], number: number) { lines.append(line) }
-            start = end + 1
+        let result = text.withUnsafeBufferPointer { whole in
+            Result { () throws(TranscriptParseError) -> Transcript in
+                var parser = TranscriptLineParser(fileName: fileName)
+                var lines: [TranscriptLine] = []
+                var start = 0
+                var number = 0
+                while let end = whole[start...].firstIndex(of: 0x0A) {
+                    number += 1
+                    if let line = try parser.accept(UnsafeBufferPointer(rebasing: whole[start..<end]), number: number) {
+                        lines.append(line)
+                    }
+                    start = end + 1
+                }
+                try parser.finish(lineCount: number, unterminated: text[start...])
+                return Transcript(header: parser.header, lines: lines, fileName: fileName)
+            }
         }
-        try parser.finish(lineCount: number, unterminated: text[start...])
-        return Transcript(header: parser.header, lines: lines, fileName: fileName)
+        return try result.get()
     }
 }
 
@@ -211,8 +220,9 @@ public final class TranscriptFileReader {
     public var header: TranscriptHeader { parser.header }
 
     private var parser: TranscriptLineParser
-    private var input: FileIO.LineInput
+    private let input: FileIO.LineInput
     private var number = 0
+    /// The first body line, read with the header.
     private var pending: (Int, TranscriptLine)?
 
     /// Opens `path` and reads its version line and header.
@@ -232,29 +242,52 @@ public final class TranscriptFileReader {
     /// The next body line (blank, comment or record) and its 1-based line number; nil at the end.
     /// - Throws: ``TranscriptParseError`` for the first bad line, or `unreadable` when reading fails.
     public func next() throws(TranscriptParseError) -> (line: Int, content: TranscriptLine)? {
-        if let p = pending {
-            pending = nil
-            return p
-        }
+        if pending != nil { return pending.take() }
         return try readLine()
     }
 
+    /// Calls `body` with each remaining body line and its 1-based line number, in order, until
+    /// `body` returns false or the file ends. The line is lent to `body` (no copy is made); it
+    /// may keep it.
+    /// - Throws: ``TranscriptParseError`` for the first bad line, or `unreadable` when reading fails;
+    ///   the lines before it were handed to `body`.
+    public func forEachLine(_ body: (_ line: Int, _ content: TranscriptLine) -> Bool) throws(TranscriptParseError) {
+        if let (n, line) = pending.take() {
+            guard body(n, line) else { return }
+        }
+        // The parser in a local for the loop: no exclusive access to the reader's property per line.
+        var parser = self.parser
+        defer { self.parser = parser }
+        while let raw = try nextRaw(parser) {
+            if let line = try parser.accept(raw, number: number) {
+                guard body(number, line) else { return }
+            }
+        }
+    }
+
     private func readLine() throws(TranscriptParseError) -> (Int, TranscriptLine)? {
-        while true {
-            let raw: ArraySlice<UInt8>?
-            do {
-                raw = try input.nextLine()
-            } catch {
-                throw TranscriptParseError(code: .unreadable, file: fileName, line: error.errorNumber == EFBIG ? number + 1 : 0,
-                                           column: 0, reason: error.reason)
-            }
-            guard let raw else {
-                try parser.finish(lineCount: number, unterminated: input.unterminated)
-                return nil
-            }
-            number += 1
+        while let raw = try nextRaw(parser) {
             if let line = try parser.accept(raw, number: number) { return (number, line) }
         }
+        return nil
+    }
+
+    /// The next line's bytes (counted in ``number``), or nil at the end of the file once
+    /// `parser` checked how the text ends.
+    private func nextRaw(_ parser: TranscriptLineParser) throws(TranscriptParseError) -> UnsafeBufferPointer<UInt8>? {
+        let raw: UnsafeBufferPointer<UInt8>?
+        do {
+            raw = try input.nextLine()
+        } catch {
+            throw TranscriptParseError(code: .unreadable, file: fileName, line: error.errorNumber == EFBIG ? number + 1 : 0,
+                                       column: 0, reason: error.reason)
+        }
+        guard let raw else {
+            try parser.finish(lineCount: number, unterminated: input.unterminated)
+            return nil
+        }
+        number += 1
+        return raw
     }
 }
 
@@ -356,6 +389,12 @@ struct PerChannel<Value> {
 
     /// How many channels hold a value.
     var count: Int { named.count + (unnamed == nil ? 0 : 1) }
+
+    /// Calls `body` with each value held (the channel-less one first, the others in no order).
+    func forEachValue(_ body: (Value) -> Void) {
+        if let unnamed { body(unnamed) }
+        for value in named.values { body(value) }
+    }
 }
 
 extension PerChannel: Sendable where Value: Sendable {}
@@ -369,19 +408,26 @@ struct TextScanner {
     private var position = 0
     private let file: String
     private let line: Int
+    /// Where payload bytes go; nil gives each payload a chunk of its own.
+    private let arena: PayloadArena?
 
-    private init(_ text: UnsafeBufferPointer<UInt8>, file: String, line: Int) {
+    /// A scanner over `text`, which must stay valid while the scanner is used; payloads go to
+    /// `arena` when one is given.
+    init(_ text: UnsafeBufferPointer<UInt8>, file: String, line: Int, arena: PayloadArena? = nil) {
         self.text = text
         self.file = file
         self.line = line
+        self.arena = arena
     }
 
-    /// Runs `body` with a scanner over `bytes`, which must not escape it.
+    /// Runs `body` with a scanner over `bytes`, which must not escape it; payloads go to `arena`
+    /// when one is given.
     static func scan<R>(
-        _ bytes: ArraySlice<UInt8>, file: String, line: Int, _ body: (inout TextScanner) throws(TranscriptParseError) -> R
+        _ bytes: ArraySlice<UInt8>, file: String, line: Int, arena: PayloadArena? = nil,
+        _ body: (inout TextScanner) throws(TranscriptParseError) -> R
     ) throws(TranscriptParseError) -> R {
         let result = bytes.withUnsafeBufferPointer { buffer in
-            var scanner = TextScanner(buffer, file: file, line: line)
+            var scanner = TextScanner(buffer, file: file, line: line, arena: arena)
             return Result { () throws(TranscriptParseError) -> R in try body(&scanner) }
         }
         return try result.get()
@@ -708,9 +754,10 @@ struct TextScanner {
 
     /// Zero or more byte items after a payload head; stops at the end or at a note.
     private mutating func readPayload() throws(TranscriptParseError) -> TranscriptBytes {
-        if let concrete = readConcretePayload() { return TranscriptBytes(concrete) }
-        var bytes = TranscriptBytes([])
-        bytes.reserveCapacity((text.count - position) / 3)
+        if let concrete = readConcretePayload() { return concrete }
+        var concrete: [UInt8] = []
+        var masks: [TranscriptBytes.Mask] = []
+        concrete.reserveCapacity((text.count - position) / 3)
         while !atNoteOrEnd() {
             // Fast path: " HH" followed by a space or the end; anything else goes through the
             // item reader, which names what is wrong.
@@ -718,42 +765,56 @@ struct TextScanner {
                let hi = HexText.value(ofUppercaseDigit: text[position + 1]),
                let lo = HexText.value(ofUppercaseDigit: text[position + 2]),
                position + 3 == text.count || text[position + 3] == UInt8(ascii: " ") {
-                bytes.append(.byte(hi << 4 | lo))
+                concrete.append(hi << 4 | lo)
                 position += 3
                 continue
             }
             try readSeparator()
-            bytes.append(try readByteItem())
+            switch try readByteItem() {
+            case .byte(let b): concrete.append(b)
+            case let item: masks.append(TranscriptBytes.Mask(position: concrete.count, item: item))
+            }
         }
-        return bytes
+        return TranscriptBytes(copying: concrete, masks: masks)
     }
 
-    /// The common payload, written straight into its array: only ` HH` items up to the end of
-    /// the line or its note. Nil (position unchanged) for anything else, which ``readPayload()``
-    /// then reads item by item and names what is wrong.
-    private mutating func readConcretePayload() -> [UInt8]? {
+    /// The common payload, decoded straight into the arena's chunk (or a chunk of its own
+    /// without an arena): only ` HH` items up to the end of the line or its note. Nil (position
+    /// unchanged, nothing kept) for anything else, which ``readPayload()`` then reads item by item
+    /// and names what is wrong.
+    private mutating func readConcretePayload() -> TranscriptBytes? {
         let count = text.count
-        var p = position
-        var wellFormed = true
-        let bytes = [UInt8](unsafeUninitializedCapacity: (count - p) / 3) { buffer, initialized in
-            var n = 0
-            while p + 2 < count, text[p] == UInt8(ascii: " ") {
-                let hi = HexText.digitOrFF(text[p + 1]), lo = HexText.digitOrFF(text[p + 2])
-                guard hi | lo < 0x10 else { break }  // a note's ';', '??', '[REDACTED n]', bad hex
-                guard p + 3 == count || text[p + 3] == UInt8(ascii: " ") else {
-                    wellFormed = false
-                    break
-                }
-                buffer[n] = hi << 4 | lo
-                n += 1
-                p += 3
-            }
-            initialized = n
+        let start = position
+        let room = (count - start) / 3
+        guard let base = text.baseAddress, room > 0 else {
+            // Nothing after the head, or less than one item: the end, a note, or something to name.
+            guard start == count || (start + 1 < count && text[start] == UInt8(ascii: " ") && text[start + 1] == UInt8(ascii: ";"))
+            else { return nil }
+            return TranscriptBytes([])
         }
-        guard wellFormed, p == count || (p + 1 < count && text[p] == UInt8(ascii: " ") && text[p + 1] == UInt8(ascii: ";"))
+        let chunk = arena?.room(for: room) ?? ByteChunk.make(capacity: room)
+        // Locals only in the loop: the stores through `out` cannot then alias the scanner.
+        let out = chunk.bytes + chunk.used
+        var p = start
+        var n = 0
+        var wellFormed = true
+        while p + 2 < count, base[p] == UInt8(ascii: " ") {
+            let hi = HexText.digitOrFF(base[p + 1]), lo = HexText.digitOrFF(base[p + 2])
+            guard hi | lo < 0x10 else { break }  // a note's ';', '??', '[REDACTED n]', bad hex
+            guard p + 3 == count || base[p + 3] == UInt8(ascii: " ") else {
+                wellFormed = false
+                break
+            }
+            out[n] = hi << 4 | lo
+            n += 1
+            p += 3
+        }
+        guard wellFormed, p == count || (p + 1 < count && base[p] == UInt8(ascii: " ") && base[p + 1] == UInt8(ascii: ";"))
         else { return nil }
         position = p
-        return bytes
+        if let arena { return arena.commit(chunk, count: n) }
+        chunk.used = n
+        return TranscriptBytes(chunk: chunk, start: 0, length: n)
     }
 
     /// Hex bytes with single spaces and nothing else (header `atr`, attribute `atr`).

@@ -75,14 +75,17 @@ public struct TranscriptStatistics: Sendable, Equatable {
     /// Answers per status word, indexed by SW1-SW2 (allocated at the first one).
     private var swCounts: [Int] = []
     private var swOrder: [UInt16] = []
-    private var first: Duration?
-    private var last: Duration?
+    /// True once a record without a channel id was counted (its channel is `""`).
+    private var sawDefaultChannel = false
+    /// The smallest and largest offset so far.
+    private var first: TranscriptOffset?
+    private var last: TranscriptOffset?
 
     /// Counts everything in one pass over the lines.
     public init(_ transcript: Transcript) {
         self.init()
         for line in transcript.lines {
-            if let r = line.record { add(r) }
+            if case .record(let r) = line { add(r) }
         }
         finish()
     }
@@ -94,17 +97,26 @@ public struct TranscriptStatistics: Sendable, Equatable {
     /// Counts one record, in file order.
     public mutating func add(_ r: TranscriptRecord) {
         records += 1
-        let key = r.channel ?? ""
-        if !channels.contains(key) { channels.append(key) }
-        let offset = r.offset?.duration
-        if let o = offset {
-            first = first.map { min($0, o) } ?? o
-            last = last.map { max($0, o) } ?? o
+        if let channel = r.channel {
+            if !channels.contains(channel) { channels.append(channel) }
+        } else if !sawDefaultChannel {
+            sawDefaultChannel = true
+            channels.append("")
         }
-        if let p = r.entry.payload, p.containsWildcard { wildcardLines += 1 }
+        let offset = r.offset
+        if let o = offset {
+            if first.map({ Self.precedes(o, $0) }) ?? true { first = o }
+            if last.map({ Self.precedes($0, o) }) ?? true { last = o }
+        }
+        switch r.entry {
+        case .transmit(_, let b), .control(_, _, let b), .target(_, let b), .initiator(_, let b):
+            if b.containsWildcard { wildcardLines += 1 }
+        case .failure, .event, .reader:
+            break
+        }
         func answered() {
-            if let started = pending.removeValue(for: r.channel), let s = started?.duration, let e = offset {
-                exchangeTimes.append(e - s)
+            if let started = pending.removeValue(for: r.channel), let s = started, let e = offset {
+                exchangeTimes.append(Self.elapsed(from: s, to: e))
             }
         }
         switch r.entry {
@@ -154,6 +166,22 @@ public struct TranscriptStatistics: Sendable, Equatable {
         statusWords = swOrder.enumerated()
             .sorted { (swCounts[Int($0.element)], -$0.offset) > (swCounts[Int($1.element)], -$1.offset) }
             .map { StatusWordCount(statusWord: $0.element, count: swCounts[Int($0.element)]) }
-        if let first, let last { span = last - first }
+        if let first, let last { span = Self.elapsed(from: first, to: last) }
+    }
+
+    /// `a` before `b`: by the written digits when both have one unit and one number of fraction
+    /// digits (what a recorder writes), else by their durations.
+    private static func precedes(_ a: TranscriptOffset, _ b: TranscriptOffset) -> Bool {
+        if a.unit == b.unit && a.fractionDigits == b.fractionDigits { return a.mantissa < b.mantissa }
+        return a.duration < b.duration
+    }
+
+    /// `end` minus `start`, from the written digits when both are written alike, else from their
+    /// durations (negative when the end comes first).
+    private static func elapsed(from start: TranscriptOffset, to end: TranscriptOffset) -> Duration {
+        if start.unit == end.unit && start.fractionDigits == end.fractionDigits && end.mantissa >= start.mantissa {
+            return TranscriptOffset(mantissa: end.mantissa - start.mantissa, fractionDigits: end.fractionDigits, unit: end.unit).duration
+        }
+        return end.duration - start.duration
     }
 }
