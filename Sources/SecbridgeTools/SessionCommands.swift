@@ -111,7 +111,10 @@ extension SecbridgeCLI {
         .seconds(60) * (invocation.timeScale > 0 ? invocation.timeScale : 1)
     }
 
-    static let emulateCommand = Command(
+    static let emulateCommand = makeEmulateCommand(relayClock: nil)
+
+    /// `emulate`, a relayed PC/SC card's call bound measured on `relayClock` (nil: real time).
+    static func makeEmulateCommand(relayClock: (any SessionClock)?) -> Command { Command(
         name: "emulate",
         abstract: SecbridgeCLI.toolAbstract("emulate"),
         usage: "--credential FILE [--reader NAME|INDEX] [--yes] [--keep] [--record FILE] [--json] [--show-secrets]",
@@ -152,17 +155,17 @@ extension SecbridgeCLI {
             .showSecrets,
         ],
         // Ctrl-C or an error: the reader is restored in full (ResetCommand.swift), exit 130 on Ctrl-C.
-        run: ReaderCleanup.wrapping(runEmulate)
-    )
+        run: ReaderCleanup.wrapping { try runEmulate($0, relayClock: relayClock) }
+    ) }
 
-    @Sendable static func runEmulate(_ invocation: Invocation) throws -> Int32 {
+    @Sendable static func runEmulate(_ invocation: Invocation, relayClock: (any SessionClock)? = nil) throws -> Int32 {
         guard invocation.arguments.positional.isEmpty else {
             throw CLIError.usage("emulate takes no arguments, got '\(invocation.arguments.positional[0])'")
         }
         guard let path = invocation.arguments.value("credential") else {
             throw CLIError.usage("give the credential to present with --credential FILE")
         }
-        let credential = try loadCredential(path, fallbackJSON: "", client: invocation.client)
+        let credential = try loadCredential(path, fallbackJSON: "", client: invocation.client, relayClock: relayClock)
         let context = try openContext(invocation)
         let readers = try listReaders(context)
         let reader = try selectReader(
