@@ -239,15 +239,18 @@ extension SecbridgeCLI {
             let channel: any CardChannel = recorder.map { RecordingChannel(wrapping: handle, recorder: $0) } ?? handle
             return (channel, { try? handle.disconnect(.leave); try? context.release() })
         }
-        if case .unsupported(let reason, _) = backend.support {
-            // An unplugged reader answers no escape command either: say what is really wrong.
-            // (A PC/SC call: on the executor's thread, not Swift's shared pool.)
-            let unavailable = (try? await executor.run { () throws -> Bool in
+        // Whether pcscd reports the reader unavailable (unplugged). (A PC/SC call: on the
+        // executor's thread, not Swift's shared pool.)
+        @Sendable func readerIsGone() async -> Bool {
+            (try? await executor.run { () throws -> Bool in
                 let context = try client.establishContext()
                 defer { try? context.release() }
                 return readerIsUnavailable(reader, context: context)
             }) ?? false
-            throw CLIError.failure(unavailable ? readerUnavailableMessage(reader) : "\(reader) cannot emulate a card: \(reason)")
+        }
+        if case .unsupported(let reason, _) = backend.support {
+            // An unplugged reader answers no escape command either: say what is really wrong.
+            throw CLIError.failure(await readerIsGone() ? readerUnavailableMessage(reader) : "\(reader) cannot emulate a card: \(reason)")
         }
         // Approved: card emulation changes the reader's settings next (PICC parameter, RF, MCU timeout).
         let authorizer = PolicyAuthorizer { request in
@@ -287,6 +290,8 @@ extension SecbridgeCLI {
         }
         let done = ResultBox<Bool>()
         let secureElementChanges = Mutex<[String]>([])
+        // The session ended because the reader failed (unplugged during a call, pcscd gone).
+        let readerLost = Mutex(false)
         // The card-emulation state line comes before the first event of the emulation, whichever
         // of the session's return and a fast terminal's first event is seen first.
         let emulationAnnounced = OnceFlag()
@@ -328,6 +333,9 @@ extension SecbridgeCLI {
                 case .cardEmulationTimeout:
                     report(.cardEmulationTimeout)
                     done.lock.withLock { done.result = .success(false) }
+                case .sessionInvalidated(let reason):
+                    report(.other("\(event)"))
+                    if case .readerLost? = reason.invalidation { readerLost.withLock { $0 = true } }
                 default:
                     report(.other("\(event)"))
                 }
@@ -367,6 +375,10 @@ extension SecbridgeCLI {
         await session.invalidate()
         let (served, activationStarts) = await events.value
         await backend.close()
+        // The reader went away during the emulation (its call ended with SCARD_E_READER_UNAVAILABLE).
+        if readerLost.withLock({ $0 }), await readerIsGone() {
+            throw CLIError.failure(readerUnavailableMessage(reader))
+        }
         // A terminal command met a changed secure element and was answered 6F 00: that
         // transaction could not continue, whatever came after.
         if let change = secureElementChanges.withLock({ $0.first }) {
