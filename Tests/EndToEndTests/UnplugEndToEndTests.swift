@@ -171,33 +171,32 @@ extension SharedReader {
             #expect(again.out.contains("NDEF record 1: URI https://example.com"), "\(again.out)")
         }
 
+        /// `arguments` on reader B with its SELECT of the NDEF application (docs/iso14443-t4t-ndef.md
+        /// §4) in flight when B is unplugged: it says B went away, exit 1, and B works after the replug.
+        static func expectTheReaderGoneDuringTheSelect(_ arguments: [String], _ environment: TestEnvironment) async throws {
+            let readerB = environment.simulatedReaderB
+            let result = try await unplugBDuringACall(arguments, environment)
+            #expect(result.inFlight == [0x00, 0xA4, 0x04, 0x00, 0x07, 0xD2, 0x76, 0x00, 0x00, 0x85, 0x01, 0x01, 0x00])
+            #expect(result.status == 1, "\(result.out)\(result.err)")
+            #expect(result.err.contains(unavailable(readerB)), "\(result.err)")
+            #expect(!result.err.contains("security violation"), "\(result.err)")
+            try await expectBWorksAgain(environment)
+        }
+
         @Test func readWithAnAPDUInFlightWhenTheReaderIsUnpluggedSaysItWentAway() async throws {
             let environment = try await replugAndResetSimulatedReaders()
             defer { _ = try? SimulatedReaders.controlB.send("replug") }
-            let readerB = environment.simulatedReaderB
-            let result = try await Self.unplugBDuringACall(["read", "--reader", readerB], environment)
-            // read's SELECT of the NDEF application (docs/iso14443-t4t-ndef.md §4) was in flight.
-            #expect(result.inFlight == [0x00, 0xA4, 0x04, 0x00, 0x07, 0xD2, 0x76, 0x00, 0x00, 0x85, 0x01, 0x01, 0x00])
-            #expect(result.status == 1, "\(result.out)\(result.err)")
-            #expect(result.err.contains(Self.unavailable(readerB)), "\(result.err)")
-            #expect(!result.err.contains("security violation"), "\(result.err)")
-            try await Self.expectBWorksAgain(environment)
+            try await Self.expectTheReaderGoneDuringTheSelect(["read", "--reader", environment.simulatedReaderB], environment)
         }
 
         @Test func runWithAnAPDUInFlightWhenTheReaderIsUnpluggedSaysItWentAway() async throws {
             let environment = try await replugAndResetSimulatedReaders()
             defer { _ = try? SimulatedReaders.controlB.send("replug") }
-            let readerB = environment.simulatedReaderB
             let directory = try faultTestDirectory("unplug-run")
             defer { try? FileManager.default.removeItem(atPath: directory) }
             let script = directory + "/select.apdu"
             try Self.selectScript.write(toFile: script, atomically: true, encoding: .utf8)
-            let result = try await Self.unplugBDuringACall(["run", "--reader", readerB, script], environment)
-            #expect(result.inFlight == [0x00, 0xA4, 0x04, 0x00, 0x07, 0xD2, 0x76, 0x00, 0x00, 0x85, 0x01, 0x01, 0x00])
-            #expect(result.status == 1, "\(result.out)\(result.err)")
-            #expect(result.err.contains(Self.unavailable(readerB)), "\(result.err)")
-            #expect(!result.err.contains("security violation"), "\(result.err)")
-            try await Self.expectBWorksAgain(environment)
+            try await Self.expectTheReaderGoneDuringTheSelect(["run", "--reader", environment.simulatedReaderB, script], environment)
         }
 
         @Test func emulateWithTgInitAsTargetPendingWhenTheReaderIsUnpluggedSaysItWentAway() async throws {
