@@ -450,16 +450,25 @@ func descendants(of pid: Int32) -> [(pid: Int32, name: String)] {
 /// Faults of a private pcscd of its own (`simulate`, `demo`): the shared pcscd stays up for the
 /// other suites.
 @Suite(.needsPrivatePCSCD) struct PrivateDaemonFaultTests {
-    /// SIGKILL of `demo` while its readers run takes its private pcscd with it, as for `simulate`
-    /// (`MonitorTests.swift` `simulateKilledTakesItsPcscdWithIt`): the lifeline ends with it.
+    /// SIGKILL of `demo` as soon as its private pcscd runs (the demo itself is over in a moment)
+    /// takes that pcscd with it, as for `simulate` (`MonitorTests.swift`
+    /// `simulateKilledTakesItsPcscdWithIt`): the lifeline ends with it.
     @Test func demoKilledTakesItsPcscdWithIt() async throws {
         try requireBuiltBinaries()
         let demo = try BinaryProcess(["demo", "--time-scale", "1"], environment: ProcessInfo.processInfo.environment, input: true)
         let process = demo.process
         defer { if process.isRunning { process.terminate() } }
-        _ = try await demo.line(containing: "reader A (card emulation):")
-        let daemons = descendants(of: process.processIdentifier).filter { $0.name == "pcscd" }.map(\.pid)
-        try #require(!daemons.isEmpty, "no pcscd under demo \(process.processIdentifier): \(descendants(of: process.processIdentifier))")
+        // Its pcscd among its descendants (asking /proc every 10 ms: another process's children).
+        let daemons = try await blocking { () -> [Int32] in
+            let deadline = ContinuousClock.now + .seconds(20)
+            while ContinuousClock.now < deadline && process.isRunning {
+                let found = descendants(of: process.processIdentifier).filter { $0.name == "pcscd" }.map(\.pid)
+                if !found.isEmpty { return found }
+                usleep(10_000)
+            }
+            return []
+        }
+        try #require(!daemons.isEmpty, "no pcscd seen under demo \(process.processIdentifier): \(demo.output)")
         kill(process.processIdentifier, SIGKILL)
         _ = try await blocking { process.waitUntilExit() }
         for pcscd in daemons {
