@@ -154,6 +154,37 @@ extension SharedReader {
             #expect(Array(ofA.prefix(7)) == ["reader-added"] + Array(repeating: ["card-inserted", "card-removed"], count: 3).flatMap { $0 }, "\(text)")
         }
 
+        // MARK: two programs on one card
+
+        /// Two `send` processes at once, 40 each, on a card whose every answer is a 2847-byte object
+        /// behind a 61 XX chain (the simulator's `long-object` applet: byte i is i × 7 mod 256):
+        /// each process runs its command and GET RESPONSE chain inside its own transaction, so
+        /// every one of the 80 answers is the whole object (issue 15 measured 78 of 80 wrong).
+        @Test func twoProcessesSendingAtOnceEachGetTheirWholeGetResponseChain() async throws {
+            let environment = try await resetSimulatedReaders()
+            let readerA = environment.simulatedReaderA
+            try await placeInSharedField("place-card uid=\"04 A1 B2 C3\" applet=long-object id=long", environment: environment)
+            defer { _ = try? SimulatedReaders.controlA.send("remove all=yes") }
+            let object = (0..<2847).map { String(format: "%02X", UInt8(truncatingIfNeeded: $0 &* 7)) }.joined()
+            let subprocesses = environment.environmentForSubprocesses
+            let statuses = try await withThrowingTaskGroup(of: [(Int32, Bool, String)].self) { group in
+                for _ in 0..<2 {
+                    group.addTask {
+                        var results: [(Int32, Bool, String)] = []
+                        for _ in 0..<40 {
+                            let result = try await runBinary(
+                                ["send", "--json", "--reader", readerA, "00 CB 3F FF 05 5C 03 5F C1 05 00"], environment: subprocesses, timeout: .seconds(60))
+                            results.append((result.status, result.out.contains("\"data\": \"\(object)\""), result.err))
+                        }
+                        return results
+                    }
+                }
+                return try await group.reduce(into: []) { $0 += $1 }
+            }
+            #expect(statuses.count == 80)
+            #expect(statuses.filter { $0.0 == 0 && $0.1 }.count == 80, "\(statuses.filter { $0.0 != 0 || !$0.1 }.map(\.2).prefix(3))")
+        }
+
         // MARK: an activated target left behind
 
         /// A TgInitAsTarget on A that B's automatic polling activates (docs/acr122-pn532.md §2):
