@@ -185,6 +185,58 @@ extension SharedReader {
             #expect(statuses.filter { $0.0 == 0 && $0.1 }.count == 80, "\(statuses.filter { $0.0 != 0 || !$0.1 }.map(\.2).prefix(3))")
         }
 
+        // MARK: write-ndef killed
+
+        /// The NDEF message in an NTAG213's memory from page 4 (the TLV `03 len message`, NFC Forum
+        /// Type 2 Tag; docs/iso14443-t4t-ndef.md §6), or nil when page 4 holds no well-formed one.
+        static func ndefMessage(ofTag peer: String) throws -> [UInt8]? {
+            let data = try SimulatedReaders.controlA.send("tag-memory peer=\(peer) first=4 count=36")["data"] ?? ""
+            let bytes = data.split(separator: " ").compactMap { UInt8($0, radix: 16) }
+            guard bytes.count >= 2, bytes[0] == 0x03, Int(bytes[1]) + 2 <= bytes.count else { return nil }
+            return Array(bytes[2..<(2 + Int(bytes[1]))])
+        }
+
+        /// `write-ndef` killed (SIGKILL) at 40 points spread over half the time a whole write takes here:
+        /// every time the tag holds a well-formed NDEF message, the old one, the empty one the write
+        /// puts first, or the new one, never a torn one (page 4 is written first as an empty message
+        /// and last with the real start).
+        @Test func writeNDEFKilledAtAnyPointLeavesAWellFormedTag() async throws {
+            let environment = try await resetSimulatedReaders()
+            let readerA = environment.simulatedReaderA
+            // URI https://example.com (prefix 04), as the tag holds it first.
+            let old: [UInt8] = [0xD1, 0x01, 0x0C, 0x55, 0x04] + Array("example.com".utf8)
+            func placeTheOldTag() async throws {
+                try await placeInSharedField(
+                    "place-tag type=ntag213 uid=\"04 A1 B2 C3 D4 E5 F6\" ndef=\(old.map { String(format: "%02X", $0) }.joined()) id=ntag", environment: environment)
+            }
+            try await placeTheOldTag()
+            defer { _ = try? SimulatedReaders.controlA.send("remove all=yes") }
+            let rest = "example.org/a/path/long/enough/to/span/many/pages/of/the/tag"
+            let new: [UInt8] = [0xD1, 0x01, UInt8(1 + rest.utf8.count), 0x55, 0x04] + Array(rest.utf8)
+            let arguments = ["write-ndef", "--reader", readerA, "--uri", "https://" + rest, "--yes"]
+            let subprocesses = environment.environmentForSubprocesses
+            // One whole write, timed: the kills are spread over its length on this machine now.
+            let started = ContinuousClock.now
+            let whole = try await runBinary(arguments, environment: subprocesses, timeout: .seconds(60))
+            let length = ContinuousClock.now - started
+            #expect(whole.status == 0, "\(whole.out)\(whole.err)")
+            #expect(try Self.ndefMessage(ofTag: "ntag") == new)
+            for step in 0..<40 {
+                // Each round starts from the old message.
+                _ = try SimulatedReaders.controlA.send("remove peer=ntag")
+                _ = try await waitForCard(in: readerA, present: false)
+                try await placeTheOldTag()
+                // Over the first half of a whole write's time: a later run, started warm, is quicker.
+                let delay = length * Double(step) / 80
+                let process = try BinaryProcess(arguments, environment: subprocesses)
+                try await Task.sleep(for: delay)
+                kill(process.process.processIdentifier, SIGKILL)
+                try await blocking { process.process.waitUntilExit() }
+                let message = try Self.ndefMessage(ofTag: "ntag")
+                #expect(message == old || message == [] || message == new, "step \(step): \(message.map { $0.map { String(format: "%02X", $0) }.joined() } ?? "no NDEF TLV")")
+            }
+        }
+
         // MARK: an activated target left behind
 
         /// A TgInitAsTarget on A that B's automatic polling activates (docs/acr122-pn532.md §2):
