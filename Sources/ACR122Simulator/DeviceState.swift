@@ -138,6 +138,12 @@ final class DeviceState: @unchecked Sendable {
     /// libccid's IFDHICCPresence does for a powered card it no longer finds active.
     var owesAbsentReport = false
     var negotiatedProtocol: UInt?
+    /// The unit left its field for good (unplugged, or replaced by a personality switch): a
+    /// command blocked in a wait ends at once, as a USB transfer fails when the device is gone.
+    var isDetached = false
+    /// The command the host sent that has not been answered yet (a TgInitAsTarget waiting for a
+    /// terminal, an InDataExchange waiting for the target's answer), nil when none is under way.
+    var commandInFlight: [UInt8]?
     var pendingGetResponse: [UInt8]?
     var lateRepliesArmed = 0
     var lateAnswer: [UInt8]?
@@ -191,12 +197,16 @@ final class DeviceState: @unchecked Sendable {
 
     /// Waits (releasing the field lock) until `condition` holds or a deadline passes. Bounded: every
     /// iteration either returns or waits on a deadline that is at most the driver timeout away.
+    /// A unit detached meanwhile (``isDetached``) ends the wait as ``WaitResult/driverTimeout``: the
+    /// command fails, and the driver answers IFD_NO_SUCH_DEVICE for it (IFDHandler.swift), as
+    /// libccid does when the USB transfer under way fails because the device went away.
     func wait(
         lock: ConditionLock<FieldWorld>, limit: Deadline? = nil, _ condition: () -> Bool
     ) -> WaitResult {
         let mcu = mcuDeadline()
         let driver = driverDeadline()
         while true {
+            if isDetached { return .driverTimeout }
             if condition() { return .satisfied }
             if let limit, limit.hasPassed { return .limit }
             if let mcu, mcu.hasPassed { return .mcuTimeout }

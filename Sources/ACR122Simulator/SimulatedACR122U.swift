@@ -57,6 +57,8 @@ public final class SimulatedACR122U: IFDDevice {
     /// talking to its emulation sees the target leave. Idempotent.
     public func detach() {
         field.lock.withLock { world in
+            state.isDetached = true
+            field.lock.broadcast()
             guard let index = world.devices.firstIndex(where: { $0 === state }) else { return }
             state.leaveRoles(world: world)
             state.atr = nil
@@ -75,6 +77,10 @@ public final class SimulatedACR122U: IFDDevice {
     public func injectLateReply(count: Int = 1) {
         field.lock.withLock { _ in state.lateRepliesArmed += max(0, count) }
     }
+
+    /// Whether the unit left its field for good (``detach()``): a command that was blocked when it
+    /// left ended then, and its answer is not the device's.
+    public var isDetached: Bool { field.lock.withLock { _ in state.isDetached } }
 
     /// The LED state the last LED command left: bit 0 red, bit 1 green.
     public var ledState: UInt8 { field.lock.withLock { _ in state.led } }
@@ -143,17 +149,30 @@ public final class SimulatedACR122U: IFDDevice {
 
     public func transmit(_ command: [UInt8]) throws(IFDError) -> [UInt8] {
         try field.lock.withLock { world throws(IFDError) in
-            defer { field.lock.broadcast() }
+            state.commandInFlight = command
+            defer {
+                state.commandInFlight = nil
+                field.lock.broadcast()
+            }
             return try state.transmit(command, world: world, lock: field.lock)
         }
     }
 
     public func control(code: UInt32, _ command: [UInt8]) throws(IFDError) -> [UInt8] {
         try field.lock.withLock { world throws(IFDError) in
-            defer { field.lock.broadcast() }
+            state.commandInFlight = command
+            defer {
+                state.commandInFlight = nil
+                field.lock.broadcast()
+            }
             return try state.control(code: code, command, world: world, lock: field.lock)
         }
     }
+
+    /// The command (APDU, pseudo-APDU or escape command) the host sent that has not been answered
+    /// yet, nil when none is under way: a test waits for a TgInitAsTarget (`FF 00 00 00 Lc D4 8C …`)
+    /// to block before it unplugs the reader.
+    public var commandInFlight: [UInt8]? { field.lock.withLock { _ in state.commandInFlight } }
 
     public func attribute(_ tag: UInt32) -> [UInt8]? {
         field.lock.withLock { world in

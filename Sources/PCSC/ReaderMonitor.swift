@@ -10,6 +10,13 @@ public enum ReaderEvent: Sendable, Hashable, CustomStringConvertible {
     case cardInserted(reader: String, atr: [UInt8])
     /// The card or tag left.
     case cardRemoved(reader: String)
+    /// pcscd reports the reader unavailable (SCARD_STATE_UNAVAILABLE): its driver answers as for a
+    /// removed device (a USB reader unplugged: libccid's IFD_NO_SUCH_DEVICE), while pcscd keeps it
+    /// listed (a reader.conf reader, docs/faults.md, "What pcscd 1.9.9 does when a reader.conf
+    /// reader goes away").
+    case readerUnavailable(reader: String)
+    /// The reader answers again after ``readerUnavailable(reader:)`` (SCARD_STATE_UNAVAILABLE cleared).
+    case readerAvailable(reader: String)
     /// pcscd stopped answering (SCARD_E_NO_SERVICE / SCARD_E_SERVICE_STOPPED, docs/cases.md P12).
     case serviceLost(PCSCError)
     /// A new context was established after ``serviceLost(_:)``; readers have been re-enumerated.
@@ -22,6 +29,8 @@ public enum ReaderEvent: Sendable, Hashable, CustomStringConvertible {
         case .readerDetached: "reader-detached"
         case .cardInserted: "card-inserted"
         case .cardRemoved: "card-removed"
+        case .readerUnavailable: "reader-unavailable"
+        case .readerAvailable: "reader-available"
         case .serviceLost: "service-lost"
         case .serviceRestored: "service-restored"
         }
@@ -31,7 +40,7 @@ public enum ReaderEvent: Sendable, Hashable, CustomStringConvertible {
     public var reader: String? {
         switch self {
         case .readerAttached(let reader), .readerDetached(let reader), .cardInserted(let reader, _),
-            .cardRemoved(let reader):
+            .cardRemoved(let reader), .readerUnavailable(let reader), .readerAvailable(let reader):
             reader
         case .serviceLost, .serviceRestored: nil
         }
@@ -44,6 +53,8 @@ public enum ReaderEvent: Sendable, Hashable, CustomStringConvertible {
         case .cardInserted(let reader, let atr):
             "card-inserted \"\(reader)\" ATR " + atr.map { hex8($0) }.joined(separator: " ")
         case .cardRemoved(let reader): "card-removed \"\(reader)\""
+        case .readerUnavailable(let reader): "reader-unavailable \"\(reader)\""
+        case .readerAvailable(let reader): "reader-available \"\(reader)\""
         case .serviceLost(let error): "service-lost \(error.name)"
         case .serviceRestored: "service-restored"
         }
@@ -70,6 +81,22 @@ public func cardEvents(reader: String, previous: ReaderState?, current: ReaderSt
         }
         return []
     case (false, false): return []
+    }
+}
+
+/// Turns two successive SCardGetStatusChange reports for one reader into its events: the reader
+/// becoming unavailable (SCARD_STATE_UNAVAILABLE set) or available again (cleared), and the card
+/// events of ``cardEvents(reader:previous:current:)``. An unplugged reader's card leaves with it:
+/// `reader-unavailable` comes first, then `card-removed`; on the way back `reader-available`
+/// comes before the card's `card-inserted`.
+public func readerEvents(reader: String, previous: ReaderState?, current: ReaderState) -> [ReaderEvent] {
+    let wasUnavailable = previous?.eventFlags.contains(.unavailable) ?? false
+    let isUnavailable = current.eventFlags.contains(.unavailable)
+    let cards = cardEvents(reader: reader, previous: previous, current: current)
+    switch (wasUnavailable, isUnavailable) {
+    case (false, true): return [.readerUnavailable(reader: reader)] + cards
+    case (true, false): return [.readerAvailable(reader: reader)] + cards
+    default: return cards
     }
 }
 
@@ -188,7 +215,7 @@ public final class ReaderMonitor: Sendable {
                     var query = fresh.map { ReaderState(readerName: $0) }
                     _ = try context.getStatusChange(&query, timeout: .zero)
                     for state in query {
-                        for event in cardEvents(reader: state.readerName, previous: nil, current: state) { emit(event) }
+                        for event in readerEvents(reader: state.readerName, previous: nil, current: state) { emit(event) }
                         var known = state
                         known.acknowledge()
                         states[state.readerName] = known
@@ -204,7 +231,7 @@ public final class ReaderMonitor: Sendable {
                 for (index, name) in order.enumerated() {
                     let current = watched[index]
                     if current.eventFlags.contains(.unknown) { continue }  // gone: the next list reports it
-                    for event in cardEvents(reader: name, previous: states[name], current: current) { emit(event) }
+                    for event in readerEvents(reader: name, previous: states[name], current: current) { emit(event) }
                     var known = current
                     known.acknowledge()
                     states[name] = known

@@ -166,6 +166,8 @@ package final class CardSession {
     /// reader is asked (SCardStatus) whether the card is still there, because pcscd reports a
     /// card pulled away mid-APDU as SCARD_E_NOT_TRANSACTED (the driver's IFD_COMMUNICATION_ERROR,
     /// `IFDResultMapping.transmit`), whose own wording ("transaction failed") says nothing of the card.
+    /// A reader unplugged during the exchange (SCARD_E_READER_UNAVAILABLE, and pcscd marks it
+    /// unavailable) is said so (``readerUnavailableMessage(_:)``).
     /// - Parameter command: the APDU that failed, for the message.
     /// - Parameter recorded: whether the exchanges are being recorded (default: this session's `--record`).
     package func explainFailure(_ error: any Error, sending command: [UInt8], recorded: Bool? = nil) -> String {
@@ -178,6 +180,10 @@ package final class CardSession {
         case let error as PCSCError:
             if error == .sharingViolation {
                 return "\(shown): \(describe(error))"
+            }
+            // The reader went away during the exchange (unplugged: the driver's IFD_NO_SUCH_DEVICE).
+            if error == .readerUnavailable, readerIsUnavailable(reader, context: context) {
+                return "\(shown): \(readerUnavailableMessage(reader))"
             }
             let gone = { self.cardIsGone(waitingForPresencePoll: error == .notTransacted) }
             if let changed = cardChange(error.code, reader: reader, cardIsGone: gone, recorded: recorded ?? (recorder != nil), again: "sequence") {

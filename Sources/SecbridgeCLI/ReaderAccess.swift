@@ -42,6 +42,12 @@ package func describe(_ error: PCSCError, socketAnswers: (String) -> Bool = unix
 
 
 /// Whether a Unix stream socket at `path` accepts a connection now (connect(2), closed at once).
+///
+/// A daemon killed a moment ago may still hold its listening socket while its client connections
+/// are already closed (the kernel closes a dying process's descriptors one by one), so connect(2)
+/// can succeed into the backlog of a listener that is going: the connection is then hung up when
+/// the listener closes. So after a successful connect the connection is watched for a hang-up
+/// (poll(2), at most 200 ms); a hang-up means nothing listens any more.
 package func unixSocketAnswers(_ path: String) -> Bool {
     let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
     guard descriptor >= 0 else { return true }  // Cannot tell: keep the code's own meaning.
@@ -58,7 +64,10 @@ package func unixSocketAnswers(_ path: String) -> Bool {
     let result = withUnsafePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
     }
-    return result == 0
+    guard result == 0 else { return false }
+    var watched = pollfd(fd: descriptor, events: 0, revents: 0)  // POLLHUP and POLLERR are always reported
+    let ready = poll(&watched, 1, 200)
+    return !(ready > 0 && watched.revents & Int16(POLLHUP | POLLERR) != 0)
 }
 
 /// Picks a reader by `--reader`: a 0-based index into the list, or a case-insensitive substring of

@@ -70,6 +70,11 @@ package final class EventRecording: Sendable {
     /// The write failure that stopped the recording; nil while it runs.
     package var stoppedBy: TranscriptWriteError? { stopped.withLock { $0 } }
 
+    /// The event kinds `monitor --record` writes for ``ReaderEvent/readerUnavailable(reader:)`` and
+    /// ``ReaderEvent/readerAvailable(reader:)``: `x-` extensions, which every transcript reader keeps.
+    package static let readerUnavailableKind = TranscriptEventKind(rawValue: "x-reader-unavailable")
+    package static let readerAvailableKind = TranscriptEventKind(rawValue: "x-reader-available")
+
     /// Writes `event`; returns false when it was not written (this time or earlier).
     @discardableResult
     package func record(_ event: ReaderEvent) -> Bool {
@@ -85,6 +90,11 @@ package final class EventRecording: Sendable {
             (kind, attributes) = (.cardInserted, [TranscriptAttribute("reader", reader), TranscriptAttribute("atr", atr.hexString)])
         case .cardRemoved(let reader):
             (kind, attributes) = (.cardRemoved, [TranscriptAttribute("reader", reader)])
+        case .readerUnavailable(let reader):
+            // Format version 1 has no kind for it: an `x-` extension kind (Fixtures/README.md).
+            (kind, attributes) = (Self.readerUnavailableKind, [TranscriptAttribute("name", reader)])
+        case .readerAvailable(let reader):
+            (kind, attributes) = (Self.readerAvailableKind, [TranscriptAttribute("name", reader)])
         case .serviceLost(let error):
             (kind, attributes) = (.serviceLost, [TranscriptAttribute("error", error.name)])
         case .serviceRestored:

@@ -111,8 +111,9 @@ extension SecbridgeCLI {
 
     /// A credential from a file, or from built-in JSON.
     /// - Parameter client: reaches the reader of a `pcscCard` credential (a relay).
+    /// - Parameter relayClock: what the relay's call bound is measured on (nil: real time).
     static func loadCredential(
-        _ path: String?, fallbackJSON: String, client: any PCSCClient = PCSCLiteClient()
+        _ path: String?, fallbackJSON: String, client: any PCSCClient = PCSCLiteClient(), relayClock: (any SessionClock)? = nil
     ) throws(CLIError) -> Credential {
         do {
             let file = try path.map { path throws(CredentialFileError) in try CredentialFile(contentsOfFile: path) }
@@ -121,7 +122,10 @@ extension SecbridgeCLI {
                 // The relay session holds the card in one PC/SC transaction (bounded by the call
                 // watchdog), so no other program's APDU lands inside a terminal's transaction;
                 // a new card session after a change begins a new one.
-                CardSecureElement(description: "PC/SC card in \(reader)", resolveStatusWordsLocally: resolve) {
+                CardSecureElement(
+                    description: "PC/SC card in \(reader)", resolveStatusWordsLocally: resolve,
+                    clock: relayClock ?? ContinuousSessionClock()
+                ) {
                     let context = try client.establishContext()
                     let handle = try context.connect(to: reader, share: .shared, protocols: .any)
                     do {

@@ -111,7 +111,10 @@ extension SecbridgeCLI {
         .seconds(60) * (invocation.timeScale > 0 ? invocation.timeScale : 1)
     }
 
-    static let emulateCommand = Command(
+    static let emulateCommand = makeEmulateCommand(relayClock: nil)
+
+    /// `emulate`, a relayed PC/SC card's call bound measured on `relayClock` (nil: real time).
+    static func makeEmulateCommand(relayClock: (any SessionClock)?) -> Command { Command(
         name: "emulate",
         abstract: SecbridgeCLI.toolAbstract("emulate"),
         usage: "--credential FILE [--reader NAME|INDEX] [--yes] [--keep] [--record FILE] [--json] [--show-secrets]",
@@ -152,17 +155,17 @@ extension SecbridgeCLI {
             .showSecrets,
         ],
         // Ctrl-C or an error: the reader is restored in full (ResetCommand.swift), exit 130 on Ctrl-C.
-        run: ReaderCleanup.wrapping(runEmulate)
-    )
+        run: ReaderCleanup.wrapping { try runEmulate($0, relayClock: relayClock) }
+    ) }
 
-    @Sendable static func runEmulate(_ invocation: Invocation) throws -> Int32 {
+    @Sendable static func runEmulate(_ invocation: Invocation, relayClock: (any SessionClock)? = nil) throws -> Int32 {
         guard invocation.arguments.positional.isEmpty else {
             throw CLIError.usage("emulate takes no arguments, got '\(invocation.arguments.positional[0])'")
         }
         guard let path = invocation.arguments.value("credential") else {
             throw CLIError.usage("give the credential to present with --credential FILE")
         }
-        let credential = try loadCredential(path, fallbackJSON: "", client: invocation.client)
+        let credential = try loadCredential(path, fallbackJSON: "", client: invocation.client, relayClock: relayClock)
         let context = try openContext(invocation)
         let readers = try listReaders(context)
         let reader = try selectReader(
@@ -236,15 +239,18 @@ extension SecbridgeCLI {
             let channel: any CardChannel = recorder.map { RecordingChannel(wrapping: handle, recorder: $0) } ?? handle
             return (channel, { try? handle.disconnect(.leave); try? context.release() })
         }
-        if case .unsupported(let reason, _) = backend.support {
-            // An unplugged reader answers no escape command either: say what is really wrong.
-            // (A PC/SC call: on the executor's thread, not Swift's shared pool.)
-            let unavailable = (try? await executor.run { () throws -> Bool in
+        // Whether pcscd reports the reader unavailable (unplugged). (A PC/SC call: on the
+        // executor's thread, not Swift's shared pool.)
+        @Sendable func readerIsGone() async -> Bool {
+            (try? await executor.run { () throws -> Bool in
                 let context = try client.establishContext()
                 defer { try? context.release() }
                 return readerIsUnavailable(reader, context: context)
             }) ?? false
-            throw CLIError.failure(unavailable ? readerUnavailableMessage(reader) : "\(reader) cannot emulate a card: \(reason)")
+        }
+        if case .unsupported(let reason, _) = backend.support {
+            // An unplugged reader answers no escape command either: say what is really wrong.
+            throw CLIError.failure(await readerIsGone() ? readerUnavailableMessage(reader) : "\(reader) cannot emulate a card: \(reason)")
         }
         // Approved: card emulation changes the reader's settings next (PICC parameter, RF, MCU timeout).
         let authorizer = PolicyAuthorizer { request in
@@ -284,6 +290,8 @@ extension SecbridgeCLI {
         }
         let done = ResultBox<Bool>()
         let secureElementChanges = Mutex<[String]>([])
+        // The session ended because the reader failed (unplugged during a call, pcscd gone).
+        let readerLost = Mutex(false)
         // The card-emulation state line comes before the first event of the emulation, whichever
         // of the session's return and a fast terminal's first event is seen first.
         let emulationAnnounced = OnceFlag()
@@ -325,6 +333,9 @@ extension SecbridgeCLI {
                 case .cardEmulationTimeout:
                     report(.cardEmulationTimeout)
                     done.lock.withLock { done.result = .success(false) }
+                case .sessionInvalidated(let reason):
+                    report(.other("\(event)"))
+                    if case .readerLost? = reason.invalidation { readerLost.withLock { $0 = true } }
                 default:
                     report(.other("\(event)"))
                 }
@@ -364,6 +375,10 @@ extension SecbridgeCLI {
         await session.invalidate()
         let (served, activationStarts) = await events.value
         await backend.close()
+        // The reader went away during the emulation (its call ended with SCARD_E_READER_UNAVAILABLE).
+        if readerLost.withLock({ $0 }), await readerIsGone() {
+            throw CLIError.failure(readerUnavailableMessage(reader))
+        }
         // A terminal command met a changed secure element and was answered 6F 00: that
         // transaction could not continue, whatever came after.
         if let change = secureElementChanges.withLock({ $0.first }) {

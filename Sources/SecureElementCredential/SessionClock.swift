@@ -39,10 +39,28 @@ public final class VirtualSessionClock: SessionClock {
         var continuation: CheckedContinuation<Void, any Error>
     }
 
+    private struct Watcher {
+        var id: UInt64
+        /// What the sleepers' deadlines must show for the watcher to resume.
+        var condition: @Sendable ([Duration]) -> Bool
+        var continuation: CheckedContinuation<Bool, Never>
+    }
+
     private struct State {
         var now: Duration = .zero
         var nextID: UInt64 = 0
         var sleepers: [Sleeper] = []
+        /// Tasks in ``untilSleepers(_:)`` or ``untilSleeper(until:)``, resumed when a sleeper
+        /// that satisfies them registers.
+        var watchers: [Watcher] = []
+
+        /// Removes and returns the watchers the sleepers now satisfy.
+        mutating func satisfiedWatchers() -> [Watcher] {
+            let deadlines = sleepers.map(\.deadline)
+            let satisfied = watchers.filter { $0.condition(deadlines) }
+            watchers.removeAll { $0.condition(deadlines) }
+            return satisfied
+        }
     }
 
     private let state = Mutex(State())
@@ -55,6 +73,64 @@ public final class VirtualSessionClock: SessionClock {
 
     /// The number of tasks sleeping on this clock (for tests that wait for a loop to park).
     public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
+
+    /// Suspends until at least `count` tasks sleep on this clock (a loop parked on its timer), with
+    /// no polling: the sleeper that makes the count resumes it when it registers.
+    /// - Returns: true once `count` tasks sleep; false when the calling task is cancelled first
+    ///   (a test bounds the wait by cancelling it, e.g. from a timeout task).
+    public func untilSleepers(_ count: Int) async -> Bool {
+        await until { $0.count >= count }
+    }
+
+    /// Suspends until a task sleeps on this clock until `deadline` (a timer of that length
+    /// started), with no polling, as ``untilSleepers(_:)``.
+    /// - Returns: true once such a sleeper is there; false when the calling task is cancelled first.
+    public func untilSleeper(until deadline: Duration) async -> Bool {
+        await until { $0.contains(deadline) }
+    }
+
+    /// Suspends until the sleepers' deadlines satisfy `condition`, checked now and whenever a
+    /// sleeper registers; false when the calling task is cancelled first.
+    private func until(_ condition: @escaping @Sendable ([Duration]) -> Bool) async -> Bool {
+        let id: UInt64 = state.withLock { s in
+            s.nextID += 1
+            return s.nextID
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+                let resumeNow: Bool? = state.withLock { s in
+                    if Task.isCancelled { return false }
+                    if condition(s.sleepers.map(\.deadline)) { return true }
+                    s.watchers.append(Watcher(id: id, condition: condition, continuation: continuation))
+                    return nil
+                }
+                if let resumeNow { continuation.resume(returning: resumeNow) }
+            }
+        } onCancel: {
+            let cancelled: Watcher? = state.withLock { s in
+                guard let index = s.watchers.firstIndex(where: { $0.id == id }) else { return nil }
+                return s.watchers.remove(at: index)
+            }
+            cancelled?.continuation.resume(returning: false)
+        }
+    }
+
+    /// ``untilSleepers(_:)`` bounded by `bound` of real time (a safety net for a test whose task
+    /// never parks: it then fails instead of hanging).
+    /// - Returns: true once `count` tasks sleep, false when `bound` passed first.
+    public func untilSleepers(_ count: Int, within bound: Duration) async -> Bool {
+        await firstOf(
+            { await self.untilSleepers(count) },
+            { try? await ContinuousClock().sleep(for: bound); return false })
+    }
+
+    /// ``untilSleeper(until:)`` bounded by `bound` of real time.
+    /// - Returns: true once a task sleeps until `deadline`, false when `bound` passed first.
+    public func untilSleeper(until deadline: Duration, within bound: Duration) async -> Bool {
+        await firstOf(
+            { await self.untilSleeper(until: deadline) },
+            { try? await ContinuousClock().sleep(for: bound); return false })
+    }
 
     /// The earliest deadline a task sleeps until, or nil.
     public var nextDeadline: Duration? { state.withLock { $0.sleepers.map(\.deadline).min() } }
@@ -83,17 +159,19 @@ public final class VirtualSessionClock: SessionClock {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 // Checked under the lock: a cancellation that came before this registration finds
                 // no sleeper to resume in its handler, so it must be seen here.
-                let resumeNow: Bool? = state.withLock { s in
-                    if Task.isCancelled { return nil }
-                    if s.now >= deadline { return true }
+                let (resumeNow, watchers): (Bool?, [Watcher]) = state.withLock { s in
+                    if Task.isCancelled { return (nil, []) }
+                    if s.now >= deadline { return (true, []) }
                     s.sleepers.append(Sleeper(id: id, deadline: deadline, continuation: continuation))
-                    return false
+                    return (false, s.satisfiedWatchers())
                 }
                 switch resumeNow {
                 case nil: continuation.resume(throwing: CancellationError())
                 case true?: continuation.resume()
                 case false?: break
                 }
+                // Outside the lock: a watcher resumed here may run at once.
+                for watcher in watchers { watcher.continuation.resume(returning: true) }
             }
         } onCancel: {
             let cancelled: Sleeper? = state.withLock { s in

@@ -18,7 +18,7 @@ import Glibc
 /// |---|---|---|
 /// | `ping` | `driver protocol reader field open-order` | — (`open-order` 0 for the first reader pcscd opened on this driver: it is named `… 00 00`, the next `… 01 00`) |
 /// | `help` | `verbs` | — |
-/// | `status` | `personality firmware card led picc mcu-timeout rf peers` | — (`card` = present/absent as pcscd sees it; `led`, `picc`, `mcu-timeout` one hex byte) |
+/// | `status` | `personality firmware card led picc mcu-timeout rf peers busy` | — (`card` = present/absent as pcscd sees it; `led`, `picc`, `mcu-timeout` one hex byte; `busy` the first 7 bytes of the command under way, e.g. `FF 00 00 00 27 D4 8C` for a TgInitAsTarget waiting for a terminal, or `no`) |
 /// | `place-card uid= [atqa=] [sak=] [ats=] [applet=] [transcript=] [channel=] [id=] [leave-after=]` | `peer` | an ISO/IEC 14443-4 card: `applet` one of ``BuiltInApplet`` (default `ok`: `t4t-ndef`, `ok`, `echo`, `mute`, `long-object`, `broken-chain`, `desfire-ev1`), or answers from a transcript file; ATQA default `00 04`, SAK `20`, ATS `05 78 80 70 02`; `leave-after=n`: the card leaves the field during its n-th C-APDU |
 /// | `place-tag uid= [atqa=] [sak=] [id=]` | `peer` | an ISO/IEC 14443-3 tag without memory (default ATQA `00 04`, SAK `08`): anticollision and any-key MIFARE authentication only |
 /// | `place-tag type=ntag213\|ntag215\|ntag216\|ultralight uid=<7 bytes> [ndef=<hex>] [id=]` | `peer type` | an NFC Forum Type 2 tag with memory (``Type2TagMemory``); `ndef` = the raw NDEF message bytes, written as TLV `03 len msg FE` from page 4 (default: an empty NDEF tag `03 00 FE`) |
@@ -69,6 +69,8 @@ enum ControlProtocol {
                 ("mcu-timeout", ControlHex.format([device.mcuTimeout])),
                 ("rf", device.isRFFieldOn ? "on" : "off"),
                 ("peers", String(binding.field.list.count)),
+                // The first 7 bytes name a Direct Transmit's PN532 command (`FF 00 00 00 Lc D4 cmd`).
+                ("busy", device.commandInFlight.map { ControlHex.format(Array($0.prefix(7))) } ?? "no"),
             ])
         case "place-card":
             return try placeCard(request, binding: binding)

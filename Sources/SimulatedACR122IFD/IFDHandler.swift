@@ -183,14 +183,17 @@ public func IFDHTransmitToICC(_ lun: DWORD, _ sendPci: SCARD_IO_HEADER, _ txBuff
         return noSuchDevice
     }
     let capacity = rxLength.pointee
+    // The unit itself, not the binding: a replug meanwhile puts a fresh one behind the binding.
+    let device = reader.binding.device
     do {
-        let answer = try reader.device.transmit(bytes(txBuffer, txLength))
+        let answer = try device.transmit(bytes(txBuffer, txLength))
         recvPci?.pointee.Protocol = sendPci.Protocol
         recvPci?.pointee.Length = DWORD(MemoryLayout<SCARD_IO_HEADER>.size)
         return copyOut(answer, to: rxBuffer, capacity: capacity, length: rxLength)
     } catch {
         rxLength.pointee = 0
-        return responseCode(error)
+        // Unplugged while the command was under way: the transfer failed with the device gone.
+        return device.isDetached ? noSuchDevice : responseCode(error)
     }
 }
 
@@ -211,10 +214,13 @@ public func IFDHControl(_ lun: DWORD, _ controlCode: DWORD, _ txBuffer: UnsafeMu
     guard let reader = ReaderTable.reader(lun) else { return communicationError }
     if reader.binding.isUnplugged { return noSuchDevice }
     guard controlCode <= DWORD(UInt32.max) else { return RESPONSECODE(IFD_ERROR_NOT_SUPPORTED) }
+    // The unit itself, not the binding: a replug meanwhile puts a fresh one behind the binding.
+    let device = reader.binding.device
     do {
-        let answer = try reader.device.control(code: UInt32(controlCode), bytes(txBuffer, txLength))
+        let answer = try device.control(code: UInt32(controlCode), bytes(txBuffer, txLength))
         return copyOut(answer, to: rxBuffer, capacity: rxLength, length: bytesReturned)
     } catch {
-        return responseCode(error)
+        // Unplugged while the command was under way (TgInitAsTarget waiting for a terminal, …).
+        return device.isDetached ? noSuchDevice : responseCode(error)
     }
 }

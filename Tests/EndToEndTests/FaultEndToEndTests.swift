@@ -121,6 +121,122 @@ extension SharedReader {
             #expect(kinds.map { monitorNames[$0] ?? $0 } == shownKinds, "\(kinds) \(shownKinds)")
         }
 
+        // MARK: a recording cut by a signal
+
+        /// `monitor --record` killed by SIGTERM or SIGKILL after six card events: every event it
+        /// showed is in the file (an event is written, one write and flush per line, before it is
+        /// shown), the file ends on a whole line, and it parses.
+        @Test(arguments: [SIGTERM, SIGKILL])
+        func aMonitorRecordingCutByASignalEndsOnAWholeLineAndParses(_ signal: Int32) async throws {
+            let environment = try await resetSimulatedReaders()
+            let directory = try faultTestDirectory("record-signal")
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let path = directory + "/monitor.transcript"
+            let monitor = try BinaryProcess(["monitor", "--record", path, "--timeout", "60"], environment: environment.environmentForSubprocesses)
+            defer { monitor.stop() }
+            let readerA = environment.simulatedReaderA
+            var last = try await monitor.wait(for: "reader-attached \"\(readerA)\"")
+            for round in 0..<3 {
+                try SimulatedReaders.controlA.send("place-tag uid=04A1B2C3D4E5\(String(format: "%02X", round)) atqa=0044 sak=00 id=t")
+                last = try await monitor.wait(for: "card-inserted \"\(readerA)\"", after: last + 1)
+                try SimulatedReaders.controlA.send("remove peer=t")
+                last = try await monitor.wait(for: "card-removed \"\(readerA)\"", after: last + 1)
+            }
+            #expect(kill(monitor.process.processIdentifier, signal) == 0)
+            try await blocking { monitor.process.waitUntilExit() }
+            let text = try String(contentsOfFile: path, encoding: .utf8)
+            #expect(text.hasSuffix("\n"), "\(text)")
+            let events = try transcriptLines(at: path).compactMap { line -> TranscriptEvent? in
+                if case .record(let record) = line, case .event(let event) = record.entry { return event }
+                return nil
+            }
+            let ofA = events.filter { $0.attributes.contains { $0.value == readerA } }.map(\.kind.rawValue)
+            #expect(Array(ofA.prefix(7)) == ["reader-added"] + Array(repeating: ["card-inserted", "card-removed"], count: 3).flatMap { $0 }, "\(text)")
+        }
+
+        // MARK: two programs on one card
+
+        /// Two `send` processes at once, 40 each, on a card whose every answer is a 2847-byte object
+        /// behind a 61 XX chain (the simulator's `long-object` applet: byte i is i × 7 mod 256):
+        /// each process runs its command and GET RESPONSE chain inside its own transaction, so
+        /// every one of the 80 answers is the whole object (issue 15 measured 78 of 80 wrong).
+        @Test func twoProcessesSendingAtOnceEachGetTheirWholeGetResponseChain() async throws {
+            let environment = try await resetSimulatedReaders()
+            let readerA = environment.simulatedReaderA
+            try await placeInSharedField("place-card uid=\"04 A1 B2 C3\" applet=long-object id=long", environment: environment)
+            defer { _ = try? SimulatedReaders.controlA.send("remove all=yes") }
+            let object = (0..<2847).map { String(format: "%02X", UInt8(truncatingIfNeeded: $0 &* 7)) }.joined()
+            let subprocesses = environment.environmentForSubprocesses
+            let statuses = try await withThrowingTaskGroup(of: [(Int32, Bool, String)].self) { group in
+                for _ in 0..<2 {
+                    group.addTask {
+                        var results: [(Int32, Bool, String)] = []
+                        for _ in 0..<40 {
+                            let result = try await runBinary(
+                                ["send", "--json", "--reader", readerA, "00 CB 3F FF 05 5C 03 5F C1 05 00"], environment: subprocesses, timeout: .seconds(60))
+                            results.append((result.status, result.out.contains("\"data\": \"\(object)\""), result.err))
+                        }
+                        return results
+                    }
+                }
+                return try await group.reduce(into: []) { $0 += $1 }
+            }
+            #expect(statuses.count == 80)
+            #expect(statuses.filter { $0.0 == 0 && $0.1 }.count == 80, "\(statuses.filter { $0.0 != 0 || !$0.1 }.map(\.2).prefix(3))")
+        }
+
+        // MARK: write-ndef killed
+
+        /// The NDEF message in an NTAG213's memory from page 4 (the TLV `03 len message`, NFC Forum
+        /// Type 2 Tag; docs/iso14443-t4t-ndef.md §6), or nil when page 4 holds no well-formed one.
+        static func ndefMessage(ofTag peer: String) throws -> [UInt8]? {
+            let data = try SimulatedReaders.controlA.send("tag-memory peer=\(peer) first=4 count=36")["data"] ?? ""
+            let bytes = data.split(separator: " ").compactMap { UInt8($0, radix: 16) }
+            guard bytes.count >= 2, bytes[0] == 0x03, Int(bytes[1]) + 2 <= bytes.count else { return nil }
+            return Array(bytes[2..<(2 + Int(bytes[1]))])
+        }
+
+        /// `write-ndef` killed (SIGKILL) at 40 points spread over half the time a whole write takes here:
+        /// every time the tag holds a well-formed NDEF message, the old one, the empty one the write
+        /// puts first, or the new one, never a torn one (page 4 is written first as an empty message
+        /// and last with the real start).
+        @Test func writeNDEFKilledAtAnyPointLeavesAWellFormedTag() async throws {
+            let environment = try await resetSimulatedReaders()
+            let readerA = environment.simulatedReaderA
+            // URI https://example.com (prefix 04), as the tag holds it first.
+            let old: [UInt8] = [0xD1, 0x01, 0x0C, 0x55, 0x04] + Array("example.com".utf8)
+            func placeTheOldTag() async throws {
+                try await placeInSharedField(
+                    "place-tag type=ntag213 uid=\"04 A1 B2 C3 D4 E5 F6\" ndef=\(old.map { String(format: "%02X", $0) }.joined()) id=ntag", environment: environment)
+            }
+            try await placeTheOldTag()
+            defer { _ = try? SimulatedReaders.controlA.send("remove all=yes") }
+            let rest = "example.org/a/path/long/enough/to/span/many/pages/of/the/tag"
+            let new: [UInt8] = [0xD1, 0x01, UInt8(1 + rest.utf8.count), 0x55, 0x04] + Array(rest.utf8)
+            let arguments = ["write-ndef", "--reader", readerA, "--uri", "https://" + rest, "--yes"]
+            let subprocesses = environment.environmentForSubprocesses
+            // One whole write, timed: the kills are spread over its length on this machine now.
+            let started = ContinuousClock.now
+            let whole = try await runBinary(arguments, environment: subprocesses, timeout: .seconds(60))
+            let length = ContinuousClock.now - started
+            #expect(whole.status == 0, "\(whole.out)\(whole.err)")
+            #expect(try Self.ndefMessage(ofTag: "ntag") == new)
+            for step in 0..<40 {
+                // Each round starts from the old message.
+                _ = try SimulatedReaders.controlA.send("remove peer=ntag")
+                _ = try await waitForCard(in: readerA, present: false)
+                try await placeTheOldTag()
+                // Over the first half of a whole write's time: a later run, started warm, is quicker.
+                let delay = length * Double(step) / 80
+                let process = try BinaryProcess(arguments, environment: subprocesses)
+                try await Task.sleep(for: delay)
+                kill(process.process.processIdentifier, SIGKILL)
+                try await blocking { process.process.waitUntilExit() }
+                let message = try Self.ndefMessage(ofTag: "ntag")
+                #expect(message == old || message == [] || message == new, "step \(step): \(message.map { $0.map { String(format: "%02X", $0) }.joined() } ?? "no NDEF TLV")")
+            }
+        }
+
         // MARK: an activated target left behind
 
         /// A TgInitAsTarget on A that B's automatic polling activates (docs/acr122-pn532.md §2):
@@ -195,9 +311,9 @@ extension SharedReader {
             var continued = false
             defer { if !continued { kill(pid, SIGCONT) } }
             let call = Task { try await element.transceive(select) }
-            // The relayed call is on its way once its bound sleeps on the clock (at most 5 s of real time).
-            let registered = ContinuousClock.now + .seconds(5)
-            while clock.sleeperCount == 0 && ContinuousClock.now < registered { try await Task.sleep(for: .milliseconds(10)) }
+            // The relayed call is on its way once its bound sleeps on the clock (the clock resumes
+            // this wait when it registers; at most 5 s of real time).
+            #expect(await clock.untilSleepers(1, within: .seconds(5)))
             #expect(clock.sleeperCount == 1)
             clock.advance(by: .seconds(40))
             let outcome = await call.result
@@ -215,6 +331,66 @@ extension SharedReader {
             // close() does not wait for the blocked call; the release follows it.
             await element.close()
             _ = try await waitForCard(in: environment.vpcdReaderName, present: true)
+        }
+
+        /// `emulate` of vicc-relay.json end to end: the terminal's SELECT is relayed to vicc, which
+        /// was stopped (SIGSTOP) once the relay's connection was open; the call bound runs on a
+        /// virtual clock that the test moves past 40 s (no real wait). The terminal gets 6F 00,
+        /// emulate says the card did not answer, exits 1, and the reader is restored.
+        @Test func anEmulationRelayingToACardThatStopsAnsweringAnswers6F00AndRestoresTheReader() async throws {
+            let environment = try await resetSimulatedReaders()
+            try #require(environment.vpcdReaderName == "Virtual PCD 00 00", "vicc-relay.json names vicc's reader")
+            let readerA = environment.simulatedReaderA
+            let readerB = environment.simulatedReaderB
+            // The terminal placed on A activates the target, not B's automatic polling.
+            try await blocking { try stopAutomaticPolling(on: readerB) }
+            defer { _ = try? SimulatedReaders.controlA.send("remove all=yes") }
+            let pid = try #require(environment.card.processIdentifier)
+            let clock = VirtualSessionClock()
+            // A thread of its own: the test's PC/SC calls do not queue behind the emulation.
+            let executor = BlockingExecutor(name: "emulate-relay")
+            defer { executor.shutdown() }
+            let credential = try repositoryPath("Fixtures/credentials/vicc-relay.json")
+            let emulation = Task {
+                try await executor.run { () -> (Int32, String, String) in
+                    let console = CapturingConsole(input: [])
+                    let status = SecbridgeTools.main(
+                        arguments: ["emulate", "--credential", credential, "--yes", "--reader", readerA], console: console, relayClock: clock)
+                    return (status, console.standardOutput, console.standardError)
+                }
+            }
+            // TgInitAsTarget waits on A: wired mode opened the relay's connection to vicc before.
+            try await waitUntilBusy(SimulatedReaders.controlA, with: "D4 8C")
+            #expect(kill(pid, SIGSTOP) == 0)
+            var continued = false
+            defer { if !continued { kill(pid, SIGCONT) } }
+            try SimulatedReaders.controlA.send("place-terminal script=android-t4t-read id=android")
+            // The relayed SCardTransmit blocks in vicc: its bound sleeps on the clock.
+            #expect(await clock.untilSleepers(1, within: .seconds(20)))
+            clock.advance(by: .seconds(40))
+            let (status, out, err) = try await emulation.value
+            kill(pid, SIGCONT)
+            continued = true
+            let select = "00 A4 04 00 07 D2 76 00 00 85 01 01 00"
+            #expect(status == 1, "\(out)\(err)")
+            let reason = "the card serving as secure element (PC/SC card in Virtual PCD 00 00) did not answer SCardTransmit of \(select) within 40 s (the bound SECBRIDGE_CALL_TIMEOUT sets)"
+            // The terminal's SELECT answered 6F 00 at the bound, and said so.
+            #expect(out.contains("event: secure element changed: \(reason): it stopped answering, or its reader or pcscd is stuck; remove the card and put it back, or replug its reader\n  terminal > \(select)\n  host     < 6F 00\n"), "\(out)")
+            #expect(err.contains("secbridge: error: the terminal's transaction could not continue: \(reason)"), "\(err)")
+            let reply = try await terminalResult("android")
+            #expect(reply["result"] == "failed", "\(reply)")
+            // The reader restored: polling back on, and the target left (a tag placed on A is seen).
+            #expect(try SimulatedReaders.controlA.send("status")["picc"] == "FF")
+            #expect(try SimulatedReaders.controlA.send("status")["busy"] == "no")
+            try SimulatedReaders.controlA.send("remove all=yes")
+            try SimulatedReaders.controlA.send("place-tag uid=04A1B2C3D4E5F6 atqa=0044 sak=00 id=t2")
+            _ = try await waitForCard(in: readerA, present: true)
+            // vicc answers again once continued.
+            _ = try await waitForCard(in: environment.vpcdReaderName, present: true)
+            try await blocking { () throws -> Void in
+                let link = try ACR122Link.open(channel: try PCSCContext().connect(to: readerB, share: .direct, protocols: []), readerName: readerB)
+                _ = try link.setPICCOperatingParameter(.factoryDefault)
+            }
         }
 
         // MARK: presence and transmit consistent in the simulated reader
@@ -286,7 +462,7 @@ extension SharedReader {
         // MARK: USB unplug and replug
 
         @Test func unplugAndReplugUnderMonitorReadRunAndEmulate() async throws {
-            let environment = try await resetSimulatedReaders()
+            let environment = try await replugAndResetSimulatedReaders()
             let readerA = environment.simulatedReaderA
             try await placeInSharedField("place-card uid=\"04 A1 B2 C3\" applet=t4t-ndef id=tag", environment: environment)
             let directory = try faultTestDirectory("unplug")
@@ -329,5 +505,92 @@ extension SharedReader {
             _ = try await monitor.wait(for: "\"event\":\"card-inserted\",\"reader\":\"\(readerA)\"", after: removed)
             #expect(!monitor.output[before...].contains { $0.contains("reader-detached") }, "\(monitor.output)")
         }
+    }
+}
+
+/// The processes descending from `pid` (children, their children, …) with their command names,
+/// from the `ppid` field of every /proc/PID/stat (proc(5)).
+func descendants(of pid: Int32) -> [(pid: Int32, name: String)] {
+    var parents: [Int32: (parent: Int32, name: String)] = [:]
+    for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+        guard let child = Int32(entry), let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+              let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")") else { continue }
+        // "pid (comm) state ppid …": comm may hold spaces and parentheses, so split after the last ')'.
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 1, let parent = Int32(fields[1]) else { continue }
+        parents[child] = (parent, String(stat[stat.index(after: open)..<close]))
+    }
+    var found: [(pid: Int32, name: String)] = []
+    var frontier: Set<Int32> = [pid]
+    while !frontier.isEmpty {
+        let next = parents.filter { frontier.contains($0.value.parent) }
+        found += next.map { ($0.key, $0.value.name) }
+        frontier = Set(next.keys)
+    }
+    return found
+}
+
+/// Faults of a private pcscd of its own (`simulate`, `demo`): the shared pcscd stays up for the
+/// other suites.
+@Suite(.needsPrivatePCSCD) struct PrivateDaemonFaultTests {
+    /// SIGKILL of `demo` as soon as its private pcscd runs (the demo itself is over in a moment)
+    /// takes that pcscd with it, as for `simulate` (`MonitorTests.swift`
+    /// `simulateKilledTakesItsPcscdWithIt`): the lifeline ends with it.
+    @Test func demoKilledTakesItsPcscdWithIt() async throws {
+        try requireBuiltBinaries()
+        let demo = try BinaryProcess(["demo", "--time-scale", "1"], environment: ProcessInfo.processInfo.environment, input: true)
+        let process = demo.process
+        defer { if process.isRunning { process.terminate() } }
+        // Its pcscd among its descendants (asking /proc every 10 ms: another process's children).
+        let daemons = try await blocking { () -> [Int32] in
+            let deadline = ContinuousClock.now + .seconds(20)
+            while ContinuousClock.now < deadline && process.isRunning {
+                let found = descendants(of: process.processIdentifier).filter { $0.name == "pcscd" }.map(\.pid)
+                if !found.isEmpty { return found }
+                usleep(10_000)
+            }
+            return []
+        }
+        try #require(!daemons.isEmpty, "no pcscd seen under demo \(process.processIdentifier): \(demo.output)")
+        kill(process.processIdentifier, SIGKILL)
+        _ = try await blocking { process.waitUntilExit() }
+        for pcscd in daemons {
+            let exited = try await blocking { waitForExit(of: pcscd, upTo: .seconds(10)) }
+            #expect(exited, "pcscd \(pcscd) still runs after demo was killed")
+        }
+    }
+
+    /// TgInitAsTarget `D4 8C`, PICC only, passive only (mode 05), SENS_RES 04 00, NFCID1t 12 34 56,
+    /// SEL_RES 20, no FeliCa or NFC-DEP parameters (PN532 UM0701-02 §7.3.14), as a Direct Transmit
+    /// through the escape path (docs/acr122-pn532.md §2): it waits for a terminal that never comes.
+    static let tgInitAsTarget = "FF 00 00 00 27 D4 8C 05 04 00 12 34 56 20" + String(repeating: " 00", count: 30)
+
+    @Test func pcscdKilledDuringAControlCallSaysPcscdWentAway() async throws {
+        try requireBuiltBinaries()
+        // Time scale 1: the TgInitAsTarget waits (up to libccid's 30 s) for what the test does next.
+        let simulate = try BinaryProcess(
+            ["simulate", "--json", "--readers", "1", "--time-scale", "1", "--timeout", "60"],
+            environment: ProcessInfo.processInfo.environment, input: true)
+        defer { simulate.stop() }
+        let started = try await simulate.line(containing: "\"event\":\"started\"")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(started.utf8)) as? [String: Any])
+        let socket = try #require(object["socket"] as? String)
+        let reader = try #require((object["readers"] as? [[String: Any]])?.first)
+        let name = try #require(reader["name"] as? String)
+        let controlSocket = try #require(reader["controlSocket"] as? String)
+        let pcscd = try #require(PrivatePCSCD.daemonPID(socketPath: socket))
+        var environment = ProcessInfo.processInfo.environment
+        environment["PCSCLITE_CSOCK_NAME"] = socket
+        let control = try BinaryProcess(["control", "--reader", name] + Self.tgInitAsTarget.split(separator: " ").map(String.init), environment: environment)
+        defer { control.stop() }
+        try await waitUntilBusy(SimulatedReaderControl(socketPath: controlSocket), with: "D4 8C")
+        // SCardControl is under way in pcscd: it dies now.
+        #expect(kill(pcscd, SIGKILL) == 0)
+        try await blocking { control.process.waitUntilExit() }
+        let errors = control.finalStandardError()
+        #expect(control.process.terminationStatus == 1, "\(control.output) \(errors)")
+        #expect(errors.contains("SCardControl failed: pcscd went away during the call (SCARD_"), "\(errors)")
+        #expect(errors.contains(", and nothing listens on \(socket) any more); start pcscd again"), "\(errors)")
+        #expect(!errors.contains("security violation"), "\(errors)")
     }
 }

@@ -24,19 +24,6 @@ extension Libnfc.RunningTool {
     }
 }
 
-/// Waits (at most 10 s, asking every 20 ms: the tool is another process) until reader A's field
-/// events after sequence `before` show its RF field switched on; true when they did.
-func fieldSwitchedOn(after before: String) throws -> Bool {
-    let clock = ContinuousClock()
-    let deadline = clock.now + .seconds(10)
-    let fieldOn = "[\(SimulatedReaders.directoryA)] field on"
-    while clock.now < deadline {
-        if try SimulatedReaders.controlA.send("events after=\(before)")["events"]?.contains(fieldOn) == true { return true }
-        usleep(20_000)
-    }
-    return false
-}
-
 /// A scratch directory for a tool's files, removed by the caller.
 func toolScratchDirectory() throws -> String {
     let path = NSTemporaryDirectory() + "secbridge-libnfc-tools.\(getpid()).\(UUID().uuidString.prefix(8))"
@@ -86,34 +73,47 @@ extension SharedReader {
             #expect(result.output.contains(" RAM test: OK"), "\(result.output)")
         }
 
-        /// nfc-poll started with an empty field finds the tag placed afterwards through InAutoPoll,
-        /// prints it as nfc-list does, and ends when the tag leaves: its presence check (READ page
-        /// 0 through InDataExchange) gets status 01, which libnfc reports as "Target Released".
-        ///
-        /// Real time for the devices (time scale 1): the tag is placed while InAutoPoll waits, which
-        /// must be within the MCU timeout (5 s) of a process started in real time; the test waits for
-        /// no timeout, the tag ends the wait.
+        /// What nfc-poll prints for the NTAG213 `ntag` and its leaving, when it found the tag through
+        /// InAutoPoll on a DIRECT connection: the target as nfc-list prints it, and the end of its
+        /// presence check (READ page 0 through InDataExchange gets status 01, which libnfc reports
+        /// as "Target Released").
+        func expectTheTagAndTargetReleased(_ output: String) {
+            #expect(output.contains("ISO/IEC 14443A (106 kbps) target:"), "\(output)")
+            #expect(output.contains("ATQA (SENS_RES): 00  44"), "\(output)")
+            #expect(output.contains("UID (NFCID1): 04  a1  b2  c3  d4  e5  f6"), "\(output)")
+            #expect(output.contains("SAK (SEL_RES): 00"), "\(output)")
+            #expect(output.contains("Waiting for card removing...nfc_initiator_target_is_present: Target Released\ndone.\n"), "\(output)")
+        }
+
+        /// nfc-poll on a reader whose automatic polling is off, with the tag already in the field:
+        /// pcscd never sees the tag, so libnfc opens the reader DIRECT and its InAutoPoll finds the
+        /// tag at once, as with a tag that came while it polled. No device wait is involved, so the
+        /// test runs at the tests' time scale, independent of real time.
         @Test(arguments: libnfcPersonalities)
-        func nfcPollFindsATagPlacedWhileItPollsAndSeesItLeave(_ personality: String) async throws {
+        func nfcPollFindsATagThroughInAutoPollAndSeesItLeave(_ personality: String) async throws {
             let environment = try await resetSimulatedReaders()
             try SimulatedReaders.controlA.send("personality name=\(personality)")
-            try SimulatedReaders.controlA.send("timescale value=1")
-            let before = try SimulatedReaders.controlA.send("events")["last"] ?? "0"
-            var polling = false
-            let result = try await pollUntilTheTagLeaves(environment) {
-                // nfc-poll's output reaches its file only when it exits (stdio buffers a file): wait
-                // instead for the RF field libnfc switches on while it opens the reader (its
-                // NP_ACTIVATE_FIELD), just before InAutoPoll.
-                polling = try await blocking { try fieldSwitchedOn(after: before) }
-                try SimulatedReaders.controlA.send("place-tag type=ntag213 uid=\"04 A1 B2 C3 D4 E5 F6\" id=ntag")
+            try await blocking { try stopAutomaticPolling(on: environment.simulatedReaderA) }
+            try SimulatedReaders.controlA.send("place-tag type=ntag213 uid=\"04 A1 B2 C3 D4 E5 F6\" id=ntag")
+            let result = try await pollUntilTheTagLeaves(environment) {}
+            // libnfc left automatic polling as it found it: pcscd saw no card all along.
+            #expect(try SimulatedReaders.controlA.send("status")["picc"] == "00")
+            expectTheTagAndTargetReleased(result.output)
+        }
+
+        /// nfc-poll started with an empty field finds the tag placed while its InAutoPoll waits:
+        /// the tag is placed once the control socket shows InAutoPoll (D4 60) under way, and the
+        /// chip's wait ends on the tag's arrival. The field runs at time scale 1 here so that the
+        /// MCU timeout (5 s) outlasts the test's next step; nothing waits for it.
+        @Test func nfcPollFindsATagPlacedWhileItsInAutoPollWaits() async throws {
+            let environment = try await resetSimulatedReaders()
+            let result = try await atTimeScaleOne {
+                try await pollUntilTheTagLeaves(environment) {
+                    try await waitUntilBusy(SimulatedReaders.controlA, with: "D4 60")
+                    try SimulatedReaders.controlA.send("place-tag type=ntag213 uid=\"04 A1 B2 C3 D4 E5 F6\" id=ntag")
+                }
             }
-            try SimulatedReaders.controlA.send("timescale value=\(SimulatedReaders.testTimeScale)")
-            #expect(polling, "\(result.output)")
-            #expect(result.output.contains("ISO/IEC 14443A (106 kbps) target:"), "\(result.output)")
-            #expect(result.output.contains("ATQA (SENS_RES): 00  44"), "\(result.output)")
-            #expect(result.output.contains("UID (NFCID1): 04  a1  b2  c3  d4  e5  f6"), "\(result.output)")
-            #expect(result.output.contains("SAK (SEL_RES): 00"), "\(result.output)")
-            #expect(result.output.contains("Waiting for card removing...nfc_initiator_target_is_present: Target Released\ndone.\n"), "\(result.output)")
+            expectTheTagAndTargetReleased(result.output)
         }
 
         /// With the tag already in the field (pcscd powered it up), libnfc connects to it as a card

@@ -176,11 +176,17 @@ final class BinaryProcess: @unchecked Sendable {
 
     func wait(for needle: String, after index: Int = 0, timeout: Duration = .seconds(20)) async throws -> Int {
         let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
+        func found() -> Int? {
             let current = output
-            if let found = current.indices.first(where: { $0 >= index && current[$0].contains(needle) }) { return found }
+            return current.indices.first { $0 >= index && current[$0].contains(needle) }
+        }
+        while ContinuousClock.now < deadline {
+            if let line = found() { return line }
             try await Task.sleep(for: .milliseconds(20))
         }
+        // Once more after the deadline: a sleep that overslept it (a busy machine) may have missed
+        // a line that came in time.
+        if let line = found() { return line }
         throw HarnessError(code: .timeout, reason: "secbridge \(process.arguments?.first ?? "") printed no line with \(needle) within \(timeout): \(output) \(standardError)")
     }
 

@@ -476,7 +476,9 @@ import Testing
 
             Prints readers and cards already present, then each reader attach/detach and card
             insert/remove until interrupted (Ctrl-C), until N events were shown (--count), or until
-            SECONDS passed (--timeout). When pcscd stops or restarts, monitoring reports it and resumes
+            SECONDS passed (--timeout). A reader pcscd keeps listed but cannot reach (unplugged, its
+            driver reporting no device) shows `reader-unavailable`, and `reader-available` when it
+            answers again; its card leaves and comes back with it. When pcscd stops or restarts, monitoring reports it and resumes
             by itself once pcscd is back. A pcscd that is still there but answers nothing (stopped
             with SIGSTOP, or stuck in a driver) looks like a quiet one to a waiting client, so every
             --liveness SECONDS (default 10) monitor asks pcscd for its readers on a connection of its

@@ -21,9 +21,10 @@ struct Harness {
             credentials: [credential], emulationBackend: backend, authorizer: authorizer, clock: clock, timings: timings))
     }
 
-    /// Waits (bounded, by yielding) until at least `count` tasks sleep on the clock.
+    /// Waits until at least `count` tasks sleep on the clock (the clock resumes it when the last
+    /// one registers; 10 s of real time at most, then the test's expectations fail).
     func waitForSleepers(_ count: Int) async {
-        for _ in 0..<100_000 where clock.sleeperCount < count { await Task.yield() }
+        _ = await clock.untilSleepers(count, within: .seconds(10))
     }
 }
 
@@ -80,7 +81,7 @@ struct SessionTests {
         h.backend.present(InMemoryTerminal(commands: [hex("00 A4 04 00 07 D2 76 00 00 85 01 01 00")]))
         #expect(await nextEvent(&events, where: isField(.fieldAbsent)) != nil)
         // The runner's grace is the earliest sleeper: 250 ms on a clock still at zero.
-        for _ in 0..<100_000 where h.clock.nextDeadline != .milliseconds(250) { await Task.yield() }
+        #expect(await h.clock.untilSleeper(until: .milliseconds(250), within: .seconds(10)))
         #expect(h.clock.nextDeadline == .milliseconds(250))
         return h
     }
