@@ -13,7 +13,6 @@ import Synchronization
 /// The handle disconnects itself (leaving the card) when it is deinitialized.
 public final class CardHandle: PCSCConnection, @unchecked Sendable {
     private struct State {
-        var activeProtocol: ProtocolSet
         var connected = true
     }
     /// The context that made the handle; kept alive as long as the handle.
@@ -22,6 +21,9 @@ public final class CardHandle: PCSCConnection, @unchecked Sendable {
     public let readerName: String
     let raw: SCard.Handle
     private let state: Mutex<State>
+    /// The active protocol's raw value: an atomic, not part of `state`, because every transmit
+    /// reads it (a lock and unlock per APDU otherwise).
+    private let protocolValue: Atomic<UInt>
     /// Serializes use of `receiveBuffer` and of the handle.
     private let callLock = Mutex(())
     private let receiveBuffer: UnsafeMutableRawBufferPointer
@@ -30,7 +32,8 @@ public final class CardHandle: PCSCConnection, @unchecked Sendable {
         self.context = context
         self.raw = handle
         self.readerName = readerName
-        self.state = Mutex(State(activeProtocol: ProtocolSet(rawValue: activeProtocol)))
+        self.state = Mutex(State())
+        self.protocolValue = Atomic(activeProtocol)
         self.receiveBuffer = .allocate(byteCount: PCSCConstants.maxBufferSizeExtended, alignment: 8)
     }
 
@@ -40,7 +43,7 @@ public final class CardHandle: PCSCConnection, @unchecked Sendable {
     }
 
     /// The protocol in use: `.t0`, `.t1`, `.raw`, or `.undefined` for a direct connection.
-    public var activeProtocol: ProtocolSet { state.withLock { $0.activeProtocol } }
+    public var activeProtocol: ProtocolSet { ProtocolSet(rawValue: protocolValue.load(ordering: .acquiring)) }
 
     /// ``activeProtocol`` in the terms of `CardChannel`.
     public var transmissionProtocol: TransmissionProtocol { activeProtocol.transmissionProtocol }
@@ -75,7 +78,7 @@ public final class CardHandle: PCSCConnection, @unchecked Sendable {
                 raw, share: share.rawValue, protocols: protocols.rawValue,
                 initialization: initialization.rawValue)
         }
-        state.withLock { $0.activeProtocol = ProtocolSet(rawValue: active) }
+        protocolValue.store(active, ordering: .releasing)
     }
 
     /// The reader's name, the card state, the protocol and the ATR.
@@ -112,14 +115,14 @@ public final class CardHandle: PCSCConnection, @unchecked Sendable {
         guard !command.isEmpty, command.count <= PCSCConstants.maxBufferSizeExtended - 4 else {
             throw PCSCError(code: PCSCError.invalidParameter.code, function: "SCardTransmit")
         }
-        let protocolValue = activeProtocol.rawValue
+        let protocolValue = protocolValue.load(ordering: .acquiring)
         return try callLock.withLock { _ throws(PCSCError) in
             let length = try command.withUnsafeBytes { bytes in
                 Result { () throws(PCSCError) in
                     try SCard.transmit(raw, protocolValue: protocolValue, command: bytes, receive: receiveBuffer)
                 }
             }.get()
-            return Array(receiveBuffer.prefix(length))
+            return Array(UnsafeRawBufferPointer(rebasing: receiveBuffer[..<length]))
         }
     }
 
@@ -142,7 +145,7 @@ public final class CardHandle: PCSCConnection, @unchecked Sendable {
                     try SCard.control(raw, code: code, command: bytes, receive: receiveBuffer)
                 }
             }.get()
-            return Array(receiveBuffer.prefix(length))
+            return Array(UnsafeRawBufferPointer(rebasing: receiveBuffer[..<length]))
         }
     }
 
