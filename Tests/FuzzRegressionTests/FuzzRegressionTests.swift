@@ -1,4 +1,5 @@
 import ACR122Simulator
+import Dispatch
 import Foundation
 import ISO7816
 import InProcessPCSC
@@ -9,8 +10,12 @@ import PN53x
 import SecbridgeCLI
 import SecbridgeTesting
 import SecureElementCredential
+import Synchronization
 import Testing
 import Transcript
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The inputs the fuzz targets (Fuzz/Sources/<target>, run by scripts/fuzz.sh) once failed on,
 /// kept in Fuzz/Regressions/<target>/ and replayed here through the same entry point, so a fixed
@@ -57,15 +62,73 @@ struct FuzzRegressionTests {
         #expect(outcome == "ok\nerror")
     }
 
+    /// The `control-line` stall (docs/faults.md): libFuzzer's periodic SIGALRM, whose handler has no
+    /// SA_RESTART, made the target's poll(2) return EINTR while the reply was on its way. Here a
+    /// handler installed the same way runs every 10 ms on the thread waiting for a reply the server
+    /// holds back for 300 ms (`terminal-result wait-ms=300` of a terminal no reader activates):
+    /// the client must keep waiting and return the reply.
+    @Test("a control-socket client keeps waiting for its reply while signals interrupt its poll")
+    func controlClientWaitSurvivesSignals() async throws {
+        let (reply, interrupted) = try await onOwnThread("control-signals") { () throws -> (String, Int) in
+            try ControlLineReplay.withReader { control in
+                _ = try control.exchange("place-terminal id=t")
+                var action = Glibc.sigaction()
+                action.__sigaction_handler.sa_sigaction = { _, _, _ in signalsHandled.add(1, ordering: .relaxed) }
+                action.sa_flags = SA_SIGINFO  // no SA_RESTART, as libFuzzer's SIGALRM handler
+                sigemptyset(&action.sa_mask)
+                var previous = Glibc.sigaction()
+                sigaction(SIGURG, &action, &previous)
+                defer { sigaction(SIGURG, &previous, nil) }
+                // This thread may have been started with signals blocked.
+                var urgent = sigset_t()
+                var mask = sigset_t()
+                sigemptyset(&urgent)
+                sigaddset(&urgent, SIGURG)
+                pthread_sigmask(SIG_UNBLOCK, &urgent, &mask)
+                defer { pthread_sigmask(SIG_SETMASK, &mask, nil) }
+                let before = signalsHandled.load(ordering: .relaxed)
+                let waiting = pthread_self()
+                let stop = SignallerStop()
+                let ended = DispatchSemaphore(value: 0)
+                guard startThread(name: "test-signaller", {
+                    while !stop.requested.load(ordering: .sequentiallyConsistent) {
+                        pthread_kill(waiting, SIGURG)
+                        var pause = timespec(tv_sec: 0, tv_nsec: 10_000_000)
+                        nanosleep(&pause, nil)
+                    }
+                    ended.signal()
+                }) else { throw FuzzReplay.ReplayError(description: "pthread_create failed") }
+                let reply = Result { try control.exchange("terminal-result peer=t wait-ms=300", timeout: .seconds(30)) }
+                stop.requested.store(true, ordering: .sequentiallyConsistent)
+                _ = ended.wait(timeout: .now() + 10)
+                return (try reply.get(), signalsHandled.load(ordering: .relaxed) - before)
+            }
+        }
+        #expect(reply.hasPrefix("ok result="), "\(reply)")
+        #expect(interrupted >= 5, "the client's wait was interrupted \(interrupted) times")
+    }
+
+    /// On a thread of its own: a `control-line` replay waits (bounded) for a reader of the
+    /// in-process pool, which must not hold one of Swift's shared pool threads meanwhile (the
+    /// suites that would free a reader need them).
     @Test("a kept input replays without trapping, with its expected outcome", arguments: FuzzFiles.regressionFiles())
-    func replays(_ file: String) throws {
+    func replays(_ file: String) async throws {
         let target = URL(fileURLWithPath: file).deletingLastPathComponent().lastPathComponent
         let input = try [UInt8](Data(contentsOf: URL(fileURLWithPath: file)))
-        let outcome = try FuzzReplay.outcome(target, input)
+        let outcome = try await onOwnThread("fuzz-replay") { try FuzzReplay.outcome(target, input) }
         if let expected = try? String(contentsOfFile: file + ".expected", encoding: .utf8) {
             #expect(outcome == expected.trimmingCharacters(in: .newlines), "\(file)")
         }
     }
+}
+
+/// How often the SIGURG handler of `controlClientWaitSurvivesSignals` ran (lock-free: it is
+/// touched from a signal handler).
+private let signalsHandled = Atomic<Int>(0)
+
+/// Tells the signalling thread of `controlClientWaitSurvivesSignals` to stop.
+private final class SignallerStop: Sendable {
+    let requested = Atomic<Bool>(false)
 }
 
 /// Paths in this checkout.
@@ -160,6 +223,19 @@ enum FuzzReplay {
 /// control socket written one line at a time; the outcome is the first word of each reply.
 enum ControlLineReplay {
     static func replies(_ input: [UInt8]) throws -> String {
+        try withReader { control in
+            var words: [String] = []
+            for line in input.split(separator: 0x0A, omittingEmptySubsequences: false) {
+                let reply = try control.exchange(String(decoding: line, as: UTF8.self))
+                words.append(String(reply.split(separator: " ").first ?? ""))
+            }
+            return words.joined(separator: "\n")
+        }
+    }
+
+    /// Runs `body` with the control socket of a fresh in-process reader (waiting at most 60 s
+    /// for a free one), closed and its directory removed afterwards.
+    static func withReader<T>(_ body: (SimulatedReaderControl) throws -> T) throws -> T {
         let directory = NSTemporaryDirectory() + "secbridge-fuzz-replay.\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
         let readers = InProcessReaders()
         defer {
@@ -167,12 +243,6 @@ enum ControlLineReplay {
             try? FileManager.default.removeItem(atPath: directory)
         }
         _ = try readers.createChannel(deviceName: directory + ":timescale=0", waitingUpTo: .seconds(60))
-        let control = SimulatedReaderControl(socketPath: directory + "/control.sock")
-        var words: [String] = []
-        for line in input.split(separator: 0x0A, omittingEmptySubsequences: false) {
-            let reply = try control.exchange(String(decoding: line, as: UTF8.self))
-            words.append(String(reply.split(separator: " ").first ?? ""))
-        }
-        return words.joined(separator: "\n")
+        return try body(SimulatedReaderControl(socketPath: directory + "/control.sock"))
     }
 }

@@ -59,10 +59,17 @@ final class ControlConnection {
 
     /// Writes `request` and reads `lines` reply lines, each within 30 s (a hang is a failure; the
     /// bound of scripts/fuzz.sh's -timeout).
+    ///
+    /// A call interrupted by a signal (EINTR) is made again with what is left of the bound:
+    /// libFuzzer's `-timeout=N` arms a periodic SIGALRM every N/2+1 s (setitimer ITIMER_REAL, its
+    /// handler installed without SA_RESTART; LLVM compiler-rt FuzzerUtilPosix.cpp `SetTimer`), and
+    /// poll(2) is never restarted after a handler (signal(7)), so one alarm landing while this
+    /// thread waited for a reply once read as "no reply within 30 s" (docs/faults.md).
     func exchange(_ request: [UInt8], lines: Int) -> [String] {
         var offset = 0
         while offset < request.count {
             let written = request[offset...].withUnsafeBytes { send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if written < 0 && errno == EINTR { continue }
             guard written > 0 else { fatalError("property violated: the control socket closed while writing (errno \(errno))") }
             offset += written
         }
@@ -79,11 +86,23 @@ final class ControlConnection {
                 continue
             }
             searched = pending.count
-            var poller = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
-            guard poll(&poller, 1, 30_000) > 0 else {
+            let deadline = ContinuousClock.now + .seconds(30)
+            var ready: Int32 = 0
+            repeat {
+                let left = deadline - ContinuousClock.now
+                guard left > .zero else { ready = 0; break }
+                let milliseconds = Int32(clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
+                var poller = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+                ready = poll(&poller, 1, milliseconds)
+            } while ready < 0 && errno == EINTR
+            guard ready >= 0 else { fatalError("poll of the control socket failed (errno \(errno))") }
+            guard ready > 0 else {
                 fatalError("property violated: no reply within 30 s (\(replies.count) of \(lines) lines answered)")
             }
-            let count = chunk.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+            var count = 0
+            repeat {
+                count = chunk.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+            } while count < 0 && errno == EINTR
             guard count > 0 else { fatalError("property violated: the control socket closed after \(replies.count) of \(lines) replies") }
             pending += chunk[0..<count]
         }
