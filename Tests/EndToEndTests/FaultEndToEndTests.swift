@@ -541,18 +541,29 @@ func descendants(of pid: Int32) -> [(pid: Int32, name: String)] {
         let demo = try BinaryProcess(["demo", "--time-scale", "1"], environment: ProcessInfo.processInfo.environment, input: true)
         let process = demo.process
         defer { if process.isRunning { process.terminate() } }
-        // Its pcscd among its descendants (asking /proc every 10 ms: another process's children).
-        let daemons = try await blocking { () -> [Int32] in
-            let deadline = ContinuousClock.now + .seconds(20)
-            while ContinuousClock.now < deadline && process.isRunning {
-                let found = descendants(of: process.processIdentifier).filter { $0.name == "pcscd" }.map(\.pid)
-                if !found.isEmpty { return found }
-                usleep(10_000)
-            }
-            return []
+        // Its pcscd among its descendants, asking /proc every millisecond (no notification exists
+        // for another process's children), on a thread of its own: on the shared PC/SC executor,
+        // busy with other suites, the watch started after the demo (over in about 100 ms) had
+        // ended. The demo is stopped (SIGSTOP) the moment its pcscd is seen, so it cannot end on
+        // its own before the SIGKILL.
+        let demoPID = process.processIdentifier
+        let daemons = await withCheckedContinuation { (continuation: CheckedContinuation<[Int32], Never>) in
+            Thread {
+                let deadline = ContinuousClock.now + .seconds(20)
+                while ContinuousClock.now < deadline && process.isRunning {
+                    let found = descendants(of: demoPID).filter { $0.name == "pcscd" }.map(\.pid)
+                    if !found.isEmpty {
+                        kill(demoPID, SIGSTOP)
+                        continuation.resume(returning: found)
+                        return
+                    }
+                    usleep(1_000)
+                }
+                continuation.resume(returning: [])
+            }.start()
         }
-        try #require(!daemons.isEmpty, "no pcscd seen under demo \(process.processIdentifier): \(demo.output)")
-        kill(process.processIdentifier, SIGKILL)
+        try #require(!daemons.isEmpty, "no pcscd seen under demo \(demoPID): \(demo.output)")
+        kill(demoPID, SIGKILL)
         _ = try await blocking { process.waitUntilExit() }
         for pcscd in daemons {
             let exited = try await blocking { waitForExit(of: pcscd, upTo: .seconds(10)) }
