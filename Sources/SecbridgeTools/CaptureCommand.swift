@@ -107,7 +107,8 @@ extension SecbridgeCLI {
         let crash = SpyMode.knownSpyCrash(rawLog: rawLog, status: status)
         let viewerStatus: Int32
         do {
-            viewerStatus = try spawnAndWait([viewer, "-n", rawLog], environment: currentEnvironment(), standardOutput: textLog)
+            viewerStatus = try spawnAndWait(SpyViewer.commandLine(viewer: viewer, arguments: ["-n", rawLog]),
+                                         environment: currentEnvironment(), standardOutput: textLog)
         } catch {
             throw CLIError.failure("cannot run pcsc-spy: \(error.message)")
         }

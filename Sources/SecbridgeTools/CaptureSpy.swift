@@ -201,3 +201,50 @@ extension SecbridgeCLI {
         }
     }
 }
+
+/// How `capture` runs pcsc-spy's viewer so that its output has whole lines.
+///
+/// pcsc-spy (pcsc-lite 1.9.9, /usr/bin/pcsc-spy) gives each thread of the spied program a Python
+/// thread of its own, and each prints its lines independently; Python's `print` writes the text
+/// and the line feed as two writes, so a line of one thread can land between another's text and
+/// its line feed (`" i hContext: 0x6BDE4C8A    SCardCancel"`, then an empty line). A program that
+/// calls SCardCancel from a second thread when it is stopped (as `monitor` does on SIGTERM) got
+/// such glued lines in about 1 capture in 6, and the import refused them. The viewer is run
+/// under its own interpreter with `print` replaced by one that writes text and end as one string
+/// under a lock; its code and output format are otherwise untouched.
+enum SpyViewer {
+    /// The Python run with `-c`: `sys.argv[1]` is the viewer's path, the rest its arguments.
+    static let wholeLinePrint = """
+        import builtins, runpy, sys, threading
+        lock = threading.Lock()
+        original = builtins.print
+        def whole_line_print(*values, sep=" ", end="\\n", file=None, flush=False):
+            text = (" " if sep is None else sep).join(map(str, values)) + ("\\n" if end is None else end)
+            with lock:
+                original(text, end="", file=file, flush=flush)
+        builtins.print = whole_line_print
+        sys.argv = sys.argv[1:]
+        runpy.run_path(sys.argv[0], run_name="__main__")
+        """
+
+    /// The command line that runs `viewer` with `arguments`: through the interpreter its `#!`
+    /// line names when that is an executable python (`#! /usr/bin/python3`, `#!/usr/bin/env
+    /// python3`), with ``wholeLinePrint``; otherwise the viewer itself.
+    static func commandLine(viewer: String, arguments: [String]) -> [String] {
+        guard let bytes = try? readRegularFile(viewer, limit: 1 << 20),
+              let firstLine = bytes.split(separator: 0x0A, maxSplits: 1).first,
+              firstLine.starts(with: Array("#!".utf8))
+        else { return [viewer] + arguments }
+        let words = String(decoding: firstLine.dropFirst(2), as: UTF8.self).split(separator: " ").map(String.init)
+        var interpreter: [String] = []
+        if let first = words.first, first.hasSuffix("/env"), words.count == 2 {
+            interpreter = [first, words[1]]
+        } else if words.count == 1 {
+            interpreter = [words[0]]
+        }
+        guard let program = interpreter.last, program.split(separator: "/").last?.hasPrefix("python") == true,
+              access(interpreter[0], X_OK) == 0
+        else { return [viewer] + arguments }
+        return interpreter + ["-c", wholeLinePrint, viewer] + arguments
+    }
+}

@@ -169,3 +169,69 @@ import Glibc
         #expect(SpyMode.lastCallEntered("<|1796138481|322557|SCardConnect|Command successful.|0x00000000") == nil)
     }
 }
+
+/// `capture` runs pcsc-spy's viewer with whole-line prints (SpyViewer). A stand-in viewer stages
+/// what pcsc-spy's per-thread workers do: thread A's `print` has written its text and waits
+/// (at most 2 s) before its line feed, while thread B prints a whole line. Without the wrapper B's
+/// line lands inside A's (`A-text B-text`, then an empty line); with it B waits for A's line.
+@Suite struct SpyViewerTests {
+    static let interleavingViewer = """
+        #!/usr/bin/python3
+        import sys, threading
+        b_printed = threading.Event()
+        a_wrote_text = threading.Event()
+        class Stream:
+            def __init__(self, real): self.real = real
+            def write(self, text):
+                if text == " i hContext: 0x6BDE4C8A" and threading.current_thread().name == "A":
+                    self.real.write(text)
+                    a_wrote_text.set()
+                    b_printed.wait(2)
+                    return len(text)
+                if text.startswith(" i hContext: 0x6BDE4C8A\\n") and threading.current_thread().name == "A":
+                    a_wrote_text.set()
+                    self.real.write(text)
+                    return len(text)
+                return self.real.write(text)
+            def flush(self): self.real.flush()
+        sys.stdout = Stream(sys.stdout)
+        def a(): print(" i hContext: 0x6BDE4C8A")
+        def b():
+            a_wrote_text.wait(2)
+            print("    SCardCancel")
+            b_printed.set()
+        threads = [threading.Thread(target=a, name="A"), threading.Thread(target=b, name="B")]
+        for t in threads: t.start()
+        for t in threads: t.join()
+        print(" ".join(sys.argv[1:]))
+        """
+
+    func run(_ command: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: command[0])
+        process.arguments = Array(command.dropFirst())
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    @Test func theViewerRunsWithWholeLinePrints() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("spy-viewer-\(getpid()).py").path
+        try Self.interleavingViewer.write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        chmod(path, 0o755)
+        let plain = try run(["/usr/bin/python3", path, "-n", "raw"])
+        #expect(plain == " i hContext: 0x6BDE4C8A    SCardCancel\n\n-n raw\n", "the stand-in stages the glued line")
+        let command = SpyViewer.commandLine(viewer: path, arguments: ["-n", "raw"])
+        #expect(command.first == "/usr/bin/python3" && command[1] == "-c" && Array(command.suffix(3)) == [path, "-n", "raw"])
+        #expect(try run(command) == " i hContext: 0x6BDE4C8A\n    SCardCancel\n-n raw\n")
+    }
+
+    @Test func aViewerThatIsNoPythonScriptRunsAsItIs() {
+        #expect(SpyViewer.commandLine(viewer: "/bin/true", arguments: ["-n", "raw"]) == ["/bin/true", "-n", "raw"])
+        #expect(SpyViewer.commandLine(viewer: "/nonexistent/pcsc-spy", arguments: ["-n"]) == ["/nonexistent/pcsc-spy", "-n"])
+    }
+}
