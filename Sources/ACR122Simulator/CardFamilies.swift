@@ -37,6 +37,7 @@ public final class PassiveTargetPeer: FieldPeer {
 
     /// A target of `technology`, to place in a ``SimulatedField``.
     /// - Parameters:
+    ///   - technology: the card family: FeliCa (212 or 424 kbit/s), ISO/IEC 14443-B or Topaz/Jewel.
     ///   - memory: FeliCa: service 000B's blocks, 16 bytes each (a shorter last block is padded
     ///     with 00); Topaz/Jewel: the memory bytes.
     ///   - headerROM: Topaz/Jewel: HR0 HR1.

@@ -7,7 +7,7 @@ import PCSCCore
 /// (``LiveReplay/check(_:channelID:)``'s rules for the channel layer, ``TerminalReplay``'s for the
 /// terminal side). Each replay then reads the file again, one exchange at a time
 /// (``LiveReplay/run(_:on:options:describeFailure:)``,
-/// ``TerminalReplay/run(_:options:terminalActivated:answer:)``): memory holds one read buffer and the
+/// `TerminalReplay.run(_:options:terminalActivated:answer:)`): memory holds one read buffer and the
 /// exchanges whose answer has not come yet (one per channel, and those recorded on other channels
 /// meanwhile), whatever the file's size.
 public struct TranscriptReplayFile: Sendable {
@@ -33,6 +33,7 @@ public struct TranscriptReplayFile: Sendable {
 
     /// Reads `path` once whole, checking every line.
     /// - Parameters:
+    ///   - path: the transcript file.
     ///   - channelID: replay only the lines of `@channelID`; nil takes every channel-layer line.
     ///   - inspect: called with each body line and its 1-based number, in order (for checks of the
     ///     caller's own, e.g. that commands are well-formed APDUs).

@@ -32,7 +32,7 @@ public enum ReplayMode: String, Sendable, Hashable, CaseIterable, CustomStringCo
 }
 
 /// The options of a replay (``LiveReplay/run(_:on:channelID:options:describeFailure:)``,
-/// ``TerminalReplay/run(_:options:terminalActivated:answer:)``).
+/// `TerminalReplay.run(_:options:terminalActivated:answer:)`).
 public struct ReplayOptions: Sendable, Hashable {
     /// How strictly answers are compared (``ReplayMode/strict`` by default).
     public var mode: ReplayMode

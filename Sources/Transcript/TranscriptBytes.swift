@@ -17,10 +17,10 @@ import Darwin
 /// kept as written (`[REDACTED 4] [REDACTED 4]` stays two items) so that text round-trips exactly.
 ///
 /// Stored compactly: the concrete bytes as a view into a shared, immutable byte chunk
-/// (``ByteChunk``), plus a mask of the wildcard and redaction items with the place each stands in
+/// (`ByteChunk`), plus a mask of the wildcard and redaction items with the place each stands in
 /// (empty, and no allocation, for concrete bytes). A recorded payload of n bytes costs n bytes of
 /// a chunk, not one 16-byte ``Item`` per byte; the parser fills one chunk with many payloads
-/// (``PayloadArena``), so a line read and dropped allocates nothing.
+/// (`PayloadArena`), so a line read and dropped allocates nothing.
 public struct TranscriptBytes: Sendable, Hashable, CustomStringConvertible {
     /// One item of a byte sequence.
     public enum Item: Sendable, Hashable {
