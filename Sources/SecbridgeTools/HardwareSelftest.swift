@@ -324,6 +324,79 @@ struct BundleHeader {
         return escapeCode == ACR122ControlCode.acsccidEscape ? "acs-driver" : ACR122Personality.defaultName
     }
 
+    /// The targets the PN532 listed when the reader part began: NbTg of the first GetGeneralStatus
+    /// answer before any InListPassiveTarget (`D5 05 Err Field NbTg [Tg BrRx BrTx Type]… SAM 90 00`,
+    /// PN532 UM0701-02 §7.2.3); nil when the transcript has no such answer (the target and phone
+    /// parts, a sequence cut short).
+    ///
+    /// A card pcscd powered up is the chip's target 1 (the ACR122U activates it to build its ATR),
+    /// so NbTg 01 means pcscd still held the card powered when the sequence began, NbTg 00 that it
+    /// had powered it down (docs/acr122-units.md §6).
+    static func targetsListedAtStart(in transcript: Transcript) -> Int? {
+        var command: [UInt8]?
+        for line in transcript.lines {
+            guard case .control(_, let direction, let payload)? = line.record?.entry else { continue }
+            let bytes = payload.bytes ?? []
+            if direction == .outgoing {
+                command = bytes
+                continue
+            }
+            defer { command = nil }
+            guard let sent = command, sent.count >= 7, sent[0...3] == [0xFF, 0x00, 0x00, 0x00], sent[5] == 0xD4 else { continue }
+            if sent[6] == 0x4A { return nil }
+            if sent[6] == 0x04, bytes.count >= 5, bytes.starts(with: [0xD5, 0x05]) { return Int(bytes[4]) }
+        }
+        return nil
+    }
+
+    /// How a replay puts the recorded card on the simulated reader before the sequence connects
+    /// DIRECT, so that the chip holds what it held when the recording began (docs/acr122-units.md §6).
+    enum CardStaging: Equatable, Sendable {
+        /// No card was recorded: nothing is placed.
+        case none
+        /// Placed, then powered up (pcscd at insertion: the chip lists it as target 1) and left
+        /// powered, as pcscd holds it until its power-off grace period ends: the recording's first
+        /// GetGeneralStatus lists a target.
+        case powered
+        /// Placed, powered up and powered down again, as pcscd does once its grace period passes
+        /// with no client: the recording's first GetGeneralStatus lists no target (or the part has
+        /// none).
+        case poweredDown
+        /// Placed only: the unit never reports a card to pcscd (a clone,
+        /// `ACR122Personality/reportsCardsToPCSC`), so pcscd never powers one up.
+        case placedOnly
+    }
+
+    /// The staging for a part whose `card` header is `card` (nil for `none`), whose first
+    /// GetGeneralStatus listed `listedAtStart` targets, replayed against a unit that reports cards
+    /// to pcscd (`reportsCards`); with a note when the recording shows a state no staging
+    /// reproduces, which the replay then reports beside the first different answer.
+    /// - Parameters:
+    ///   - card: the parsed `card` header (``cardArguments(_:)``), nil for `none`.
+    ///   - listedAtStart: ``targetsListedAtStart(in:)``.
+    ///   - reportsCards: whether the personality reports a card to pcscd at all.
+    static func cardStaging(card: [String: String]?, listedAtStart: Int?, reportsCards: Bool) -> (staging: CardStaging, note: String?) {
+        let listed = listedAtStart ?? 0
+        let targets = "\(listed) target\(listed == 1 ? "" : "s")"
+        guard card != nil else {
+            guard listed == 0 else {
+                return (.none, "the recording's first GetGeneralStatus lists \(targets) but its `card` header is none, so no card can be staged to match; the card left the field during the recording, or the bundle was edited: record it again with the card left in place or taken away")
+            }
+            return (.none, nil)
+        }
+        guard reportsCards else {
+            let note = listed == 0 ? nil
+                : "the recording's first GetGeneralStatus lists \(targets), but this unit never reports a card to pcscd, so nothing powers one up before the sequence: another program had left the card activated (InListPassiveTarget); record again with no other program using the reader"
+            return (.placedOnly, note)
+        }
+        switch listed {
+        case 0: return (.poweredDown, nil)
+        case 1: return (.powered, nil)
+        default:
+            return (.powered, "the recording's first GetGeneralStatus lists \(targets); pcscd powers one card, and the replay stages that one (the recorded card) only: another program had left targets activated; record again with no other program using the reader")
+        }
+    }
+
     /// `uid=… atqa=… sak=… [ats=…]`, or `none`.
     static func cardValue(_ card: ISO14443ATarget?) -> String {
         guard let card else { return "none" }

@@ -1,6 +1,7 @@
 // `secbridge selftest`: the fixed hardware sequence (HardwareSelftest.swift) on a reader, written as
 // a transcript bundle, and the replay of such a bundle against the simulated ACR122U.
 import SecbridgeCLI
+import ACR122Simulator
 import ISO7816
 import InProcessPCSC
 import PCSC
@@ -37,7 +38,8 @@ extension SecbridgeCLI {
 
             --replay DIR… replays bundles against a simulated ACR122U in this process: reader.trn
             and target.trn on a fresh simulated unit with the recorded driver and firmware (and the
-            recorded card placed in its field), phone.trn's terminal side against the built-in
+            recorded card placed in its field, left powered up when the recording shows pcscd still
+            held it so, else powered down), phone.trn's terminal side against the built-in
             credential. A bundle recorded on a real unit and put under Fixtures/hardware/ becomes a
             fidelity test: the tests replay every bundle found there.
             """,
@@ -282,6 +284,13 @@ extension SecbridgeCLI {
                     result = "differs"
                     errorText = error.description
                     if !invocation.json { invocation.console.err("secbridge: \(file): the simulator answers differently: \(error)\n") }
+                case .failure(let error as StagedReplayDifference):
+                    failures += 1
+                    result = "differs"
+                    errorText = error.difference.description + "\nnote: " + error.note
+                    if !invocation.json {
+                        invocation.console.err("secbridge: \(file): the simulator answers differently: \(error.difference)\n  note: \(error.note)\n")
+                    }
                 case .failure(let error):
                     failures += 1
                     result = "unusable"
@@ -358,6 +367,9 @@ extension SecbridgeCLI {
                 personalityLine += " firmware=\(firmware)"
             }
             try control.send(personalityLine)
+            let reportsCards = ACR122Personality.named(personality)?.reportsCardsToPCSC ?? true
+            let (staging, note) = BundleHeader.cardStaging(
+                card: card, listedAtStart: BundleHeader.targetsListedAtStart(in: transcript), reportsCards: reportsCards)
             if let card {
                 let sak = card["sak"].flatMap { UInt8($0, radix: 16) } ?? 0
                 let isoDEP = sak & 0x20 != 0
@@ -366,13 +378,19 @@ extension SecbridgeCLI {
                     if let value = card[key] { line += " \(key)=\(value)" }
                 }
                 try control.send(line)
-                // As under pcscd: the card is seen and powered up (which reads its ATR), then powered
-                // down again while no client uses it, before the recorded sequence connects DIRECT.
-                // The in-process layer powers up on the first connection (bounded, as pcscd's polling).
+            }
+            if staging == .powered || staging == .poweredDown {
+                // As under pcscd: the card is seen and powered up at insertion (which reads its
+                // ATR and leaves it the chip's target 1). pcscd powers it down again once its
+                // power-off grace period passes with no client (pcsc-lite eventhandler.c); the
+                // recording's first GetGeneralStatus says which of the two it met
+                // (docs/acr122-units.md §6). The in-process layer powers up on the first
+                // connection (bounded, as pcscd's polling) and, having no timer, keeps the card
+                // powered after a LEAVE_CARD disconnection.
                 var powered = false
                 for _ in 0..<20 where !powered {
                     if let handle = try? readers.connect(to: reader, share: .shared, protocols: .any) {
-                        try? handle.disconnect(.unpower)
+                        try? handle.disconnect(staging == .powered ? .leave : .unpower)
                         powered = true
                     } else {
                         sleepMilliseconds(50)
@@ -386,7 +404,12 @@ extension SecbridgeCLI {
             } catch {
                 throw CLIError.failure("could not connect to the simulated reader: \(error)")
             }
-            return try LiveReplay.run(transcript, on: channel, options: ReplayOptions(mode: .strict))
+            do {
+                return try LiveReplay.run(transcript, on: channel, options: ReplayOptions(mode: .strict))
+            } catch let difference as ReplayError {
+                guard let note else { throw difference }
+                throw StagedReplayDifference(difference: difference, note: note)
+            }
         }
     }
 
@@ -398,6 +421,13 @@ extension SecbridgeCLI {
             throw .failure("the built-in credential does not load: \(error)")
         }
     }
+}
+
+/// A replay's first different answer, with what the recording showed that no staging of the card
+/// reproduces (``BundleHeader/cardStaging(card:listedAtStart:reportsCards:)``).
+struct StagedReplayDifference: Error {
+    var difference: ReplayError
+    var note: String
 }
 
 /// A console whose standard output goes to the wrapped console's standard error.
