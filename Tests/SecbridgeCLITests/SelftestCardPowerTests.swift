@@ -140,6 +140,46 @@ import Transcript
         #expect((parts.first?["error"] as? String)?.contains("note: the recording's first GetGeneralStatus lists 1 target") == true)
     }
 
+    /// A Touchatag-era unit never reports a tag to PC/SC, only its permanent pseudo-card
+    /// (docs/acr122-clones.md §2), so nothing powers the tag up before the sequence and
+    /// InListPassiveTarget alone finds it: the replay places the tag only, on `touchatag`, the
+    /// personality the firmware (ACR122U102) and PN532 version name.
+    @Test func aTagOnATouchatagUnitIsRecordedAndReplays() async throws {
+        let desk = try await SimulatedDesk.open(personality: "touchatag")
+        defer { desk.close() }
+        try desk.control().send(Self.tag)
+        let (bundle, answers) = try await record(on: desk)
+        defer { try? FileManager.default.removeItem(atPath: bundle) }
+        #expect(answers[Self.generalStatusStep] == "D505000000" + "80" + "9000")
+        #expect(answers["InListPassiveTarget 106 kbit/s Type A"] == "D54B010100440007" + "04A1B2C3D4E5F6" + "9000")
+        let transcript = try Transcript(contentsOfFile: bundle + "/reader.trn")
+        #expect(BundleHeader.personality(for: transcript) == "touchatag")
+
+        let replayed = try await replay(bundle, on: desk)
+        #expect(replayed.status == 0, "\(replayed.err)")
+        #expect(replayed.out.contains("every answer matches the simulator"), "\(replayed.out)")
+    }
+
+    /// A clone's card: the sequence cannot tell the clone from a genuine ACR122U214 (the same
+    /// feature list and firmware), and the SENS_RES it gives least significant byte first
+    /// (docs/acr122-clones.md §1) is recorded as the ATQA `44 00`, which a genuine unit gives for
+    /// such a card too, so the bundle replays against `acr122u214` with the card powered down.
+    @Test func aCardOnACloneIsRecordedAndReplays() async throws {
+        let desk = try await SimulatedDesk.open(personality: "clone")
+        defer { desk.close() }
+        try desk.control().send(Self.tag)
+        let (bundle, answers) = try await record(on: desk)
+        defer { try? FileManager.default.removeItem(atPath: bundle) }
+        #expect(answers[Self.generalStatusStep] == "D505000000" + "80" + "9000")
+        let transcript = try Transcript(contentsOfFile: bundle + "/reader.trn")
+        #expect(transcript.header["card"] == "uid=04A1B2C3D4E5F6 atqa=4400 sak=00")
+        #expect(BundleHeader.personality(for: transcript) == "acr122u214")
+
+        let replayed = try await replay(bundle, on: desk)
+        #expect(replayed.status == 0, "\(replayed.err)")
+        #expect(replayed.out.contains("every answer matches the simulator"), "\(replayed.out)")
+    }
+
     /// The staging each recorded state gets (docs/acr122-units.md §6).
     @Test func theStagingFollowsTheFirstGetGeneralStatus() {
         let card = ["uid": "04A1B2C3D4E5F6", "atqa": "0044", "sak": "00"]
