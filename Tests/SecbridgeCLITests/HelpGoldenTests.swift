@@ -1168,8 +1168,8 @@ import Testing
 
             --replay DIR… replays bundles against a simulated ACR122U in this process: reader.trn
             and target.trn on a fresh simulated unit with the recorded driver and firmware (and the
-            recorded card placed in its field, left powered up when the recording shows pcscd still
-            held it so, else powered down), phone.trn's terminal side against the built-in
+            recorded card placed in its field, left powered up when the recording shows that pcscd
+            still held it powered, else powered down), phone.trn's terminal side against the built-in
             credential. A bundle recorded on a real unit and put under Fixtures/hardware/ becomes a
             fidelity test: the tests replay every bundle found there.
 

@@ -1,4 +1,5 @@
 import Foundation
+import Dispatch
 import PCSCCore
 import SecbridgeTesting
 @testable import SecbridgeTools
@@ -10,9 +11,8 @@ import Transcript
 /// or powered down after pcscd's grace period (no target listed); `--replay` stages the state the
 /// recording's first GetGeneralStatus shows. In process (no pcscd): the in-process layer powers a
 /// card up at insertion, as pcscd does, and having no timer keeps it powered until a disposition
-/// says otherwise, so each order is staged by the test, deterministically. Serialized: a replay's
-/// fresh simulated reader is named after the process, so two replays in one process take turns.
-@Suite(.serialized) struct SelftestCardPowerTests {
+/// says otherwise, so each order is staged by the test, deterministically.
+@Suite struct SelftestCardPowerTests {
     /// An NTAG-like tag (SAK 00, 7-byte UID), as SelftestTests places on the shared reader.
     static let tag = "place-tag uid=04A1B2C3D4E5F6 atqa=0044 sak=00 id=t2"
     static let generalStatusStep = "PN532 GetGeneralStatus"
@@ -29,8 +29,36 @@ import Transcript
         return (bundle, answers)
     }
 
-    func replay(_ bundle: String, on desk: SimulatedDesk, json: Bool = false) async throws -> (status: Int32, out: String, err: String) {
-        try await runTool(["selftest", "--replay", bundle] + (json ? ["--json"] : []), on: desk)
+    /// `secbridge selftest --replay bundle` as a subprocess of the built binary (beside the test
+    /// bundle), as a user runs it: its fresh simulated reader is then the process's only one,
+    /// whereas in this process the desks of tests running in parallel may hold all 16. Bounded:
+    /// killed after 60 s.
+    func replay(_ bundle: String, json: Bool = false) async throws -> (status: Int32, out: String, err: String) {
+        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        var binary: URL?
+        for _ in 0..<4 where binary == nil {
+            let candidate = directory.appendingPathComponent("secbridge")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { binary = candidate }
+            directory = directory.deletingLastPathComponent()
+        }
+        let executable = try #require(binary, "the secbridge binary is built with the tests (swift build --build-tests)")
+        let executor = BlockingExecutor(name: "selftest-replay")
+        defer { executor.shutdown() }
+        return try await executor.run {
+            let process = Process()
+            process.executableURL = executable
+            process.arguments = ["selftest", "--replay", bundle] + (json ? ["--json"] : [])
+            let out = Pipe(), err = Pipe()
+            (process.standardOutput, process.standardError, process.standardInput) = (out, err, FileHandle.nullDevice)
+            try process.run()
+            let watchdog = DispatchWorkItem { process.terminate() }
+            DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
+            let outData = out.fileHandleForReading.readDataToEndOfFile()
+            let errData = err.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            watchdog.cancel()
+            return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+        }
     }
 
     /// Powers the placed card up and down again through `desk`'s client, as pcscd does at insertion
@@ -60,7 +88,7 @@ import Transcript
         #expect(transcript.header["card"] == "uid=04A1B2C3D4E5F6 atqa=0044 sak=00")
         #expect(BundleHeader.targetsListedAtStart(in: transcript) == 1)
 
-        let replayed = try await replay(bundle, on: desk)
+        let replayed = try await replay(bundle)
         #expect(replayed.status == 0, "\(replayed.err)")
         #expect(replayed.out.contains("\(bundle)/reader.trn: "), "\(replayed.out)")
         #expect(replayed.out.contains("every answer matches the simulator"), "\(replayed.out)")
@@ -81,7 +109,7 @@ import Transcript
         let transcript = try Transcript(contentsOfFile: bundle + "/reader.trn")
         #expect(BundleHeader.targetsListedAtStart(in: transcript) == 0)
 
-        let replayed = try await replay(bundle, on: desk)
+        let replayed = try await replay(bundle)
         #expect(replayed.status == 0, "\(replayed.err)")
         #expect(replayed.out.contains("every answer matches the simulator"), "\(replayed.out)")
     }
@@ -126,14 +154,14 @@ import Transcript
         try edited.write(toFile: bundle + "/reader.trn", atomically: true, encoding: .utf8)
         try FileManager.default.removeItem(atPath: bundle + "/target.trn")
 
-        let replayed = try await replay(bundle, on: desk)
+        let replayed = try await replay(bundle)
         #expect(replayed.status == 1)
         #expect(replayed.err.contains("\(bundle)/reader.trn: the simulator answers differently"), "\(replayed.err)")
         #expect(replayed.err.contains("expected: ctl 0x42000001 < D5 05 00 00 01 01 00 00 00 80 90 00"), "\(replayed.err)")
         #expect(replayed.err.contains("actual:   ctl 0x42000001 < D5 05 00 00 00 80 90 00"), "\(replayed.err)")
         #expect(replayed.err.contains("note: the recording's first GetGeneralStatus lists 1 target but its `card` header is none"), "\(replayed.err)")
 
-        let json = try await replay(bundle, on: desk, json: true)
+        let json = try await replay(bundle, json: true)
         #expect(json.status == 1)
         let parts = try #require(try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [[String: Any]])
         #expect(parts.first?["result"] as? String == "differs")
@@ -155,7 +183,7 @@ import Transcript
         let transcript = try Transcript(contentsOfFile: bundle + "/reader.trn")
         #expect(BundleHeader.personality(for: transcript) == "touchatag")
 
-        let replayed = try await replay(bundle, on: desk)
+        let replayed = try await replay(bundle)
         #expect(replayed.status == 0, "\(replayed.err)")
         #expect(replayed.out.contains("every answer matches the simulator"), "\(replayed.out)")
     }
@@ -175,7 +203,7 @@ import Transcript
         #expect(transcript.header["card"] == "uid=04A1B2C3D4E5F6 atqa=4400 sak=00")
         #expect(BundleHeader.personality(for: transcript) == "acr122u214")
 
-        let replayed = try await replay(bundle, on: desk)
+        let replayed = try await replay(bundle)
         #expect(replayed.status == 0, "\(replayed.err)")
         #expect(replayed.out.contains("every answer matches the simulator"), "\(replayed.out)")
     }
