@@ -91,6 +91,27 @@ public final class ISO14443_4Card: FieldPeer {
             handler: { replay.answer($0) })
     }
 
+    /// A card that answers from a checked transcript file's channel-layer lines (`>` / `<`), in
+    /// order, as `ReplayChannel` plays them, reading the file as the APDUs come: memory does not
+    /// grow with the file (a read buffer and the exchange the host is at). A command that does not
+    /// match the recording is answered `6F 00`, and the mismatch is kept in ``replayErrors``.
+    /// - Parameters:
+    ///   - uid: 4, 7 or 10 bytes.
+    ///   - atqa: most significant byte first, default 0x0004.
+    ///   - sak: default 0x20 (ISO/IEC 14443-4 compliant).
+    ///   - ats: the whole ATS, TL first; default `05 78 80 70 02`.
+    ///   - transcriptFile: the file, checked when it was opened; its `channelID` is replayed.
+    /// - Throws: `ReplayError` `unreadable` when the file no longer opens.
+    public convenience init(
+        uid: [UInt8], atqa: UInt16 = 0x0004, sak: UInt8 = 0x20, ats: [UInt8] = [0x05, 0x78, 0x80, 0x70, 0x02],
+        transcriptFile: TranscriptReplayFile
+    ) throws(ReplayError) {
+        let replay = TranscriptResponder(try ReplayChannel(file: transcriptFile, transmissionProtocol: .t1))
+        self.init(
+            identity: TypeAIdentity(uid: uid, atqa: atqa, sak: sak), ats: ats, replay: replay,
+            handler: { replay.answer($0) })
+    }
+
     private let replay: TranscriptResponder?
 
     /// Mismatches met while answering from a transcript, oldest first.

@@ -105,10 +105,19 @@ extension SecbridgeCLI {
             throw CLIError.failure("'\(command[0])' made no PC/SC call through the spy (exit status \(status), \(mode.description)): is libpcscspy.so.0 installed (libpcsclite-dev), and does the program use libpcsclite (not setuid, not linked statically)? Nothing was written")
         }
         let crash = SpyMode.knownSpyCrash(rawLog: rawLog, status: status)
+        // A line the spy did not finish is left out (the viewer would take a cut parameter for a
+        // whole one) and said so; the call it belonged to stays, as one that did not return.
+        let unfinished = try SpyRawLog.cutUnfinishedLastLine(rawLog)
+        if unfinished > 0 {
+            invocation.console.err("secbridge: note: the spy's log ends inside a line (\(unfinished) byte\(unfinished == 1 ? "" : "s") after its last line feed: '\(command[0])' was stopped while the spy wrote it); that line is left out, and its call is kept as one that did not return\n")
+        }
         let viewerStatus: Int32
         do {
+            // SIGINT, SIGTERM, SIGHUP and SIGQUIT blocked: a Ctrl-C meant for the program (the
+            // terminal sends it to the whole foreground group) must not stop the viewer half-way
+            // and lose the end of the session.
             viewerStatus = try spawnAndWait(SpyViewer.commandLine(viewer: viewer, arguments: ["-n", rawLog]),
-                                         environment: currentEnvironment(), standardOutput: textLog)
+                                         environment: currentEnvironment(), standardOutput: textLog, blockingStopSignals: true)
         } catch {
             throw CLIError.failure("cannot run pcsc-spy: \(error.message)")
         }
@@ -116,9 +125,7 @@ extension SecbridgeCLI {
             invocation.console.err("secbridge: note: pcsc-spy exited with status \(viewerStatus) (the log may end inside a call)\n")
         }
         if let keep = invocation.arguments.value("spy-log") {
-            let bytes: [UInt8]
-            do { bytes = try readRegularFile(textLog, limit: .max) } catch { throw CLIError.failure(error.reason) }
-            try writeAtomically(bytes, to: keep)
+            try copyAtomically(textLog, to: keep)
         }
         // The program's command line, in the header and the output, with its PIN or key masked.
         let redactor: Redactor = invocation.arguments.has("no-redact") ? .disabled : .default
@@ -127,14 +134,17 @@ extension SecbridgeCLI {
             redactor: redactor,
             tool: "secbridge \(version) capture", date: date,
             source: "secbridge capture -- \(shown.joined(separator: " ")) (libpcscspy.so.0 \(mode.description), pcsc-spy -n)")
-        let transcript: Transcript
+        // Streamed: the viewer's text is read twice line by line and the transcript written as it
+        // goes (renamed into place when complete), so memory does not grow with the session.
+        let statistics: TranscriptStatistics
         do {
-            transcript = try SpyLogImporter.importLog(contentsOfFile: textLog, options: options)
+            statistics = try SpyLogImporter.importLog(contentsOfFile: textLog, writingTo: output, options: options)
+        } catch where error.code == .writeFailed {
+            throw CLIError.failure("\(error.reason); nothing was written")
         } catch {
             throw CLIError.failure("the spy log of '\(command[0])' could not be converted: \(error.reason) (line \(error.line) of pcsc-spy's output; keep it with --spy-log FILE to look at it); nothing was written")
         }
-        try save(transcript, to: output)
-        report(invocation, transcript, input: shown.joined(separator: " "), output: output,
+        report(invocation, statistics, input: shown.joined(separator: " "), output: output,
                extra: [("command", .array(shown.map { .string($0) })), ("status", .int(Int(status)))])
         if let crash {
             invocation.console.err("secbridge: error: \(crash(command[0])); the calls before the crash were saved in \(output)\n")
@@ -153,6 +163,28 @@ extension SecbridgeCLI {
             return exitFailure
         }
         return exitSuccess
+    }
+
+    /// Copies the regular file `source` to `path` through one 1 MiB buffer, atomically (a
+    /// temporary file beside `path`, flushed and renamed over it when complete; on failure `path`
+    /// is unchanged): memory does not grow with the file.
+    /// - Throws: `CLIError.failure` naming the file that could not be read or written.
+    static func copyAtomically(_ source: String, to path: String) throws(CLIError) {
+        let fd = open(source, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { throw .failure("cannot open \(source): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        let file: FileIO.AtomicFile
+        do { file = try FileIO.AtomicFile(replacing: path) } catch { throw .failure(error.reason) }
+        var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            // Dropped uncommitted, the temporary file is removed: `path` stays as it was.
+            guard n >= 0 else { throw .failure("cannot read \(source): \(String(cString: strerror(errno))); \(path) was not written") }
+            if n == 0 { break }
+            do { try file.write(Array(chunk[0..<n])) } catch { throw .failure(error.reason) }
+        }
+        do { try file.commit() } catch { throw .failure(error.reason) }
     }
 
     /// The environment of this process as a dictionary.
@@ -183,9 +215,11 @@ extension SecbridgeCLI {
     /// Runs `arguments` (looked up on PATH) with `environment`, optionally sending its standard
     /// output to a new file, and returns its exit status (128 + signal when killed).
     static func spawnAndWait(
-        _ arguments: [String], environment: [String: String], standardOutput: String?, discardStandardError: Bool = false
+        _ arguments: [String], environment: [String: String], standardOutput: String?, discardStandardError: Bool = false,
+        blockingStopSignals: Bool = false
     ) throws(CLIError) -> Int32 {
-        let pid = try spawn(arguments, environment: environment, standardOutput: standardOutput, discardStandardError: discardStandardError)
+        let pid = try spawn(arguments, environment: environment, standardOutput: standardOutput,
+                            discardStandardError: discardStandardError, blockingStopSignals: blockingStopSignals)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 {
             guard errno == EINTR else { throw .failure("waitpid: \(String(cString: strerror(errno)))") }
@@ -194,13 +228,28 @@ extension SecbridgeCLI {
     }
 
     /// Starts `arguments` (looked up on PATH) with `environment`, optionally sending its standard
-    /// output to a new file and its standard error to /dev/null; returns its process id.
+    /// output to a new file and its standard error to /dev/null; no signal is blocked in it, or
+    /// SIGINT, SIGTERM, SIGHUP and SIGQUIT are when `blockingStopSignals` (it then runs to its
+    /// end). Returns its process id.
     static func spawn(
-        _ arguments: [String], environment: [String: String], standardOutput: String?, discardStandardError: Bool = false
+        _ arguments: [String], environment: [String: String], standardOutput: String?, discardStandardError: Bool = false,
+        blockingStopSignals: Bool = false
     ) throws(CLIError) -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        // The child's signal mask is set either way: not inherited from the calling thread
+        // (a worker thread may block signals the program must get).
+        var mask = sigset_t()
+        sigemptyset(&mask)
+        if blockingStopSignals {
+            for number in [SIGINT, SIGTERM, SIGHUP, SIGQUIT] { sigaddset(&mask, number) }
+        }
+        posix_spawnattr_setsigmask(&attributes, &mask)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
         if let standardOutput {
             posix_spawn_file_actions_addopen(&actions, 1, standardOutput, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         }
@@ -214,7 +263,7 @@ extension SecbridgeCLI {
             envp.forEach { free($0) }
         }
         var pid: pid_t = 0
-        let result = posix_spawnp(&pid, arguments[0], &actions, nil, argv, envp)
+        let result = posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, envp)
         guard result == 0 else {
             throw .failure(String(cString: strerror(result)) + (result == ENOENT ? ": no such program on PATH" : ""))
         }

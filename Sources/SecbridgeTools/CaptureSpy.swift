@@ -81,7 +81,8 @@ enum SpyMode: Equatable, CustomStringConvertible {
     /// SCardTransmit. Before pcsc-lite 2.0.1 the spy reads `pioRecvPci->dwProtocol` after the call, and NULL is a valid pioRecvPci (libnfc's
     /// acr122_pcsc driver passes it): pcsc-lite issue #159, fixed by commit 52670e5 (2.0.1).
     static func knownSpyCrash(rawLog: String, status: Int32) -> ((String) -> String)? {
-        guard status == 128 + SIGSEGV, let bytes = try? readRegularFile(rawLog, limit: 1 << 26) else { return nil }
+        // The log's end is enough (its last entry or return line), whatever the log's size.
+        guard status == 128 + SIGSEGV, let bytes = SpyRawLog.tail(of: rawLog, count: 1 << 20) else { return nil }
         // Each line starts with the calling thread's id and `@` (1.9.9: `7F2F83DC8C80@>|…`).
         let lines = String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline).map { (line: Substring) -> Substring in
             guard let at = line.firstIndex(of: "@") else { return line }
@@ -104,6 +105,58 @@ enum SpyMode: Equatable, CustomStringConvertible {
         let fields = line.split(separator: "|", omittingEmptySubsequences: false)
         guard fields.count == 4, fields[0] == ">" else { return nil }
         return String(fields[3])
+    }
+}
+
+/// The spy library's raw log (`$HOME/pcsc-spy`: each line the calling thread's id, `@`, then
+/// `>|sec|usec|Function` on entry, a parameter, or `<|sec|usec|Function|…` on return), read from
+/// its end without loading it. The spy writes a line with three write(2) calls (the thread id,
+/// the text, the line feed), so a program killed meanwhile leaves a line without its line feed.
+enum SpyRawLog {
+    /// The last `count` bytes of the file at most, from the start of a line (a line cut by the
+    /// start of the window is left out); nil when the file cannot be read.
+    static func tail(of path: String, count: Int) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        let size = Int(info.st_size), start = max(0, size - count)
+        var bytes = [UInt8](repeating: 0, count: size - start)
+        let read = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(start)) }
+        guard read == bytes.count else { return nil }
+        if start > 0, let lf = bytes.firstIndex(of: 0x0A) { bytes.removeSubrange(...lf) }
+        return bytes
+    }
+
+    /// Cuts the log back to its last complete line when it ends inside one, so that the viewer
+    /// never takes a cut parameter (`FF 00 4` of `FF 00 48 00 00`) for a whole one. Returns the
+    /// number of bytes cut, 0 when the log ends with a line feed (or is empty).
+    /// - Throws: `CLIError.failure` when the log cannot be read or cut.
+    static func cutUnfinishedLastLine(_ path: String) throws(CLIError) -> Int {
+        func failure(_ what: String) -> CLIError { .failure("cannot \(what) \(path): \(String(cString: strerror(errno)))") }
+        let fd = open(path, O_RDWR | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { throw failure("open") }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw failure("read") }
+        let size = Int(info.st_size)
+        var end = size
+        var block = [UInt8](repeating: 0, count: 64 * 1024)
+        // Backwards one block at a time, to the last line feed or the start of the file.
+        while end > 0 {
+            let start = max(0, end - block.count), wanted = end - start
+            let read = block.withUnsafeMutableBytes { pread(fd, $0.baseAddress, wanted, off_t(start)) }
+            guard read == wanted else { throw failure("read") }
+            if let lf = block[0..<wanted].lastIndex(of: 0x0A) {
+                end = start + lf + 1
+                break
+            }
+            end = start
+        }
+        guard end < size else { return 0 }
+        guard ftruncate(fd, off_t(end)) == 0 else { throw failure("cut") }
+        return size - end
     }
 }
 

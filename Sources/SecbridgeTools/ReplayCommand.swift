@@ -237,7 +237,14 @@ extension SecbridgeCLI {
             } else {
                 let absolute = path.hasPrefix("/") ? path : (environmentValue("PWD") ?? ".") + "/" + path
                 do {
-                    _ = try control.request("place-card", ["uid": "04A1B2C3", "transcript": absolute, "id": "replay"])
+                    // The card takes this process's check of the file and reads it one exchange at
+                    // a time as the APDUs come (docs/transcript-diff.md, "§7"); should the file have
+                    // changed since, it checks it again first, so the wait grows with the file:
+                    // 10 s, and 1 s more per 4 MiB.
+                    var info = stat()
+                    let size = stat(absolute, &info) == 0 ? Int(info.st_size) : 0
+                    _ = try control.request("place-card", ["uid": "04A1B2C3", "transcript": absolute, "id": "replay"],
+                                            timeout: .seconds(10 + size / (4 << 20)))
                 } catch {
                     throw CLIError.failure("the simulated reader could not take a card answering from \(path): \(error)")
                 }

@@ -177,8 +177,14 @@ enum ControlProtocol {
             guard leavesAfter == nil else {
                 throw ControlError(.badArgument, "leave-after= goes with applet=, not with transcript=")
             }
-            card = ISO14443_4Card(uid: uid, atqa: atqa, sak: sak, ats: ats,
-                                  transcript: try loadTranscript(path), channel: request.value("channel"))
+            // Checked whole here (its errors in the reply), then read as the APDUs come: the card
+            // holds one exchange, not the file (docs/transcript-diff.md, "§7").
+            let file = try transcriptFile(path, channel: request.value("channel"))
+            do {
+                card = try ISO14443_4Card(uid: uid, atqa: atqa, sak: sak, ats: ats, transcriptFile: file)
+            } catch {
+                throw ControlError(.badArgument, "transcript \(path): \(error)")
+            }
         } else {
             let name = request.value("applet") ?? BuiltInApplet.ok.rawValue
             guard let applet = BuiltInApplet(rawValue: name) else {
@@ -443,10 +449,27 @@ enum ControlProtocol {
         return id
     }
 
-    private static func loadTranscript(_ path: String) throws(ControlError) -> Transcript {
+    /// The transcript file at `path` (absolute), read once whole to check it (nothing kept), unless
+    /// this process checked it already and it is unchanged (`replay --against simulated`). A FIFO
+    /// or device is refused without blocking (the file reader opens with O_NONBLOCK and reads
+    /// regular files only).
+    private static func transcriptFile(_ path: String, channel: String?) throws(ControlError) -> TranscriptReplayFile {
+        try requireAbsolute(path)
+        do {
+            return try TranscriptReplayFile.checked(contentsOfFile: path, channelID: channel)
+        } catch {
+            throw ControlError(.badArgument, "transcript \(path): \(error)")
+        }
+    }
+
+    private static func requireAbsolute(_ path: String) throws(ControlError) {
         guard path.hasPrefix("/") else {
             throw ControlError(.badArgument, "transcript path '\(path)' must be absolute (pcscd's working directory is not yours)")
         }
+    }
+
+    private static func loadTranscript(_ path: String) throws(ControlError) -> Transcript {
+        try requireAbsolute(path)
         do {
             return try Transcript(contentsOfFile: path)
         } catch {

@@ -132,7 +132,8 @@ package enum FileIO {
         var info = stat()
         guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
             _ = close(fd)
-            throw Failure(errorNumber: EINVAL, reason: "\(path) is not a regular file: give the path of a transcript file")
+            let kind = (info.st_mode & S_IFMT) == S_IFIFO ? "a FIFO (named pipe), not a regular file" : "not a regular file"
+            throw Failure(errorNumber: EINVAL, reason: "\(path) is \(kind): give the path of a transcript file")
         }
         return fd
     }

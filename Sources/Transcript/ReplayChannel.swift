@@ -153,13 +153,24 @@ extension Transcript {
 ///
 /// After a mismatch the replay does not move on: the same recorded command is expected again.
 /// Call ``finish()`` at the end to check that nothing recorded was left out.
+///
+/// Made from a ``Transcript`` it plays exchanges held in memory; made from a
+/// ``TranscriptReplayFile`` (``init(file:transmissionProtocol:makeError:)``) it reads them from the
+/// file as the host asks for them, in memory bounded independently of the file's size.
 public final class ReplayChannel: CardChannel {
     public let transmissionProtocol: TransmissionProtocol
-    private let exchanges: [RecordedExchange]
+    /// Hands out the recorded exchanges in order, nil after the last.
+    private let nextExchange: () throws(ReplayError) -> RecordedExchange?
+    /// The exchange the host's next command must match, once read; nil after the last.
+    private var upcoming: RecordedExchange?
+    private var upcomingRead = false
+    private let total: Int
+    private var played = 0
     private let fileName: String
     private let lastLine: Int
     private let makeError: (ReplayedFailure) -> any Error
-    private var next = 0
+    /// The file's exchanges as they are read (nil for a transcript in memory).
+    let stream: RecordedExchangeStream?
 
     /// - Parameters:
     ///   - transcript: a parsed transcript (or one a ``TranscriptBuffer`` holds).
@@ -172,14 +183,46 @@ public final class ReplayChannel: CardChannel {
         makeError: @escaping (ReplayedFailure) -> any Error = { $0 }
     ) {
         self.transmissionProtocol = transmissionProtocol ?? transcript.header.transmissionProtocol ?? .t1
-        exchanges = transcript.recordedExchanges(channel: channel)
+        let exchanges = transcript.recordedExchanges(channel: channel)
+        var index = 0
+        nextExchange = { () throws(ReplayError) -> RecordedExchange? in
+            guard index < exchanges.count else { return nil }
+            defer { index += 1 }
+            return exchanges[index]
+        }
+        total = exchanges.count
         fileName = transcript.fileName
         lastLine = transcript.lastLineNumber
+        self.makeError = makeError
+        stream = nil
+    }
+
+    /// A replay of a checked file (its channel, ``TranscriptReplayFile/channelID``), read from a
+    /// new reading of the file one exchange at a time: memory holds a read buffer and the
+    /// exchanges whose answer is not read yet (one per channel), whatever the file's size.
+    /// - Parameters:
+    ///   - file: the file, checked when it was opened.
+    ///   - transmissionProtocol: what the channel reports; by default the header's `protocol`,
+    ///     else T=1.
+    ///   - makeError: turns a recorded failure into the error thrown (e.g. into a PC/SC error).
+    /// - Throws: ``ReplayError`` `unreadable` when the file no longer opens. Later, a command
+    ///   meets `unreadable` when the file changed since it was checked.
+    public init(
+        file: TranscriptReplayFile, transmissionProtocol: TransmissionProtocol? = nil,
+        makeError: @escaping (ReplayedFailure) -> any Error = { $0 }
+    ) throws(ReplayError) {
+        self.transmissionProtocol = transmissionProtocol ?? file.header.transmissionProtocol ?? .t1
+        let stream = try RecordedExchangeStream(file)
+        nextExchange = { () throws(ReplayError) -> RecordedExchange? in try stream.next() }
+        self.stream = stream
+        total = file.commandCount
+        fileName = file.fileName
+        lastLine = file.lastLine
         self.makeError = makeError
     }
 
     /// Recorded exchanges not yet played.
-    public var remainingExchanges: Int { exchanges.count - next }
+    public var remainingExchanges: Int { total - played }
 
     public func transmit(_ command: [UInt8]) throws -> [UInt8] {
         try play(.transmit, command)
@@ -191,20 +234,34 @@ public final class ReplayChannel: CardChannel {
 
     /// Throws ``ReplayError`` `leftover` naming the first recorded command never sent.
     public func finish() throws(ReplayError) {
-        guard next < exchanges.count else { return }
-        let e = exchanges[next]
+        guard let e = try peek() else { return }
         throw ReplayError(code: .leftover, file: fileName, line: e.line, expected: e.commandText,
-                          reason: "the host stopped early: \(exchanges.count - next) recorded exchange(s) from this line on were never sent")
+                          reason: "the host stopped early: \(total - played) recorded exchange(s) from this line on were never sent")
+    }
+
+    /// The exchange the next command must match (read when first asked for), nil after the last.
+    private func peek() throws(ReplayError) -> RecordedExchange? {
+        if !upcomingRead {
+            upcoming = try nextExchange()
+            upcomingRead = true
+        }
+        return upcoming
+    }
+
+    /// Moves past the exchange just played.
+    private func advance() {
+        played += 1
+        upcoming = nil
+        upcomingRead = false
     }
 
     private func play(_ kind: RecordedExchange.Kind, _ command: [UInt8]) throws -> [UInt8] {
         let probe = RecordedExchange(kind: kind, command: TranscriptBytes(command), line: 0, outcome: .none)
         let actual = probe.text(.outgoing, command)
-        guard next < exchanges.count else {
+        guard let e = try peek() else {
             throw ReplayError(code: .endOfTranscript, file: fileName, line: lastLine, actual: actual,
                               reason: "the transcript ends here, but the host sent another command")
         }
-        let e = exchanges[next]
         guard e.kind == kind else {
             throw ReplayError(code: .unexpectedCall, file: fileName, line: e.line, expected: e.commandText, actual: actual,
                               reason: "the host made another kind of call than recorded (transmit vs control, or another control code)")
@@ -218,7 +275,7 @@ public final class ReplayChannel: CardChannel {
             throw ReplayError(code: .noRecordedAnswer, file: fileName, line: e.line, expected: e.commandText,
                               reason: "the recording ends after this command: no answer was recorded (was the recording cut short?)")
         case .failure(let f, let line):
-            next += 1
+            advance()
             throw makeError(ReplayedFailure(transcriptFailure: f, file: fileName, line: line))
         case .answer(let bytes, let line):
             guard let concrete = bytes.bytes else {
@@ -226,7 +283,7 @@ public final class ReplayChannel: CardChannel {
                                   expected: TranscriptRecord(e.entry(.incoming, bytes)).serialized(),
                                   reason: "the recorded answer holds ?? or [REDACTED n]: a replay cannot make those bytes up; write the real bytes")
             }
-            next += 1
+            advance()
             return concrete
         }
     }

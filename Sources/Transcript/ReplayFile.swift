@@ -1,4 +1,13 @@
 import PCSCCore
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A transcript file replayed without holding it in memory.
 ///
@@ -41,6 +50,7 @@ public struct TranscriptReplayFile: Sendable {
     public init(
         contentsOfFile path: String, channelID: String? = nil, inspect: (Int, TranscriptLine) -> Void = { _, _ in }
     ) throws(TranscriptParseError) {
+        let before = CheckedFiles.identity(of: path, channelID: channelID)
         let reader = try TranscriptFileReader(contentsOfFile: path)
         fileName = path
         header = reader.header
@@ -103,6 +113,26 @@ public struct TranscriptReplayFile: Sendable {
         self.usesTarget = usesTarget
         terminalCommandCount = usesTarget ? targetCommands : transmitCommands
         terminalRefusal = usesTarget ? targetRefusal : transmitRefusal
+        // Kept for ``checked(contentsOfFile:channelID:)`` when the file did not change meanwhile.
+        if let before, before == CheckedFiles.identity(of: path, channelID: channelID) { CheckedFiles.remember(self, as: before) }
+    }
+
+    /// The file at `path` as checked: the result of an earlier check in this process when the
+    /// file is the same one (by any path) and unchanged since (device, inode, size, modification
+    /// and status change times; errors then cite the path that check was given), else
+    /// a new check (``init(contentsOfFile:channelID:inspect:)``). `replay --against simulated`
+    /// checks the file, then places a card that answers from it: the card reads the file once,
+    /// as the APDUs come, not twice.
+    /// - Parameters:
+    ///   - path: the transcript file.
+    ///   - channelID: replay only the lines of `@channelID`; nil takes every channel-layer line.
+    /// - Throws: ``TranscriptParseError`` for the first bad line, or `unreadable`.
+    public static func checked(contentsOfFile path: String, channelID: String? = nil) throws(TranscriptParseError) -> TranscriptReplayFile {
+        if let identity = CheckedFiles.identity(of: path, channelID: channelID),
+           let file = CheckedFiles.recent.withLock({ $0.first { $0.identity == identity }?.file }) {
+            return file
+        }
+        return try TranscriptReplayFile(contentsOfFile: path, channelID: channelID)
     }
 
     /// Throws what a live replay refuses before anything is sent: the first command with
@@ -112,61 +142,36 @@ public struct TranscriptReplayFile: Sendable {
         if let liveRefusal { throw liveRefusal }
     }
 
+    /// A new reading of the file, its header read.
+    /// - Throws: ``ReplayError`` `unreadable` when the file no longer opens or reads.
+    func reopen() throws(ReplayError) -> TranscriptFileReader {
+        do { return try TranscriptFileReader(contentsOfFile: fileName) } catch { throw unreadable(error) }
+    }
+
+    /// The next body line of `reader`, nil at the end.
+    /// - Throws: ``ReplayError`` `unreadable` when the file no longer reads as it did when it was checked.
+    func nextLine(of reader: TranscriptFileReader) throws(ReplayError) -> (line: Int, content: TranscriptLine)? {
+        do { return try reader.next() } catch { throw unreadable(error) }
+    }
+
+    private func unreadable(_ error: TranscriptParseError) -> ReplayError {
+        ReplayError(code: .unreadable, file: fileName, line: error.line,
+                    reason: "the file no longer reads as it did when it was checked (\(error.reason)): was it changed during the replay?")
+    }
+
     /// Calls `body` with each body line of a new reading of the file.
     /// - Throws: ``ReplayError`` `unreadable` when the file no longer reads (it changed since it was
     ///   checked); what `body` throws.
     private func forEachLine(_ body: (Int, TranscriptLine) throws(ReplayError) -> Void) throws(ReplayError) {
-        func unreadable(_ error: TranscriptParseError) -> ReplayError {
-            ReplayError(code: .unreadable, file: fileName, line: error.line,
-                        reason: "the file no longer reads as it did when it was checked (\(error.reason)): was it changed during the replay?")
-        }
-        let reader: TranscriptFileReader
-        do { reader = try TranscriptFileReader(contentsOfFile: fileName) } catch { throw unreadable(error) }
-        while true {
-            let next: (line: Int, content: TranscriptLine)?
-            do { next = try reader.next() } catch { throw unreadable(error) }
-            guard let next else { return }
-            try body(next.line, next.content)
-        }
+        let reader = try reopen()
+        while let next = try nextLine(of: reader) { try body(next.line, next.content) }
     }
 
     /// The channel-layer exchanges (``Transcript/recordedExchanges(channel:)``), in the order of
     /// their commands, each handed out once its answer was read.
     func forEachRecordedExchange(_ body: (RecordedExchange) throws(ReplayError) -> Void) throws(ReplayError) {
-        var queue: [RecordedExchange] = []
-        var head = 0
-        var pending = PerChannel<Int>()
-        try forEachLine { (number, line) throws(ReplayError) in
-            guard let record = line.record else { return }
-            if let channelID, record.channel != channelID { return }
-            switch record.entry {
-            case .transmit(.outgoing, let b):
-                if !unanswered.contains(number) { pending[record.channel] = queue.count }
-                queue.append(RecordedExchange(kind: .transmit, command: b, line: number, outcome: .none))
-            case .control(let code, .outgoing, let b):
-                if !unanswered.contains(number) { pending[record.channel] = queue.count }
-                queue.append(RecordedExchange(kind: .control(code), command: b, line: number, outcome: .none))
-            case .transmit(.incoming, let b), .control(_, .incoming, let b):
-                if let i = pending.removeValue(for: record.channel) { queue[i].outcome = .answer(b, line: number) }
-            case .failure(let f):
-                if let i = pending.removeValue(for: record.channel) { queue[i].outcome = .failure(f, line: number) }
-            case .target, .initiator, .event, .reader:
-                return
-            }
-            while head < queue.count {
-                if case .none = queue[head].outcome, !unanswered.contains(queue[head].line) { break }
-                try body(queue[head])
-                head += 1
-            }
-            if head == queue.count {
-                queue.removeAll(keepingCapacity: true)
-                head = 0
-            }
-        }
-        while head < queue.count {
-            try body(queue[head])
-            head += 1
-        }
+        let stream = try RecordedExchangeStream(self)
+        while let e = try stream.next() { try body(e) }
     }
 
     /// The terminal-side exchanges (``TerminalReplay/exchanges(of:)``), in order, each handed out
@@ -205,6 +210,136 @@ public struct TranscriptReplayFile: Sendable {
             }
         }
         if let e = current { try body(e) }
+    }
+}
+
+/// The last few files checked in this process, for ``TranscriptReplayFile/checked(contentsOfFile:channelID:)``.
+enum CheckedFiles {
+    /// What makes a check reusable: the same file (by any path), unchanged, and the same channel.
+    struct Identity: Hashable, Sendable {
+        var channelID: String?
+        var device: UInt64
+        var inode: UInt64
+        var size: Int64
+        var modified: Int64
+        var modifiedNanoseconds: Int64
+        /// The status change time: moves with every write, and cannot be set back as mtime can.
+        var changed: Int64
+        var changedNanoseconds: Int64
+    }
+
+    /// The most files remembered (each entry is a few hundred bytes).
+    static let capacity = 4
+    static let recent = Mutex<[(identity: Identity, file: TranscriptReplayFile)]>([])
+
+    /// `path`'s identity by stat(2), nil when it cannot be taken.
+    static func identity(of path: String, channelID: String?) -> Identity? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return Identity(channelID: channelID, device: UInt64(info.st_dev), inode: UInt64(info.st_ino),
+                        size: Int64(info.st_size), modified: Int64(info.st_mtim.tv_sec), modifiedNanoseconds: Int64(info.st_mtim.tv_nsec),
+                        changed: Int64(info.st_ctim.tv_sec), changedNanoseconds: Int64(info.st_ctim.tv_nsec))
+    }
+
+    static func remember(_ file: TranscriptReplayFile, as identity: Identity) {
+        recent.withLock { recent in
+            recent.removeAll { $0.identity == identity }
+            recent.append((identity, file))
+            if recent.count > capacity { recent.removeFirst(recent.count - capacity) }
+        }
+    }
+}
+
+/// The channel-layer exchanges of a ``TranscriptReplayFile`` pulled one at a time from a new
+/// reading of the file (``next()``), in the order of their commands, each once its answer was read.
+///
+/// Memory holds one read buffer and the exchanges read but not yet handed out: those whose answer
+/// has not come yet (one per channel) and those recorded on other channels meanwhile. A command
+/// with no answer in the whole file (``TranscriptReplayFile`` found it when it checked the file)
+/// holds nothing up. ``maximumHeld`` records the most held at once.
+final class RecordedExchangeStream {
+    private let file: TranscriptReplayFile
+    private let reader: TranscriptFileReader
+    /// The exchanges read and not yet handed out start at `queue[head]`; `queue[i]` is the
+    /// exchange numbered `dropped + i` in command order.
+    private var queue: [RecordedExchange] = []
+    private var head = 0
+    private var dropped = 0
+    /// The number of each channel's command that waits for its answer.
+    private var pending = PerChannel<Int>()
+    private var atEnd = false
+    /// The most exchanges held at once (read, not yet handed out).
+    private(set) var maximumHeld = 0
+
+    /// Opens a new reading of `file`.
+    /// - Throws: ``ReplayError`` `unreadable` when the file no longer opens.
+    init(_ file: TranscriptReplayFile) throws(ReplayError) {
+        self.file = file
+        reader = try file.reopen()
+    }
+
+    /// The next exchange, nil after the last.
+    /// - Throws: ``ReplayError`` `unreadable` when the file no longer reads as it did when it was checked.
+    func next() throws(ReplayError) -> RecordedExchange? {
+        while true {
+            if head < queue.count {
+                let e = queue[head]
+                if atEnd || file.unanswered.contains(e.line) || !isAwaitingAnswer(e) {
+                    head += 1
+                    compact()
+                    return e
+                }
+            } else if atEnd {
+                return nil
+            }
+            guard let (number, line) = try file.nextLine(of: reader) else {
+                atEnd = true
+                continue
+            }
+            read(line, number: number)
+        }
+    }
+
+    private func isAwaitingAnswer(_ e: RecordedExchange) -> Bool {
+        if case .none = e.outcome { return true }
+        return false
+    }
+
+    private func read(_ line: TranscriptLine, number: Int) {
+        guard let record = line.record else { return }
+        if let channelID = file.channelID, record.channel != channelID { return }
+        switch record.entry {
+        case .transmit(.outgoing, let b):
+            enqueue(RecordedExchange(kind: .transmit, command: b, line: number, outcome: .none), channel: record.channel)
+        case .control(let code, .outgoing, let b):
+            enqueue(RecordedExchange(kind: .control(code), command: b, line: number, outcome: .none), channel: record.channel)
+        case .transmit(.incoming, let b), .control(_, .incoming, let b):
+            if let n = pending.removeValue(for: record.channel) { queue[n - dropped].outcome = .answer(b, line: number) }
+        case .failure(let f):
+            if let n = pending.removeValue(for: record.channel) { queue[n - dropped].outcome = .failure(f, line: number) }
+        case .target, .initiator, .event, .reader:
+            return
+        }
+    }
+
+    private func enqueue(_ e: RecordedExchange, channel: String?) {
+        if !file.unanswered.contains(e.line) { pending[channel] = dropped + queue.count }
+        queue.append(e)
+        maximumHeld = max(maximumHeld, queue.count - head)
+    }
+
+    /// Drops the exchanges handed out: all of them once the queue is empty, else once they are
+    /// most of it (so a long wait on one channel costs no quadratic moves).
+    private func compact() {
+        if head == queue.count {
+            dropped += queue.count
+            queue.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head >= 1024 && head * 2 >= queue.count {
+            dropped += head
+            queue.removeFirst(head)
+            head = 0
+        }
     }
 }
 

@@ -20,6 +20,23 @@ import Testing
         #expect(missing.components(separatedBy: "transcript /nonexistent").count == 2, "the path once: \(missing)")
     }
 
+    /// `place-card transcript=` and `place-terminal transcript=` naming a FIFO with no writer: the
+    /// handler answers at once (the reader opens with O_NONBLOCK and reads regular files only)
+    /// instead of blocking in open(2) until some process writes to the FIFO, and says what to give.
+    @Test func aTranscriptPathNamingAFIFOIsRefusedWithoutBlocking() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        let fifo = NSTemporaryDirectory() + "secbridge-fifo-\(getpid())-\(UUID().uuidString.prefix(8)).trn"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        defer { unlink(fifo) }
+        for verb in ["place-card uid=04A1B2C3", "place-terminal"] {
+            let reply = try desk.control().exchange("\(verb) transcript=\(fifo)", timeout: .seconds(5))
+            #expect(reply.hasPrefix("error bad-argument transcript \(fifo): "), "\(reply)")
+            #expect(reply.contains("\(fifo) is a FIFO (named pipe), not a regular file: give the path of a transcript file"), "\(reply)")
+        }
+        #expect(try desk.control().send("peers")["count"] == "0", "nothing was placed")
+    }
+
     /// `replug` on a reader that is plugged in is refused: it replaced the device (LEDs, PICC
     /// parameter, a running session) while answering "plugged=yes" as if nothing happened.
     @Test func replugWhilePluggedInIsRefusedAndChangesNothing() async throws {

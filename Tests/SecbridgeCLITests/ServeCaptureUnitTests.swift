@@ -235,3 +235,54 @@ import Glibc
         #expect(SpyViewer.commandLine(viewer: "/nonexistent/pcsc-spy", arguments: ["-n"]) == ["/nonexistent/pcsc-spy", "-n"])
     }
 }
+
+/// What capture does with the spy's raw log before the viewer reads it, and how it runs the
+/// viewer (CaptureSpy.swift: SpyRawLog; CaptureCommand.swift: spawn).
+@Suite struct SpyRawLogTests {
+    func file(_ bytes: [UInt8]) throws -> String {
+        let path = NSTemporaryDirectory() + "secbridge-raw-log-\(getpid())-\(UUID().uuidString.prefix(8))"
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    func contents(_ path: String) throws -> [UInt8] { Array(try Data(contentsOf: URL(fileURLWithPath: path))) }
+
+    @Test func anUnfinishedLastLineIsCutAndCounted() throws {
+        let cases: [(String, String, Int)] = [
+            ("a@>|1|2|SCardTransmit\na@0x0000", "a@>|1|2|SCardTransmit\n", 8),
+            ("a@>|1|2|SCardTransmit\n", "a@>|1|2|SCardTransmit\n", 0),
+            ("", "", 0),
+            ("a@0x00", "", 6),
+        ]
+        for (text, kept, cut) in cases {
+            let path = try file(Array(text.utf8))
+            defer { unlink(path) }
+            #expect(try SpyRawLog.cutUnfinishedLastLine(path) == cut, "\(text)")
+            #expect(try contents(path) == Array(kept.utf8))
+        }
+        // A last line longer than the 64 KiB blocks read backwards, after 200 000 bytes of lines.
+        let lines = Array(String(repeating: "a@0x00000002\n", count: 200_000 / 13).utf8)
+        let path = try file(lines + [UInt8](repeating: 0x41, count: 150_000))
+        defer { unlink(path) }
+        #expect(try SpyRawLog.cutUnfinishedLastLine(path) == 150_000)
+        #expect(try contents(path) == lines)
+    }
+
+    @Test func theTailStartsAtALine() throws {
+        let path = try file(Array("first line\nsecond\nthird\n".utf8))
+        defer { unlink(path) }
+        #expect(SpyRawLog.tail(of: path, count: 10) == Array("third\n".utf8), "'second' cut by the window is left out")
+        #expect(SpyRawLog.tail(of: path, count: 1_000) == Array("first line\nsecond\nthird\n".utf8))
+        #expect(SpyRawLog.tail(of: "/nonexistent/secbridge-raw", count: 10) == nil)
+    }
+
+    /// The viewer runs with SIGINT (and SIGTERM, SIGHUP, SIGQUIT) blocked: a Ctrl-C the terminal
+    /// sends to the whole foreground group does not stop it half-way. A shell that sends itself
+    /// SIGINT dies of it (130) without the block and finishes (0) with it.
+    @Test func aProgramSpawnedWithStopSignalsBlockedOutlivesSIGINT() throws {
+        let script = ["/bin/sh", "-c", "kill -INT $$; exit 0"]
+        let environment = SecbridgeCLI.currentEnvironment()
+        #expect(try SecbridgeCLI.spawnAndWait(script, environment: environment, standardOutput: nil) == 128 + SIGINT)
+        #expect(try SecbridgeCLI.spawnAndWait(script, environment: environment, standardOutput: nil, blockingStopSignals: true) == 0)
+    }
+}
