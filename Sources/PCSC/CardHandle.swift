@@ -106,24 +106,109 @@ public final class CardHandle: PCSCConnection, @unchecked Sendable {
     /// The bytes travel unchanged: no GET RESPONSE or other ISO 7816-4 handling happens here (see
     /// `ISO7816Transport` for that).
     ///
+    /// Each call allocates the answer's array; a loop that sends many APDUs can reuse one buffer
+    /// with ``transmit(_:into:)-(UnsafeRawBufferPointer,_)`` instead.
+    ///
     /// The corresponding PC/SC function is SCardTransmit.
     /// - Parameter command: 1 to 65 544 bytes.
+    /// - Returns: the answer, at most 65 548 bytes (an extended APDU's 65 536 data bytes and SW1-SW2).
     /// - Throws: `PCSCError` — SCARD_E_NO_SMARTCARD / SCARD_W_REMOVED_CARD when the card left,
     ///   SCARD_E_PROTO_MISMATCH on a direct connection, SCARD_E_INVALID_PARAMETER for an empty or
     ///   oversized command (checked before sending).
     public func transmit(_ command: [UInt8]) throws(PCSCError) -> [UInt8] {
-        guard !command.isEmpty, command.count <= PCSCConstants.maxBufferSizeExtended - 4 else {
+        try Self.checkCommandLength(command.count)
+        var answer: [UInt8] = []
+        let result = command.withUnsafeBytes { bytes in
+            callLock.withLock { _ in
+                var length = 0
+                let result = sendReceive(bytes, length: &length)
+                if SCard.succeeded(result) { answer = Array(UnsafeRawBufferPointer(rebasing: receiveBuffer[..<length])) }
+                return result
+            }
+        }
+        try SCard.check(result, "SCardTransmit")
+        return answer
+    }
+
+    /// Sends a command APDU (or a reader pseudo-APDU) and writes the whole answer, SW1-SW2
+    /// included, to the front of `response`, for loops that reuse one buffer: nothing is allocated
+    /// per call. The bytes travel unchanged, as with ``transmit(_:)``.
+    ///
+    /// pcscd always receives into the handle's own buffer of MAX_BUFFER_SIZE_EXTENDED (65 548)
+    /// bytes, whatever `response` holds (docs/cases.md P04), and the answer is then copied to
+    /// `response`; bytes of `response` past the answer are left as they were. A `response` of
+    /// 65 548 bytes takes every answer; 258 bytes take every answer to a short APDU (256 data
+    /// bytes and SW1-SW2).
+    ///
+    /// The corresponding PC/SC function is SCardTransmit.
+    /// - Parameters:
+    ///   - command: the command bytes, 1 to 65 544 of them.
+    ///   - response: where the answer goes, from its first byte.
+    /// - Returns: the answer's length in bytes: the answer is `response[..<length]`.
+    /// - Throws: `PCSCError` — SCARD_E_INSUFFICIENT_BUFFER (0x80100008) when the answer is longer
+    ///   than `response` (its ``PCSCError/detail`` gives both sizes; the command did reach the card,
+    ///   its answer is dropped), SCARD_E_NO_SMARTCARD / SCARD_W_REMOVED_CARD when the card left,
+    ///   SCARD_E_PROTO_MISMATCH on a direct connection, SCARD_E_INVALID_PARAMETER for an empty or
+    ///   oversized command (checked before sending).
+    public func transmit(
+        _ command: UnsafeRawBufferPointer, into response: UnsafeMutableRawBufferPointer
+    ) throws(PCSCError) -> Int {
+        try Self.checkCommandLength(command.count)
+        var length = 0
+        let result = callLock.withLock { _ in
+            let result = sendReceive(command, length: &length)
+            if SCard.succeeded(result), length <= response.count, length > 0 {
+                response.baseAddress.unsafelyUnwrapped.copyMemory(
+                    from: receiveBuffer.baseAddress.unsafelyUnwrapped, byteCount: length)
+            }
+            return result
+        }
+        try SCard.check(result, "SCardTransmit")
+        guard length <= response.count else { throw PCSCError.answerTooLong(length, capacity: response.count) }
+        return length
+    }
+
+    /// ``transmit(_:into:)-(UnsafeRawBufferPointer,_)`` with the command in an array.
+    ///
+    /// The corresponding PC/SC function is SCardTransmit.
+    /// - Parameters:
+    ///   - command: the command bytes, 1 to 65 544 of them.
+    ///   - response: where the answer goes, from its first byte.
+    /// - Returns: the answer's length in bytes: the answer is `response[..<length]`.
+    /// - Throws: `PCSCError`, as ``transmit(_:into:)-(UnsafeRawBufferPointer,_)`` does.
+    public func transmit(_ command: [UInt8], into response: UnsafeMutableRawBufferPointer) throws(PCSCError) -> Int {
+        try Self.checkCommandLength(command.count)
+        var length = 0
+        let result = command.withUnsafeBytes { bytes in
+            callLock.withLock { _ in
+                let result = sendReceive(bytes, length: &length)
+                if SCard.succeeded(result), length <= response.count, length > 0 {
+                    response.baseAddress.unsafelyUnwrapped.copyMemory(
+                        from: receiveBuffer.baseAddress.unsafelyUnwrapped, byteCount: length)
+                }
+                return result
+            }
+        }
+        try SCard.check(result, "SCardTransmit")
+        guard length <= response.count else { throw PCSCError.answerTooLong(length, capacity: response.count) }
+        return length
+    }
+
+    /// A command pcsc-lite can carry: 1 to 65 544 bytes (MAX_BUFFER_SIZE_EXTENDED less SW1-SW2 and
+    /// Le's two bytes).
+    @inline(__always)
+    private static func checkCommandLength(_ count: Int) throws(PCSCError) {
+        guard count > 0, count <= PCSCConstants.maxBufferSizeExtended - 4 else {
             throw PCSCError(code: PCSCError.invalidParameter.code, function: "SCardTransmit")
         }
-        let protocolValue = protocolValue.load(ordering: .acquiring)
-        return try callLock.withLock { _ throws(PCSCError) in
-            let length = try command.withUnsafeBytes { bytes in
-                Result { () throws(PCSCError) in
-                    try SCard.transmit(raw, protocolValue: protocolValue, command: bytes, receive: receiveBuffer)
-                }
-            }.get()
-            return Array(UnsafeRawBufferPointer(rebasing: receiveBuffer[..<length]))
-        }
+    }
+
+    /// One SCardTransmit of `command` into `receiveBuffer`; the caller holds `callLock`.
+    @inline(__always)
+    private func sendReceive(_ command: UnsafeRawBufferPointer, length: inout Int) -> SCard.ResultCode {
+        SCard.transmit(
+            raw, protocolValue: protocolValue.load(ordering: .acquiring), command: command, receive: receiveBuffer,
+            length: &length)
     }
 
     /// Sends a control command to the reader and returns its answer.
