@@ -24,8 +24,10 @@ public final class CardHandle: PCSCConnection, @unchecked Sendable {
     /// The active protocol's raw value: an atomic, not part of `state`, because every transmit
     /// reads it (a lock and unlock per APDU otherwise).
     private let protocolValue: Atomic<UInt>
-    /// Serializes use of `receiveBuffer` and of the handle.
-    private let callLock = Mutex(())
+    /// Serializes use of `receiveBuffer` and of the handle, and holds the last answer
+    /// ``transmit(_:)`` returned, whose storage the next call reuses once the caller has let go of
+    /// it (see `reuse(_:for:)`).
+    private let callLock = Mutex([UInt8]())
     private let receiveBuffer: UnsafeMutableRawBufferPointer
 
     init(context: PCSCContext, handle: SCard.Handle, readerName: String, activeProtocol: UInt) {
@@ -106,8 +108,10 @@ public final class CardHandle: PCSCConnection, @unchecked Sendable {
     /// The bytes travel unchanged: no GET RESPONSE or other ISO 7816-4 handling happens here (see
     /// `ISO7816Transport` for that).
     ///
-    /// Each call allocates the answer's array; a loop that sends many APDUs can reuse one buffer
-    /// with ``transmit(_:into:)-(UnsafeRawBufferPointer,_)`` instead.
+    /// The answer is written into the storage of the array the previous call returned when the
+    /// caller no longer holds it (a loop of `let answer = try card.transmit(…)`), else into a new
+    /// array; an answer the caller keeps is never changed (copy-on-write). A loop that reuses one
+    /// buffer of its own can call ``transmit(_:into:)-(UnsafeRawBufferPointer,_)`` instead.
     ///
     /// The corresponding PC/SC function is SCardTransmit.
     /// - Parameter command: 1 to 65 544 bytes.
@@ -119,10 +123,12 @@ public final class CardHandle: PCSCConnection, @unchecked Sendable {
         try Self.checkCommandLength(command.count)
         var answer: [UInt8] = []
         let result = command.withUnsafeBytes { bytes in
-            callLock.withLock { _ in
+            callLock.withLock { lastAnswer in
                 var length = 0
                 let result = sendReceive(bytes, length: &length)
-                if SCard.succeeded(result) { answer = Array(UnsafeRawBufferPointer(rebasing: receiveBuffer[..<length])) }
+                if SCard.succeeded(result) {
+                    answer = Self.reuse(&lastAnswer, for: UnsafeRawBufferPointer(rebasing: receiveBuffer[..<length]))
+                }
                 return result
             }
         }
@@ -201,6 +207,28 @@ public final class CardHandle: PCSCConnection, @unchecked Sendable {
         guard count > 0, count <= PCSCConstants.maxBufferSizeExtended - 4 else {
             throw PCSCError(code: PCSCError.invalidParameter.code, function: "SCardTransmit")
         }
+    }
+
+    /// `bytes` in `lastAnswer`'s storage when the caller no longer holds the array the previous
+    /// call returned (the usual `let answer = try card.transmit(…)` loop), else in a new array;
+    /// returns `lastAnswer`, which then shares its storage with the caller's copy until either
+    /// side changes it (copy-on-write). This saves an allocation and a deallocation per APDU
+    /// (about 300 instructions of 1 300). A storage more than four times larger than the answer
+    /// (plus 64 bytes) is not reused, so a kept answer never carries much more capacity than it
+    /// needs.
+    @inline(__always)
+    private static func reuse(_ lastAnswer: inout [UInt8], for bytes: UnsafeRawBufferPointer) -> [UInt8] {
+        if lastAnswer.count == bytes.count {
+            // Copies the old storage first if the caller still holds it.
+            lastAnswer.withUnsafeMutableBytes { $0.copyMemory(from: bytes) }
+        } else if lastAnswer.capacity >= bytes.count, lastAnswer.capacity <= 4 * bytes.count + 64 {
+            // Empties the storage in place, or allocates one of the same capacity if it is shared.
+            lastAnswer.removeAll(keepingCapacity: true)
+            lastAnswer.append(contentsOf: bytes)
+        } else {
+            lastAnswer = Array(bytes)
+        }
+        return lastAnswer
     }
 
     /// One SCardTransmit of `command` into `receiveBuffer`; the caller holds `callLock`.

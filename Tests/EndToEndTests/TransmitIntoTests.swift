@@ -58,6 +58,34 @@ extension SharedReader {
             try await removeEchoCard(reader)
         }
 
+        /// transmit(_:) reuses the storage of the answer it returned last once the caller let go
+        /// of it: answers the caller keeps, or changes, must stay as they were.
+        @Test func answersKeptOrChangedByTheCallerStayIntactAcrossLaterCalls() async throws {
+            let reader = try await placeEchoCard()
+            let (kept, changed, dropped, last) = try await blocking {
+                let card = try PCSCContext().connect(to: reader, share: .shared, protocols: .any)
+                // 15, 6, 15, 15 bytes: the sizes change both ways and repeat.
+                let kept = [try card.transmit(Self.select), try card.transmit(Self.getUID),
+                            try card.transmit(Self.select), try card.transmit(Self.select)]
+                var changed = try card.transmit(Self.getUID)
+                changed[0] = 0x00
+                var dropped: [[UInt8]] = []
+                for command in [Self.getUID, Self.getUID, Self.select, Self.getUID] {
+                    let answer = try card.transmit(command)  // released before the next call
+                    dropped.append(Array(answer[...]))
+                }
+                let last = try card.transmit(Self.select)
+                try card.disconnect()
+                return (kept, changed, dropped, last)
+            }
+            let selected = Self.select + hex("90 00"), uid = hex("04 A1 B2 C3 90 00")
+            #expect(kept == [selected, uid, selected, selected])
+            #expect(changed == hex("00 A1 B2 C3 90 00"))
+            #expect(dropped == [uid, uid, selected, uid])
+            #expect(last == selected)
+            try await removeEchoCard(reader)
+        }
+
         @Test func anAnswerLongerThanTheBufferIsRefusedWithBothSizesAndTheHandleGoesOn() async throws {
             let reader = try await placeEchoCard()
             let (error, untouched, after) = try await blocking {
