@@ -160,18 +160,8 @@ public final class CardHandle: PCSCConnection, @unchecked Sendable {
         _ command: UnsafeRawBufferPointer, into response: UnsafeMutableRawBufferPointer
     ) throws(PCSCError) -> Int {
         try Self.checkCommandLength(command.count)
-        var length = 0
-        let result = callLock.withLock { _ in
-            let result = sendReceive(command, length: &length)
-            if SCard.succeeded(result), length <= response.count, length > 0 {
-                response.baseAddress.unsafelyUnwrapped.copyMemory(
-                    from: receiveBuffer.baseAddress.unsafelyUnwrapped, byteCount: length)
-            }
-            return result
-        }
-        try SCard.check(result, "SCardTransmit")
-        guard length <= response.count else { throw PCSCError.answerTooLong(length, capacity: response.count) }
-        return length
+        let (result, length) = exchange(command, into: response)
+        return try Self.checkAnswer(result, length: length, capacity: response.count)
     }
 
     /// ``transmit(_:into:)-(UnsafeRawBufferPointer,_)`` with the command in an array.
@@ -184,20 +174,8 @@ public final class CardHandle: PCSCConnection, @unchecked Sendable {
     /// - Throws: `PCSCError`, as ``transmit(_:into:)-(UnsafeRawBufferPointer,_)`` does.
     public func transmit(_ command: [UInt8], into response: UnsafeMutableRawBufferPointer) throws(PCSCError) -> Int {
         try Self.checkCommandLength(command.count)
-        var length = 0
-        let result = command.withUnsafeBytes { bytes in
-            callLock.withLock { _ in
-                let result = sendReceive(bytes, length: &length)
-                if SCard.succeeded(result), length <= response.count, length > 0 {
-                    response.baseAddress.unsafelyUnwrapped.copyMemory(
-                        from: receiveBuffer.baseAddress.unsafelyUnwrapped, byteCount: length)
-                }
-                return result
-            }
-        }
-        try SCard.check(result, "SCardTransmit")
-        guard length <= response.count else { throw PCSCError.answerTooLong(length, capacity: response.count) }
-        return length
+        let (result, length) = command.withUnsafeBytes { exchange($0, into: response) }
+        return try Self.checkAnswer(result, length: length, capacity: response.count)
     }
 
     /// A command pcsc-lite can carry: 1 to 65 544 bytes (MAX_BUFFER_SIZE_EXTENDED less SW1-SW2 and
@@ -213,9 +191,9 @@ public final class CardHandle: PCSCConnection, @unchecked Sendable {
     /// call returned (the usual `let answer = try card.transmit(…)` loop), else in a new array;
     /// returns `lastAnswer`, which then shares its storage with the caller's copy until either
     /// side changes it (copy-on-write). This saves an allocation and a deallocation per APDU
-    /// (about 300 instructions of 1 300). A storage more than four times larger than the answer
-    /// (plus 64 bytes) is not reused, so a kept answer never carries much more capacity than it
-    /// needs.
+    /// (about 330 of 1 308 instructions, docs/benchmarks.md §7). A storage more than four times
+    /// larger than the answer (plus 64 bytes) is not reused, so a kept answer never carries much
+    /// more capacity than it needs.
     @inline(__always)
     private static func reuse(_ lastAnswer: inout [UInt8], for bytes: UnsafeRawBufferPointer) -> [UInt8] {
         if lastAnswer.count == bytes.count {
@@ -229,6 +207,32 @@ public final class CardHandle: PCSCConnection, @unchecked Sendable {
             lastAnswer = Array(bytes)
         }
         return lastAnswer
+    }
+
+    /// One SCardTransmit under `callLock`, and the answer copied from `receiveBuffer` to the front
+    /// of `response` when it fits. Returns pcsc-lite's result code and the answer's length.
+    @inline(__always)
+    private func exchange(
+        _ command: UnsafeRawBufferPointer, into response: UnsafeMutableRawBufferPointer
+    ) -> (SCard.ResultCode, Int) {
+        callLock.withLock { _ in
+            var length = 0
+            let result = sendReceive(command, length: &length)
+            if SCard.succeeded(result), length <= response.count, length > 0 {
+                response.baseAddress.unsafelyUnwrapped.copyMemory(
+                    from: receiveBuffer.baseAddress.unsafelyUnwrapped, byteCount: length)
+            }
+            return (result, length)
+        }
+    }
+
+    /// The answer's length after `exchange(_:into:)`, or the error: pcsc-lite's, else
+    /// SCARD_E_INSUFFICIENT_BUFFER when the answer did not fit `capacity`.
+    @inline(__always)
+    private static func checkAnswer(_ result: SCard.ResultCode, length: Int, capacity: Int) throws(PCSCError) -> Int {
+        try SCard.check(result, "SCardTransmit")
+        guard length <= capacity else { throw PCSCError.answerTooLong(length, capacity: capacity) }
+        return length
     }
 
     /// One SCardTransmit of `command` into `receiveBuffer`; the caller holds `callLock`.

@@ -1,4 +1,5 @@
 import PCSC
+import PCSCSandbox
 import SecbridgeTesting
 import Testing
 
@@ -96,7 +97,7 @@ extension SharedReader {
                 var caught: PCSCError?
                 do {
                     _ = try card.transmit(Self.select, into: small)
-                } catch {
+                } catch let error as PCSCError {
                     caught = error
                 }
                 let untouched = Array(small)
@@ -122,7 +123,7 @@ extension SharedReader {
                 let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 258, alignment: 1)
                 defer { buffer.deallocate() }
                 var caught: PCSCError?
-                do { _ = try card.transmit([], into: buffer) } catch { caught = error }
+                do { _ = try card.transmit([], into: buffer) } catch let error as PCSCError { caught = error }
                 try card.disconnect()
                 return caught
             }
