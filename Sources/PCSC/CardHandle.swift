@@ -152,7 +152,7 @@ public final class CardHandle: PCSCConnection, @unchecked Sendable {
     ///   - response: where the answer goes, from its first byte.
     /// - Returns: the answer's length in bytes: the answer is `response[..<length]`.
     /// - Throws: `PCSCError` — SCARD_E_INSUFFICIENT_BUFFER (0x80100008) when the answer is longer
-    ///   than `response` (its ``PCSCError/detail`` gives both sizes; the command did reach the card,
+    ///   than `response` (its `PCSCError.detail` gives both sizes; the command did reach the card,
     ///   its answer is dropped), SCARD_E_NO_SMARTCARD / SCARD_W_REMOVED_CARD when the card left,
     ///   SCARD_E_PROTO_MISMATCH on a direct connection, SCARD_E_INVALID_PARAMETER for an empty or
     ///   oversized command (checked before sending).
