@@ -24,8 +24,10 @@ public final class CardHandle: PCSCConnection, @unchecked Sendable {
     /// The active protocol's raw value: an atomic, not part of `state`, because every transmit
     /// reads it (a lock and unlock per APDU otherwise).
     private let protocolValue: Atomic<UInt>
-    /// Serializes use of `receiveBuffer` and of the handle.
-    private let callLock = Mutex(())
+    /// Serializes use of `receiveBuffer` and of the handle, and holds the last answer
+    /// ``transmit(_:)`` returned, whose storage the next call reuses once the caller has let go of
+    /// it (see `reuse(_:for:)`).
+    private let callLock = Mutex([UInt8]())
     private let receiveBuffer: UnsafeMutableRawBufferPointer
 
     init(context: PCSCContext, handle: SCard.Handle, readerName: String, activeProtocol: UInt) {
@@ -106,24 +108,139 @@ public final class CardHandle: PCSCConnection, @unchecked Sendable {
     /// The bytes travel unchanged: no GET RESPONSE or other ISO 7816-4 handling happens here (see
     /// `ISO7816Transport` for that).
     ///
+    /// The answer is written into the storage of the array the previous call returned when the
+    /// caller no longer holds it (a loop of `let answer = try card.transmit(…)`), else into a new
+    /// array; an answer the caller keeps is never changed (copy-on-write). A loop that reuses one
+    /// buffer of its own can call ``transmit(_:into:)-(UnsafeRawBufferPointer,_)`` instead.
+    ///
     /// The corresponding PC/SC function is SCardTransmit.
     /// - Parameter command: 1 to 65 544 bytes.
+    /// - Returns: the answer, at most 65 548 bytes (an extended APDU's 65 536 data bytes and SW1-SW2).
     /// - Throws: `PCSCError` — SCARD_E_NO_SMARTCARD / SCARD_W_REMOVED_CARD when the card left,
     ///   SCARD_E_PROTO_MISMATCH on a direct connection, SCARD_E_INVALID_PARAMETER for an empty or
     ///   oversized command (checked before sending).
     public func transmit(_ command: [UInt8]) throws(PCSCError) -> [UInt8] {
-        guard !command.isEmpty, command.count <= PCSCConstants.maxBufferSizeExtended - 4 else {
+        try Self.checkCommandLength(command.count)
+        var answer: [UInt8] = []
+        let result = command.withUnsafeBytes { bytes in
+            callLock.withLock { lastAnswer in
+                var length = 0
+                let result = sendReceive(bytes, length: &length)
+                if SCard.succeeded(result) {
+                    answer = Self.reuse(&lastAnswer, for: UnsafeRawBufferPointer(rebasing: receiveBuffer[..<length]))
+                }
+                return result
+            }
+        }
+        try SCard.check(result, "SCardTransmit")
+        return answer
+    }
+
+    /// Sends a command APDU (or a reader pseudo-APDU) and writes the whole answer, SW1-SW2
+    /// included, to the front of `response`, for loops that reuse one buffer: nothing is allocated
+    /// per call. The bytes travel unchanged, as with ``transmit(_:)``.
+    ///
+    /// pcscd always receives into the handle's own buffer of MAX_BUFFER_SIZE_EXTENDED (65 548)
+    /// bytes, whatever `response` holds (docs/cases.md P04), and the answer is then copied to
+    /// `response`; bytes of `response` past the answer are left as they were. A `response` of
+    /// 65 548 bytes takes every answer; 258 bytes take every answer to a short APDU (256 data
+    /// bytes and SW1-SW2).
+    ///
+    /// The corresponding PC/SC function is SCardTransmit.
+    /// - Parameters:
+    ///   - command: the command bytes, 1 to 65 544 of them.
+    ///   - response: where the answer goes, from its first byte.
+    /// - Returns: the answer's length in bytes: the answer is `response[..<length]`.
+    /// - Throws: `PCSCError` — SCARD_E_INSUFFICIENT_BUFFER (0x80100008) when the answer is longer
+    ///   than `response` (its `PCSCError.detail` gives both sizes; the command did reach the card,
+    ///   its answer is dropped), SCARD_E_NO_SMARTCARD / SCARD_W_REMOVED_CARD when the card left,
+    ///   SCARD_E_PROTO_MISMATCH on a direct connection, SCARD_E_INVALID_PARAMETER for an empty or
+    ///   oversized command (checked before sending).
+    public func transmit(
+        _ command: UnsafeRawBufferPointer, into response: UnsafeMutableRawBufferPointer
+    ) throws(PCSCError) -> Int {
+        try Self.checkCommandLength(command.count)
+        let (result, length) = exchange(command, into: response)
+        return try Self.checkAnswer(result, length: length, capacity: response.count)
+    }
+
+    /// ``transmit(_:into:)-(UnsafeRawBufferPointer,_)`` with the command in an array.
+    ///
+    /// The corresponding PC/SC function is SCardTransmit.
+    /// - Parameters:
+    ///   - command: the command bytes, 1 to 65 544 of them.
+    ///   - response: where the answer goes, from its first byte.
+    /// - Returns: the answer's length in bytes: the answer is `response[..<length]`.
+    /// - Throws: `PCSCError`, as ``transmit(_:into:)-(UnsafeRawBufferPointer,_)`` does.
+    public func transmit(_ command: [UInt8], into response: UnsafeMutableRawBufferPointer) throws(PCSCError) -> Int {
+        try Self.checkCommandLength(command.count)
+        let (result, length) = command.withUnsafeBytes { exchange($0, into: response) }
+        return try Self.checkAnswer(result, length: length, capacity: response.count)
+    }
+
+    /// A command pcsc-lite can carry: 1 to 65 544 bytes (MAX_BUFFER_SIZE_EXTENDED less SW1-SW2 and
+    /// Le's two bytes).
+    @inline(__always)
+    private static func checkCommandLength(_ count: Int) throws(PCSCError) {
+        guard count > 0, count <= PCSCConstants.maxBufferSizeExtended - 4 else {
             throw PCSCError(code: PCSCError.invalidParameter.code, function: "SCardTransmit")
         }
-        let protocolValue = protocolValue.load(ordering: .acquiring)
-        return try callLock.withLock { _ throws(PCSCError) in
-            let length = try command.withUnsafeBytes { bytes in
-                Result { () throws(PCSCError) in
-                    try SCard.transmit(raw, protocolValue: protocolValue, command: bytes, receive: receiveBuffer)
-                }
-            }.get()
-            return Array(UnsafeRawBufferPointer(rebasing: receiveBuffer[..<length]))
+    }
+
+    /// `bytes` in `lastAnswer`'s storage when the caller no longer holds the array the previous
+    /// call returned (the usual `let answer = try card.transmit(…)` loop), else in a new array;
+    /// returns `lastAnswer`, which then shares its storage with the caller's copy until either
+    /// side changes it (copy-on-write). This saves an allocation and a deallocation per APDU
+    /// (about 330 of 1 308 instructions, docs/benchmarks.md §7). A storage more than four times
+    /// larger than the answer (plus 64 bytes) is not reused, so a kept answer never carries much
+    /// more capacity than it needs.
+    @inline(__always)
+    private static func reuse(_ lastAnswer: inout [UInt8], for bytes: UnsafeRawBufferPointer) -> [UInt8] {
+        if lastAnswer.count == bytes.count {
+            // Copies the old storage first if the caller still holds it.
+            lastAnswer.withUnsafeMutableBytes { $0.copyMemory(from: bytes) }
+        } else if lastAnswer.capacity >= bytes.count, lastAnswer.capacity <= 4 * bytes.count + 64 {
+            // Empties the storage in place, or allocates one of the same capacity if it is shared.
+            lastAnswer.removeAll(keepingCapacity: true)
+            lastAnswer.append(contentsOf: bytes)
+        } else {
+            lastAnswer = Array(bytes)
         }
+        return lastAnswer
+    }
+
+    /// One SCardTransmit under `callLock`, and the answer copied from `receiveBuffer` to the front
+    /// of `response` when it fits. Returns pcsc-lite's result code and the answer's length.
+    @inline(__always)
+    private func exchange(
+        _ command: UnsafeRawBufferPointer, into response: UnsafeMutableRawBufferPointer
+    ) -> (SCard.ResultCode, Int) {
+        callLock.withLock { _ in
+            var length = 0
+            let result = sendReceive(command, length: &length)
+            if SCard.succeeded(result), length <= response.count, length > 0 {
+                response.baseAddress.unsafelyUnwrapped.copyMemory(
+                    from: receiveBuffer.baseAddress.unsafelyUnwrapped, byteCount: length)
+            }
+            return (result, length)
+        }
+    }
+
+    /// The answer's length after `exchange(_:into:)`, or the error: pcsc-lite's, else
+    /// SCARD_E_INSUFFICIENT_BUFFER when the answer did not fit `capacity`.
+    @inline(__always)
+    private static func checkAnswer(_ result: SCard.ResultCode, length: Int, capacity: Int) throws(PCSCError) -> Int {
+        try SCard.check(result, "SCardTransmit")
+        guard length <= capacity else { throw PCSCError.answerTooLong(length, capacity: capacity) }
+        return length
+    }
+
+    /// One SCardTransmit of `command` into `receiveBuffer`; the caller holds `callLock`.
+    @inline(__always)
+    private func sendReceive(_ command: UnsafeRawBufferPointer, length: inout Int) -> SCard.ResultCode {
+        SCard.transmit(
+            raw, protocolValue: protocolValue.load(ordering: .acquiring), command: command, receive: receiveBuffer,
+            length: &length)
     }
 
     /// Sends a control command to the reader and returns its answer.

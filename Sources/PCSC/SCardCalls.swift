@@ -17,6 +17,7 @@ import Musl
 enum SCard {
     typealias Context = SCARDCONTEXT
     typealias Handle = SCARDHANDLE
+    typealias ResultCode = LONG
 
     @inline(__always)
     static func check(_ result: LONG, _ function: String) throws(PCSCError) {
@@ -132,25 +133,33 @@ enum SCard {
         return Array(buffer.prefix(Int(length)))
     }
 
-    /// One SCardTransmit. `receive` must hold at least the largest possible answer (docs/cases.md P04); the answer
-    /// is written to its front and its length returned.
+    /// One SCardTransmit. `receive` must hold at least the largest possible answer (docs/cases.md P04);
+    /// the answer is written to its front and its length to `length`. Returns pcsc-lite's result
+    /// code unchecked: the caller runs this inside non-throwing closures (its lock,
+    /// `withUnsafeBytes`) and passes the code to ``check(_:_:)`` outside them, so no error has to
+    /// cross a closure on the way.
+    @inline(__always)
     static func transmit(
         _ handle: Handle, protocolValue: UInt, command: UnsafeRawBufferPointer,
-        receive: UnsafeMutableRawBufferPointer
-    ) throws(PCSCError) -> Int {
+        receive: UnsafeMutableRawBufferPointer, length: inout Int
+    ) -> ResultCode {
         // The PCI is the protocol plus the structure's own length, as g_rgSCardT0Pci/T1Pci/RawPci hold.
         var sendPCI = SCARD_IO_REQUEST(
             dwProtocol: DWORD(protocolValue), cbPciLength: DWORD(MemoryLayout<SCARD_IO_REQUEST>.size))
         // pcsc-lite accepts a NULL receive PCI, but its spy library (libpcscspy 1.9.9) reads it and
         // crashes: pass one, as most clients do.
         var receivePCI = sendPCI
-        var length = DWORD(receive.count)
+        var received = DWORD(receive.count)
         let result = SCardTransmit(
             handle, &sendPCI, command.baseAddress?.assumingMemoryBound(to: UInt8.self),
-            DWORD(command.count), &receivePCI, receive.baseAddress?.assumingMemoryBound(to: UInt8.self), &length)
-        try check(result, "SCardTransmit")
-        return Int(length)
+            DWORD(command.count), &receivePCI, receive.baseAddress?.assumingMemoryBound(to: UInt8.self), &received)
+        length = Int(received)
+        return result
     }
+
+    /// Whether a result code is SCARD_S_SUCCESS.
+    @inline(__always)
+    static func succeeded(_ result: ResultCode) -> Bool { result == LONG(SCARD_S_SUCCESS) }
 
     static func control(
         _ handle: Handle, code: UInt32, command: UnsafeRawBufferPointer,

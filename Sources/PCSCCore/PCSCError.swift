@@ -15,11 +15,19 @@ public struct PCSCError: Error, Sendable, Hashable, CustomStringConvertible {
     public let code: UInt32
     /// The PC/SC function that failed, e.g. "SCardTransmit", when known.
     public let function: String?
+    /// What exactly went wrong and what to do, when the caller knows more than the code says (e.g.
+    /// the answer's and the receive buffer's sizes); printed in place of ``remedy``.
+    public let detail: String?
 
     /// Makes an error from a 32-bit code.
-    public init(code: UInt32, function: String? = nil) {
+    /// - Parameters:
+    ///   - code: the 32-bit result code, e.g. 0x80100008 for SCARD_E_INSUFFICIENT_BUFFER.
+    ///   - function: the PC/SC function that failed, e.g. "SCardTransmit".
+    ///   - detail: what exactly went wrong and what to do, printed in place of ``remedy``.
+    public init(code: UInt32, function: String? = nil, detail: String? = nil) {
         self.code = code
         self.function = function
+        self.detail = detail
     }
 
     /// Makes an error from a result code in any width: a 64-bit LONG, a negative Int32 or a
@@ -57,7 +65,7 @@ public struct PCSCError: Error, Sendable, Hashable, CustomStringConvertible {
         var text = ""
         if let function { text += function + " failed: " }
         text += "\(name) (0x\(hex32(code))): \(meaning)"
-        if let remedy { text += "; " + remedy }
+        if let note = detail ?? remedy { text += "; " + note }
         return text
     }
 

@@ -24,7 +24,8 @@ let helpText = """
       transmit           SCardTransmit loops through pcscd, Swift PC/SC layer against a C loop:
                          wall time per APDU Swift/C (goal ≤ 1.05) and client CPU time Swift/C
       instructions       callgrind, runs of N and 2N APDUs: the Swift layer's instructions per
-                         APDU beyond libpcsclite's (gated, ≤ 500) and `secbridge run`'s (gated,
+                         APDU beyond libpcsclite's, with transmit(_:) and with transmit(_:into:)
+                         reusing one buffer (gated, ≤ 500 each), and `secbridge run`'s (gated,
                          ≤ 10 000); needs valgrind
       start              `secbridge readers` / `pcsc_scan -r` wall time (goal ≤ 1.5)
       replay-simulated   `secbridge replay --against simulated` of a 5-exchange fixture /
@@ -64,8 +65,8 @@ let helpText = """
       -h, --help               Show this text.
 
     `transcripts [EXCHANGES]` is `--only transcripts --exchanges EXCHANGES`. Three subcommands are
-    the benchmark's own child programs: `loop swift|c READER COUNT` (one transmit loop, the
-    program callgrind counts), `codec-loop ITERATIONS` (every codec shape's loop, counted by
+    the benchmark's own child programs: `loop swift|swift-into|c READER COUNT` (one transmit
+    loop, the program callgrind counts), `codec-loop ITERATIONS` (every codec shape's loop, counted by
     codec-instructions) and `spin NANOSECONDS` (burns that much CPU time).
 
     Environment:

@@ -37,12 +37,21 @@ func monotonicNanoseconds() -> UInt64 {
     return UInt64(t.tv_sec) * 1_000_000_000 + UInt64(t.tv_nsec)
 }
 
-/// The Swift side: context and connection made before the loop, released after it.
-func swiftTransmitLoop(reader: String, apdu: [UInt8], count: Int) throws -> LoopRun {
+/// The Swift side: context and connection made before the loop, released after it. With
+/// `reusingBuffer` the loop calls `CardHandle.transmit(_:into:)` with one receive buffer of
+/// 65 548 bytes, as the C loop reuses one; without, `transmit(_:)`, which returns a new array
+/// per APDU.
+func swiftTransmitLoop(reader: String, apdu: [UInt8], count: Int, reusingBuffer: Bool = false) throws -> LoopRun {
     let context = try PCSCContext()
     let card = try context.connect(to: reader, share: .shared, protocols: .any)
+    let response = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_548, alignment: 8)
+    defer { response.deallocate() }
     let start = monotonicNanoseconds(), cpuStart = threadCPUNanoseconds()
-    for _ in 0..<count { _ = try card.transmit(apdu) }
+    if reusingBuffer {
+        for _ in 0..<count { _ = try card.transmit(apdu, into: response) }
+    } else {
+        for _ in 0..<count { _ = try card.transmit(apdu) }
+    }
     let cpu = threadCPUNanoseconds() - cpuStart
     let wall = monotonicNanoseconds() - start
     try card.disconnect()
@@ -64,17 +73,19 @@ func cTransmitLoop(reader: String, apdu: [UInt8], count: Int) throws -> LoopRun 
     return LoopRun(count: count, wall: Double(wall) / 1e9, cpu: Double(cpu) / 1e9)
 }
 
-/// `secbridge-bench loop swift|c READER COUNT`: one loop and nothing else, the program callgrind
-/// counts (Instructions.swift). Exit status 0 when every APDU went through.
+/// `secbridge-bench loop swift|swift-into|c READER COUNT`: one loop and nothing else, the program
+/// callgrind counts (Instructions.swift). `swift` calls `transmit(_:)`, `swift-into`
+/// `transmit(_:into:)` with a reused buffer. Exit status 0 when every APDU went through.
 func runLoopCommand(_ arguments: [String]) -> Int32 {
-    guard arguments.count == 3, let count = Int(arguments[2]), count > 0, ["swift", "c"].contains(arguments[0]) else {
-        FileHandle.standardError.write(Data("usage: secbridge-bench loop swift|c READER COUNT\n".utf8))
+    guard arguments.count == 3, let count = Int(arguments[2]), count > 0, ["swift", "swift-into", "c"].contains(arguments[0]) else {
+        FileHandle.standardError.write(Data("usage: secbridge-bench loop swift|swift-into|c READER COUNT\n".utf8))
         return 2
     }
     do {
-        _ = arguments[0] == "swift"
-            ? try swiftTransmitLoop(reader: arguments[1], apdu: selectNDEFApplication, count: count)
-            : try cTransmitLoop(reader: arguments[1], apdu: selectNDEFApplication, count: count)
+        _ = arguments[0] == "c"
+            ? try cTransmitLoop(reader: arguments[1], apdu: selectNDEFApplication, count: count)
+            : try swiftTransmitLoop(reader: arguments[1], apdu: selectNDEFApplication, count: count,
+                                    reusingBuffer: arguments[0] == "swift-into")
         return 0
     } catch {
         FileHandle.standardError.write(Data("secbridge-bench loop: \(error)\n".utf8))
