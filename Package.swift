@@ -106,9 +106,12 @@ let package = Package(
                 "SecureElementCredential", "NFCTags", "InProcessPCSC", "ACR122Simulator",
             ]
         ),
+        // The hand-over to `secbridge-tools` before the Swift runtime starts (a constructor; see
+        // handover.c).
+        .target(name: "CSecbridgeHandOver"),
         .executableTarget(
             name: "secbridge",
-            dependencies: ["SecbridgeCLI"],
+            dependencies: ["SecbridgeCLI", "CSecbridgeHandOver"],
             swiftSettings: [.unsafeFlags(["-Osize"])],
             // A static standard library, no Foundation, and a position-dependent executable (no
             // relocations for the loader to apply): `secbridge readers` must start within 1.5× of
@@ -163,7 +166,7 @@ let package = Package(
         .testTarget(name: "InProcessPCSCTests", dependencies: ["InProcessPCSC", "SimulatedACR122IFD", "PN53x", "Transcript", "ACR122Simulator", "PCSC", "ISO7816", "PCSCSandbox", "SecbridgeTesting"]),
         .testTarget(
             name: "SecbridgeCLITests",
-            dependencies: ["SecbridgeCLI", "SecbridgeTools", "SecbridgeTesting", "PCSCCore", "PCSCSandbox", "NFCTags", "ISO7816", "PCSC", "PN53x"]
+            dependencies: ["SecbridgeCLI", "SecbridgeTools", "CSecbridgeHandOver", "SecbridgeTesting", "PCSCCore", "PCSCSandbox", "NFCTags", "ISO7816", "PCSC", "PN53x"]
         ),
         // Replays the inputs the fuzz targets under Fuzz/ once failed on (Fuzz/Regressions/).
         .testTarget(
@@ -194,7 +197,7 @@ let package = Package(
 // instructions per first use of each type in the Foundation-linked `secbridge-tools`; 1.6 M of
 // the 5.7 M a `replay --against simulated` spent; docs/benchmarks.md §9). Every Swift module the
 // executables link; not the C targets, not the tests.
-let cTargets: Set<String> = ["CPCSCLite", "CEditLine", "CPCSCBaseline"]
+let cTargets: Set<String> = ["CPCSCLite", "CEditLine", "CPCSCBaseline", "CSecbridgeHandOver"]
 for target in package.targets where target.type != .test && !cTargets.contains(target.name) {
     target.swiftSettings = (target.swiftSettings ?? [])
         + [.unsafeFlags(["-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors"])]
