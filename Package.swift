@@ -2,6 +2,24 @@
 // secbridge: Apple's SecureElementCredential session model on PC/SC readers (pcsc-lite) for Linux.
 import PackageDescription
 
+// The C++ runtime the Swift runtime needs, linked into the two executables instead of loaded at
+// every start: Linker/static-libstdc++ holds a linker script named libstdc++.so that stands for
+// libstdc++.a (the toolchain's -static-stdlib asks for -lstdc++ by name), and -static-libgcc takes
+// libgcc_eh.a for libgcc_s.so.1. The loader then maps only libc, libm and libpcsclite and resolves
+// a few hundred symbols instead of libstdc++'s thousands: a static-stdlib "hello" starts in 0.32 M
+// instructions instead of 2.0 M (docs/benchmarks.md §9). Both need lld (-use-ld=lld).
+//
+// --no-export-dynamic undoes the -export-dynamic of -static-stdlib (last one wins): it put every
+// symbol of the package's modules into the dynamic symbol table, which the Swift runtime's
+// start-up `dladdr` (the backtracer's path look-up) then searched one by one (0.21 M instructions
+// in `secbridge`, 0.28 M in `secbridge-tools`). Nothing looks symbols of the executables up by name:
+// the in-process driver is called directly (InProcessPCSC/DriverCalls.swift), and libedit,
+// the one library opened with dlopen, needs nothing from them.
+let staticCxxRuntime = [
+    "-L", Context.packageDirectory + "/Linker/static-libstdc++", "-Xclang-linker", "-static-libgcc",
+    "-Xlinker", "--no-export-dynamic",
+]
+
 let package = Package(
     name: "secbridge",
     products: [
@@ -88,15 +106,19 @@ let package = Package(
                 "SecureElementCredential", "NFCTags", "InProcessPCSC", "ACR122Simulator",
             ]
         ),
+        // The hand-over to `secbridge-tools` before the Swift runtime starts (a constructor; see
+        // handover.c).
+        .target(name: "CSecbridgeHandOver"),
         .executableTarget(
             name: "secbridge",
-            dependencies: ["SecbridgeCLI"],
+            dependencies: ["SecbridgeCLI", "CSecbridgeHandOver"],
             swiftSettings: [.unsafeFlags(["-Osize"])],
             // A static standard library, no Foundation, and a position-dependent executable (no
             // relocations for the loader to apply): `secbridge readers` must start within 1.5× of
             // `pcsc_scan -r`, which one Foundation-linked binary does not (measurements in
-            // docs/test-infrastructure.md, "Start-up time: one binary or two").
-            linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xclang-linker", "-no-pie"])]
+            // docs/test-infrastructure.md, "Start-up time: one binary or two"). libstdc++ and
+            // libgcc static too (``staticCxxRuntime``).
+            linkerSettings: [.unsafeFlags(["-static-stdlib", "-use-ld=lld", "-Xclang-linker", "-no-pie"] + staticCxxRuntime)]
         ),
         .executableTarget(
             name: "secbridge-tools",
@@ -109,7 +131,7 @@ let package = Package(
             linkerSettings: [
                 // lld (the toolchain's own linker) ignores the .gnu.warning notes in the static
                 // Foundation (its mktemp use), which GNU ld prints as a warning on every link.
-                .unsafeFlags(["-static-stdlib", "-use-ld=lld", "-Xclang-linker", "-no-pie"]),
+                .unsafeFlags(["-static-stdlib", "-use-ld=lld", "-Xclang-linker", "-no-pie"] + staticCxxRuntime),
                 .linkedLibrary("CoreFoundation"), .linkedLibrary("_FoundationICU"),
                 .linkedLibrary("_FoundationCShims"), .linkedLibrary("_FoundationCollections"),
                 .linkedLibrary("FoundationInternationalization"), .linkedLibrary("FoundationEssentials"),
@@ -144,7 +166,7 @@ let package = Package(
         .testTarget(name: "InProcessPCSCTests", dependencies: ["InProcessPCSC", "SimulatedACR122IFD", "PN53x", "Transcript", "ACR122Simulator", "PCSC", "ISO7816", "PCSCSandbox", "SecbridgeTesting"]),
         .testTarget(
             name: "SecbridgeCLITests",
-            dependencies: ["SecbridgeCLI", "SecbridgeTools", "SecbridgeTesting", "PCSCCore", "PCSCSandbox", "NFCTags", "ISO7816", "PCSC", "PN53x"]
+            dependencies: ["SecbridgeCLI", "SecbridgeTools", "CSecbridgeHandOver", "SecbridgeTesting", "PCSCCore", "PCSCSandbox", "NFCTags", "ISO7816", "PCSC", "PN53x"]
         ),
         // Replays the inputs the fuzz targets under Fuzz/ once failed on (Fuzz/Regressions/).
         .testTarget(
@@ -167,3 +189,16 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// Generic types (a `[String: String]`, a `Set<Int>`, a `Mutex<[UInt: DriverReader]>`) get their
+// metadata through the accessor the compiler calls with the witness tables it already knows,
+// instead of from a mangled name the runtime demangles: a mangled name makes the runtime check
+// `Key: Hashable` by scanning every protocol conformance record of the binary (about 0.38 M
+// instructions per first use of each type in the Foundation-linked `secbridge-tools`; 1.6 M of
+// the 5.7 M a `replay --against simulated` spent; docs/benchmarks.md §9). Every Swift module the
+// executables link; not the C targets, not the tests.
+let cTargets: Set<String> = ["CPCSCLite", "CEditLine", "CPCSCBaseline", "CSecbridgeHandOver"]
+for target in package.targets where target.type != .test && !cTargets.contains(target.name) {
+    target.swiftSettings = (target.swiftSettings ?? [])
+        + [.unsafeFlags(["-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors"])]
+}

@@ -50,33 +50,41 @@ enum DriverCalls {
     /// SCARD_IO_REQUEST on LP64).
     static func transmit(lun: UInt, headerProtocol: UInt, _ command: [UInt8]) -> (result: Int, answer: [UInt8]) {
         var command = command
-        var buffer = [UInt8](repeating: 0, count: receiveBufferSize)
         var length = UInt(receiveBufferSize)
         let header = SCARD_IO_HEADER(Protocol: headerProtocol, Length: UInt(MemoryLayout<SCARD_IO_REQUEST>.size))
         var received = SCARD_IO_HEADER(Protocol: headerProtocol, Length: UInt(MemoryLayout<SCARD_IO_REQUEST>.size))
         let count = UInt(command.count)
-        let result = command.withUnsafeMutableBufferPointer { tx in
-            buffer.withUnsafeMutableBufferPointer { rx in
-                SimulatedACR122IFD.IFDHTransmitToICC(lun, header, tx.baseAddress, count, rx.baseAddress, &length, &received)
+        return withReceiveBuffer { rx in
+            let result = command.withUnsafeMutableBufferPointer { tx in
+                SimulatedACR122IFD.IFDHTransmitToICC(lun, header, tx.baseAddress, count, rx, &length, &received)
             }
+            return (result, length)
         }
-        guard result == IFDResponseCode.success else { return (result, []) }
-        return (result, Array(buffer.prefix(Int(min(length, UInt(receiveBufferSize))))))
     }
 
     /// IFDHControl.
     static func control(lun: UInt, code: UInt32, _ command: [UInt8]) -> (result: Int, answer: [UInt8]) {
         var command = command
-        var buffer = [UInt8](repeating: 0, count: receiveBufferSize)
         var returned: UInt = 0
         let count = UInt(command.count)
-        let result = command.withUnsafeMutableBufferPointer { tx in
-            buffer.withUnsafeMutableBufferPointer { rx in
-                SimulatedACR122IFD.IFDHControl(lun, UInt(code), tx.baseAddress, count, rx.baseAddress, UInt(receiveBufferSize), &returned)
+        return withReceiveBuffer { rx in
+            let result = command.withUnsafeMutableBufferPointer { tx in
+                SimulatedACR122IFD.IFDHControl(lun, UInt(code), tx.baseAddress, count, rx, UInt(receiveBufferSize), &returned)
             }
+            return (result, returned)
         }
+    }
+
+    /// Runs `call` with a receive buffer of ``receiveBufferSize`` bytes, as pcscd passes one, and
+    /// returns its RESPONSECODE with the bytes the driver reported writing (none on failure). The
+    /// buffer is not zeroed first: only the reported bytes are read back, and clearing 64 KiB
+    /// per call cost about 65 000 instructions, more than the driver's whole answer.
+    private static func withReceiveBuffer(_ call: (UnsafeMutablePointer<UInt8>) -> (result: Int, length: UInt)) -> (result: Int, answer: [UInt8]) {
+        let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: receiveBufferSize)
+        defer { buffer.deallocate() }
+        let (result, length) = call(buffer)
         guard result == IFDResponseCode.success else { return (result, []) }
-        return (result, Array(buffer.prefix(Int(min(returned, UInt(receiveBufferSize))))))
+        return (result, Array(UnsafeBufferPointer(start: buffer, count: Int(min(length, UInt(receiveBufferSize))))))
     }
 
     /// IFDHGetCapabilities with a buffer of `capacity` bytes.

@@ -29,6 +29,11 @@ public enum SecbridgeCLI {
         arguments: [String], console: any Console = StandardConsole(), toolCommands: [Command]? = nil,
         client: any PCSCClient = PCSCLiteClient(), timeScale: Double = 1
     ) -> Int32 {
+        // A command of `secbridge-tools` goes there before anything else is set up (the command
+        // tree, its option tables): the hand-over is the whole of the lean binary's work for it.
+        if toolCommands == nil, let first = arguments.first, toolCommandSummaries.contains(where: { $0.name == first }) {
+            return runTools(arguments: arguments, console: console)
+        }
         let root = makeRoot(toolCommands: toolCommands ?? delegatedToolCommands)
         let status = dispatch(arguments: arguments, console: console, root: root, client: client, timeScale: timeScale)
         if let failure = (console as? StandardConsole)?.outputFailure {

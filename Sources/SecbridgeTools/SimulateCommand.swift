@@ -100,7 +100,15 @@ extension SecbridgeCLI {
     /// column.
     static var personalityTable: String {
         let width = (ACR122Personality.all.map(\.name.count).max() ?? 0) + 2
-        return ACR122Personality.all.map { "  " + $0.name.padding(width) + $0.summary }.joined(separator: "\n")
+        // A loop rather than joined(separator:): every command of the tree is built at each start
+        // of secbridge-tools, and the generic joined's first call costs a scan of every protocol
+        // conformance record (about 0.28 M instructions, 5 % of a `replay --against simulated`).
+        var table = ""
+        for personality in ACR122Personality.all {
+            if !table.isEmpty { table += "\n" }
+            table += "  " + personality.name.padding(width) + personality.summary
+        }
+        return table
     }
     static let applets = ["ok", "echo", "t4t-ndef"]
     static let terminalScripts = ExternalTerminal.catalog.map(\.name)

@@ -261,7 +261,10 @@ final class ControlServer: Sendable {
     private static func makeDirectories(_ path: String) throws(ControlServerError) {
         var prefix = ""
         for component in path.split(separator: "/") {
-            prefix += "/" + component
+            // String + String: appending the Substring itself is the generic
+            // append(contentsOf:), whose first call makes the runtime look up Substring's
+            // associated types by scanning every conformance record (about 0.25 M instructions).
+            prefix += "/" + String(component)
             if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
                 throw ControlServerError("mkdir", errno, prefix)
             }

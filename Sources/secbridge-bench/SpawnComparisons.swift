@@ -63,7 +63,9 @@ func benchmarkReplaySimulated(_ programs: Programs, fixture: String?, pairs: Int
     }
     report.detail("replay --against simulated: \(describe(a)); pcsc_scan -r: \(describe(b))")
     let wall = PairedRatios(a: a.map(\.wall), b: b.map(\.wall))
+    let cpu = PairedRatios(a: a.map(\.cpu), b: b.map(\.cpu))
     report.figure("replay-simulated", name, wall.summary, goal: goal, passed: wall.median <= 3, gated: false)
+    report.detail("child CPU time replay --against simulated / pcsc_scan -r: \(cpu.summary)")
 }
 
 /// A transcript of `count` terminal SELECTs of the Type 4 Tag application (`tgt <`) each answered
