@@ -15,7 +15,8 @@ import Synchronization
 ///
 /// Readers of one desk share one RF field (reader 0's emulated card is a card in reader 1's
 /// field); desks do not see each other, so tests with desks of their own run in parallel. A
-/// process holds at most 16 in-process readers at a time: a desk waits up to 30 s for free ones.
+/// process holds at most 16 in-process readers at a time: a desk waits up to 300 s for free ones
+/// (a whole test suite's desks, under a loaded CI machine, were seen to hold all 16 for over 30 s).
 /// From async code (a Swift Testing test), make a desk with ``open(readers:personality:timeScale:separateFields:)``,
 /// which waits on a thread of its own: a wait on Swift's shared pool could starve the very tests
 /// whose desks it waits for.
@@ -61,7 +62,7 @@ public final class SimulatedDesk: Sendable {
         let names: [String]
         do {
             // All of the desk's Luns at once: desks never hold some while waiting for the rest.
-            names = try readers.createChannels(deviceNames: deviceNames, waitingUpTo: .seconds(30))
+            names = try readers.createChannels(deviceNames: deviceNames, waitingUpTo: .seconds(300))
         } catch {
             readers.close()
             try? FileManager.default.removeItem(atPath: directory)

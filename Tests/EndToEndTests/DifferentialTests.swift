@@ -236,7 +236,7 @@ extension SharedReader {
             let readers = InProcessReaders()
             defer { readers.close() }
             let inProcess = try await blocking {
-                let reader = try readers.createChannel(deviceName: directory + "/a:field=differential", waitingUpTo: .seconds(30))
+                let reader = try readers.createChannel(deviceName: directory + "/a:field=differential", waitingUpTo: .seconds(300))
                 return try Self.runScript(on: InProcessPath(readers: readers, reader: reader, control: SimulatedReaderControl(socketPath: directory + "/a/control.sock")))
             }
 

@@ -34,7 +34,7 @@ import Testing
         var refused: InProcessReaderError?
         do {
             // A Lun may be busy for a moment (desks of other tests draw from the same 16).
-            try bench.readers.createChannel(deviceName: bench.directory + "/a:colour=red", waitingUpTo: .seconds(30))
+            try bench.readers.createChannel(deviceName: bench.directory + "/a:colour=red", waitingUpTo: .seconds(300))
         } catch {
             refused = error
         }

@@ -102,7 +102,7 @@ final class Bench: Sendable {
     @discardableResult
     func addReaderOnThisThread(_ sub: String = "a", options: String = "") throws -> String {
         let scaled = options.contains(":timescale=") ? options : options + SimulatedReaders.timeScaleOption(Self.timeScale)
-        return try readers.createChannel(deviceName: directory + "/" + sub + scaled, waitingUpTo: .seconds(30))
+        return try readers.createChannel(deviceName: directory + "/" + sub + scaled, waitingUpTo: .seconds(300))
     }
 
     /// The control client of the reader in `<directory>/<sub>`.
