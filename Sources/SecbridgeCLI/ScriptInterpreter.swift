@@ -62,11 +62,14 @@ package final class ScriptInterpreter {
     /// The file name in messages ("script.txt:3: …").
     private let fileName: String
     package private(set) var reader: String
-    private var card: CardSession?
+    private var card: CardSession? { didSet { cardExchange = nil } }
     private var direct: (any PCSCConnection)?
     private var escapeCode: UInt32?
     private var inTransaction = false
-    private var recording: (path: String, writer: TranscriptWriter, recorder: TranscriptRecorder)?
+    private var recording: (path: String, writer: TranscriptWriter, recorder: TranscriptRecorder)? { didSet { cardExchange = nil } }
+    /// The card's traced (and recorded) channel and the ISO 7816-4 transport over it, made at the
+    /// first APDU and kept while the card and the recording stay the same (not built per APDU).
+    private var cardExchange: (tracer: TracingChannel, transport: ISO7816Transport)?
     /// `--json` and `--show-secrets`, read once (not a set lookup per APDU).
     private let json: Bool
     private let secrets: SecretDisplay
@@ -216,13 +219,11 @@ package final class ScriptInterpreter {
         var transported: ResponseAPDU?
         if let card {
             do {
-                let tracer = TracingChannel(recorded(card.channel), display: secrets, trace: traceLine)
-                tracer.lineSink = lineSink
+                let (tracer, transport) = cardExchange(card)
                 if options.raw || bytes[0] == 0xFF {
                     answer = try tracer.transmit(bytes)
                 } else {
-                    let transport = ISO7816Transport(channel: tracer, capabilities: card.capabilities, readerMaxInput: card.maxInput)
-                    let response = try transport.transmit(try CommandAPDU(parsing: bytes))
+                    let response = try transport.transmit(encoded: bytes)
                     transported = response
                     answer = json ? response.serialized() : []
                 }
@@ -265,6 +266,16 @@ package final class ScriptInterpreter {
             return false
         }
         return true
+    }
+
+    /// ``cardExchange``, made now if there is none for `card`.
+    private func cardExchange(_ card: CardSession) -> (tracer: TracingChannel, transport: ISO7816Transport) {
+        if let cardExchange { return cardExchange }
+        let tracer = TracingChannel(recorded(card.channel), display: secrets, trace: traceLine)
+        tracer.lineSink = lineSink
+        let made = (tracer, ISO7816Transport(channel: tracer, capabilities: card.capabilities, readerMaxInput: card.maxInput))
+        cardExchange = made
+        return made
     }
 
     /// An escape command on the session's handle (a card's or the DIRECT one). With
