@@ -52,7 +52,8 @@ struct EncodedTransmitTests {
             (.t1, select, [(select, "90 00")]),
             (.t1, "00 B0 00 00 0F", [("00 B0 00 00 0F", "6C 08"), ("00 B0 00 00 08", "01 02 03 04 05 06 07 08 90 00")]),
             (.t1, select, [(select, "61 04"), ("00 C0 00 00 04", "6F 02 84 00 90 00")]),
-            (.t1, "00 B0 00 00 00 01 00", [("00 B0 00 00 00 01 00", "6A 82")]),  // extended: decoded path
+            // Extended (case 2E, Ne 256) on a short-only card: the decoded path sends it short.
+            (.t1, "00 B0 00 00 00 01 00", [("00 B0 00 00 00", "6A 82")]),
             (.t0, select, [("00 A4 04 00 07 D2 76 00 00 85 01 01", "61 02"), ("00 C0 00 00 02", "6F 00 90 00")]),  // T=0
         ]
         for (transmissionProtocol, command, exchanges) in cases {
