@@ -113,11 +113,6 @@ public struct RedactionRule: Sendable {
     }.readerCommandsOnly()
 }
 
-/// One rule that finds secret bytes in an answer, given the command it answers.
-///
-/// A rule sees the command (unredacted) and its whole answer, status word included, and returns
-/// the answer's byte ranges to mask; the marks keep the length, and redacted answer bytes match
-/// anything in a replay.
 /// What a built-in rule can concern, checked before its function is called (a necessary
 /// condition for the rule to mask anything in a command, or in the answer to it).
 enum CommandScope: Sendable {
@@ -139,6 +134,11 @@ enum CommandScope: Sendable {
     }
 }
 
+/// One rule that finds secret bytes in an answer, given the command it answers.
+///
+/// A rule sees the command (unredacted) and its whole answer, status word included, and returns
+/// the answer's byte ranges to mask; the marks keep the length, and redacted answer bytes match
+/// anything in a replay.
 public struct ResponseRedactionRule: Sendable {
     /// A short name, e.g. `mifare-trailer-read`.
     public var id: String
@@ -156,7 +156,6 @@ public struct ResponseRedactionRule: Sendable {
         self.locate = locate
     }
 
-    /// The ranges of `response` this rule masks, clamped to the answer.
     /// This rule, known to mask answers to reader pseudo-APDUs (CLA FF) only.
     func readerCommandsOnly() -> ResponseRedactionRule {
         var rule = self
@@ -164,6 +163,7 @@ public struct ResponseRedactionRule: Sendable {
         return rule
     }
 
+    /// The ranges of `response` this rule masks, clamped to the answer.
     public func ranges(in response: [UInt8], answering command: [UInt8]) -> [Range<Int>] {
         let found = locate(command, response)
         if found.isEmpty { return found }
