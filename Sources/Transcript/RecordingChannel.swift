@@ -97,7 +97,7 @@ public final class TranscriptRecorder: Sendable {
             payload = redactor.masksAny(of: bytes) ? redactor.redact(bytes) : TranscriptBytes(bytes)
         }
         try order.withLock { (_: inout ()) throws(TranscriptWriteError) in
-            try sink.append(.record(TranscriptRecord(entry(payload), offset: TranscriptOffset(elapsed: clock()), channel: channel)))
+            try sink.appendRecord(TranscriptRecord(entry(payload), offset: TranscriptOffset(elapsed: clock()), channel: channel))
         }
     }
 

@@ -47,6 +47,21 @@ public protocol TranscriptSink: AnyObject, Sendable {
     /// Appends one body line.
     /// - Throws: ``TranscriptWriteError``: `invalidLine`, `writeFailed`, `closed`.
     func append(_ line: TranscriptLine) throws(TranscriptWriteError)
+
+    /// Appends one record line: `append(.record(record))`, which is what it does unless a sink
+    /// has a quicker way (``TranscriptWriter`` writes an exchange without wrapping it in a line).
+    /// - Parameter record: the record to append.
+    /// - Throws: ``TranscriptWriteError``: `invalidLine`, `writeFailed`, `closed`.
+    func appendRecord(_ record: TranscriptRecord) throws(TranscriptWriteError)
+}
+
+extension TranscriptSink {
+    /// `append(.record(record))`.
+    /// - Parameter record: the record to append.
+    /// - Throws: what ``append(_:)`` throws.
+    public func appendRecord(_ record: TranscriptRecord) throws(TranscriptWriteError) {
+        try append(.record(record))
+    }
 }
 
 /// The per-line check every sink runs: the line's text parses back to the same value, and the
@@ -172,22 +187,29 @@ struct LineValidator {
 /// check as an array has: the text of a line, reused from line to line (the transcript writer's
 /// exchange lines, the CLI's buffered output). Not copyable: one owner, freed when it goes.
 package struct LineBytes: ~Copyable {
-    private var base: UnsafeMutablePointer<UInt8>
-    private var capacity: Int
+    @usableFromInline var base: UnsafeMutablePointer<UInt8>
+    @usableFromInline var capacity: Int
     /// The bytes written so far; set to 0 to start again.
-    package var count = 0
+    package var count: Int
 
     /// An empty buffer with room for `capacity` bytes (it grows as needed).
     package init(capacity: Int = 256) {
         self.capacity = max(capacity, 16)
         base = .allocate(capacity: self.capacity)
+        count = 0
     }
 
     deinit { base.deallocate() }
 
     /// Makes room for `more` bytes after ``count``: every `append` must have room reserved.
+    @inlinable
     package mutating func reserve(_ more: Int) {
-        guard count + more > capacity else { return }
+        if count + more > capacity { grow(more) }
+    }
+
+    /// Moves the bytes to a buffer with room for `more` after them (at least twice as large).
+    @usableFromInline
+    mutating func grow(_ more: Int) {
         let grown = max(2 * capacity, count + more)
         let new = UnsafeMutablePointer<UInt8>.allocate(capacity: grown)
         new.update(from: base, count: count)
@@ -197,14 +219,14 @@ package struct LineBytes: ~Copyable {
     }
 
     /// Appends one byte.
-    @inline(__always)
+    @inlinable @inline(__always)
     package mutating func append(_ byte: UInt8) {
         base[count] = byte
         count += 1
     }
 
     /// Appends the bytes of `bytes`.
-    @inline(__always)
+    @inlinable @inline(__always)
     package mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
         guard let start = bytes.baseAddress else { return }
         (base + count).update(from: start, count: bytes.count)
@@ -212,11 +234,22 @@ package struct LineBytes: ~Copyable {
     }
 
     /// Appends two uppercase hex digits.
-    @inline(__always)
+    @inlinable @inline(__always)
     package mutating func appendHex(_ byte: UInt8) {
         let high = byte >> 4, low = byte & 0x0F
         append(high < 10 ? 0x30 + high : 0x37 + high)
         append(low < 10 ? 0x30 + low : 0x37 + low)
+    }
+
+    /// Appends `bytes` as uppercase hex, one space between bytes (`00 A4 04 00`); reserves the room.
+    package mutating func appendSpacedHex(_ bytes: [UInt8]) {
+        reserve(3 * bytes.count)
+        bytes.withUnsafeBufferPointer { bytes in
+            for index in bytes.indices {
+                if index > 0 { append(0x20) }
+                appendHex(bytes[index])
+            }
+        }
     }
 
     /// Appends `value` in decimal, zero-padded to at least `width` digits (room: 20 bytes).
@@ -245,6 +278,7 @@ package struct LineBytes: ~Copyable {
     }
 
     /// Calls `body` with the bytes written (valid only inside `body`).
+    @inlinable
     package func withBytes<R, E: Error>(_ body: (UnsafeBufferPointer<UInt8>) throws(E) -> R) throws(E) -> R {
         try body(UnsafeBufferPointer(start: base, count: count))
     }
@@ -306,6 +340,23 @@ public final class TranscriptWriter: TranscriptSink {
     /// Writes one line (and its LF) to the file.
     /// - Throws: ``TranscriptWriteError``: `invalidLine` (nothing written), `writeFailed`, `closed`.
     public func append(_ line: TranscriptLine) throws(TranscriptWriteError) {
+        if case .record(let record) = line {
+            try appendRecord(record)
+        } else {
+            try write(record: nil, line: line)
+        }
+    }
+
+    /// Writes one record line (and its LF) to the file: an exchange straight from its values
+    /// (``LineValidator/checkExchange(_:into:)``), any other record as ``append(_:)`` does.
+    /// - Parameter record: the record to append.
+    /// - Throws: ``TranscriptWriteError``: `invalidLine` (nothing written), `writeFailed`, `closed`.
+    public func appendRecord(_ record: TranscriptRecord) throws(TranscriptWriteError) {
+        try write(record: record, line: nil)
+    }
+
+    /// Writes `record` (an exchange is not wrapped in a line), else `line`.
+    private func write(record: TranscriptRecord?, line: TranscriptLine?) throws(TranscriptWriteError) {
         try state.withLock { (s: inout State) throws(TranscriptWriteError) in
             guard s.fd >= 0 else {
                 throw TranscriptWriteError(code: .closed, path: path, reason: "\(path) is closed: open a new writer")
@@ -314,10 +365,10 @@ public final class TranscriptWriter: TranscriptSink {
             // An exchange is written from its values straight into the line buffer (nil here); any
             // other line is checked by reading its text back.
             let text: [UInt8]?
-            if case .record(let record) = line, try validator.checkExchange(record, into: &s.line) {
+            if let record, try validator.checkExchange(record, into: &s.line) {
                 text = nil
             } else {
-                text = Array((try validator.check(line) + "\n").utf8)
+                text = Array((try validator.check(line ?? .record(record!)) + "\n").utf8)
             }
             let written = text?.count ?? s.line.count
             do throws(FileIO.Failure) {
