@@ -122,12 +122,7 @@ package struct SecretDisplay: Sendable {
     private static func appendHex(_ prefix: StaticString, _ bytes: [UInt8], to out: inout LineBytes) {
         out.reserve(prefix.utf8CodeUnitCount + bytes.count * 3)
         append(prefix, to: &out)
-        bytes.withUnsafeBufferPointer { bytes in
-            for index in bytes.indices {
-                if index > 0 { out.append(0x20) }
-                out.appendHex(bytes[index])
-            }
-        }
+        out.appendSpacedHex(bytes)
     }
 
     /// `  SW 90 00: meaning`, the line `run` prints under each answer, built as one string.
