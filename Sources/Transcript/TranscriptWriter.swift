@@ -348,7 +348,7 @@ public final class TranscriptWriter: TranscriptSink {
     }
 
     /// Writes one record line (and its LF) to the file: an exchange straight from its values
-    /// (``LineValidator/checkExchange(_:into:)``), any other record as ``append(_:)`` does.
+    /// (`LineValidator.checkExchange`), any other record as ``append(_:)`` does.
     /// - Parameter record: the record to append.
     /// - Throws: ``TranscriptWriteError``: `invalidLine` (nothing written), `writeFailed`, `closed`.
     public func appendRecord(_ record: TranscriptRecord) throws(TranscriptWriteError) {
