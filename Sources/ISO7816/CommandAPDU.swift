@@ -124,6 +124,38 @@ public struct CommandAPDU: Sendable, Hashable {
     /// ACR122U API v2.04 §4–§6): these are not card APDUs.
     public var isReaderPseudoAPDU: Bool { cla == 0xFF }
 
+    /// Ne of `bytes` when they are a well-formed short command APDU (case 1, 2S, 3S or 4S: 4 bytes,
+    /// header + Le, header + Lc + data, header + Lc + data + Le), found without copying the data;
+    /// nil for anything else (an extended APDU, or bytes that `init(parsing:)` refuses).
+    ///
+    /// The encoding of a short APDU is canonical: `CommandAPDU(parsing: bytes).serialized()` gives
+    /// `bytes` back, so a caller may send `bytes` as they are. Ne is 0 without Le, and a Le of 00
+    /// means 256 (ISO/IEC 7816-4 §5.1).
+    /// - Parameter bytes: the encoded command.
+    public static func shortNe(ofEncoded bytes: [UInt8]) -> Int? {
+        let count = bytes.count
+        if count == 4 { return 0 }
+        guard count >= 5 else { return nil }
+        let b1 = Int(bytes[4])
+        if count == 5 { return b1 == 0 ? 256 : b1 }
+        guard b1 != 0 else { return nil }
+        if count == 5 + b1 { return 0 }
+        if count == 6 + b1 {
+            let le = Int(bytes[5 + b1])
+            return le == 0 ? 256 : le
+        }
+        return nil
+    }
+
+    /// Checks that `bytes` parse as a command APDU, as `init(parsing:)` does, without making one: a
+    /// short APDU is checked in place (``shortNe(ofEncoded:)``), anything else is parsed.
+    /// - Parameter bytes: the encoded command.
+    /// - Throws: the `ISO7816Error` of `init(parsing:)`.
+    public static func validate(_ bytes: [UInt8]) throws(ISO7816Error) {
+        if shortNe(ofEncoded: bytes) != nil { return }
+        _ = try CommandAPDU(parsing: bytes)
+    }
+
     /// The number of bytes `serialized()` returns.
     public var encodedLength: Int {
         let nc = data.count

@@ -172,6 +172,26 @@ public struct ISO7816Transport {
         }
     }
 
+    /// Sends the command APDU encoded as `bytes` and returns the resolved response: the same as
+    /// `transmit(CommandAPDU(parsing: bytes))`. A short card APDU on a channel other than T=0,
+    /// which the transport would send unchanged, goes out as the very bytes given (a short
+    /// encoding is canonical, ``CommandAPDU/shortNe(ofEncoded:)``), without being copied into a
+    /// ``CommandAPDU`` first; the command is decoded only when the card answers 6C XX or 61 XX.
+    ///
+    /// - Parameter bytes: a command APDU, or a reader pseudo-APDU (CLA FF) which is passed through.
+    /// - Returns: all response data collected (through GET RESPONSE if needed) and the last SW.
+    /// - Throws: the errors of `CommandAPDU(parsing:)` and ``transmit(_:)``.
+    public func transmit(encoded bytes: [UInt8]) throws -> ResponseAPDU {
+        guard let ne = CommandAPDU.shortNe(ofEncoded: bytes), bytes[0] != 0xFF, channel.transmissionProtocol != .t0 else {
+            return try transmit(CommandAPDU(parsing: bytes))
+        }
+        let answer = try channel.transmit(bytes)
+        if answer.isEmpty { throw Self.noResponse(to: bytes) }
+        let response = try ResponseAPDU(parsing: answer)
+        if response.statusWord.correctLe == nil && response.statusWord.sw1 != 0x61 { return response }
+        return try exchange(CommandAPDU(parsing: bytes), wantedNe: ne, first: response)
+    }
+
     /// Sends raw command bytes: CLA FF goes through untouched (raw answer); anything else is parsed
     /// as a command APDU and sent with `transmit(_:)`, the answer serialized back.
     /// - Throws: the errors of `CommandAPDU(parsing:)` and `transmit(_:)`.
@@ -196,8 +216,10 @@ public struct ISO7816Transport {
             "the card answered \(command.hexString) with no bytes at all, not even SW1 SW2 (the reader reported success): the card is mute. Take it out of the field and present it again; if it stays mute, it does not handle this command")
     }
 
-    func exchange(_ apdu: CommandAPDU, wantedNe: Int) throws -> ResponseAPDU {
-        var response = try send(apdu)
+    /// One command with 6C XX and 61 XX resolved; `first` is the card's answer when the command
+    /// was already sent.
+    func exchange(_ apdu: CommandAPDU, wantedNe: Int, first: ResponseAPDU? = nil) throws -> ResponseAPDU {
+        var response = try first ?? send(apdu)
         // 6C XX: wrong Le, send the same command once more with Le = XX.
         if let le = response.statusWord.correctLe {
             response = try send(apdu.with(ne: le))

@@ -162,7 +162,7 @@ package enum ScriptLine {
         }
         if bytes[0] != 0xFF {
             do {
-                _ = try CommandAPDU(parsing: bytes)
+                try CommandAPDU.validate(bytes)
             } catch {
                 throw .failure("\(fileName):\(lineNumber): malformed APDU \(SecretDisplay.masked.text(bytes)): \(error.reason)")
             }

@@ -1,3 +1,5 @@
+import Transcript
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -141,48 +143,56 @@ package final class BufferedConsole: Console, @unchecked Sendable {
     // @unchecked: `buffer` is guarded by `lock`.
     private let inner: any Console
     private let lock = ConsoleLock()
-    /// UTF-8 bytes: appending a line is a copy of its bytes, with no String growth rules. Only
-    /// touched with `lock` held, so the run-time exclusivity check is left out.
-    @exclusivity(unchecked) private var buffer: [UInt8] = []
+    /// UTF-8 bytes, written through a pointer (``LineBytes``): appending a line is a copy of its
+    /// bytes, with no String or Array growth rules. Only touched with `lock` held, so the run-time
+    /// exclusivity check is left out.
+    @exclusivity(unchecked) private var buffer = LineBytes(capacity: BufferedConsole.limit + 4096)
     private static let limit = 64 << 10
 
     package init(_ inner: any Console) { self.inner = inner }
 
     package func out(_ text: String) {
-        let full: [UInt8]? = lock.withLock {
-            buffer.append(contentsOf: text.utf8)
-            guard buffer.count >= Self.limit else { return nil }
-            return take()
+        var text = text
+        let full: [UInt8]? = text.withUTF8 { bytes in
+            lock.withLock {
+                buffer.reserve(bytes.count)
+                buffer.append(bytes)
+                return buffer.count >= Self.limit ? take() : nil
+            }
         }
         if let full { inner.out(String(decoding: full, as: UTF8.self)) }
     }
 
     /// `text` and a line feed, as `out(text + "\n")` without building that string.
     package func outLine(_ text: String) {
-        let full: [UInt8]? = lock.withLock {
-            buffer.append(contentsOf: text.utf8)
-            buffer.append(0x0A)
-            guard buffer.count >= Self.limit else { return nil }
-            return take()
+        var text = text
+        let full: [UInt8]? = text.withUTF8 { bytes in
+            lock.withLock {
+                buffer.reserve(bytes.count + 1)
+                buffer.append(bytes)
+                buffer.append(0x0A)
+                return buffer.count >= Self.limit ? take() : nil
+            }
         }
         if let full { inner.out(String(decoding: full, as: UTF8.self)) }
     }
 
-    /// One line written by `build` straight into the buffer (no string made), then a line feed.
-    package func outLine(_ build: (inout [UInt8]) -> Void) {
+    /// One line written by `build` straight into the buffer (no string made), then a line feed;
+    /// `build` reserves the room it writes (``LineBytes/reserve(_:)``).
+    package func outLine(_ build: (inout LineBytes) -> Void) {
         let full: [UInt8]? = lock.withLock {
             build(&buffer)
+            buffer.reserve(1)
             buffer.append(0x0A)
-            guard buffer.count >= Self.limit else { return nil }
-            return take()
+            return buffer.count >= Self.limit ? take() : nil
         }
         if let full { inner.out(String(decoding: full, as: UTF8.self)) }
     }
 
     /// The buffered bytes, leaving the buffer empty (the lock held).
     private func take() -> [UInt8] {
-        var taken: [UInt8] = []
-        swap(&taken, &buffer)
+        let taken = buffer.withBytes { Array($0) }
+        buffer.count = 0
         return taken
     }
     package func err(_ text: String) {

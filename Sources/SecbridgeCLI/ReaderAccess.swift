@@ -140,10 +140,12 @@ package final class TracingChannel: CardChannel {
     /// How the traced bytes are written: secrets masked unless `--show-secrets` (``SecretDisplay``).
     package let display: SecretDisplay
     /// Called after each complete exchange with the real bytes (for `--json`, which masks them itself).
-    package var onExchange: ((_ command: [UInt8], _ answer: [UInt8]) -> Void)?
+    /// Set once after init and only read later, on the thread that owns the channel: the run-time
+    /// exclusivity check (two per read, per APDU) is left out, as for ``lineSink``.
+    @exclusivity(unchecked) package var onExchange: ((_ command: [UInt8], _ answer: [UInt8]) -> Void)?
     /// When set, the `>` / `<` lines of ``transmit(_:)`` are written straight into this buffer
     /// (no string made per line) instead of going to `trace`.
-    package var lineSink: BufferedConsole?
+    @exclusivity(unchecked) package var lineSink: BufferedConsole?
     package init(_ inner: any CardChannel, display: SecretDisplay = .masked, trace: @escaping (String) -> Void) {
         self.inner = inner
         self.display = display

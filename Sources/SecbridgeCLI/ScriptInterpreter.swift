@@ -62,11 +62,25 @@ package final class ScriptInterpreter {
     /// The file name in messages ("script.txt:3: …").
     private let fileName: String
     package private(set) var reader: String
-    private var card: CardSession?
+    // The interpreter runs on one thread (it is not Sendable): the state read per APDU skips the
+    // run-time exclusivity check.
+    @exclusivity(unchecked) private var card: CardSession? { didSet { cardExchange = nil } }
     private var direct: (any PCSCConnection)?
     private var escapeCode: UInt32?
     private var inTransaction = false
-    private var recording: (path: String, writer: TranscriptWriter, recorder: TranscriptRecorder)?
+    @exclusivity(unchecked) private var recording: (path: String, writer: TranscriptWriter, recorder: TranscriptRecorder)? {
+        didSet { cardExchange = nil }
+    }
+    /// The card's traced (and recorded) channel and the ISO 7816-4 transport over it, made at the
+    /// first APDU and kept while the card and the recording stay the same (not built per APDU).
+    private final class CardExchange {
+        let tracer: TracingChannel
+        let transport: ISO7816Transport
+        init(tracer: TracingChannel, transport: ISO7816Transport) { (self.tracer, self.transport) = (tracer, transport) }
+    }
+    @exclusivity(unchecked) private var cardExchange: CardExchange?
+    /// The last status word printed and its meaning (a script's answers mostly repeat one SW).
+    @exclusivity(unchecked) private var lastMeaning: (sw: StatusWord, text: String)?
     /// `--json` and `--show-secrets`, read once (not a set lookup per APDU).
     private let json: Bool
     private let secrets: SecretDisplay
@@ -216,13 +230,11 @@ package final class ScriptInterpreter {
         var transported: ResponseAPDU?
         if let card {
             do {
-                let tracer = TracingChannel(recorded(card.channel), display: secrets, trace: traceLine)
-                tracer.lineSink = lineSink
+                let exchange = cardExchange(card)
                 if options.raw || bytes[0] == 0xFF {
-                    answer = try tracer.transmit(bytes)
+                    answer = try exchange.tracer.transmit(bytes)
                 } else {
-                    let transport = ISO7816Transport(channel: tracer, capabilities: card.capabilities, readerMaxInput: card.maxInput)
-                    let response = try transport.transmit(try CommandAPDU(parsing: bytes))
+                    let response = try exchange.transport.transmit(encoded: bytes)
                     transported = response
                     answer = json ? response.serialized() : []
                 }
@@ -252,7 +264,8 @@ package final class ScriptInterpreter {
         } else if let response {
             let sw = response.statusWord
             if let lineSink {
-                lineSink.outLine { SecretDisplay.appendStatusLine(sw.sw1, sw.sw2, meaning: sw.meaning, to: &$0) }
+                let meaning = meaning(of: sw)
+                lineSink.outLine { SecretDisplay.appendStatusLine(sw.sw1, sw.sw2, meaning: meaning, to: &$0) }
             } else {
                 traceLine(SecretDisplay.statusLine(sw.sw1, sw.sw2, meaning: sw.meaning))
             }
@@ -265,6 +278,25 @@ package final class ScriptInterpreter {
             return false
         }
         return true
+    }
+
+    /// ``cardExchange``, made now if there is none for `card`.
+    private func cardExchange(_ card: CardSession) -> CardExchange {
+        if let cardExchange { return cardExchange }
+        let tracer = TracingChannel(recorded(card.channel), display: secrets, trace: traceLine)
+        tracer.lineSink = lineSink
+        let made = CardExchange(
+            tracer: tracer, transport: ISO7816Transport(channel: tracer, capabilities: card.capabilities, readerMaxInput: card.maxInput))
+        cardExchange = made
+        return made
+    }
+
+    /// `sw.meaning`, kept for the next answer with the same status word.
+    private func meaning(of sw: StatusWord) -> String {
+        if let lastMeaning, lastMeaning.sw == sw { return lastMeaning.text }
+        let text = sw.meaning
+        lastMeaning = (sw, text)
+        return text
     }
 
     /// An escape command on the session's handle (a card's or the DIRECT one). With
@@ -439,7 +471,8 @@ extension SecbridgeCLI {
         defer { interpreter.close() }
         do throws(CLIError) {
             if let path = invocation.arguments.value("record") { try interpreter.startRecording(path, line: nil) }
-            while let step = pending {
+            // Each step is moved out of `pending`, not copied.
+            while let step = pending.take() {
                 guard try interpreter.execute(step) else { break }
                 pending = try source.next()
             }

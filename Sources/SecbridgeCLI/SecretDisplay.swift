@@ -71,51 +71,58 @@ package struct SecretDisplay: Sendable {
     }
 
     /// ``line(_:_:)`` appended to `out` as UTF-8, without making a string.
-    package func appendLine(_ prefix: StaticString, _ command: [UInt8], to out: inout [UInt8]) {
-        Self.append(prefix, to: &out)
+    package func appendLine(_ prefix: StaticString, _ command: [UInt8], to out: inout LineBytes) {
         if redactor.masksAny(of: command) {
-            out.append(contentsOf: redactor.redact(command).description.utf8)
+            Self.append(prefix, redactor.redact(command).description, to: &out)
         } else {
-            Self.appendHex(command, to: &out)
+            Self.appendHex(prefix, command, to: &out)
         }
     }
 
     /// ``line(_:response:answering:)`` appended to `out` as UTF-8, without making a string.
-    package func appendLine(_ prefix: StaticString, response: [UInt8], answering command: [UInt8], to out: inout [UInt8]) {
-        Self.append(prefix, to: &out)
+    package func appendLine(_ prefix: StaticString, response: [UInt8], answering command: [UInt8], to out: inout LineBytes) {
         if redactor.masksAny(ofResponse: response, answering: command) {
-            out.append(contentsOf: redactor.redact(response: response, answering: command).description.utf8)
+            Self.append(prefix, redactor.redact(response: response, answering: command).description, to: &out)
         } else {
-            Self.appendHex(response, to: &out)
+            Self.appendHex(prefix, response, to: &out)
         }
     }
 
     /// ``statusLine(_:_:meaning:)`` appended to `out` as UTF-8.
-    package static func appendStatusLine(_ sw1: UInt8, _ sw2: UInt8, meaning: String, to out: inout [UInt8]) {
-        append("  SW ", to: &out)
-        appendHexByte(sw1, to: &out)
-        out.append(0x20)
-        appendHexByte(sw2, to: &out)
-        append(": ", to: &out)
-        out.append(contentsOf: meaning.utf8)
-    }
-
-    private static func append(_ text: StaticString, to out: inout [UInt8]) {
-        text.withUTF8Buffer { out.append(contentsOf: $0) }
-    }
-
-    private static func appendHex(_ bytes: [UInt8], to out: inout [UInt8]) {
-        out.reserveCapacity(out.count + bytes.count * 3)
-        for (index, byte) in bytes.enumerated() {
-            if index > 0 { out.append(0x20) }
-            appendHexByte(byte, to: &out)
+    package static func appendStatusLine(_ sw1: UInt8, _ sw2: UInt8, meaning: String, to out: inout LineBytes) {
+        var meaning = meaning
+        meaning.withUTF8 { text in
+            out.reserve(12 + text.count)
+            append("  SW ", to: &out)
+            out.appendHex(sw1)
+            out.append(0x20)
+            out.appendHex(sw2)
+            out.append(0x3A)
+            out.append(0x20)
+            out.append(text)
         }
     }
 
-    @inline(__always)
-    private static func appendHexByte(_ byte: UInt8, to out: inout [UInt8]) {
-        out.append(hexDigit(byte >> 4))
-        out.append(hexDigit(byte & 0x0F))
+    /// `prefix` then `text` (a masked line).
+    private static func append(_ prefix: StaticString, _ text: String, to out: inout LineBytes) {
+        var text = text
+        text.withUTF8 { bytes in
+            out.reserve(prefix.utf8CodeUnitCount + bytes.count)
+            append(prefix, to: &out)
+            out.append(bytes)
+        }
+    }
+
+    /// `text`; room must be reserved.
+    private static func append(_ text: StaticString, to out: inout LineBytes) {
+        text.withUTF8Buffer { out.append($0) }
+    }
+
+    /// `prefix`, then `bytes` in uppercase hex with one space between bytes.
+    private static func appendHex(_ prefix: StaticString, _ bytes: [UInt8], to out: inout LineBytes) {
+        out.reserve(prefix.utf8CodeUnitCount + bytes.count * 3)
+        append(prefix, to: &out)
+        out.appendSpacedHex(bytes)
     }
 
     /// `  SW 90 00: meaning`, the line `run` prints under each answer, built as one string.

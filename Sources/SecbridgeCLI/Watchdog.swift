@@ -2,6 +2,7 @@ import PCSCCore
 import ISO7816
 import PCSC
 import PN53x
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -16,27 +17,61 @@ import Glibc
 /// what to do, and ends the process with exit status 1. Transcripts lose nothing: each command
 /// line is written before its call. In tests (the CLI in-process) it stays disabled.
 ///
-/// The watch thread sleeps on a condition: with nothing armed it waits until a call arms it, with
-/// a call armed until that call's deadline. It wakes about once per bound of busy time, however
-/// many calls are made (no polling).
+/// Arming and returning cost a few atomic operations and a coarse clock read
+/// (CLOCK_MONOTONIC_COARSE), no lock: a call counts itself in `armedCalls`, notes when it began
+/// and what it is, and counts itself in `returnedCalls` when it returns. The watch thread reads
+/// those and sleeps on a condition with a bounded wait: until the deadline of the call in progress,
+/// or one bound after the last call it saw; only after a whole bound without any call does it wait
+/// without a deadline, and the next call wakes it (a signal, once). So it wakes about once per
+/// bound of busy time however many calls are made, and whether it is scheduled before or after a
+/// short call returns changes nothing. The decisions are ``step(now:)``, which tests drive with
+/// their own clock.
+///
+/// Calls are expected one at a time (the commands make them from one thread); calls that overlap
+/// are watched as one (the message names the latest).
 package final class CallWatchdog: @unchecked Sendable {
     package static let shared = CallWatchdog()
 
-    package init() {}
+    /// What the watch thread does next.
+    package enum Step: Equatable {
+        /// Sleep at most this many nanoseconds (a signal may end it earlier).
+        case sleep(nanoseconds: Int64)
+        /// No call in progress, none for a whole bound: wait until a call arms the watchdog.
+        case idle
+        /// The call in progress outlived its bound: print this message and exit 1.
+        case fire(String)
+    }
+
+    /// - Parameter clock: monotonic nanoseconds; by default CLOCK_MONOTONIC_COARSE (a vDSO read).
+    ///   Tests pass a manual clock and drive ``step(now:)`` themselves.
+    package init(clock: @escaping @Sendable () -> Int64 = CallWatchdog.coarseNanoseconds) {
+        self.clock = clock
+    }
+
+    private let clock: @Sendable () -> Int64
+    /// The bound in nanoseconds; 0 while disabled.
+    private let boundNanoseconds = Atomic<Int64>(0)
+    /// Calls armed and calls returned so far: a call is in progress while they differ.
+    private let armedCalls = Atomic<UInt64>(0)
+    private let returnedCalls = Atomic<UInt64>(0)
+    /// The latest armed call: when it began (clock nanoseconds), its extra time, and its label (a
+    /// static string's address and length in one word). Stored before `armedCalls` counts it.
+    private let armedAt = Atomic<Int64>(0)
+    private let armedExtra = Atomic<Int64>(0)
+    private let armedLabel = Atomic<UInt64>(0)
+    private let started = Atomic<Bool>(false)
+    /// True while the watch thread waits without a deadline: a call must signal it.
+    private let watcherIdle = Atomic<Bool>(false)
 
     private let state = ConditionLock()
-    private var bound: Duration?
-    /// The armed call's deadline (nil: nothing armed), and what it was armed with. Separate
-    /// fields, so arming and disarming (twice per APDU) copy no tuple of strings.
-    private var armedDeadline: ContinuousClock.Instant?
-    private var armedLabel = ""
-    private var armedStalled: String?
-    private var armedAllowed = Duration.zero
-    private var started = false
+    // Guarded by `state`:
     private var output: (any Console)?
-    /// True while the watch thread waits with no deadline (nothing armed): arming must wake it.
-    private var watcherIdle = false
+    /// The `stalled` text of the call with this number (rare: SCardBeginTransaction).
+    private var stalledCall: (number: UInt64, text: String)?
     private var wakes = 0
+    private var signals = 0
+    /// Only the watch thread (or a test driving ``step(now:)``) touches these.
+    private var seenCalls: UInt64 = 0
 
     private func locked<T>(_ body: () throws -> T) rethrows -> T {
         state.lock()
@@ -44,17 +79,27 @@ package final class CallWatchdog: @unchecked Sendable {
         return try body()
     }
 
+    /// CLOCK_MONOTONIC_COARSE in nanoseconds: the kernel's last tick, read without a system call.
+    @Sendable package static func coarseNanoseconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC_COARSE, &now)
+        return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+    }
+
     /// How often the watch thread has woken so far (each wait that returned, for a signal or a
     /// deadline): a figure tests read to see that it does not poll.
     package var wakeCount: Int { locked { wakes } }
+    /// How often a call has signalled the idle watch thread so far.
+    package var signalCount: Int { locked { signals } }
 
     /// Turns the watchdog on with `bound` per call. Its thread starts at the first guarded call,
-    /// so commands that make none (decode, help) start no thread.
-    package func enable(bound: Duration, console: any Console) {
-        locked {
-            self.bound = bound
-            self.output = console
-        }
+    /// so commands that make none (decode, help) start no thread; `watchThread: false` starts none
+    /// at all (tests drive ``step(now:)``).
+    package func enable(bound: Duration, console: any Console, watchThread: Bool = true) {
+        locked { output = console }
+        if !watchThread { started.store(true, ordering: .relaxed) }
+        let (seconds, attoseconds) = bound.components
+        boundNanoseconds.store(max(1, seconds * 1_000_000_000 + attoseconds / 1_000_000_000), ordering: .releasing)
     }
 
     /// Runs `body` (a blocking call) with the watchdog armed for `label`.
@@ -62,43 +107,111 @@ package final class CallWatchdog: @unchecked Sendable {
     ///   or the card stopped answering" would mislead (a transaction another program holds).
     /// - Parameter extra: time the call takes by design on top of the bound (an ACR122U LED/buzzer
     ///   sequence, docs/acr122-units.md §4).
-    package func guarding<T, E: Error>(_ label: String, stalled: String? = nil, extra: Duration = .zero, _ body: () throws(E) -> T) throws(E) -> T {
-        let startWatcher = locked { () -> Bool in
-            guard let bound else { return false }
-            let allowed = bound + max(extra, .zero)
-            armedLabel = label
-            armedStalled = stalled
-            armedAllowed = allowed
-            armedDeadline = ContinuousClock.now + allowed
-            if watcherIdle { state.signal() }
-            defer { started = true }
-            return !started
-        }
-        // The watch thread starts at the first guarded call (it finds that call armed).
-        if startWatcher { startThread(name: "secbridge-watch") { [self] in watch() } }
-        defer { locked { armedDeadline = nil } }
+    @inline(__always)
+    package func guarding<T, E: Error>(_ label: StaticString, stalled: String? = nil, extra: Duration = .zero, _ body: () throws(E) -> T) throws(E) -> T {
+        guard boundNanoseconds.load(ordering: .relaxed) != 0 else { return try body() }
+        arm(label, stalled: stalled, extra: extra)
+        defer { returnedCalls.wrappingAdd(1, ordering: .releasing) }
         return try body()
     }
 
-    private func watch() {
-        state.lock()
-        while true {
-            if let deadline = armedDeadline, bound != nil {
-                let left = deadline - ContinuousClock.now
-                if left <= .zero {
-                    let seconds = armedAllowed.components.seconds
-                    let why = armedStalled ?? "pcscd or the card stopped answering; check `systemctl status pcscd` (or the PCSCLITE_CSOCK_NAME socket), then remove and replace the card"
-                    output?.err("secbridge: error: \(armedLabel) did not return within \(seconds) s: \(why)\n")
-                    _exit(1)
+    private func arm(_ label: StaticString, stalled: String?, extra: Duration) {
+        armedAt.store(clock(), ordering: .releasing)
+        let extraNanoseconds: Int64
+        if extra > .zero {
+            let (seconds, attoseconds) = extra.components
+            extraNanoseconds = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+        } else {
+            extraNanoseconds = 0
+        }
+        armedExtra.store(extraNanoseconds, ordering: .releasing)
+        armedLabel.store(
+            label.hasPointerRepresentation ? UInt64(UInt(bitPattern: label.utf8Start)) | UInt64(label.utf8CodeUnitCount) << 48 : 0,
+            ordering: .releasing)
+        let number = armedCalls.wrappingAdd(1, ordering: .sequentiallyConsistent).newValue
+        if let stalled { locked { stalledCall = (number, stalled) } }
+        // An idle watch thread (no call for a whole bound) waits without a deadline: wake it.
+        if watcherIdle.load(ordering: .sequentiallyConsistent) {
+            locked {
+                if watcherIdle.load(ordering: .relaxed) {
+                    watcherIdle.store(false, ordering: .relaxed)
+                    signals += 1
+                    state.signal()
                 }
-                // A call armed: sleep until its deadline (a later call's deadline is only later).
-                watcherIdle = false
-                _ = state.wait(timeout: left)
-            } else {
-                watcherIdle = true
-                state.wait()
             }
-            wakes += 1
+        }
+        if !started.load(ordering: .relaxed), started.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged {
+            // The watch thread starts at the first guarded call (it finds that call armed).
+            startThread(name: "secbridge-watch") { [self] in watch() }
+        }
+    }
+
+    /// What the watch thread does at `now` (clock nanoseconds): fire for a call in progress past
+    /// its deadline, sleep until that deadline, stay awake one more bound when calls were made
+    /// since it last looked, or go idle.
+    package func step(now: Int64) -> Step {
+        let bound = boundNanoseconds.load(ordering: .acquiring)
+        let armed = armedCalls.load(ordering: .acquiring)
+        let calledSince = armed != seenCalls
+        seenCalls = armed
+        guard bound != 0, returnedCalls.load(ordering: .acquiring) != armed else {
+            return calledSince || bound == 0 ? .sleep(nanoseconds: max(bound, 1_000_000_000)) : .idle
+        }
+        // A call is in progress. Its fields were stored before it was counted; the next call's
+        // are stored only after this one returned, which the second look at `returnedCalls` sees.
+        let began = armedAt.load(ordering: .acquiring)
+        let extra = armedExtra.load(ordering: .acquiring)
+        let label = armedLabel.load(ordering: .acquiring)
+        guard returnedCalls.load(ordering: .acquiring) != armed, armedCalls.load(ordering: .acquiring) == armed else {
+            return .sleep(nanoseconds: bound)  // it returned meanwhile: look again within a bound
+        }
+        let allowed = bound + extra
+        let left = began + allowed - now
+        // The coarse clock lags the condition's clock by up to a tick (4–10 ms): sleep a tick more.
+        if left > 0 { return .sleep(nanoseconds: left + 10_000_000) }
+        let name = label == 0 ? "a PC/SC call" : String(decoding: UnsafeBufferPointer(
+            start: UnsafePointer<UInt8>(bitPattern: UInt(label & 0xFFFF_FFFF_FFFF)), count: Int(label >> 48)), as: UTF8.self)
+        let stalled = locked { stalledCall.flatMap { $0.number == armed ? $0.text : nil } }
+        let why = stalled ?? "pcscd or the card stopped answering; check `systemctl status pcscd` (or the PCSCLITE_CSOCK_NAME socket), then remove and replace the card"
+        return .fire("secbridge: error: \(name) did not return within \(allowed / 1_000_000_000) s: \(why)\n")
+    }
+
+    /// Marks the watch thread as waiting without a deadline, as it does after ``step(now:)`` said
+    /// ``Step/idle``, so that the next call signals it; tests that take the steps themselves call it.
+    package func enterIdle() { locked { _ = enterIdleLocked() } }
+
+    /// Sets the idle flag (the lock held); false, with the flag cleared, when a call was counted
+    /// since the last ``step(now:)`` (the thread must not wait then).
+    private func enterIdleLocked() -> Bool {
+        watcherIdle.store(true, ordering: .sequentiallyConsistent)
+        guard armedCalls.load(ordering: .sequentiallyConsistent) == seenCalls else {
+            watcherIdle.store(false, ordering: .relaxed)
+            return false
+        }
+        return true
+    }
+
+    private func watch() {
+        while true {
+            switch step(now: clock()) {
+            case .fire(let message):
+                locked { output }?.err(message)
+                _exit(1)
+            case .sleep(let nanoseconds):
+                state.lock()
+                _ = state.wait(timeout: .nanoseconds(nanoseconds))
+                wakes += 1
+                state.unlock()
+            case .idle:
+                state.lock()
+                // A call counted after `step` looked would not see the flag: look once more.
+                if enterIdleLocked() {
+                    state.wait()
+                    wakes += 1
+                }
+                watcherIdle.store(false, ordering: .relaxed)
+                state.unlock()
+            }
         }
     }
 }

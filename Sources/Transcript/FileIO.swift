@@ -153,9 +153,14 @@ package enum FileIO {
 
     /// Writes every byte, retrying after EINTR and short writes.
     static func writeAll(_ fd: Int32, _ bytes: [UInt8]) throws(Failure) {
+        try bytes.withUnsafeBufferPointer { (buffer) throws(Failure) in try writeAll(fd, buffer) }
+    }
+
+    /// ``writeAll(_:_:)`` of the bytes in `bytes`.
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeBufferPointer<UInt8>) throws(Failure) {
         var done = 0
         while done < bytes.count {
-            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + done, $0.count - done) }
+            let n = write(fd, bytes.baseAddress! + done, bytes.count - done)
             if n < 0 {
                 let e = errno
                 if e == EINTR { continue }

@@ -102,7 +102,7 @@ extension RedactionRule {
             let inner = Array(c[s...])
             return PN532Frames.shifted(rules.flatMap { $0.ranges(in: inner) }, by: s)
         }
-    }
+    }.readerCommandsOnly()
 }
 
 extension ResponseRedactionRule {
@@ -118,7 +118,7 @@ extension ResponseRedactionRule {
         guard getData || getResponse, let data = PN532Frames.answerData(r, code: 0x87) else { return [] }
         let inner = Array(r[data])
         return PN532Frames.shifted(RedactionRule.cardCommandRules.flatMap { $0.ranges(in: inner) }, by: data.lowerBound)
-    }
+    }.readerCommandsOnly()
 
     /// InDataExchange's answer `| D5 41 | status | card data | 90 00 |` to a MIFARE Classic READ of
     /// a sector trailer (`FF 00 00 00 05 D4 40 Tg 30 block`, the block a trailer by
@@ -138,5 +138,5 @@ extension ResponseRedactionRule {
         }
         if inner.count == 5, inner.first == 0x1B { return [data] }
         return []
-    }
+    }.readerCommandsOnly()
 }

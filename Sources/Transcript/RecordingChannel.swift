@@ -76,6 +76,31 @@ public final class TranscriptRecorder: Sendable {
         }
     }
 
+    /// Appends the payload line `entry(bytes)` of an exchange, as ``record(_:channel:note:answering:)``
+    /// does with `.transmit` or `.control` of `bytes`: a command (`answering` nil) redacted by the
+    /// command rules, an answer by the answer rules with the command it answers. The rules are
+    /// asked about the raw bytes first, so a line with nothing to mask is not redacted into a copy.
+    /// - Parameters:
+    ///   - bytes: the bytes sent or received.
+    ///   - command: the command `bytes` answer; nil when `bytes` are the command.
+    ///   - channel: the `@id` of the line; nil for the default channel.
+    ///   - entry: the entry of the (redacted) bytes, e.g. `{ .transmit(.outgoing, $0) }`.
+    /// - Throws: ``TranscriptWriteError`` from the sink.
+    public func recordPayload(
+        _ bytes: [UInt8], answering command: [UInt8]? = nil, channel: String? = nil, _ entry: (TranscriptBytes) -> TranscriptEntry
+    ) throws(TranscriptWriteError) {
+        let payload: TranscriptBytes
+        if let command {
+            payload = redactor.masksAny(ofResponse: bytes, answering: command)
+                ? redactor.redact(response: bytes, answering: command) : TranscriptBytes(bytes)
+        } else {
+            payload = redactor.masksAny(of: bytes) ? redactor.redact(bytes) : TranscriptBytes(bytes)
+        }
+        try order.withLock { (_: inout ()) throws(TranscriptWriteError) in
+            try sink.appendRecord(TranscriptRecord(entry(payload), offset: TranscriptOffset(elapsed: clock()), channel: channel))
+        }
+    }
+
     /// Appends an `event` line, e.g. `recordEvent(.cardInserted, [TranscriptAttribute("atr", "3B 80 80 01 01")])`.
     public func recordEvent(_ kind: TranscriptEventKind, _ attributes: [TranscriptAttribute] = [], channel: String? = nil) throws(TranscriptWriteError) {
         try record(.event(TranscriptEvent(kind, attributes)), channel: channel)
@@ -133,7 +158,7 @@ public final class RecordingChannel: CardChannel {
     public var transmissionProtocol: TransmissionProtocol { base.transmissionProtocol }
 
     public func transmit(_ command: [UInt8]) throws -> [UInt8] {
-        try recorder.record(.transmit(.outgoing, TranscriptBytes(command)), channel: channelID)
+        try recorder.recordPayload(command, channel: channelID) { .transmit(.outgoing, $0) }
         let response: [UInt8]
         do {
             response = try base.transmit(command)
@@ -141,12 +166,12 @@ public final class RecordingChannel: CardChannel {
             try? recorder.recordFailure(error, channel: channelID)
             throw error
         }
-        try recorder.record(.transmit(.incoming, TranscriptBytes(response)), channel: channelID, answering: command)
+        try recorder.recordPayload(response, answering: command, channel: channelID) { .transmit(.incoming, $0) }
         return response
     }
 
     public func control(code: UInt32, _ command: [UInt8]) throws -> [UInt8] {
-        try recorder.record(.control(code: code, .outgoing, TranscriptBytes(command)), channel: channelID)
+        try recorder.recordPayload(command, channel: channelID) { .control(code: code, .outgoing, $0) }
         let response: [UInt8]
         do {
             response = try base.control(code: code, command)
@@ -154,7 +179,7 @@ public final class RecordingChannel: CardChannel {
             try? recorder.recordFailure(error, channel: channelID)
             throw error
         }
-        try recorder.record(.control(code: code, .incoming, TranscriptBytes(response)), channel: channelID, answering: command)
+        try recorder.recordPayload(response, answering: command, channel: channelID) { .control(code: code, .incoming, $0) }
         return response
     }
 

@@ -12,6 +12,10 @@ public struct RedactionRule: Sendable {
     /// What the rule masks, for help text.
     public var summary: String
     fileprivate let locate: @Sendable ([UInt8]) -> [Range<Int>]
+    /// Commands the rule can never mask, known without calling its function: the built-in rules
+    /// say whether they look at reader pseudo-APDUs (CLA FF) only or at card commands of some
+    /// instructions only, so a command none of them concerns costs a byte test per rule.
+    var scope = CommandScope.any
 
     /// A rule from a function returning the ranges to mask (out-of-bounds parts are ignored).
     public init(id: String, summary: String, locate: @escaping @Sendable ([UInt8]) -> [Range<Int>]) {
@@ -40,10 +44,19 @@ public struct RedactionRule: Sendable {
     public static func commandData(ofInstructions instructions: Set<UInt8>, id: String, summary: String) -> RedactionRule {
         // A table by INS byte: a lookup per command, not a hash.
         let masked = (0...255).map { instructions.contains(UInt8($0)) }
-        return RedactionRule(id: id, summary: summary) { c in
+        var rule = RedactionRule(id: id, summary: summary) { c in
             guard c.count > 4, c[0] != 0xFF, masked[Int(c[1])] else { return [] }
             return APDUData.range(in: c).map { [$0] } ?? []
         }
+        rule.scope = .cardInstructions(masked)
+        return rule
+    }
+
+    /// This rule, known to mask reader pseudo-APDUs (CLA FF) only.
+    func readerCommandsOnly() -> RedactionRule {
+        var rule = self
+        rule.scope = .readerCommands
+        return rule
     }
 
     /// VERIFY (INS 20, and 21 with BER-TLV data): the reference data (PIN) (ISO/IEC 7816-4 §11.5, basic security handling).
@@ -70,7 +83,7 @@ public struct RedactionRule: Sendable {
     ) { c in
         guard c.count > 4, c[0] == 0xFF, c[1] == 0x82 else { return [] }
         return APDUData.range(in: c).map { [$0] } ?? []
-    }
+    }.readerCommandsOnly()
 
     /// PC/SC part 3 Update Binary of a MIFARE Classic sector trailer `| FF | D6 | 00 | block | 10 |
     /// key A (6) | access bits (3) | GPB (1) | key B (6) |`, the block a trailer by
@@ -85,7 +98,7 @@ public struct RedactionRule: Sendable {
               MifareClassicLayout.isSectorTrailer(Int(c[3]))
         else { return [] }
         return [5..<11, 15..<21]
-    }
+    }.readerCommandsOnly()
 
     /// MIFARE Classic authentication inside PN532 InDataExchange through the ACR122U direct
     /// transmit: `| FF 00 00 00 | Lc | D4 40 | Tg | 60 or 61 | block | key (6) | UID (4) |`; the six
@@ -97,6 +110,27 @@ public struct RedactionRule: Sendable {
               c[5] == 0xD4, c[6] == 0x40, c[8] == 0x60 || c[8] == 0x61
         else { return [] }
         return [10..<16]
+    }.readerCommandsOnly()
+}
+
+/// What a built-in rule can concern, checked before its function is called (a necessary
+/// condition for the rule to mask anything in a command, or in the answer to it).
+enum CommandScope: Sendable {
+    /// Any command: the function decides.
+    case any
+    /// Reader pseudo-APDUs only (CLA FF: PC/SC part 3, ACR122U API v2.04).
+    case readerCommands
+    /// Card commands (CLA other than FF) of more than the 4 header bytes whose INS is true here.
+    case cardInstructions([Bool])
+
+    /// True when a rule of this scope masks nothing in `command` (nor in its answer).
+    @inline(__always)
+    func excludes(_ command: [UInt8]) -> Bool {
+        switch self {
+        case .any: false
+        case .readerCommands: command.first != 0xFF
+        case .cardInstructions(let masked): !(command.count > 4 && command[0] != 0xFF && masked[Int(command[1])])
+        }
     }
 }
 
@@ -111,6 +145,8 @@ public struct ResponseRedactionRule: Sendable {
     /// What the rule masks, for help text.
     public var summary: String
     fileprivate let locate: @Sendable (_ command: [UInt8], _ response: [UInt8]) -> [Range<Int>]
+    /// The commands whose answers the rule can never mask (``RedactionRule``'s `scope`).
+    var scope = CommandScope.any
 
     /// A rule from a function of the command and the answer returning the answer's ranges to mask
     /// (out-of-bounds parts are ignored).
@@ -118,6 +154,13 @@ public struct ResponseRedactionRule: Sendable {
         self.id = id
         self.summary = summary
         self.locate = locate
+    }
+
+    /// This rule, known to mask answers to reader pseudo-APDUs (CLA FF) only.
+    func readerCommandsOnly() -> ResponseRedactionRule {
+        var rule = self
+        rule.scope = .readerCommands
+        return rule
     }
 
     /// The ranges of `response` this rule masks, clamped to the answer.
@@ -142,7 +185,7 @@ public struct ResponseRedactionRule: Sendable {
               MifareClassicLayout.isSectorTrailer(Int(c[3])), r.count >= 16
         else { return [] }
         return [10..<16]
-    }
+    }.readerCommandsOnly()
 }
 
 /// Masks secrets in commands before they are written, keeping their length.
@@ -206,7 +249,9 @@ public struct Redactor: Sendable {
     public func masksAny(of command: [UInt8]) -> Bool {
         // Only each rule's function is read, in place: copying the rules would retain their strings.
         rules.withUnsafeBufferPointer { rules in
-            for index in rules.indices where !rules[index].locate(command).isEmpty { return true }
+            for index in rules.indices where !rules[index].scope.excludes(command) && !rules[index].locate(command).isEmpty {
+                return true
+            }
             return false
         }
     }
@@ -214,7 +259,9 @@ public struct Redactor: Sendable {
     /// Whether an answer rule masks any byte of `response`, the answer to `command`.
     public func masksAny(ofResponse response: [UInt8], answering command: [UInt8]) -> Bool {
         responseRules.withUnsafeBufferPointer { rules in
-            for index in rules.indices where !rules[index].locate(command, response).isEmpty { return true }
+            for index in rules.indices where !rules[index].scope.excludes(command) && !rules[index].locate(command, response).isEmpty {
+                return true
+            }
             return false
         }
     }

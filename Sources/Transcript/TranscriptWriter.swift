@@ -47,6 +47,21 @@ public protocol TranscriptSink: AnyObject, Sendable {
     /// Appends one body line.
     /// - Throws: ``TranscriptWriteError``: `invalidLine`, `writeFailed`, `closed`.
     func append(_ line: TranscriptLine) throws(TranscriptWriteError)
+
+    /// Appends one record line: `append(.record(record))`, which is what it does unless a sink
+    /// has a quicker way (``TranscriptWriter`` writes an exchange without wrapping it in a line).
+    /// - Parameter record: the record to append.
+    /// - Throws: ``TranscriptWriteError``: `invalidLine`, `writeFailed`, `closed`.
+    func appendRecord(_ record: TranscriptRecord) throws(TranscriptWriteError)
+}
+
+extension TranscriptSink {
+    /// `append(.record(record))`.
+    /// - Parameter record: the record to append.
+    /// - Throws: what ``append(_:)`` throws.
+    public func appendRecord(_ record: TranscriptRecord) throws(TranscriptWriteError) {
+        try append(.record(record))
+    }
 }
 
 /// The per-line check every sink runs: the line's text parses back to the same value, and the
@@ -93,6 +108,180 @@ struct LineValidator {
         nextLineNumber += 1
         return text
     }
+
+    /// ``check(_:)`` for a record whose text holds no free text: an exchange (`>`, `<`,
+    /// `ctl 0x… >`, `ctl 0x… <`) of concrete bytes, without a note, with an offset of at most 18
+    /// digits and 9 decimals and a valid `@id` if any. Such a line is written from typed values only
+    /// (digits, hex, a fixed word), so it reads back as the same value by construction and is not
+    /// parsed again (the recorder writes every exchange this way); the pairing rules are checked as
+    /// for every line. Its text and LF are written to `out`. Returns false, with nothing checked or
+    /// written, for any other record: ``check(_:)`` then checks it whole.
+    /// - Throws: ``TranscriptWriteError`` `invalidLine` when the pairing rules refuse it.
+    mutating func checkExchange(_ record: TranscriptRecord, into out: inout LineBytes) throws(TranscriptWriteError) -> Bool {
+        guard record.note == nil else { return false }
+        let code: UInt32?
+        let direction: TranscriptDirection
+        let payload: TranscriptBytes
+        switch record.entry {
+        case .transmit(let d, let b): (code, direction, payload) = (nil, d, b)
+        case .control(let c, let d, let b): (code, direction, payload) = (c, d, b)
+        default: return false
+        }
+        guard payload.masks.isEmpty else { return false }
+        if let channel = record.channel, !TextScanner.isChannelID(channel) { return false }
+        var integer: UInt64 = 0, fraction: UInt64 = 0, fractionDigits = 0
+        if let offset = record.offset {
+            guard (0...9).contains(offset.fractionDigits) else { return false }
+            fractionDigits = offset.fractionDigits
+            var scale: UInt64 = 1
+            for _ in 0..<fractionDigits { scale *= 10 }
+            (integer, fraction) = offset.mantissa.quotientAndRemainder(dividingBy: scale)
+            guard LineBytes.decimalDigits(integer) + fractionDigits <= 18 else { return false }
+        }
+        if let problem = pairing.accept(record, line: nextLineNumber) {
+            throw TranscriptWriteError(code: .invalidLine, path: fileName,
+                                       reason: "refusing to write \(fileName):\(nextLineNumber): \(problem)")
+        }
+        out.count = 0
+        // The offset (at most 22 bytes), `ctl 0x…` (15), the direction, the LF: 64 is room enough.
+        out.reserve(64 + 3 * payload.itemCount + (record.channel?.utf8.count ?? 0))
+        if let offset = record.offset {
+            out.append(UInt8(ascii: "+"))
+            out.appendDecimal(integer, width: 1)
+            if fractionDigits > 0 {
+                out.append(UInt8(ascii: "."))
+                out.appendDecimal(fraction, width: fractionDigits)
+            }
+            switch offset.unit {
+            case .seconds: out.append(UInt8(ascii: "s"))
+            case .milliseconds: out.append(UInt8(ascii: "m")); out.append(UInt8(ascii: "s"))
+            case .microseconds: out.append(UInt8(ascii: "u")); out.append(UInt8(ascii: "s"))
+            }
+            out.append(UInt8(ascii: " "))
+        }
+        if let channel = record.channel {
+            out.append(UInt8(ascii: "@"))
+            channel.utf8.forEach { out.append($0) }
+            out.append(UInt8(ascii: " "))
+        }
+        if let code {
+            out.append(UInt8(ascii: "c")); out.append(UInt8(ascii: "t")); out.append(UInt8(ascii: "l"))
+            out.append(UInt8(ascii: " ")); out.append(UInt8(ascii: "0")); out.append(UInt8(ascii: "x"))
+            for shift in stride(from: 24, through: 0, by: -8) { out.appendHex(UInt8(truncatingIfNeeded: code >> UInt32(shift))) }
+            out.append(UInt8(ascii: " "))
+        }
+        out.append(direction == .outgoing ? UInt8(ascii: ">") : UInt8(ascii: "<"))
+        payload.withConcreteBytes { bytes in
+            for byte in bytes {
+                out.append(UInt8(ascii: " "))
+                out.appendHex(byte)
+            }
+        }
+        out.append(0x0A)
+        nextLineNumber += 1
+        return true
+    }
+}
+
+/// A growable byte buffer written through a pointer, with no per-byte capacity or uniqueness
+/// check as an array has: the text of a line, reused from line to line (the transcript writer's
+/// exchange lines, the CLI's buffered output). Not copyable: one owner, freed when it goes.
+package struct LineBytes: ~Copyable {
+    @usableFromInline var base: UnsafeMutablePointer<UInt8>
+    @usableFromInline var capacity: Int
+    /// The bytes written so far; set to 0 to start again.
+    package var count: Int
+
+    /// An empty buffer with room for `capacity` bytes (it grows as needed).
+    package init(capacity: Int = 256) {
+        self.capacity = max(capacity, 16)
+        base = .allocate(capacity: self.capacity)
+        count = 0
+    }
+
+    deinit { base.deallocate() }
+
+    /// Makes room for `more` bytes after ``count``: every `append` must have room reserved.
+    @inlinable
+    package mutating func reserve(_ more: Int) {
+        if count + more > capacity { grow(more) }
+    }
+
+    /// Moves the bytes to a buffer with room for `more` after them (at least twice as large).
+    @usableFromInline
+    mutating func grow(_ more: Int) {
+        let grown = max(2 * capacity, count + more)
+        let new = UnsafeMutablePointer<UInt8>.allocate(capacity: grown)
+        new.update(from: base, count: count)
+        base.deallocate()
+        base = new
+        capacity = grown
+    }
+
+    /// Appends one byte.
+    @inlinable @inline(__always)
+    package mutating func append(_ byte: UInt8) {
+        base[count] = byte
+        count += 1
+    }
+
+    /// Appends the bytes of `bytes`.
+    @inlinable @inline(__always)
+    package mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let start = bytes.baseAddress else { return }
+        (base + count).update(from: start, count: bytes.count)
+        count += bytes.count
+    }
+
+    /// Appends two uppercase hex digits.
+    @inlinable @inline(__always)
+    package mutating func appendHex(_ byte: UInt8) {
+        let high = byte >> 4, low = byte & 0x0F
+        append(high < 10 ? 0x30 + high : 0x37 + high)
+        append(low < 10 ? 0x30 + low : 0x37 + low)
+    }
+
+    /// Appends `bytes` as uppercase hex, one space between bytes (`00 A4 04 00`); reserves the room.
+    package mutating func appendSpacedHex(_ bytes: [UInt8]) {
+        reserve(3 * bytes.count)
+        bytes.withUnsafeBufferPointer { bytes in
+            for index in bytes.indices {
+                if index > 0 { append(0x20) }
+                appendHex(bytes[index])
+            }
+        }
+    }
+
+    /// Appends `value` in decimal, zero-padded to at least `width` digits (room: 20 bytes).
+    package mutating func appendDecimal(_ value: UInt64, width: Int) {
+        let digits = max(width, Self.decimalDigits(value))
+        count += digits
+        // Written from the last digit back.
+        var index = count
+        var rest = value
+        for _ in 0..<digits {
+            index -= 1
+            base[index] = 0x30 + UInt8(rest % 10)
+            rest /= 10
+        }
+    }
+
+    /// The number of decimal digits of `value` (1 for 0).
+    package static func decimalDigits(_ value: UInt64) -> Int {
+        var digits = 1
+        var rest = value
+        while rest >= 10 {
+            rest /= 10
+            digits += 1
+        }
+        return digits
+    }
+
+    /// Calls `body` with the bytes written (valid only inside `body`).
+    @inlinable
+    package func withBytes<R, E: Error>(_ body: (UnsafeBufferPointer<UInt8>) throws(E) -> R) throws(E) -> R {
+        try body(UnsafeBufferPointer(start: base, count: count))
+    }
 }
 
 /// Appends a transcript to a file one line at a time, each line in the file before `append`
@@ -103,11 +292,13 @@ struct LineValidator {
 /// command has no answer). It does not fsync per line: a power loss may lose the last lines.
 /// Safe to share between threads (a mutex orders lines).
 public final class TranscriptWriter: TranscriptSink {
-    private struct State {
+    private struct State: ~Copyable {
         var fd: Int32
         var validator: LineValidator
         /// The file's length after the last complete line.
         var length: Int
+        /// The text of the line being written (an exchange's, ``LineValidator/checkExchange(_:into:)``).
+        var line = LineBytes()
     }
     private let state: Mutex<State>
     /// The file being written.
@@ -141,21 +332,52 @@ public final class TranscriptWriter: TranscriptSink {
     }
 
     deinit {
-        state.withLock { if $0.fd >= 0 { _ = FileIO.closeDescriptor($0.fd) } }
+        state.withLock {
+            if $0.fd >= 0 { _ = FileIO.closeDescriptor($0.fd) }
+        }
     }
 
     /// Writes one line (and its LF) to the file.
     /// - Throws: ``TranscriptWriteError``: `invalidLine` (nothing written), `writeFailed`, `closed`.
     public func append(_ line: TranscriptLine) throws(TranscriptWriteError) {
+        if case .record(let record) = line {
+            try appendRecord(record)
+        } else {
+            try write(record: nil, line: line)
+        }
+    }
+
+    /// Writes one record line (and its LF) to the file: an exchange straight from its values
+    /// (`LineValidator.checkExchange`), any other record as ``append(_:)`` does.
+    /// - Parameter record: the record to append.
+    /// - Throws: ``TranscriptWriteError``: `invalidLine` (nothing written), `writeFailed`, `closed`.
+    public func appendRecord(_ record: TranscriptRecord) throws(TranscriptWriteError) {
+        try write(record: record, line: nil)
+    }
+
+    /// Writes `record` (an exchange is not wrapped in a line), else `line`.
+    private func write(record: TranscriptRecord?, line: TranscriptLine?) throws(TranscriptWriteError) {
         try state.withLock { (s: inout State) throws(TranscriptWriteError) in
             guard s.fd >= 0 else {
                 throw TranscriptWriteError(code: .closed, path: path, reason: "\(path) is closed: open a new writer")
             }
             var validator = s.validator
-            let text = try validator.check(line)
-            let bytes = Array((text + "\n").utf8)
+            // An exchange is written from its values straight into the line buffer (nil here); any
+            // other line is checked by reading its text back.
+            let text: [UInt8]?
+            if let record, try validator.checkExchange(record, into: &s.line) {
+                text = nil
+            } else {
+                text = Array((try validator.check(line ?? .record(record!)) + "\n").utf8)
+            }
+            let written = text?.count ?? s.line.count
             do throws(FileIO.Failure) {
-                try FileIO.writeAll(s.fd, bytes)
+                if let text {
+                    try FileIO.writeAll(s.fd, text)
+                } else {
+                    let fd = s.fd
+                    try s.line.withBytes { (bytes) throws(FileIO.Failure) in try FileIO.writeAll(fd, bytes) }
+                }
             } catch {
                 // A short write (disk full) would leave a torn last line, and a file that no longer
                 // parses: cut it back to the last complete line, so every earlier line stays usable.
@@ -163,7 +385,7 @@ public final class TranscriptWriter: TranscriptSink {
                 throw TranscriptWriteError(code: .writeFailed, path: path, errorNumber: error.errorNumber,
                                            reason: "cannot append to \(path): \(error.reason); the file keeps every line before")
             }
-            s.length += bytes.count
+            s.length += written
             s.validator = validator
         }
     }
