@@ -80,6 +80,17 @@ package final class CallWatchdog: @unchecked Sendable {
         return try body()
     }
 
+    /// What a call that outlived the bound most likely met, when its caller gave no words of its
+    /// own. SCardConnect is the one call pcscd makes wait for another program: while another
+    /// connection holds a PC/SC transaction on the reader, pcsc-lite 1.9.9's SCardConnect waits until
+    /// it ends, with no bound (winscard.c, "wait until a possible transaction is finished";
+    /// docs/faults.md §2).
+    package static func stalledWords(_ label: String) -> String {
+        let stopped = "pcscd or the card stopped answering; check `systemctl status pcscd` (or the PCSCLITE_CSOCK_NAME socket), then remove and replace the card"
+        guard label == "SCardConnect" else { return stopped }
+        return "another program holds a PC/SC transaction on the reader (pcscd lets SCardConnect wait until it ends): close that program (pcsc_scan, a browser or a middleware that keeps the card) and retry; if none does, " + stopped
+    }
+
     private func watch() {
         state.lock()
         while true {
@@ -87,7 +98,7 @@ package final class CallWatchdog: @unchecked Sendable {
                 let left = deadline - ContinuousClock.now
                 if left <= .zero {
                     let seconds = armedAllowed.components.seconds
-                    let why = armedStalled ?? "pcscd or the card stopped answering; check `systemctl status pcscd` (or the PCSCLITE_CSOCK_NAME socket), then remove and replace the card"
+                    let why = armedStalled ?? Self.stalledWords(armedLabel)
                     output?.err("secbridge: error: \(armedLabel) did not return within \(seconds) s: \(why)\n")
                     _exit(1)
                 }
