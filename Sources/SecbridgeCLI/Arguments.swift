@@ -172,8 +172,10 @@ package struct ParsedArguments: Sendable {
 }
 
 /// Parses `arguments` against `options`: `--name value`, `--name=value`, `-x value`, flags, and `--`
-/// to end options. `--help`/`-h` is always accepted. Then each given value is checked against its
-/// option's kind, in the order the options were given (unless help was asked for).
+/// to end options. `--help`/`-h` is always accepted. An option with a value given twice is a usage
+/// error (the second would silently replace the first); a flag given twice is the flag. Then each
+/// given value is checked against its option's kind, in the order the options were given (unless
+/// help was asked for).
 ///
 /// The values of secret options (``OptionSpec/secret()``) given by reference are replaced by what
 /// they refer to before the check: `env:NAME`, `file:PATH`, or `-` (a line read with
@@ -223,16 +225,23 @@ package func parseArguments(
             if inlineValue != nil { throw .usage("--\(name) takes no value") }
             parsed.flags.insert(name)
         } else {
-            if !given.contains(where: { $0.name == name }) { given.append(option) }
+            let value: String
             if let inlineValue {
-                parsed.values[name] = inlineValue
+                value = inlineValue
             } else {
                 guard index < arguments.count else {
                     throw .usage("--\(name) needs a value (\(option.valueName!))")
                 }
-                parsed.values[name] = arguments[index]
+                value = arguments[index]
                 index += 1
             }
+            // A second value would silently replace the first (`-r 0 … -r 1` ran on reader 1).
+            if let first = parsed.values[name] {
+                let shown = option.isSecret ? "" : " ('\(first)' and '\(value)')"
+                throw .usage("--\(name) is given twice\(shown); give it once")
+            }
+            given.append(option)
+            parsed.values[name] = value
         }
     }
     if !parsed.has("help") {
