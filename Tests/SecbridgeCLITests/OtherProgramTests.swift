@@ -15,12 +15,12 @@ import Testing
     static let credential = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Fixtures/credentials/worked-example-tag.json").path
 
-    /// Another program's transaction: `send`, `control`, `read`, `read --pn532`, `emulate` and
-    /// `reset` each stop at the bound (60 s on the desk's time scale) with exit 1 and say that
-    /// another program holds a transaction; before, `read`, `read --pn532` and `emulate`
-    /// connected with no bound at all (through pcscd they waited as long as the other program
-    /// kept its transaction), and the others blamed pcscd or the card. Once the transaction ends,
-    /// `send` goes through.
+    /// Another program's transaction: `send`, `control`, `read`, `read --pn532`, `emulate`,
+    /// `reset` and `selftest --hardware` each stop at the bound (60 s on the desk's time scale)
+    /// with exit 1 and say that another program holds a transaction; before, `read`,
+    /// `read --pn532`, `emulate` and `selftest --hardware` connected with no bound at all (through
+    /// pcscd they waited as long as the other program kept its transaction), and the others
+    /// blamed pcscd or the card. Once the transaction ends, `send` goes through.
     @Test func anotherProgramsTransactionIsNamedByEveryCommandThatConnects() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
@@ -38,6 +38,7 @@ import Testing
             (["read", "--reader", reader, "--pn532"], held),
             (["emulate", "--credential", Self.credential, "--yes", "--reader", reader], transaction),
             (["reset", "--reader", reader], "was not reset: another program holds it (exclusive access, or a PC/SC transaction it keeps), so nothing was sent"),
+            (["selftest", "--hardware", "--reader", reader, "--output", desk.directory + "/bundle"], transaction),
         ]
         for (arguments, words) in commands {
             let result = try await runTool(arguments, on: desk)
