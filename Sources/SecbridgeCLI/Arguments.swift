@@ -15,8 +15,8 @@ package enum ValueKind: Sendable {
     case text
     /// A whole number in the range.
     case integer(ClosedRange<Int>)
-    /// A number of seconds, fractions allowed, above 0 and at most `limit`.
-    case seconds(limit: Double)
+    /// A number of seconds, fractions allowed, above 0 (at least `atLeast` when given) and at most `limit`.
+    case seconds(limit: Double, atLeast: Double = 0)
     /// A decimal number (digits and a point) above `lower` and at most `upper`; `note` is said
     /// after the range in the refusal.
     case decimal(above: Double, atMost: Double, note: String? = nil)
@@ -42,9 +42,10 @@ package enum ValueKind: Sendable {
                 return "--\(name) takes a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'"
             }
             return nil
-        case .seconds(let limit):
-            guard let number = Double(text), number > 0, number <= limit else {
-                return "--\(name) takes a number of seconds greater than 0 and at most \(Int(limit)), not '\(text)'"
+        case .seconds(let limit, let atLeast):
+            guard let number = Double(text), number > 0, number >= atLeast, number <= limit else {
+                let lower = atLeast > 0 ? "from \(decimalText(atLeast)) to \(Int(limit))" : "greater than 0 and at most \(Int(limit))"
+                return "--\(name) takes a number of seconds \(lower), not '\(text)'"
             }
             return nil
         case .decimal(let lower, let upper, let note):
