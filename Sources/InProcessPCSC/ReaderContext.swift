@@ -201,14 +201,25 @@ final class ReaderContext: Sendable {
     // MARK: SCardConnect
 
     /// SCardConnect (winscard.c), after the client's own checks.
+    ///
+    /// While another handle holds a transaction, pcscd 1.9.9 lets SCardConnect (any share mode)
+    /// wait until the transaction ends, checking every PCSCLITE_LOCK_POLL_RATE (100 ms) with no end
+    /// (winscard.c, "wait until a possible transaction is finished"); this one waits the same way
+    /// for at most ``transactionWaitLimit`` and then throws SCARD_E_TIMEOUT, as
+    /// `InProcessCardHandle.beginTransaction()` does, so a transaction left open never hangs the caller.
     /// - Returns: the new handle's id and the active protocol (the reader's card protocol, which is
     ///   0 for a DIRECT connection unless a card's protocol was already negotiated).
     func connect(share: ShareMode, protocols: ProtocolSet) throws(PCSCError) -> (id: UInt, active: UInt) {
         if share != .direct && protocols.intersection(Self.anyUsable).isEmpty { throw .protoMismatch }
         poll()
-        try record.withLock { record throws(PCSCError) in
+        let deadline = ContinuousClock.now + transactionWaitLimit
+        while try record.withLock({ record throws(PCSCError) -> Bool in
             if record.closed { throw .readerUnavailable }
             if record.sharing == ReaderRecord.exclusive { throw .sharingViolation }
+            return record.lockHolder != nil  // another handle's transaction
+        }) {
+            guard ContinuousClock.now < deadline else { throw .timeout }
+            sleepThread(.milliseconds(100))
         }
         if share != .direct {
             try withDriver { () -> Result<Void, PCSCError> in

@@ -15,8 +15,8 @@ package enum ValueKind: Sendable {
     case text
     /// A whole number in the range.
     case integer(ClosedRange<Int>)
-    /// A number of seconds, fractions allowed, above 0 and at most `limit`.
-    case seconds(limit: Double)
+    /// A number of seconds, fractions allowed, above 0 (at least `atLeast` when given) and at most `limit`.
+    case seconds(limit: Double, atLeast: Double = 0)
     /// A decimal number (digits and a point) above `lower` and at most `upper`; `note` is said
     /// after the range in the refusal.
     case decimal(above: Double, atMost: Double, note: String? = nil)
@@ -42,9 +42,10 @@ package enum ValueKind: Sendable {
                 return "--\(name) takes a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'"
             }
             return nil
-        case .seconds(let limit):
-            guard let number = Double(text), number > 0, number <= limit else {
-                return "--\(name) takes a number of seconds greater than 0 and at most \(Int(limit)), not '\(text)'"
+        case .seconds(let limit, let atLeast):
+            guard let number = Double(text), number > 0, number >= atLeast, number <= limit else {
+                let lower = atLeast > 0 ? "from \(decimalText(atLeast)) to \(Int(limit))" : "greater than 0 and at most \(Int(limit))"
+                return "--\(name) takes a number of seconds \(lower), not '\(text)'"
             }
             return nil
         case .decimal(let lower, let upper, let note):
@@ -172,8 +173,10 @@ package struct ParsedArguments: Sendable {
 }
 
 /// Parses `arguments` against `options`: `--name value`, `--name=value`, `-x value`, flags, and `--`
-/// to end options. `--help`/`-h` is always accepted. Then each given value is checked against its
-/// option's kind, in the order the options were given (unless help was asked for).
+/// to end options. `--help`/`-h` is always accepted. An option with a value given twice is a usage
+/// error (the second would silently replace the first); a flag given twice is the flag. Then each
+/// given value is checked against its option's kind, in the order the options were given (unless
+/// help was asked for).
 ///
 /// The values of secret options (``OptionSpec/secret()``) given by reference are replaced by what
 /// they refer to before the check: `env:NAME`, `file:PATH`, or `-` (a line read with
@@ -223,16 +226,23 @@ package func parseArguments(
             if inlineValue != nil { throw .usage("--\(name) takes no value") }
             parsed.flags.insert(name)
         } else {
-            if !given.contains(where: { $0.name == name }) { given.append(option) }
+            let value: String
             if let inlineValue {
-                parsed.values[name] = inlineValue
+                value = inlineValue
             } else {
                 guard index < arguments.count else {
                     throw .usage("--\(name) needs a value (\(option.valueName!))")
                 }
-                parsed.values[name] = arguments[index]
+                value = arguments[index]
                 index += 1
             }
+            // A second value would silently replace the first (`-r 0 … -r 1` ran on reader 1).
+            if let first = parsed.values[name] {
+                let shown = option.isSecret ? "" : " ('\(first)' and '\(value)')"
+                throw .usage("--\(name) is given twice\(shown); give it once")
+            }
+            given.append(option)
+            parsed.values[name] = value
         }
     }
     if !parsed.has("help") {

@@ -139,6 +139,9 @@ package final class CardSession {
             }
         } catch where error == .noSmartcard {
             throw .failure("no card in '\(reader)': \(describe(error))")
+        } catch where error == .timeout {
+            // Another program's transaction outlasted the wait (pcscd lets SCardConnect wait for it).
+            throw .failure(heldByAnotherProgram(reader) + " (SCardConnect: SCARD_E_TIMEOUT)")
         } catch where readerIsUnavailable(reader, context: context) {
             throw .failure(readerUnavailableMessage(reader))
         } catch {

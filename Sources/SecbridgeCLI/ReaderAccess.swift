@@ -34,6 +34,11 @@ package func describe(_ error: PCSCError, socketAnswers: (String) -> Bool = unix
         }
     }
     var text = error.description
+    // A bounded wait for another program's transaction (the in-process client's SCardConnect and
+    // SCardBeginTransaction give up with SCARD_E_TIMEOUT; pcsc-lite's wait until the call bound).
+    if error == .timeout, error.function == "SCardConnect" || error.function == "SCardBeginTransaction" {
+        text += "; another program holds a PC/SC transaction on the reader and did not let go: close that program (pcsc_scan, a browser or a middleware that keeps the card) and retry"
+    }
     if error.isServiceLost, let socket {
         text += " (PCSCLITE_CSOCK_NAME=\(socket))"
     }

@@ -115,6 +115,17 @@ package final class CallWatchdog: @unchecked Sendable {
         return try body()
     }
 
+    /// What a call that outlived the bound most likely met, when its caller gave no words of its
+    /// own. SCardConnect is the one call pcscd makes wait for another program: while another
+    /// connection holds a PC/SC transaction on the reader, pcsc-lite 1.9.9's SCardConnect waits until
+    /// it ends, with no bound (winscard.c, "wait until a possible transaction is finished";
+    /// docs/faults.md §2).
+    package static func stalledWords(_ label: String) -> String {
+        let stopped = "pcscd or the card stopped answering; check `systemctl status pcscd` (or the PCSCLITE_CSOCK_NAME socket), then remove and replace the card"
+        guard label == "SCardConnect" else { return stopped }
+        return "another program holds a PC/SC transaction on the reader (pcscd lets SCardConnect wait until it ends): close that program (pcsc_scan, a browser or a middleware that keeps the card) and retry; if none does, " + stopped
+    }
+
     private func arm(_ label: StaticString, stalled: String?, extra: Duration) {
         armedAt.store(clock(), ordering: .releasing)
         let extraNanoseconds: Int64
@@ -172,7 +183,7 @@ package final class CallWatchdog: @unchecked Sendable {
         let name = label == 0 ? "a PC/SC call" : String(decoding: UnsafeBufferPointer(
             start: UnsafePointer<UInt8>(bitPattern: UInt(label & 0xFFFF_FFFF_FFFF)), count: Int(label >> 48)), as: UTF8.self)
         let stalled = locked { stalledCall.flatMap { $0.number == armed ? $0.text : nil } }
-        let why = stalled ?? "pcscd or the card stopped answering; check `systemctl status pcscd` (or the PCSCLITE_CSOCK_NAME socket), then remove and replace the card"
+        let why = stalled ?? Self.stalledWords(name)
         return .fire("secbridge: error: \(name) did not return within \(allowed / 1_000_000_000) s: \(why)\n")
     }
 

@@ -191,6 +191,9 @@ struct DoctorPCSCFindings: Sendable {
     /// Whether the firmware came through SCardTransmit (card present) rather than an escape command.
     var firmwareViaTransmit = false
     var firmwareError: String?
+    /// Whether the DIRECT connection was refused because another program keeps the reader
+    /// (SCARD_E_SHARING_VIOLATION: exclusive access; SCARD_E_TIMEOUT: a transaction it holds).
+    var heldByAnotherProgram = false
     var piccParameter: UInt8?
     var piccError: String?
     /// SCARD_ATTR_VENDOR_NAME on the DIRECT connection (the USB manufacturer string under
@@ -258,6 +261,7 @@ struct DoctorPCSCFindings: Sendable {
             }
         } catch {
             findings.directError = "\(error)"
+            if let error = error as? PCSCError, error == .sharingViolation || error == .timeout { findings.heldByAnotherProgram = true }
         }
         // Without escape commands, a card present still lets pseudo-APDUs through SCardTransmit.
         if findings.firmware == nil && findings.cardPresent {
@@ -429,6 +433,8 @@ enum Doctor {
             return checks
         }
 
+        // Another program keeps the reader: nothing is wrong with it, and reset or a replug would not help.
+        let heldFix = "another program holds the reader (exclusive access, or a PC/SC transaction it keeps): close it (pcsc_scan, a browser or a middleware that keeps the card) and run `secbridge doctor` again"
         // which driver serves it
         let hasCCID = system.exists(DoctorSystem.ccidBundle)
         let hasACS = system.exists(DoctorSystem.acsccidBundle)
@@ -436,7 +442,9 @@ enum Doctor {
         let bundleText = bundles.isEmpty ? "no driver bundle in /usr/lib/pcsc/drivers" : "installed: " + bundles.joined(separator: ", ")
         if let error = pcsc.directError {
             add("driver", .fail, "SCardConnect DIRECT to \(reader) failed: \(error); \(bundleText)",
-                fix: "close other programs that hold the reader exclusively, or run `secbridge reset`, then unplug and replug it")
+                fix: pcsc.heldByAnotherProgram
+                    ? heldFix
+                    : "close other programs that hold the reader exclusively, or run `secbridge reset`, then unplug and replug it")
         } else if let code = pcsc.announcedEscapeCode {
             add("driver", .ok, "\(driverName(code)): escape code \(hex32(code)) (CM_IOCTL_GET_FEATURE_REQUEST, tag 0x13); \(bundleText)")
         } else {
@@ -486,7 +494,7 @@ enum Doctor {
                 pcsc.escapeRefused ? "FF 00 48 00 00 needs escape commands without a card" : (pcsc.firmwareError ?? "FF 00 48 00 00 got no answer"),
                 fix: pcsc.escapeRefused
                     ? "enable escape commands (see the escape commands check), or place a card on the reader and run `secbridge doctor` again"
-                    : "run `secbridge reset`; if that fails, unplug and replug the reader")
+                    : pcsc.heldByAnotherProgram ? heldFix : "run `secbridge reset`; if that fails, unplug and replug the reader")
         }
 
         // the variant: which kind of unit (genuine, clone or Touchatag-era: docs/acr122-clones.md §3)

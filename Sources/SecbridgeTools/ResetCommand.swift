@@ -57,14 +57,18 @@ extension SecbridgeCLI {
         let json = invocation.json
         if !json { invocation.out("reader: \(reader)") }
         var escapeRefused = false
+        var held = false
         var lines: [String] = []
         var outcomes: [ACR122RestoreOutcome] = []
         let restored = ReaderRestore.restore(
             reader, cardPresent: present, connector: ReaderRestore.connector(invocation.client), escapeRefused: &escapeRefused,
-            say: { line in if json { lines.append(line) } else { invocation.out(line) } },
+            held: &held, say: { line in if json { lines.append(line) } else { invocation.out(line) } },
             onOutcome: { outcomes.append($0) })
         var failure: String?
-        if !restored {
+        if !restored && held && outcomes.isEmpty {
+            // Nothing reached the reader: it is not stuck, another program has it.
+            failure = "\(reader) was not reset: another program holds it (exclusive access, or a PC/SC transaction it keeps), so nothing was sent; close that program (pcsc_scan, a browser or a middleware that keeps the card) and run `secbridge reset` again"
+        } else if !restored {
             failure = escapeRefused
                 ? "\(reader) cannot be reached without a card: the CCID driver refuses escape commands; enable them (`secbridge doctor` shows the ifdDriverOptions edit), or place a card on the reader and run `secbridge reset` again"
                 : "\(reader) was not fully restored: unplug the reader and plug it in again (then `secbridge doctor`)"
@@ -126,10 +130,12 @@ enum ReaderRestore {
     /// present, a SHARED one carries the pseudo-APDUs through SCardTransmit.
     /// - Parameter escapeRefused: set when the reader could not be reached because the driver
     ///   refuses escape commands (libccid without ifdDriverOptions 0x0001) and no card was present.
+    /// - Parameter held: set when a connection was refused because another program keeps the
+    ///   reader (SCARD_E_SHARING_VIOLATION, or SCARD_E_TIMEOUT waiting for its transaction).
     /// - Returns: whether every step got its expected answer.
     static func restore(
         _ reader: String, cardPresent: Bool, connector: Connector,
-        escapeRefused: UnsafeMutablePointer<Bool>? = nil, say: (String) -> Void,
+        escapeRefused: UnsafeMutablePointer<Bool>? = nil, held: UnsafeMutablePointer<Bool>? = nil, say: (String) -> Void,
         onOutcome: (ACR122RestoreOutcome) -> Void = { _ in }
     ) -> Bool {
         for shared in cardPresent ? [false, true] : [false] {
@@ -138,6 +144,7 @@ enum ReaderRestore {
             do {
                 (channel, close) = try connector(reader, shared)
             } catch {
+                if let error = error as? PCSCError, error == .sharingViolation || error == .timeout { held?.pointee = true }
                 say("connection \(shared ? "SHARED" : "DIRECT") failed: \(error)")
                 continue
             }

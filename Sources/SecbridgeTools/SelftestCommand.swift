@@ -230,7 +230,10 @@ extension SecbridgeCLI {
     /// A DIRECT connection (no card needed: escape commands only).
     static func connectDirect(_ context: any PCSCClientContext, _ reader: String) throws(CLIError) -> any PCSCConnection {
         do throws(PCSCError) {
-            return try context.connect(to: reader, share: .direct, protocols: .undefined)
+            // Bounded: pcscd lets SCardConnect wait while another program holds a transaction.
+            return try CallWatchdog.shared.guarding("SCardConnect") { () throws(PCSCError) in
+                try context.connect(to: reader, share: .direct, protocols: .undefined)
+            }
         } catch {
             throw .failure("could not connect to '\(reader)' directly: \(describe(error))")
         }

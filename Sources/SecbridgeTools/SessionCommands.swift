@@ -235,7 +235,16 @@ extension SecbridgeCLI {
             readerName: reader, executor: executor, readerScope: client.readerScope, sharedSocketPath: client.sharedSocketPath
         ) {
             let context = try client.establishContext()
-            let handle = try context.connect(to: reader, share: .direct, protocols: .undefined)
+            let handle: any PCSCConnection
+            do {
+                // Bounded: pcscd lets SCardConnect wait while another program holds a transaction.
+                handle = try CallWatchdog.shared.guarding("SCardConnect") { () throws(PCSCError) in
+                    try context.connect(to: reader, share: .direct, protocols: .undefined)
+                }
+            } catch {
+                try? context.release()
+                throw error
+            }
             let channel: any CardChannel = recorder.map { RecordingChannel(wrapping: handle, recorder: $0) } ?? handle
             return (channel, { try? handle.disconnect(.leave); try? context.release() })
         }
@@ -248,9 +257,14 @@ extension SecbridgeCLI {
                 return readerIsUnavailable(reader, context: context)
             }) ?? false
         }
-        if case .unsupported(let reason, _) = backend.support {
+        if case .unsupported(let reason, let cause) = backend.support {
             // An unplugged reader answers no escape command either: say what is really wrong.
-            throw CLIError.failure(await readerIsGone() ? readerUnavailableMessage(reader) : "\(reader) cannot emulate a card: \(reason)")
+            if await readerIsGone() { throw CLIError.failure(readerUnavailableMessage(reader)) }
+            // Another program keeps the reader: say so, in `send`'s words.
+            if case .pcsc(let code, _)? = cause, code == PCSCError.sharingViolation.code || code == PCSCError.timeout.code {
+                throw CLIError.failure("\(reader) cannot emulate a card: could not connect to it directly: \(describe(PCSCError(code: code, function: "SCardConnect")))")
+            }
+            throw CLIError.failure("\(reader) cannot emulate a card: \(reason)")
         }
         // Approved: card emulation changes the reader's settings next (PICC parameter, RF, MCU timeout).
         let authorizer = PolicyAuthorizer { request in
@@ -524,7 +538,9 @@ extension SecbridgeCLI {
             usePN532 = true
             unitNote = note
         }
-        if usePN532 { ReaderCleanup.track(reader) }
+        // The reader is tracked for the restore once the PN532 path has its connection: a reader
+        // that could not be reached (another program holds it) was changed in nothing.
+        let cleanup = usePN532 ? ReaderCleanup.current : nil
         if !usePN532 && !withCard.contains(reader) {
             if readerIsUnavailable(reader, context: context, waitingUpTo: .zero) { throw CLIError.failure(readerUnavailableMessage(reader)) }
             throw CLIError.failure("no card in '\(reader)': place a card or phone on the reader\(ACR122Detection.nameSuggestsACR122(reader) ? ", or use --pn532 to poll with PN532 commands" : "")")
@@ -555,9 +571,19 @@ extension SecbridgeCLI {
         let client = invocation.client
         let session = ReaderSession(readerName: reader, path: pn532Path ? .pn532Initiator : .pcsc, pollingBound: pollingBound) {
             let context = try client.establishContext()
-            let handle = pn532Path
-                ? try context.connect(to: reader, share: .direct, protocols: .undefined)
-                : try context.connect(to: reader, share: .shared, protocols: .any)
+            let handle: any PCSCConnection
+            do {
+                // Bounded: pcscd lets SCardConnect wait while another program holds a transaction.
+                handle = try CallWatchdog.shared.guarding("SCardConnect") { () throws(PCSCError) in
+                    pn532Path
+                        ? try context.connect(to: reader, share: .direct, protocols: .undefined)
+                        : try context.connect(to: reader, share: .shared, protocols: .any)
+                }
+            } catch {
+                try? context.release()
+                throw error
+            }
+            cleanup?.track(reader)
             // The PC/SC path runs in one transaction: no other program's SELECT lands between our
             // SELECT and the READ BINARY that depends on it.
             if !pn532Path {
@@ -756,7 +782,8 @@ extension SecbridgeCLI {
                 throw CLIError.failure("could not connect to '\(reader)': \(describe(PCSCError(code: code, function: "SCardConnect")))")
             }
             if code == PCSCError.timeout.code {
-                throw CLIError.failure(heldByAnotherProgram(reader) + " (SCardBeginTransaction: SCARD_E_TIMEOUT)")
+                // SCardConnect or SCardBeginTransaction gave up waiting for another program's transaction.
+                throw CLIError.failure(heldByAnotherProgram(reader) + " (SCARD_E_TIMEOUT)")
             }
             throw error
         }

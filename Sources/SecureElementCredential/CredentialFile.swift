@@ -5,6 +5,10 @@ import PN53x
 import Transcript
 import PCSCCore
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A credential file that cannot be used: an open code, the JSON path of the offending value
 /// (`$.applets[0].records[1].uri`) and a reason. Equal when the codes are equal.
 public struct CredentialFileError: CodedError {
@@ -101,9 +105,17 @@ public struct CredentialFile: Sendable {
     /// - Throws: `CredentialFileError` `unreadable`, or what `init(json:baseDirectory:)` throws.
     public init(contentsOfFile path: String) throws(CredentialFileError) {
         guard let data = FileManager.default.contents(atPath: path) else {
-            var isDirectory: ObjCBool = false
-            let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
-            let why = !exists ? "no such file" : isDirectory.boolValue ? "it is a directory; give the path of a credential file (*.json) in it" : "no permission"
+            var info = stat()  // stat(2) follows a symbolic link to what it names
+            let why: String
+            if stat(path, &info) != 0 {
+                why = "no such file"
+            } else if info.st_mode & S_IFMT == S_IFDIR {
+                why = "it is a directory; give the path of a credential file (*.json) in it"
+            } else if info.st_mode & S_IFMT == S_IFREG {
+                why = "no permission"
+            } else {
+                why = "it is not a regular file (a FIFO, a device or a socket); give the path of a credential file (*.json)"
+            }
             throw CredentialFileError(.unreadable, path: "$", "cannot read \(path): \(why)")
         }
         let directory = (path as NSString).deletingLastPathComponent

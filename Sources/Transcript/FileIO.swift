@@ -142,10 +142,23 @@ package enum FileIO {
     static func create(_ path: String, exclusive: Bool) throws(Failure) -> Int32 {
         // O_NONBLOCK: opening a FIFO with no reader fails (ENXIO) instead of waiting forever.
         let flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK | (exclusive ? O_EXCL : O_TRUNC)
+        guard !path.isEmpty else {
+            throw Failure(errorNumber: ENOENT, reason: "cannot create a file with an empty name: give the path of a new file")
+        }
         let fd = open(path, flags, mode_t(0o644))
         guard fd >= 0 else {
             let e = errno
-            let hint = e == EEXIST ? ": the file exists (a recording is never overwritten); choose another name" : ""
+            var hint = ""
+            if e == EEXIST {
+                // O_EXCL refuses whatever has the name; say what it is (a directory is no recording).
+                var info = stat()
+                let type = stat(path, &info) == 0 ? info.st_mode & S_IFMT : S_IFREG
+                hint = type == S_IFDIR ? ": a directory has that name; give the path of a new file (e.g. \(path)/session.trn)"
+                    : type == S_IFREG ? ": the file exists (a recording is never overwritten); choose another name"
+                    : ": something that is not a regular file (a FIFO, a device or a socket) has that name; choose another name"
+            } else if e == EISDIR {
+                hint = ": a directory has that name; give the path of a new file"
+            }
             throw Failure(errorNumber: e, reason: "cannot create \(path): \(describe(e))\(hint)")
         }
         return fd
