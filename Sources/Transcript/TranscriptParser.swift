@@ -548,6 +548,15 @@ struct TextScanner {
             i += 8
         }
         var tail: UInt8 = 0
+        if i < text.count && text.count >= 8 {
+            // The last eight bytes in one word, overlapping the ones already checked.
+            let w = UnsafeRawPointer(base + text.count - 8).loadUnaligned(as: UInt64.self)
+            let below20 = (w &- ones &* 0x20) & ~w & highs
+            let x7F = w ^ (ones &* 0x7F)
+            let is7F = (x7F &- ones) & ~x7F & highs
+            flagged |= below20 | is7F | (w & highs)
+            i = text.count
+        }
         while i < text.count {
             tail |= text[i] &- 0x20 >= 0x5F ? 1 : 0
             i += 1
@@ -867,20 +876,18 @@ struct TextScanner {
         let out = chunk.bytes + chunk.used
         var p = start
         var n = 0
-        var wellFormed = true
         let digits = HexText.digitTable
-        while p + 2 < count, base[p] == UInt8(ascii: " ") {
-            let hi = digits[Int(base[p + 1])], lo = digits[Int(base[p + 2])]
+        // Wrapping arithmetic: p < count ≤ the line's length, far from overflow. What follows an
+        // item is checked as the next item's space; a byte there other than a space ends the
+        // loop and fails the check after it ('0A1', a missing space).
+        while p &+ 2 < count, base[p] == UInt8(ascii: " ") {
+            let hi = digits[Int(base[p &+ 1])], lo = digits[Int(base[p &+ 2])]
             guard hi | lo < 0x10 else { break }  // a note's ';', '??', '[REDACTED n]', bad hex
-            guard p + 3 == count || base[p + 3] == UInt8(ascii: " ") else {
-                wellFormed = false
-                break
-            }
             out[n] = hi << 4 | lo
-            n += 1
-            p += 3
+            n &+= 1
+            p &+= 3
         }
-        guard wellFormed, p == count || (p + 1 < count && base[p] == UInt8(ascii: " ") && base[p + 1] == UInt8(ascii: ";"))
+        guard p == count || (p &+ 1 < count && base[p] == UInt8(ascii: " ") && base[p &+ 1] == UInt8(ascii: ";"))
         else { return nil }
         position = p
         if let arena { return arena.commit(chunk, count: n) }
