@@ -90,8 +90,8 @@ public struct TranscriptStatistics: Sendable, Equatable {
         finish()
     }
 
-    /// Empty counts, to be fed one record at a time with ``add(_:)`` (a transcript streamed from a
-    /// file, ``TranscriptFileReader``) and completed with ``finish()``.
+    /// Empty counts, to be fed one line or one record at a time with `add(_:)` (a transcript
+    /// streamed from a file, ``TranscriptFileReader``) and completed with ``finish()``.
     public init() {}
 
     /// Counts one body line, in file order: a record as `add(_:)` with a record does;
