@@ -280,9 +280,7 @@ extension SecbridgeCLI {
     @Sendable static func runStats(_ invocation: Invocation) throws -> Int32 {
         let path = try onePath(invocation, "give the transcript to count")
         var s = TranscriptStatistics()
-        try forEachLine(try openReader(path)) { _, line in
-            if case .record(let r) = line { s.add(r) }
-        }
+        try forEachLine(try openReader(path)) { _, line in s.add(line) }
         s.finish()
         func micros(_ d: Duration) -> Int {
             let (sec, atto) = d.components
@@ -365,8 +363,9 @@ extension SecbridgeCLI {
         }
     }
 
-    /// Calls `body` with each body line and its 1-based number; a parse error stops with the line it names.
-    static func forEachLine(_ reader: TranscriptFileReader, _ body: (Int, TranscriptLine) throws(CLIError) -> Void) throws(CLIError) {
+    /// Calls `body` with each body line (handed over, not copied) and its 1-based number; a parse
+    /// error stops with the line it names.
+    static func forEachLine(_ reader: TranscriptFileReader, _ body: (Int, consuming TranscriptLine) throws(CLIError) -> Void) throws(CLIError) {
         var stopped: CLIError?
         do {
             try reader.forEachLine { number, line in

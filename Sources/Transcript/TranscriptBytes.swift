@@ -17,10 +17,12 @@ import Darwin
 /// kept as written (`[REDACTED 4] [REDACTED 4]` stays two items) so that text round-trips exactly.
 ///
 /// Stored compactly: the concrete bytes as a view into a shared, immutable byte chunk
-/// (`ByteChunk`), plus a mask of the wildcard and redaction items with the place each stands in
-/// (empty, and no allocation, for concrete bytes). A recorded payload of n bytes costs n bytes of
-/// a chunk, not one 16-byte ``Item`` per byte; the parser fills one chunk with many payloads
-/// (`PayloadArena`), so a line read and dropped allocates nothing.
+/// (`ByteChunk`), and one reference in all. The wildcard and redaction items, with the place each
+/// stands in, are kept by a chunk of the payload's own; a concrete payload has none and its chunk
+/// (usually shared with many others) keeps an empty list, so no payload stores a list of its own.
+/// A recorded payload of n bytes costs n bytes of a chunk, not one 16-byte ``Item`` per byte; the
+/// parser fills one chunk with many payloads (`PayloadArena`), so a line read and dropped
+/// allocates nothing.
 public struct TranscriptBytes: Sendable, Hashable, CustomStringConvertible {
     /// One item of a byte sequence.
     public enum Item: Sendable, Hashable {
@@ -41,12 +43,15 @@ public struct TranscriptBytes: Sendable, Hashable, CustomStringConvertible {
     /// The largest count a redaction mark may carry: pcsc-lite's MAX_BUFFER_SIZE_EXTENDED (65 548).
     public static let maximumRedactedCount = 65_548
 
-    /// The chunk holding the concrete bytes at `start..<start + length`; nil when there are none.
+    /// The chunk holding the concrete bytes at `start..<start + length` (and the masks, for a
+    /// payload that has some); nil for no bytes and no masks.
     private let chunk: ByteChunk?
     private let start: Int
     private let length: Int
-    /// The masked items in order; several may share a position.
-    private(set) var masks: [Mask]
+    /// The masked items in order; several may share a position. Empty for concrete bytes.
+    var masks: [Mask] { chunk?.masks ?? [] }
+    /// True when there is at least one mask (no copy of the list).
+    private var hasMasks: Bool { chunk?.hasMasks ?? false }
 
     /// Concrete bytes, no wildcard and no redaction.
     public init(_ bytes: [UInt8]) {
@@ -70,30 +75,28 @@ public struct TranscriptBytes: Sendable, Hashable, CustomStringConvertible {
 
     /// The bytes of `concrete` copied into a chunk of their own, with `masks`.
     init(copying concrete: [UInt8], masks: [Mask]) {
-        if concrete.isEmpty {
+        if concrete.isEmpty && masks.isEmpty {
             chunk = nil
         } else {
-            let c = ByteChunk.make(capacity: concrete.count)
+            let c = ByteChunk.make(capacity: concrete.count, masks: masks)
             concrete.withUnsafeBufferPointer { c.append($0) }
             chunk = c
         }
         start = 0
         length = concrete.count
-        self.masks = masks
     }
 
     /// A view of `length` bytes of `chunk` from `start` (bytes the chunk will never change).
     init(chunk: ByteChunk, start: Int, length: Int) {
-        self.chunk = length == 0 ? nil : chunk
+        self.chunk = length == 0 && !chunk.hasMasks ? nil : chunk
         self.start = start
         self.length = length
-        masks = []
     }
 
     /// Calls `body` with the concrete bytes (valid only inside `body`).
     @inline(__always)
     func withConcreteBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
-        guard let chunk else { return try body(UnsafeBufferPointer(start: nil, count: 0)) }
+        guard let chunk, length > 0 else { return try body(UnsafeBufferPointer(start: nil, count: 0)) }
         return try withExtendedLifetime(chunk) {
             try body(UnsafeBufferPointer(start: chunk.bytes + start, count: length))
         }
@@ -114,7 +117,7 @@ public struct TranscriptBytes: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The number of items (a redaction mark is one item).
-    public var itemCount: Int { length + masks.count }
+    public var itemCount: Int { hasMasks ? length + masks.count : length }
 
     /// Calls `body` with each item in order.
     func forEachItem(_ body: (Item) throws -> Void) rethrows {
@@ -130,7 +133,7 @@ public struct TranscriptBytes: Sendable, Hashable, CustomStringConvertible {
 
     /// The number of bytes the sequence stands for (a redaction mark counts its length).
     public var count: Int {
-        if masks.isEmpty { return length }
+        if !hasMasks { return length }
         return masks.reduce(length) { total, mask in
             if case .redacted(let n) = mask.item { return total + max(n, 0) }
             return total + 1
@@ -138,11 +141,11 @@ public struct TranscriptBytes: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The bytes, or nil when the sequence holds a wildcard or a redaction mark.
-    public var bytes: [UInt8]? { masks.isEmpty ? concrete : nil }
+    public var bytes: [UInt8]? { hasMasks ? nil : concrete }
 
     /// The first item, or nil for no bytes; no copy.
     public var firstItem: Item? {
-        if let first = masks.first, first.position == 0 { return first.item }
+        if hasMasks, let first = masks.first, first.position == 0 { return first.item }
         guard length > 0, let chunk else { return nil }
         return withExtendedLifetime(chunk) { .byte(chunk.bytes[start]) }
     }
@@ -150,22 +153,22 @@ public struct TranscriptBytes: Sendable, Hashable, CustomStringConvertible {
     /// SW1-SW2 when the sequence is concrete and at least two bytes long (the last two), else nil;
     /// no copy of the bytes.
     public var trailingStatusWord: UInt16? {
-        guard masks.isEmpty, length >= 2, let chunk else { return nil }
+        guard length >= 2, let chunk, !chunk.hasMasks else { return nil }
         return withExtendedLifetime(chunk) {
             UInt16(chunk.bytes[start + length - 2]) << 8 | UInt16(chunk.bytes[start + length - 1])
         }
     }
 
     /// True when every item is a concrete byte.
-    public var isConcrete: Bool { masks.isEmpty }
+    public var isConcrete: Bool { !hasMasks }
 
     /// True when the sequence holds at least one `[REDACTED n]` mark.
     public var containsRedaction: Bool {
-        !masks.isEmpty && masks.contains { if case .redacted = $0.item { true } else { false } }
+        hasMasks && masks.contains { if case .redacted = $0.item { true } else { false } }
     }
 
     /// True when the sequence holds at least one `??` byte.
-    public var containsWildcard: Bool { !masks.isEmpty && masks.contains { $0.item == .wildcard } }
+    public var containsWildcard: Bool { hasMasks && masks.contains { $0.item == .wildcard } }
 
     /// Whether `actual` fits this pattern: same length, concrete bytes equal, wildcard and
     /// redacted bytes match anything.
@@ -176,7 +179,7 @@ public struct TranscriptBytes: Sendable, Hashable, CustomStringConvertible {
     /// The offset of the first byte of `actual` that does not fit, `actual.count` or the pattern's
     /// length when one is a proper prefix of the other, or nil when `actual` matches.
     public func firstMismatch(in actual: [UInt8]) -> Int? {
-        if masks.isEmpty {
+        if !hasMasks {
             return withConcreteBytes { concrete in
                 let n = min(concrete.count, actual.count)
                 for i in 0..<n where actual[i] != concrete[i] { return i }
@@ -205,7 +208,7 @@ public struct TranscriptBytes: Sendable, Hashable, CustomStringConvertible {
     }
 
     public static func == (a: Self, b: Self) -> Bool {
-        guard a.length == b.length, a.masks == b.masks else { return false }
+        guard a.length == b.length, a.hasMasks == b.hasMasks, !a.hasMasks || a.masks == b.masks else { return false }
         if a.length == 0 || (a.chunk === b.chunk && a.start == b.start) { return true }
         return a.withConcreteBytes { x in
             b.withConcreteBytes { y in memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0 }
@@ -215,7 +218,7 @@ public struct TranscriptBytes: Sendable, Hashable, CustomStringConvertible {
     public func hash(into hasher: inout Hasher) {
         hasher.combine(length)
         withConcreteBytes { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
-        hasher.combine(masks)
+        if hasMasks { hasher.combine(masks) } else { hasher.combine(0) }
     }
 
     /// The text form, e.g. `00 20 00 81 08 [REDACTED 8]`; empty for no bytes.
@@ -227,7 +230,7 @@ public struct TranscriptBytes: Sendable, Hashable, CustomStringConvertible {
 
     /// Appends the text form as UTF-8 to `out`.
     func appendText(to out: inout [UInt8]) {
-        out.reserveCapacity(out.count + 3 * length + 16 * masks.count)
+        out.reserveCapacity(out.count + 3 * length + (hasMasks ? 16 * masks.count : 0))
         var first = true
         forEachItem { item in
             if !first { out.append(UInt8(ascii: " ")) }
@@ -244,20 +247,31 @@ public struct TranscriptBytes: Sendable, Hashable, CustomStringConvertible {
 /// A fixed-size byte buffer filled from the front and shared by the ``TranscriptBytes`` that view
 /// it: the bytes below ``used`` never change (which makes sharing it between threads safe), the
 /// bytes above it are free room.
+///
+/// A chunk of one payload's own may also hold that payload's wildcard and redaction items
+/// (``masks``); a chunk shared by many payloads holds none, so they are all concrete.
 final class ByteChunk: @unchecked Sendable {
     let bytes: UnsafeMutablePointer<UInt8>
     let capacity: Int
     /// Bytes in use, from the start.
     var used = 0
+    /// The masked items of the one payload this chunk holds; empty for a shared chunk.
+    let masks: [TranscriptBytes.Mask]
+    /// `!masks.isEmpty`, kept so that a concrete payload's check reads one byte.
+    let hasMasks: Bool
 
-    private init(capacity: Int) {
+    private init(capacity: Int, masks: [TranscriptBytes.Mask]) {
         self.capacity = capacity
+        self.masks = masks
+        hasMasks = !masks.isEmpty
         bytes = .allocate(capacity: max(capacity, 1))
     }
 
     deinit { bytes.deallocate() }
 
-    static func make(capacity: Int) -> ByteChunk { ByteChunk(capacity: capacity) }
+    static func make(capacity: Int, masks: [TranscriptBytes.Mask] = []) -> ByteChunk {
+        ByteChunk(capacity: capacity, masks: masks)
+    }
 
     /// Appends `source` (the room must be there).
     func append(_ source: UnsafeBufferPointer<UInt8>) {
@@ -338,15 +352,15 @@ enum HexText {
         }
     }
 
-    /// ``value(ofUppercaseDigit:)`` without the optional: 0xFF when `c` is not an uppercase hex
-    /// digit, so that `hi | lo < 0x10` checks two digits at once.
-    @inline(__always)
-    static func digitOrFF(_ c: UInt8) -> UInt8 {
-        let d = c &- UInt8(ascii: "0")
-        if d < 10 { return d }
-        let e = c &- UInt8(ascii: "A")
-        return e < 6 ? e + 10 : 0xFF
-    }
+    /// ``value(ofUppercaseDigit:)`` for every byte value, without the optional: 0xFF where the
+    /// byte is not an uppercase hex digit, so that `hi | lo < 0x10` checks two digits at once.
+    /// 256 entries, one load per digit and no bounds check (the index is a `UInt8`); written once,
+    /// when first used, and only read after.
+    nonisolated(unsafe) static let digitTable: UnsafePointer<UInt8> = {
+        let table = UnsafeMutablePointer<UInt8>.allocate(capacity: 256)
+        for c in 0..<256 { table[c] = value(ofUppercaseDigit: UInt8(c)) ?? 0xFF }
+        return UnsafePointer(table)
+    }()
 
     static func isLowercaseHexDigit(_ c: UInt8) -> Bool {
         (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(c)

@@ -112,21 +112,20 @@ struct TranscriptLineParser {
     private var pairing = PairingCheck()
     private(set) var inHeader = true
     private var headerEnd = 0
-    /// The chunks payload bytes are decoded into.
-    private let arena = PayloadArena()
+    /// One scanner for every line, moved to each in turn: a scanner made per line would copy
+    /// the file name and the payload arena (a retain and a release each) per line.
+    private var scanner: TextScanner
 
-    init(fileName: String) { self.fileName = fileName }
+    init(fileName: String) {
+        self.fileName = fileName
+        // The chunks payload bytes are decoded into.
+        scanner = TextScanner(UnsafeBufferPointer(start: nil, count: 0), file: fileName, line: 0, arena: PayloadArena())
+    }
 
     /// Parses line `number` (1-based, without its LF); nil for the version line and header lines.
     /// The bytes are read in place and not kept.
     mutating func accept(_ raw: UnsafeBufferPointer<UInt8>, number: Int) throws(TranscriptParseError) -> TranscriptLine? {
-        var scanner = TextScanner(raw, file: fileName, line: number, arena: arena)
-        return try accept(&scanner, raw: raw, number: number)
-    }
-
-    private mutating func accept(
-        _ scanner: inout TextScanner, raw: UnsafeBufferPointer<UInt8>, number: Int
-    ) throws(TranscriptParseError) -> TranscriptLine? {
+        scanner.moveTo(raw, line: number)
         try scanner.checkCharacters()
         if number == 1 {
             try scanner.parseVersionLine()
@@ -150,7 +149,7 @@ struct TranscriptLineParser {
                         "a header line after the body began (line \(headerEnd + 1)): move it to the top, or write a comment as '; text'")
         }
         let line = try scanner.parseBodyLine()
-        if case .record(let record) = line, let problem = pairing.accept(record, line: number) {
+        if case .record = line, let problem = pairing.accept(scanner.recordShape, channel: scanner.recordChannel, line: number) {
             throw error(.badSequence, line: number, column: 1, problem)
         }
         return line
@@ -222,8 +221,10 @@ public final class TranscriptFileReader {
     private var parser: TranscriptLineParser
     private let input: FileIO.LineInput
     private var number = 0
-    /// The first body line, read with the header.
-    private var pending: (Int, TranscriptLine)?
+    /// The first body line, read with the header, and its number (kept apart: an optional
+    /// tuple holding a line is destroyed through generic code).
+    private var pending: TranscriptLine?
+    private var pendingNumber = 0
 
     /// Opens `path` and reads its version line and header.
     /// - Throws: ``TranscriptParseError``: `unreadable` when the file cannot be opened or read (not a
@@ -236,58 +237,64 @@ public final class TranscriptFileReader {
         } catch {
             throw TranscriptParseError(code: .unreadable, file: path, line: 0, column: 0, reason: error.reason)
         }
-        pending = try readLine()
+        if let (n, line) = try readLine() {
+            pending = line
+            pendingNumber = n
+        }
     }
 
     /// The next body line (blank, comment or record) and its 1-based line number; nil at the end.
     /// - Throws: ``TranscriptParseError`` for the first bad line, or `unreadable` when reading fails.
     public func next() throws(TranscriptParseError) -> (line: Int, content: TranscriptLine)? {
-        if pending != nil { return pending.take() }
+        if let line = pending.take() { return (pendingNumber, line) }
         return try readLine()
     }
 
     /// Calls `body` with each remaining body line and its 1-based line number, in order, until
-    /// `body` returns false or the file ends. The line is lent to `body` (no copy is made); it
-    /// may keep it.
+    /// `body` returns false or the file ends. The line is handed over to `body` (moved, not
+    /// copied: a copy of a line costs a retain and a release per reference it holds); it may
+    /// keep it.
     /// - Throws: ``TranscriptParseError`` for the first bad line, or `unreadable` when reading fails;
     ///   the lines before it were handed to `body`.
-    public func forEachLine(_ body: (_ line: Int, _ content: TranscriptLine) -> Bool) throws(TranscriptParseError) {
-        if let (n, line) = pending.take() {
-            guard body(n, line) else { return }
+    public func forEachLine(_ body: (_ line: Int, _ content: consuming TranscriptLine) -> Bool) throws(TranscriptParseError) {
+        if let line = pending.take() {
+            guard body(pendingNumber, line) else { return }
         }
-        // The parser in a local for the loop: no exclusive access to the reader's property per line.
+        // The parser and the line count in locals for the loop: no exclusive access to the
+        // reader's properties per line.
         var parser = self.parser
-        defer { self.parser = parser }
-        while let raw = try nextRaw(parser) {
+        var number = self.number
+        defer {
+            self.parser = parser
+            self.number = number
+        }
+        while let raw = try nextRaw(after: number) {
+            number += 1
             if let line = try parser.accept(raw, number: number) {
                 guard body(number, line) else { return }
             }
         }
+        try parser.finish(lineCount: number, unterminated: input.unterminated)
     }
 
     private func readLine() throws(TranscriptParseError) -> (Int, TranscriptLine)? {
-        while let raw = try nextRaw(parser) {
+        while let raw = try nextRaw(after: number) {
+            number += 1
             if let line = try parser.accept(raw, number: number) { return (number, line) }
         }
+        try parser.finish(lineCount: number, unterminated: input.unterminated)
         return nil
     }
 
-    /// The next line's bytes (counted in ``number``), or nil at the end of the file once
-    /// `parser` checked how the text ends.
-    private func nextRaw(_ parser: TranscriptLineParser) throws(TranscriptParseError) -> UnsafeBufferPointer<UInt8>? {
-        let raw: UnsafeBufferPointer<UInt8>?
+    /// The bytes of the line after line `number`, or nil at the end of the file (the caller then
+    /// checks how the text ends, ``TranscriptLineParser/finish(lineCount:unterminated:)``).
+    private func nextRaw(after number: Int) throws(TranscriptParseError) -> UnsafeBufferPointer<UInt8>? {
         do {
-            raw = try input.nextLine()
+            return try input.nextLine()
         } catch {
             throw TranscriptParseError(code: .unreadable, file: fileName, line: error.errorNumber == EFBIG ? number + 1 : 0,
                                        column: 0, reason: error.reason)
         }
-        guard let raw else {
-            try parser.finish(lineCount: number, unterminated: input.unterminated)
-            return nil
-        }
-        number += 1
-        return raw
     }
 }
 
@@ -300,14 +307,45 @@ struct PairingCheck {
         case transmit
         case control(UInt32)
     }
+
+    /// What a record is, as far as the pairing rules care: trivial values only, so that checking
+    /// a line copies nothing of its payload.
+    enum Shape {
+        case transmit(TranscriptDirection)
+        case control(UInt32, TranscriptDirection)
+        case failure
+        case target(TranscriptDirection)
+        case initiator(TranscriptDirection)
+        case event
+        case reader
+
+        init(_ entry: TranscriptEntry) {
+            switch entry {
+            case .transmit(let d, _): self = .transmit(d)
+            case .control(let code, let d, _): self = .control(code, d)
+            case .failure: self = .failure
+            case .target(let d, _): self = .target(d)
+            case .initiator(let d, _): self = .initiator(d)
+            case .event: self = .event
+            case .reader: self = .reader
+            }
+        }
+    }
+
     /// The unanswered command per channel id.
     private var pending = PerChannel<(Pending, Int)>()
-    private var apduPending: [String: Int] = [:]
+    /// The line of the last unanswered `tgt <` and `ini >` per channel id.
+    private var targetPending = PerChannel<Int>()
+    private var initiatorPending = PerChannel<Int>()
     private var readers: [String: Int] = [:]
 
     /// Nil when `record` may come next, else the reason it may not.
     mutating func accept(_ record: TranscriptRecord, line: Int) -> String? {
-        let channel = record.channel
+        accept(Shape(record.entry), channel: record.channel, line: line)
+    }
+
+    /// Nil when a record of `shape` on `channel` may come next, else the reason it may not.
+    mutating func accept(_ shape: Shape, channel: String?, line: Int) -> String? {
         var on: String { channel.map { " on @\($0)" } ?? "" }
         func command(_ kind: Pending) -> String? {
             if let (_, at) = pending[channel] {
@@ -330,27 +368,33 @@ struct PairingCheck {
             pending[channel] = nil
             return nil
         }
-        switch record.entry {
-        case .transmit(.outgoing, _): return command(.transmit)
-        case .transmit(.incoming, _): return answer(.transmit)
-        case .control(let code, .outgoing, _): return command(.control(code))
-        case .control(let code, .incoming, _): return answer(.control(code))
+        switch shape {
+        case .transmit(.outgoing): return command(.transmit)
+        case .transmit(.incoming): return answer(.transmit)
+        case .control(let code, .outgoing): return command(.control(code))
+        case .control(let code, .incoming): return answer(.control(code))
         case .failure: return answer(nil)
-        case .target(let d, _), .initiator(let d, _):
-            let isTarget = if case .target = record.entry { true } else { false }
-            let apduKey = (isTarget ? "tgt" : "ini") + (channel.map { "@" + $0 } ?? "")
-            if record.entry.isCommand {
-                apduPending[apduKey] = line
+        case .target(let d):
+            if d == .incoming {
+                targetPending[channel] = line
                 return nil
             }
-            if apduPending.removeValue(forKey: apduKey) == nil {
-                let want = isTarget ? "'tgt <' (the terminal's C-APDU)" : "'ini >' (the host's C-APDU)"
-                return "a '\(isTarget ? "tgt" : "ini") \(d.rawValue)' answer with no command before it\(on): write \(want) first"
+            if targetPending.removeValue(for: channel) == nil {
+                return "a 'tgt \(d.rawValue)' answer with no command before it\(on): write 'tgt <' (the terminal's C-APDU) first"
+            }
+            return nil
+        case .initiator(let d):
+            if d == .outgoing {
+                initiatorPending[channel] = line
+                return nil
+            }
+            if initiatorPending.removeValue(for: channel) == nil {
+                return "a 'ini \(d.rawValue)' answer with no command before it\(on): write 'ini >' (the host's C-APDU) first"
             }
             return nil
         case .event: return nil
         case .reader:
-            guard let id = record.channel else {
+            guard let id = channel else {
                 return "a 'reader' line declares a channel id: write it as '@r0 reader name=\"…\"'"
             }
             if let at = readers[id] {
@@ -404,12 +448,16 @@ extension PerChannel: Sendable where Value: Sendable {}
 /// It reads the bytes in place (no copy of the line): make one with ``scan(_:file:line:_:)``,
 /// which keeps the bytes alive for as long as the scanner is used.
 struct TextScanner {
-    private let text: UnsafeBufferPointer<UInt8>
+    private var text: UnsafeBufferPointer<UInt8>
     private var position = 0
     private let file: String
-    private let line: Int
+    private var line: Int
     /// Where payload bytes go; nil gives each payload a chunk of its own.
     private let arena: PayloadArena?
+    /// What the record ``parseBodyLine()`` read is, and its channel id, for the pairing check
+    /// (no copy of the record needed).
+    private(set) var recordShape = PairingCheck.Shape.event
+    private(set) var recordChannel: String?
 
     /// A scanner over `text`, which must stay valid while the scanner is used; payloads go to
     /// `arena` when one is given.
@@ -418,6 +466,15 @@ struct TextScanner {
         self.file = file
         self.line = line
         self.arena = arena
+    }
+
+    /// Starts over on `text`, line `line` of the same file (which must stay valid while the
+    /// scanner is used), with the same arena.
+    mutating func moveTo(_ text: UnsafeBufferPointer<UInt8>, line: Int) {
+        self.text = text
+        self.line = line
+        position = 0
+        recordChannel = nil
     }
 
     /// Runs `body` with a scanner over `bytes`, which must not escape it; payloads go to `arena`
@@ -491,6 +548,15 @@ struct TextScanner {
             i += 8
         }
         var tail: UInt8 = 0
+        if i < text.count && text.count >= 8 {
+            // The last eight bytes in one word, overlapping the ones already checked.
+            let w = UnsafeRawPointer(base + text.count - 8).loadUnaligned(as: UInt64.self)
+            let below20 = (w &- ones &* 0x20) & ~w & highs
+            let x7F = w ^ (ones &* 0x7F)
+            let is7F = (x7F &- ones) & ~x7F & highs
+            flagged |= below20 | is7F | (w & highs)
+            i = text.count
+        }
         while i < text.count {
             tail |= text[i] &- 0x20 >= 0x5F ? 1 : 0
             i += 1
@@ -573,24 +639,34 @@ struct TextScanner {
         let entry: TranscriptEntry
         // Matched on the bytes: a String switch costs more than the rest of a short line.
         switch LineKind(text[kind]) {
-        case .outgoing: entry = .transmit(.outgoing, try readPayload())
-        case .incoming: entry = .transmit(.incoming, try readPayload())
+        case .outgoing:
+            entry = .transmit(.outgoing, try readPayload())
+            recordShape = .transmit(.outgoing)
+        case .incoming:
+            entry = .transmit(.incoming, try readPayload())
+            recordShape = .transmit(.incoming)
         case .control:
             try readSeparator()
             let code = try readControlCode()
             try readSeparator()
             let direction = try readDirection()
             entry = .control(code: code, direction, try readPayload())
+            recordShape = .control(code, direction)
         case .target:
             try readSeparator()
             let direction = try readDirection()
             entry = .target(direction, try readPayload())
+            recordShape = .target(direction)
         case .initiator:
             try readSeparator()
             let direction = try readDirection()
             entry = .initiator(direction, try readPayload())
-        case .failure: entry = .failure(try readFailure())
+            recordShape = .initiator(direction)
+        case .failure:
+            entry = .failure(try readFailure())
+            recordShape = .failure
         case .event:
+            recordShape = .event
             try readSeparator()
             let kindAt = position
             let kind = TranscriptEventKind(rawValue: readWord())
@@ -599,7 +675,9 @@ struct TextScanner {
                            "unknown event kind '\(kind.rawValue)': version 1 knows \(Self.knownEventList); name an extension 'x-…'")
             }
             entry = .event(TranscriptEvent(kind, try readAttributes()))
-        case .reader: entry = .reader(try readAttributes())
+        case .reader:
+            entry = .reader(try readAttributes())
+            recordShape = .reader
         case nil where kind.isEmpty:
             throw fail(.badSpacing, at: kindStart, "expected a line kind here, found a space: separate items with one space")
         case nil:
@@ -607,6 +685,7 @@ struct TextScanner {
                        "unknown line kind '\(string(kind))': expected >, <, !, ctl, tgt, ini, event or reader (comments start with ';')")
         }
         let note = try readNote()
+        recordChannel = channel
         return .record(TranscriptRecord(entry, offset: offset, channel: channel, note: note))
     }
 
@@ -797,19 +876,18 @@ struct TextScanner {
         let out = chunk.bytes + chunk.used
         var p = start
         var n = 0
-        var wellFormed = true
-        while p + 2 < count, base[p] == UInt8(ascii: " ") {
-            let hi = HexText.digitOrFF(base[p + 1]), lo = HexText.digitOrFF(base[p + 2])
+        let digits = HexText.digitTable
+        // Wrapping arithmetic: p < count ≤ the line's length, far from overflow. What follows an
+        // item is checked as the next item's space; a byte there other than a space ends the
+        // loop and fails the check after it ('0A1', a missing space).
+        while p &+ 2 < count, base[p] == UInt8(ascii: " ") {
+            let hi = digits[Int(base[p &+ 1])], lo = digits[Int(base[p &+ 2])]
             guard hi | lo < 0x10 else { break }  // a note's ';', '??', '[REDACTED n]', bad hex
-            guard p + 3 == count || base[p + 3] == UInt8(ascii: " ") else {
-                wellFormed = false
-                break
-            }
             out[n] = hi << 4 | lo
-            n += 1
-            p += 3
+            n &+= 1
+            p &+= 3
         }
-        guard wellFormed, p == count || (p + 1 < count && base[p] == UInt8(ascii: " ") && base[p + 1] == UInt8(ascii: ";"))
+        guard p == count || (p &+ 1 < count && base[p] == UInt8(ascii: " ") && base[p &+ 1] == UInt8(ascii: ";"))
         else { return nil }
         position = p
         if let arena { return arena.commit(chunk, count: n) }

@@ -90,11 +90,22 @@ public struct TranscriptStatistics: Sendable, Equatable {
         finish()
     }
 
-    /// Empty counts, to be fed one record at a time with ``add(_:)`` (a transcript streamed from a
-    /// file, ``TranscriptFileReader``) and completed with ``finish()``.
+    /// Empty counts, to be fed one line or one record at a time with `add(_:)` (a transcript
+    /// streamed from a file, ``TranscriptFileReader``) and completed with ``finish()``.
     public init() {}
 
+    /// Counts one body line, in file order: a record as `add(_:)` with a record does;
+    /// blank lines and comments count nothing.
+    /// - Parameter line: the next body line, e.g. from ``TranscriptFileReader/forEachLine(_:)``.
+    public mutating func add(_ line: consuming TranscriptLine) {
+        switch consume line {
+        case .record(let r): add(r)
+        case .blank, .comment: break
+        }
+    }
+
     /// Counts one record, in file order.
+    /// - Parameter r: the next record.
     public mutating func add(_ r: TranscriptRecord) {
         records += 1
         if let channel = r.channel {
@@ -108,40 +119,43 @@ public struct TranscriptStatistics: Sendable, Equatable {
             if first.map({ Self.precedes(o, $0) }) ?? true { first = o }
             if last.map({ Self.precedes($0, o) }) ?? true { last = o }
         }
+        // One switch, each payload bound once: a pattern that binds a payload copies it (a
+        // retain and a release), so the cases never look at the entry twice.
         switch r.entry {
-        case .transmit(_, let b), .control(_, _, let b), .target(_, let b), .initiator(_, let b):
+        case .transmit(let d, let b):
             if b.containsWildcard { wildcardLines += 1 }
-        case .failure, .event, .reader:
-            break
-        }
-        func answered() {
-            if let started = pending.removeValue(for: r.channel), let s = started, let e = offset {
-                exchangeTimes.append(Self.elapsed(from: s, to: e))
+            if d == .outgoing {
+                transmitCommands += 1
+                command(b, offset: offset, channel: r.channel)
+            } else {
+                bytesReceived += b.count
+                if let sw = b.trailingStatusWord {
+                    if swCounts.isEmpty { swCounts = [Int](repeating: 0, count: 1 << 16) }
+                    if swCounts[Int(sw)] == 0 { swOrder.append(sw) }
+                    swCounts[Int(sw)] += 1
+                }
+                answered(offset: offset, channel: r.channel)
             }
-        }
-        switch r.entry {
-        case .transmit(.outgoing, let b), .control(_, .outgoing, let b):
-            if case .transmit = r.entry { transmitCommands += 1 } else { controlCommands += 1 }
-            if b.containsRedaction { redactedCommands += 1 }
-            bytesSent += b.count
-            if pending.updateValue(r.offset, for: r.channel) != nil { unanswered += 1 }
-        case .transmit(.incoming, let b), .control(_, .incoming, let b):
-            bytesReceived += b.count
-            if case .transmit = r.entry, let sw = b.trailingStatusWord {
-                if swCounts.isEmpty { swCounts = [Int](repeating: 0, count: 1 << 16) }
-                if swCounts[Int(sw)] == 0 { swOrder.append(sw) }
-                swCounts[Int(sw)] += 1
+        case .control(_, let d, let b):
+            if b.containsWildcard { wildcardLines += 1 }
+            if d == .outgoing {
+                controlCommands += 1
+                command(b, offset: offset, channel: r.channel)
+            } else {
+                bytesReceived += b.count
+                answered(offset: offset, channel: r.channel)
             }
-            answered()
         case .failure:
             failures += 1
-            answered()
+            answered(offset: offset, channel: r.channel)
         case .target(let d, let b):
+            if b.containsWildcard { wildcardLines += 1 }
             if d == .incoming {
                 targetCommands += 1
                 if b.containsRedaction { redactedCommands += 1 }
             }
         case .initiator(let d, let b):
+            if b.containsWildcard { wildcardLines += 1 }
             if d == .outgoing {
                 initiatorCommands += 1
                 if b.containsRedaction { redactedCommands += 1 }
@@ -155,6 +169,21 @@ public struct TranscriptStatistics: Sendable, Equatable {
             }
         case .reader:
             break
+        }
+    }
+
+    /// A command (`>`, `ctl … >`) with payload `b` at `offset` on `channel`.
+    private mutating func command(_ b: TranscriptBytes, offset: TranscriptOffset?, channel: String?) {
+        if b.containsRedaction { redactedCommands += 1 }
+        bytesSent += b.count
+        if pending.updateValue(offset, for: channel) != nil { unanswered += 1 }
+    }
+
+    /// An answer (`<`, `ctl … <`, `!`) at `offset` on `channel`: the exchange is timed when both
+    /// it and its command have offsets.
+    private mutating func answered(offset: TranscriptOffset?, channel: String?) {
+        if let started = pending.removeValue(for: channel), let s = started, let e = offset {
+            exchangeTimes.append(Self.elapsed(from: s, to: e))
         }
     }
 

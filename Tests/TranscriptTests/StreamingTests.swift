@@ -19,6 +19,43 @@ import Testing
         return (reader.header, lines)
     }
 
+    /// Every payload kind, a wildcard, a redaction, a blank line and a comment, counted line by
+    /// line as `transcript stats` streams them: the counts are the in-memory ones, and the ones
+    /// worked out by hand (PN532 GetFirmwareVersion D4 02 → D5 03 32 01 06 07 for a PN532 v1.6,
+    /// UM0701-02 §7.2.2; 6A 82 file not found, ISO/IEC 7816-4 §5.6).
+    @Test func statisticsStreamedLineByLineEqualTheInMemoryCounts() throws {
+        let text = """
+            # secbridge-transcript: 1
+
+            ; GetFirmwareVersion, a SELECT with a wildcard, an emulated and an initiator exchange
+            +1.000ms ctl 0x42000001 > FF 00 00 00 02 D4 02
+            +1.500ms ctl 0x42000001 < D5 03 32 01 06 07 90 00
+            +2.000ms > 00 A4 04 00 02 3F ??
+            +3.000ms < 6A 82
+            tgt < 00 A4 04 00 07 D2 76 00 00 85 01 01 00
+            tgt > 90 00
+            ini > 00 20 00 81 02 [REDACTED 2]
+            ini < 90 00
+
+            """
+        let reader = try TranscriptFileReader(contentsOfFile: try write(text))
+        var streamed = TranscriptStatistics()
+        try reader.forEachLine { _, line in
+            streamed.add(line)
+            return true
+        }
+        streamed.finish()
+        #expect(streamed == TranscriptStatistics(try Transcript(parsing: text)))
+        #expect(streamed.records == 8)
+        #expect((streamed.controlCommands, streamed.transmitCommands) == (1, 1))
+        #expect((streamed.targetCommands, streamed.initiatorCommands) == (1, 1))
+        #expect((streamed.bytesSent, streamed.bytesReceived) == (7 + 7, 8 + 2))
+        #expect((streamed.wildcardLines, streamed.redactedCommands) == (1, 1))
+        #expect(streamed.statusWords == [.init(statusWord: 0x6A82, count: 1)])
+        #expect(streamed.exchangeTimes == [.microseconds(500), .microseconds(1000)])
+        #expect(streamed.channels == [""])
+    }
+
     @Test(arguments: fixtureFiles())
     func streamedFixtureEqualsTheInMemoryParse(_ path: String) throws {
         let text = try String(contentsOfFile: path, encoding: .utf8)
