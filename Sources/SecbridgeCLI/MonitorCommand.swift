@@ -31,7 +31,7 @@ extension SecbridgeCLI {
         options: [
             .value("count", "N", "Stop after N events (1–1000000).", .integer(1...1_000_000)),
             .value("timeout", "SECONDS", "Stop after SECONDS (at most 86400); exit 0.", .seconds(limit: 86_400)),
-            .value("liveness", "SECONDS", "Ask pcscd every SECONDS (default 10, at most 3600) and say so when it gives no answer within that time.", .seconds(limit: 3600, atLeast: 0.1)),
+            .value("liveness", "SECONDS", "Ask pcscd every SECONDS (default 10, 0.1 to 3600) and say so when it gives no answer within that time.", .seconds(limit: 3600, atLeast: 0.1)),
             .flag("json", "Print one JSON object per line: {event, reader, atr, time}."),
             .value("record", "FILE", "Record the events to a transcript FILE."),
         ],

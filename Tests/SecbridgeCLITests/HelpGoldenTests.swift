@@ -493,7 +493,7 @@ import Testing
             OPTIONS:
               --count <N>           Stop after N events (1–1000000).
               --timeout <SECONDS>   Stop after SECONDS (at most 86400); exit 0.
-              --liveness <SECONDS>  Ask pcscd every SECONDS (default 10, at most 3600) and say so when it gives no answer within that time.
+              --liveness <SECONDS>  Ask pcscd every SECONDS (default 10, 0.1 to 3600) and say so when it gives no answer within that time.
               --json                Print one JSON object per line: {event, reader, atr, time}.
               --record <FILE>       Record the events to a transcript FILE.
               -h, --help            Show help information.
