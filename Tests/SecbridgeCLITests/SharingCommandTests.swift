@@ -19,16 +19,24 @@ import Testing
         let other = BlockingExecutor(name: "other-program")
         defer { other.shutdown() }
         let client = desk.client
+        // The reads start once the other program has been served: connected before them, it
+        // competes with every read (a connect made while a read holds its transaction waits for it,
+        // as pcscd's does, and a late thread could otherwise miss all three reads).
+        let (served, servedOnce) = AsyncStream.makeStream(of: Void.self)
         let interloper = Task {
             try await other.run {
+                defer { servedOnce.finish() }  // also when it could not connect: the test goes on and fails
                 let context = try client.establishContext()
                 let handle = try context.connect(to: reader, share: .shared, protocols: .any)
+                var first = true
                 while !stop.load(ordering: .relaxed) {
                     _ = try? handle.transmit([0x00, 0xA4, 0x04, 0x00, 0x05, 0xF0, 0x01, 0x02, 0x03, 0x04])
+                    if first { servedOnce.yield(()); first = false }
                 }
                 try? handle.disconnect(.leave)
             }
         }
+        for await _ in served { break }
         for _ in 0..<3 {
             let read = try await runTool(["read", "--reader", reader], on: desk)
             #expect(read.status == 0, "\(read.err)")
