@@ -195,10 +195,14 @@ let package = Package(
 // instead of from a mangled name the runtime demangles: a mangled name makes the runtime check
 // `Key: Hashable` by scanning every protocol conformance record of the binary (about 0.38 M
 // instructions per first use of each type in the Foundation-linked `secbridge-tools`; 1.6 M of
-// the 5.7 M a `replay --against simulated` spent; docs/benchmarks.md §9). Every Swift module the
-// executables link; not the C targets, not the tests.
+// the 5.7 M a `replay --against simulated` spent; docs/benchmarks.md §9). Only the Swift modules
+// no library product vends (the executables, SecbridgeTools, InProcessPCSC, PCSCSandbox): SwiftPM
+// makes a product whose targets carry unsafe flags ineligible as a dependency of other packages,
+// and the library products are what users build on. Not the C targets, not the tests.
 let cTargets: Set<String> = ["CPCSCLite", "CEditLine", "CPCSCBaseline", "CSecbridgeHandOver"]
-for target in package.targets where target.type != .test && !cTargets.contains(target.name) {
+let vendedTargets = Set(package.products.compactMap { $0 as? Product.Library }.flatMap(\.targets))
+for target in package.targets
+where target.type != .test && !cTargets.contains(target.name) && !vendedTargets.contains(target.name) {
     target.swiftSettings = (target.swiftSettings ?? [])
         + [.unsafeFlags(["-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors"])]
 }
