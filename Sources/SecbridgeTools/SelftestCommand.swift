@@ -221,7 +221,15 @@ extension SecbridgeCLI {
             ]).prettySerialized())
         } else {
             invocation.out("bundle: \(directory) (\(results.map(\.part.fileName).joined(separator: ", ")))")
-            invocation.out("\(failed) error\(failed == 1 ? "" : "s"), \(differing) answer\(differing == 1 ? "" : "s") different from the documents")
+            if interrupted() {
+                // No verdict on the reader: the part in progress stopped where Ctrl-C found it.
+                let planned = invocation.arguments.has("phone") ? 3 : 2
+                invocation.out(results.isEmpty
+                    ? "interrupted before the first part: nothing was recorded, and this is no verdict on the reader"
+                    : "interrupted: \(results.count) of \(planned) parts recorded, the last as far as it went; this is no verdict on the reader (run it again to the end)")
+            } else {
+                invocation.out("\(failed) error\(failed == 1 ? "" : "s"), \(differing) answer\(differing == 1 ? "" : "s") different from the documents")
+            }
             for error in writeErrors { invocation.console.err("secbridge: error: could not write \(error)\n") }
         }
         return failed == 0 && writeErrors.isEmpty ? exitSuccess : exitFailure
