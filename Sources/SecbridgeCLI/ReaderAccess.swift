@@ -169,8 +169,34 @@ package final class TracingChannel: CardChannel {
         } else {
             trace(display.line("< ", response: answer, answering: command))
         }
+        if let note = Self.longerThanNeNote(command: command, answer: answer) {
+            if let lineSink { lineSink.outLine(note) } else { trace(note) }
+        }
         onExchange?(command, answer)
         return answer
+    }
+    /// The remark shown under an answer whose data field is longer than the command's Ne: Ne is
+    /// the most response data bytes a command asks for (its Le; ISO/IEC 7816-4 §5.1), so a card
+    /// that sends more broke the command's contract. The answer is still shown and returned whole.
+    ///
+    /// nil for a reader pseudo-APDU (CLA FF), for a command without Le (Ne 0: cards on T=1 often
+    /// answer a case 3 SELECT with its FCI, and the field takes that as normal), for bytes that are
+    /// no command APDU, and for data within Ne. The line: `  note: the card answered 300 data bytes,
+    /// more than Ne 4 of the command's Le (ISO/IEC 7816-4 §5.1); shown whole`.
+    package static func longerThanNeNote(command: [UInt8], answer: [UInt8]) -> String? {
+        let dataCount = answer.count - 2
+        guard dataCount > 0, command.first != 0xFF else { return nil }
+        let ne: Int
+        if let short = CommandAPDU.shortNe(ofEncoded: command) {
+            ne = short
+        } else if let parsed = try? CommandAPDU(parsing: command) {
+            ne = parsed.ne
+        } else {
+            return nil
+        }
+        guard ne > 0, dataCount > ne else { return nil }
+        return "  note: the card answered \(dataCount) data bytes, more than Ne \(ne) of the command's Le"
+            + " (ISO/IEC 7816-4 §5.1); shown whole"
     }
     package func control(code: UInt32, _ command: [UInt8]) throws -> [UInt8] {
         trace("ctl 0x" + String(code, radix: 16, uppercase: true) + " > " + display.text(command))

@@ -157,3 +157,51 @@ extension TransportCommandTests {
         #expect(result.err.contains("the card is mute"), "\(result.err)")
     }
 }
+
+extension TransportCommandTests {
+    /// ISO/IEC 7816-4 §5.1: Ne is the most response data a command asks for. The `echo` applet
+    /// answers a command with its own bytes, so READ BINARY with Le 02 gets 5 data bytes: the
+    /// answer is shown whole, and a note says it is longer than Ne. Le 05 (exactly Ne) gets none.
+    @Test func anAnswerLongerThanNeIsShownWholeWithANote() async throws {
+        let desk = try await Self.placed("applet=echo")
+        defer { desk.close() }
+        let result = try await runTool(["send", "00 B0 00 00 02", "00 B0 00 00 05"], on: desk)
+        #expect(result.status == 0, "\(result.err)")
+        let lines = result.out.split(separator: "\n").map(String.init)
+        #expect(
+            lines.prefix(4) == [
+                "> 00 B0 00 00 02", "< 00 B0 00 00 02 90 00",
+                "  note: the card answered 5 data bytes, more than Ne 2 of the command's Le (ISO/IEC 7816-4 §5.1); shown whole",
+                "  SW 90 00: \(lines.dropFirst(3).first?.dropFirst(12) ?? "")",
+            ], "\(result.out)")
+        #expect(lines.filter { $0.hasPrefix("  note:") }.count == 1, "\(result.out)")
+    }
+
+    /// The cases of the note's rule, by ISO/IEC 7816-4 §5.1's encodings of Ne.
+    @Test func theNeNoteFollowsEachEncodingOfLe() {
+        let note = { (command: String, dataCount: Int) in
+            TracingChannel.longerThanNeNote(
+                command: hexBytes(command), answer: [UInt8](repeating: 0xAB, count: dataCount) + [0x90, 0x00])
+        }
+        // Short Le 02: Ne 2.
+        #expect(note("00 B0 00 00 02", 3)?.contains("3 data bytes, more than Ne 2") == true)
+        #expect(note("00 B0 00 00 02", 2) == nil)
+        // Short Le 00: Ne 256.
+        #expect(note("00 B0 00 00 00", 256) == nil)
+        #expect(note("00 B0 00 00 00", 257)?.contains("more than Ne 256") == true)
+        // Case 4 short: Lc 01, data, Le 04.
+        #expect(note("00 A4 04 00 01 AA 04", 5)?.contains("more than Ne 4") == true)
+        // Extended Le 00 00 04 (case 2E, Ne 4) and 00 00 00 (Ne 65 536).
+        #expect(note("00 B0 00 00 00 00 04", 5)?.contains("more than Ne 4") == true)
+        #expect(note("00 B0 00 00 00 00 00", 300) == nil)
+        // No Le (case 1, case 3): Ne 0, no note; a reader pseudo-APDU, no note; bytes that are no APDU, none.
+        #expect(note("00 A4 04 00", 15) == nil)
+        #expect(note("00 A4 04 00 02 3F 00", 15) == nil)
+        #expect(note("FF CA 00 00 04", 7) == nil)
+        #expect(note("00 B0 00", 7) == nil)
+    }
+}
+
+private func hexBytes(_ text: String) -> [UInt8] {
+    text.split(separator: " ").map { UInt8($0, radix: 16)! }
+}
