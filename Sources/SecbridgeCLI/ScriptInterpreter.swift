@@ -492,7 +492,8 @@ package final class ScriptInterpreter {
             }
         } catch {
             if changed == .resetCard {
-                try? recording?.recorder.recordEvent(.cardReset, [TranscriptAttribute("reason", "another program, while the transaction was released")])
+                let reason = TranscriptAttribute("reason", "another program, while the transaction was released")
+                try? recording?.recorder.recordEvent(.cardReset, [reason])
             } else if changed != nil {
                 try? recording?.recorder.recordEvent(.cardRemoved, [TranscriptAttribute("reader", card.reader)])
             }
@@ -505,7 +506,8 @@ package final class ScriptInterpreter {
         if !releaseNoted {
             releaseNoted = true
             invocation.console.err(
-                "secbridge: note: \(fileName):\(line): the PC/SC transaction was released to wait for input (\(pause)) and begun again for this line: other programs could use the card in between, so the lines before and after the pause did not run in one transaction\n")
+                "secbridge: note: \(fileName):\(line): the PC/SC transaction was released to wait for input (\(pause)) and begun again for this line: "
+                    + "other programs could use the card in between, so the lines before and after the pause did not run in one transaction\n")
         }
     }
 
