@@ -81,10 +81,9 @@ extension SharedReader {
         @Test func anotherProgramReachesTheCardWhileAPipedRunPauses() async throws {
             let (environment, reader) = try await Self.readerWithEchoCard()
             defer { _ = try? SimulatedReaders.controlA.send("remove peer=shell-card") }
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("secbridge-paused-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(at: directory) }
-            let file = directory.appendingPathComponent("paused.trn").path
+            let directory = try faultTestDirectory("paused-run")
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let file = directory + "/paused.trn"
             let run = try BinaryProcess(
                 ["run", "--reader", reader, "--record", file, "-"], environment: environment.environmentForSubprocesses, input: true)
             defer { run.stop() }

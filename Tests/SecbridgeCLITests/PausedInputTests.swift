@@ -3,7 +3,6 @@ import PCSCCore
 import SecbridgeCLI
 import SecbridgeTesting
 import SecbridgeTools
-import Synchronization
 import Testing
 import Transcript
 
@@ -100,6 +99,52 @@ func untimedRecords(_ file: String) throws -> [String] {
     }
 }
 
+/// Runs the tool with `arguments` on `desk`, its standard input `lines` with a pause before the
+/// line at `pausedBefore` (0-based): once the tool waits there, `duringPause` runs as another
+/// program (on a thread of its own), then the pause ends, also when it threw.
+func runPaused<T: Sendable>(
+    _ arguments: [String], lines: [String], pausedBefore: Int, on desk: SimulatedDesk,
+    duringPause: @escaping @Sendable () throws -> T
+) async throws -> (status: Int32, console: PacedConsole, other: Result<T, any Error>) {
+    let console = PacedConsole(lines, pausedBefore: [pausedBefore])
+    let other = BlockingExecutor(name: "other-program")
+    defer { other.shutdown() }
+    let otherProgram = Task {
+        try await other.run { () throws -> T in
+            defer { console.endPause() }
+            guard console.waitUntilPaused() else { throw CLIError.failure("the script never paused") }
+            return try duringPause()
+        }
+    }
+    let status = try await runTool(arguments, on: desk, console: console)
+    return (status, console, await otherProgram.result)
+}
+
+/// A desk whose reader has the echo applet's card, and a transcript path in a scratch directory.
+struct EchoCardDesk {
+    let desk: SimulatedDesk
+    let reader: String
+    let directory: String
+    /// Where a test records (`--record`).
+    let transcript: String
+
+    init(_ name: String) async throws {
+        desk = try await SimulatedDesk.open()
+        reader = desk.names[0]
+        try desk.control().send("place-card uid=04A1B2C3 applet=echo id=card")
+        directory = try scratchDirectory(name)
+        transcript = directory + "/\(name).trn"
+    }
+
+    /// What the card received, oldest first, `; ` between commands.
+    func cardLog() throws -> String? { try desk.control().send("card-log peer=card")["all"] }
+
+    func close() {
+        try? FileManager.default.removeItem(atPath: directory)
+        desk.close()
+    }
+}
+
 /// A script read from standard input (`run -`, `shell` from a pipe) keeps its PC/SC transaction
 /// only while its next line comes within `ScriptInterpreter.inputHold`: a pause ends it, so another
 /// program on the reader is not locked out for as long as the pipe stays open (docs/shell.md §1).
@@ -114,35 +159,23 @@ func untimedRecords(_ file: String) throws -> [String] {
     /// its last line, and the recording keeps both exchanges with the release between them.
     @Test(arguments: [["run", "-"], ["shell"]])
     func anotherProgramIsServedWhileAPipedScriptPauses(command: [String]) async throws {
-        let desk = try await SimulatedDesk.open()
-        defer { desk.close() }
-        let reader = desk.names[0]
-        try desk.control().send("place-card uid=04A1B2C3 applet=echo id=card")
-        let directory = try scratchDirectory("paused-input")
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let file = directory + "/paused.trn"
-        let console = PacedConsole(["00 A4 04 00 01 AA", "# a comment after the pause", "00 B0 00 00 01 BB"], pausedBefore: [1])
-        let other = BlockingExecutor(name: "other-program")
-        defer { other.shutdown() }
-        let client = desk.client
-        let otherProgram = Task {
-            try await other.run { () throws -> [UInt8] in
-                defer { console.endPause() }  // also when it failed: the script goes on and the test fails
-                guard console.waitUntilPaused() else { throw CLIError.failure("the script never paused") }
-                let context = try client.establishContext()
-                // pcscd (and the in-process client) let SCardConnect wait for a transaction held
-                // on the reader, and SCardBeginTransaction too: both give up with SCARD_E_TIMEOUT
-                // after the desk's bound (0.6 s here) when the script still holds its transaction.
-                let handle = try context.connect(to: reader, share: .shared, protocols: .any)
-                try handle.beginTransaction()
-                let answer = try handle.transmit([0x00, 0xA4, 0x04, 0x00, 0x01, 0xCC])
-                try handle.endTransaction(.leave)
-                try handle.disconnect(.leave)
-                return answer
-            }
+        let setup = try await EchoCardDesk("paused-input")
+        defer { setup.close() }
+        let (desk, reader, file, client) = (setup.desk, setup.reader, setup.transcript, setup.desk.client)
+        let arguments = command[0] == "shell" ? ["shell", "--record", file] : ["run", "--record", file, "-"]
+        let lines = ["00 A4 04 00 01 AA", "# a comment after the pause", "00 B0 00 00 01 BB"]
+        let (status, console, otherAnswer) = try await runPaused(arguments, lines: lines, pausedBefore: 1, on: desk) {
+            let context = try client.establishContext()
+            // pcscd (and the in-process client) let SCardConnect wait for a transaction held on
+            // the reader, and SCardBeginTransaction too: both give up with SCARD_E_TIMEOUT after
+            // the desk's bound (0.6 s here) when the script still holds its transaction.
+            let handle = try context.connect(to: reader, share: .shared, protocols: .any)
+            try handle.beginTransaction()
+            let answer = try handle.transmit([0x00, 0xA4, 0x04, 0x00, 0x01, 0xCC])
+            try handle.endTransaction(.leave)
+            try handle.disconnect(.leave)
+            return answer
         }
-        let status = try await runTool(command[0] == "shell" ? ["shell", "--record", file] : ["run", "--record", file, "-"], on: desk, console: console)
-        let otherAnswer = await otherProgram.result
         if case .failure(let error) = otherAnswer { Issue.record("the other program was not served during the pause: \(error)") }
         #expect((try? otherAnswer.get()) == [0x00, 0xA4, 0x04, 0x00, 0x01, 0xCC, 0x90, 0x00])
         #expect(status == 0, "\(console.standardError)")
@@ -150,7 +183,7 @@ func untimedRecords(_ file: String) throws -> [String] {
         #expect(console.standardOutput.contains("> 00 B0 00 00 01 BB\n< 00 B0 00 00 01 BB 90 00\n  SW 90 00: "), "\(console.standardOutput)")
         #expect(console.standardError == "secbridge: note: <stdin>:3: the PC/SC transaction was released to wait for input (no line within 0.2 s after line 1) and begun again for this line: other programs could use the card in between, so the lines before and after the pause did not run in one transaction\n")
         // The card saw the other program's command between the script's two.
-        #expect(try desk.control().send("card-log peer=card")["all"] == "00 A4 04 00 01 AA; 00 A4 04 00 01 CC; 00 B0 00 00 01 BB")
+        #expect(try setup.cardLog() == "00 A4 04 00 01 AA; 00 A4 04 00 01 CC; 00 B0 00 00 01 BB")
         #expect(try untimedRecords(file) == [
             "> 00 A4 04 00 01 AA", "< 00 A4 04 00 01 AA 90 00",
             "event transaction-ended reason=\"waiting for input\"", "event transaction-began",
@@ -164,35 +197,23 @@ func untimedRecords(_ file: String) throws -> [String] {
     /// at its next line with the card-reset words of a run, saying that the transaction had been
     /// released to wait for input; the exchanges before are kept.
     @Test func aCardResetDuringThePauseStopsTheScriptAndSaysWhy() async throws {
-        let desk = try await SimulatedDesk.open()
-        defer { desk.close() }
-        let reader = desk.names[0]
-        try desk.control().send("place-card uid=04A1B2C3 applet=echo id=card")
-        let directory = try scratchDirectory("paused-reset")
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let file = directory + "/reset.trn"
-        let console = PacedConsole(["00 A4 04 00 01 AA", "00 B0 00 00 01 BB", "00 B0 00 00 01 DD"], pausedBefore: [1])
-        let other = BlockingExecutor(name: "other-program")
-        defer { other.shutdown() }
-        let client = desk.client
-        let otherProgram = Task {
-            try await other.run {
-                defer { console.endPause() }
-                guard console.waitUntilPaused() else { throw CLIError.failure("the script never paused") }
-                let context = try client.establishContext()
-                let handle = try context.connect(to: reader, share: .shared, protocols: .any)
-                try handle.beginTransaction()
-                try handle.endTransaction(.reset)
-                try handle.disconnect(.leave)
-            }
+        let setup = try await EchoCardDesk("paused-reset")
+        defer { setup.close() }
+        let (desk, reader, file, client) = (setup.desk, setup.reader, setup.transcript, setup.desk.client)
+        let lines = ["00 A4 04 00 01 AA", "00 B0 00 00 01 BB", "00 B0 00 00 01 DD"]
+        let (status, console, other) = try await runPaused(["run", "--record", file, "-"], lines: lines, pausedBefore: 1, on: desk) {
+            let context = try client.establishContext()
+            let handle = try context.connect(to: reader, share: .shared, protocols: .any)
+            try handle.beginTransaction()
+            try handle.endTransaction(.reset)
+            try handle.disconnect(.leave)
         }
-        let status = try await runTool(["run", "--record", file, "-"], on: desk, console: console)
-        try await otherProgram.value
+        try other.get()
         #expect(status == 1)
         #expect(console.standardOutput.hasPrefix("> 00 A4 04 00 01 AA\n< 00 A4 04 00 01 AA 90 00\n"), "\(console.standardOutput)")
         #expect(!console.standardOutput.contains("BB"), "\(console.standardOutput)")
         #expect(console.standardError == "secbridge: error: <stdin>:2: while the PC/SC transaction was released to wait for input (no line within 0.2 s after line 1), the card was reset by another program (SCARD_W_RESET_CARD): its state is lost (the selected application, a verified PIN, an open secure channel); the exchanges before it are shown and recorded. Run the script again from the start (its SELECT)\n")
-        #expect(try desk.control().send("card-log peer=card")["all"] == "00 A4 04 00 01 AA")
+        #expect(try setup.cardLog() == "00 A4 04 00 01 AA")
         #expect(try untimedRecords(file) == [
             "> 00 A4 04 00 01 AA", "< 00 A4 04 00 01 AA 90 00",
             "event transaction-ended reason=\"waiting for input\"",
@@ -207,36 +228,16 @@ func untimedRecords(_ file: String) throws -> [String] {
         defer { desk.close() }
         let reader = desk.names[0]
         try desk.control().send("place-card uid=04A1B2C3 applet=echo id=card")
-        let stop = Atomic(false)
-        let other = BlockingExecutor(name: "other-program")
-        defer { other.shutdown() }
-        let client = desk.client
-        // Connected and served before the script starts (a connect waits for a held transaction).
-        let (served, servedOnce) = AsyncStream.makeStream(of: Void.self)
-        let interloper = Task {
-            try await other.run {
-                defer { servedOnce.finish() }
-                let context = try client.establishContext()
-                let handle = try context.connect(to: reader, share: .shared, protocols: .any)
-                var first = true
-                while !stop.load(ordering: .relaxed) {
-                    _ = try? handle.transmit([0x00, 0xA4, 0x04, 0x00, 0x01, 0xCC])
-                    if first { servedOnce.yield(()); first = false }
-                }
-                try? handle.disconnect(.leave)
+        let script = ["00 A4 04 00 01 A1", "00 A4 04 00 01 A2", "reset", "00 A4 04 00 01 A3"]
+        try await whileAnotherProgramSends([0x00, 0xA4, 0x04, 0x00, 0x01, 0xCC], to: reader, on: desk) {
+            for _ in 0..<3 {
+                let console = PacedConsole(script)
+                let status = try await runTool(["run", "-"], on: desk, console: console)
+                #expect(status == 0, "\(console.standardError)")
+                #expect(console.standardError == "")
+                #expect(console.boundsAsked == Array(repeating: ScriptInterpreter.inputHold, count: script.count + 1))
             }
         }
-        for await _ in served { break }
-        let script = ["00 A4 04 00 01 A1", "00 A4 04 00 01 A2", "reset", "00 A4 04 00 01 A3"]
-        for _ in 0..<3 {
-            let console = PacedConsole(script)
-            let status = try await runTool(["run", "-"], on: desk, console: console)
-            #expect(status == 0, "\(console.standardError)")
-            #expect(console.standardError == "")
-            #expect(console.boundsAsked == Array(repeating: ScriptInterpreter.inputHold, count: script.count + 1))
-        }
-        stop.store(true, ordering: .relaxed)
-        try await interloper.value
         let reply = try desk.control().send("card-log peer=card")
         let log = reply["all"]?.components(separatedBy: "; ") ?? []
         let ours = ["00 A4 04 00 01 A1", "00 A4 04 00 01 A2", "00 A4 04 00 01 A3"]
