@@ -57,8 +57,9 @@ package final class ScriptInterpreter {
         package var stopOnError = false
         /// Hold one PC/SC transaction on the card while the session is on it (`run`, a shell script).
         package var holdsTransaction = true
-        /// How long the transaction is kept while the script waits for its next line
-        /// (``ScriptInterpreter/inputHold``); tests inject a shorter one.
+        /// How long the transaction is kept while the script waits for its next line; by default
+        /// ``ScriptInterpreter/inputHold``. The source asks its console with it
+        /// (``Console/waitForLine(upTo:)``), so a test's console decides on its own clock.
         package var inputHold = ScriptInterpreter.inputHold
         /// The SCardControl code for escape commands (`--code`); nil: the one the reader announces.
         package var controlCode: UInt32?

@@ -37,7 +37,7 @@ final class PacedConsole: Console, @unchecked Sendable {
         locked {
             asked.append(bound)
             guard let next = lines.first else { return true }
-            return !next.paused || pauseEnded
+            return !next.paused
         }
     }
 
@@ -67,7 +67,7 @@ final class PacedConsole: Console, @unchecked Sendable {
         return waitingInPause
     }
 
-    /// Ends the pause: the paused line comes.
+    /// Ends the pause: the paused line comes (at once, when the pause has not begun yet).
     func endPause() {
         locked {
             pauseEnded = true
@@ -191,6 +191,30 @@ struct EchoCardDesk {
         ])
         // Each line was waited for with the hold, the first one too (before any transaction).
         #expect(console.boundsAsked == Array(repeating: ScriptInterpreter.inputHold, count: 4))
+    }
+
+    /// The hold is the interpreter's option (`ScriptInterpreter.Options.inputHold`): given 30 ms,
+    /// the script asks its input for each line with 30 ms, and the note names it.
+    @Test func theHoldIsAnOptionOfTheInterpreter() async throws {
+        let setup = try await EchoCardDesk("paused-option")
+        defer { setup.close() }
+        let console = PacedConsole(["00 A4 04 00 01 AA", "00 B0 00 00 01 BB"], pausedBefore: [1])
+        console.endPause()  // the line comes after the hold, with no other program in between
+        let client = setup.desk.client
+        let executor = BlockingExecutor(name: "cli-test")
+        defer { executor.shutdown() }
+        let status = try await executor.run { () throws -> Int32 in
+            let arguments = try parseArguments(["-"], options: SecbridgeCLI.runCommand.options)
+            let invocation = Invocation(arguments: arguments, console: console, path: ["run"], client: client)
+            var options = SecbridgeCLI.interpreterOptions(invocation, command: "run")
+            options.inputHold = .milliseconds(30)
+            var source = ConsoleLines(console: console)
+            return try SecbridgeCLI.interpret(&source, invocation: invocation, fileName: "<stdin>", options: options, needsCard: true)
+        }
+        #expect(status == 0, "\(console.standardError)")
+        #expect(console.boundsAsked == Array(repeating: .milliseconds(30), count: 3))
+        #expect(console.standardError.hasPrefix("secbridge: note: <stdin>:2: the PC/SC transaction was released to wait for input (no line within 0.03 s after line 1) and begun again for this line"), "\(console.standardError)")
+        #expect(try setup.cardLog() == "00 A4 04 00 01 AA; 00 B0 00 00 01 BB")
     }
 
     /// Another program resets the card during the pause: its state is lost, and the script stops
