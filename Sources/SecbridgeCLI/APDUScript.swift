@@ -26,6 +26,14 @@ package struct APDUScript {
         /// `record FILE`; nil is `record off`.
         case record(String?, line: Int)
         case help(line: Int)
+
+        /// The number of the script line the step is on (1 for the first).
+        package var line: Int {
+            switch self {
+            case .apdu(_, let line), .reset(let line), .control(_, let line), .reader(_, let line), .record(_, let line), .help(let line):
+                return line
+            }
+        }
     }
 
     package let steps: [Step]

@@ -42,9 +42,13 @@ package func waitForCard(
         }
         if ContinuousClock.now >= deadline { break }
     }
-    let milliseconds = max(1, limit.components.seconds * 1000 + limit.components.attoseconds / 1_000_000_000_000_000)
-    let seconds = milliseconds % 1000 == 0 ? "\(milliseconds / 1000)" : "\(Double(milliseconds) / 1000)"
-    throw .failure("no card came to \(chosen.map { "'\($0)'" } ?? "any reader") within \(seconds) s (--wait); place the card or tag on the reader")
+    throw .failure("no card came to \(chosen.map { "'\($0)'" } ?? "any reader") within \(secondsText(limit)) s (--wait); place the card or tag on the reader")
+}
+
+/// `duration` in seconds for a message, to the millisecond and at least 1 ms: "2", "0.2".
+package func secondsText(_ duration: Duration) -> String {
+    let milliseconds = max(1, duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000)
+    return milliseconds % 1000 == 0 ? "\(milliseconds / 1000)" : "\(Double(milliseconds) / 1000)"
 }
 
 /// The words for a failed exchange that met a card change, or nil when `code` is not one: a card

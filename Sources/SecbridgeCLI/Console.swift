@@ -21,11 +21,16 @@ public protocol Console: AnyObject, Sendable {
     /// buffered output is written first, so a program driving the tool through a pipe sees the
     /// answer to one line before it sends the next. False by default.
     var inputMayWait: Bool { get }
+    /// Whether a whole line (or the end of input) can be read now or arrives within `bound`: false
+    /// when standard input gave no line within it (a pipe whose writer paused). What arrives is
+    /// kept for ``readLine()``; nothing is lost. True by default (input that never waits).
+    func waitForLine(upTo bound: Duration) -> Bool
 }
 
 extension Console {
     public var inputIsTerminal: Bool { false }
     public var inputMayWait: Bool { false }
+    public func waitForLine(upTo bound: Duration) -> Bool { true }
 }
 
 /// The process's standard streams, unbuffered per line so a pipe sees every event as it happens.
@@ -64,11 +69,128 @@ public final class StandardConsole: Console, @unchecked Sendable {
             }
         }
     }
-    public func readLine() -> String? { Swift.readLine() }
+    /// One line of standard input without its line feed (``InputLineReader/standardInput``).
+    public func readLine() -> String? { InputLineReader.standardInput.readLine() }
     public var inputIsTerminal: Bool { isatty(STDIN_FILENO) == 1 }
-    public var inputMayWait: Bool {
-        var descriptor = pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0)
-        return poll(&descriptor, 1, 0) == 0
+    public var inputMayWait: Bool { InputLineReader.standardInput.mayWait }
+    public func waitForLine(upTo bound: Duration) -> Bool { InputLineReader.standardInput.waitForLine(upTo: bound) }
+}
+
+/// The lines of a file descriptor, read with read(2) into a buffer of its own, so that whether a
+/// line is already at hand is known exactly (stdio's buffer would hide lines it holds from poll(2)).
+///
+/// A line ends at a line feed (0A), which is removed with a carriage return (0D) before it, as
+/// `Swift.readLine()` does; bytes that are not UTF-8 are replaced (U+FFFD). The last line may end
+/// without a line feed. A read error (other than EINTR) is taken as the end of input. One reader per
+/// descriptor: ``standardInput`` for the process's standard input.
+package final class InputLineReader: @unchecked Sendable {
+    // @unchecked: the buffer and its indices are guarded by `lock`.
+    /// The process's standard input (descriptor 0).
+    package static let standardInput = InputLineReader(descriptor: STDIN_FILENO)
+
+    private let descriptor: Int32
+    private let lock = ConsoleLock()
+    private var buffer: [UInt8] = []
+    /// Where the unread bytes start, and how far they are known to hold no line feed.
+    private var start = 0
+    private var scanned = 0
+    private var ended = false
+    /// Where read(2) puts what it reads (at most 64 KiB at once) before it joins `buffer`.
+    private var chunk = [UInt8](repeating: 0, count: 64 << 10)
+
+    /// Reads `descriptor`, which stays open (the caller's).
+    package init(descriptor: Int32) { self.descriptor = descriptor }
+
+    /// The next line; nil at the end of input. Blocks in read(2) until a line is whole.
+    package func readLine() -> String? {
+        lock.withLock {
+            while true {
+                if let end = lineEnd() {
+                    var last = end
+                    if last > start && buffer[last - 1] == 0x0D { last -= 1 }
+                    let line = String(decoding: buffer[start..<last], as: UTF8.self)
+                    consume(through: end + 1)
+                    return line
+                }
+                if ended {
+                    guard start < buffer.count else { return nil }
+                    let line = String(decoding: buffer[start...], as: UTF8.self)
+                    consume(through: buffer.count)
+                    return line
+                }
+                fill()
+            }
+        }
+    }
+
+    /// Whether reading a line now could wait: no whole line buffered and nothing readable
+    /// (poll(2) without waiting).
+    package var mayWait: Bool {
+        lock.withLock {
+            guard lineEnd() == nil && !ended else { return false }
+            return ready(timeoutMilliseconds: 0) == false
+        }
+    }
+
+    /// Whether a whole line (or the end of input) is at hand now or arrives within `bound`: waits
+    /// in poll(2) on the descriptor, at most `bound` in all, and reads what comes (a line may come
+    /// in pieces). False when the bound passed without a whole line; what came is kept.
+    package func waitForLine(upTo bound: Duration) -> Bool {
+        lock.withLock {
+            let deadline = ContinuousClock.now + bound
+            while lineEnd() == nil && !ended {
+                let left = deadline - ContinuousClock.now
+                guard left > .zero else { return false }
+                // Rounded up to whole milliseconds, so a wait never ends before the bound.
+                let (seconds, attoseconds) = left.components
+                let milliseconds = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
+                switch ready(timeoutMilliseconds: Int32(clamping: milliseconds)) {
+                case true: fill()  // readable: read(2) returns at once
+                case false: return false
+                case nil: continue  // interrupted by a signal: wait what is left
+                }
+            }
+            return true
+        }
+    }
+
+    /// poll(2) for input: true readable (or hung up, or in error: read(2) then says which), false
+    /// none within the timeout, nil interrupted (EINTR).
+    private func ready(timeoutMilliseconds: Int32) -> Bool? {
+        var watched = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        let count = poll(&watched, 1, timeoutMilliseconds)
+        if count < 0 { return errno == EINTR ? nil : true }
+        return count > 0
+    }
+
+    /// The index of the next line feed in the unread bytes, scanning only what was not scanned.
+    private func lineEnd() -> Int? {
+        if let found = buffer[scanned...].firstIndex(of: 0x0A) { return found }
+        scanned = buffer.count
+        return nil
+    }
+
+    /// One read(2) of up to 64 KiB; 0 bytes or an error ends the input.
+    private func fill() {
+        if start > 0 && start * 2 >= buffer.count {
+            buffer.removeSubrange(0..<start)
+            scanned -= start
+            start = 0
+        }
+        var count: Int
+        repeat {
+            count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress!, $0.count) }
+        } while count < 0 && errno == EINTR
+        guard count > 0 else {
+            ended = true
+            return
+        }
+        buffer.append(contentsOf: chunk[..<count])
+    }
+
+    private func consume(through end: Int) {
+        start = end
+        scanned = max(scanned, end)
     }
 }
 
@@ -132,6 +254,7 @@ package final class OutputTrackingConsole: Console, @unchecked Sendable {
     package func readLine() -> String? { inner.readLine() }
     package var inputIsTerminal: Bool { inner.inputIsTerminal }
     package var inputMayWait: Bool { inner.inputMayWait }
+    package func waitForLine(upTo bound: Duration) -> Bool { inner.waitForLine(upTo: bound) }
 }
 
 /// Keeps standard output in memory and passes it on in large writes: when 64 KiB have gathered,
@@ -205,6 +328,11 @@ package final class BufferedConsole: Console, @unchecked Sendable {
     }
     package var inputIsTerminal: Bool { inner.inputIsTerminal }
     package var inputMayWait: Bool { inner.inputMayWait }
+    /// Writes what is buffered first when the wait may be long, as ``readLine()`` does.
+    package func waitForLine(upTo bound: Duration) -> Bool {
+        if inner.inputMayWait { flush() }
+        return inner.waitForLine(upTo: bound)
+    }
 
     /// Writes what is buffered.
     package func flush() {

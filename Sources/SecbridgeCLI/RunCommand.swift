@@ -14,10 +14,13 @@ extension SecbridgeCLI {
             control, reader, record and help too), so `secbridge shell < SCRIPT` prints the same.
             Lines are read and run one at a time: a malformed line stops the script there, after
             the lines before it ran. ISO 7816-4 handling is on unless --raw (see `secbridge send
-            --help`). The whole script runs inside one PC/SC transaction: no other program's
-            command lands between its lines (a `reset` line keeps the transaction). PINs, keys and
-            cryptograms are printed [REDACTED n], as a --record transcript has them, unless
-            --show-secrets (docs/secrets.md).
+            --help`). The script runs inside one PC/SC transaction: no other program's command
+            lands between its lines (a `reset` line keeps the transaction). From standard input,
+            a pause of more than \(secondsText(ScriptInterpreter.inputHold)) s before the next line ends the transaction while it lasts,
+            so other programs reach the card; it begins again with the next line (a note says so,
+            and a card reset meanwhile stops the script). PINs, keys and cryptograms are printed
+            [REDACTED n], as a --record transcript has them, unless --show-secrets
+            (docs/secrets.md).
 
             Example script:
               # select the NFC Forum Type 4 Tag application

@@ -4,11 +4,17 @@ import Transcript
 
 /// Where a script's steps come from: a file's lines (``APDUScript/Lines``) or standard input's.
 package protocol ScriptSource {
-    /// The next step; nil at the end or at `exit`.
-    mutating func next() throws(CLIError) -> APDUScript.Step?
+    /// The next step; nil at the end or at `exit`. A source that must wait for input calls
+    /// `beforeWaiting` when no line came within `hold`, before it waits on (without a bound); a
+    /// file's lines never wait.
+    mutating func next(holding hold: Duration, beforeWaiting: () -> Void) throws(CLIError) -> APDUScript.Step?
 }
 
-extension APDUScript.Lines: ScriptSource {}
+extension APDUScript.Lines: ScriptSource {
+    package mutating func next(holding _: Duration, beforeWaiting _: () -> Void) throws(CLIError) -> APDUScript.Step? {
+        try next()
+    }
+}
 
 /// The lines of standard input, parsed one at a time as they arrive (`run -`, `shell < FILE`).
 package struct ConsoleLines: ScriptSource {
@@ -22,8 +28,10 @@ package struct ConsoleLines: ScriptSource {
         self.fileName = fileName
     }
 
-    package mutating func next() throws(CLIError) -> APDUScript.Step? {
-        while !ended, let line = console.readLine() {
+    package mutating func next(holding hold: Duration, beforeWaiting: () -> Void) throws(CLIError) -> APDUScript.Step? {
+        while !ended {
+            if !console.waitForLine(upTo: hold) { beforeWaiting() }
+            guard let line = console.readLine() else { break }
             lineNumber += 1
             switch try ScriptLine.parse(Array(line.utf8)[...], fileName: fileName, line: lineNumber) {
             case .none: continue
@@ -49,12 +57,27 @@ package final class ScriptInterpreter {
         package var stopOnError = false
         /// Hold one PC/SC transaction on the card while the session is on it (`run`, a shell script).
         package var holdsTransaction = true
+        /// How long the transaction is kept while the script waits for its next line; by default
+        /// ``ScriptInterpreter/inputHold``. The source asks its console with it
+        /// (``Console/waitForLine(upTo:)``), so a test's console decides on its own clock.
+        package var inputHold = ScriptInterpreter.inputHold
         /// The SCardControl code for escape commands (`--code`); nil: the one the reader announces.
         package var controlCode: UInt32?
         /// The command named in transcript headers ("run", "shell").
         package var command = "run"
         package init() {}
     }
+
+    /// How long a script read from standard input keeps its PC/SC transaction while it waits for
+    /// the next line: 200 ms. Longer than a program that writes a script in pieces takes between
+    /// them (a shell loop's `echo` per line, a program that answers each output line: a few
+    /// milliseconds each), so such a script stays in one transaction, as a file does; short enough
+    /// that another program on the reader waits at most this and pcsc-lite's retry period
+    /// (SCardBeginTransaction tries again every 100 ms, PCSCLITE_LOCK_POLL_RATE in pcsc-lite's
+    /// winscard_clnt.c) while the script pauses, instead of as long as the pipe stays open. After it
+    /// the transaction is ended (SCARD_LEAVE_CARD) and begun again when the next line needs the card
+    /// (docs/shell.md §1).
+    package static let inputHold: Duration = .milliseconds(200)
 
     private let invocation: Invocation
     private let context: any PCSCClientContext
@@ -68,6 +91,11 @@ package final class ScriptInterpreter {
     private var direct: (any PCSCConnection)?
     private var escapeCode: UInt32?
     private var inTransaction = false
+    /// The line after which the transaction was ended to wait for input, until it is begun again.
+    private var releasedAfterLine: Int?
+    /// The last line run, and whether the note about a released transaction was printed.
+    private var lastLine = 0
+    private var releaseNoted = false
     @exclusivity(unchecked) private var recording: (path: String, writer: TranscriptWriter, recorder: TranscriptRecorder)? {
         didSet { cardExchange = nil }
     }
@@ -144,12 +172,16 @@ package final class ScriptInterpreter {
     /// Runs one step. Returns false when the script should stop here (--stop-on-error).
     /// - Throws: `CLIError.failure` "FILE:LINE: …" when the step failed.
     package func execute(_ step: APDUScript.Step) throws(CLIError) -> Bool {
+        defer { lastLine = step.line }
         switch step {
         case .apdu(let bytes, let line):
+            try resumeTransaction(line: line)
             return try exchange(bytes, line: line)
         case .control(let bytes, let line):
+            try resumeTransaction(line: line)
             _ = try control(bytes, line: line, asPseudoAPDU: false)
         case .reset(let line):
+            try resumeTransaction(line: line)
             try reset(line: line)
         case .reader(let argument, let line):
             if let argument { try changeReader(to: argument, line: line) }
@@ -422,6 +454,62 @@ package final class ScriptInterpreter {
         guard options.holdsTransaction, let card, !inTransaction else { return }
         try beginCardTransaction(card.handle, reader: card.reader)
         inTransaction = true
+        releasedAfterLine = nil
+    }
+
+    /// Ends the transaction before the script waits on for its next line (none came within
+    /// ``Options/inputHold``), so other programs reach the card while it waits; a recording notes
+    /// it (`event transaction-ended reason="waiting for input"`). The next line that needs the
+    /// card begins it again (``resumeTransaction(line:)``).
+    package func releaseTransactionWhileWaiting() {
+        guard inTransaction, let card else { return }
+        endCardTransaction(card.handle)
+        inTransaction = false
+        releasedAfterLine = lastLine
+        try? recording?.recorder.recordEvent(.transactionEnded, [TranscriptAttribute("reason", "waiting for input")])
+    }
+
+    /// Begins the transaction again after ``releaseTransactionWhileWaiting()``, for `line`.
+    ///
+    /// Another program may have used the card meanwhile. A reset (SCardBeginTransaction answers
+    /// SCARD_W_RESET_CARD) or a removal lost the card's state: the script stops there, as when a
+    /// card is reset in the middle of a run, and the message says that the transaction had been
+    /// released to wait for input. A change that leaves no trace (another application selected) is
+    /// not seen: the first time, a note on standard error says that the lines after the pause did not
+    /// run in the same transaction as those before it.
+    /// - Throws: `CLIError.failure` "FILE:LINE: …" when the card was reset or removed, or the
+    ///   transaction cannot begin (another program keeps the card).
+    private func resumeTransaction(line: Int) throws(CLIError) {
+        guard let released = releasedAfterLine, let card, options.holdsTransaction, !inTransaction else { return }
+        let pause = "no line within \(secondsText(options.inputHold)) s after line \(released)"
+        let recorded = recording != nil
+        var changed: PCSCError?
+        do {
+            try beginCardTransaction(card.handle, reader: card.reader) { error in
+                let gone = { CallWatchdog.shared.guarding("SCardStatus", { card.handle.cardHasLeft() }) }
+                let words = cardChange(error.code, reader: card.reader, cardIsGone: gone, recorded: recorded, again: "script")
+                if words != nil { changed = error }
+                return words
+            }
+        } catch {
+            if changed == .resetCard {
+                let reason = TranscriptAttribute("reason", "another program, while the transaction was released")
+                try? recording?.recorder.recordEvent(.cardReset, [reason])
+            } else if changed != nil {
+                try? recording?.recorder.recordEvent(.cardRemoved, [TranscriptAttribute("reader", card.reader)])
+            }
+            dropCardIfGone(card)
+            throw .failure("\(fileName):\(line): while the PC/SC transaction was released to wait for input (\(pause)), \(error.message)")
+        }
+        inTransaction = true
+        releasedAfterLine = nil
+        try? recording?.recorder.recordEvent(.transactionBegan)
+        if !releaseNoted {
+            releaseNoted = true
+            invocation.console.err(
+                "secbridge: note: \(fileName):\(line): the PC/SC transaction was released to wait for input (\(pause)) and begun again for this line: "
+                    + "other programs could use the card in between, so the lines before and after the pause did not run in one transaction\n")
+        }
     }
 
     private func disconnect() {
@@ -430,6 +518,7 @@ package final class ScriptInterpreter {
             card.close()
         }
         inTransaction = false
+        releasedAfterLine = nil
         card = nil
         try? direct?.disconnect(.leave)
         direct = nil
@@ -463,7 +552,7 @@ extension SecbridgeCLI {
         needsCard: Bool
     ) throws -> Int32 {
         // The first step is read before a reader is opened: a malformed first line is reported as such.
-        var pending = try source.next()
+        var pending = try source.next(holding: options.inputHold) {}
         let context = try openContext(invocation)
         let interpreter = try ScriptInterpreter(
             invocation: invocation, context: context, fileName: fileName, options: options,
@@ -474,7 +563,8 @@ extension SecbridgeCLI {
             // Each step is moved out of `pending`, not copied.
             while let step = pending.take() {
                 guard try interpreter.execute(step) else { break }
-                pending = try source.next()
+                // A pause in the input longer than the hold ends the transaction while it lasts.
+                pending = try source.next(holding: options.inputHold) { interpreter.releaseTransactionWhileWaiting() }
             }
         } catch {
             // The exchanges done so far are shown (and recorded) before the failure.

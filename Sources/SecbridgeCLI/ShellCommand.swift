@@ -22,7 +22,8 @@ extension SecbridgeCLI {
             printed [REDACTED n] unless --show-secrets (docs/secrets.md).
             When standard input is not a terminal, the lines are read without prompts as a script,
             exactly as `secbridge run -` reads them: the same output, one PC/SC transaction over
-            the card, and the first failing line stops the script (exit status 1).
+            the card (ended during a pause of more than \(secondsText(ScriptInterpreter.inputHold)) s in the input, as `run -` does), and
+            the first failing line stops the script (exit status 1).
 
             Example:
               $ secbridge shell

@@ -307,7 +307,11 @@ package func withCardTransaction<T>(
 
 /// SCardBeginTransaction, bounded, with ``withCardTransaction(_:reader:_:)``'s errors; for a
 /// transaction that spans more than one scope, ended with ``endCardTransaction(_:)``.
-package func beginCardTransaction(_ handle: any PCSCConnection, reader: String) throws(CLIError) {
+/// - Parameter cardChange: the words for a failure that is a card change (SCARD_W_RESET_CARD, a
+///   removal: ``cardChange(_:reader:cardIsGone:recorded:again:)``), or nil for the default words.
+package func beginCardTransaction(
+    _ handle: any PCSCConnection, reader: String, cardChange: (PCSCError) -> String? = { _ in nil }
+) throws(CLIError) {
     let held = heldByAnotherProgram(reader)
     do {
         try CallWatchdog.shared.guarding("SCardBeginTransaction", stalled: held) { () throws(PCSCError) in
@@ -316,6 +320,7 @@ package func beginCardTransaction(_ handle: any PCSCConnection, reader: String) 
     } catch where error == .timeout || error == .sharingViolation {
         throw CLIError.failure(held + " (\(error.name))")
     } catch {
+        if let changed = cardChange(error) { throw CLIError.failure(changed) }
         throw CLIError.failure("could not begin a PC/SC transaction on '\(reader)': \(describe(error))")
     }
 }

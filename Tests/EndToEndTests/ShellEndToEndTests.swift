@@ -1,4 +1,6 @@
 import Foundation
+import PCSC
+import PCSCCore
 import PCSCSandbox
 import Testing
 import Transcript
@@ -70,6 +72,67 @@ extension SharedReader {
             #expect(text.contains("< 00 A4 04 00 01 AA 90 00\n"), "\(text)")
             #expect(text.contains("event card-reset atr=\"3B 80 80 01 01\"\n"), "\(text)")
             #expect(text.contains("41 43 52 31 32 32 55 32 30 37"), "\(text)")
+        }
+
+        /// `run -` fed by a pipe that pauses after its first line: another program (a pcsc-lite
+        /// client in this process) connects and begins its transaction during the pause, within
+        /// the run's 200 ms hold and pcsc-lite's 100 ms retry, instead of waiting for the whole
+        /// pause; the run then sends its last line, and its recording marks the pause.
+        @Test func anotherProgramReachesTheCardWhileAPipedRunPauses() async throws {
+            let (environment, reader) = try await Self.readerWithEchoCard()
+            defer { _ = try? SimulatedReaders.controlA.send("remove peer=shell-card") }
+            let directory = try faultTestDirectory("paused-run")
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let file = directory + "/paused.trn"
+            let run = try BinaryProcess(
+                ["run", "--reader", reader, "--record", file, "-"], environment: environment.environmentForSubprocesses, input: true)
+            defer { run.stop() }
+            let input = run.input!.fileHandleForWriting
+            try input.write(contentsOf: Data("00 A4 04 00 01 AA\n".utf8))
+            _ = try await run.wait(for: "< 00 A4 04 00 01 AA 90 00")
+            // The run waits for its next line now. Should the other program not get the card, the
+            // input ends after 5 s (the run then ends and lets go), and the wait below says so.
+            let ender = Task {
+                try await Task.sleep(for: .seconds(5))
+                try? input.close()
+            }
+            let other = BlockingExecutor(name: "other-program")
+            defer { other.shutdown() }
+            let waited = try await other.run { () throws -> Duration in
+                let context = try PCSCLiteClient().establishContext()
+                defer { try? context.release() }
+                let start = ContinuousClock.now
+                // pcscd lets SCardConnect wait for a transaction held on the reader, too.
+                let handle = try context.connect(to: reader, share: .shared, protocols: .any)
+                try handle.beginTransaction()
+                let waited = ContinuousClock.now - start
+                _ = try handle.transmit([0x00, 0xA4, 0x04, 0x00, 0x01, 0xCC])
+                try handle.endTransaction(.leave)
+                try handle.disconnect(.leave)
+                return waited
+            }
+            ender.cancel()
+            #expect(waited < .seconds(2), "the other program waited \(waited) for the card while the run's input paused")
+            // (When the 5 s ended the input, the write fails and the checks below say what is missing.)
+            try? input.write(contentsOf: Data("00 B0 00 00 01 BB\n".utf8))
+            try? input.close()
+            let status = try await other.run { () -> Int32 in
+                run.process.waitUntilExit()
+                return run.process.terminationStatus
+            }
+            #expect(status == 0, "\(run.finalStandardError())")
+            #expect(run.output.contains("< 00 B0 00 00 01 BB 90 00"), "\(run.output)")
+            #expect(run.finalStandardError().hasPrefix("secbridge: note: <stdin>:2: the PC/SC transaction was released to wait for input (no line within 0.2 s after line 1) and begun again for this line"))
+            #expect(try SimulatedReaders.controlA.send("card-log peer=shell-card")["all"] == "00 A4 04 00 01 AA; 00 A4 04 00 01 CC; 00 B0 00 00 01 BB")
+            let records = try Transcript(contentsOfFile: file).serialized().split(separator: "\n").compactMap { line -> String? in
+                guard line.hasPrefix("+"), let space = line.firstIndex(of: " ") else { return nil }
+                return String(line[line.index(after: space)...])
+            }
+            #expect(records == [
+                "> 00 A4 04 00 01 AA", "< 00 A4 04 00 01 AA 90 00",
+                "event transaction-ended reason=\"waiting for input\"", "event transaction-began",
+                "> 00 B0 00 00 01 BB", "< 00 B0 00 00 01 BB 90 00",
+            ])
         }
     }
 }

@@ -4,6 +4,41 @@ import SecbridgeTesting
 import Synchronization
 import Testing
 
+/// Runs `body` while another program sends `command` to `reader` again and again (SCardTransmit
+/// outside any transaction, on a thread of its own); returns `body`'s result once it stopped.
+///
+/// `body` starts once the other program has been served: connected before it, the other program
+/// competes with every command `body` runs (a connect made while a transaction is held waits for
+/// it, as pcscd's does, and a late thread could otherwise miss them all).
+func whileAnotherProgramSends<T>(
+    _ command: [UInt8], to reader: String, on desk: SimulatedDesk, _ body: () async throws -> T
+) async throws -> T {
+    let stop = Atomic(false)
+    let other = BlockingExecutor(name: "other-program")
+    defer { other.shutdown() }
+    let client = desk.client
+    let (served, servedOnce) = AsyncStream.makeStream(of: Void.self)
+    let interloper = Task {
+        try await other.run {
+            defer { servedOnce.finish() }  // also when it could not connect: the test goes on and fails
+            let context = try client.establishContext()
+            let handle = try context.connect(to: reader, share: .shared, protocols: .any)
+            var first = true
+            while !stop.load(ordering: .relaxed) {
+                _ = try? handle.transmit(command)
+                if first { servedOnce.yield(()); first = false }
+            }
+            try? handle.disconnect(.leave)
+        }
+    }
+    for await _ in served { break }
+    let result: Result<T, any Error>
+    do { result = .success(try await body()) } catch { result = .failure(error) }
+    stop.store(true, ordering: .relaxed)
+    try await interloper.value
+    return try result.get()
+}
+
 /// Sharing the card with other programs: multi-APDU commands run inside a PC/SC transaction, and
 /// a card another program keeps is said to be kept, in process.
 @Suite struct SharingCommandTests {
@@ -15,34 +50,12 @@ import Testing
         defer { desk.close() }
         let reader = desk.names[0]
         try desk.control().send("place-card uid=04A1B2C3 applet=t4t-ndef id=tag")
-        let stop = Atomic(false)
-        let other = BlockingExecutor(name: "other-program")
-        defer { other.shutdown() }
-        let client = desk.client
-        // The reads start once the other program has been served: connected before them, it
-        // competes with every read (a connect made while a read holds its transaction waits for it,
-        // as pcscd's does, and a late thread could otherwise miss all three reads).
-        let (served, servedOnce) = AsyncStream.makeStream(of: Void.self)
-        let interloper = Task {
-            try await other.run {
-                defer { servedOnce.finish() }  // also when it could not connect: the test goes on and fails
-                let context = try client.establishContext()
-                let handle = try context.connect(to: reader, share: .shared, protocols: .any)
-                var first = true
-                while !stop.load(ordering: .relaxed) {
-                    _ = try? handle.transmit([0x00, 0xA4, 0x04, 0x00, 0x05, 0xF0, 0x01, 0x02, 0x03, 0x04])
-                    if first { servedOnce.yield(()); first = false }
-                }
-                try? handle.disconnect(.leave)
+        try await whileAnotherProgramSends([0x00, 0xA4, 0x04, 0x00, 0x05, 0xF0, 0x01, 0x02, 0x03, 0x04], to: reader, on: desk) {
+            for _ in 0..<3 {
+                let read = try await runTool(["read", "--reader", reader], on: desk)
+                #expect(read.status == 0, "\(read.err)")
             }
         }
-        for await _ in served { break }
-        for _ in 0..<3 {
-            let read = try await runTool(["read", "--reader", reader], on: desk)
-            #expect(read.status == 0, "\(read.err)")
-        }
-        stop.store(true, ordering: .relaxed)
-        try await interloper.value
         let reply = try desk.control().send("card-log peer=tag")
         let log = reply["all"]?.components(separatedBy: "; ") ?? []
         let dropped = Int(reply["dropped"] ?? "") ?? -1
