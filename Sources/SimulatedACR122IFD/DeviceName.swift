@@ -54,16 +54,20 @@ struct DeviceName: Sendable, Hashable {
         self.personality = nil
         self.timeScale = nil
         self.field = trimmed
-        var seen: Set<String> = []
+        // An array, not a Set: a Set<String> is the first use of String: Hashable on the in-process
+        // replay's start path, whose conformance look-up scans every conformance record
+        // (0.38 M instructions; docs/benchmarks.md §11). There are three keys at most.
+        var seen: [String] = []
         for option in parts.dropFirst() {
             guard let equals = option.firstIndex(of: "=") else {
                 throw DeviceNameError(text, "option '\(option)' must be key=value (personality=…, field=…, timescale=…)")
             }
             let key = String(option[..<equals])
             let value = String(option[option.index(after: equals)...])
-            guard seen.insert(key).inserted else {
+            guard !seen.contains(key) else {
                 throw DeviceNameError(text, "option '\(key)' is given twice")
             }
+            seen.append(key)
             guard !value.isEmpty else { throw DeviceNameError(text, "option '\(key)' has an empty value") }
             switch key {
             case "personality":

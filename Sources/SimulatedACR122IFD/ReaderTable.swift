@@ -27,7 +27,11 @@ final class DriverReader: Sendable {
 /// The readers of this pcscd, keyed by `Lun >> 16` (pcsc-lite numbers readers `0xXXXXYYYY`,
 /// XXXX the reader, YYYY the slot; all readers that name this library share its one copy).
 enum ReaderTable {
-    private static let readers = Mutex<[UInt: DriverReader]>([:])
+    /// The open readers and their keys (`Lun >> 16`), at most ``capacity``. An array searched
+    /// in order rather than a `[UInt: DriverReader]`: the dictionary's first use looked up
+    /// `UInt: Hashable` by scanning every conformance record (0.38 M instructions of each
+    /// in-process reader's start; docs/benchmarks.md §11).
+    private static let readers = Mutex<[(key: UInt, reader: DriverReader)]>([])
 
     /// The most readers one pcscd may open on this driver (TAG_IFD_SIMULTANEOUS_ACCESS).
     static let capacity = 16
@@ -38,7 +42,7 @@ enum ReaderTable {
     private static let opened = Mutex(0)
 
     static func reader(_ lun: UInt) -> DriverReader? {
-        readers.withLock { $0[lun >> 16] }
+        readers.withLock { readers in readers.first { $0.key == lun >> 16 }?.reader }
     }
 
     /// Opens the reader `lun` on `deviceNameText`: parses it, builds the simulated device and starts
@@ -84,7 +88,7 @@ enum ReaderTable {
             return nil
         }
         let reader = DriverReader(deviceName: name, binding: bound, server: server)
-        readers.withLock { $0[key] = reader }
+        readers.withLock { $0.append((key, reader)) }
         DriverLog.write("reader \(key): control socket \(name.socketPath), field \(name.field)")
         return reader
     }
@@ -92,7 +96,11 @@ enum ReaderTable {
     /// Closes the reader `lun`: powers its card down, stops its control server.
     /// - Returns: false when no such reader is open.
     static func close(lun: UInt) -> Bool {
-        guard let reader = readers.withLock({ $0.removeValue(forKey: lun >> 16) }) else { return false }
+        let removed = readers.withLock { readers -> DriverReader? in
+            guard let position = readers.firstIndex(where: { $0.key == lun >> 16 }) else { return nil }
+            return readers.remove(at: position).reader
+        }
+        guard let reader = removed else { return false }
         reader.device.powerDown()
         reader.server.stop()
         reader.binding.close()
