@@ -2,14 +2,14 @@ import ACR122Simulator
 import Synchronization
 
 /// One reader the driver serves: the device pcscd talks to through the entry points, its control
-/// server, and the ATR of its last power-up (for TAG_IFD_ATR).
+/// server (none with `control=none`), and the ATR of its last power-up (for TAG_IFD_ATR).
 final class DriverReader: Sendable {
     let deviceName: DeviceName
     let binding: SimulatorBinding
-    let server: ControlServer
+    let server: ControlServer?
     private let lastATR = Mutex<[UInt8]>([])
 
-    init(deviceName: DeviceName, binding: SimulatorBinding, server: ControlServer) {
+    init(deviceName: DeviceName, binding: SimulatorBinding, server: ControlServer?) {
         self.deviceName = deviceName
         self.binding = binding
         self.server = server
@@ -46,7 +46,7 @@ enum ReaderTable {
     }
 
     /// Opens the reader `lun` on `deviceNameText`: parses it, builds the simulated device and starts
-    /// its control server.
+    /// its control server (unless the name says `control=none`).
     /// - Returns: nil after logging why to pcscd's log.
     static func open(lun: UInt, deviceNameText: String) -> DriverReader? {
         let key = lun >> 16
@@ -77,19 +77,25 @@ enum ReaderTable {
             DriverLog.write("DEVICENAME '\(deviceNameText)': \(error)")
             return nil
         }
-        let server = ControlServer(socketPath: name.socketPath) { request throws(ControlError) in
-            try ControlProtocol.handle(request, binding: bound)
-        }
-        do {
-            try server.start(directory: name.directory)
-        } catch {
-            DriverLog.write("cannot serve the control socket: \(error)")
-            bound.close()
-            return nil
+        var server: ControlServer?
+        if name.servesControlSocket {
+            let started = ControlServer(socketPath: name.socketPath) { request throws(ControlError) in
+                try ControlProtocol.handle(request, binding: bound)
+            }
+            do {
+                try started.start(directory: name.directory)
+            } catch {
+                DriverLog.write("cannot serve the control socket: \(error)")
+                bound.close()
+                return nil
+            }
+            server = started
         }
         let reader = DriverReader(deviceName: name, binding: bound, server: server)
         readers.withLock { $0.append((key, reader)) }
-        DriverLog.write("reader \(key): control socket \(name.socketPath), field \(name.field)")
+        if server != nil {
+            DriverLog.write("reader \(key): control socket \(name.socketPath), field \(name.field)")
+        }
         return reader
     }
 
@@ -102,7 +108,7 @@ enum ReaderTable {
         }
         guard let reader = removed else { return false }
         reader.device.powerDown()
-        reader.server.stop()
+        reader.server?.stop()
         reader.binding.close()
         return true
     }
