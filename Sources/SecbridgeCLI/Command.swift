@@ -6,7 +6,11 @@ public struct Command: Sendable {
     package let abstract: String
     /// Usage line(s) after "secbridge NAME", e.g. "[--reader NAME|INDEX] [--json] HEX…".
     package let usage: String
-    package let discussion: String
+    /// The discussion, made when help or a man page shows it: some are built from tables (e.g.
+    /// `simulate`'s personalities, 0.15 M instructions) that no other run needs, and the whole
+    /// tree is built at every start (docs/benchmarks.md §11).
+    package var discussion: String { makeDiscussion() }
+    private let makeDiscussion: @Sendable () -> String
     package let options: [OptionSpec]
     package let subcommands: [Command]
     package let run: (@Sendable (Invocation) throws -> Int32)?
@@ -14,14 +18,14 @@ public struct Command: Sendable {
     package let delegatesToTools: Bool
 
     package init(
-        name: String, abstract: String, usage: String = "", discussion: String = "",
+        name: String, abstract: String, usage: String = "", discussion: @autoclosure @escaping @Sendable () -> String = "",
         options: [OptionSpec] = [], subcommands: [Command] = [],
         run: (@Sendable (Invocation) throws -> Int32)? = nil
     ) {
         self.name = name
         self.abstract = abstract
         self.usage = usage
-        self.discussion = discussion
+        self.makeDiscussion = discussion
         self.options = options
         self.subcommands = subcommands
         self.run = run
@@ -32,7 +36,7 @@ public struct Command: Sendable {
         self.name = name
         self.abstract = abstract
         self.usage = ""
-        self.discussion = ""
+        self.makeDiscussion = { "" }
         self.options = []
         self.subcommands = []
         self.run = nil

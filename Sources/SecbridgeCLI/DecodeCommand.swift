@@ -54,9 +54,14 @@ extension SecbridgeCLI {
         run: @escaping @Sendable (Invocation, [UInt8]) throws -> Int32
     ) -> Command {
         let hexNote = "The hex may be split over several arguments and use spaces, colons or 0x prefixes."
+        // A loop, not `map { … }.joined()`: the unspecialised joined's first call looks up its
+        // associated types by scanning every conformance record, and this runs in every
+        // `secbridge-tools` start (0.26 M instructions; docs/benchmarks.md §11).
+        var usage = "[--json] "
+        for option in options { usage += "[--\(option.name) \(option.valueName ?? "")] " }
         return Command(
             name: name, abstract: abstract,
-            usage: "[--json] " + options.map { "[--\($0.name) \($0.valueName ?? "")] " }.joined() + "HEX…",
+            usage: usage + "HEX…",
             discussion: discussion.map { hexNote + "\n\n" + $0 } ?? hexNote,
             options: [.flag("json", "Print JSON: \(json). Hex strings are uppercase without spaces.")] + options,
             run: { invocation in

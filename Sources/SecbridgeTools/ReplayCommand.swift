@@ -189,12 +189,47 @@ extension SecbridgeCLI {
     /// still answers the same. A transcript of a card session replays through the reader to an ISO
     /// 14443-4 card placed in its field that answers from the same transcript: this exercises the
     /// reader path (power-up, ATR, T=1 forwarding), not the card.
+    ///
+    /// Only the card session places something through the reader's control socket: a DIRECT replay
+    /// opens its reader with `control=none`, so no socket, directory or accept thread is made.
     static func replayAgainstSimulatedReader(
         _ transcript: TranscriptReplayFile, path: String, options: ReplayOptions, invocation: Invocation
     ) throws -> Int32 {
-        try withFreshSimulatedReader(named: "replay-simulated") { readers, reader, control in
-            try replayAgainstSimulatedReader(transcript, path: path, options: options, invocation: invocation,
-                                              readers: readers, reader: reader, control: control)
+        if transcript.header.transmissionProtocol == .undefined {
+            return try withFreshSimulatedReader(named: "replay-simulated", controlSocket: false) { readers, reader in
+                let channel: InProcessCardHandle
+                do throws(PCSCError) {
+                    channel = try readers.connect(to: reader, share: .direct, protocols: .undefined)
+                } catch {
+                    throw CLIError.failure("could not connect to the simulated reader: \(describe(error))")
+                }
+                return try replay(transcript, on: channel, path: path, options: options, invocation: invocation, reader: reader, direct: true)
+            }
+        }
+        return try withFreshSimulatedReader(named: "replay-simulated") { readers, reader, control in
+            let absolute = path.hasPrefix("/") ? path : (environmentValue("PWD") ?? ".") + "/" + path
+            do {
+                // The card takes this process's check of the file and reads it one exchange at
+                // a time as the APDUs come (docs/transcript-diff.md, "§7"); should the file have
+                // changed since, it checks it again first, so the wait grows with the file:
+                // 10 s, and 1 s more per 4 MiB.
+                var info = stat()
+                let size = stat(absolute, &info) == 0 ? Int(info.st_size) : 0
+                _ = try control.request("place-card", ["uid": "04A1B2C3", "transcript": absolute, "id": "replay"],
+                                        timeout: .seconds(10 + size / (4 << 20)))
+            } catch {
+                throw CLIError.failure("the simulated reader could not take a card answering from \(path): \(error)")
+            }
+            // pcscd's rule: presence is polled; the in-process layer polls on use (bounded).
+            var handle: InProcessCardHandle?
+            for _ in 0..<20 where handle == nil {
+                handle = try? readers.connect(to: reader, share: .shared, protocols: .any)
+                if handle == nil { sleepMilliseconds(50) }
+            }
+            guard let handle else {
+                throw CLIError.failure("the simulated reader did not report the placed card within 1 s")
+            }
+            return try replay(transcript, on: handle, path: path, options: options, invocation: invocation, reader: reader, direct: false)
         }
     }
 
@@ -210,58 +245,47 @@ extension SecbridgeCLI {
     static func withFreshSimulatedReader<T>(
         named name: String, _ body: (InProcessReaders, String, SimulatedReaderControl) throws -> T
     ) throws -> T {
-        let base = "/tmp/secbridge-\(name).\(getpid())"
+        try withFreshSimulatedReader(named: name, controlSocket: true) { readers, reader in
+            try body(readers, reader, SimulatedReaderControl(socketPath: freshReaderBase(named: name) + "/a/control.sock"))
+        }
+    }
+
+    /// As ``withFreshSimulatedReader(named:_:)``; with `controlSocket` false the reader serves no
+    /// control socket (`control=none`) and nothing is created under /tmp.
+    static func withFreshSimulatedReader<T>(
+        named name: String, controlSocket: Bool, _ body: (InProcessReaders, String) throws -> T
+    ) throws -> T {
+        let base = freshReaderBase(named: name)
         let readers = InProcessReaders()
         defer {
             readers.close()
-            for directory in [base + "/a", base] { _ = rmdir(directory) }
+            // The driver made the directories for the control socket only.
+            if controlSocket {
+                for directory in [base + "/a", base] { _ = rmdir(directory) }
+            }
         }
         let reader: String
         do {
-            reader = try readers.createChannel(deviceName: base + "/a" + SimulatedReaders.timeScaleOption(replayTimeScale))
+            reader = try readers.createChannel(
+                deviceName: base + "/a" + SimulatedReaders.timeScaleOption(replayTimeScale) + (controlSocket ? "" : ":control=none"))
         } catch {
             throw CLIError.failure("cannot create the in-process simulated reader: \(error)")
         }
-        return try body(readers, reader, SimulatedReaderControl(socketPath: base + "/a/control.sock"))
+        return try body(readers, reader)
     }
 
-    static func replayAgainstSimulatedReader(
-        _ transcript: TranscriptReplayFile, path: String, options: ReplayOptions, invocation: Invocation,
-        readers: InProcessReaders, reader: String, control: SimulatedReaderControl
+    /// The parent of the fresh simulated reader `name`'s directory `<base>/a` (its DEVICENAME's,
+    /// and its control socket's when it serves one), one per process.
+    static func freshReaderBase(named name: String) -> String {
+        "/tmp/secbridge-\(name).\(getpid())"
+    }
+
+    /// Replays `transcript` on `channel` (the fresh simulated reader `reader`, DIRECT or a card
+    /// session) and reports the result as `replay --against simulated` does.
+    private static func replay(
+        _ transcript: TranscriptReplayFile, on channel: any CardChannel, path: String, options: ReplayOptions,
+        invocation: Invocation, reader: String, direct: Bool
     ) throws -> Int32 {
-        let direct = transcript.header.transmissionProtocol == .undefined
-        let channel: any CardChannel
-        do {
-            if direct {
-                channel = try readers.connect(to: reader, share: .direct, protocols: .undefined)
-            } else {
-                let absolute = path.hasPrefix("/") ? path : (environmentValue("PWD") ?? ".") + "/" + path
-                do {
-                    // The card takes this process's check of the file and reads it one exchange at
-                    // a time as the APDUs come (docs/transcript-diff.md, "§7"); should the file have
-                    // changed since, it checks it again first, so the wait grows with the file:
-                    // 10 s, and 1 s more per 4 MiB.
-                    var info = stat()
-                    let size = stat(absolute, &info) == 0 ? Int(info.st_size) : 0
-                    _ = try control.request("place-card", ["uid": "04A1B2C3", "transcript": absolute, "id": "replay"],
-                                            timeout: .seconds(10 + size / (4 << 20)))
-                } catch {
-                    throw CLIError.failure("the simulated reader could not take a card answering from \(path): \(error)")
-                }
-                // pcscd's rule: presence is polled; the in-process layer polls on use (bounded).
-                var handle: InProcessCardHandle?
-                for _ in 0..<20 where handle == nil {
-                    handle = try? readers.connect(to: reader, share: .shared, protocols: .any)
-                    if handle == nil { sleepMilliseconds(50) }
-                }
-                guard let handle else {
-                    throw CLIError.failure("the simulated reader did not report the placed card within 1 s")
-                }
-                channel = handle
-            }
-        } catch let error as PCSCError {
-            throw CLIError.failure("could not connect to the simulated reader: \(describe(error))")
-        }
         do {
             let count = try LiveReplay.run(transcript, on: channel, options: options)
             if invocation.json {

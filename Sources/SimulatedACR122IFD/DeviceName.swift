@@ -11,6 +11,7 @@
 /// | `personality=<name>` | the device's personality at start, one of the registry ``ACR122Personality/all`` (`ccid-escape-enabled`, `ccid-escape-disabled`, `acs-driver`, `legacy-t0`, `acr122u215`, …) | `ccid-escape-enabled` |
 /// | `field=<name>` | the RF field: readers of one pcscd whose `field` is the same share one field (a peer placed through either is seen by both; one reader's target is the other's card) | the directory, so each reader has a field of its own |
 /// | `timescale=<number>` | wall-clock seconds per simulated second, 0 … 1000 (a decimal such as `0.01`): every device wait (the 5 s MCU timeout, libccid's 30 s escape timeout, activation attempts) is scaled by it. Tests use a small scale so that no test waits out a real device timeout; readers sharing a field must give the same scale | `1` (real time) |
+/// | `control=<socket or none>` | `socket`: serve the control socket. `none`: no control socket, and nothing is created in the directory (it names the reader and its default field only); peers cannot be placed and the reader is used through the entry points alone, as `secbridge replay --against simulated` does with a DIRECT transcript | `socket` |
 ///
 /// `field` names are letters, digits, `-`, `_` and `.`. Each option may appear once. An unknown
 /// option, a relative directory or a malformed option is rejected: the driver logs the reason to
@@ -25,6 +26,9 @@ struct DeviceName: Sendable, Hashable {
     var field: String
     /// Wall-clock seconds per simulated second (`timescale=`), or nil for real time.
     var timeScale: Double?
+    /// Whether the driver serves the control socket (`control=socket`, the default) or not
+    /// (`control=none`).
+    var servesControlSocket: Bool
 
     /// The control socket: `<directory>/control.sock`.
     var socketPath: String { directory + "/" + Self.socketFileName }
@@ -54,16 +58,21 @@ struct DeviceName: Sendable, Hashable {
         self.personality = nil
         self.timeScale = nil
         self.field = trimmed
-        var seen: Set<String> = []
+        self.servesControlSocket = true
+        // An array, not a Set: a Set<String> is the first use of String: Hashable on the in-process
+        // replay's start path, whose conformance look-up scans every conformance record
+        // (0.38 M instructions; docs/benchmarks.md §11). There are four keys at most.
+        var seen: [String] = []
         for option in parts.dropFirst() {
             guard let equals = option.firstIndex(of: "=") else {
-                throw DeviceNameError(text, "option '\(option)' must be key=value (personality=…, field=…, timescale=…)")
+                throw DeviceNameError(text, "option '\(option)' must be key=value (personality=…, field=…, timescale=…, control=…)")
             }
             let key = String(option[..<equals])
             let value = String(option[option.index(after: equals)...])
-            guard seen.insert(key).inserted else {
+            guard !seen.contains(key) else {
                 throw DeviceNameError(text, "option '\(key)' is given twice")
             }
+            seen.append(key)
             guard !value.isEmpty else { throw DeviceNameError(text, "option '\(key)' has an empty value") }
             switch key {
             case "personality":
@@ -79,9 +88,15 @@ struct DeviceName: Sendable, Hashable {
                         text, "timescale '\(value)' must be a decimal number from 0 to 1000, e.g. timescale=0.01 (1 is real time)")
                 }
                 timeScale = scale
+            case "control":
+                guard value == "socket" || value == "none" else {
+                    throw DeviceNameError(text, "control '\(value)' must be socket (serve the control socket) or none")
+                }
+                servesControlSocket = value == "socket"
             default:
                 throw DeviceNameError(
-                    text, "unknown option '\(key)': the options are personality=<name>, field=<name> and timescale=<number>")
+                    text,
+                    "unknown option '\(key)': the options are personality=<name>, field=<name>, timescale=<number> and control=socket|none")
             }
         }
     }

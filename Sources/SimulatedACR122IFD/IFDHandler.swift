@@ -78,8 +78,9 @@ public func IFDHCloseChannel(_ lun: DWORD) -> RESPONSECODE {
 /// Capabilities: TAG_IFD_ATR / SCARD_ATTR_ATR_STRING (the last ATR), TAG_IFD_SIMULTANEOUS_ACCESS
 /// (16 readers per pcscd), TAG_IFD_THREAD_SAFE (1), TAG_IFD_SLOTS_NUMBER (1),
 /// TAG_IFD_SLOT_THREAD_SAFE (0), `PCSCAttribute/simulatorControlSocket` (the control socket's
-/// path); any other tag is asked of the device (`IFDDevice.attribute`, e.g.
-/// SCARD_ATTR_MAXINPUT, SCARD_ATTR_VENDOR_NAME); IFD_ERROR_TAG when it has none.
+/// path; IFD_ERROR_TAG with `control=none`); any other tag is asked of the device
+/// (`IFDDevice.attribute`, e.g. SCARD_ATTR_MAXINPUT, SCARD_ATTR_VENDOR_NAME); IFD_ERROR_TAG when
+/// it has none.
 @_cdecl("IFDHGetCapabilities")
 public func IFDHGetCapabilities(_ lun: DWORD, _ tag: DWORD, _ length: UnsafeMutablePointer<DWORD>?,
                                 _ value: UnsafeMutablePointer<UInt8>?) -> RESPONSECODE {
@@ -103,7 +104,11 @@ public func IFDHGetCapabilities(_ lun: DWORD, _ tag: DWORD, _ length: UnsafeMuta
     }
     if tag == DWORD(PCSCAttribute.simulatorControlSocket.rawValue) {
         // The simulator's own attribute: where its control socket is (for `emulate` to ask its
-        // terminals how their runs ended).
+        // terminals how their runs ended); none with `control=none`.
+        guard reader.server != nil else {
+            length.pointee = 0
+            return RESPONSECODE(IFD_ERROR_TAG)
+        }
         return copyOut(Array(reader.deviceName.socketPath.utf8) + [0], to: value, capacity: capacity, length: length)
     }
     guard tag <= DWORD(UInt32.max), let attribute = reader.device.attribute(UInt32(tag)) else {

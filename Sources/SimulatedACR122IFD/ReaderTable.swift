@@ -2,14 +2,14 @@ import ACR122Simulator
 import Synchronization
 
 /// One reader the driver serves: the device pcscd talks to through the entry points, its control
-/// server, and the ATR of its last power-up (for TAG_IFD_ATR).
+/// server (none with `control=none`), and the ATR of its last power-up (for TAG_IFD_ATR).
 final class DriverReader: Sendable {
     let deviceName: DeviceName
     let binding: SimulatorBinding
-    let server: ControlServer
+    let server: ControlServer?
     private let lastATR = Mutex<[UInt8]>([])
 
-    init(deviceName: DeviceName, binding: SimulatorBinding, server: ControlServer) {
+    init(deviceName: DeviceName, binding: SimulatorBinding, server: ControlServer?) {
         self.deviceName = deviceName
         self.binding = binding
         self.server = server
@@ -27,7 +27,11 @@ final class DriverReader: Sendable {
 /// The readers of this pcscd, keyed by `Lun >> 16` (pcsc-lite numbers readers `0xXXXXYYYY`,
 /// XXXX the reader, YYYY the slot; all readers that name this library share its one copy).
 enum ReaderTable {
-    private static let readers = Mutex<[UInt: DriverReader]>([:])
+    /// The open readers and their keys (`Lun >> 16`), at most ``capacity``. An array searched
+    /// in order rather than a `[UInt: DriverReader]`: the dictionary's first use looked up
+    /// `UInt: Hashable` by scanning every conformance record (0.38 M instructions of each
+    /// in-process reader's start; docs/benchmarks.md §11).
+    private static let readers = Mutex<[(key: UInt, reader: DriverReader)]>([])
 
     /// The most readers one pcscd may open on this driver (TAG_IFD_SIMULTANEOUS_ACCESS).
     static let capacity = 16
@@ -38,11 +42,11 @@ enum ReaderTable {
     private static let opened = Mutex(0)
 
     static func reader(_ lun: UInt) -> DriverReader? {
-        readers.withLock { $0[lun >> 16] }
+        readers.withLock { readers in readers.first { $0.key == lun >> 16 }?.reader }
     }
 
     /// Opens the reader `lun` on `deviceNameText`: parses it, builds the simulated device and starts
-    /// its control server.
+    /// its control server (unless the name says `control=none`).
     /// - Returns: nil after logging why to pcscd's log.
     static func open(lun: UInt, deviceNameText: String) -> DriverReader? {
         let key = lun >> 16
@@ -73,28 +77,38 @@ enum ReaderTable {
             DriverLog.write("DEVICENAME '\(deviceNameText)': \(error)")
             return nil
         }
-        let server = ControlServer(socketPath: name.socketPath) { request throws(ControlError) in
-            try ControlProtocol.handle(request, binding: bound)
-        }
-        do {
-            try server.start(directory: name.directory)
-        } catch {
-            DriverLog.write("cannot serve the control socket: \(error)")
-            bound.close()
-            return nil
+        var server: ControlServer?
+        if name.servesControlSocket {
+            let started = ControlServer(socketPath: name.socketPath) { request throws(ControlError) in
+                try ControlProtocol.handle(request, binding: bound)
+            }
+            do {
+                try started.start(directory: name.directory)
+            } catch {
+                DriverLog.write("cannot serve the control socket: \(error)")
+                bound.close()
+                return nil
+            }
+            server = started
         }
         let reader = DriverReader(deviceName: name, binding: bound, server: server)
-        readers.withLock { $0[key] = reader }
-        DriverLog.write("reader \(key): control socket \(name.socketPath), field \(name.field)")
+        readers.withLock { $0.append((key, reader)) }
+        if server != nil {
+            DriverLog.write("reader \(key): control socket \(name.socketPath), field \(name.field)")
+        }
         return reader
     }
 
     /// Closes the reader `lun`: powers its card down, stops its control server.
     /// - Returns: false when no such reader is open.
     static func close(lun: UInt) -> Bool {
-        guard let reader = readers.withLock({ $0.removeValue(forKey: lun >> 16) }) else { return false }
+        let removed = readers.withLock { readers -> DriverReader? in
+            guard let position = readers.firstIndex(where: { $0.key == lun >> 16 }) else { return nil }
+            return readers.remove(at: position).reader
+        }
+        guard let reader = removed else { return false }
         reader.device.powerDown()
-        reader.server.stop()
+        reader.server?.stop()
         reader.binding.close()
         return true
     }

@@ -113,23 +113,28 @@ final class SharedField: Sendable {
         field = SimulatedField(clock: clock)
     }
 
-    private static let table = Mutex<[String: (field: SharedField, readers: Int)]>([:])
+    /// The fields in use, by name, with how many readers are in each: at most one per reader (16).
+    /// An array searched in order rather than a `[String: …]`, whose first use looked up
+    /// `String: Hashable` by scanning every conformance record (0.38 M instructions of each
+    /// in-process reader's start; docs/benchmarks.md §11).
+    private static let table = Mutex<[(name: String, field: SharedField, readers: Int)]>([])
 
     /// The field `name`, created on first use with `clock`.
     /// - Throws: ``ControlError`` `bad-argument` when the field exists with another time scale.
     static func attach(_ name: String, clock: SimulationClock) throws(ControlError) -> SharedField {
         try table.withLock { table throws(ControlError) in
-            if let entry = table[name] {
-                guard entry.field.field.clock == clock else {
+            if let position = table.firstIndex(where: { $0.name == name }) {
+                let field = table[position].field
+                guard field.field.clock == clock else {
                     throw ControlError(
                         .badArgument,
-                        "the field is already in use with timescale=\(entry.field.field.clock.scale); every reader of a field needs the same timescale")
+                        "the field is already in use with timescale=\(field.field.clock.scale); every reader of a field needs the same timescale")
                 }
-                table[name] = (entry.field, entry.readers + 1)
-                return entry.field
+                table[position].readers += 1
+                return field
             }
             let field = SharedField(clock: clock)
-            table[name] = (field, 1)
+            table.append((name, field, 1))
             return field
         }
     }
@@ -137,8 +142,8 @@ final class SharedField: Sendable {
     /// Forgets the field `name` when its last reader closes.
     static func detach(_ name: String) {
         table.withLock { table in
-            guard let entry = table[name] else { return }
-            if entry.readers <= 1 { table[name] = nil } else { table[name] = (entry.field, entry.readers - 1) }
+            guard let position = table.firstIndex(where: { $0.name == name }) else { return }
+            if table[position].readers <= 1 { table.remove(at: position) } else { table[position].readers -= 1 }
         }
     }
 

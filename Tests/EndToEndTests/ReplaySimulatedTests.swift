@@ -24,6 +24,27 @@ import Testing
         #expect(result.out.contains("(the reader itself, DIRECT): every answer matches"))
     }
 
+    /// A DIRECT replay serves no control socket (its reader is opened with `control=none`): it makes
+    /// no directory under /tmp, so a file where the socket's directory would go does not stop it,
+    /// and the driver logs no socket. The shell writes its pid, makes the file for that pid and
+    /// then execs the tool, which keeps the pid: with a control server the driver's `mkdir` of
+    /// `<that file>/a` fails and the replay ends "cannot create the in-process simulated reader".
+    @Test func aDirectReplayStartsNoControlServer() async throws {
+        try requireBuiltBinaries()
+        let script = #"echo $$; : > /tmp/secbridge-replay-simulated.$$ && exec "$0" replay --against simulated "$1""#
+        let result = try await runProgram(
+            URL(fileURLWithPath: "/bin/sh"), ["-c", script, try secbridgeBinary().path, try fixture("simulated/reader-basics.trn")],
+            environment: ProcessInfo.processInfo.environment)
+        let pid = try #require(result.out.split(separator: "\n").first.flatMap { Int32($0) }, "\(result.out)")
+        let inTheWay = "/tmp/secbridge-replay-simulated.\(pid)"
+        defer { unlink(inTheWay) }
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.out.contains("(the reader itself, DIRECT): every answer matches"), "\(result.out)")
+        #expect(!result.err.contains("control socket"), "\(result.err)")
+        var info = stat()
+        #expect(lstat(inTheWay, &info) == 0 && info.st_mode & S_IFMT == S_IFREG)  // left as it was
+    }
+
     @Test func aDifferentFirmwareIsReportedWithTheLine() async throws {
         try requireBuiltBinaries()
         let original = try String(contentsOfFile: try fixture("simulated/reader-basics.trn"), encoding: .utf8)

@@ -44,6 +44,32 @@ import Testing
         #expect(unknown == .unknownReader)  // 0x80100009
     }
 
+    /// `control=none` (DeviceName.swift): the reader answers through the entry points, but no
+    /// socket is served and nothing is made on disk; the default serves `<dir>/control.sock` and
+    /// names it in the simulator's attribute.
+    @Test func aReaderWithoutControlSocketMakesNothingOnDiskAndStillAnswers() async throws {
+        let bench = try await Bench.make(readers: 3)
+        defer { bench.close() }
+        let (firmware, noSocket, socket) = try await blocking {
+            let quiet = try bench.readers.connect(to: try bench.addReaderOnThisThread("a", options: ":control=none"), share: .direct, protocols: [])
+            let served = try bench.readers.connect(to: try bench.addReaderOnThisThread("b"), share: .direct, protocols: [])
+            return (try quiet.control(code: ccidEscape, firmwareRequest), pcscError { try quiet.attribute(.simulatorControlSocket) },
+                    try served.attribute(.simulatorControlSocket))
+        }
+        #expect(firmware == Array("ACR122U207".utf8))  // ACR122U API v2.04 §6.3, no SW
+        #expect(noSocket == .unsupportedFeature)  // IFD_ERROR_TAG → SCARD_E_UNSUPPORTED_FEATURE
+        #expect(socket == Array((bench.directory + "/b/control.sock").utf8) + [0])
+        #expect(!FileManager.default.fileExists(atPath: bench.directory + "/a"))
+        #expect(FileManager.default.fileExists(atPath: bench.directory + "/b/control.sock"))
+        var refused: InProcessReaderError?
+        do {
+            try bench.readers.createChannel(deviceName: bench.directory + "/c:control=off", waitingUpTo: .seconds(300))
+        } catch {
+            refused = error
+        }
+        #expect(refused?.code == .channelRefused)  // only socket or none
+    }
+
     @Test func theControlSocketIsServedInProcess() async throws {
         let bench = try await Bench.make()
         defer { bench.close() }
