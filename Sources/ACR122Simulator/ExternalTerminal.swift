@@ -36,6 +36,13 @@ public final class ExternalTerminal: FieldPeer {
         public init(_ command: [UInt8], expect response: [UInt8]) {
             self.init(command: command, expectedResponse: TranscriptBytes(response))
         }
+
+        /// The end of a script whose step `step` (0-based, this one) got `response` when it
+        /// expected another, or nil when the answer is accepted.
+        func mismatch(_ response: [UInt8], step: Int) -> TerminalOutcome? {
+            guard let expectedResponse, !expectedResponse.matches(response) else { return nil }
+            return .mismatch(step: step, expected: expectedResponse.description, actual: response)
+        }
     }
 
     /// A recorded exchange replayed byte for byte: regression data, not a model.
@@ -122,7 +129,8 @@ public final class ExternalTerminal: FieldPeer {
     public let name: String
     /// The RATS sent at activation.
     public let rats: [UInt8]
-    /// The recorded script a replaying terminal runs; nil for a model.
+    /// The recorded script a replaying terminal runs; nil for a model, and for a terminal reading
+    /// its transcript file as it goes (``init(transcriptFile:name:)``).
     public let script: Script?
     /// What the phone does around the APDUs (leaving, re-tapping, waiting times).
     public let behaviour: PhoneBehaviour
@@ -151,40 +159,27 @@ public final class ExternalTerminal: FieldPeer {
     }
 
     /// A terminal replaying a transcript: each `tgt <` C-APDU followed by its `tgt >` R-APDU is one
-    /// step; a transcript without `tgt` lines is read from its `>` / `<` (SCardTransmit) lines.
+    /// step; a transcript without `tgt <` lines is read from its `>` / `<` (SCardTransmit) lines.
+    /// A command the next command follows without an answer accepts any answer. The steps are
+    /// held in ``script``; ``init(transcriptFile:name:)`` reads them from a file as it goes.
     /// - Throws: ``ExternalTerminalError`` when the transcript holds no command to send, or a command
     ///   with wildcard or redacted bytes (a terminal must send concrete bytes).
     public convenience init(transcript: Transcript, channel: String? = nil, name: String? = nil) throws(ExternalTerminalError) {
-        let records = transcript.lines.compactMap(\.record).filter { channel == nil || $0.channel == channel }
-        var pairs = Self.pairs(from: records, target: true)
-        if pairs.isEmpty { pairs = Self.pairs(from: records, target: false) }
-        guard !pairs.isEmpty else {
-            throw ExternalTerminalError(reason: "\(transcript.fileName) holds no `tgt <` nor `>` command to send")
+        var check = TranscriptTerminalCheck(channel: channel)
+        for line in transcript.lines {
+            if let record = line.record { check.read(record) }
         }
+        var pairing = TranscriptStepPairing(usesTarget: try check.sideToReplay(fileName: transcript.fileName), channel: channel)
         var steps: [Step] = []
-        for (command, response) in pairs {
-            guard let bytes = command.bytes else {
-                throw ExternalTerminalError(
-                    reason: "\(transcript.fileName): the command \(command) has wildcard or redacted bytes; a terminal must send concrete bytes")
-            }
-            steps.append(Step(command: bytes, expectedResponse: response))
+        func append(_ pair: TranscriptStepPairing.Pair?) {
+            // Concrete bytes: the check refused any other command.
+            if let pair, let command = pair.command.bytes { steps.append(Step(command: command, expectedResponse: pair.answer)) }
         }
+        for line in transcript.lines {
+            if let record = line.record { append(pairing.read(record)) }
+        }
+        append(pairing.end())
         self.init(script: Script(name: name ?? transcript.fileName, steps: steps))
-    }
-
-    private static func pairs(from records: [TranscriptRecord], target: Bool) -> [(TranscriptBytes, TranscriptBytes?)] {
-        var pairs: [(TranscriptBytes, TranscriptBytes?)] = []
-        for record in records {
-            switch (record.entry, target) {
-            case (.target(.incoming, let bytes), true), (.transmit(.outgoing, let bytes), false):
-                pairs.append((bytes, nil))
-            case (.target(.outgoing, let bytes), true), (.transmit(.incoming, let bytes), false):
-                if let last = pairs.indices.last, pairs[last].1 == nil { pairs[last].1 = bytes }
-            default:
-                continue
-            }
-        }
-        return pairs
     }
 
     /// Where the run stands or how it ended.
@@ -209,6 +204,8 @@ public final class ExternalTerminal: FieldPeer {
     /// What the program read (the NDEF message, the records of a payment application), set when
     /// it ended; nil before, and for recorded scripts.
     public var report: TerminalReport? { state.withLock { $0.report } }
+    /// The program as placed (each activation runs a copy of it from the start).
+    var initialProgram: any TerminalProgram { state.withLock { $0.initialProgram } }
 
     public var peerDescription: String { "external terminal (\(name))" }
 

@@ -83,9 +83,7 @@ struct ScriptProgram: TerminalProgram {
     }
 
     mutating func receive(_ response: [UInt8]) -> TerminalAction {
-        if let expected = script.steps[step].expectedResponse, !expected.matches(response) {
-            return .finish(.mismatch(step: step, expected: expected.description, actual: response))
-        }
+        if let outcome = script.steps[step].mismatch(response, step: step) { return .finish(outcome) }
         step += 1
         return step < script.steps.count ? .send(script.steps[step].command) : .finish(.passedScript)
     }

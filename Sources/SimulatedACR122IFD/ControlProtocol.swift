@@ -25,7 +25,7 @@ import Glibc
 /// | `place-tag type=classic1k\|classic4k\|mini uid=<4 or 7 bytes> [key=<6 bytes>] [id=]` | `peer type` | a MIFARE Classic card with memory (``MIFAREClassicMemory``); `key` sets key A and key B of every sector (default `FF FF FF FF FF FF`) |
 /// | `place-target family=felica\|felica424\|typeb\|jewel [id=] [idm=] [pupi=] [jewel-id=] [memory=] [applet=]` | `peer family` | a target of another family (``PassiveTargetPeer``, docs/acr122-clones.md §4, §4b): FeliCa at 212 or 424 kbit/s (`idm` 8 bytes, default `01 01 05 01 86 04 02 02`; `memory` service 000B's blocks), ISO/IEC 14443-B (`pupi` 4 bytes in ACS's example ATQB `50 12 23 45 56 12 53 54 4E 33 81 C3`; `applet` one of ``BuiltInApplet`` answers its C-APDUs, none: mute), Topaz/Jewel (`jewel-id` 4 bytes, default `B5 7A 2C 00`; `memory` the tag's bytes) |
 /// | `tag-memory peer=<id> [first=<n>] [count=<n>]` (`id=` accepted for `peer=`) | `type unit first count data` | the memory of a placed tag with memory, from page/block `first` (default 0), `count` units (default all): `unit` 4 (pages) or 16 (blocks); MIFARE Classic keys are shown as 00 bytes |
-/// | `place-terminal [script=] [transcript=] [channel=] [id=] [leave-after=] [taps=] [host-delay-ms=] [host-delay-at=] [wtx=]` | `peer` | an external terminal; `script` one of ``ExternalTerminal/catalog`` (default `android-t4t-read`, the model of Android's reader; `…-recording` replays a recording), or the commands of a transcript. A model's ``PhoneBehaviour`` (docs/terminal-models.md §6): `leave-after=n` leaves the field after its n-th exchange and comes back at the next activation; `taps=n` reads n times; `host-delay-ms=d` (simulated) delays the host's answer to C-APDU `host-delay-at` (default 1); `wtx=no`: the PN532 sends no S(WTX) meanwhile |
+/// | `place-terminal [script=] [transcript=] [channel=] [id=] [leave-after=] [taps=] [host-delay-ms=] [host-delay-at=] [wtx=]` | `peer` | an external terminal; `script` one of ``ExternalTerminal/catalog`` (default `android-t4t-read`, the model of Android's reader; `…-recording` replays a recording), or the commands of a transcript (checked whole when placed, then read from the file as they are sent: docs/transcript-diff.md §7). A model's ``PhoneBehaviour`` (docs/terminal-models.md §6): `leave-after=n` leaves the field after its n-th exchange and comes back at the next activation; `taps=n` reads n times; `host-delay-ms=d` (simulated) delays the host's answer to C-APDU `host-delay-at` (default 1); `wtx=no`: the PN532 sends no S(WTX) meanwhile |
 /// | `remove peer=<id> \| all=yes` | `removed` | takes peers out of the field |
 /// | `peers` | `count list` | — |
 /// | `personality name= [firmware=]` | `personality firmware` | replaces the device (as replugged behind another driver) |
@@ -321,9 +321,11 @@ enum ControlProtocol {
             guard request.value("script") == nil else {
                 throw ControlError(.badArgument, "give script= or transcript=, not both")
             }
-            let transcript = try loadTranscript(path)  // its error already names the path
+            // Checked whole here (its errors in the reply), then read as the terminal sends its
+            // commands: it holds the step it is at, not the file (docs/transcript-diff.md, "§7").
+            let file = try terminalTranscriptFile(path, channel: request.value("channel"))
             do {
-                terminal = try ExternalTerminal(transcript: transcript, channel: request.value("channel"))
+                terminal = try ExternalTerminal(transcriptFile: file)
             } catch {
                 throw ControlError(.badArgument, "transcript \(path): \(error)")
             }
@@ -468,10 +470,13 @@ enum ControlProtocol {
         }
     }
 
-    private static func loadTranscript(_ path: String) throws(ControlError) -> Transcript {
+    /// The transcript file at `path` (absolute) for a terminal to replay, read once whole to check
+    /// it (counts kept, not the exchanges). A FIFO or device is refused without blocking, as in
+    /// ``transcriptFile(_:channel:)``.
+    private static func terminalTranscriptFile(_ path: String, channel: String?) throws(ControlError) -> ExternalTerminal.TranscriptFile {
         try requireAbsolute(path)
         do {
-            return try Transcript(contentsOfFile: path)
+            return try ExternalTerminal.TranscriptFile(contentsOfFile: path, channel: channel)
         } catch {
             throw ControlError(.badArgument, "transcript \(path): \(error)")
         }

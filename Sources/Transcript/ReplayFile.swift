@@ -142,19 +142,33 @@ public struct TranscriptReplayFile: Sendable {
         if let liveRefusal { throw liveRefusal }
     }
 
-    /// A new reading of the file, its header read.
+    /// A new reading of the file's body lines, pulled one at a time: what this file's replays
+    /// read, for a caller that pairs the lines its own way (the simulator's external terminal,
+    /// `ExternalTerminal(transcriptFile:name:)`). It holds one read buffer.
     /// - Throws: ``ReplayError`` `unreadable` when the file no longer opens or reads.
-    func reopen() throws(ReplayError) -> TranscriptFileReader {
-        do { return try TranscriptFileReader(contentsOfFile: fileName) } catch { throw unreadable(error) }
+    public func lines() throws(ReplayError) -> Lines {
+        do { return Lines(self, try TranscriptFileReader(contentsOfFile: fileName)) } catch { throw unreadable(error) }
     }
 
-    /// The next body line of `reader`, nil at the end.
-    /// - Throws: ``ReplayError`` `unreadable` when the file no longer reads as it did when it was checked.
-    func nextLine(of reader: TranscriptFileReader) throws(ReplayError) -> (line: Int, content: TranscriptLine)? {
-        do { return try reader.next() } catch { throw unreadable(error) }
+    /// One reading of a ``TranscriptReplayFile``'s body lines (``TranscriptReplayFile/lines()``).
+    public final class Lines {
+        private let file: TranscriptReplayFile
+        private let reader: TranscriptFileReader
+
+        fileprivate init(_ file: TranscriptReplayFile, _ reader: TranscriptFileReader) {
+            self.file = file
+            self.reader = reader
+        }
+
+        /// The next body line (blank, comment or record) and its 1-based number, nil at the end.
+        /// - Throws: ``ReplayError`` `unreadable` when the file no longer reads as it did when it
+        ///   was checked.
+        public func next() throws(ReplayError) -> (line: Int, content: TranscriptLine)? {
+            do { return try reader.next() } catch { throw file.unreadable(error) }
+        }
     }
 
-    private func unreadable(_ error: TranscriptParseError) -> ReplayError {
+    fileprivate func unreadable(_ error: TranscriptParseError) -> ReplayError {
         ReplayError(code: .unreadable, file: fileName, line: error.line,
                     reason: "the file no longer reads as it did when it was checked (\(error.reason)): was it changed during the replay?")
     }
@@ -163,8 +177,8 @@ public struct TranscriptReplayFile: Sendable {
     /// - Throws: ``ReplayError`` `unreadable` when the file no longer reads (it changed since it was
     ///   checked); what `body` throws.
     private func forEachLine(_ body: (Int, TranscriptLine) throws(ReplayError) -> Void) throws(ReplayError) {
-        let reader = try reopen()
-        while let next = try nextLine(of: reader) { try body(next.line, next.content) }
+        let lines = try self.lines()
+        while let next = try lines.next() { try body(next.line, next.content) }
     }
 
     /// The channel-layer exchanges (``Transcript/recordedExchanges(channel:)``), in the order of
@@ -259,7 +273,7 @@ enum CheckedFiles {
 /// holds nothing up. ``maximumHeld`` records the most held at once.
 final class RecordedExchangeStream {
     private let file: TranscriptReplayFile
-    private let reader: TranscriptFileReader
+    private let lines: TranscriptReplayFile.Lines
     /// The exchanges read and not yet handed out start at `queue[head]`; `queue[i]` is the
     /// exchange numbered `dropped + i` in command order.
     private var queue: [RecordedExchange] = []
@@ -275,7 +289,7 @@ final class RecordedExchangeStream {
     /// - Throws: ``ReplayError`` `unreadable` when the file no longer opens.
     init(_ file: TranscriptReplayFile) throws(ReplayError) {
         self.file = file
-        reader = try file.reopen()
+        lines = try file.lines()
     }
 
     /// The next exchange, nil after the last.
@@ -292,7 +306,7 @@ final class RecordedExchangeStream {
             } else if atEnd {
                 return nil
             }
-            guard let (number, line) = try file.nextLine(of: reader) else {
+            guard let (number, line) = try lines.next() else {
                 atEnd = true
                 continue
             }
