@@ -445,14 +445,6 @@ public struct TranscriptRecord: Sendable, Hashable {
     /// A trailing `; note` (never empty).
     public var note: String?
 
-    /// A record of `entry`, with its time offset, `@channel` and `; note` when given.
-    public init(_ entry: TranscriptEntry, offset: TranscriptOffset? = nil, channel: String? = nil, note: String? = nil) {
-        self.offset = offset
-        self.channel = channel
-        self.entry = entry
-        self.note = note
-    }
-
     /// The line's text without its LF.
     public func serialized() -> String {
         var parts: [String] = []
@@ -482,5 +474,16 @@ public struct TranscriptRecord: Sendable, Hashable {
 
     private static func attributeText(_ a: TranscriptAttribute) -> String {
         a.key + "=" + TextScanner.quote(a.value)
+    }
+}
+
+// The initializer is here, not in the type, so that the memberwise initializer exists: it builds
+// the record in one step, while assigning each property of `self` in turn left Swift 6.3's
+// optimizer with a copy of the whole record and a destroy of another (a retain and a release of
+// every reference it holds: about 240 instructions a parsed line).
+extension TranscriptRecord {
+    /// A record of `entry`, with its time offset, `@channel` and `; note` when given.
+    public init(_ entry: TranscriptEntry, offset: TranscriptOffset? = nil, channel: String? = nil, note: String? = nil) {
+        self.init(offset: offset, channel: channel, entry: entry, note: note)
     }
 }
