@@ -201,8 +201,9 @@ public struct TranscriptOffset: Sendable, Hashable, CustomStringConvertible {
 
     /// The offset as a duration (exact to the attosecond for the allowed digit counts).
     public var duration: Duration {
-        // The common case in 64-bit arithmetic: one digit of the mantissa is a whole number of
-        // attoseconds (10^(18 - 3·unit - fractionDigits)), so seconds and the rest split exactly.
+        // The common case in one multiplication: one digit of the mantissa is a whole number of
+        // attoseconds (10^(18 - 3·unit - fractionDigits) ≤ 10^18 < 2^60), and the product of a
+        // 64-bit mantissa and it fits in 124 bits, so it cannot overflow.
         let unitExponent = switch unit {
         case .seconds: 18
         case .milliseconds: 15
@@ -210,10 +211,7 @@ public struct TranscriptOffset: Sendable, Hashable, CustomStringConvertible {
         }
         let digitExponent = unitExponent - fractionDigits
         if fractionDigits >= 0, digitExponent >= 0, digitExponent <= 18 {
-            let perDigit = Self.powersOfTen[digitExponent]
-            let digitsPerSecond = Self.powersOfTen[18 - digitExponent]
-            let (seconds, rest) = mantissa.quotientAndRemainder(dividingBy: digitsPerSecond)
-            return Duration(secondsComponent: Int64(seconds), attosecondsComponent: Int64(rest * perDigit))
+            return Duration(attoseconds: Int128(mantissa) &* Int128(Self.powersOfTen[digitExponent]))
         }
         var divisor: Int128 = 1
         for _ in 0..<min(max(fractionDigits, 0), 18) { divisor *= 10 }

@@ -59,13 +59,22 @@ public struct TranscriptStatistics: Sendable, Equatable {
     public var exchangeTimeTotal: Duration { exchangeTimes.reduce(.zero, +) }
     /// Shortest and longest exchange; nil when none is timed.
     public var exchangeTimeRange: ClosedRange<Duration>? {
-        guard let lo = exchangeTimes.min(), let hi = exchangeTimes.max() else { return nil }
-        return lo...hi
+        // Compared as attoseconds, which is what a Duration holds: its `<` is a call each time.
+        guard let first = exchangeTimes.first?.attoseconds else { return nil }
+        var lo = first, hi = first
+        for time in exchangeTimes {
+            let a = time.attoseconds
+            lo = min(lo, a)
+            hi = max(hi, a)
+        }
+        return Duration(attoseconds: lo)...Duration(attoseconds: hi)
     }
     /// The median exchange time (the lower middle for an even count); nil when none is timed.
     public var exchangeTimeMedian: Duration? {
         guard !exchangeTimes.isEmpty else { return nil }
-        return exchangeTimes.sorted()[(exchangeTimes.count - 1) / 2]
+        var sorted = exchangeTimes.map(\.attoseconds)  // as in exchangeTimeRange
+        sorted.sort()
+        return Duration(attoseconds: sorted[(sorted.count - 1) / 2])
     }
 
     // The running state of ``add(_:)``.
