@@ -352,13 +352,19 @@ enum HexText {
         }
     }
 
-    /// ``value(ofUppercaseDigit:)`` for every byte value, without the optional: 0xFF where the
-    /// byte is not an uppercase hex digit, so that `hi | lo < 0x10` checks two digits at once.
-    /// 256 entries, one load per digit and no bounds check (the index is a `UInt8`); written once,
-    /// when first used, and only read after.
-    nonisolated(unsafe) static let digitTable: UnsafePointer<UInt8> = {
-        let table = UnsafeMutablePointer<UInt8>.allocate(capacity: 256)
-        for c in 0..<256 { table[c] = value(ofUppercaseDigit: UInt8(c)) ?? 0xFF }
+    /// The byte two uppercase hex digits stand for, indexed by the digits as one little-endian
+    /// 16-bit value (the first digit in the low byte): 0…0xFF, or 0x100 where either byte is not
+    /// an uppercase hex digit. 65 536 entries (128 KiB, of which the parser reads 256), written
+    /// once, when first used, and only read after.
+    nonisolated(unsafe) static let pairTable: UnsafePointer<UInt16> = {
+        let table = UnsafeMutablePointer<UInt16>.allocate(capacity: 1 << 16)
+        table.initialize(repeating: 0x100, count: 1 << 16)
+        let digits = Array("0123456789ABCDEF".utf8)
+        for (hi, first) in digits.enumerated() {
+            for (lo, second) in digits.enumerated() {
+                table[Int(first) | Int(second) << 8] = UInt16(hi << 4 | lo)
+            }
+        }
         return UnsafePointer(table)
     }()
 

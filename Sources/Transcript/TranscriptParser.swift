@@ -454,10 +454,16 @@ struct TextScanner {
     private var line: Int
     /// Where payload bytes go; nil gives each payload a chunk of its own.
     private let arena: PayloadArena?
+    /// ``HexText/pairTable``, read once: each read of the global checks that it was initialized.
+    private let hexPairs = HexText.pairTable
     /// What the record ``parseBodyLine()`` read is, and its channel id, for the pairing check
     /// (no copy of the record needed).
     private(set) var recordShape = PairingCheck.Shape.event
     private(set) var recordChannel: String?
+    /// True when ``parseBodyLine()`` compared every byte of the line it read with what its item
+    /// allows (blank lines; records with a payload, or none, and no note): all of them are then
+    /// printable ASCII with no trailing space, and ``checkCharacters(trailingSpace:)`` cannot fail.
+    private(set) var readEveryByte = false
 
     /// A scanner over `text`, which must stay valid while the scanner is used; payloads go to
     /// `arena` when one is given.
@@ -876,14 +882,16 @@ struct TextScanner {
         let out = chunk.bytes + chunk.used
         var p = start
         var n = 0
-        let digits = HexText.digitTable
+        let pairs = hexPairs
         // Wrapping arithmetic: p < count ≤ the line's length, far from overflow. What follows an
         // item is checked as the next item's space; a byte there other than a space ends the
-        // loop and fails the check after it ('0A1', a missing space).
+        // loop and fails the check after it ('0A1', a missing space). The two digits are one
+        // 16-bit load and one table entry.
         while p &+ 2 < count, base[p] == UInt8(ascii: " ") {
-            let hi = digits[Int(base[p &+ 1])], lo = digits[Int(base[p &+ 2])]
-            guard hi | lo < 0x10 else { break }  // a note's ';', '??', '[REDACTED n]', bad hex
-            out[n] = hi << 4 | lo
+            let digits = UInt16(littleEndian: UnsafeRawPointer(base + (p &+ 1)).loadUnaligned(as: UInt16.self))
+            let value = pairs[Int(digits)]
+            guard value < 0x100 else { break }  // a note's ';', '??', '[REDACTED n]', bad hex
+            out[n] = UInt8(truncatingIfNeeded: value)
             n &+= 1
             p &+= 3
         }
