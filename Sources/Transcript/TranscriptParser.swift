@@ -126,33 +126,50 @@ struct TranscriptLineParser {
     /// The bytes are read in place and not kept.
     mutating func accept(_ raw: UnsafeBufferPointer<UInt8>, number: Int) throws(TranscriptParseError) -> TranscriptLine? {
         scanner.moveTo(raw, line: number)
-        try scanner.checkCharacters()
-        if number == 1 {
-            try scanner.parseVersionLine()
-            return nil
-        }
-        if inHeader, raw.first == UInt8(ascii: "#") {
-            let field = try scanner.parseHeaderField()
-            if header[field.key] != nil || field.key == TranscriptHeader.versionKey {
-                throw error(.badHeader, line: number, column: 3,
-                            "the header key '\(field.key)' appears twice: keep one line")
+        if number == 1 || raw.first == UInt8(ascii: "#") {
+            try scanner.checkCharacters()
+            if number == 1 {
+                try scanner.parseVersionLine()
+                return nil
             }
-            header.fields.append(field)
-            return nil
-        }
-        if inHeader {
-            inHeader = false
-            headerEnd = number - 1
-        }
-        if raw.first == UInt8(ascii: "#") {
+            if inHeader {
+                let field = try scanner.parseHeaderField()
+                if header[field.key] != nil || field.key == TranscriptHeader.versionKey {
+                    throw error(.badHeader, line: number, column: 3,
+                                "the header key '\(field.key)' appears twice: keep one line")
+                }
+                header.fields.append(field)
+                return nil
+            }
             throw error(.misplacedHeader, line: number, column: 1,
                         "a header line after the body began (line \(headerEnd + 1)): move it to the top, or write a comment as '; text'")
         }
-        let line = try scanner.parseBodyLine()
+        // A body line. Its characters are checked first by the rules (a bad character is the
+        // error named, whatever else is wrong), but the check runs after the parse, and only for
+        // a line the parse did not read wholly as items whose every byte it compared (a note,
+        // a comment, a quoted value or a name may hold any text): the common line is read once.
+        let line: TranscriptLine
+        do {
+            line = try scanner.parseBodyLine()
+        } catch {
+            try scanner.checkCharacters()
+            endHeader(at: number)
+            throw error
+        }
+        if !scanner.readEveryByte { try scanner.checkCharacters() }
+        endHeader(at: number)
         if case .record = line, let problem = pairing.accept(scanner.recordShape, channel: scanner.recordChannel, line: number) {
             throw error(.badSequence, line: number, column: 1, problem)
         }
         return line
+    }
+
+    /// Line `number`, a body line whose characters passed, ends the header if it is the first.
+    private mutating func endHeader(at number: Int) {
+        if inHeader {
+            inHeader = false
+            headerEnd = number - 1
+        }
     }
 
     /// The end of the text: `lineCount` terminated lines, then `unterminated` bytes after the last LF.
@@ -480,7 +497,8 @@ struct TextScanner {
         self.text = text
         self.line = line
         position = 0
-        recordChannel = nil
+        // Tested first: storing nil over nil still calls the runtime to release the old value.
+        if recordChannel != nil { recordChannel = nil }
     }
 
     /// Runs `body` with a scanner over `bytes`, which must not escape it; payloads go to `arena`
@@ -622,6 +640,7 @@ struct TextScanner {
     // MARK: Body lines
 
     mutating func parseBodyLine() throws(TranscriptParseError) -> TranscriptLine {
+        readEveryByte = text.isEmpty
         if text.isEmpty { return .blank }
         if text[0] == UInt8(ascii: ";") {
             if text.count == 1 { return .comment("") }
@@ -691,7 +710,12 @@ struct TextScanner {
                        "unknown line kind '\(string(kind))': expected >, <, !, ctl, tgt, ini, event or reader (comments start with ';')")
         }
         let note = try readNote()
-        recordChannel = channel
+        if let channel { recordChannel = channel }
+        // Every item of a payload line was compared byte by byte; a note is free text.
+        switch recordShape {
+        case .transmit, .control, .target, .initiator: readEveryByte = note == nil
+        case .failure, .event, .reader: readEveryByte = false
+        }
         return .record(TranscriptRecord(entry, offset: offset, channel: channel, note: note))
     }
 
