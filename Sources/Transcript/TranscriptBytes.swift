@@ -352,17 +352,24 @@ enum HexText {
         }
     }
 
-    /// The byte two uppercase hex digits stand for, indexed by the digits as one little-endian
-    /// 16-bit value (the first digit in the low byte): 0…0xFF, or 0x100 where either byte is not
-    /// an uppercase hex digit. 65 536 entries (128 KiB, of which the parser reads 256), written
-    /// once, when first used, and only read after.
+    /// The byte two uppercase hex digits stand for, with bit 8 set, indexed by the digits as one
+    /// little-endian 16-bit value (the first digit in the low byte); 0 where either byte is not an
+    /// uppercase hex digit. 65 536 entries (128 KiB), written once, when first used, and only read
+    /// after. The table comes from `calloc`, whose zero pages of a block this large the kernel
+    /// maps only when touched: the 256 entries written lie in 12 KiB, the rest never becomes
+    /// resident.
     nonisolated(unsafe) static let pairTable: UnsafePointer<UInt16> = {
-        let table = UnsafeMutablePointer<UInt16>.allocate(capacity: 1 << 16)
-        table.initialize(repeating: 0x100, count: 1 << 16)
+        let table: UnsafeMutablePointer<UInt16>
+        if let memory = calloc(1 << 16, MemoryLayout<UInt16>.stride) {
+            table = memory.bindMemory(to: UInt16.self, capacity: 1 << 16)
+        } else {  // Swift's own allocation, zeroed by hand (and, like any, fatal when it fails)
+            table = .allocate(capacity: 1 << 16)
+            table.initialize(repeating: 0, count: 1 << 16)
+        }
         let digits = Array("0123456789ABCDEF".utf8)
         for (hi, first) in digits.enumerated() {
             for (lo, second) in digits.enumerated() {
-                table[Int(first) | Int(second) << 8] = UInt16(hi << 4 | lo)
+                table[Int(first) | Int(second) << 8] = 0x100 | UInt16(hi << 4 | lo)
             }
         }
         return UnsafePointer(table)

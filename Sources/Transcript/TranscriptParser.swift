@@ -914,7 +914,7 @@ struct TextScanner {
         while p &+ 2 < count, base[p] == UInt8(ascii: " ") {
             let digits = UInt16(littleEndian: UnsafeRawPointer(base + (p &+ 1)).loadUnaligned(as: UInt16.self))
             let value = pairs[Int(digits)]
-            guard value < 0x100 else { break }  // a note's ';', '??', '[REDACTED n]', bad hex
+            guard value > 0xFF else { break }  // a note's ';', '??', '[REDACTED n]', bad hex
             out[n] = UInt8(truncatingIfNeeded: value)
             n &+= 1
             p &+= 3
