@@ -478,8 +478,9 @@ struct TextScanner {
     private(set) var recordShape = PairingCheck.Shape.event
     private(set) var recordChannel: String?
     /// True when ``parseBodyLine()`` compared every byte of the line it read with what its item
-    /// allows (blank lines; records with a payload, or none, and no note): all of them are then
-    /// printable ASCII with no trailing space, and ``checkCharacters(trailingSpace:)`` cannot fail.
+    /// allows (blank lines; `>`, `<`, `ctl`, `tgt` and `ini` lines without a note): all of them
+    /// are then printable ASCII with no trailing space, and ``checkCharacters(trailingSpace:)``
+    /// cannot fail.
     private(set) var readEveryByte = false
 
     /// A scanner over `text`, which must stay valid while the scanner is used; payloads go to
