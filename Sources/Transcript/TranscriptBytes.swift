@@ -352,13 +352,26 @@ enum HexText {
         }
     }
 
-    /// ``value(ofUppercaseDigit:)`` for every byte value, without the optional: 0xFF where the
-    /// byte is not an uppercase hex digit, so that `hi | lo < 0x10` checks two digits at once.
-    /// 256 entries, one load per digit and no bounds check (the index is a `UInt8`); written once,
-    /// when first used, and only read after.
-    nonisolated(unsafe) static let digitTable: UnsafePointer<UInt8> = {
-        let table = UnsafeMutablePointer<UInt8>.allocate(capacity: 256)
-        for c in 0..<256 { table[c] = value(ofUppercaseDigit: UInt8(c)) ?? 0xFF }
+    /// The byte two uppercase hex digits stand for, with bit 8 set, indexed by the digits as one
+    /// little-endian 16-bit value (the first digit in the low byte); 0 where either byte is not an
+    /// uppercase hex digit. 65 536 entries (128 KiB), written once, when first used, and only read
+    /// after. The table comes from `calloc`, whose zero pages of a block this large the kernel
+    /// maps only when touched: the 256 entries written lie in 12 KiB, the rest never becomes
+    /// resident.
+    nonisolated(unsafe) static let pairTable: UnsafePointer<UInt16> = {
+        let table: UnsafeMutablePointer<UInt16>
+        if let memory = calloc(1 << 16, MemoryLayout<UInt16>.stride) {
+            table = memory.bindMemory(to: UInt16.self, capacity: 1 << 16)
+        } else {  // Swift's own allocation, zeroed by hand (and, like any, fatal when it fails)
+            table = .allocate(capacity: 1 << 16)
+            table.initialize(repeating: 0, count: 1 << 16)
+        }
+        let digits = Array("0123456789ABCDEF".utf8)
+        for (hi, first) in digits.enumerated() {
+            for (lo, second) in digits.enumerated() {
+                table[Int(first) | Int(second) << 8] = 0x100 | UInt16(hi << 4 | lo)
+            }
+        }
         return UnsafePointer(table)
     }()
 

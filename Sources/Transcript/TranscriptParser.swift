@@ -126,33 +126,50 @@ struct TranscriptLineParser {
     /// The bytes are read in place and not kept.
     mutating func accept(_ raw: UnsafeBufferPointer<UInt8>, number: Int) throws(TranscriptParseError) -> TranscriptLine? {
         scanner.moveTo(raw, line: number)
-        try scanner.checkCharacters()
-        if number == 1 {
-            try scanner.parseVersionLine()
-            return nil
-        }
-        if inHeader, raw.first == UInt8(ascii: "#") {
-            let field = try scanner.parseHeaderField()
-            if header[field.key] != nil || field.key == TranscriptHeader.versionKey {
-                throw error(.badHeader, line: number, column: 3,
-                            "the header key '\(field.key)' appears twice: keep one line")
+        if number == 1 || raw.first == UInt8(ascii: "#") {
+            try scanner.checkCharacters()
+            if number == 1 {
+                try scanner.parseVersionLine()
+                return nil
             }
-            header.fields.append(field)
-            return nil
-        }
-        if inHeader {
-            inHeader = false
-            headerEnd = number - 1
-        }
-        if raw.first == UInt8(ascii: "#") {
+            if inHeader {
+                let field = try scanner.parseHeaderField()
+                if header[field.key] != nil || field.key == TranscriptHeader.versionKey {
+                    throw error(.badHeader, line: number, column: 3,
+                                "the header key '\(field.key)' appears twice: keep one line")
+                }
+                header.fields.append(field)
+                return nil
+            }
             throw error(.misplacedHeader, line: number, column: 1,
                         "a header line after the body began (line \(headerEnd + 1)): move it to the top, or write a comment as '; text'")
         }
-        let line = try scanner.parseBodyLine()
+        // A body line. Its characters are checked first by the rules (a bad character is the
+        // error named, whatever else is wrong), but the check runs after the parse, and only for
+        // a line the parse did not read wholly as items whose every byte it compared (a note,
+        // a comment, a quoted value or a name may hold any text): the common line is read once.
+        let line: TranscriptLine
+        do {
+            line = try scanner.parseBodyLine()
+        } catch {
+            try scanner.checkCharacters()
+            endHeader(at: number)
+            throw error
+        }
+        if !scanner.readEveryByte { try scanner.checkCharacters() }
+        endHeader(at: number)
         if case .record = line, let problem = pairing.accept(scanner.recordShape, channel: scanner.recordChannel, line: number) {
             throw error(.badSequence, line: number, column: 1, problem)
         }
         return line
+    }
+
+    /// Line `number`, a body line whose characters passed, ends the header if it is the first.
+    private mutating func endHeader(at number: Int) {
+        if inHeader {
+            inHeader = false
+            headerEnd = number - 1
+        }
     }
 
     /// The end of the text: `lineCount` terminated lines, then `unterminated` bytes after the last LF.
@@ -454,10 +471,17 @@ struct TextScanner {
     private var line: Int
     /// Where payload bytes go; nil gives each payload a chunk of its own.
     private let arena: PayloadArena?
+    /// ``HexText/pairTable``, read once: each read of the global checks that it was initialized.
+    private let hexPairs = HexText.pairTable
     /// What the record ``parseBodyLine()`` read is, and its channel id, for the pairing check
     /// (no copy of the record needed).
     private(set) var recordShape = PairingCheck.Shape.event
     private(set) var recordChannel: String?
+    /// True when ``parseBodyLine()`` compared every byte of the line it read with what its item
+    /// allows (blank lines; `>`, `<`, `ctl`, `tgt` and `ini` lines without a note): all of them
+    /// are then printable ASCII with no trailing space, and ``checkCharacters(trailingSpace:)``
+    /// cannot fail.
+    private(set) var readEveryByte = false
 
     /// A scanner over `text`, which must stay valid while the scanner is used; payloads go to
     /// `arena` when one is given.
@@ -474,7 +498,8 @@ struct TextScanner {
         self.text = text
         self.line = line
         position = 0
-        recordChannel = nil
+        // Tested first: storing nil over nil still calls the runtime to release the old value.
+        if recordChannel != nil { recordChannel = nil }
     }
 
     /// Runs `body` with a scanner over `bytes`, which must not escape it; payloads go to `arena`
@@ -616,6 +641,7 @@ struct TextScanner {
     // MARK: Body lines
 
     mutating func parseBodyLine() throws(TranscriptParseError) -> TranscriptLine {
+        readEveryByte = text.isEmpty
         if text.isEmpty { return .blank }
         if text[0] == UInt8(ascii: ";") {
             if text.count == 1 { return .comment("") }
@@ -685,7 +711,12 @@ struct TextScanner {
                        "unknown line kind '\(string(kind))': expected >, <, !, ctl, tgt, ini, event or reader (comments start with ';')")
         }
         let note = try readNote()
-        recordChannel = channel
+        if let channel { recordChannel = channel }
+        // Every item of a payload line was compared byte by byte; a note is free text.
+        switch recordShape {
+        case .transmit, .control, .target, .initiator: readEveryByte = note == nil
+        case .failure, .event, .reader: readEveryByte = false
+        }
         return .record(TranscriptRecord(entry, offset: offset, channel: channel, note: note))
     }
 
@@ -876,14 +907,16 @@ struct TextScanner {
         let out = chunk.bytes + chunk.used
         var p = start
         var n = 0
-        let digits = HexText.digitTable
+        let pairs = hexPairs
         // Wrapping arithmetic: p < count ≤ the line's length, far from overflow. What follows an
         // item is checked as the next item's space; a byte there other than a space ends the
-        // loop and fails the check after it ('0A1', a missing space).
+        // loop and fails the check after it ('0A1', a missing space). The two digits are one
+        // 16-bit load and one table entry.
         while p &+ 2 < count, base[p] == UInt8(ascii: " ") {
-            let hi = digits[Int(base[p &+ 1])], lo = digits[Int(base[p &+ 2])]
-            guard hi | lo < 0x10 else { break }  // a note's ';', '??', '[REDACTED n]', bad hex
-            out[n] = hi << 4 | lo
+            let digits = UInt16(littleEndian: UnsafeRawPointer(base + (p &+ 1)).loadUnaligned(as: UInt16.self))
+            let value = pairs[Int(digits)]
+            guard value > 0xFF else { break }  // a note's ';', '??', '[REDACTED n]', bad hex
+            out[n] = UInt8(truncatingIfNeeded: value)
             n &+= 1
             p &+= 3
         }

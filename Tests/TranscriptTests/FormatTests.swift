@@ -120,6 +120,13 @@ struct FormatTests {
         let t = try Transcript(parsing: versionLine + "+12.345ms event field-on\n+0.000001s event field-off\n", fileName: "o")
         #expect(t.lines[0].record?.offset?.duration == .microseconds(12345))
         #expect(t.lines[1].record?.offset?.duration == .microseconds(1))
+        // One digit is 10^(18 - 3·unit - fraction digits) attoseconds, for every unit and count.
+        #expect(TranscriptOffset(mantissa: 26_940_000, fractionDigits: 3, unit: .milliseconds).duration == .microseconds(26_940_000))
+        #expect(TranscriptOffset(mantissa: 999_999_999_999_999_999, fractionDigits: 9, unit: .seconds).duration
+            == Duration(secondsComponent: 999_999_999, attosecondsComponent: 999_999_999_000_000_000))
+        #expect(TranscriptOffset(mantissa: 123_456_789, fractionDigits: 9, unit: .microseconds).duration
+            == Duration(secondsComponent: 0, attosecondsComponent: 123_456_789_000))
+        #expect(TranscriptOffset(mantissa: 12, fractionDigits: 0, unit: .seconds).duration == .seconds(12))
         #expect(TranscriptOffset(elapsed: .microseconds(12345)).description == "+12.345ms")
         #expect(TranscriptOffset(elapsed: .microseconds(7)).description == "+0.007ms")
         #expect(TranscriptOffset(elapsed: .seconds(-1)).description == "+0.000ms")

@@ -66,6 +66,15 @@ struct ParseErrorTests {
         Vector(id: "attribute ATR not hex", text: h + "event card-inserted atr=\"3B 8O\"\n", code: .badAttribute, line: 2, column: 29),
         Vector(id: "empty note", text: h + "> 00 ;\n", code: .badNote, line: 2, column: 6),
         Vector(id: "comment without space", text: h + ";note\n", code: .badNote, line: 2, column: 2),
+        // A bad character is the error named even where the parse fails first or succeeds: the
+        // parser checks characters after reading a line (TranscriptLineParser.accept).
+        Vector(id: "control character after bad hex", text: h + "> G1 00\u{01}\n", code: .invalidCharacter, line: 2, column: 8),
+        Vector(id: "control character after a bad offset", text: h + "+01ms > 00\u{7F}\n", code: .invalidCharacter, line: 2, column: 11),
+        Vector(id: "control character in a note", text: h + "> 00 ; a\u{01}b\n", code: .invalidCharacter, line: 2, column: 9),
+        Vector(id: "control character before a pairing error", text: h + "< 90 00 ; \u{01}x\n", code: .invalidCharacter, line: 2, column: 11),
+        Vector(id: "trailing space after a note", text: h + "> 00 ; a \n", code: .badSpacing, line: 2, column: 9),
+        Vector(id: "trailing space after a bad item", text: h + "> 00 0 \n", code: .badSpacing, line: 2, column: 7),
+        Vector(id: "spaces only", text: h + "   \n", code: .badSpacing, line: 2, column: 3),
     ]
 
     @Test("rejection vectors", arguments: vectors)
