@@ -1,3 +1,4 @@
+import PCSCCore
 import Synchronization
 
 /// Something that happened to a reader, a card, or pcscd itself.
@@ -113,6 +114,10 @@ public func readerEvents(reader: String, previous: ReaderState?, current: Reader
 ///
 /// Events present at the start are reported first: one ``ReaderEvent/readerAttached(reader:)`` per
 /// reader and one ``ReaderEvent/cardInserted(reader:atr:)`` per card already in place.
+///
+/// A program that exits after monitoring stops it with ``stop(waitingAtMost:)``: the thread's last
+/// call, SCardReleaseContext, must not still run when exit(3) runs libpcsclite's destructor
+/// (docs/test-infrastructure.md, "pcsc-lite at exit").
 public final class ReaderMonitor: Sendable {
     /// Timing of the monitor. Every wait it makes is bounded by these values.
     public struct Configuration: Sendable {
@@ -127,28 +132,79 @@ public final class ReaderMonitor: Sendable {
     }
 
     private let configuration: Configuration
+    private let client: any PCSCClient
     private let stopped = Atomic<Bool>(false)
-    private let currentContext = Mutex<PCSCContext?>(nil)
+    private let currentContext = Mutex<(any PCSCClientContext)?>(nil)
+    /// Set, and broadcast, when the thread has released its context and ended.
+    private let ended = Mutex<Bool>(false)
+    private let endedCondition = ConditionLock()
     /// The events, in order. The stream finishes when ``stop()`` is called.
     public let events: AsyncStream<ReaderEvent>
 
     /// Starts monitoring on a new thread.
-    public init(configuration: Configuration = .init()) {
+    /// - Parameter client: how readers are reached: pcsc-lite (pcscd) by default, or the
+    ///   in-process client in tests.
+    public init(client: any PCSCClient = PCSCLiteClient(), configuration: Configuration = .init()) {
         self.configuration = configuration
+        self.client = client
         let (stream, continuation) = AsyncStream.makeStream(of: ReaderEvent.self, bufferingPolicy: .unbounded)
         events = stream
         continuation.onTermination = { [weak self] _ in self?.stop() }
-        startThread(name: "secbridge-mon") { [self] in
+        let started = startThread(name: "secbridge-mon") { [self] in
             run(emit: { continuation.yield($0) })
             continuation.finish()
+            markEnded()
+        }
+        if !started {
+            continuation.finish()
+            markEnded()
         }
     }
 
-    /// Stops monitoring: cancels the wait in progress (SCardCancel) and finishes ``events``.
-    /// Returns at once; the thread ends within one poll interval at most.
+    private func markEnded() {
+        endedCondition.lock()
+        ended.withLock { $0 = true }
+        endedCondition.broadcast()
+        endedCondition.unlock()
+    }
+
+    /// Stops monitoring: cancels the wait in progress (SCardCancel, on a thread of its own: with
+    /// pcsc-lite 1.9.9 it waits for pcscd's answer without a bound) and finishes ``events``.
+    /// Returns at once; the thread ends within one poll interval at most, once pcscd answers.
     public func stop() {
         if stopped.exchange(true, ordering: .acquiringAndReleasing) { return }
-        if let context = currentContext.withLock({ $0 }) { try? context.cancel() }
+        cancelWait()
+    }
+
+    private func cancelWait() {
+        guard let context = currentContext.withLock({ $0 }) else { return }
+        startThread(name: "secbridge-cancel") { try? context.cancel() }
+    }
+
+    /// Stops monitoring (``stop()``) and waits until the monitor's thread has released its
+    /// context and ended, at most `bound`.
+    ///
+    /// pcsc-lite 1.9.9's SCardCancel cancels only a wait already under way (its context's
+    /// `cancellable` flag): one sent while the thread is between two waits is lost, and the next
+    /// wait would run its whole poll interval. So the cancel is sent again after 20 ms, 40 ms, …
+    /// while the thread has not ended.
+    /// - Returns: false when the thread was still inside a PC/SC call after `bound` (a pcscd that
+    ///   stopped answering); it ends when pcscd answers.
+    @discardableResult
+    public func stop(waitingAtMost bound: Duration) -> Bool {
+        stop()
+        let deadline = ContinuousClock.now + bound
+        var again = Duration.milliseconds(20)
+        endedCondition.lock()
+        defer { endedCondition.unlock() }
+        while !ended.withLock({ $0 }) {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { return false }
+            if endedCondition.wait(timeout: min(left, again)) || ended.withLock({ $0 }) { continue }
+            cancelWait()
+            again *= 2
+        }
+        return true
     }
 
     private var isStopped: Bool { stopped.load(ordering: .acquiring) }
@@ -159,9 +215,9 @@ public final class ReaderMonitor: Sendable {
         // Set while pcscd is unreachable: the loss is reported once, the restoration once.
         var lost = false
         while !isStopped {
-            let context: PCSCContext
+            let context: any PCSCClientContext
             do {
-                context = try PCSCContext()
+                context = try client.establishContext()
             } catch {
                 // Any failure to establish a context is reported once, then retried with backoff.
                 if !lost {
@@ -174,7 +230,11 @@ public final class ReaderMonitor: Sendable {
             }
             backoff = configuration.initialBackoff
             currentContext.withLock { $0 = context }
-            if isStopped { break }
+            if isStopped {
+                currentContext.withLock { $0 = nil }
+                try? context.release()
+                break
+            }
             let error = watch(context: context, states: &states, announceRestore: lost, emit: emit)
             lost = false
             currentContext.withLock { $0 = nil }
@@ -188,7 +248,7 @@ public final class ReaderMonitor: Sendable {
 
     /// Watches until stopped (returns nil) or until the context fails (returns the error).
     private func watch(
-        context: PCSCContext, states: inout [String: ReaderState], announceRestore: Bool,
+        context: any PCSCClientContext, states: inout [String: ReaderState], announceRestore: Bool,
         emit: (ReaderEvent) -> Void
     ) -> PCSCError? {
         var pnp = ReaderState(readerName: ReaderState.pnpNotification)

@@ -13,11 +13,14 @@ import Musl
 /// thread (``BlockingExecutor``), never on Swift's shared concurrency pool. Every result passes
 /// through ``SCard/check(_:_:)``, the one place where a trace or fault-injection hook would attach;
 /// none is installed (tests inject faults with the simulated reader's `fault` control verb, and
-/// record exchanges with Transcript's `RecordingChannel` above this layer).
+/// record exchanges with Transcript's `RecordingChannel` above this layer). Every C call passes
+/// through ``CallGate/pcscLite``, which the binaries close before exit(3).
 enum SCard {
     typealias Context = SCARDCONTEXT
     typealias Handle = SCARDHANDLE
     typealias ResultCode = LONG
+
+    static let gate = CallGate.pcscLite
 
     @inline(__always)
     static func check(_ result: LONG, _ function: String) throws(PCSCError) {
@@ -26,20 +29,20 @@ enum SCard {
 
     static func establishContext(scope: UInt) throws(PCSCError) -> Context {
         var context: SCARDCONTEXT = 0
-        try check(SCardEstablishContext(DWORD(scope), nil, nil, &context), "SCardEstablishContext")
+        try check(gate.call { SCardEstablishContext(DWORD(scope), nil, nil, &context) }, "SCardEstablishContext")
         return context
     }
 
     static func releaseContext(_ context: Context) throws(PCSCError) {
-        try check(SCardReleaseContext(context), "SCardReleaseContext")
+        try check(gate.call { SCardReleaseContext(context) }, "SCardReleaseContext")
     }
 
     static func isValidContext(_ context: Context) -> Bool {
-        SCardIsValidContext(context) == LONG(SCARD_S_SUCCESS)
+        gate.call { SCardIsValidContext(context) } == LONG(SCARD_S_SUCCESS)
     }
 
     static func cancel(_ context: Context) throws(PCSCError) {
-        try check(SCardCancel(context), "SCardCancel")
+        try check(gate.call { SCardCancel(context) }, "SCardCancel")
     }
 
     /// The reader multi-string ("A\0B\0\0"), or nil when no reader is available.
@@ -48,13 +51,13 @@ enum SCard {
         // call says the buffer is too small and we ask again (bounded).
         for _ in 0..<4 {
             var length: DWORD = 0
-            var result = SCardListReaders(context, nil, nil, &length)
+            var result = gate.call { SCardListReaders(context, nil, nil, &length) }
             if result == LONG(bitPattern: UInt(PCSCError.noReadersAvailable.code)) { return nil }
             try check(result, "SCardListReaders")
             var buffer = [UInt8](repeating: 0, count: Int(length))
             result = buffer.withUnsafeMutableBufferPointer { raw in
-                raw.baseAddress!.withMemoryRebound(to: CChar.self, capacity: raw.count) {
-                    SCardListReaders(context, nil, $0, &length)
+                raw.baseAddress!.withMemoryRebound(to: CChar.self, capacity: raw.count) { multiString in
+                    gate.call { SCardListReaders(context, nil, multiString, &length) }
                 }
             }
             if result == LONG(bitPattern: UInt(PCSCError.noReadersAvailable.code)) { return nil }
@@ -71,7 +74,7 @@ enum SCard {
         var handle: SCARDHANDLE = 0
         var active: DWORD = 0
         try check(
-            SCardConnect(context, reader, DWORD(share), DWORD(protocols), &handle, &active), "SCardConnect")
+            gate.call { SCardConnect(context, reader, DWORD(share), DWORD(protocols), &handle, &active) }, "SCardConnect")
         return (handle, UInt(active))
     }
 
@@ -80,21 +83,21 @@ enum SCard {
     ) throws(PCSCError) -> UInt {
         var active: DWORD = 0
         try check(
-            SCardReconnect(handle, DWORD(share), DWORD(protocols), DWORD(initialization), &active),
+            gate.call { SCardReconnect(handle, DWORD(share), DWORD(protocols), DWORD(initialization), &active) },
             "SCardReconnect")
         return UInt(active)
     }
 
     static func disconnect(_ handle: Handle, disposition: UInt) throws(PCSCError) {
-        try check(SCardDisconnect(handle, DWORD(disposition)), "SCardDisconnect")
+        try check(gate.call { SCardDisconnect(handle, DWORD(disposition)) }, "SCardDisconnect")
     }
 
     static func beginTransaction(_ handle: Handle) throws(PCSCError) {
-        try check(SCardBeginTransaction(handle), "SCardBeginTransaction")
+        try check(gate.call { SCardBeginTransaction(handle) }, "SCardBeginTransaction")
     }
 
     static func endTransaction(_ handle: Handle, disposition: UInt) throws(PCSCError) {
-        try check(SCardEndTransaction(handle, DWORD(disposition)), "SCardEndTransaction")
+        try check(gate.call { SCardEndTransaction(handle, DWORD(disposition)) }, "SCardEndTransaction")
     }
 
     struct RawStatus {
@@ -111,12 +114,12 @@ enum SCard {
         var atr = [UInt8](repeating: 0, count: Int(MAX_ATR_SIZE))
         var atrLength = DWORD(atr.count)
         try check(
-            SCardStatus(handle, nil, &nameLength, &state, &protocolValue, &atr, &atrLength), "SCardStatus")
+            gate.call { SCardStatus(handle, nil, &nameLength, &state, &protocolValue, &atr, &atrLength) }, "SCardStatus")
         var name = [UInt8](repeating: 0, count: Int(nameLength))
         atrLength = DWORD(atr.count)
         let result = name.withUnsafeMutableBufferPointer { raw in
-            raw.baseAddress!.withMemoryRebound(to: CChar.self, capacity: raw.count) {
-                SCardStatus(handle, $0, &nameLength, &state, &protocolValue, &atr, &atrLength)
+            raw.baseAddress!.withMemoryRebound(to: CChar.self, capacity: raw.count) { nameBytes in
+                gate.call { SCardStatus(handle, nameBytes, &nameLength, &state, &protocolValue, &atr, &atrLength) }
             }
         }
         try check(result, "SCardStatus")
@@ -127,9 +130,9 @@ enum SCard {
 
     static func getAttribute(_ handle: Handle, id: UInt32) throws(PCSCError) -> [UInt8] {
         var length: DWORD = 0
-        try check(SCardGetAttrib(handle, DWORD(id), nil, &length), "SCardGetAttrib")
+        try check(gate.call { SCardGetAttrib(handle, DWORD(id), nil, &length) }, "SCardGetAttrib")
         var buffer = [UInt8](repeating: 0, count: Int(length))
-        try check(SCardGetAttrib(handle, DWORD(id), &buffer, &length), "SCardGetAttrib")
+        try check(gate.call { SCardGetAttrib(handle, DWORD(id), &buffer, &length) }, "SCardGetAttrib")
         return Array(buffer.prefix(Int(length)))
     }
 
@@ -150,9 +153,11 @@ enum SCard {
         // crashes: pass one, as most clients do.
         var receivePCI = sendPCI
         var received = DWORD(receive.count)
-        let result = SCardTransmit(
-            handle, &sendPCI, command.baseAddress?.assumingMemoryBound(to: UInt8.self),
-            DWORD(command.count), &receivePCI, receive.baseAddress?.assumingMemoryBound(to: UInt8.self), &received)
+        let result = gate.call {
+            SCardTransmit(
+                handle, &sendPCI, command.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                DWORD(command.count), &receivePCI, receive.baseAddress?.assumingMemoryBound(to: UInt8.self), &received)
+        }
         length = Int(received)
         return result
     }
@@ -166,9 +171,11 @@ enum SCard {
         receive: UnsafeMutableRawBufferPointer
     ) throws(PCSCError) -> Int {
         var returned: DWORD = 0
-        let result = SCardControl(
-            handle, DWORD(code), command.baseAddress, DWORD(command.count), receive.baseAddress,
-            DWORD(receive.count), &returned)
+        let result = gate.call {
+            SCardControl(
+                handle, DWORD(code), command.baseAddress, DWORD(command.count), receive.baseAddress,
+                DWORD(receive.count), &returned)
+        }
         try check(result, "SCardControl")
         return Int(returned)
     }
@@ -185,7 +192,7 @@ enum SCard {
             raw[index].szReader = UnsafePointer(names[index])
             raw[index].dwCurrentState = DWORD(states[index].currentState)
         }
-        let result = SCardGetStatusChange(context, DWORD(timeoutMilliseconds), &raw, DWORD(raw.count))
+        let result = gate.call { SCardGetStatusChange(context, DWORD(timeoutMilliseconds), &raw, DWORD(raw.count)) }
         if result == LONG(bitPattern: UInt(PCSCError.timeout.code)) { return false }
         try check(result, "SCardGetStatusChange")
         for index in states.indices {
@@ -195,4 +202,13 @@ enum SCard {
         }
         return true
     }
+}
+
+extension CallGate {
+    /// The gate every libpcsclite call of the process passes (`SCard`, the package's only caller of
+    /// pcsc-lite's `SCard*` functions). The binaries close it before exit(3), whose run of
+    /// libpcsclite 1.9.9's library destructor frees the client's context list: a call still inside
+    /// pcsc-lite on another thread then dies of SIGSEGV (docs/test-infrastructure.md,
+    /// "pcsc-lite at exit").
+    package static let pcscLite = CallGate()
 }

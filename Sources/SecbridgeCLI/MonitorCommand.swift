@@ -47,7 +47,7 @@ extension SecbridgeCLI {
         let recorder = try invocation.arguments.value("record").map { path throws(CLIError) in
             try TranscriptRecording.startEvents(path: path, command: "monitor", console: invocation.console)
         }
-        let monitor = ReaderMonitor()
+        let monitor = ReaderMonitor(client: invocation.client)
         let done = Completion()
         let start = ContinuousClock.now
         let console = invocation.console
@@ -79,8 +79,9 @@ extension SecbridgeCLI {
         installInterruptHandler()
         let liveness = invocation.arguments.seconds("liveness") ?? .seconds(10)
         let client = invocation.client
+        let probes = CallGate()
         _ = startThread(name: "pcscd-liveness") {
-            watchLiveness(of: client, every: liveness, until: done) { kind, detail in
+            watchLiveness(of: client, every: liveness, until: done, probes: probes) { kind, detail in
                 if json {
                     console.out(JSONValue.object([("event", .string(kind)), ("reader", .null), ("detail", .string(detail)),
                                                   ("time", .string(formatSeconds(ContinuousClock.now - start)))]).serialized() + "\n")
@@ -91,7 +92,14 @@ extension SecbridgeCLI {
         }
         // Sleeps in poll(2) until the task signals, a signal arrives or the timeout passes.
         done.waitSignalledOrInterrupted(until: timeout.map { ContinuousClock.now + $0 })
-        monitor.stop()
+        // Nothing of the monitor may still call into PC/SC once this returns (the binary's exit
+        // runs libpcsclite's destructor): no new probe, the watch thread's context released, the
+        // probe in progress returned. Each wait is bounded; what a stopped pcscd still holds is
+        // left to the binary's exit (`SecbridgeCLI.exitProcess`), which does not run the destructor then.
+        done.signal()
+        let stopping = ContinuousClock.now
+        monitor.stop(waitingAtMost: stopBound)
+        probes.close(waitingAtMost: stopBound - (ContinuousClock.now - stopping))
         task.cancel()
         recorder?.finish()
         if recorder?.stoppedBy != nil {
@@ -102,28 +110,40 @@ extension SecbridgeCLI {
         return exitSuccess
     }
 
+    /// How long `monitor` waits, once it stops, for its watch thread to release its context and
+    /// for a liveness probe in progress to return (both together): a poll interval (500 ms) and
+    /// the release, with room to spare.
+    static let stopBound = Duration.seconds(1)
+
     /// Every `interval`, until `done` is signalled or a signal arrives: SCardEstablishContext,
-    /// SCardListReaders and SCardReleaseContext on a thread of their own. No answer within
-    /// `interval` reports `service-unresponsive` (once), and the late answer `service-answering`;
+    /// SCardListReaders and SCardReleaseContext on a thread of their own, counted in `probes`
+    /// (none starts once `probes` is closed). No answer within `interval` reports
+    /// `service-unresponsive` (once), and the late answer `service-answering`;
     /// a pcscd that is gone answers at once with an error, which the monitor's own
     /// `service-lost` covers. While a probe hangs no other is started. Blocking calls run on
     /// threads of this function's own, never on Swift's shared pool; the waits sleep in poll(2).
     static func watchLiveness(
-        of client: any PCSCClient, every interval: Duration, until done: Completion, report: @escaping (String, String) -> Void
+        of client: any PCSCClient, every interval: Duration, until done: Completion, probes: CallGate,
+        report: @escaping (String, String) -> Void
     ) {
         let seconds = formatSeconds(interval)
         while !done.isSignalled && !interrupted() {
             done.waitSignalledOrInterrupted(until: ContinuousClock.now + interval)
             if done.isSignalled || interrupted() { return }
             let answered = Completion()
+            guard probes.enter() else { return }
             let started = startThread(name: "pcscd-probe") {
                 if let context = try? client.establishContext() {
                     _ = try? context.listReaders()
                     try? context.release()
                 }
+                probes.leave()
                 answered.signal()
             }
-            guard started else { return }
+            guard started else {
+                probes.leave()
+                return
+            }
             answered.waitSignalledOrInterrupted(until: ContinuousClock.now + interval)
             guard !answered.isSignalled else { continue }
             if done.isSignalled || interrupted() { return }

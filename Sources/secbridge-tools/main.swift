@@ -8,5 +8,5 @@ import Glibc
 // `secbridge replay|simulate|credentials|emulate|read|demo|transcript` run here (secbridge execs
 // this binary for them); it takes the same arguments as secbridge.
 let console = StandardConsole()
-guard SecbridgeCLI.enableCallWatchdogFromEnvironment(console: console) else { exit(SecbridgeCLI.exitUsage) }
-exit(SecbridgeTools.main(arguments: Array(CommandLine.arguments.dropFirst()), console: console))
+guard SecbridgeCLI.enableCallWatchdogFromEnvironment(console: console) else { SecbridgeCLI.exitProcess(SecbridgeCLI.exitUsage) }
+SecbridgeCLI.exitProcess(SecbridgeTools.main(arguments: Array(CommandLine.arguments.dropFirst()), console: console))
