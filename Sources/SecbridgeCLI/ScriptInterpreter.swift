@@ -487,7 +487,8 @@ package final class ScriptInterpreter {
         do {
             try beginCardTransaction(card.handle, reader: card.reader) { error in
                 let gone = { CallWatchdog.shared.guarding("SCardStatus", { card.handle.cardHasLeft() }) }
-                let words = cardChange(error.code, reader: card.reader, cardIsGone: gone, recorded: recorded, again: "script")
+                // The message says when: while the transaction was released (no exchange was on).
+                let words = cardChange(error.code, reader: card.reader, cardIsGone: gone, recorded: recorded, again: "script", removal: "")
                 if words != nil { changed = error }
                 return words
             }
