@@ -81,7 +81,9 @@ public final class StandardConsole: Console, @unchecked Sendable {
 ///
 /// A line ends at a line feed (0A), which is removed with a carriage return (0D) before it, as
 /// `Swift.readLine()` does; bytes that are not UTF-8 are replaced (U+FFFD). The last line may end
-/// without a line feed. A read error (other than EINTR) is taken as the end of input. One reader per
+/// without a line feed. A descriptor in non-blocking mode (O_NONBLOCK, as the program that started
+/// the tool may leave a pipe) is waited on in poll(2) when it has nothing (EAGAIN), as a blocking
+/// one would be; any other read error (but EINTR) is taken as the end of input. One reader per
 /// descriptor: ``standardInput`` for the process's standard input.
 package final class InputLineReader: @unchecked Sendable {
     // @unchecked: the buffer and its indices are guarded by `lock`.
@@ -170,7 +172,7 @@ package final class InputLineReader: @unchecked Sendable {
         return nil
     }
 
-    /// One read(2) of up to 64 KiB; 0 bytes or an error ends the input.
+    /// One read(2) of up to 64 KiB; 0 bytes or an error (but EINTR and EAGAIN) ends the input.
     private func fill() {
         if start > 0 && start * 2 >= buffer.count {
             buffer.removeSubrange(0..<start)
@@ -178,9 +180,18 @@ package final class InputLineReader: @unchecked Sendable {
             start = 0
         }
         var count: Int
-        repeat {
+        while true {
             count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress!, $0.count) }
-        } while count < 0 && errno == EINTR
+            guard count < 0 else { break }
+            let error = errno
+            if error == EINTR { continue }
+            // Non-blocking and empty: no end of input; wait for some as read(2) would block.
+            if error == EAGAIN || error == EWOULDBLOCK {
+                _ = ready(timeoutMilliseconds: -1)
+                continue
+            }
+            break
+        }
         guard count > 0 else {
             ended = true
             return
