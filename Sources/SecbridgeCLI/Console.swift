@@ -125,6 +125,19 @@ package final class InputLineReader: @unchecked Sendable {
         }
     }
 
+    /// The bytes read and not yet handed out as lines, taken out of the reader (which then holds
+    /// none): for a caller that reads the descriptor itself from here on, so that what this reader
+    /// read ahead is not lost (`simulate`'s control requests after `--tag-key -` took one line).
+    package func takeUnread() -> [UInt8] {
+        lock.withLock {
+            let unread = Array(buffer[start...])
+            buffer.removeAll()
+            start = 0
+            scanned = 0
+            return unread
+        }
+    }
+
     /// Whether reading a line now could wait: no whole line buffered and nothing readable
     /// (poll(2) without waiting).
     package var mayWait: Bool {
