@@ -25,12 +25,16 @@ public protocol Console: AnyObject, Sendable {
     /// when standard input gave no line within it (a pipe whose writer paused). What arrives is
     /// kept for ``readLine()``; nothing is lost. True by default (input that never waits).
     func waitForLine(upTo bound: Duration) -> Bool
+    /// Why standard input ended, when a read failed rather than reaching its end (a directory
+    /// given as standard input: "Is a directory (errno 21)"); nil at a true end. Nil by default.
+    var inputFailure: String? { get }
 }
 
 extension Console {
     public var inputIsTerminal: Bool { false }
     public var inputMayWait: Bool { false }
     public func waitForLine(upTo bound: Duration) -> Bool { true }
+    public var inputFailure: String? { nil }
 }
 
 /// The process's standard streams, unbuffered per line so a pipe sees every event as it happens.
@@ -74,6 +78,7 @@ public final class StandardConsole: Console, @unchecked Sendable {
     public var inputIsTerminal: Bool { isatty(STDIN_FILENO) == 1 }
     public var inputMayWait: Bool { InputLineReader.standardInput.mayWait }
     public func waitForLine(upTo bound: Duration) -> Bool { InputLineReader.standardInput.waitForLine(upTo: bound) }
+    public var inputFailure: String? { InputLineReader.standardInput.readFailure }
 }
 
 /// The lines of a file descriptor, read with read(2) into a buffer of its own, so that whether a
@@ -83,7 +88,7 @@ public final class StandardConsole: Console, @unchecked Sendable {
 /// `Swift.readLine()` does; bytes that are not UTF-8 are replaced (U+FFFD). The last line may end
 /// without a line feed. A descriptor in non-blocking mode (O_NONBLOCK, as the program that started
 /// the tool may leave a pipe) is waited on in poll(2) when it has nothing (EAGAIN), as a blocking
-/// one would be; any other read error (but EINTR) is taken as the end of input. One reader per
+/// one would be; any other read error (but EINTR) ends the input, kept for ``readFailure``. One reader per
 /// descriptor: ``standardInput`` for the process's standard input.
 package final class InputLineReader: @unchecked Sendable {
     // @unchecked: the buffer and its indices are guarded by `lock`.
@@ -97,6 +102,8 @@ package final class InputLineReader: @unchecked Sendable {
     private var start = 0
     private var scanned = 0
     private var ended = false
+    /// The errno of the read that failed and ended the input, if one did.
+    private var failedErrno: Int32?
     /// Where read(2) puts what it reads (at most 64 KiB at once) before it joins `buffer`.
     private var chunk = [UInt8](repeating: 0, count: 64 << 10)
 
@@ -136,6 +143,12 @@ package final class InputLineReader: @unchecked Sendable {
             scanned = 0
             return unread
         }
+    }
+
+    /// Why the input ended, when a read(2) failed (EISDIR for a directory as standard input,
+    /// EBADF for a closed descriptor): "Is a directory (errno 21)"; nil otherwise.
+    package var readFailure: String? {
+        lock.withLock { failedErrno.map { String(cString: strerror($0)) + " (errno \($0))" } }
     }
 
     /// Whether reading a line now could wait: no whole line buffered and nothing readable
@@ -203,6 +216,7 @@ package final class InputLineReader: @unchecked Sendable {
                 _ = ready(timeoutMilliseconds: -1)
                 continue
             }
+            failedErrno = error
             break
         }
         guard count > 0 else {
@@ -279,6 +293,7 @@ package final class OutputTrackingConsole: Console, @unchecked Sendable {
     package var inputIsTerminal: Bool { inner.inputIsTerminal }
     package var inputMayWait: Bool { inner.inputMayWait }
     package func waitForLine(upTo bound: Duration) -> Bool { inner.waitForLine(upTo: bound) }
+    package var inputFailure: String? { inner.inputFailure }
 }
 
 /// Keeps standard output in memory and passes it on in large writes: when 64 KiB have gathered,
@@ -352,6 +367,7 @@ package final class BufferedConsole: Console, @unchecked Sendable {
     }
     package var inputIsTerminal: Bool { inner.inputIsTerminal }
     package var inputMayWait: Bool { inner.inputMayWait }
+    package var inputFailure: String? { inner.inputFailure }
     /// Writes what is buffered first when the wait may be long, as ``readLine()`` does.
     package func waitForLine(upTo bound: Duration) -> Bool {
         if inner.inputMayWait { flush() }

@@ -94,4 +94,20 @@ import Glibc
         written.wait()
         #expect(reader.readLine() == nil)
     }
+
+    /// A read that fails (a directory: EISDIR) ends the input and says why; a true end says nothing.
+    @Test func aFailedReadIsKeptApartFromTheEnd() {
+        let directory = open("/", O_RDONLY)
+        #expect(directory >= 0)
+        defer { close(directory) }
+        let failing = InputLineReader(descriptor: directory)
+        #expect(failing.readLine() == nil)
+        #expect(failing.readFailure == "Is a directory (errno 21)")
+        withPipe { reader, write, closeWriter in
+            write("last\n")
+            closeWriter()
+            #expect(reader.readLine() == "last" && reader.readLine() == nil)
+            #expect(reader.readFailure == nil)
+        }
+    }
 }
