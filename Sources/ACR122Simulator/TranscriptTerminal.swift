@@ -41,8 +41,9 @@ extension ExternalTerminal {
     /// holds the command it sent and the next one read, not the file (docs/transcript-diff.md
     /// §7). ``script`` is nil. The file is read anew at each activation; should it change after
     /// it was checked, the run plays what it reads then, and ends with
-    /// ``Result/failed(step:stage:reason:)`` at a line that no longer parses or a command that
-    /// can no longer be sent.
+    /// ``Result/failed(step:stage:reason:)`` at a line that no longer parses, a command that can
+    /// no longer be sent, or a count of commands other than the checked one (a file cut short at
+    /// a line's end never passes).
     /// - Parameters:
     ///   - transcriptFile: the file, checked.
     ///   - name: the name in reports; by default the path.
@@ -51,7 +52,8 @@ extension ExternalTerminal {
     public convenience init(transcriptFile: TranscriptFile, name: String? = nil) throws(ExternalTerminalError) {
         let usesTarget = try transcriptFile.check.sideToReplay(fileName: transcriptFile.file.fileName)
         self.init(name: name ?? transcriptFile.file.fileName,
-                  program: TranscriptFileProgram(file: transcriptFile.file, usesTarget: usesTarget))
+                  program: TranscriptFileProgram(file: transcriptFile.file, usesTarget: usesTarget,
+                                                 commandCount: transcriptFile.commandCount))
     }
 
     /// For a terminal reading a transcript file as it goes: the most steps it held at once
@@ -159,27 +161,38 @@ final class TranscriptStepReader: Sendable {
         let lines: TranscriptReplayFile.Lines
         var pairing: TranscriptStepPairing
         var atEnd = false
+        /// The commands handed out so far.
+        var commands = 0
     }
 
     private let reading: Mutex<Reading>
     private let fileName: String
     private let held: HeldSteps
+    private let commandCount: Int
 
-    /// Opens a new reading of `file`.
+    /// Opens a new reading of `file`, whose check counted `commandCount` commands of the side played.
     /// - Throws: `ReplayError` `unreadable` when the file no longer opens.
-    init(_ file: TranscriptReplayFile, usesTarget: Bool, held: HeldSteps) throws(ReplayError) {
+    init(_ file: TranscriptReplayFile, usesTarget: Bool, commandCount: Int, held: HeldSteps) throws(ReplayError) {
         reading = Mutex(Reading(lines: try file.lines(), pairing: TranscriptStepPairing(usesTarget: usesTarget, channel: file.channelID)))
         fileName = file.fileName
         self.held = held
+        self.commandCount = commandCount
     }
 
     /// The next step, nil after the last.
     /// - Throws: ``ExternalTerminalError`` when the file no longer reads as it did when it was
-    ///   checked, or a command now has wildcard or redacted bytes.
+    ///   checked, a command now has wildcard or redacted bytes, or the file now holds more or
+    ///   fewer commands than the check counted.
     func next() throws(ExternalTerminalError) -> ExternalTerminal.Step? {
         let held = held
         let fileName = fileName
+        let commandCount = commandCount
         return try reading.withLock { (r) throws(ExternalTerminalError) -> ExternalTerminal.Step? in
+            func changed(_ now: String) -> ExternalTerminalError {
+                ExternalTerminalError(
+                    reason: "\(fileName) held \(commandCount) terminal command\(commandCount == 1 ? "" : "s") when it was checked and now \(now): "
+                        + "was the file changed after the terminal was placed? Place it again")
+            }
             var pair: TranscriptStepPairing.Pair?
             while pair == nil, !r.atEnd {
                 let next: (line: Int, content: TranscriptLine)?
@@ -194,7 +207,13 @@ final class TranscriptStepReader: Sendable {
                     pair = r.pairing.end()
                 }
             }
-            guard let pair else { return nil }
+            guard let pair else {
+                // A file cut short at the end of a line reads without error: the count tells.
+                if r.commands < commandCount { throw changed("\(r.commands)") }
+                return nil
+            }
+            guard r.commands < commandCount else { throw changed("more") }
+            r.commands += 1
             guard let bytes = pair.command.bytes else {
                 throw ExternalTerminalError(
                     reason: "\(fileName): the command \(pair.command) has wildcard or redacted bytes; a terminal must send concrete bytes (was the file changed after it was checked?)")
@@ -209,20 +228,23 @@ final class TranscriptStepReader: Sendable {
 struct TranscriptFileProgram: TerminalProgram {
     let file: TranscriptReplayFile
     let usesTarget: Bool
+    /// The commands the file's check counted on the side played.
+    let commandCount: Int
     let held = HeldSteps()
     private var reader: TranscriptStepReader?
     private var current: ExternalTerminal.Step?
     private var step = 0
 
-    init(file: TranscriptReplayFile, usesTarget: Bool) {
+    init(file: TranscriptReplayFile, usesTarget: Bool, commandCount: Int) {
         self.file = file
         self.usesTarget = usesTarget
+        self.commandCount = commandCount
     }
 
     mutating func start() -> TerminalAction {
         step = 0
         do throws(ReplayError) {
-            reader = try TranscriptStepReader(file, usesTarget: usesTarget, held: held)
+            reader = try TranscriptStepReader(file, usesTarget: usesTarget, commandCount: commandCount, held: held)
         } catch {
             return .finish(.failed(stage: "reading \(file.fileName)", reason: error.description, report: nil))
         }

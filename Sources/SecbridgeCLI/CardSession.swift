@@ -54,9 +54,11 @@ package func secondsText(_ duration: Duration) -> String {
 /// The words for a failed exchange that met a card change, or nil when `code` is not one: a card
 /// reset by another program (SCARD_W_RESET_CARD: its state is lost), or a card removed during the
 /// exchange (SCARD_W_REMOVED_CARD, or SCARD_E_NOT_TRANSACTED / SCARD_E_NO_SMARTCARD when
-/// `cardIsGone` says the reader has lost it). `again` names what to run again ("sequence", "read").
+/// `cardIsGone` says the reader has lost it). `again` names what to run again ("sequence", "read");
+/// `removal` says when the card went ("during the exchange"; "" when the caller's words say it).
 package func cardChange(
-    _ code: UInt32, reader: String, cardIsGone: () -> Bool, recorded: Bool, again: String
+    _ code: UInt32, reader: String, cardIsGone: () -> Bool, recorded: Bool, again: String,
+    removal: String = "during the exchange"
 ) -> String? {
     let kept = "the exchanges before it are shown" + (recorded ? " and recorded" : "")
     let name = PCSCError(code: code).name
@@ -65,7 +67,7 @@ package func cardChange(
     }
     let mayHaveLeft = [PCSCError.notTransacted.code, PCSCError.noSmartcard.code].contains(code)
     if code == PCSCError.removedCard.code || mayHaveLeft && cardIsGone() {
-        return "the card was removed during the exchange; \(kept). Hold the card on the reader and run the \(again) again (\(name) from the reader)"
+        return "the card was removed\(removal.isEmpty ? "" : " " + removal); \(kept). Hold the card on the reader and run the \(again) again (\(name) from the reader)"
     }
     return nil
 }

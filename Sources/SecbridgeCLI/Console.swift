@@ -25,12 +25,16 @@ public protocol Console: AnyObject, Sendable {
     /// when standard input gave no line within it (a pipe whose writer paused). What arrives is
     /// kept for ``readLine()``; nothing is lost. True by default (input that never waits).
     func waitForLine(upTo bound: Duration) -> Bool
+    /// Why standard input ended, when a read failed rather than reaching its end (a directory
+    /// given as standard input: "Is a directory (errno 21)"); nil at a true end. Nil by default.
+    var inputFailure: String? { get }
 }
 
 extension Console {
     public var inputIsTerminal: Bool { false }
     public var inputMayWait: Bool { false }
     public func waitForLine(upTo bound: Duration) -> Bool { true }
+    public var inputFailure: String? { nil }
 }
 
 /// The process's standard streams, unbuffered per line so a pipe sees every event as it happens.
@@ -74,6 +78,7 @@ public final class StandardConsole: Console, @unchecked Sendable {
     public var inputIsTerminal: Bool { isatty(STDIN_FILENO) == 1 }
     public var inputMayWait: Bool { InputLineReader.standardInput.mayWait }
     public func waitForLine(upTo bound: Duration) -> Bool { InputLineReader.standardInput.waitForLine(upTo: bound) }
+    public var inputFailure: String? { InputLineReader.standardInput.readFailure }
 }
 
 /// The lines of a file descriptor, read with read(2) into a buffer of its own, so that whether a
@@ -81,7 +86,9 @@ public final class StandardConsole: Console, @unchecked Sendable {
 ///
 /// A line ends at a line feed (0A), which is removed with a carriage return (0D) before it, as
 /// `Swift.readLine()` does; bytes that are not UTF-8 are replaced (U+FFFD). The last line may end
-/// without a line feed. A read error (other than EINTR) is taken as the end of input. One reader per
+/// without a line feed. A descriptor in non-blocking mode (O_NONBLOCK, as the program that started
+/// the tool may leave a pipe) is waited on in poll(2) when it has nothing (EAGAIN), as a blocking
+/// one would be; any other read error (but EINTR) ends the input, kept for ``readFailure``. One reader per
 /// descriptor: ``standardInput`` for the process's standard input.
 package final class InputLineReader: @unchecked Sendable {
     // @unchecked: the buffer and its indices are guarded by `lock`.
@@ -95,6 +102,8 @@ package final class InputLineReader: @unchecked Sendable {
     private var start = 0
     private var scanned = 0
     private var ended = false
+    /// The errno of the read that failed and ended the input, if one did.
+    private var failedErrno: Int32?
     /// Where read(2) puts what it reads (at most 64 KiB at once) before it joins `buffer`.
     private var chunk = [UInt8](repeating: 0, count: 64 << 10)
 
@@ -121,6 +130,25 @@ package final class InputLineReader: @unchecked Sendable {
                 fill()
             }
         }
+    }
+
+    /// The bytes read and not yet handed out as lines, taken out of the reader (which then holds
+    /// none): for a caller that reads the descriptor itself from here on, so that what this reader
+    /// read ahead is not lost (`simulate`'s control requests after `--tag-key -` took one line).
+    package func takeUnread() -> [UInt8] {
+        lock.withLock {
+            let unread = Array(buffer[start...])
+            buffer.removeAll()
+            start = 0
+            scanned = 0
+            return unread
+        }
+    }
+
+    /// Why the input ended, when a read(2) failed (EISDIR for a directory as standard input,
+    /// EBADF for a closed descriptor): "Is a directory (errno 21)"; nil otherwise.
+    package var readFailure: String? {
+        lock.withLock { failedErrno.map { String(cString: strerror($0)) + " (errno \($0))" } }
     }
 
     /// Whether reading a line now could wait: no whole line buffered and nothing readable
@@ -170,7 +198,7 @@ package final class InputLineReader: @unchecked Sendable {
         return nil
     }
 
-    /// One read(2) of up to 64 KiB; 0 bytes or an error ends the input.
+    /// One read(2) of up to 64 KiB; 0 bytes or an error (but EINTR and EAGAIN) ends the input.
     private func fill() {
         if start > 0 && start * 2 >= buffer.count {
             buffer.removeSubrange(0..<start)
@@ -178,9 +206,19 @@ package final class InputLineReader: @unchecked Sendable {
             start = 0
         }
         var count: Int
-        repeat {
+        while true {
             count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress!, $0.count) }
-        } while count < 0 && errno == EINTR
+            guard count < 0 else { break }
+            let error = errno
+            if error == EINTR { continue }
+            // Non-blocking and empty: no end of input; wait for some as read(2) would block.
+            if error == EAGAIN || error == EWOULDBLOCK {
+                _ = ready(timeoutMilliseconds: -1)
+                continue
+            }
+            failedErrno = error
+            break
+        }
         guard count > 0 else {
             ended = true
             return
@@ -255,6 +293,7 @@ package final class OutputTrackingConsole: Console, @unchecked Sendable {
     package var inputIsTerminal: Bool { inner.inputIsTerminal }
     package var inputMayWait: Bool { inner.inputMayWait }
     package func waitForLine(upTo bound: Duration) -> Bool { inner.waitForLine(upTo: bound) }
+    package var inputFailure: String? { inner.inputFailure }
 }
 
 /// Keeps standard output in memory and passes it on in large writes: when 64 KiB have gathered,
@@ -328,6 +367,7 @@ package final class BufferedConsole: Console, @unchecked Sendable {
     }
     package var inputIsTerminal: Bool { inner.inputIsTerminal }
     package var inputMayWait: Bool { inner.inputMayWait }
+    package var inputFailure: String? { inner.inputFailure }
     /// Writes what is buffered first when the wait may be long, as ``readLine()`` does.
     package func waitForLine(upTo bound: Duration) -> Bool {
         if inner.inputMayWait { flush() }

@@ -31,7 +31,14 @@ package struct ConsoleLines: ScriptSource {
     package mutating func next(holding hold: Duration, beforeWaiting: () -> Void) throws(CLIError) -> APDUScript.Step? {
         while !ended {
             if !console.waitForLine(upTo: hold) { beforeWaiting() }
-            guard let line = console.readLine() else { break }
+            guard let line = console.readLine() else {
+                // A read that failed is no end of the script: the lines after it were never seen.
+                if let failure = console.inputFailure {
+                    let after = lineNumber == 0 ? "" : " after line \(lineNumber)"
+                    throw .failure("\(fileName): cannot read standard input\(after): \(failure); give the script through a pipe, a regular file (`< FILE`) or as `secbridge run FILE`")
+                }
+                break
+            }
             lineNumber += 1
             switch try ScriptLine.parse(Array(line.utf8)[...], fileName: fileName, line: lineNumber) {
             case .none: continue
@@ -487,7 +494,8 @@ package final class ScriptInterpreter {
         do {
             try beginCardTransaction(card.handle, reader: card.reader) { error in
                 let gone = { CallWatchdog.shared.guarding("SCardStatus", { card.handle.cardHasLeft() }) }
-                let words = cardChange(error.code, reader: card.reader, cardIsGone: gone, recorded: recorded, again: "script")
+                // The message says when: while the transaction was released (no exchange was on).
+                let words = cardChange(error.code, reader: card.reader, cardIsGone: gone, recorded: recorded, again: "script", removal: "")
                 if words != nil { changed = error }
                 return words
             }

@@ -308,7 +308,7 @@ package func withCardTransaction<T>(
 /// SCardBeginTransaction, bounded, with ``withCardTransaction(_:reader:_:)``'s errors; for a
 /// transaction that spans more than one scope, ended with ``endCardTransaction(_:)``.
 /// - Parameter cardChange: the words for a failure that is a card change (SCARD_W_RESET_CARD, a
-///   removal: ``cardChange(_:reader:cardIsGone:recorded:again:)``), or nil for the default words.
+///   removal: ``cardChange(_:reader:cardIsGone:recorded:again:removal:)``), or nil for the default words.
 package func beginCardTransaction(
     _ handle: any PCSCConnection, reader: String, cardChange: (PCSCError) -> String? = { _ in nil }
 ) throws(CLIError) {

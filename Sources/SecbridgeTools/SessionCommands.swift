@@ -790,7 +790,7 @@ extension SecbridgeCLI {
     }
 
     /// A failed reader session in words: a card reset or removed mid-read is said so
-    /// (``cardChange(_:reader:cardIsGone:recorded:again:)``, the reader asked through `context`).
+    /// (``cardChange(_:reader:cardIsGone:recorded:again:removal:)``, the reader asked through `context`).
     static func explainReadFailure(_ error: any Error, reader: String, context: any PCSCClientContext, recorded: Bool) -> String {
         let cause = (error as? CredentialSessionError)?.cause ?? UnderlyingCause(error)
         if case .pcsc(let code, _) = cause, code != PCSCError.noSmartcard.code, readerIsUnavailable(reader, context: context) {

@@ -292,7 +292,26 @@ extension SecbridgeCLI {
 
         installInterruptHandler()
         let deadline = timeout.map { ContinuousClock.now + $0 }
-        var pending: [UInt8] = []
+        // An option read its value from standard input (`--tag-key -`) through the console's line
+        // reader, which may have read the first control requests too: they come first.
+        var pending: [UInt8] = stdinOpen ? InputLineReader.standardInput.takeUnread() : []
+        /// Runs the whole lines in `pending`; drops a line longer than 8192 bytes.
+        func handleLines() {
+            while let newline = pending.firstIndex(of: 0x0A) {
+                let line = String(decoding: pending[..<newline], as: UTF8.self)
+                pending.removeSubrange(...newline)
+                if let inProcess, line.hasPrefix("send ") {
+                    handleInProcessSend(line, readers: inProcess, names: Dictionary(uniqueKeysWithValues: zip(controls.map(\.0), ordered)), console: invocation.console, json: json)
+                } else {
+                    handleControlLine(line, controls: controls, console: invocation.console, json: json)
+                }
+            }
+            if pending.count > 8192 {
+                invocation.console.err("secbridge: a control request is longer than 8192 bytes; it was dropped\n")
+                pending.removeAll()
+            }
+        }
+        handleLines()
         while !interrupted() {
             if let deadline, ContinuousClock.now >= deadline { break }
             if let pcscd, !pcscd.isRunning {
@@ -311,19 +330,7 @@ extension SecbridgeCLI {
                 continue
             }
             pending += buffer[0..<count]
-            while let newline = pending.firstIndex(of: 0x0A) {
-                let line = String(decoding: pending[..<newline], as: UTF8.self)
-                pending.removeSubrange(...newline)
-                if let inProcess, line.hasPrefix("send ") {
-                    handleInProcessSend(line, readers: inProcess, names: Dictionary(uniqueKeysWithValues: zip(controls.map(\.0), ordered)), console: invocation.console, json: json)
-                } else {
-                    handleControlLine(line, controls: controls, console: invocation.console, json: json)
-                }
-            }
-            if pending.count > 8192 {
-                invocation.console.err("secbridge: a control request is longer than 8192 bytes; it was dropped\n")
-                pending.removeAll()
-            }
+            handleLines()
         }
         invocation.out(json ? JSONValue.object([("event", .string("stopped"))]).serialized() : "stopping the simulated readers")
         return exitSuccess

@@ -162,6 +162,42 @@ import Transcript
         #expect(open.result == .passed && open.transcriptStepsHeld == 2)
     }
 
+    /// A file changed after the terminal was placed so that it reads without error but holds fewer
+    /// commands (cut at the end of a line) or more (appended) ends the run as failed, naming both
+    /// counts: never `passed` after part of the checked commands.
+    @Test func aFileWithAnotherCountOfCommandsSincePlacingFails() throws {
+        let steps = ["tgt < 00 A4 04 00 02 E1 03\ntgt > 90 00\n", "tgt < 00 B0 00 00 02\ntgt > 00 10 90 00\n",
+                     "tgt < 00 B0 00 02 10\ntgt > 90 00\n"]
+        let path = try write(Self.header + steps.joined())
+        let answers: [[UInt8]] = [[0x90, 0x00], [0x00, 0x10, 0x90, 0x00], [0x90, 0x00], [0x90, 0x00]]
+
+        let shortened = try ExternalTerminal(transcriptFile: .init(contentsOfFile: path))
+        try (Self.header + steps[0]).write(toFile: path, atomically: false, encoding: .utf8)
+        #expect(run(shortened) { answers[$0] }.count == 1)
+        guard case .failed(_, let stage, let reason) = shortened.result else {
+            Issue.record("a file cut short after placing: \(shortened.result)")
+            return
+        }
+        #expect(stage == "reading \(path)")
+        #expect(reason == "\(path) held 3 terminal commands when it was checked and now 1: was the file changed after the terminal was placed? Place it again")
+
+        try (Self.header + steps.joined()).write(toFile: path, atomically: false, encoding: .utf8)
+        let lengthened = try ExternalTerminal(transcriptFile: .init(contentsOfFile: path))
+        try (Self.header + steps.joined() + steps[2]).write(toFile: path, atomically: false, encoding: .utf8)
+        #expect(run(lengthened) { answers[$0] }.count == 3)
+        guard case .failed(let step, _, let more) = lengthened.result else {
+            Issue.record("a file lengthened after placing: \(lengthened.result)")
+            return
+        }
+        #expect(step == 2 && more.hasSuffix("held 3 terminal commands when it was checked and now more: was the file changed after the terminal was placed? Place it again"))
+
+        // Unchanged, it passes, at every activation.
+        try (Self.header + steps.joined()).write(toFile: path, atomically: false, encoding: .utf8)
+        let unchanged = try ExternalTerminal(transcriptFile: .init(contentsOfFile: path))
+        #expect(run(unchanged) { answers[$0] }.count == 3)
+        #expect(unchanged.result == .passed && unchanged.exchangeCount == 3)
+    }
+
     /// The file is checked when the terminal is made: its errors name the path and line then, and
     /// the check keeps counts, not exchanges.
     @Test func theFileIsCheckedWhenTheTerminalIsMade() throws {

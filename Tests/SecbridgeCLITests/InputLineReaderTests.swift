@@ -1,3 +1,4 @@
+import Dispatch
 import SecbridgeCLI
 import Testing
 
@@ -62,6 +63,51 @@ import Glibc
             #expect(reader.waitForLine(upTo: .seconds(5)))  // the end of input is at hand too
             #expect(reader.readLine() == "last line without a line feed")
             #expect(reader.readLine() == nil)
+        }
+    }
+
+    /// A pipe in non-blocking mode (O_NONBLOCK left on it by the program that started the tool):
+    /// a read while the writer pauses fails with EAGAIN, which is no end of input. The reader
+    /// waits for the next line as on a blocking pipe; before, the script ended there, exit 0, and
+    /// the lines after the pause never ran.
+    @Test func aNonBlockingPipeIsReadToItsEnd() {
+        var descriptors: [Int32] = [0, 0]
+        #expect(pipe(&descriptors) == 0)
+        defer { close(descriptors[0]) }
+        #expect(fcntl(descriptors[0], F_SETFL, fcntl(descriptors[0], F_GETFL) | O_NONBLOCK) == 0)
+        let writer = descriptors[1]
+        @Sendable func send(_ text: String) {
+            var text = text
+            _ = text.withUTF8 { write(writer, $0.baseAddress, $0.count) }
+        }
+        let reader = InputLineReader(descriptor: descriptors[0])
+        send("00 A4 04 00 00\n")
+        #expect(reader.readLine() == "00 A4 04 00 00")
+        // The next line comes after a pause; the writer then closes the pipe.
+        let written = DispatchSemaphore(value: 0)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(50)) {
+            send("00 B0 00 00 01\n")
+            close(writer)
+            written.signal()
+        }
+        #expect(reader.readLine() == "00 B0 00 00 01")
+        written.wait()
+        #expect(reader.readLine() == nil)
+    }
+
+    /// A read that fails (a directory: EISDIR) ends the input and says why; a true end says nothing.
+    @Test func aFailedReadIsKeptApartFromTheEnd() {
+        let directory = open("/", O_RDONLY)
+        #expect(directory >= 0)
+        defer { close(directory) }
+        let failing = InputLineReader(descriptor: directory)
+        #expect(failing.readLine() == nil)
+        #expect(failing.readFailure == "Is a directory (errno 21)")
+        withPipe { reader, write, closeWriter in
+            write("last\n")
+            closeWriter()
+            #expect(reader.readLine() == "last" && reader.readLine() == nil)
+            #expect(reader.readFailure == nil)
         }
     }
 }

@@ -245,6 +245,37 @@ struct EchoCardDesk {
         ])
     }
 
+    /// The card is taken away during the pause: the script stops at its next line, and the words
+    /// say the card was removed while the transaction was released, not "during the exchange"
+    /// (no exchange was on); the exchanges before are kept, and the removal is recorded.
+    @Test func aCardRemovedDuringThePauseStopsTheScriptAndSaysWhen() async throws {
+        let setup = try await EchoCardDesk("paused-removed")
+        defer { setup.close() }
+        let (desk, reader, file, client) = (setup.desk, setup.reader, setup.transcript, setup.desk.client)
+        let lines = ["00 A4 04 00 01 AA", "00 B0 00 00 01 BB"]
+        let (status, console, other) = try await runPaused(["run", "--record", file, "-"], lines: lines, pausedBefore: 1, on: desk) {
+            try desk.control().send("remove all=yes")
+            // pcscd's presence poll sees it before the pause ends (the in-process one polls on use).
+            var states = [ReaderState(readerName: reader)]
+            try client.establishContext().getStatusChange(&states, timeout: .zero)
+            #expect(!states[0].eventFlags.contains(.present))
+        }
+        _ = try other.get()
+        #expect(status == 1)
+        #expect(!console.standardOutput.contains("BB"), "\(console.standardOutput)")
+        let error = console.standardError
+        #expect(
+            error.hasPrefix(
+                "secbridge: error: <stdin>:2: while the PC/SC transaction was released to wait for input (no line within 0.2 s after line 1), "
+                    + "the card was removed; the exchanges before it are shown and recorded. Hold the card on the reader and run the script again ("),
+            "\(error)")
+        #expect(!error.contains("during the exchange"), "\(error)")
+        #expect(try untimedRecords(file).prefix(3) == [
+            "> 00 A4 04 00 01 AA", "< 00 A4 04 00 01 AA 90 00", "event transaction-ended reason=\"waiting for input\"",
+        ])
+        #expect(try untimedRecords(file).last?.hasPrefix("event card-removed") == true)
+    }
+
     /// Lines that come within the hold (a script given whole, or a pipe faster than 200 ms a line)
     /// run in one transaction: another program sending all the while never lands between them.
     @Test func aScriptWhoseLinesComeWithinTheHoldIsOneTransaction() async throws {
