@@ -66,16 +66,13 @@ extension SharedReader {
         }
 
         @Test func reportsACardPlacedOnTheSimulatedACR122U() async throws {
-            let environment = try await sharedEnvironment()
+            // A known state whatever earlier tests did: no peers, fresh devices (PICC polling on),
+            // and pcscd reporting both readers empty. Without that wait a card an earlier test left
+            // could still be "present" on B when this card came (pcscd looks every ~400 ms), and B
+            // then saw no insertion: seen after `unplugAndReplugUnderMonitorReadRunAndEmulate`.
+            let environment = try await resetSimulatedReaders()
             let reader = environment.simulatedReaderA
             let other = environment.simulatedReaderB
-            // A known state whatever earlier tests did: no peers, fresh devices (PICC polling on).
-            try await blocking {
-                _ = try SimulatedReaders.controlA.request("remove", ["all": "yes"])
-                for control in [SimulatedReaders.controlA, SimulatedReaders.controlB] {
-                    _ = try control.request("personality", ["name": "ccid-escape-enabled"])
-                }
-            }
             let monitor = ReaderMonitor()
             defer { monitor.stop() }
             let events = EventCollector(monitor)
