@@ -196,7 +196,7 @@ extension SecbridgeCLI {
         _ transcript: TranscriptReplayFile, path: String, options: ReplayOptions, invocation: Invocation
     ) throws -> Int32 {
         if transcript.header.transmissionProtocol == .undefined {
-            return try withFreshSimulatedReader(named: "replay-simulated", controlSocket: false) { readers, reader in
+            return try withFreshSimulatedReader(named: "replay-simulated", controlSocket: false) { readers, reader, _ in
                 let channel: InProcessCardHandle
                 do throws(PCSCError) {
                     channel = try readers.connect(to: reader, share: .direct, protocols: .undefined)
@@ -245,17 +245,31 @@ extension SecbridgeCLI {
     static func withFreshSimulatedReader<T>(
         named name: String, _ body: (InProcessReaders, String, SimulatedReaderControl) throws -> T
     ) throws -> T {
-        try withFreshSimulatedReader(named: name, controlSocket: true) { readers, reader in
-            try body(readers, reader, SimulatedReaderControl(socketPath: freshReaderBase(named: name) + "/a/control.sock"))
+        try withFreshSimulatedReader(named: name, controlSocket: true) { readers, reader, base in
+            try body(readers, reader, SimulatedReaderControl(socketPath: base + "/a/control.sock"))
         }
     }
 
     /// As ``withFreshSimulatedReader(named:_:)``; with `controlSocket` false the reader serves no
-    /// control socket (`control=none`) and nothing is created under /tmp.
+    /// control socket (`control=none`) and nothing is created under /tmp. `body` gets the readers,
+    /// the reader's name and the directory its control socket lives under (`<base>/a/control.sock`).
+    ///
+    /// With a control socket the directory is made by mkdtemp(3) (mode 0700, a name no other user
+    /// can take first): the driver accepts a directory that already exists, so a predictable name
+    /// in /tmp would let another local user's directory, made beforehand, hold the socket.
     static func withFreshSimulatedReader<T>(
-        named name: String, controlSocket: Bool, _ body: (InProcessReaders, String) throws -> T
+        named name: String, controlSocket: Bool, _ body: (InProcessReaders, String, String) throws -> T
     ) throws -> T {
-        let base = freshReaderBase(named: name)
+        let base: String
+        if controlSocket {
+            var template = Array("/tmp/secbridge-\(name).XXXXXX".utf8CString)
+            guard mkdtemp(&template) != nil else {
+                throw CLIError.failure("cannot create the in-process simulated reader: mkdtemp in /tmp: \(String(cString: strerror(errno)))")
+            }
+            base = String(cString: template)
+        } else {
+            base = freshReaderBase(named: name)
+        }
         let readers = InProcessReaders()
         defer {
             readers.close()
@@ -271,11 +285,11 @@ extension SecbridgeCLI {
         } catch {
             throw CLIError.failure("cannot create the in-process simulated reader: \(error)")
         }
-        return try body(readers, reader)
+        return try body(readers, reader, base)
     }
 
-    /// The parent of the fresh simulated reader `name`'s directory `<base>/a` (its DEVICENAME's,
-    /// and its control socket's when it serves one), one per process.
+    /// The parent of the fresh simulated reader `name`'s directory `<base>/a` when it serves no
+    /// control socket (only a name in its DEVICENAME then: nothing is made there), one per process.
     static func freshReaderBase(named name: String) -> String {
         "/tmp/secbridge-\(name).\(getpid())"
     }

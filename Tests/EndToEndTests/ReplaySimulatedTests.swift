@@ -45,6 +45,25 @@ import Testing
         #expect(lstat(inTheWay, &info) == 0 && info.st_mode & S_IFMT == S_IFREG)  // left as it was
     }
 
+    /// A card-session replay serves a control socket (to place its card). Its directory is made by
+    /// mkdtemp: a directory another local user made beforehand at the old predictable name
+    /// (`/tmp/secbridge-replay-simulated.<pid>`, mode 0777) is neither used for the socket nor
+    /// removed afterwards.
+    @Test func aCardSessionReplaysControlSocketIsNotInAPredictableDirectory() async throws {
+        try requireBuiltBinaries()
+        let script = #"echo $$; mkdir -m 777 /tmp/secbridge-replay-simulated.$$ && exec "$0" replay --against simulated "$1""#
+        let result = try await runProgram(
+            URL(fileURLWithPath: "/bin/sh"), ["-c", script, try secbridgeBinary().path, try fixture("vicc/select-read.trn")],
+            environment: ProcessInfo.processInfo.environment)
+        let pid = try #require(result.out.split(separator: "\n").first.flatMap { Int32($0) }, "\(result.out)")
+        let premade = "/tmp/secbridge-replay-simulated.\(pid)"
+        defer { _ = rmdir(premade + "/a"); _ = rmdir(premade) }
+        #expect(result.status == 0, "\(result.err)")
+        var info = stat()
+        #expect(lstat(premade, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR)  // left as it was
+        #expect(lstat(premade + "/a", &info) != 0)  // nothing made in it
+    }
+
     @Test func aDifferentFirmwareIsReportedWithTheLine() async throws {
         try requireBuiltBinaries()
         let original = try String(contentsOfFile: try fixture("simulated/reader-basics.trn"), encoding: .utf8)
