@@ -236,7 +236,10 @@ extension SharedReader {
                         do {
                             let activation = try chip.initAsTarget(
                                 uid: try EmulatedUID([0x08, 0x12, 0x34, 0x56]), historicalBytes: [0x80])
-                            _ = try chip.receiveCommand()  // until nfc-list lets go (status 29)
+                            // Until nfc-list lets go: the PN532 then ends TgGetData with an error
+                            // status (29, released), which is this wait's normal end, not another
+                            // try's failure (taken as one, the loop waited out its 200 tries).
+                            _ = try? chip.receiveCommand()
                             return activation
                         } catch ACR122Error.operationFailed {
                             continue  // the MCU timeout passed with no initiator
