@@ -142,8 +142,10 @@ public final class ReaderMonitor: Sendable {
     public let events: AsyncStream<ReaderEvent>
 
     /// Starts monitoring on a new thread.
-    /// - Parameter client: how readers are reached: pcsc-lite (pcscd) by default, or the
-    ///   in-process client in tests.
+    /// - Parameters:
+    ///   - client: how readers are reached: pcsc-lite (pcscd) by default, or the in-process
+    ///     client in tests.
+    ///   - configuration: the monitor's timing (``Configuration``); the defaults suit pcscd.
     public init(client: any PCSCClient = PCSCLiteClient(), configuration: Configuration = .init()) {
         self.configuration = configuration
         self.client = client

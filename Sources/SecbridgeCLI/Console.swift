@@ -73,7 +73,7 @@ public final class StandardConsole: Console, @unchecked Sendable {
             }
         }
     }
-    /// One line of standard input without its line feed (``InputLineReader/standardInput``).
+    /// One line of standard input without its line feed (`InputLineReader.standardInput`).
     public func readLine() -> String? { InputLineReader.standardInput.readLine() }
     public var inputIsTerminal: Bool { isatty(STDIN_FILENO) == 1 }
     public var inputMayWait: Bool { InputLineReader.standardInput.mayWait }

@@ -16,7 +16,7 @@ extension SecbridgeCLI {
     /// probe, an executor's release) then dies of SIGSEGV after the command printed everything
     /// (docs/test-infrastructure.md, "pcsc-lite at exit"). So this first closes
     /// `CallGate.pcscLite`: no PC/SC call starts any more (a thread that tries waits for the end),
-    /// and the calls in progress get at most ``exitDrainBound`` (2 s) to return. Then exit(3). When
+    /// and the calls in progress get at most `exitDrainBound` (2 s) to return. Then exit(3). When
     /// a call is still in progress after that (pcscd stopped with SIGSTOP, or stuck in a driver),
     /// the process flushes its output and ends with _exit(2) and the same status, without running
     /// the destructor that the stuck call would race.
