@@ -261,7 +261,7 @@ struct DoctorPCSCFindings: Sendable {
             }
         } catch {
             findings.directError = "\(error)"
-            if let error = error as? PCSCError, error == .sharingViolation || error == .timeout { findings.heldByAnotherProgram = true }
+            if error == .sharingViolation || error == .timeout { findings.heldByAnotherProgram = true }
         }
         // Without escape commands, a card present still lets pseudo-APDUs through SCardTransmit.
         if findings.firmware == nil && findings.cardPresent {

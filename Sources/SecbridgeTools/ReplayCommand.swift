@@ -266,7 +266,7 @@ extension SecbridgeCLI {
             guard mkdtemp(&template) != nil else {
                 throw CLIError.failure("cannot create the in-process simulated reader: mkdtemp in /tmp: \(String(cString: strerror(errno)))")
             }
-            base = String(cString: template)
+            base = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
         } else {
             base = freshReaderBase(named: name)
         }

@@ -257,7 +257,7 @@ struct EchoCardDesk {
             try desk.control().send("remove all=yes")
             // pcscd's presence poll sees it before the pause ends (the in-process one polls on use).
             var states = [ReaderState(readerName: reader)]
-            try client.establishContext().getStatusChange(&states, timeout: .zero)
+            _ = try client.establishContext().getStatusChange(&states, timeout: .zero)
             #expect(!states[0].eventFlags.contains(.present))
         }
         _ = try other.get()
