@@ -29,14 +29,22 @@ import Testing
     /// and the driver logs no socket. The shell writes its pid, makes the file for that pid and
     /// then execs the tool, which keeps the pid: with a control server the driver's `mkdir` of
     /// `<that file>/a` fails and the replay ends "cannot create the in-process simulated reader".
-    @Test func aDirectReplayStartsNoControlServer() async throws {
+    /// `replay --against simulated FIXTURE` run by a shell that first makes, with `command`
+    /// (`: >` a file, `mkdir` a directory), the path `/tmp/secbridge-replay-simulated.<pid>` the
+    /// replay's reader directory once had, then execs the tool, which keeps the pid. Returns the
+    /// result and that path.
+    func replay(_ fixtureName: String, after command: String) async throws -> (result: (status: Int32, out: String, err: String), path: String) {
         try requireBuiltBinaries()
-        let script = #"echo $$; : > /tmp/secbridge-replay-simulated.$$ && exec "$0" replay --against simulated "$1""#
+        let script = #"echo $$; "# + command + #" /tmp/secbridge-replay-simulated.$$ && exec "$0" replay --against simulated "$1""#
         let result = try await runProgram(
-            URL(fileURLWithPath: "/bin/sh"), ["-c", script, try secbridgeBinary().path, try fixture("simulated/reader-basics.trn")],
+            URL(fileURLWithPath: "/bin/sh"), ["-c", script, try secbridgeBinary().path, try fixture(fixtureName)],
             environment: ProcessInfo.processInfo.environment)
         let pid = try #require(result.out.split(separator: "\n").first.flatMap { Int32($0) }, "\(result.out)")
-        let inTheWay = "/tmp/secbridge-replay-simulated.\(pid)"
+        return (result, "/tmp/secbridge-replay-simulated.\(pid)")
+    }
+
+    @Test func aDirectReplayStartsNoControlServer() async throws {
+        let (result, inTheWay) = try await replay("simulated/reader-basics.trn", after: ": >")
         defer { unlink(inTheWay) }
         #expect(result.status == 0, "\(result.err)")
         #expect(result.out.contains("(the reader itself, DIRECT): every answer matches"), "\(result.out)")
@@ -50,13 +58,7 @@ import Testing
     /// (`/tmp/secbridge-replay-simulated.<pid>`, mode 0777) is neither used for the socket nor
     /// removed afterwards.
     @Test func aCardSessionReplaysControlSocketIsNotInAPredictableDirectory() async throws {
-        try requireBuiltBinaries()
-        let script = #"echo $$; mkdir -m 777 /tmp/secbridge-replay-simulated.$$ && exec "$0" replay --against simulated "$1""#
-        let result = try await runProgram(
-            URL(fileURLWithPath: "/bin/sh"), ["-c", script, try secbridgeBinary().path, try fixture("vicc/select-read.trn")],
-            environment: ProcessInfo.processInfo.environment)
-        let pid = try #require(result.out.split(separator: "\n").first.flatMap { Int32($0) }, "\(result.out)")
-        let premade = "/tmp/secbridge-replay-simulated.\(pid)"
+        let (result, premade) = try await replay("vicc/select-read.trn", after: "mkdir -m 777")
         defer { _ = rmdir(premade + "/a"); _ = rmdir(premade) }
         #expect(result.status == 0, "\(result.err)")
         var info = stat()
