@@ -4,6 +4,7 @@ import PCSC
 import PCSCSandbox
 import PN53x
 import SecbridgeTesting
+import Synchronization
 import Testing
 
 // libnfc 1.8.0 (built by scripts/build-libnfc.sh from Debian's source package with its PC/SC
@@ -224,6 +225,11 @@ extension SharedReader {
             // Our card emulation on A, on its own thread: TgInitAsTarget blocks until B polls. Each
             // try lasts the MCU timeout (5 s simulated, 50 ms at the test time scale), and nfc-list
             // is a process of its own that runs in real time: up to 200 tries, 10 s in all.
+            // Whether A saw an activation. nfc-list runs in real time and the MCU timeout is 50 ms:
+            // an nfc-list that selects the target just as a TgInitAsTarget times out lists it while
+            // A's call ends with the timeout (1 run in 4 of this suite), so nfc-list runs until A
+            // has been activated too, not only until it listed the target once.
+            let activated = AtomicFlag()
             let emulation = Task.detached { () throws -> PN532TargetActivation? in
                 let executor = BlockingExecutor(name: "e2e-libnfc-emulation")
                 defer { executor.shutdown() }
@@ -236,9 +242,9 @@ extension SharedReader {
                         do {
                             let activation = try chip.initAsTarget(
                                 uid: try EmulatedUID([0x08, 0x12, 0x34, 0x56]), historicalBytes: [0x80])
+                            activated.set()
                             // Until nfc-list lets go: the PN532 then ends TgGetData with an error
-                            // status (29, released), which is this wait's normal end, not another
-                            // try's failure (taken as one, the loop waited out its 200 tries).
+                            // status (29, released), which is this wait's normal end.
                             _ = try? chip.receiveCommand()
                             return activation
                         } catch ACR122Error.operationFailed {
@@ -251,12 +257,14 @@ extension SharedReader {
             let toolEnvironment = Libnfc.environment(reader: readerB, base: environment.environmentForSubprocesses)
             let listing = try await blocking { () throws -> String in
                 var last = ""
-                for _ in 0..<40 {  // until A has reached TgInitAsTarget
+                var listed: String?
+                for _ in 0..<40 {  // until A has reached TgInitAsTarget and was activated
                     let result = try Libnfc.run("nfc-list", ["-t", "1"], environment: toolEnvironment)
                     last = result.output
-                    if result.output.contains("1 ISO14443A passive target(s) found") { break }
+                    if result.output.contains("1 ISO14443A passive target(s) found") { listed = result.output }
+                    if listed != nil && activated.isSet { break }
                 }
-                return last
+                return listed ?? last
             }
             let activation = try await emulation.value
             #expect(listing.contains("1 ISO14443A passive target(s) found"), "\(listing)")
@@ -270,4 +278,11 @@ extension SharedReader {
             #expect(activation?.mode.rawValue == 0x08)
         }
     }
+}
+
+/// A flag two threads share (the emulation thread sets it, the test's loop reads it).
+private final class AtomicFlag: Sendable {
+    private let value = Atomic<Bool>(false)
+    func set() { value.store(true, ordering: .sequentiallyConsistent) }
+    var isSet: Bool { value.load(ordering: .sequentiallyConsistent) }
 }
