@@ -123,6 +123,7 @@ final class BinaryProcess: @unchecked Sendable {
     private let buffer = Locked<String>("")
     private let errorText = Locked<String>("")
     private let errorClosed = DispatchSemaphore(value: 0)
+    private let outputClosed = DispatchSemaphore(value: 0)
 
     /// - Parameters:
     ///   - executable: the binary to run: the build's `secbridge` unless given (an installed copy).
@@ -148,9 +149,13 @@ final class BinaryProcess: @unchecked Sendable {
             }
             errorText.withLock { $0 += String(decoding: data, as: UTF8.self) }
         }
-        pipe.fileHandleForReading.readabilityHandler = { [lines, buffer] handle in
+        pipe.fileHandleForReading.readabilityHandler = { [lines, buffer, outputClosed] handle in
             let data = handle.availableData
-            guard !data.isEmpty else { return }
+            guard !data.isEmpty else {
+                handle.readabilityHandler = nil
+                outputClosed.signal()
+                return
+            }
             buffer.withLock { text in
                 text += String(decoding: data, as: UTF8.self)
                 while let newline = text.firstIndex(of: "\n") {
@@ -172,6 +177,13 @@ final class BinaryProcess: @unchecked Sendable {
     func finalStandardError(timeout: Duration = .seconds(10)) -> String {
         _ = errorClosed.wait(timeout: .now() + .seconds(Int(timeout.components.seconds)))
         return standardError
+    }
+
+    /// The lines of standard output once every writer closed it, at most `timeout`: as
+    /// ``finalStandardError(timeout:)``, the last lines may be delivered after `waitUntilExit`.
+    func finalOutput(timeout: Duration = .seconds(10)) -> [String] {
+        _ = outputClosed.wait(timeout: .now() + .seconds(Int(timeout.components.seconds)))
+        return output
     }
 
     func wait(for needle: String, after index: Int = 0, timeout: Duration = .seconds(20)) async throws -> Int {

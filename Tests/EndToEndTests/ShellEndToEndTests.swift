@@ -121,7 +121,7 @@ extension SharedReader {
                 return run.process.terminationStatus
             }
             #expect(status == 0, "\(run.finalStandardError())")
-            #expect(run.output.contains("< 00 B0 00 00 01 BB 90 00"), "\(run.output)")
+            #expect(run.finalOutput().contains("< 00 B0 00 00 01 BB 90 00"), "\(run.output)")
             #expect(run.finalStandardError().hasPrefix("secbridge: note: <stdin>:2: the PC/SC transaction was released to wait for input (no line within 0.2 s after line 1) and begun again for this line"))
             #expect(try SimulatedReaders.controlA.send("card-log peer=shell-card")["all"] == "00 A4 04 00 01 AA; 00 A4 04 00 01 CC; 00 B0 00 00 01 BB")
             let records = try Transcript(contentsOfFile: file).serialized().split(separator: "\n").compactMap { line -> String? in
