@@ -6,42 +6,14 @@ import Testing
 
 /// Runs `body` while another program sends `command` to `reader` again and again (SCardTransmit
 /// outside any transaction, on a thread of its own); returns `body`'s result once it stopped.
-func whileAnotherProgramSends<T>(
-    _ command: [UInt8], to reader: String, on desk: SimulatedDesk, _ body: () async throws -> T
-) async throws -> T {
-    try await whileAnotherProgramSends(numbered: { _ in command }, to: reader, on: desk) { _ in try await body() }
-}
-
-/// The other program of ``whileAnotherProgramSends(numbered:to:on:_:)``: it numbers its commands
-/// from 0 in the order it calls SCardTransmit for them.
-final class OtherProgram: Sendable {
-    fileprivate let begun = Atomic(0)
-
-    /// How many commands it has begun to send (SCardTransmit called): the next one gets this number.
-    var commandsBegun: Int { begun.load(ordering: .acquiring) }
-}
-
-/// Runs `body` while another program sends `command(n)`, its n-th command (from 0), to `reader`
-/// again and again (SCardTransmit outside any transaction, on a thread of its own); returns
-/// `body`'s result once it stopped. When a command is answered SCARD_W_RESET_CARD (a `reset` of
-/// the program under test), it reconnects (SCardReconnect, SCARD_LEAVE_CARD) and goes on, as a
-/// program must: a handle keeps answering SCARD_W_RESET_CARD until it reconnects.
 ///
 /// `body` starts once the other program has been served: connected before it, the other program
 /// competes with every command `body` runs (a connect made while a transaction is held waits for
 /// it, as pcscd's does, and a late thread could otherwise miss them all).
-///
-/// A transaction keeps out the commands the other program begins once it is held, not one it had
-/// begun before: pcscd checks a handle's SCardTransmit against the reader's transaction
-/// (RFCheckSharing) before it takes the reader's lock for the driver call, and the in-process
-/// reader does the same (docs/test-infrastructure.md). The one command in flight when the
-/// transaction began may reach the card among the transaction's own.
 func whileAnotherProgramSends<T>(
-    numbered command: @escaping @Sendable (Int) -> [UInt8], to reader: String, on desk: SimulatedDesk,
-    _ body: (OtherProgram) async throws -> T
+    _ command: [UInt8], to reader: String, on desk: SimulatedDesk, _ body: () async throws -> T
 ) async throws -> T {
     let stop = Atomic(false)
-    let program = OtherProgram()
     let other = BlockingExecutor(name: "other-program")
     defer { other.shutdown() }
     let client = desk.client
@@ -53,14 +25,7 @@ func whileAnotherProgramSends<T>(
             let handle = try context.connect(to: reader, share: .shared, protocols: .any)
             var first = true
             while !stop.load(ordering: .relaxed) {
-                let number = program.begun.add(1, ordering: .acquiringAndReleasing).oldValue
-                do {
-                    _ = try handle.transmit(command(number))
-                } catch let error as PCSCError where error == .resetCard {
-                    // Refused (SCARD_E_SHARING_VIOLATION) while a transaction is held: the next
-                    // command's SCARD_W_RESET_CARD tries again.
-                    try? handle.reconnect(share: .shared, protocols: .any, initialization: .leave)
-                } catch {}
+                _ = try? handle.transmit(command)
                 if first { servedOnce.yield(()); first = false }
             }
             try? handle.disconnect(.leave)
@@ -68,7 +33,7 @@ func whileAnotherProgramSends<T>(
     }
     for await _ in served { break }
     let result: Result<T, any Error>
-    do { result = .success(try await body(program)) } catch { result = .failure(error) }
+    do { result = .success(try await body()) } catch { result = .failure(error) }
     stop.store(true, ordering: .relaxed)
     try await interloper.value
     return try result.get()
