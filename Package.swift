@@ -195,14 +195,35 @@ let package = Package(
 // instead of from a mangled name the runtime demangles: a mangled name makes the runtime check
 // `Key: Hashable` by scanning every protocol conformance record of the binary (about 0.38 M
 // instructions per first use of each type in the Foundation-linked `secbridge-tools`; 1.6 M of
-// the 5.7 M a `replay --against simulated` spent; docs/benchmarks.md §9). Only the Swift modules
-// no library product vends (the executables, SecbridgeTools, InProcessPCSC, PCSCSandbox): SwiftPM
-// makes a product whose targets carry unsafe flags ineligible as a dependency of other packages,
-// and the library products are what users build on. Not the C targets, not the tests.
+// the 5.7 M a `replay --against simulated` spent; docs/benchmarks.md §9).
+//
+// Only on the Swift targets no library product reaches, directly or through its dependencies:
+// SwiftPM refuses a product whose targets (any target in its closure) carry unsafe flags to a
+// package that depends on this one by version (`error: … contains unsafe build flags`), and the
+// library products are what users build on. So InProcessPCSC and PCSCSandbox, which
+// SecbridgeTesting needs, are built without it (the cost: docs/benchmarks.md §9); the executables
+// and SecbridgeTools keep it. Not the C targets, not the tests. The closure is computed here so a
+// new dependency of a library target cannot bring an unsafe flag back.
 let cTargets: Set<String> = ["CPCSCLite", "CEditLine", "CPCSCBaseline", "CSecbridgeHandOver"]
-let vendedTargets = Set(package.products.compactMap { $0 as? Product.Library }.flatMap(\.targets))
+let targetsByName = Dictionary(uniqueKeysWithValues: package.targets.map { ($0.name, $0) })
+func dependencyNames(_ target: Target) -> [String] {
+    target.dependencies.compactMap { dependency in
+        switch dependency {
+        case .targetItem(let name, _), .byNameItem(let name, _): return name
+        case .productItem: return nil  // another package's product: not a target here
+        @unknown default: return nil
+        }
+    }
+}
+/// Every target a library product reaches: its own targets and, transitively, their dependencies.
+var libraryClosure = Set<String>()
+var pending = package.products.compactMap { $0 as? Product.Library }.flatMap(\.targets)
+while let name = pending.popLast() {
+    guard libraryClosure.insert(name).inserted, let target = targetsByName[name] else { continue }
+    pending += dependencyNames(target)
+}
 for target in package.targets
-where target.type != .test && !cTargets.contains(target.name) && !vendedTargets.contains(target.name) {
+where target.type != .test && !cTargets.contains(target.name) && !libraryClosure.contains(target.name) {
     target.swiftSettings = (target.swiftSettings ?? [])
         + [.unsafeFlags(["-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors"])]
 }
