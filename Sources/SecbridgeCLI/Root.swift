@@ -7,7 +7,7 @@ import Glibc
 /// The `secbridge` command-line tool: entry point and command tree.
 public enum SecbridgeCLI {
     /// The tool's version, written into transcripts' provenance headers.
-    public static let version = "0.1.0"
+    public static let version = SecbridgeVersion.current
 
     /// Exit status: success.
     public static let exitSuccess: Int32 = 0
