@@ -11,10 +11,10 @@ import Glibc
 #endif
 
 /// The secbridge repository to depend on: SECBRIDGE_URL (a `file://` URL of the tagged clone), or
-/// the version's own default.
+/// this repository itself (two directories up), which then needs a tag of the version.
 let url: String = {
     if let value = getenv("SECBRIDGE_URL") { return String(cString: value) }
-    return "https://github.com/secbridge/secbridge.git"
+    return "file://" + Context.packageDirectory + "/../.."
 }()
 /// The lowest version accepted (`from:`, up to the next major version): SECBRIDGE_VERSION or 0.1.0.
 let version: Version = {
