@@ -6,8 +6,6 @@
 #   scripts/docs.sh PCSC ISO7816         only these modules
 #   scripts/docs.sh --no-build [MODULE…] skip `swift build` (use the modules already built)
 #   scripts/docs.sh --list               the module names
-#   scripts/docs.sh --graphs-only […]    only the symbol graphs, into .build/docs-work/symbolgraph
-#                                        (scripts/check-api.sh compares them with api/baseline.txt)
 #   scripts/docs.sh --help
 #
 # The modules are the targets of the package's library products, and every target with a catalog
@@ -46,20 +44,18 @@ usage() {
 
 fail_usage() {
     echo "docs: $*" >&2
-    echo "usage: scripts/docs.sh [--no-build] [--graphs-only] [MODULE…] | --list | --help" >&2
+    echo "usage: scripts/docs.sh [--no-build] [MODULE…] | --list | --help" >&2
     exit 64
 }
 
 BUILD=1
 LIST=0
-GRAPHS_ONLY=0
 REQUESTED=""
 for arg in "$@"; do
     case "$arg" in
         -h|--help) usage; exit 0 ;;
         --no-build) BUILD=0 ;;
         --list) LIST=1 ;;
-        --graphs-only) GRAPHS_ONLY=1 ;;
         -*) fail_usage "unknown option $arg" ;;
         *) REQUESTED="$REQUESTED $arg" ;;
     esac
@@ -140,10 +136,6 @@ for m in $MODULES; do
     fi
 done
 BUILT=$(date +%s)
-if [ "$GRAPHS_ONLY" -eq 1 ]; then
-    echo "docs: symbol graphs in $GRAPHS ($((BUILT - START)) s)" >&2
-    exit 0
-fi
 
 FAILED=""
 for m in $MODULES; do
