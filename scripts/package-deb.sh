@@ -34,9 +34,22 @@ while [ $# -gt 0 ]; do
         *) echo "package-deb: unknown argument '$1'; use --output DIR or --bin-path DIR" >&2; exit 64 ;;
     esac
 done
-for tool in dpkg-deb dpkg-shlibdeps dpkg-query fakeroot; do
-    command -v "$tool" >/dev/null 2>&1 || { echo "package-deb: $tool not found (apt-get install dpkg-dev fakeroot)" >&2; exit 1; }
+# The packaging tools, from Debian (installed here when missing and running as root, as
+# scripts/install-deps.sh does for the test tools; the tests do not need them).
+TOOL_PACKAGES="dpkg-dev fakeroot chrpath binutils"
+missing=""
+for p in $TOOL_PACKAGES; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
 done
+if [ -n "$missing" ]; then
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "package-deb: missing packages:$missing (apt-get install$missing, as root)" >&2
+        exit 1
+    fi
+    echo "package-deb: apt-get install$missing" >&2
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q $missing >/dev/null
+fi
 VERSION=$(sed -n 's/^ *public static let current = "\([0-9][0-9.]*\)"$/\1/p' "$REPO/Sources/PCSCCore/Version.swift")
 [ -n "$VERSION" ] || { echo "package-deb: no version in Sources/PCSCCore/Version.swift" >&2; exit 1; }
 # The Debian revision: the first packaging of this upstream version.
@@ -73,19 +86,29 @@ install -m 644 "$BIN/libSecbridgeACR122IFD.so" "$LIB/"
 # from the toolchain beside it.
 ldd "$BIN/libSecbridgeACR122IFD.so" | awk '$2 == "=>" && $3 ~ /\/lib\/swift\// { print $3 }' |
     while read -r runtime; do install -m 644 "$runtime" "$LIB/"; done
-strip --strip-all "$ROOT/usr/bin/secbridge" "$ROOT/usr/bin/secbridge-tools"
-strip --strip-unneeded "$LIB"/*.so*
+strip --strip-all --remove-section=.comment "$ROOT/usr/bin/secbridge" "$ROOT/usr/bin/secbridge-tools"
+strip --strip-unneeded --remove-section=.comment "$LIB"/*.so*
+# SwiftPM links the driver with RUNPATH <toolchain>/usr/lib/swift/linux:$ORIGIN; installed, its
+# runtime is the copy beside it ($ORIGIN), and a path into the build machine's toolchain would
+# load another runtime wherever one happens to be there (lintian: custom-library-search-path).
+chrpath -r '$ORIGIN' "$LIB/libSecbridgeACR122IFD.so" >/dev/null
 install -m 644 Fixtures/credentials/*.json "$ROOT/usr/share/secbridge/credentials/"
 
 # Man pages and completions from the command tree, by the packaged binary.
 "$ROOT/usr/bin/secbridge" --generate-man "$MAN"
+# secbridge-tools is what secbridge runs for some of its commands (docs/test-infrastructure.md,
+# "Start-up time: one binary or two"): its page is secbridge(1).
+printf '.so man1/secbridge.1\n' >"$MAN/secbridge-tools.1"
 gzip -9n "$MAN"/*.1
 "$ROOT/usr/bin/secbridge" --generate-completion bash >"$ROOT/usr/share/bash-completion/completions/secbridge"
 "$ROOT/usr/bin/secbridge" --generate-completion zsh >"$ROOT/usr/share/zsh/vendor-completions/_secbridge"
 chmod 644 "$ROOT/usr/share/bash-completion/completions/secbridge" "$ROOT/usr/share/zsh/vendor-completions/_secbridge"
 
 DATE=$(date -u -R -d "@$(git log -1 --format=%ct 2>/dev/null || date +%s)")
-MAINTAINER="secbridge maintainers <secbridge@localhost>"
+# Who distributes the package: SECBRIDGE_DEB_MAINTAINER ("Name <address>"); the default is a
+# placeholder in a domain reserved for examples (RFC 2606), since the project has no maintainer
+# address of its own.
+MAINTAINER=${SECBRIDGE_DEB_MAINTAINER:-"secbridge maintainers <secbridge@example.org>"}
 gzip -9nc CHANGELOG.md >"$DOC/changelog.gz"
 printf 'secbridge (%s) unstable; urgency=medium\n\n  * Package of secbridge %s (CHANGELOG.md holds the upstream changes).\n\n -- %s  %s\n' \
     "$DEB_VERSION" "$VERSION" "$MAINTAINER" "$DATE" | gzip -9nc >"$DOC/changelog.Debian.gz"
