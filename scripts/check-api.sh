@@ -32,8 +32,12 @@ nice swift package diagnose-api-breaking-changes "$BASELINE" \
 END=$(date +%s)
 # The modules' verdicts and every breakage line, without the build's progress lines.
 grep -E 'breaking change|API breakage|ABI breakage|error:' "$LOG" >&2 || true
+if [ "$status" -ne 0 ] && ! grep -qE 'API breakage|ABI breakage' "$LOG"; then
+    cat "$LOG" >&2
+    echo "check-api: swift package diagnose-api-breaking-changes failed without naming a breakage (output above; a build error?)" >&2
+    exit 1
+fi
 if [ "$status" -ne 0 ]; then
-    grep -qE 'API breakage|ABI breakage' "$LOG" || cat "$LOG" >&2
     echo "check-api: the public API changed incompatibly since $BASELINE ($((END - START)) s): restore it, or note the change in CHANGELOG.md and add the lines above to api/breakage-allowlist.txt" >&2
     exit 1
 fi
