@@ -123,7 +123,7 @@ Files: *
 Copyright: 2026 secbridge contributors
 License: Apache-2.0
 
-Files: usr/lib/secbridge/libswift* usr/lib/secbridge/libFoundation* usr/lib/secbridge/libdispatch* usr/lib/secbridge/libBlocksRuntime*
+Files: usr/lib/secbridge/libswift* usr/lib/secbridge/libdispatch.so usr/lib/secbridge/libBlocksRuntime.so
 Copyright: Apple Inc. and the Swift project authors
 License: Apache-2.0 with Runtime Library Exception
  The Swift runtime libraries the simulated reader's driver links, copied from the Swift toolchain.
