@@ -13,7 +13,8 @@ import Synchronization
 /// unknown AID with `6A 82` and READ BINARY without a current EF with `69 86`.
 ///
 /// Keep vicc traffic short: stock vpcd writes the length prefix and the payload of each APDU in two
-/// writes, so Nagle's algorithm and delayed ACK cost about 48 ms per APDU (about 20 APDU/s).
+/// writes, so Nagle's algorithm on vpcd's side and delayed ACK on vicc's cost about 48 ms per APDU
+/// (about 20 APDU/s; docs/vpcd-protocol.md §3).
 /// vicc exits by itself when its pcscd goes away; ``start(timeout:)`` brings it back.
 public final class VirtualCard: Sendable {
     /// The vpcd TCP port vicc connects to (slot 0 of the ``ReaderConfEntry/vpcd(port:friendlyName:)`` reader).

@@ -129,10 +129,23 @@ package final class VPCDLink {
         }
     }
 
+    /// Asks Linux to acknowledge what arrives next at once (TCP_QUICKACK; the kernel clears it
+    /// again by itself, so it is re-armed before every read). Stock vpcd writes a message's length
+    /// and its payload in two sends without TCP_NODELAY: Nagle's algorithm holds the payload until
+    /// the length is acknowledged, and a delayed ACK from this side costs about 40 ms per APDU
+    /// (docs/vpcd-protocol.md §3). Does nothing where the option does not exist.
+    private func acknowledgeAtOnce() {
+        #if os(Linux)
+        var one: Int32 = 1
+        setsockopt(descriptor, Int32(IPPROTO_TCP), Int32(TCP_QUICKACK), &one, socklen_t(MemoryLayout<Int32>.size))
+        #endif
+    }
+
     private func read(count: Int) throws(VPCDLinkEnd) -> [UInt8] {
         var buffer = [UInt8](repeating: 0, count: count)
         var filled = 0
         while filled < count {
+            acknowledgeAtOnce()
             var fds = [pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0), pollfd(fd: stop, events: Int16(POLLIN), revents: 0)]
             if poll(&fds, 2, -1) < 0 {
                 if errno == EINTR { continue }

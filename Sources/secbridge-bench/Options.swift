@@ -39,6 +39,10 @@ let helpText = """
       transcripts        peak RSS of transcript stats, show, redact and diff (gated, ≤ 64 MB each),
                          stats / a streaming Python parse wall time (goal ≤ 1.0), and the count of
                          changes diff reports between files differing in two answers (gated, = 2)
+      serve              the C SCardTransmit loop through Debian's stock vpcd to `secbridge serve`,
+                         to a C card (CPCSCBaseline/vpcd_card.c) and to vicc: serve's APDUs per
+                         second (goal ≥ 5 000), time per APDU serve/C card, vicc's and the C
+                         card's without TCP_QUICKACK (informational); needs vsmartcard-vpcd/-vpicc
       emulation          card-emulation turnaround, TgGetData answer → TgSetData (goal p99 < 1 ms)
 
     Options:
@@ -59,6 +63,10 @@ let helpText = """
                                peak-RSS figure is at 1000000).
       --transcript-pairs N     Pairs of stats / Python runs (default 3).
       --turns N                Emulation turnarounds (default 2000).
+      --serve-apdus N          SELECTs per serve and C-card loop (default 20000).
+      --serve-pairs N          Pairs of serve / C-card loops (default 3).
+      --vicc-apdus N           SELECTs to vicc and to the C card without TCP_QUICKACK (default 100;
+                               each takes about 48 ms).
       --codec-iterations N     Iterations per codec shape and round (default 200000).
       --codec-callgrind-iterations N
                                N of the codec instruction runs (default 10000).
@@ -82,9 +90,9 @@ let helpText = """
     """
 
 let allParts = ["codec", "codec-instructions", "transmit", "instructions", "start", "replay-simulated", "replay-credential",
-                "run", "pcscd-rss", "transcripts", "emulation"]
+                "run", "pcscd-rss", "transcripts", "serve", "emulation"]
 /// The parts that need the private pcscd.
-let pcscdParts: Set<String> = ["transmit", "instructions", "start", "replay-simulated", "run", "pcscd-rss", "emulation"]
+let pcscdParts: Set<String> = ["transmit", "instructions", "start", "replay-simulated", "run", "pcscd-rss", "serve", "emulation"]
 
 /// The options of one run.
 struct BenchOptions {
@@ -94,7 +102,7 @@ struct BenchOptions {
     static let defaults: [String: Int] = [
         "apdus": 5000, "pairs": 5, "callgrind-apdus": 1000, "start-pairs": 20, "replay-pairs": 10,
         "credential-exchanges": 10_000, "credential-pairs": 5, "script-apdus": 10_000, "run-pairs": 5,
-        "rss-apdus": 200_000, "exchanges": 100_000, "transcript-pairs": 3, "turns": 2000, "codec-iterations": 200_000, "codec-callgrind-iterations": 10_000,
+        "rss-apdus": 200_000, "exchanges": 100_000, "transcript-pairs": 3, "turns": 2000, "serve-apdus": 20_000, "serve-pairs": 3, "vicc-apdus": 100, "codec-iterations": 200_000, "codec-callgrind-iterations": 10_000,
     ]
     var counts = BenchOptions.defaults
 

@@ -1,7 +1,7 @@
 // The benchmark's pcscd: a private pcscd (PCSCSandbox's PrivatePCSCD, its own mount namespace)
 // serving only the two simulated ACR122U readers (Sources/SimulatedACR122IFD), as `secbridge
-// simulate` runs them. No vpcd and no vicc: nothing measured needs them, and vicc's start is the
-// slowest and least reliable step on a loaded machine.
+// simulate` runs them, and a vpcd reader only when the serve part runs (ServeThroughVpcd.swift):
+// vicc's start is the slowest and least reliable step on a loaded machine.
 
 import Foundation
 import PCSCSandbox
@@ -11,6 +11,8 @@ struct SimulatedPCSCD {
     let pcscd: PrivatePCSCD
     let readerA: String
     let readerB: String
+    /// The vpcd reader, when asked for.
+    let vpcd: VpcdReader?
 
     /// This process's environment with `PCSCLITE_CSOCK_NAME` naming the private socket.
     var environment: [String: String] { pcscd.environment }
@@ -23,9 +25,12 @@ struct SimulatedPCSCD {
     /// them), exports `PCSCLITE_CSOCK_NAME` in this process, and names the readers in the order
     /// the driver opened them (its `open-order` ping field, as PCSCSandbox's `simulatedReaderA`).
     /// - Throws: ``HarnessError`` from PrivatePCSCD, or when pcscd lists fewer than two readers.
-    static func start() throws -> SimulatedPCSCD {
+    /// With `vpcd`, a vpcd reader on a free port pair joins them.
+    static func start(vpcd: Bool = false) throws -> SimulatedPCSCD {
         PrivatePCSCD.reapLeftovers()
-        let pcscd = try PrivatePCSCD(readers: SimulatedReaders.readerConfEntries(timeScale: SimulatedReaders.testTimeScale))
+        let vpcdReader = vpcd ? VpcdReader(port: try FreePort.pick()) : nil
+        let pcscd = try PrivatePCSCD(readers: SimulatedReaders.readerConfEntries(timeScale: SimulatedReaders.testTimeScale)
+                                     + (vpcdReader.map { [ReaderConfEntry.vpcd(port: $0.port)] } ?? []))
         let names = try pcscd.start().filter { $0.hasPrefix(SimulatedReaders.friendlyName + " ") }.sorted()
         guard names.count == 2 else {
             pcscd.stop()
@@ -36,8 +41,8 @@ struct SimulatedPCSCD {
         let orderA = (try? SimulatedReaders.controlA.send("ping", timeout: .seconds(2)))?["open-order"].flatMap { Int($0) }
         let orderB = (try? SimulatedReaders.controlB.send("ping", timeout: .seconds(2)))?["open-order"].flatMap { Int($0) }
         if let orderA, let orderB, orderB < orderA {
-            return SimulatedPCSCD(pcscd: pcscd, readerA: names[1], readerB: names[0])
+            return SimulatedPCSCD(pcscd: pcscd, readerA: names[1], readerB: names[0], vpcd: vpcdReader)
         }
-        return SimulatedPCSCD(pcscd: pcscd, readerA: names[0], readerB: names[1])
+        return SimulatedPCSCD(pcscd: pcscd, readerA: names[0], readerB: names[1], vpcd: vpcdReader)
     }
 }

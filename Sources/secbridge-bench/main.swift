@@ -9,7 +9,7 @@
 // Parts (one file each): codec and codec-instructions (Codec.swift), transmit (Transmit.swift),
 // instructions (Instructions.swift), start, replay-simulated, replay-credential and run
 // (SpawnComparisons.swift), pcscd-rss (PCSCDMemory.swift), transcripts (TranscriptMemory.swift),
-// emulation (EmulationTurnaround.swift). It starts its own private pcscd serving the simulated
+// serve (ServeThroughVpcd.swift), emulation (EmulationTurnaround.swift). It starts its own private pcscd serving the simulated
 // ACR122U readers (SimulatedPCSCD.swift), so it runs as root after scripts/install-deps.sh.
 
 import Foundation
@@ -60,7 +60,7 @@ var simulated: SimulatedPCSCD?
 var readerA = ""
 if !pcscdParts.isDisjoint(with: options.parts) {
     do {
-        let started = try SimulatedPCSCD.start()
+        let started = try SimulatedPCSCD.start(vpcd: options.parts.contains("serve"))
         simulated = started
         readerA = started.readerA
         // The simulated ACR122U (a pcscd driver, no network in between) with an ISO 14443-4 card
@@ -102,6 +102,10 @@ for part in options.parts {
     case "transcripts":
         benchmarkTranscripts(tools: toolsPath, exchanges: options["exchanges"], pairs: options["transcript-pairs"],
                              directory: scratch, report: report)
+    case "serve":
+        benchmarkServe(programs, credential: repository?.appendingPathComponent("Fixtures/credentials/uri-tag.json").path,
+                       reader: simulated?.vpcd, count: options["serve-apdus"], slowCount: options["vicc-apdus"],
+                       pairs: options["serve-pairs"], directory: scratch, report: report)
     case "emulation":
         // Last: it takes the card away and switches both readers' personality.
         if let simulated {

@@ -1,6 +1,7 @@
 // The benchmark's baseline: a plain C loop of SCardTransmit over one reader, as a C program written
 // directly against pcsc-lite would do it. Used only by secbridge-bench, to compare the Swift layer's
-// APDU rate, CPU time and instructions with C's on the same reader and pcscd.
+// APDU rate, CPU time and instructions with C's on the same reader and pcscd, and a card on vpcd's
+// protocol to compare `secbridge serve` with.
 #ifndef PCSC_BASELINE_H
 #define PCSC_BASELINE_H
 
@@ -27,5 +28,15 @@ uint32_t pcsc_baseline_transmit_loop(const pcsc_baseline_connection *connection,
 
 /// SCardDisconnect (leave the card) and SCardReleaseContext.
 void pcsc_baseline_close(const pcsc_baseline_connection *connection);
+
+/// The peer card for vpcd (vpcd_card.c): connects to vpcd on 127.0.0.1 `port` with TCP_NODELAY.
+/// Returns the socket, or minus the errno of the failure.
+int vpcd_card_connect(uint16_t port);
+
+/// Answers vpcd on `fd` until it closes or fails (shutdown(2) `fd` from another thread to stop):
+/// an ATR request with `3B 80 80 01 01`, every C-APDU with `90 00`, each answer one send. With
+/// `quick_ack`, TCP_QUICKACK is set again before every recv (where the system has it). Closes `fd`
+/// and returns the count of C-APDUs answered.
+uint64_t vpcd_card_serve(int fd, int quick_ack);
 
 #endif
