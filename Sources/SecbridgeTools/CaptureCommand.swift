@@ -52,6 +52,11 @@ extension SecbridgeCLI {
             throw CLIError.usage("give the program to run after --, e.g. `secbridge capture -o s.trn -- nfc-list`")
         }
         let output = try outputPath(invocation)
+        // The program's command line, in the header, the output and every message, with its PIN
+        // or key masked (docs/secrets.md §3); `program` names it in messages.
+        let redactor: Redactor = invocation.arguments.has("no-redact") ? .disabled : .default
+        let shown = CommandLineRedaction.redact(arguments: command, redactor: redactor)
+        let program = shown[0]
         guard let viewer = findExecutable("pcsc-spy") else {
             throw CLIError.failure("pcsc-spy is not installed: install pcsc-lite's spy (Debian package libpcsclite-dev)")
         }
@@ -85,31 +90,33 @@ extension SecbridgeCLI {
         switch mode {
         case .preload:
             environment["LD_PRELOAD"] = [libraries.spy, environment["LD_PRELOAD"]].compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: " ")
+            // The real library under the name the spy looks for first, so it prints no dlopen error.
+            try libraries.makeReplacementDirectory(libraryDirectory, spyAsPCSCLite: false)
         case .replacement:
             try libraries.makeReplacementDirectory(libraryDirectory)
-            environment["LD_LIBRARY_PATH"] = [libraryDirectory, environment["LD_LIBRARY_PATH"]].compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: ":")
         }
+        environment["LD_LIBRARY_PATH"] = [libraryDirectory, environment["LD_LIBRARY_PATH"]].compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: ":")
         let run: CapturedRun
         do {
             run = try runForwardingSignals(command, environment: environment)
         } catch {
-            throw CLIError.failure("cannot run '\(command[0])': \(error.message)")
+            throw CLIError.failure("cannot run '\(program)': \(error.message)")
         }
         let status = run.status
         var info = stat()
         guard stat(rawLog, &info) == 0, info.st_size > 0 else {
             if let signal = run.forwardedSignal {
-                invocation.console.err("secbridge: '\(command[0])' was stopped by \(signalName(signal)) before its first PC/SC call; nothing was written\n")
+                invocation.console.err("secbridge: '\(program)' was stopped by \(signalName(signal)) before its first PC/SC call; nothing was written\n")
                 return 128 + signal
             }
-            throw CLIError.failure("'\(command[0])' made no PC/SC call through the spy (exit status \(status), \(mode.description)): is libpcscspy.so.0 installed (libpcsclite-dev), and does the program use libpcsclite (not setuid, not linked statically)? Nothing was written")
+            throw CLIError.failure("'\(program)' made no PC/SC call through the spy (exit status \(status), \(mode.description)): is libpcscspy.so.0 installed (libpcsclite-dev), and does the program use libpcsclite (not setuid, not linked statically)? Nothing was written")
         }
         let crash = SpyMode.knownSpyCrash(rawLog: rawLog, status: status)
         // A line the spy did not finish is left out (the viewer would take a cut parameter for a
         // whole one) and said so; the call it belonged to stays, as one that did not return.
         let unfinished = try SpyRawLog.cutUnfinishedLastLine(rawLog)
         if unfinished > 0 {
-            invocation.console.err("secbridge: note: the spy's log ends inside a line (\(unfinished) byte\(unfinished == 1 ? "" : "s") after its last line feed: '\(command[0])' was stopped while the spy wrote it); that line is left out, and its call is kept as one that did not return\n")
+            invocation.console.err("secbridge: note: the spy's log ends inside a line (\(unfinished) byte\(unfinished == 1 ? "" : "s") after its last line feed: '\(program)' was stopped while the spy wrote it); that line is left out, and its call is kept as one that did not return\n")
         }
         let viewerStatus: Int32
         do {
@@ -127,9 +134,6 @@ extension SecbridgeCLI {
         if let keep = invocation.arguments.value("spy-log") {
             try copyAtomically(textLog, to: keep)
         }
-        // The program's command line, in the header and the output, with its PIN or key masked.
-        let redactor: Redactor = invocation.arguments.has("no-redact") ? .disabled : .default
-        let shown = redactor.rules.isEmpty ? command : CommandLineRedaction.redact(arguments: command, redactor: redactor)
         let options = SpyImportOptions(
             redactor: redactor,
             tool: "secbridge \(version) capture", date: date,
@@ -142,24 +146,24 @@ extension SecbridgeCLI {
         } catch where error.code == .writeFailed {
             throw CLIError.failure("\(error.reason); nothing was written")
         } catch {
-            throw CLIError.failure("the spy log of '\(command[0])' could not be converted: \(error.reason) (line \(error.line) of pcsc-spy's output; keep it with --spy-log FILE to look at it); nothing was written")
+            throw CLIError.failure("the spy log of '\(program)' could not be converted: \(error.reason) (line \(error.line) of pcsc-spy's output; keep it with --spy-log FILE to look at it); nothing was written")
         }
         report(invocation, statistics, input: shown.joined(separator: " "), output: output,
                extra: [("command", .array(shown.map { .string($0) })), ("status", .int(Int(status)))])
         if let crash {
-            invocation.console.err("secbridge: error: \(crash(command[0])); the calls before the crash were saved in \(output)\n")
+            invocation.console.err("secbridge: error: \(crash(program)); the calls before the crash were saved in \(output)\n")
             return exitFailure
         }
         if let signal = run.forwardedSignal {
-            invocation.console.err("secbridge: '\(command[0])' was stopped by \(signalName(signal)) (passed on to it); its session so far was saved in \(output)\n")
+            invocation.console.err("secbridge: '\(program)' was stopped by \(signalName(signal)) (passed on to it); its session so far was saved in \(output)\n")
             return 128 + signal
         }
         if interrupted() {
-            invocation.console.err("secbridge: interrupted; the session of '\(command[0])' was saved in \(output)\n")
+            invocation.console.err("secbridge: interrupted; the session of '\(program)' was saved in \(output)\n")
             return interruptedExitStatus()
         }
         if status != 0 {
-            invocation.console.err("secbridge: error: '\(command[0])' exited with status \(status); its session was saved in \(output)\n")
+            invocation.console.err("secbridge: error: '\(program)' exited with status \(status); its session was saved in \(output)\n")
             return exitFailure
         }
         return exitSuccess

@@ -30,12 +30,21 @@ struct SpyLibraries {
     /// `DIR/libpcsclite.so.1` is the spy, and the real library is there under the names the spy
     /// loads it by: `libpcsclite_nospy.so.1` (pcsc-lite 1.9.9 and before) and
     /// `libpcsclite_real.so.1` (2.1.0 and later). DIR goes first on LD_LIBRARY_PATH.
+    ///
+    /// For the preload mode (`spyAsPCSCLite` false) the directory holds only the real library's
+    /// other names: the 1.9.9 spy's `load_lib` tries `dlopen("libpcsclite_nospy.so.1")` before
+    /// `libpcsclite.so.1`, and prints the failure's `dlerror()` text with printf (it is built with
+    /// DEBUG) to the program's standard output: `libpcsclite_nospy.so.1: cannot open shared object
+    /// file: No such file or directory`, a line about capture's plumbing in the program's output.
+    /// With the name there, the first dlopen finds the real library (the one already loaded, by
+    /// its inode) and the spy prints nothing.
     /// - Throws: `CLIError.failure` when a link cannot be made.
-    func makeReplacementDirectory(_ directory: String) throws(CLIError) {
+    func makeReplacementDirectory(_ directory: String, spyAsPCSCLite: Bool = true) throws(CLIError) {
         guard mkdir(directory, 0o700) == 0 else {
             throw .failure("cannot create \(directory): \(String(cString: strerror(errno)))")
         }
-        for (name, target) in [("libpcsclite.so.1", spy), ("libpcsclite_nospy.so.1", real), ("libpcsclite_real.so.1", real)] {
+        let links = (spyAsPCSCLite ? [("libpcsclite.so.1", spy)] : []) + [("libpcsclite_nospy.so.1", real), ("libpcsclite_real.so.1", real)]
+        for (name, target) in links {
             guard symlink(target, directory + "/" + name) == 0 else {
                 throw .failure("cannot link \(directory)/\(name) to \(target): \(String(cString: strerror(errno)))")
             }

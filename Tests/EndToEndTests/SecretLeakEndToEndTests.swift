@@ -34,6 +34,14 @@ extension SharedReader {
             return result
         }
 
+        /// An empty scratch directory for one test, named so that ``captureDirectories()`` skips it.
+        static func scratch(_ name: String) throws -> String {
+            let dir = NSTemporaryDirectory() + "secbridge-capture-test-\(name)-\(getpid())"
+            try? FileManager.default.removeItem(atPath: dir)
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            return dir
+        }
+
         /// What `capture` and its spy may leave in /tmp, by name (the tests' own directories aside).
         static func captureDirectories() -> Set<String> {
             Set(((try? FileManager.default.contentsOfDirectory(atPath: "/tmp")) ?? []).filter {
@@ -44,9 +52,7 @@ extension SharedReader {
         @Test(.enabled(if: spyInstalled, "pcsc-spy is not installed (package libpcsclite-dev)"))
         func sendAndCaptureLeaveNoSecretInAnyArtefact() async throws {
             let environment = try await sharedEnvironment()
-            let dir = NSTemporaryDirectory() + "secbridge-capture-test-secrets-\(getpid())"
-            try? FileManager.default.removeItem(atPath: dir)
-            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            let dir = try Self.scratch("secrets")
             defer { try? FileManager.default.removeItem(atPath: dir) }
             let binary = try secbridgeBinary().path
             let reader = environment.vpcdReaderName
@@ -82,6 +88,65 @@ extension SharedReader {
             for (path, text) in files { leaks += Self.leaks(in: text, what: path) }
             #expect(leaks.isEmpty, "\(leaks)")
             #expect(Self.captureDirectories().subtracting(before).isEmpty, "capture's temporary directory with the raw spy log was removed")
+        }
+
+        /// Issue 30, item 1: capture of programs given the VERIFY each way they take APDUs — one
+        /// word per byte (`send`'s own help), one spaced string, opensc-tool's colons, a script
+        /// file (`secbridge run FILE`, scriptor) and a script inside `sh -c` (printf into
+        /// `secbridge run -`); opensc-tool and scriptor print what they send, so their output is
+        /// sent away (capture's own output is what is checked). The headers show
+        /// the VERIFY masked, nothing of capture holds the PIN, and capture prints nothing about
+        /// its own plumbing: the 1.9.9 spy's `libpcsclite_nospy.so.1: cannot open shared object
+        /// file` line (its load_lib's printf of dlerror, in preload mode) is gone.
+        @Test(.enabled(if: spyInstalled, "pcsc-spy is not installed (package libpcsclite-dev)"))
+        func captureMasksTheAPDUsEachWayAProgramTakesThem() async throws {
+            let environment = try await resetSimulatedReaders()  // the ACR122Us empty: opensc-tool and scriptor pick vicc's card
+            let dir = try Self.scratch("ways")
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            let binary = try secbridgeBinary().path
+            let reader = environment.vpcdReaderName
+            let words = ["00", "20", "00", "81", "08"] + Self.pin.map { Self.hexText([$0]) } + ["FF", "FF"]
+            let spaced = words.joined(separator: " ")
+            let script = dir + "/verify.apdu"
+            try "# VERIFY\n\(spaced)\n".write(toFile: script, atomically: true, encoding: .utf8)
+            var programs: [(name: String, command: [String], source: String)] = [
+                ("words", [binary, "send", "--reader", reader] + words,
+                 "\(binary) send --reader \(reader) 00 20 00 81 08 [REDACTED 8]"),
+                ("string", [binary, "send", "--reader", reader, spaced],
+                 "\(binary) send --reader \(reader) 00 20 00 81 08 [REDACTED 8]"),
+                ("run-file", [binary, "run", "--reader", reader, script], "\(binary) run --reader \(reader) \(script)"),
+                ("sh-run", ["/bin/sh", "-c", "printf '\(spaced)\\n' | \(binary) run --reader '\(reader)' -"],
+                 "/bin/sh -c printf '00 20 00 81 08 [REDACTED 8]\\n' | \(binary) run --reader '\(reader)' -"),
+            ]
+            if openscInstalled {
+                // Its output (the APDU it sends, in clear) sent away: only capture's own is checked.
+                programs.append(("opensc-tool", ["/bin/sh", "-c", "opensc-tool -r '\(reader)' -s \(words.joined(separator: ":")) > /dev/null"],
+                                 "/bin/sh -c opensc-tool -r '\(reader)' -s 00:20:00:81:08:[REDACTED 8] > /dev/null"))
+            }
+            if FileManager.default.isExecutableFile(atPath: "/usr/bin/scriptor") {
+                programs.append(("scriptor", ["/bin/sh", "-c", "scriptor -r '\(reader)' \(script) > /dev/null"],
+                                 "/bin/sh -c scriptor -r '\(reader)' \(script) > /dev/null"))
+            }
+            var leaks: [String] = []
+            for program in programs {
+                for json in [false, true] {
+                    let file = dir + "/\(program.name)\(json ? "-json" : "").trn"
+                    let result = try await runBinary(["capture", "-o", file] + (json ? ["--json"] : []) + ["--"] + program.command,
+                                                     environment: ProcessInfo.processInfo.environment, timeout: .seconds(60))
+                    #expect(result.status == 0, "\(program.name): \(result.err)")
+                    let text = (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""
+                    #expect(text.contains("# source: secbridge capture -- \(program.source) ("), "\(program.name): \(text)")
+                    #expect(text.contains("> 00 20 00 81 08 [REDACTED 8]\n"), "\(program.name): \(text)")
+                    for (what, output) in [("stdout", result.out), ("stderr", result.err), ("transcript", text)] {
+                        leaks += Self.leaks(in: output, what: "\(program.name) \(json ? "--json " : "")\(what)")
+                        #expect(!output.contains("libpcsclite_nospy") && !output.contains("shared object"), "\(program.name) \(what): \(output)")
+                    }
+                    if json {
+                        #expect(result.out.contains("\"redacted\": 1"), "\(program.name): \(result.out)")
+                    }
+                }
+            }
+            #expect(leaks.isEmpty, "\(leaks)")
         }
     }
 }
