@@ -8,7 +8,7 @@
 #
 # The digester checks the baseline out into .build/<triple>/apidiff and builds it there: the
 # repository needs its history (a shallow clone: `git fetch --unshallow`). Run time:
-# docs/versioning.md, "The public-API check".
+# docs/versioning.md §3.
 set -eu
 REPO=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)
 cd "$REPO"

@@ -21,7 +21,7 @@
 #
 # --output DIR writes the .deb there (default: the repository's .build/deb); --bin-path DIR packages
 # what an earlier `swift build -c release` left in DIR instead of building. Prints the .deb's path.
-# Lintian's findings and why the warnings stay: docs/versioning.md, "The Debian package".
+# Lintian's findings and why the warnings stay: docs/versioning.md §4.
 set -eu
 REPO=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)
 OUT="$REPO/.build/deb"
