@@ -77,6 +77,7 @@ public final class VirtualTime: @unchecked Sendable {
     private var generation: UInt64 = 0
     private var closed = false
     private var advances: UInt64 = 0
+    private var stalls: UInt64 = 0
 
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let keeperCondition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
@@ -116,6 +117,11 @@ public final class VirtualTime: @unchecked Sendable {
     /// How many times time has moved (by ``advance(by:)`` or on its own).
     public var advanceCount: UInt64 { locked { advances } }
 
+    /// How many times time moved because a participant ran ``stallLimit`` of real time without
+    /// waiting (each also printed a line on standard error): zero on a desk whose every wait the
+    /// clock sees.
+    public var stallCount: UInt64 { locked { stalls } }
+
     /// Moves time forward by `duration` and ends every wait due by then (a negative duration does
     /// nothing: time never goes back).
     public func advance(by duration: Duration) {
@@ -149,6 +155,32 @@ public final class VirtualTime: @unchecked Sendable {
     public func participate<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
         enter()
         defer { leave() }
+        return try body()
+    }
+
+    /// Runs `body` with the calling thread not a participant, whatever its nesting: for a blocking
+    /// wait the clock cannot see (taking a reader's lock that a thread waiting on this clock holds),
+    /// which must not keep time still.
+    package func outside<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
+        let thread = UInt(pthread_self())
+        let saved = locked { () -> Int in
+            let saved = depth[thread] ?? 0
+            if saved > 0 {
+                depth[thread] = nil
+                running -= 1
+                changed()
+            }
+            return saved
+        }
+        defer {
+            if saved > 0 {
+                locked {
+                    depth[thread] = saved
+                    running += 1
+                    changed()
+                }
+            }
+        }
         return try body()
     }
 
@@ -311,6 +343,7 @@ public final class VirtualTime: @unchecked Sendable {
                 RealTime.monotonicNow() &- since >= Self.nanoseconds(stallLimit)
             {
                 let stalled = running
+                stalls += 1
                 let target = min(hard, earliestDeadline() ?? hard)
                 advanceTo(target)
                 stalledSince = nil

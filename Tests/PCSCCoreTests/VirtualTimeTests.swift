@@ -3,8 +3,10 @@ import Testing
 
 /// The desk clock: time moves when every participant waits, to the earliest deadline, and never
 /// while one runs or a hold is in force. Each test bounds its own waits by the clock's stall limit
-/// (which would print a line and advance), never by sleeping.
-@Suite struct VirtualTimeTests {
+/// (which would print a line, count a stall and advance), never by sleeping, and asserts on virtual
+/// time and the stall count, never on wall time (a loaded machine may take seconds for anything).
+/// The suite's time limit bounds a wait this clock fails to end.
+@Suite(.timeLimit(.minutes(1))) struct VirtualTimeTests {
     /// Runs `body` on a thread of its own (the waits block; never on the shared pool) and returns
     /// its result.
     func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
@@ -16,25 +18,30 @@ import Testing
     @Test func aLoneThreadSleepEndsAtItsDeadlineWithNoWallTime() async {
         let time = VirtualTime(stallLimit: .seconds(30))
         defer { time.close() }
-        let start = ContinuousClock.now
         let woke = await onThread {
             time.sleepThread(.seconds(5))
             return time.now
         }
         #expect(woke == .seconds(5))
-        // A 5 s wait took no wall time to speak of (the 30 s stall bound was never reached).
-        #expect(ContinuousClock.now - start < .seconds(5))
+        // Time moved once, because the desk was idle, not because the stall bound ran out.
         #expect(time.advanceCount == 1)
+        #expect(time.stallCount == 0)
     }
 
     @Test func twoSleepersWakeInDeadlineOrderAtTheirOwnDeadlines() async {
         let time = VirtualTime(stallLimit: .seconds(30))
         defer { time.close() }
-        async let a = onThread { time.sleepThread(.milliseconds(400)); return time.now }
-        async let b = onThread { time.sleepThread(.seconds(3)); return time.now }
+        // Held until both wait: a thread the clock has not seen yet cannot keep it still.
+        time.hold()
+        // Participants: a woken one reads the time before it moves on.
+        async let a = onThread { time.participate { time.sleepThread(.milliseconds(400)); return time.now } }
+        async let b = onThread { time.participate { time.sleepThread(.seconds(3)); return time.now } }
+        await onThread { time.waitUntilWaiting(2) }
+        time.release()
         let (first, second) = await (a, b)
-        #expect(first >= .milliseconds(400) && first <= .seconds(3))
+        #expect(first == .milliseconds(400))
         #expect(second == .seconds(3))
+        #expect(time.stallCount == 0)
     }
 
     @Test func aRunningParticipantKeepsTimeStillUntilItWaits() async {
@@ -62,6 +69,9 @@ import Testing
         defer { time.close() }
         time.hold()
         async let sleeper = onThread { time.sleepThread(.seconds(2)); return time.now }
+        await onThread { time.waitUntilWaiting(1) }
+        // Held: the due sleeper stays asleep until the test moves time itself.
+        #expect(time.now == .zero)
         time.advance(by: .seconds(2))
         #expect(await sleeper == .seconds(2))
         time.release()
@@ -111,6 +121,7 @@ import Testing
             }
         }
         #expect(woke == .seconds(1))
+        #expect(time.stallCount == 1)
     }
 }
 
