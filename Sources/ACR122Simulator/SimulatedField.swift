@@ -1,4 +1,5 @@
 import ISO7816
+import PCSCCore
 import Synchronization
 
 /// The RF field around one or more simulated readers.
@@ -13,8 +14,14 @@ import Synchronization
 /// deadline (an MCU timeout or the driver's escape timeout, scaled by ``clock``).
 public final class SimulatedField: Sendable {
     /// The time base of every reader on this field, read at the start of each wait.
-    public var clock: SimulationClock { SimulationClock(scale: Double(bitPattern: scaleBits.load(ordering: .relaxed))) }
+    public var clock: SimulationClock {
+        if let virtualTime { return SimulationClock(virtualTime: virtualTime) }
+        return SimulationClock(scale: Double(bitPattern: scaleBits.load(ordering: .relaxed)))
+    }
     private let scaleBits: Atomic<UInt64>
+    /// The virtual time of a field made with a virtual clock (``SimulationClock/init(virtualTime:)``):
+    /// fixed for the field's life.
+    private let virtualTime: VirtualTime?
     let lock: ConditionLock<FieldWorld>
 
     /// - Parameters:
@@ -22,11 +29,12 @@ public final class SimulatedField: Sendable {
     ///   - eventCapacity: how many field events are kept (older ones are dropped), at least 16.
     public init(clock: SimulationClock = .realTime, eventCapacity: Int = 4096) {
         scaleBits = Atomic(clock.scale.bitPattern)
+        virtualTime = clock.virtualTime
         lock = ConditionLock(FieldWorld(eventCapacity: max(16, eventCapacity)))
     }
 
     /// Changes the time base of every reader on this field. A wait already under way keeps the
-    /// deadline it computed; the next wait uses the new scale.
+    /// deadline it computed; the next wait uses the new scale. A field on virtual time keeps it.
     public func setClock(_ clock: SimulationClock) {
         scaleBits.store(clock.scale.bitPattern, ordering: .relaxed)
     }
@@ -39,6 +47,8 @@ public final class SimulatedField: Sendable {
             world.record(.peerPlaced(peer.peerDescription), reader: nil)
             lock.broadcast()
         }
+        // Status waits on the same virtual time poll presence now (VirtualTime.nudge()).
+        virtualTime?.nudge()
     }
 
     /// Removes a peer. A reader that had activated it loses it (its next exchange fails as with a
@@ -47,6 +57,7 @@ public final class SimulatedField: Sendable {
         lock.withLock { world in
             if world.removePeer(peer) { lock.broadcast() }
         }
+        virtualTime?.nudge()
     }
 
     /// The peers in the field, in the order they were placed.

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+import PCSCCore
 
 /// The time base of a simulation: how long simulated durations take on the wall clock.
 ///
@@ -13,9 +14,15 @@ import Musl
 /// when what it waits for has already happened).
 ///
 /// The clock is CLOCK_MONOTONIC: changes of the wall-clock time do not move deadlines.
+///
+/// A clock made with ``init(virtualTime:)`` is virtual instead: every deadline is a point on a
+/// `VirtualTime` (PCSCCore), which moves only when the desk is idle or the test advances it, so
+/// no wait takes wall time and the outcome is the same on every run; ``scale`` is then 0.
 public struct SimulationClock: Sendable, Hashable {
-    /// Wall-clock seconds per simulated second, 0 … 1000.
+    /// Wall-clock seconds per simulated second, 0 … 1000 (0 for a virtual clock).
     public let scale: Double
+    /// The virtual time every wait runs on, or nil for scaled wall-clock time.
+    public let virtualTime: VirtualTime?
 
     /// - Parameter scale: wall-clock seconds per simulated second; values outside 0 … 1000 (and NaN)
     ///   are clamped into that range, so no wait can become unbounded.
@@ -25,6 +32,22 @@ public struct SimulationClock: Sendable, Hashable {
         } else {
             self.scale = min(scale, 1000)
         }
+        virtualTime = nil
+    }
+
+    /// A clock on `virtualTime`: simulated durations are virtual durations.
+    public init(virtualTime: VirtualTime) {
+        scale = 0
+        self.virtualTime = virtualTime
+    }
+
+    public static func == (a: SimulationClock, b: SimulationClock) -> Bool {
+        a.scale == b.scale && a.virtualTime === b.virtualTime
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(scale)
+        hasher.combine(virtualTime.map(ObjectIdentifier.init))
     }
 
     /// Real time.
@@ -49,19 +72,33 @@ public struct SimulationClock: Sendable, Hashable {
 
     /// The wall-clock deadline `duration` (simulated) from now.
     func deadline(after duration: Duration) -> Deadline {
+        if let virtualTime {
+            return Deadline(monotonicNanoseconds: virtualTime.deadline(after: duration), virtualTime: virtualTime)
+        }
         let now = Self.monotonicNow()
         let (sum, overflow) = now.addingReportingOverflow(wallNanoseconds(for: duration))
         return Deadline(monotonicNanoseconds: overflow ? UInt64.max / 2 : sum)
     }
 }
 
-/// A point on the monotonic clock, in nanoseconds.
-struct Deadline: Sendable, Hashable, Comparable {
+/// A point on the monotonic clock, in nanoseconds, or on a virtual clock (``virtualTime``).
+struct Deadline: Sendable, Comparable {
     var monotonicNanoseconds: UInt64
+    /// The virtual clock the nanoseconds count on, nil for CLOCK_MONOTONIC.
+    var virtualTime: VirtualTime?
+
+    init(monotonicNanoseconds: UInt64, virtualTime: VirtualTime? = nil) {
+        self.monotonicNanoseconds = monotonicNanoseconds
+        self.virtualTime = virtualTime
+    }
 
     static func < (a: Deadline, b: Deadline) -> Bool { a.monotonicNanoseconds < b.monotonicNanoseconds }
+    static func == (a: Deadline, b: Deadline) -> Bool { a.monotonicNanoseconds == b.monotonicNanoseconds }
 
-    var hasPassed: Bool { SimulationClock.monotonicNow() >= monotonicNanoseconds }
+    var hasPassed: Bool {
+        if let virtualTime { return virtualTime.hasPassed(monotonicNanoseconds) }
+        return SimulationClock.monotonicNow() >= monotonicNanoseconds
+    }
 
     static func earliest(_ a: Deadline?, _ b: Deadline?) -> Deadline? {
         switch (a, b) {
@@ -120,6 +157,18 @@ final class ConditionLock<State>: @unchecked Sendable {
         guard let deadline else {
             pthread_cond_wait(condition, mutex)
             return true
+        }
+        if let virtualTime = deadline.virtualTime {
+            // The thread waits untimed; the clock's keeper wakes it when virtual time reaches the
+            // deadline (VirtualTime.park: this lock, then the clock's).
+            virtualTime.park(until: deadline.monotonicNanoseconds, wake: { [self] in
+                pthread_mutex_lock(mutex)
+                pthread_cond_broadcast(condition)
+                pthread_mutex_unlock(mutex)
+            }) {
+                pthread_cond_wait(condition, mutex)
+            }
+            return !deadline.hasPassed
         }
         if deadline.hasPassed { return false }
         var ts = timespec()

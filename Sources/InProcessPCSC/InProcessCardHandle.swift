@@ -152,16 +152,21 @@ public final class InProcessCardHandle: PCSCConnection, Sendable {
     /// SCARD_E_TIMEOUT (0x8010000A), so a transaction left open never hangs the caller.
     /// - Throws: `PCSCError` — SCARD_W_REMOVED_CARD / SCARD_W_RESET_CARD, SCARD_E_TIMEOUT.
     public func beginTransaction() throws(PCSCError) {
+        try reader.participating { () throws(PCSCError) in try beginTransactionParticipating() }
+    }
+
+    private func beginTransactionParticipating() throws(PCSCError) {
         try checkConnected("SCardBeginTransaction")
-        let deadline = ContinuousClock.now + reader.transactionWaitLimit
+        let clock = reader.clock
+        let deadline = clock.now + reader.transactionWaitLimit
         while true {
             do {
                 return try Self.named("SCardBeginTransaction") { () throws(PCSCError) in try reader.beginTransaction(id) }
             } catch where error == .sharingViolation {
-                guard ContinuousClock.now < deadline else {
+                guard clock.now < deadline else {
                     throw PCSCError(code: PCSCError.timeout.code, function: "SCardBeginTransaction")
                 }
-                sleepThread(.milliseconds(100))
+                clock.sleep(.milliseconds(100))
                 try checkConnected("SCardBeginTransaction")
             }
         }

@@ -68,22 +68,45 @@ public final class InProcessContext: PCSCClientContext {
     /// - Throws: `PCSCError` — SCARD_E_UNKNOWN_READER, SCARD_E_CANCELLED, SCARD_E_INVALID_HANDLE.
     public func getStatusChange(_ states: inout [ReaderState], timeout: Duration?) throws(PCSCError) -> Bool {
         try checkValid("SCardGetStatusChange")
-        let deadline = timeout.map { ContinuousClock.now + $0 }
+        guard let virtualTime = readers.virtualTime else { return try statusChange(&states, timeout: timeout) }
+        // A participant: woken at a poll step, it looks at presence before time moves on.
+        return try virtualTime.participate { () throws(PCSCError) in try statusChange(&states, timeout: timeout) }
+    }
+
+    private func statusChange(_ states: inout [ReaderState], timeout: Duration?) throws(PCSCError) -> Bool {
+        let virtualTime = readers.virtualTime
+        let clock = ThreadClock(virtualTime)
+        let deadline = timeout.map { clock.now + $0 }
         state.withLock { $0.waiting += 1 }
         defer { state.withLock { $0.waiting -= 1 } }
         while true {
             if try refresh(&states) { return true }
-            if let deadline, ContinuousClock.now >= deadline { return false }
+            if let deadline, clock.now >= deadline { return false }
             var step = Self.pollPeriod
-            if let deadline { step = min(step, deadline - ContinuousClock.now) }
+            if let deadline { step = min(step, deadline - clock.now) }
             wake.lock()
-            if !state.withLock({ $0.cancelled }) { _ = wake.wait(timeout: step) }
+            if !state.withLock({ $0.cancelled }) {
+                if let virtualTime {
+                    // A poll step: the next poll is no reason for virtual time to move, the call's
+                    // timeout is (VirtualTime.park(until:advancingTo:)); a peer placed or removed
+                    // ends the step at once (VirtualTime.nudge()).
+                    let wake = self.wake
+                    virtualTime.park(
+                        until: virtualTime.deadline(after: step),
+                        advancingTo: timeout.map { _ in virtualTime.deadline(after: deadline! - clock.now) },
+                        wake: { wake.lock(); wake.broadcast(); wake.unlock() }
+                    ) { wake.wait() }
+                } else {
+                    _ = wake.wait(timeout: step)
+                }
+            }
             wake.unlock()
             let cancelled = state.withLock { state in
                 defer { state.cancelled = false }
                 return state.cancelled
             }
             if cancelled { throw PCSCError(code: PCSCError.cancelled.code, function: "SCardGetStatusChange") }
+            if virtualTime?.isClosed == true { return false }
         }
     }
 

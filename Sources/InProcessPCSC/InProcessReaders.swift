@@ -35,10 +35,21 @@ public final class InProcessReaders: Sendable {
     /// SCARD_E_TIMEOUT (``InProcessCardHandle/beginTransaction()``).
     public let transactionWaitLimit: Duration
 
-    /// - Parameter transactionWaitLimit: default 60 s; simulated desks scale it with their time.
-    public init(transactionWaitLimit: Duration = .seconds(60)) {
+    /// The virtual time the readers' waits run on (status polls, transaction waits), or nil for
+    /// the monotonic clock. Their devices run on it too when their `DEVICENAME` says
+    /// `clock=<its name>` (``SimulatedDesk`` gives both).
+    public let virtualTime: VirtualTime?
+
+    /// - Parameters:
+    ///   - transactionWaitLimit: default 60 s.
+    ///   - virtualTime: see ``virtualTime``; default none.
+    public init(transactionWaitLimit: Duration = .seconds(60), virtualTime: VirtualTime? = nil) {
         self.transactionWaitLimit = transactionWaitLimit
+        self.virtualTime = virtualTime
     }
+
+    /// The clock the readers' thread waits are measured on.
+    var clock: ThreadClock { ThreadClock(virtualTime) }
 
     deinit { close() }
 
@@ -104,7 +115,8 @@ public final class InProcessReaders: Sendable {
             let taken = Set(entries.filter { $0.friendlyName == friendlyName }.map { $0.reader.index })
             let number = (0..<LunTable.capacity).first { !taken.contains($0) } ?? entries.count
             let name = friendlyName + " " + Self.hex(number) + " 00"
-            let reader = ReaderContext(name: name, lun: lun, index: number, deviceName: deviceName, transactionWaitLimit: transactionWaitLimit)
+            let reader = ReaderContext(
+                name: name, lun: lun, index: number, deviceName: deviceName, transactionWaitLimit: transactionWaitLimit, virtualTime: virtualTime)
             reader.poll(initial: true)
             entries.append(Entry(friendlyName: friendlyName, reader: reader))
             return name

@@ -75,8 +75,13 @@ final class ReaderContext: Sendable {
     let record = Mutex(ReaderRecord())
     private let nextHandle = Atomic<UInt>(1)
 
-    init(name: String, lun: UInt, index: Int, deviceName: String, transactionWaitLimit: Duration) {
+    /// The readers' virtual time (``InProcessReaders/virtualTime``), or nil.
+    let virtualTime: VirtualTime?
+    var clock: ThreadClock { ThreadClock(virtualTime) }
+
+    init(name: String, lun: UInt, index: Int, deviceName: String, transactionWaitLimit: Duration, virtualTime: VirtualTime? = nil) {
         self.transactionWaitLimit = transactionWaitLimit
+        self.virtualTime = virtualTime
         self.name = name
         self.lun = lun
         self.index = index
@@ -86,11 +91,24 @@ final class ReaderContext: Sendable {
     /// Calls currently holding or waiting for the reader's lock.
     var pendingDriverCalls: Int { pending.load(ordering: .relaxed) }
 
-    /// Runs `body` (driver calls) holding the reader's lock.
+    /// Runs `body` (driver calls) holding the reader's lock. On virtual time the calling thread is
+    /// a participant while it holds the lock (`VirtualTime.participate`): time moves on its own
+    /// only while the device waits on it. A thread waiting for the lock is not one
+    /// (`VirtualTime.outside`), so a command that waits in the device (TgInitAsTarget) does not
+    /// keep time still for the calls queued behind it.
     func withDriver<T: Sendable>(_ body: () -> T) -> T {
         pending.add(1, ordering: .relaxed)
         defer { pending.subtract(1, ordering: .relaxed) }
-        return driverLock.withLock { _ in body() }
+        guard let virtualTime else { return driverLock.withLock { _ in body() } }
+        return virtualTime.outside {
+            driverLock.withLock { _ in virtualTime.participate(body) }
+        }
+    }
+
+    /// Runs `body` (a PC/SC call) with the calling thread a participant of the virtual time, if any.
+    func participating<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        guard let virtualTime else { return try body() }
+        return try virtualTime.participate(body)
     }
 
     // MARK: IFD wrappers (ifdwrapper.c); call with the reader's lock held
@@ -210,16 +228,21 @@ final class ReaderContext: Sendable {
     /// - Returns: the new handle's id and the active protocol (the reader's card protocol, which is
     ///   0 for a DIRECT connection unless a card's protocol was already negotiated).
     func connect(share: ShareMode, protocols: ProtocolSet) throws(PCSCError) -> (id: UInt, active: UInt) {
+        try participating { () throws(PCSCError) in try connectParticipating(share: share, protocols: protocols) }
+    }
+
+    private func connectParticipating(share: ShareMode, protocols: ProtocolSet) throws(PCSCError) -> (id: UInt, active: UInt) {
         if share != .direct && protocols.intersection(Self.anyUsable).isEmpty { throw .protoMismatch }
         poll()
-        let deadline = ContinuousClock.now + transactionWaitLimit
+        let clock = self.clock
+        let deadline = clock.now + transactionWaitLimit
         while try record.withLock({ record throws(PCSCError) -> Bool in
             if record.closed { throw .readerUnavailable }
             if record.sharing == ReaderRecord.exclusive { throw .sharingViolation }
             return record.lockHolder != nil  // another handle's transaction
         }) {
-            guard ContinuousClock.now < deadline else { throw .timeout }
-            sleepThread(.milliseconds(100))
+            guard clock.now < deadline else { throw .timeout }
+            clock.sleep(.milliseconds(100))
         }
         if share != .direct {
             try withDriver { () -> Result<Void, PCSCError> in

@@ -14,6 +14,9 @@ import Testing
 /// - ``leftovers`` are the steps never used; ``assertFinished(sourceLocation:)`` records an issue when
 ///   there are any.
 ///
+/// Every such difference is also kept in ``problems``, one line each; a test of a harness built on
+/// the channel sets ``recordsIssues`` to false and asserts on ``problems`` instead.
+///
 /// Not thread-safe: drive it from one thread, as a PC/SC handle is.
 public final class ScriptedCardChannel: CardChannel {
     /// One scripted call and its outcome.
@@ -54,6 +57,12 @@ public final class ScriptedCardChannel: CardChannel {
     public private(set) var sent: [String] = []
     /// The command bytes of every call made, in order.
     public private(set) var commands: [[UInt8]] = []
+    /// Every difference from the script, in order, as it is recorded (`step 2: > 00 B0 00 00 10,
+    /// but the script expects > 00 B0 00 00 00`, `unscripted call …`, `1 scripted step(s) were not
+    /// used: …`).
+    public private(set) var problems: [String] = []
+    /// Whether a difference is also recorded as a Swift Testing issue (default true).
+    public var recordsIssues = true
 
     /// - Parameters:
     ///   - transmissionProtocol: what the channel reports (`.undefined` for a DIRECT connection).
@@ -143,16 +152,21 @@ public final class ScriptedCardChannel: CardChannel {
     public func assertFinished(sourceLocation: SourceLocation = #_sourceLocation) {
         let left = leftovers
         if !left.isEmpty {
-            Issue.record(
+            report(
                 "\(left.count) scripted step(s) were not used: \(left.map(\.description).joined(separator: "; "))",
-                sourceLocation: sourceLocation)
+                at: sourceLocation)
         }
+    }
+
+    private func report(_ problem: String, at sourceLocation: SourceLocation) {
+        problems.append(problem)
+        if recordsIssues { Issue.record(Comment(rawValue: problem), sourceLocation: sourceLocation) }
     }
 
     private func take(_ call: String, _ answer: (Step) -> Result<[UInt8], any Error>) throws -> [UInt8] {
         sent.append(call)
         guard next < steps.count else {
-            Issue.record("unscripted call \(call) after the script's \(steps.count) step(s)", sourceLocation: sourceLocation)
+            report("unscripted call \(call) after the script's \(steps.count) step(s)", at: sourceLocation)
             throw UnscriptedCall(call: call)
         }
         let step = steps[next]
@@ -162,7 +176,7 @@ public final class ScriptedCardChannel: CardChannel {
 
     private func check(_ matches: Bool, _ call: String, _ step: Step) {
         if !matches {
-            Issue.record("step \(next): \(call), but the script expects \(step)", sourceLocation: sourceLocation)
+            report("step \(next): \(call), but the script expects \(step)", at: sourceLocation)
         }
     }
 }

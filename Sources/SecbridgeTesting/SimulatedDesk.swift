@@ -6,7 +6,13 @@ import Synchronization
 
 /// Simulated ACR122U readers on a desk of their own, in this process: reached through the
 /// in-process PC/SC client (no pcscd), each with its control socket for placing cards, tags and
-/// terminals, and running on a time scale so that no test waits out a real device timeout.
+/// terminals, and running on a time scale (the default, ``defaultTimeScale``) or on virtual time
+/// (``DeskTime/virtual``) so that no test waits out a device timeout. On virtual time the desk's
+/// `VirtualTime` (PCSCCore) moves only when every reader command, status wait and transaction wait
+/// on the desk waits, straight to the earliest deadline, so a 5 s MCU timeout takes no wall time
+/// and ends the same way on every run. Virtual time is opt-in for now: the in-process suites pass
+/// on it (7 of 8 back-to-back runs on 2026-12-07), but one run hung in a `secbridge emulate` test,
+/// whose session timers and actor work the desk clock does not see (docs/test-infrastructure.md).
 ///
 ///     let desk = try SimulatedDesk(readers: 2)
 ///     defer { desk.close() }
@@ -17,11 +23,22 @@ import Synchronization
 /// field); desks do not see each other, so tests with desks of their own run in parallel. A
 /// process holds at most 16 in-process readers at a time: a desk waits up to 300 s for free ones
 /// (a whole test suite's desks, under a loaded CI machine, were seen to hold all 16 for over 30 s).
-/// From async code (a Swift Testing test), make a desk with ``open(readers:personality:timeScale:separateFields:)``,
+/// From async code (a Swift Testing test), make a desk with ``open(readers:personality:time:separateFields:)``,
 /// which waits on a thread of its own: a wait on Swift's shared pool could starve the very tests
 /// whose desks it waits for.
 public final class SimulatedDesk: Sendable {
-    /// The default time scale: a simulated second takes 10 ms (the 5 s MCU timeout 50 ms).
+    /// What a desk's time is.
+    public enum DeskTime: Sendable, Hashable {
+        /// A `VirtualTime` of the desk's own (``SimulatedDesk/virtualTime``).
+        case virtual
+        /// Wall-clock seconds per simulated second (`1`: real time), for a check that must see a
+        /// device wait take wall time, or that acts on the desk from outside while a command waits
+        /// and cannot ``VirtualTime/hold()`` the clock.
+        case scaled(Double)
+    }
+
+    /// The time scale of ``DeskTime/scaled(_:)`` desks made with ``init(readers:personality:timeScale:separateFields:)``'s
+    /// customary value: a simulated second takes 10 ms (the 5 s MCU timeout 50 ms).
     public static let defaultTimeScale = 0.01
 
     /// The in-process readers (the simulated ACR122U devices and their driver).
@@ -32,8 +49,14 @@ public final class SimulatedDesk: Sendable {
     public let names: [String]
     /// The desk's directory (control sockets at `<directory>/<n>/control.sock`).
     public let directory: String
-    /// Wall-clock seconds per simulated second (the 5 s MCU timeout takes 5 s × this).
+    /// Wall-clock seconds per simulated second (the 5 s MCU timeout takes 5 s × this); 0 on
+    /// virtual time.
     public let timeScale: Double
+    /// The desk's virtual time (``DeskTime/virtual``), nil on scaled wall-clock time. Hand it to the
+    /// code under test as its clock (the session engine's `SessionClock`, the tool's), so that
+    /// its timers run on the same time as the readers; ``VirtualTime/hold()`` it while acting on
+    /// the desk from a test while a command waits.
+    public let virtualTime: VirtualTime?
 
     private static let counter = Atomic<Int>(0)
 
@@ -41,23 +64,36 @@ public final class SimulatedDesk: Sendable {
     ///   - count: how many readers, 1 to 4.
     ///   - personality: the readers' personality (e.g. `ccid-escape-disabled`), default
     ///     `ccid-escape-enabled`.
-    ///   - timeScale: wall-clock seconds per simulated second; `1` for real time.
+    ///   - time: scaled wall-clock time (default, ``defaultTimeScale``) or virtual time.
     ///   - separateFields: each reader gets an RF field of its own (a card placed on one is not
     ///     in the other's field), e.g. a secure-element card beside an emulating reader.
     /// - Throws: `InProcessReaderError` when the driver refuses a reader or no Lun frees up.
     public init(
-        readers count: Int = 1, personality: String? = nil, timeScale: Double = defaultTimeScale, separateFields: Bool = false
+        readers count: Int = 1, personality: String? = nil, time: DeskTime = .scaled(defaultTimeScale), separateFields: Bool = false
     ) throws {
         let number = Self.counter.add(1, ordering: .relaxed).oldValue
-        self.timeScale = timeScale
+        let clockOption: String
+        switch time {
+        case .virtual:
+            let virtualTime = VirtualTime()
+            self.virtualTime = virtualTime
+            timeScale = 0
+            clockOption = ":clock=" + virtualTime.name
+            // A transaction another handle keeps is waited for 60 s (virtual).
+            readers = InProcessReaders(transactionWaitLimit: .seconds(60), virtualTime: virtualTime)
+        case .scaled(let scale):
+            virtualTime = nil
+            timeScale = scale
+            clockOption = SimulatedReaders.timeScaleOption(scale)
+            // A transaction another handle keeps is waited for 60 simulated seconds.
+            readers = InProcessReaders(transactionWaitLimit: .seconds(60) * scale)
+        }
         directory = "/tmp/secbridge-desk.\(getpid()).\(number)"
         try? FileManager.default.removeItem(atPath: directory)
-        // A transaction another handle keeps is waited for 60 simulated seconds.
-        readers = InProcessReaders(transactionWaitLimit: .seconds(60) * timeScale)
         client = InProcessPCSCClient(readers)
         let base = directory
         let deviceNames = (0..<max(1, min(count, 4))).map { index in
-            "\(base)/\(index):field=desk\(number)" + (separateFields ? "-\(index)" : "") + SimulatedReaders.timeScaleOption(timeScale) + (personality.map { ":personality=\($0)" } ?? "")
+            "\(base)/\(index):field=desk\(number)" + (separateFields ? "-\(index)" : "") + clockOption + (personality.map { ":personality=\($0)" } ?? "")
         }
         let names: [String]
         do {
@@ -65,22 +101,36 @@ public final class SimulatedDesk: Sendable {
             names = try readers.createChannels(deviceNames: deviceNames, waitingUpTo: .seconds(300))
         } catch {
             readers.close()
+            virtualTime?.close()
             try? FileManager.default.removeItem(atPath: directory)
             throw error
         }
         self.names = names
     }
 
+    /// A desk on scaled wall-clock time (``DeskTime/scaled(_:)``), as
+    /// ``init(readers:personality:time:separateFields:)``.
+    public convenience init(readers count: Int = 1, personality: String? = nil, timeScale: Double, separateFields: Bool = false) throws {
+        try self.init(readers: count, personality: personality, time: .scaled(timeScale), separateFields: separateFields)
+    }
+
     /// Makes a desk, waiting for free readers on a thread of its own (never on Swift's shared
-    /// concurrency pool). Parameters and errors as ``init(readers:personality:timeScale:separateFields:)``.
+    /// concurrency pool). Parameters and errors as ``init(readers:personality:time:separateFields:)``.
     public static func open(
-        readers count: Int = 1, personality: String? = nil, timeScale: Double = defaultTimeScale, separateFields: Bool = false
+        readers count: Int = 1, personality: String? = nil, time: DeskTime = .scaled(defaultTimeScale), separateFields: Bool = false
     ) async throws -> SimulatedDesk {
         let executor = BlockingExecutor(name: "desk-open")
         defer { executor.shutdown() }
         return try await executor.run {
-            try SimulatedDesk(readers: count, personality: personality, timeScale: timeScale, separateFields: separateFields)
+            try SimulatedDesk(readers: count, personality: personality, time: time, separateFields: separateFields)
         }
+    }
+
+    /// A desk on scaled wall-clock time, as ``open(readers:personality:time:separateFields:)``.
+    public static func open(
+        readers count: Int = 1, personality: String? = nil, timeScale: Double, separateFields: Bool = false
+    ) async throws -> SimulatedDesk {
+        try await open(readers: count, personality: personality, time: .scaled(timeScale), separateFields: separateFields)
     }
 
     deinit { close() }
@@ -91,9 +141,10 @@ public final class SimulatedDesk: Sendable {
         SimulatedReaderControl(socketPath: "\(directory)/\(index)/control.sock")
     }
 
-    /// Closes the readers and removes the directory; idempotent.
+    /// Closes the readers, then the virtual time, and removes the directory; idempotent.
     public func close() {
         readers.close()
+        virtualTime?.close()
         try? FileManager.default.removeItem(atPath: directory)
     }
 }

@@ -1,3 +1,4 @@
+import PCSCCore
 import Synchronization
 
 /// The time base of a session: every duration the session rules use (card-emulation window,
@@ -219,3 +220,8 @@ package func firstOf<T: Sendable>(
 private final class RaceState: Sendable {
     let state = Mutex<(done: Bool, tasks: [Task<Void, Never>])>((false, []))
 }
+
+/// A desk's virtual time (PCSCCore) as a session clock: the session's timers (the 60 s
+/// card-emulation window among them) run on the same time as the simulated readers, so a test on
+/// a `SimulatedDesk` sees a window end without waiting for it.
+extension VirtualTime: SessionClock {}

@@ -11,6 +11,7 @@
 /// | `personality=<name>` | the device's personality at start, one of the registry ``ACR122Personality/all`` (`ccid-escape-enabled`, `ccid-escape-disabled`, `acs-driver`, `legacy-t0`, `acr122u215`, …) | `ccid-escape-enabled` |
 /// | `field=<name>` | the RF field: readers of one pcscd whose `field` is the same share one field (a peer placed through either is seen by both; one reader's target is the other's card) | the directory, so each reader has a field of its own |
 /// | `timescale=<number>` | wall-clock seconds per simulated second, 0 … 1000 (a decimal such as `0.01`): every device wait (the 5 s MCU timeout, libccid's 30 s escape timeout, activation attempts) is scaled by it. Tests use a small scale so that no test waits out a real device timeout; readers sharing a field must give the same scale | `1` (real time) |
+/// | `clock=<name>` | the reader runs on the virtual time of this process named `<name>` (`VirtualTime/name`, PCSCCore) instead of scaled wall-clock time: for in-process desks (`SimulatedDesk`), never inside pcscd, where no such clock exists; not with `timescale=`; readers sharing a field must name the same clock | none (wall-clock time) |
 /// | `control=<socket or none>` | `socket`: serve the control socket. `none`: no control socket, and nothing is created in the directory (it names the reader and its default field only); peers cannot be placed and the reader is used through the entry points alone, as `secbridge replay --against simulated` does with a DIRECT transcript | `socket` |
 ///
 /// `field` names are letters, digits, `-`, `_` and `.`. Each option may appear once. An unknown
@@ -26,6 +27,8 @@ struct DeviceName: Sendable, Hashable {
     var field: String
     /// Wall-clock seconds per simulated second (`timescale=`), or nil for real time.
     var timeScale: Double?
+    /// The virtual clock's name (`clock=`), or nil for wall-clock time.
+    var clock: String?
     /// Whether the driver serves the control socket (`control=socket`, the default) or not
     /// (`control=none`).
     var servesControlSocket: Bool
@@ -57,6 +60,7 @@ struct DeviceName: Sendable, Hashable {
         self.directory = trimmed
         self.personality = nil
         self.timeScale = nil
+        self.clock = nil
         self.field = trimmed
         self.servesControlSocket = true
         // An array, not a Set: a Set<String> is the first use of String: Hashable on the in-process
@@ -65,7 +69,7 @@ struct DeviceName: Sendable, Hashable {
         var seen: [String] = []
         for option in parts.dropFirst() {
             guard let equals = option.firstIndex(of: "=") else {
-                throw DeviceNameError(text, "option '\(option)' must be key=value (personality=…, field=…, timescale=…, control=…)")
+                throw DeviceNameError(text, "option '\(option)' must be key=value (personality=…, field=…, timescale=…, clock=…, control=…)")
             }
             let key = String(option[..<equals])
             let value = String(option[option.index(after: equals)...])
@@ -88,6 +92,11 @@ struct DeviceName: Sendable, Hashable {
                         text, "timescale '\(value)' must be a decimal number from 0 to 1000, e.g. timescale=0.01 (1 is real time)")
                 }
                 timeScale = scale
+            case "clock":
+                guard value.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == ".") }) else {
+                    throw DeviceNameError(text, "clock name '\(value)' may hold only letters, digits, '-', '_' and '.' (a VirtualTime's name, e.g. vt-123-1)")
+                }
+                clock = value
             case "control":
                 guard value == "socket" || value == "none" else {
                     throw DeviceNameError(text, "control '\(value)' must be socket (serve the control socket) or none")
@@ -96,8 +105,11 @@ struct DeviceName: Sendable, Hashable {
             default:
                 throw DeviceNameError(
                     text,
-                    "unknown option '\(key)': the options are personality=<name>, field=<name>, timescale=<number> and control=socket|none")
+                    "unknown option '\(key)': the options are personality=<name>, field=<name>, timescale=<number>, clock=<name> and control=socket|none")
             }
+        }
+        if clock != nil && timeScale != nil {
+            throw DeviceNameError(text, "give clock=<name> (virtual time) or timescale=<number> (scaled wall-clock time), not both")
         }
     }
 }

@@ -1,4 +1,5 @@
 import ACR122Simulator
+import PCSCCore
 import Synchronization
 
 /// One simulated reader as the driver serves it: an ``IFDDevice`` that forwards to the current
@@ -19,9 +20,22 @@ final class SimulatorBinding: IFDDevice {
         let personality = try PersonalityName.personality(personalityName, firmware: nil)
         self.deviceName = deviceName
         self.openOrder = openOrder
-        field = try SharedField.attach(deviceName.field, clock: SimulationClock(scale: deviceName.timeScale ?? 1))
+        field = try SharedField.attach(deviceName.field, clock: try Self.clock(deviceName))
         let device = SimulatedACR122U(field: field.field, personality: personality, name: deviceName.directory)
         current = Mutex((device, personalityName))
+    }
+
+    /// The time base `DEVICENAME` names: a virtual clock of this process (`clock=`), or scaled
+    /// wall-clock time (`timescale=`, default real time).
+    /// - Throws: ``ControlError`` `bad-argument` for a clock name no open `VirtualTime` has.
+    static func clock(_ deviceName: DeviceName) throws(ControlError) -> SimulationClock {
+        guard let name = deviceName.clock else { return SimulationClock(scale: deviceName.timeScale ?? 1) }
+        guard let time = VirtualTime.named(name) else {
+            throw ControlError(
+                .badArgument,
+                "no virtual clock named '\(name)' is open in this process; clock= is for in-process desks (SimulatedDesk), use timescale= under pcscd")
+        }
+        return SimulationClock(virtualTime: time)
     }
 
     var device: SimulatedACR122U { current.withLock { $0.device } }
@@ -49,6 +63,7 @@ final class SimulatorBinding: IFDDevice {
     func unplug() {
         unplugged.store(true, ordering: .sequentiallyConsistent)
         device.detach()
+        field.field.clock.virtualTime?.nudge()
     }
 
     /// Plugs the reader back in: a fresh device with the same personality and firmware (LED, PICC
@@ -57,6 +72,7 @@ final class SimulatorBinding: IFDDevice {
         let (personality, name) = current.withLock { ($0.device.personality, $0.personality) }
         switchPersonality(to: personality, named: name)
         unplugged.store(false, ordering: .sequentiallyConsistent)
+        field.field.clock.virtualTime?.nudge()
     }
 
     /// Takes the device out of its field and lets go of the field.
@@ -128,7 +144,9 @@ final class SharedField: Sendable {
                 guard field.field.clock == clock else {
                     throw ControlError(
                         .badArgument,
-                        "the field is already in use with timescale=\(field.field.clock.scale); every reader of a field needs the same timescale")
+                        field.field.clock.virtualTime != nil || clock.virtualTime != nil
+                            ? "the field is already in use on another clock; every reader of a field needs the same clock= (or timescale=)"
+                            : "the field is already in use with timescale=\(field.field.clock.scale); every reader of a field needs the same timescale")
                 }
                 table[position].readers += 1
                 return field

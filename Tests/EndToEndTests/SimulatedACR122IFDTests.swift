@@ -428,7 +428,7 @@ extension SharedReader {
                 failure = error
             }
             #expect(failure?.code == .timeout)  // pcscd runs on, without the reader
-            #expect(refused.logTail(lines: 200).contains("unknown option 'colour': the options are personality=<name>, field=<name>, timescale=<number> and control=socket|none"))
+            #expect(refused.logTail(lines: 200).contains("unknown option 'colour': the options are personality=<name>, field=<name>, timescale=<number>, clock=<name> and control=socket|none"))
             // Stopped off Swift's shared pool (the defers then find both stopped).
             _ = try await blocking { refused.stop(); pcscd.stop() }
         }
