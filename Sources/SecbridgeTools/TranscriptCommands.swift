@@ -115,6 +115,11 @@ extension SecbridgeCLI {
 
     @Sendable static func runShow(_ invocation: Invocation) throws -> Int32 {
         let path = try onePath(invocation, "give the transcript to show")
+        // Text and JSON stream: one line read, shown and forgotten at a time. All output goes
+        // through one buffer (64 KiB writes), flushed at the end and after each line on a terminal.
+        let output = LineOutput(invocation)
+        defer { output.buffer.flush() }
+        let invocation = output.invocation
         if let html = invocation.arguments.value("html") {
             // The timeline page is one document: it is built in memory.
             let transcript = try load(path)
@@ -130,7 +135,6 @@ extension SecbridgeCLI {
             invocation.out("wrote \(html): \(shown.count) line\(shown.count == 1 ? "" : "s")")
             return exitSuccess
         }
-        // Text and JSON stream: one line read, shown and forgotten at a time.
         let reader = try openReader(path)
         var presenter = TranscriptPresenter.Reader()
         if invocation.json {
@@ -141,6 +145,7 @@ extension SecbridgeCLI {
                 let element = shown.json.prettySerialized().replacing("\n", with: "\n  ")
                 invocation.console.out((count == 0 ? "[\n  " : ",\n  ") + element)
                 count += 1
+                output.lineDone()
             }
             invocation.out(count == 0 ? "[]" : "\n]")
             return exitSuccess
@@ -150,8 +155,27 @@ extension SecbridgeCLI {
             guard let shown = presenter.show(line, number: number) else { return }
             invocation.out(shown.text)
             for detail in shown.details { invocation.out("        " + detail) }
+            output.lineDone()
         }
         return exitSuccess
+    }
+
+    /// Standard output gathered by a ``BufferedConsole`` (written 64 KiB at a time, before anything
+    /// goes to standard error, and when ``buffer`` is flushed), and after every line when standard
+    /// output is a terminal, so a person watching sees each line as it is made.
+    struct LineOutput {
+        let buffer: BufferedConsole
+        let invocation: Invocation
+        let interactive: Bool
+
+        init(_ invocation: Invocation) {
+            buffer = BufferedConsole(invocation.console)
+            self.invocation = invocation.with(console: buffer)
+            interactive = invocation.console is StandardConsole && isatty(STDOUT_FILENO) == 1
+        }
+
+        /// Ends one shown line: written at once on a terminal.
+        func lineDone() { if interactive { buffer.flush() } }
     }
 
     // MARK: diff
@@ -188,6 +212,9 @@ extension SecbridgeCLI {
         } catch {
             throw CLIError.failure("\(error)")
         }
+        let output = LineOutput(invocation)
+        defer { output.buffer.flush() }
+        let invocation = output.invocation
         if invocation.json {
             invocation.out(JSONValue.object([
                 ("left", .string(paths[0])), ("right", .string(paths[1])), ("equal", .bool(differences.isEmpty)),
@@ -205,7 +232,10 @@ extension SecbridgeCLI {
         } else {
             invocation.out("--- \(paths[0])")
             invocation.out("+++ \(paths[1])")
-            for d in differences { invocation.out(d.description) }
+            for d in differences {
+                invocation.out(d.description)
+                output.lineDone()
+            }
         }
         return differences.isEmpty ? exitSuccess : exitFailure
     }

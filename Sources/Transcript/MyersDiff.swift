@@ -29,6 +29,13 @@ struct MyersDiff {
         return d.hunks
     }
 
+    /// The hunks that turn `a[left]` into `b[right]`, in order, with indexes into the whole arrays.
+    static func hunks(_ a: [UInt64], _ b: [UInt64], left: Range<Int>, right: Range<Int>) -> [Hunk] {
+        var d = MyersDiff(a, b)
+        d.compare(left.lowerBound, left.upperBound, right.lowerBound, right.upperBound)
+        return d.hunks
+    }
+
     private init(_ a: [UInt64], _ b: [UInt64]) {
         self.a = a
         self.b = b

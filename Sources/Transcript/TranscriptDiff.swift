@@ -73,16 +73,24 @@ public struct TranscriptDiffOptions: Sendable, Hashable {
 }
 
 /// A structural diff of two transcripts: header fields by key, then the records (comments and
-/// blank lines do not count) aligned by a shortest edit script (Myers' O((N+M)·D) algorithm in
-/// linear space, `MyersDiff`; docs/transcript-diff.md). The result is exact at any size: two
-/// changed records are two differences however long the transcripts are.
+/// blank lines do not count) aligned by pairing exchanges by their commands, with Myers' O((N+M)·D)
+/// algorithm in linear space (`MyersDiff`) for the stretches the pairing leaves, each search with a
+/// cost bound (`RecordAlignment`; docs/transcript-diff.md §2a). Two changed records are two
+/// differences however long the transcripts are, and the time stays linear when every answer
+/// differs.
 public enum TranscriptDiff {
     /// The differences, header first, then records in file order. Empty when the files agree.
     public static func compare(_ left: Transcript, _ right: Transcript, options: TranscriptDiffOptions = TranscriptDiffOptions()) -> [TranscriptDifference] {
         let a = records(left, options), b = records(right, options)
+        func answers(_ keyed: [Keyed]) -> RecordAlignment.Bits {
+            var bits = RecordAlignment.Bits(), previous: TranscriptRecord?
+            for k in keyed { bits.append(isAnswer(k.record, to: previous)); previous = k.record }
+            return bits
+        }
         var ia = a.makeIterator(), ib = b.makeIterator()
         return headerDifferences(left.header, right.header, options)
             + recordDifferences(left: a.map { key($0.key) }, right: b.map { key($0.key) },
+                                answersLeft: answers(a), answersRight: answers(b),
                                 nextLeft: { ia.next() }, nextRight: { ib.next() })
     }
 
@@ -92,16 +100,21 @@ public enum TranscriptDiff {
     /// - Throws: ``TranscriptParseError`` for a file that cannot be read or parsed.
     public static func compare(contentsOfFile leftPath: String, _ rightPath: String,
                                options: TranscriptDiffOptions = TranscriptDiffOptions()) throws(TranscriptParseError) -> [TranscriptDifference] {
-        func digests(_ path: String) throws(TranscriptParseError) -> (TranscriptHeader, [UInt64]) {
+        func digests(_ path: String) throws(TranscriptParseError) -> (TranscriptHeader, [UInt64], RecordAlignment.Bits) {
             let reader = try TranscriptFileReader(contentsOfFile: path)
-            var keys: [UInt64] = []
+            var keys: [UInt64] = [], answers = RecordAlignment.Bits()
+            var previous: AnswerShape?
             while let (number, line) = try reader.next() {
-                if let r = line.record { keys.append(key(keyed(r, line: number, options).key)) }
+                if let r = line.record {
+                    keys.append(key(keyed(r, line: number, options).key))
+                    answers.append(previous?.isAnswered(by: r) ?? false)
+                    previous = AnswerShape(r)
+                }
             }
-            return (reader.header, keys)
+            return (reader.header, keys, answers)
         }
-        let (leftHeader, a) = try digests(leftPath)
-        let (rightHeader, b) = try digests(rightPath)
+        let (leftHeader, a, answersA) = try digests(leftPath)
+        let (rightHeader, b, answersB) = try digests(rightPath)
         let left = try TranscriptFileReader(contentsOfFile: leftPath), right = try TranscriptFileReader(contentsOfFile: rightPath)
         func next(_ reader: TranscriptFileReader) throws(TranscriptParseError) -> Keyed? {
             while let (number, line) = try reader.next() {
@@ -110,7 +123,7 @@ public enum TranscriptDiff {
             return nil
         }
         return headerDifferences(leftHeader, rightHeader, options)
-            + (try recordDifferences(left: a, right: b, nextLeft: { () throws(TranscriptParseError) in try next(left) },
+            + (try recordDifferences(left: a, right: b, answersLeft: answersA, answersRight: answersB, nextLeft: { () throws(TranscriptParseError) in try next(left) },
                                      nextRight: { () throws(TranscriptParseError) in try next(right) }))
     }
 
@@ -171,7 +184,7 @@ public enum TranscriptDiff {
     /// `nextRight` hand out the records that gave `left` and `right`): records aligned as equal are
     /// compared in full, the others become removed, added or changed differences.
     static func recordDifferences<E: Error>(
-        left: [UInt64], right: [UInt64],
+        left: [UInt64], right: [UInt64], answersLeft: RecordAlignment.Bits, answersRight: RecordAlignment.Bits,
         nextLeft: () throws(E) -> Keyed?, nextRight: () throws(E) -> Keyed?
     ) throws(E) -> [TranscriptDifference] {
         var out: [TranscriptDifference] = []
@@ -193,7 +206,7 @@ public enum TranscriptDiff {
                 if l.key != r.key { out += pairChanges(removed: [l], added: [r]) }
             }
         }
-        for hunk in MyersDiff.hunks(left, right) {
+        for hunk in RecordAlignment.align(left, right, answersA: answersLeft, answersB: answersRight).hunks {
             try matched(until: hunk.left.lowerBound)
             let removed = try take(hunk.left.count, nextLeft, &i)
             let added = try take(hunk.right.count, nextRight, &j)
@@ -224,6 +237,46 @@ public enum TranscriptDiff {
             k += 1
         }
         return out
+    }
+
+    /// Whether `record` answers `command`, the record before it: a reply of the command's kind on
+    /// its channel (`<` after `>`, `ctl` `<` after `ctl` `>` with the same code, `tgt >` after
+    /// `tgt <`, `ini <` after `ini >`), or a `!` failure after any command.
+    static func isAnswer(_ record: TranscriptRecord, to command: TranscriptRecord?) -> Bool {
+        guard let command else { return false }
+        return AnswerShape(command)?.isAnswered(by: record) ?? false
+    }
+
+    /// What a command expects as its answer, kept instead of the command record while streaming.
+    struct AnswerShape {
+        var channel: String?
+        var entry: UInt8
+        var code: UInt32
+
+        /// Nil for a record that is not a command.
+        init?(_ command: TranscriptRecord) {
+            guard command.entry.isCommand else { return nil }
+            channel = command.channel
+            switch command.entry {
+            case .transmit: entry = 0; code = 0
+            case .control(let c, _, _): entry = 1; code = c
+            case .target: entry = 2; code = 0
+            case .initiator: entry = 3; code = 0
+            case .failure, .event, .reader: return nil
+            }
+        }
+
+        func isAnswered(by record: TranscriptRecord) -> Bool {
+            guard record.channel == channel else { return false }
+            switch record.entry {
+            case .transmit(let d, _): return entry == 0 && d == .incoming
+            case .control(let c, let d, _): return entry == 1 && c == code && d == .incoming
+            case .target(let d, _): return entry == 2 && d == .outgoing
+            case .initiator(let d, _): return entry == 3 && d == .incoming
+            case .failure: return true
+            case .event, .reader: return false
+            }
+        }
     }
 
     static func sameKind(_ a: TranscriptEntry, _ b: TranscriptEntry) -> Bool {

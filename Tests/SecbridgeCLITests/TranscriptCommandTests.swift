@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import SecbridgeCLI
+@testable import SecbridgeTools
 
 /// A fresh directory under /tmp for one test's files.
 func scratchDirectory(_ name: String) throws -> String {
@@ -16,7 +17,33 @@ func repositoryFile(_ relative: String) -> String {
         .appendingPathComponent(relative).path
 }
 
+/// A console that counts the writes to standard output (each one a write(2) on the real console).
+final class WriteCountingConsole: Console, @unchecked Sendable {
+    let captured = CapturingConsole()
+    private(set) var writes = 0
+    func out(_ text: String) { writes += 1; captured.out(text) }
+    func err(_ text: String) { captured.err(text) }
+    func readLine() -> String? { nil }
+}
+
 @Suite struct TranscriptCommandTests {
+    @Test(arguments: [[], ["--json"]])
+    func showWritesThroughOneBufferNotOnceALine(_ flags: [String]) throws {
+        // 3 000 exchanges: about 450 KiB of text shown, 64 KiB a write, instead of 3 a line.
+        let dir = try scratchDirectory("show")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var text = "# secbridge-transcript: 1\n"
+        for n in 0..<3_000 { text += "> 00 B0 \(String(format: "%02X %02X", n >> 8, n & 255)) 10\n< 6A 82\n" }
+        try text.write(toFile: dir + "/t.trn", atomically: true, encoding: .utf8)
+        let console = WriteCountingConsole()
+        #expect(SecbridgeTools.main(arguments: ["transcript", "show"] + flags + [dir + "/t.trn"], console: console) == 0)
+        let shown = console.captured.standardOutput
+        #expect(shown == run(["transcript", "show"] + flags + [dir + "/t.trn"]).out)
+        #expect(shown.utf8.count > 200_000)
+        // Each write but the last takes at least 64 KiB.
+        #expect(console.writes >= 1 && console.writes <= shown.utf8.count / (64 << 10) + 1)
+    }
+
     @Test func importSpyWritesTheTranscriptAndRefusesToReplaceIt() throws {
         let dir = try scratchDirectory("import")
         defer { try? FileManager.default.removeItem(atPath: dir) }
