@@ -415,6 +415,9 @@ private struct AppletDecoder: Decodable {
                 } catch {
                     throw f.fail("capabilityContainer", .invalidValue, "not a 15-byte mapping 2.0 capability container: \(error.reason)")
                 }
+                if let mle = cc.map({ Int($0.mle) }), mle > Type4TagApplet.maximumReadLength {
+                    throw f.fail("capabilityContainer", .invalidValue, Type4TagApplet.mleTooLarge(mle))
+                }
             } else if f.has("maxFileSize") || f.has("fileID") || f.has("mle") || f.has("mlc") {
                 let fileID = try f.optionalHex("fileID") ?? [0xE1, 0x04]
                 guard fileID.count == 2 else { throw f.fail("fileID", .invalidValue, "a file id is 2 bytes, e.g. \"E1 04\"") }
@@ -427,6 +430,9 @@ private struct AppletDecoder: Decodable {
                     return UInt16(number)
                 }
                 let mle = try word("mle", default: 0x7F)
+                if Int(mle) > Type4TagApplet.maximumReadLength {
+                    throw f.fail("mle", .invalidValue, Type4TagApplet.mleTooLarge(Int(mle)))
+                }
                 let mlc = try word("mlc", default: 0x7F)
                 let messageSize = message?.serialized().count ?? 0
                 guard f.has("maxFileSize") || messageSize + 2 <= 0x7FFF else {
