@@ -175,7 +175,8 @@ public struct PaymentTerminal: TerminalProgram {
     }
 }
 
-/// An access-control reader (docs/terminal-models.md §4): SELECT the application, GET CHALLENGE
+/// An access-control reader (docs/terminal-models.md §4): SELECT the application (its FCI, when
+/// the answer has data, parsed as BER-TLV: a 6F template, DF name 84 = the AID), GET CHALLENGE
 /// (8 bytes), INTERNAL AUTHENTICATE over the terminal's challenge (the card proves itself: any
 /// data and 90 00), EXTERNAL AUTHENTICATE (the terminal proves itself: 90 00 grants). The data sent
 /// is fixed: a declarative credential answers by rule and computes no cryptogram.
@@ -216,6 +217,18 @@ public struct AccessControlReader: TerminalProgram {
         }
         switch stage {
         case .select:
+            // The answer's data, when there is any, is an FCI (ISO/IEC 7816-4 §11.1): parsed as
+            // BER-TLV the way a reader does, one 6F template whose DF name 84, if present, is the
+            // AID selected.
+            if !data.isEmpty {
+                guard let fci = try? BERTLV(parsing: data), fci.tag == BERTag(0x6F) else {
+                    return .finish(.failed(stage: stageName, reason: "the SELECT answer's data \(data.hexString) is not one well-formed FCI template 6F (BER-TLV, ISO/IEC 7816-4 §11.1)", report: nil))
+                }
+                if let name = fci.child(BERTag(0x84)), name.value != aid {
+                    return .finish(.failed(stage: stageName, reason: "the FCI's DF name 84 is \(name.value.hexString), not the AID selected \(aid.hexString)", report: nil))
+                }
+                items.append("FCI \(data.hexString)")
+            }
             stage = .challenge
             return .send([0x00, 0x84, 0x00, 0x00, 0x08])
         case .challenge:

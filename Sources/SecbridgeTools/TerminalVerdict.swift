@@ -4,6 +4,7 @@ import NFCTags
 import Foundation
 import PCSCCore
 import PCSCSandbox
+import PN53x
 import SecbridgeCLI
 import SecureElementCredential
 
@@ -128,7 +129,18 @@ struct TerminalVerdict: Sendable {
         return (covered, wroteNLEN)
     }
 
-    /// Runs the Android model against a fresh copy of the tag.
+    /// An R-APDU as a PN532 target sends it: whole when it fits one TgSetData frame (252 bytes,
+    /// docs/acr122-pn532.md §4), else its first 250 bytes + `61 XX` (the emulation's GET RESPONSE
+    /// split, ISO/IEC 7816-4 §5.1.3). The offline check sees what a phone would see.
+    static func throughOneFrame(_ response: [UInt8]) -> [UInt8] {
+        let limit = PN532HostFrame.maximumParameterLength
+        guard response.count > limit else { return response }
+        let first = limit - 2
+        let rest = response.count - 2 - first
+        return Array(response[..<first]) + [0x61, rest >= 256 ? 0x00 : UInt8(rest)]
+    }
+
+    /// Runs the Android model against a fresh copy of the tag, through the PN532's frame limit.
     private static func androidVerdict(_ tag: Type4TagApplet) async -> [String] {
         guard let message = try? tag.currentMessage(),
               let copy = try? Type4TagApplet(name: tag.name, message: message, capabilityContainer: tag.capabilityContainer,
@@ -144,7 +156,7 @@ struct TerminalVerdict: Sendable {
                 switch action {
                 case .finish(let end): outcome = end
                 case .send(let command):
-                    let response = (try? await element.transceive(command)) ?? [0x6F, 0x00]
+                    let response = Self.throughOneFrame((try? await element.transceive(command)) ?? [0x6F, 0x00])
                     action = program.receive(response)
                     continue
                 }

@@ -415,6 +415,9 @@ private struct AppletDecoder: Decodable {
                 } catch {
                     throw f.fail("capabilityContainer", .invalidValue, "not a 15-byte mapping 2.0 capability container: \(error.reason)")
                 }
+                if let mle = cc.map({ Int($0.mle) }), mle > Type4TagApplet.maximumReadLength {
+                    throw f.fail("capabilityContainer", .invalidValue, Type4TagApplet.mleTooLarge(mle))
+                }
             } else if f.has("maxFileSize") || f.has("fileID") || f.has("mle") || f.has("mlc") {
                 let fileID = try f.optionalHex("fileID") ?? [0xE1, 0x04]
                 guard fileID.count == 2 else { throw f.fail("fileID", .invalidValue, "a file id is 2 bytes, e.g. \"E1 04\"") }
@@ -427,6 +430,9 @@ private struct AppletDecoder: Decodable {
                     return UInt16(number)
                 }
                 let mle = try word("mle", default: 0x7F)
+                if Int(mle) > Type4TagApplet.maximumReadLength {
+                    throw f.fail("mle", .invalidValue, Type4TagApplet.mleTooLarge(Int(mle)))
+                }
                 let mlc = try word("mlc", default: 0x7F)
                 let messageSize = message?.serialized().count ?? 0
                 guard f.has("maxFileSize") || messageSize + 2 <= 0x7FFF else {
@@ -461,6 +467,10 @@ private struct AppletDecoder: Decodable {
                 select: try f.optionalHex("select") ?? [0x90, 0x00], rules: rules,
                 defaultResponse: try f.optionalHex("default") ?? [0x6D, 0x00])
             try Self.checkResponse(f, "select", spec)
+            if case .declarative(_, _, let select, _, let defaultResponse) = spec {
+                if let problem = DeclaredTLV.problem(select, isSelect: true) { throw f.fail("select", .invalidValue, problem) }
+                if let problem = DeclaredTLV.problem(defaultResponse) { throw f.fail("default", .invalidValue, problem) }
+            }
         case "transcript":
             let f = try Fields(decoder, known: ["type", "name", "file", "aids", "default"])
             spec = .transcript(
@@ -479,6 +489,33 @@ private struct AppletDecoder: Decodable {
     }
 }
 
+/// The BER-TLV a declarative applet's response declares must parse as a reader parses it
+/// (ISO/IEC 7816-4 §5.2.2 for BER-TLV, §11.1 for the FCI): a reader that finds a template whose
+/// length disagrees with its content rejects the whole answer.
+enum DeclaredTLV {
+    /// Data that is not BER-TLV by nature: GET CHALLENGE's random bytes (84), INTERNAL
+    /// AUTHENTICATE's cryptogram (88), file contents (B0, B2 is records: kept), GET RESPONSE (C0).
+    static let opaqueInstructions: Set<UInt8> = [0x84, 0x88, 0xB0, 0xC0]
+
+    /// Why `response`'s data (before SW1 SW2) is not the BER-TLV it declares, naming the byte;
+    /// nil when it parses or declares none. A SELECT's answer data is an FCI/FCP/FMD template
+    /// (ISO/IEC 7816-4 §11.1) and must parse; any other answer is checked when its first byte is
+    /// a constructed tag (bit 6 set, e.g. 6F, 70, 77, A5), as a reader would parse it.
+    static func problem(_ response: [UInt8], ins: UInt8? = nil, isSelect: Bool = false) -> String? {
+        guard response.count > 2 else { return nil }
+        let data = Array(response.dropLast(2))
+        if let ins, opaqueInstructions.contains(ins) { return nil }
+        guard isSelect || (data[0] & 0x20 != 0 && data[0] != 0xFF) else { return nil }
+        do throws(ISO7816Error) {
+            _ = try BERTLV.parseAll(data)
+            return nil
+        } catch {
+            let at = error.offset.map { $0 < data.count ? "byte \($0) (\([data[$0]].hexString))" : "byte \($0) (past the data's end)" } ?? "the data"
+            return "the response data is not well-formed BER-TLV (ISO/IEC 7816-4 §5.2.2), so a reader rejects it: \(error.reason), at \(at) of \(data.hexString); fix the template's length or its content"
+        }
+    }
+}
+
 private struct RuleSpec: Decodable {
     var rule: DeclarativeApplet.Rule
 
@@ -489,6 +526,8 @@ private struct RuleSpec: Decodable {
         do { pattern = try APDUPattern(text: text) } catch { throw f.fail("command", .invalidValue, error.reason) }
         let response = try f.hex("response")
         guard response.count >= 2 else { throw f.fail("response", .invalidValue, "a response ends with SW1 SW2 (at least 2 bytes)") }
+        let ins = pattern.items.count > 1 ? pattern.items[1] : nil
+        if let problem = DeclaredTLV.problem(response, ins: ins) { throw f.fail("response", .invalidValue, problem) }
         rule = DeclarativeApplet.Rule(command: pattern, response: response)
     }
 }

@@ -1,5 +1,6 @@
 import ISO7816
 import NFCTags
+import PN53x
 
 /// An NFC Forum Type 4 Tag application (mapping 2.0) serving an NDEF message
 /// (docs/iso14443-t4t-ndef.md §4–§5), the way Android's card-emulation code answers:
@@ -21,6 +22,18 @@ public final class Type4TagApplet: HostApplet {
     public let aids: [AIDRegistration]
     /// The CC file (E1 03) it serves (NFC Forum Type 4 Tag 2.0 §5.1).
     public let capabilityContainer: Type4CapabilityContainer
+
+    /// The largest MLe a tag emulated on a PN532 can serve: 250 bytes. One TgSetData frame carries
+    /// at most 252 R-APDU bytes (the ACR122's 254-byte PN532 frame less D5 and the answer code:
+    /// PN532 User Manual UM0701-02, TgSetData; docs/acr122-pn532.md §4), and a READ BINARY of MLe bytes
+    /// needs MLe + SW1 SW2. A larger answer goes out as 250 bytes + `61 XX`, which Android's
+    /// `rw_t4t.cc` and iOS treat as a failed read (they accept only 90 00); docs/terminal-models.md §1.
+    public static let maximumReadLength = PN532HostFrame.maximumParameterLength - 2
+
+    /// The loader's reason for refusing an MLe above ``maximumReadLength``.
+    static func mleTooLarge(_ mle: Int) -> String {
+        "MLe \(mle) (\(String(format: "%04X", mle))) is more than a PN532 can answer in one TgSetData frame: at most \(maximumReadLength) data bytes + SW1 SW2 (252 bytes, PN532 UM0701-02 TgSetData; docs/acr122-pn532.md §4); a phone reading \(mle) bytes at once gets 61 XX and stops. Use an mle of 15 to \(maximumReadLength)"
+    }
     private var ndefFile: [UInt8]
     private var selectedFile: UInt16?
 

@@ -252,7 +252,8 @@ struct PaymentAndAccessTerminalTests {
         func respond(granting: Bool) -> ([UInt8]) -> [UInt8] {
             { apdu in
                 switch apdu[1] {
-                case 0xA4, 0x88: return hex("01 02 90 00")
+                case 0xA4: return hex("6F 09 84 07 F0 53 42 41 44 47 45 90 00")
+                case 0x88: return hex("01 02 90 00")
                 case 0x84: return hex("11 22 33 44 55 66 77 88 90 00")
                 case 0x82: return granting && Array(apdu.suffix(8)) == hex("4B 78 69 1E 0F 3C 2D D2") ? hex("90 00") : hex("63 00")
                 default: return hex("6D 00")
@@ -268,6 +269,21 @@ struct PaymentAndAccessTerminalTests {
         let (_, denied) = run(AccessControlReader(), against: respond(granting: false))
         #expect(denied?.failure?.stage == "EXTERNAL AUTHENTICATE")
         #expect(denied?.failure?.reason.hasPrefix("access denied: SW 63 00") == true)
+    }
+
+    /// The FCI is parsed as a reader parses it (ISO/IEC 7816-4 §11.1): the template that says 10
+    /// bytes and holds 9 (the access examples before issue 34), data that is no 6F template, and a
+    /// DF name that is not the AID selected all end the reader at SELECT.
+    @Test("access: a malformed FCI, a non-FCI answer or another DF name fails at SELECT", arguments: [
+        ("6F 0A 84 07 F0 53 42 41 44 47 45 90 00", "not one well-formed FCI template"),
+        ("01 02 90 00", "not one well-formed FCI template"),
+        ("6F 09 84 07 F0 53 42 41 44 47 46 90 00", "DF name 84 is F0 53 42 41 44 47 46"),
+    ])
+    func accessFCIParsed(_ select: String, _ reason: String) {
+        let (commands, outcome) = run(AccessControlReader()) { $0[1] == 0xA4 ? hex(select) : hex("90 00") }
+        #expect(commands.count == 1)
+        #expect(outcome?.failure?.stage == "SELECT application")
+        #expect(outcome?.failure?.reason.contains(reason) == true, "\(String(describing: outcome))")
     }
 }
 

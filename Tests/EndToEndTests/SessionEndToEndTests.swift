@@ -294,7 +294,7 @@ extension SharedReader {
             #expect(result.out.contains("""
                 access-badge-0042: Door access badge 0042   (\(directory)/access-badge.json)
                   emulation: UID 08 42 00 42, ATQA 00 04, SAK 20, historical bytes 80 73 C0 21 C0
-                  applet access badge: declarative, AIDs F0 53 42 41 44 47 45, 4 rule(s)
+                  applet access badge: declarative, AIDs F0 53 42 41 44 47 45, 6 rule(s)
 
                 """), "\(result.out)")
         }

@@ -104,9 +104,9 @@ extension SharedReader.TerminalModelEndToEndTests {
         #expect(result.out.contains("terminal: 6 APDUs\n"), "\(result.out)")
     }
 
-    /// The access-control reader: granted by door-badge-auth.json; access-badge.json has no
-    /// INTERNAL AUTHENTICATE rule (6D 00), so the reader stops there.
-    @Test(arguments: [("Fixtures/credentials/door-badge-auth.json", "passed"), ("Fixtures/credentials/access-badge.json", "failed")])
+    /// The access-control reader, which parses the FCI as BER-TLV: granted by both access
+    /// examples (docs/terminal-models.md §4 names access-badge.json; issue 30 item 3, issue 34).
+    @Test(arguments: [("Fixtures/credentials/door-badge-auth.json", "passed"), ("Fixtures/credentials/access-badge.json", "passed")])
     func accessControlReader(_ credential: String, _ expected: String) async throws {
         let environment = try await resetSimulatedReaders()
         try SimulatedReaders.controlA.send("place-terminal script=access-control id=door")

@@ -1,0 +1,107 @@
+import ACR122Simulator
+import Foundation
+import ISO7816
+import SecbridgeTesting
+import Testing
+@testable import SecureElementCredential
+
+/// Every shipped credential against each terminal model its documentation names
+/// (Fixtures/credentials/README.md, docs/terminal-models.md §1–§4), and every TLV it declares
+/// parsed with the ISO7816 BER-TLV decoder (issue 30 item 3, issue 34 item 2). vicc-relay.json
+/// relays a card in a PC/SC reader: its end-to-end tests run it.
+@Suite("Shipped credentials pass the terminals their docs name")
+struct ShippedCredentialTests {
+    static let pairs: [(file: String, terminal: String)] = [
+        ("uri-tag.json", "android-t4t-read"), ("uri-tag.json", "android11-t4t-read"), ("uri-tag.json", "ios-t4t-read"),
+        ("worked-example-tag.json", "android-t4t-read"), ("worked-example-tag.json", "ios-t4t-read"),
+        ("text-tag.json", "android-t4t-read"), ("text-tag.json", "ios-t4t-read"), ("text-tag.json", "android-t4t-write"),
+        ("access-badge.json", "access-control"), ("door-badge-auth.json", "access-control"),
+        ("payment-test-card.json", "emv-payment"),
+    ]
+
+    static func program(_ name: String) -> any TerminalProgram {
+        switch name {
+        case "android-t4t-read": AndroidType4Reader(release: .android15)
+        case "android11-t4t-read": AndroidType4Reader(release: .android11)
+        case "android-t4t-write": AndroidType4Reader(writing: ExternalTerminal.writtenMessage)
+        case "ios-t4t-read": IOSType4Reader()
+        case "access-control": AccessControlReader()
+        default: PaymentTerminal()
+        }
+    }
+
+    /// Runs `program` against `element`, at most 512 exchanges.
+    static func outcome(_ program: any TerminalProgram, _ element: any SecureElement) async throws -> TerminalOutcome? {
+        var program = program
+        var action = program.start()
+        for _ in 0..<512 {
+            switch action {
+            case .finish(let outcome): return outcome
+            case .send(let command): action = program.receive(try await element.transceive(command))
+            }
+        }
+        return nil
+    }
+
+    @Test("each shipped credential passes each terminal its docs name", arguments: pairs.indices)
+    func passes(_ index: Int) async throws {
+        let (file, terminal) = Self.pairs[index]
+        let element = try CredentialFile(contentsOfFile: credentialsDirectory + "/" + file).makeCredential().secureElement
+        let result = try await Self.outcome(Self.program(terminal), element)
+        guard case .completed(let report)? = result else {
+            Issue.record("\(file) with \(terminal): \(String(describing: result))")
+            return
+        }
+        #expect(!report.summary.isEmpty)
+    }
+
+    /// Each declarative applet's SELECT answer is one FCI that parses, with the DF name 84 its
+    /// first AID; each rule's constructed answer parses too (the loader's check, seen from here).
+    @Test("every shipped FCI parses as BER-TLV, DF name = the applet's AID",
+          arguments: ["access-badge.json", "door-badge-auth.json", "payment-test-card.json"])
+    func fciParses(_ file: String) throws {
+        let credential = try CredentialFile(contentsOfFile: credentialsDirectory + "/" + file).makeCredential()
+        let applets = try #require((credential.secureElement as? HostSecureElement)?.applets.compactMap { $0 as? DeclarativeApplet })
+        #expect(!applets.isEmpty)
+        for applet in applets {
+            let fci = try BERTLV(parsing: Array(applet.selectResponse.dropLast(2)))
+            #expect(fci.tag == BERTag(0x6F))
+            #expect(fci.child(BERTag(0x84))?.value == applet.aids.first?.bytes)
+        }
+    }
+
+    @Test("a declared FCI whose length disagrees is refused, naming the byte", arguments: [
+        ("6F 0A 84 07 F0 53 42 41 44 47 45 90 00", "$.applets[0].select", "tag 6F announces 10 value bytes; only 9 remain"),
+        ("6F 09 84 08 F0 53 42 41 44 47 45 90 00", "$.applets[0].select", "tag 84 announces 8 value bytes"),
+        ("6F 09 84 07 F0 53 42 41 44 47 45 00 90 00", "$.applets[0].select", ""),
+    ])
+    func malformedSelectRefused(_ select: String, _ path: String, _ reason: String) {
+        let json = #"{"secbridge-credential": 1, "id": "x", "applets": [{"type": "declarative", "aids": ["F0 53 42 41 44 47 45"], "select": "\#(select)"}]}"#
+        do {
+            _ = try CredentialFile(json: Array(json.utf8))
+            // 00 after a complete object is padding (ISO/IEC 7816-4 §5.2.2): accepted.
+            #expect(reason.isEmpty, "accepted \(select)")
+        } catch {
+            #expect(!reason.isEmpty, "\(error)")
+            #expect(error.path == path, "\(error)")
+            #expect(error.reason.contains(reason) && error.reason.contains("byte "), "\(error)")
+        }
+    }
+
+    @Test("a rule's constructed answer is checked; GET CHALLENGE's bytes are not TLV", arguments: [
+        ("00 B2 01 0C 00", "70 13 5A 08 99 99 00 00 00 00 00 01 90 00", false),
+        ("00 B2 01 0C 00", "70 0A 5A 08 99 99 00 00 00 00 00 01 90 00", true),
+        ("00 84 00 00 08", "A1 A2 A3 A4 A5 A6 A7 A8 90 00", true),
+        ("80 CA 00 42 00", "00 00 00 42 90 00", true),
+    ])
+    func ruleResponses(_ command: String, _ response: String, _ accepted: Bool) {
+        let json = #"{"secbridge-credential": 1, "id": "x", "applets": [{"type": "declarative", "aids": ["F0 53 42 41 44 47 45"], "rules": [{"command": "\#(command)", "response": "\#(response)"}]}]}"#
+        do {
+            _ = try CredentialFile(json: Array(json.utf8))
+            #expect(accepted)
+        } catch {
+            #expect(!accepted, "\(error)")
+            #expect(error.path == "$.applets[0].rules[0].response", "\(error)")
+        }
+    }
+}
