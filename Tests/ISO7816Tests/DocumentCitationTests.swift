@@ -120,11 +120,12 @@ private enum DocumentationScan {
     }
 
     /// The ids of the headings of docs/<name>.md: the first word of each, without a trailing full stop
-    /// (`## 5b. Blocking …` → "5b", `## P09 — Escape …` → "P09").
+    /// and of a leading § (`## 5b. Blocking …` → "5b", `## §2a Pairing …` → "2a", `## P09 — Escape …` → "P09").
     static func headingIDs(of document: String) -> Set<String> {
         Set((headings(of: document) ?? []).compactMap { heading -> String? in
             guard var id = heading.split(separator: " ").first.map(String.init) else { return nil }
             if id.hasSuffix(".") { id.removeLast() }
+            if id.hasPrefix("§") { id.removeFirst() }
             return id
         })
     }
