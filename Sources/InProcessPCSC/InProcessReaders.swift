@@ -37,7 +37,7 @@ public final class InProcessReaders: Sendable {
 
     /// The virtual time the readers' waits run on (status polls, transaction waits), or nil for
     /// the monotonic clock. Their devices run on it too when their `DEVICENAME` says
-    /// `clock=<its name>` (``SimulatedDesk`` gives both).
+    /// `clock=<its name>` (`SimulatedDesk` (SecbridgeTesting) gives both).
     public let virtualTime: VirtualTime?
 
     /// - Parameters:

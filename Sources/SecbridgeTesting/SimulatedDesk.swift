@@ -33,7 +33,7 @@ public final class SimulatedDesk: Sendable {
         case virtual
         /// Wall-clock seconds per simulated second (`1`: real time), for a check that must see a
         /// device wait take wall time, or that acts on the desk from outside while a command waits
-        /// and cannot ``VirtualTime/hold()`` the clock.
+        /// and cannot `VirtualTime.hold()` the clock.
         case scaled(Double)
     }
 
@@ -54,7 +54,7 @@ public final class SimulatedDesk: Sendable {
     public let timeScale: Double
     /// The desk's virtual time (``DeskTime/virtual``), nil on scaled wall-clock time. Hand it to the
     /// code under test as its clock (the session engine's `SessionClock`, the tool's), so that
-    /// its timers run on the same time as the readers; ``VirtualTime/hold()`` it while acting on
+    /// its timers run on the same time as the readers; `VirtualTime.hold()` it while acting on
     /// the desk from a test while a command waits.
     public let virtualTime: VirtualTime?
 
