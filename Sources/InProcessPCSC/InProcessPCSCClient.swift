@@ -93,7 +93,7 @@ public final class InProcessContext: PCSCClientContext {
                     let wake = self.wake
                     virtualTime.park(
                         until: virtualTime.deadline(after: step),
-                        advancingTo: timeout.map { _ in virtualTime.deadline(after: deadline! - clock.now) },
+                        advancingTo: deadline.map { virtualTime.deadline(after: $0 - clock.now) },
                         wake: { wake.lock(); wake.broadcast(); wake.unlock() }
                     ) { wake.wait() }
                 } else {
