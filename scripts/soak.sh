@@ -32,7 +32,11 @@ run=1
 while [ "$run" -le "$RUNS" ]; do
     log="$LOGS/run-$run.log"
     status=0
-    swift test --skip-build "$@" >"$log" 2>&1 || status=$?
+    # Each run under the same bound as scripts/test.sh: a hung run ends with its backtraces in
+    # its log (exit 124) and the soak goes on.
+    sh scripts/bounded.sh "${SECBRIDGE_TEST_BOUND:-900}" "$log" swift test --skip-build "$@" >/dev/null 2>"$log.bound-report" || status=$?
+    if [ -s "$log.bound-report" ]; then cat "$log.bound-report" >>"$log"; fi
+    rm -f "$log.bound-report"
     # Swift Testing's last line: "Test run with N tests … passed after S seconds." (or "failed").
     summary=$(grep -a 'Test run with' "$log" | tail -n 1 | sed 's/\x1b\[[0-9;]*m//g; s/^[^T]*//')
     if [ "$status" -ne 0 ]; then failed_runs=$((failed_runs + 1)); fi
