@@ -216,6 +216,8 @@ public final class ISO14443_3Tag: FieldPeer {
     /// tags without memory only.
     public let mifareKey: [UInt8]?
     private let storage: Mutex<StorageCardMemory>
+    /// The commands on air received so far, and the one during which the tag leaves the field.
+    private let tearing = Mutex<(received: Int, leavesAt: Int?)>((0, nil))
 
     /// A tag without memory.
     /// - Parameters:
@@ -308,9 +310,33 @@ public final class ISO14443_3Tag: FieldPeer {
         }
     }
 
-    /// One command on air, for tags with memory (nil for a tag without memory).
+    /// Makes a tag with memory leave the field during its `count`-th command on air from now
+    /// (1: the next one): a tag pulled away in the middle of a write. The command it leaves during
+    /// is lost (no page or block written, no answer); every command before it took effect, as on a
+    /// real tag whose write of one page or block completes or does not happen (decision: the
+    /// partial page a tear within one WRITE's EEPROM cycle can leave is not modelled; NTAG21x data
+    /// sheet §9.3 gives a page write as one programming cycle). The reader sees the tag go as if
+    /// it had been removed; `tag-memory` still reads it.
+    /// - Parameter count: 1 or more; nil: the tag stays.
+    public func leave(duringCommand count: Int?) {
+        tearing.withLock { state in state.leavesAt = count.map { state.received + max(1, $0) } }
+    }
+
+    /// How many commands on air (READ, WRITE, GET_VERSION, an authentication, …) the tag has
+    /// received, the one it left during included.
+    public var commandsReceived: Int { tearing.withLock { $0.received } }
+
+    /// One command on air, for tags with memory (nil for a tag without memory); ``TagAnswer/left``
+    /// when the tag leaves the field during it (``leave(duringCommand:)``).
     func transceive(_ command: [UInt8]) -> TagAnswer? {
-        storage.withLock { memory -> TagAnswer? in
+        if hasMemory {
+            let leaves = tearing.withLock { state -> Bool in
+                state.received += 1
+                return state.leavesAt.map { state.received >= $0 } ?? false
+            }
+            if leaves { return .left }
+        }
+        return storage.withLock { memory -> TagAnswer? in
             switch memory {
             case .none: return nil
             case .type2(var m):

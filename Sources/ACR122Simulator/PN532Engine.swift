@@ -284,7 +284,7 @@ extension DeviceState {
             }
             return .answer(answer)
         case .tag(let tag):
-            guard let answer = tag.transceive(command) else { return .status(mifareAuthentication(tag, command)) }
+            guard let answer = onAir(tag, command, world: world) else { return .status(mifareAuthentication(tag, command)) }
             return Self.outcome(of: answer)
         case .other(let other):
             // FeliCa, Topaz/Jewel and ISO/IEC 14443-B commands (CardFamilies.swift); mute: timeout.
@@ -323,6 +323,7 @@ extension DeviceState {
         case .nak: .status(0x13)
         case .mute: .status(0x01)
         case .authenticationFailed: .status(0x14)
+        case .left: .cardLost
         }
     }
 
@@ -368,7 +369,7 @@ extension DeviceState {
         }
         guard !frame.isEmpty, case .initiator(let targets) = role,
               let target = targets.first(where: { !$0.deselected }), stillPresent(target.peer, world: world),
-              case .tag(let tag) = target.peer, !tag.isClassic, let answer = tag.transceive(frame) else {
+              case .tag(let tag) = target.peer, !tag.isClassic, let answer = onAir(tag, frame, world: world) else {
             lastError = 0x01
             return [0x01]
         }

@@ -208,6 +208,16 @@ extension DeviceState {
         return tag
     }
 
+    /// One command on air to `tag` from this reader: the tag's answer, or, when the tag leaves the
+    /// field during it (``ISO14443_3Tag/leave(duringCommand:)``), silence (``TagAnswer/mute``)
+    /// with the tag removed from the field, as a removal by hand would.
+    func onAir(_ tag: ISO14443_3Tag, _ command: [UInt8], world: FieldWorld) -> TagAnswer? {
+        let answer = tag.transceive(command)
+        guard answer == .left else { return answer }
+        _ = world.removePeer(tag)
+        return .mute
+    }
+
     /// Load Keys `| FF | 82 | 00 | slot 00/01 | 06 | key (6) |` → 90 00, kept in the reader's
     /// volatile slot (ACR122U API v2.04 §5.1); another P1, slot or Lc → 63 00. No card is needed.
     func loadKey(p1: UInt8, slot: UInt8, lc: UInt8, data: [UInt8]) -> [UInt8] {
@@ -224,7 +234,7 @@ extension DeviceState {
         guard keyType == 0x60 || keyType == 0x61, slot <= 0x01, let key = loadedKeys[Int(slot)],
               let tag = polledTag(world: world) else { return Self.failed }
         let command = [keyType, block] + key + Array(tag.identity.uid.suffix(4))
-        guard let answer = tag.transceive(command) else {
+        guard let answer = onAir(tag, command, world: world) else {
             return mifareAuthentication(tag, command) == 0x00 ? Self.ok : Self.failed
         }
         return answer == .ack ? Self.ok : Self.failed
@@ -242,7 +252,7 @@ extension DeviceState {
         case .type2: guard length % 4 == 0, (4...16).contains(length) else { return Self.failed }
         case .classic: guard length == 16 else { return Self.failed }
         }
-        guard case .data(let bytes)? = tag.transceive([0x30, block]), bytes.count >= length else { return Self.failed }
+        guard case .data(let bytes)? = onAir(tag, [0x30, block], world: world), bytes.count >= length else { return Self.failed }
         return Array(bytes.prefix(length)) + Self.ok
     }
 
@@ -261,7 +271,7 @@ extension DeviceState {
             guard data.count == 16 else { return Self.failed }
             command = [0xA0, block] + data
         }
-        return tag.transceive(command) == .ack ? Self.ok : Self.failed
+        return onAir(tag, command, world: world) == .ack ? Self.ok : Self.failed
     }
 
     /// Direct Transmit: the PN532 frame `D4 cmd params` → `D5 cmd+1 … 90 00`, or 63 00; with the

@@ -111,6 +111,10 @@ enum TagAnswer: Equatable {
     case mute
     /// A MIFARE Classic authentication failed (wrong key, wrong UID, no such block).
     case authenticationFailed
+    /// The tag left the field during the command (``ISO14443_3Tag/leave(duringCommand:)``):
+    /// nothing was done, nothing answered. ``DeviceState/onAir(_:_:world:)`` removes it from the
+    /// field and reports silence.
+    case left
 }
 
 /// The memory of an NFC Forum Type 2 tag, and what READ / WRITE / GET_VERSION do to it.

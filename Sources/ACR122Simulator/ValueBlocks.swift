@@ -106,16 +106,16 @@ extension DeviceState {
         case (0x05, 0x00?):
             let value = Int32(bitPattern: data[1...4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
             let write = [0xA0, block] + MIFAREClassicMemory.valueBlock(value, address: block)
-            return tag.transceive(write) == .ack ? Self.ok : Self.failed
+            return onAir(tag, write, world: world) == .ack ? Self.ok : Self.failed
         case (0x05, 0x01?), (0x05, 0x02?):
             // The operand goes on air least significant byte first.
             let operand = Array(data[1...4].reversed())
             let code: UInt8 = data[0] == 0x01 ? 0xC1 : 0xC0
-            guard tag.transceive([code, block] + operand) == .ack, tag.transceive([0xB0, block]) == .ack else { return Self.failed }
+            guard onAir(tag, [code, block] + operand, world: world) == .ack, onAir(tag, [0xB0, block], world: world) == .ack else { return Self.failed }
             return Self.ok
         case (0x02, 0x03?):
             let target = data[1]
-            guard tag.transceive([0xC2, block, 0x00, 0x00, 0x00, 0x00]) == .ack, tag.transceive([0xB0, target]) == .ack else {
+            guard onAir(tag, [0xC2, block, 0x00, 0x00, 0x00, 0x00], world: world) == .ack, onAir(tag, [0xB0, target], world: world) == .ack else {
                 return Self.failed
             }
             return Self.ok
@@ -129,7 +129,7 @@ extension DeviceState {
     /// format.
     func readValueBlock(block: UInt8, le: UInt8, hasData: Bool, world: FieldWorld) -> [UInt8] {
         guard !hasData, le == 0x04, let tag = polledTag(world: world), tag.isClassic,
-              case .data(let bytes)? = tag.transceive([0x30, block]),
+              case .data(let bytes)? = onAir(tag, [0x30, block], world: world),
               let (value, _) = MIFAREClassicMemory.value(ofBlock: bytes) else { return Self.failed }
         let raw = UInt32(bitPattern: value)
         return [UInt8(raw >> 24), UInt8((raw >> 16) & 0xFF), UInt8((raw >> 8) & 0xFF), UInt8(raw & 0xFF)] + Self.ok

@@ -198,9 +198,13 @@ enum ControlProtocol {
     /// `place-tag`: without `type=`, today's tag without memory; with it, a Type 2 tag or a MIFARE
     /// Classic card with memory (ATQA and SAK then come from the type).
     private static func placeTag(_ request: ControlRequest, binding: SimulatorBinding) throws(ControlError) -> ControlReply {
-        try request.allowOnly(["uid", "atqa", "sak", "id", "type", "ndef", "key"])
+        try request.allowOnly(["uid", "atqa", "sak", "id", "type", "ndef", "key", "leave-after"])
         let uid = try uid(request)
+        let leavesAfter = try request.integer("leave-after", in: 1...1_000_000)
         guard let typeName = request.value("type"), typeName != "plain" else {
+            guard leavesAfter == nil else {
+                throw ControlError(.badArgument, "leave-after= needs a tag with memory (type=ntag213|ntag215|ntag216|ultralight|classic1k|classic4k|mini)")
+            }
             guard request.value("ndef") == nil, request.value("key") == nil else {
                 throw ControlError(.badArgument, "ndef= needs type=ntag213|ntag215|ntag216|ultralight; key= needs type=classic1k|classic4k|mini")
             }
@@ -237,6 +241,8 @@ enum ControlProtocol {
         } catch {
             throw ControlError(.badArgument, "\(error)")
         }
+        // A tag pulled away during its leave-after-th command on air (ISO14443_3Tag.leave(duringCommand:)).
+        tag.leave(duringCommand: leavesAfter)
         return ControlReply([("peer", try binding.field.place(tag, id: try peerID(request), prefix: "tag")),
                              ("type", typeName)])
     }
@@ -309,7 +315,7 @@ enum ControlProtocol {
         let count = try request.integer("count", in: 1...units) ?? units - first
         let end = min(units, first + count)
         return ControlReply([("type", memory.typeName), ("unit", String(unit)), ("first", String(first)),
-                             ("count", String(end - first)),
+                             ("count", String(end - first)), ("commands", String(tag.commandsReceived)),
                              ("data", ControlHex.format(bytes[first * unit..<end * unit]))])
     }
 

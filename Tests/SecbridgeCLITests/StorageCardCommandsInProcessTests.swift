@@ -192,6 +192,77 @@ extension InProcessCommandTests {
             #expect(read.out.contains("NDEF record 1: text \"Hello\" (en)\n"), "\(read.out)")
         }
 
+        /// A tag pulled away during any one of `write-ndef`'s commands (`place-tag … leave-after=N`,
+        /// for every N up to the number a whole write sends) holds a well-formed NDEF message: the
+        /// old one, the empty one the write puts in page 4 first, or the new one, in that order as
+        /// N grows, never a torn one (the write empties page 4 first and writes its real start
+        /// last). Every write that lost its tag exits non-zero. The in-process, deterministic
+        /// counterpart of the end-to-end test that kills the process at points in time.
+        @Test func writeNDEFWhoseTagLeavesDuringAnyCommandLeavesAWellFormedTag() async throws {
+            let desk = try await SimulatedDesk.open()
+            defer { desk.close() }
+            defer { _ = try? desk.control().send("remove all=yes") }
+            // URI https://example.com (prefix 04), as the tag holds it first.
+            let old: [UInt8] = [0xD1, 0x01, 0x0C, 0x55, 0x04] + Array("example.com".utf8)
+            let rest = "example.org/a/path/long/enough/to/span/many/pages/of/the/tag"
+            let new: [UInt8] = [0xD1, 0x01, UInt8(1 + rest.utf8.count), 0x55, 0x04] + Array(rest.utf8)
+            let arguments = ["write-ndef", "--reader", desk.names[0], "--uri", "https://" + rest, "--yes"]
+            func placeTheOldTag(leavingAfter count: Int?) throws {
+                _ = try desk.control().send("remove all=yes")
+                try desk.control().send(
+                    "place-tag type=ntag213 uid=04A1B2C3D4E5F6 ndef=\(old.hexString.replacingOccurrences(of: " ", with: ""))"
+                        + " id=ntag" + (count.map { " leave-after=\($0)" } ?? ""))
+            }
+            /// Until the reader reports the placed tag: presence is polled on use in process, and
+            /// the first poll after a tag left reports its removal (bounded: a few polls).
+            func untilPresent() async throws {
+                for _ in 0..<4 where try await cardState(desk).atr.isEmpty {}
+                #expect(try await !cardState(desk).atr.isEmpty, "the placed tag is reported")
+            }
+            /// The NDEF message in the NDEF TLV at page 4 (`03 len message`), nil when there is none.
+            func message() throws -> [UInt8]? {
+                let bytes = try tagMemory("ntag", first: 4, count: 36, on: desk)
+                guard bytes.count >= 2, bytes[0] == 0x03, Int(bytes[1]) + 2 <= bytes.count else { return nil }
+                return Array(bytes[2..<(2 + Int(bytes[1]))])
+            }
+            // Only a tag with memory counts its commands.
+            do {
+                try desk.control().send("place-tag uid=04A1B2C3 leave-after=3")
+                Issue.record("a tag without memory was placed with leave-after=")
+            } catch {
+                #expect("\(error)".contains("leave-after= needs a tag with memory"), "\(error)")
+            }
+            try placeTheOldTag(leavingAfter: nil)
+            let whole = try await runTool(arguments, on: desk)
+            #expect(whole.status == 0, "\(whole.err)")
+            #expect(try message() == new)
+            let commands = Int(try desk.control().send("tag-memory peer=ntag first=0 count=1")["commands"] ?? "") ?? 0
+            // A 66-byte message (TLV 03 40 … FE: 69 bytes, 18 pages) cannot be written in fewer.
+            #expect(commands >= 18, "a whole write sent \(commands) commands on air")
+            var seen: [String] = []
+            for count in 1...max(1, commands) {
+                try placeTheOldTag(leavingAfter: count)
+                try await untilPresent()
+                let torn = try await runTool(arguments, on: desk)
+                #expect(torn.status != 0, "the tag left during command \(count) of \(commands), yet: \(torn.out)")
+                let held = try message()
+                switch held {
+                case old?: seen.append("old")
+                case []?: seen.append("empty")
+                case new?: seen.append("new")
+                default:
+                    Issue.record("the tag left during command \(count) of \(commands) and holds \(held?.hexString ?? "no NDEF TLV")")
+                }
+            }
+            // old… then empty… then new…, each at least once but new (the last command may be the
+            // write of page 4 itself).
+            let order = ["old", "empty", "new"]
+            #expect(seen == seen.sorted { order.firstIndex(of: $0)! < order.firstIndex(of: $1)! }, "\(seen)")
+            #expect(seen.count == commands)
+            #expect(seen.first == "old")
+            #expect(seen.contains("empty"))
+        }
+
         @Test func writeNDEFRefusesAMessageLargerThanTheTag() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
