@@ -2,6 +2,7 @@ import Foundation
 import InProcessPCSC
 import ISO7816
 import PCSC
+import PCSCCore
 import PN53x
 import Synchronization
 import SecbridgeTesting
@@ -21,9 +22,13 @@ final class Log: Sendable {
     var all: [String] { lines.withLock { $0 } }
 }
 
-/// Waits (bounded, yielding, without sleeping) until `condition` holds.
+/// Waits, yielding, until `condition` holds: for a thread of the test's own to reach a state it
+/// then keeps (a call blocked on a held virtual clock). Bounded by 60 s of real time as a safety
+/// net only (a count of yields is no bound: on a loaded machine two million yields passed before a
+/// new thread had run).
 func eventually(_ what: String, _ condition: () -> Bool) async -> Bool {
-    for _ in 0..<2_000_000 {
+    let deadline = ContinuousClock.now + .seconds(60)
+    while ContinuousClock.now < deadline {
         if condition() { return true }
         await Task.yield()
     }
@@ -119,12 +124,16 @@ func eventually(_ what: String, _ condition: () -> Bool) async -> Bool {
         #expect(result["exchanges"] == "6")
     }
 
-    /// Real time (`timescale=1`): TgInitAsTarget must still block when the second call comes; the
-    /// terminal placed below releases it long before the 5 s MCU timeout.
+    /// The reader on a virtual clock held still: TgInitAsTarget blocks (its 5 s MCU timeout never
+    /// comes) until the terminal placed below activates it, however long the threads take to start.
     @Test func oneCallAtATimeReachesAReaderWhileTgInitAsTargetBlocks() async throws {
         let bench = try await Bench.make()
         defer { bench.close() }
-        let name = try await bench.addReader(options: ":timescale=1")
+        let time = VirtualTime()
+        defer { time.close() }
+        time.hold()
+        defer { time.release() }
+        let name = try await bench.addReader(options: ":clock=\(time.name)")
         let (chip, other) = try await blocking {
             let direct = try bench.readers.connect(to: name, share: .direct, protocols: [])
             let chip = PN532(link: try ACR122Link.open(channel: direct, readerName: name))
@@ -162,12 +171,16 @@ func eventually(_ what: String, _ condition: () -> Bool) async -> Bool {
         _ = try await blocking { try chip.value.restoreReaderDefaults() }
     }
 
-    /// Real time (`timescale=1`) for reader A, as above: its TgInitAsTarget blocks until the terminal
-    /// placed below comes.
+    /// Reader A on a virtual clock held still, as above: its TgInitAsTarget blocks until the
+    /// terminal placed below comes.
     @Test func anotherReaderIsNotHeldUpByABlockedOne() async throws {
         let bench = try await Bench.make(readers: 2)
         defer { bench.close() }
-        let blockedName = try await bench.addReader("a", options: ":timescale=1")
+        let time = VirtualTime()
+        defer { time.close() }
+        time.hold()
+        defer { time.release() }
+        let blockedName = try await bench.addReader("a", options: ":clock=\(time.name)")
         let freeName = try await bench.addReader("b")
         let chip = try await blocking {
             let direct = try bench.readers.connect(to: blockedName, share: .direct, protocols: [])

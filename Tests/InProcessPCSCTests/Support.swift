@@ -101,7 +101,9 @@ final class Bench: Sendable {
     /// ``addReader(_:options:)`` for code already on a thread of its own (inside `blocking`).
     @discardableResult
     func addReaderOnThisThread(_ sub: String = "a", options: String = "") throws -> String {
-        let scaled = options.contains(":timescale=") ? options : options + SimulatedReaders.timeScaleOption(Self.timeScale)
+        // A reader on a virtual clock (`clock=`) takes no time scale.
+        let scaled = options.contains(":timescale=") || options.contains(":clock=")
+            ? options : options + SimulatedReaders.timeScaleOption(Self.timeScale)
         return try readers.createChannel(deviceName: directory + "/" + sub + scaled, waitingUpTo: .seconds(300))
     }
 
