@@ -307,7 +307,7 @@ extension SecbridgeCLI {
             try writeNDEF(
                 message: message, channel: session.channel, atr: session.atr, reader: reader, out: { invocation.out($0) },
                 json: invocation.json, reactivate: { try reselect(session, reason: "no answer to GET_VERSION: select the tag again") },
-                confirm: confirm)
+                confirm: confirm, tagLeft: { tagLeft(session.handle) })
         }
     }
 
@@ -383,9 +383,31 @@ extension SecbridgeCLI {
     /// - Parameter reactivate: selects the tag again after it did not answer GET_VERSION (a MIFARE
     ///   Ultralight that does not know a command goes back to IDLE and ignores what follows, as
     ///   libnfc knows; ISO/IEC 14443-3 §6.3): SCardReconnect with reset, so the reader activates it anew.
+    /// Whether the card of `handle` left the reader: SCardStatus reports no card present, or
+    /// fails with SCARD_W_REMOVED_CARD or SCARD_E_NO_SMARTCARD. Asked after a command failed: the
+    /// ACR122U answers 63 00 both for a page the tag refused and for a tag that is gone (ACR122U
+    /// API v2.04 §5.4), so only the reader's presence can tell them apart. pcscd sees a removal in
+    /// its next presence poll (every 400 ms for a reader in use; docs/acr122-units.md §6): a
+    /// failure asked about in the same moment may still find the card present, and then keeps
+    /// the message of a refusal.
+    static func tagLeft(_ handle: any PCSCConnection) -> Bool {
+        do {
+            let status = try handle.status()
+            return !status.state.contains(.present)
+        } catch {
+            return error == .removedCard || error == .noSmartcard
+        }
+    }
+
+    /// write-ndef's failure when the tag left before its first write.
+    static let tagLeftBeforeWriting = CLIError.failure(
+        "the tag left the reader before anything was written; it holds its old NDEF message; place the tag on the reader again and run write-ndef again")
+
+    /// - Parameter tagLeft: asked after a failed command: whether the tag left the reader, which
+    ///   the message then says instead of the remedies for a refusal.
     static func writeNDEF(
         message: NDEFMessage, channel: any CardChannel, atr: [UInt8], reader: String, out: (String) -> Void,
-        json: Bool = false, reactivate: () throws -> Void = {}, confirm: (String) -> Bool
+        json: Bool = false, reactivate: () throws -> Void = {}, confirm: (String) -> Bool, tagLeft: () -> Bool = { false }
     ) throws -> Int32 {
         try requireType2Tag(atr: atr, reader: reader)
         let storage = StorageCard.identify(atr: atr)!
@@ -430,13 +452,21 @@ extension SecbridgeCLI {
         } catch let error as CLIError {
             throw error
         } catch let error as Type2TagError {
+            if tagLeft() { throw tagLeftBeforeWriting }
             throw CLIError.failure("\(error)")
         } catch let error as StorageCardError {
+            if tagLeft() { throw tagLeftBeforeWriting }
             throw CLIError.failure("\(error)")
         } catch let error as Type2TagWriteFailure {
+            let doing = error.state == .writtenNotVerified ? "reading back" : "writing"
+            if tagLeft() {
+                throw CLIError.failure(
+                    "\(doing) page \(error.page) failed: the tag left the reader; \(error.state); place the tag on the reader again and run write-ndef again")
+            }
             let cause = (error.underlying as? StorageCardError).map(\.description) ?? channelErrorText(error.underlying)
-            throw CLIError.failure("\(error.state == .writtenNotVerified ? "reading back" : "writing") page \(error.page) failed: \(cause); \(error.state)")
+            throw CLIError.failure("\(doing) page \(error.page) failed: \(cause); \(error.state)")
         } catch {
+            if tagLeft() { throw tagLeftBeforeWriting }
             throw CLIError.failure("the reader or card stopped answering before anything was written: \(channelErrorText(error))")
         }
     }

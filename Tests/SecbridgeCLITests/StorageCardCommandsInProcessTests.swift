@@ -245,6 +245,13 @@ extension InProcessCommandTests {
                 try await untilPresent()
                 let torn = try await runTool(arguments, on: desk)
                 #expect(torn.status != 0, "the tag left during command \(count) of \(commands), yet: \(torn.out)")
+                // The message says the tag left, not that a page refused the write or that the
+                // tag is smaller than its CC says (the reader answers 63 00 to all three).
+                // (Gone during GET_VERSION, the tag is selected again, and SCardReconnect finds none.)
+                let left = torn.err.contains("the tag left the reader")
+                    && torn.err.hasSuffix("; place the tag on the reader again and run write-ndef again\n")
+                #expect(left || torn.err.contains("SCARD_E_NO_SMARTCARD"), "\(torn.err)")
+                #expect(!torn.err.contains("locked") && !torn.err.contains("larger tag"), "\(torn.err)")
                 let held = try message()
                 switch held {
                 case old?: seen.append("old")
