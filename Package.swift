@@ -179,6 +179,15 @@ let package = Package(
         // Apple's client flows written as an iOS app writes them, only UIKit/SwiftUI replaced, run
         // against the in-process simulated ACR122U with a simulated phone (docs/apple-api-map.md).
         .testTarget(name: "AppleShapedClientTests", dependencies: ["SecureElementCredential", "SecbridgeTesting"]),
+        // The example of every library module's landing article, compiled and run (each article's
+        // ```swift block is checked against the code here).
+        .testTarget(
+            name: "DocumentationExampleTests",
+            dependencies: [
+                "PCSCCore", "PCSC", "ISO7816", "Transcript", "PN53x", "NFCTags", "SecureElementCredential", "ACR122Simulator",
+                "SecbridgeCLI", "SecbridgeTesting",
+            ]
+        ),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
