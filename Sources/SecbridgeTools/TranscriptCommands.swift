@@ -328,7 +328,7 @@ extension SecbridgeCLI {
                 ("events", .object(s.events.map { ($0.kind, .int($0.count)) })),
                 ("statusWords", .object(s.statusWords.map { (HexFormat.word($0.statusWord), .int($0.count)) })),
                 ("spanMicroseconds", s.span.map { .int(micros($0)) } ?? .null),
-                ("timedExchanges", .int(s.exchangeTimes.count)),
+                ("timedExchanges", .int(s.timedExchanges)),
                 ("exchangeMicroseconds", s.exchangeTimeRange.map { r in
                     .object([("min", .int(micros(r.lowerBound))), ("median", .int(micros(s.exchangeTimeMedian!))),
                              ("max", .int(micros(r.upperBound))), ("total", .int(micros(s.exchangeTimeTotal)))])
@@ -350,7 +350,7 @@ extension SecbridgeCLI {
         }
         if let span = s.span { invocation.out("span: \(formatDuration(span))") }
         if let r = s.exchangeTimeRange, let median = s.exchangeTimeMedian {
-            invocation.out("exchange time (\(s.exchangeTimes.count) timed): min \(formatDuration(r.lowerBound)), median \(formatDuration(median)), max \(formatDuration(r.upperBound)), total \(formatDuration(s.exchangeTimeTotal))")
+            invocation.out("exchange time (\(s.timedExchanges) timed): min \(formatDuration(r.lowerBound)), median \(formatDuration(median)), max \(formatDuration(r.upperBound)), total \(formatDuration(s.exchangeTimeTotal))")
         }
         return exitSuccess
     }

@@ -42,8 +42,10 @@ public struct TranscriptStatistics: Sendable, Equatable {
     public var statusWords: [StatusWordCount] = []
     /// Last offset minus first offset; nil without offsets.
     public var span: Duration?
-    /// The time of each timed exchange, in file order.
-    public var exchangeTimes: [Duration] = []
+    /// How many exchanges are timed (both their lines have offsets).
+    public var timedExchanges: Int { times.count }
+    /// The timed exchanges' times, in constant memory (``DurationSketch``).
+    private var times = DurationSketch()
 
     public static func == (a: Self, b: Self) -> Bool {
         a.records == b.records && a.transmitCommands == b.transmitCommands && a.controlCommands == b.controlCommands
@@ -52,30 +54,20 @@ public struct TranscriptStatistics: Sendable, Equatable {
             && a.wildcardLines == b.wildcardLines && a.bytesSent == b.bytesSent && a.bytesReceived == b.bytesReceived
             && a.events.map(\.kind) == b.events.map(\.kind) && a.events.map(\.count) == b.events.map(\.count)
             && a.channels == b.channels && a.statusWords == b.statusWords && a.span == b.span
-            && a.exchangeTimes == b.exchangeTimes
+            && a.times == b.times
     }
 
     /// Total time of the timed exchanges.
-    public var exchangeTimeTotal: Duration { exchangeTimes.reduce(.zero, +) }
+    public var exchangeTimeTotal: Duration { Duration(attoseconds: times.total) }
     /// Shortest and longest exchange; nil when none is timed.
     public var exchangeTimeRange: ClosedRange<Duration>? {
-        // Compared as attoseconds, which is what a Duration holds: its `<` is a call each time.
-        guard let first = exchangeTimes.first?.attoseconds else { return nil }
-        var lo = first, hi = first
-        for time in exchangeTimes {
-            let a = time.attoseconds
-            lo = min(lo, a)
-            hi = max(hi, a)
-        }
-        return Duration(attoseconds: lo)...Duration(attoseconds: hi)
+        guard times.count > 0 else { return nil }
+        return Duration(attoseconds: times.minimum)...Duration(attoseconds: times.maximum)
     }
     /// The median exchange time (the lower middle for an even count); nil when none is timed.
-    public var exchangeTimeMedian: Duration? {
-        guard !exchangeTimes.isEmpty else { return nil }
-        var sorted = exchangeTimes.map(\.attoseconds)  // as in exchangeTimeRange
-        sorted.sort()
-        return Duration(attoseconds: sorted[(sorted.count - 1) / 2])
-    }
+    /// Exact for times that are whole microseconds below 65.536 ms (what a recorder writes),
+    /// else within 0.5 %: the times are kept in constant memory (``DurationSketch``).
+    public var exchangeTimeMedian: Duration? { times.median }
 
     // The running state of ``add(_:)``.
     // The unanswered command's offset per channel.
@@ -232,7 +224,7 @@ public struct TranscriptStatistics: Sendable, Equatable {
     /// it and its command have offsets.
     private mutating func answered(offset: TranscriptOffset?, channel: String?) {
         if let started = pending.removeValue(for: channel), let s = started, let e = offset {
-            exchangeTimes.append(Self.elapsed(from: s, to: e))
+            times.add(Self.elapsed(from: s, to: e))
         }
     }
 

@@ -52,7 +52,9 @@ import Testing
         #expect((streamed.bytesSent, streamed.bytesReceived) == (7 + 7, 8 + 2))
         #expect((streamed.wildcardLines, streamed.redactedCommands) == (1, 1))
         #expect(streamed.statusWords == [.init(statusWord: 0x6A82, count: 1)])
-        #expect(streamed.exchangeTimes == [.microseconds(500), .microseconds(1000)])
+        #expect(streamed.timedExchanges == 2)
+        #expect(streamed.exchangeTimeRange == .microseconds(500)...(.microseconds(1000)))
+        #expect(streamed.exchangeTimeTotal == .microseconds(1500))
         #expect(streamed.channels == [""])
     }
 
