@@ -67,6 +67,15 @@ struct TerminalVerdict: Sendable {
         return !wrote && covered.count > 2 && covered[2...].contains(true) && !covered.allSatisfy { $0 }
     }
 
+    /// Whether the C-APDUs so far (any activations) read the NDEF file to the end (NLEN and the
+    /// whole message answered 90 00 while the file was selected) or wrote it: the terminal is done
+    /// with the tag. False for a credential that is no Type 4 Tag.
+    static func readToTheEndOrWritten(_ exchanges: [(command: [UInt8], response: [UInt8])], credential: Credential) -> Bool {
+        guard let tag = type4Tag(credential) else { return false }
+        let (covered, wrote) = coverage(exchanges, ndefFileID: tag.capabilityContainer.ndefFileID, size: ndefSize(tag))
+        return wrote || covered.allSatisfy { $0 }
+    }
+
     /// Whether the credential presents an NFC Forum Type 4 Tag.
     static func isType4Tag(_ credential: Credential) -> Bool { type4Tag(credential) != nil }
 
