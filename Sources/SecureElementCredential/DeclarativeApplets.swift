@@ -47,8 +47,12 @@ public struct APDUPattern: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// An applet described by data (a credential file's `declarative` applet): AIDs, the answer to
-/// its SELECT, and rules of "command pattern → response"; the first matching rule answers, and a
-/// command no rule matches gets `defaultResponse` (6D 00 unless given).
+/// its SELECT, and rules of "command pattern → response"; the first matching rule answers. A
+/// command no rule matches gets 67 00 (wrong length, ISO/IEC 7816-4 §5.6) when rules give its
+/// CLA INS P1 P2 but none of them its fifth byte (Lc, or Le of a case 2 command): the command is
+/// supported, its length is not, e.g. a GET PROCESSING OPTIONS whose PDOL data has the wrong
+/// length (EMV Book 3 §6.5.8.4 has the card answer 67 00). Any other command gets
+/// `defaultResponse` (6D 00 unless given).
 public final class DeclarativeApplet: HostApplet {
     /// One rule: C-APDUs matching `command` get `response`.
     public struct Rule: Sendable, Hashable {
@@ -89,11 +93,22 @@ public final class DeclarativeApplet: HostApplet {
     /// The answer to the SELECT that chose this applet.
     public func select(_ command: CommandAPDU) -> ResponseAPDU { Self.response(selectResponse) }
 
-    /// The answer to a C-APDU while selected.
+    /// The answer to a C-APDU while selected: the first matching rule's, 67 00 for a supported
+    /// command of a length no rule gives, else `defaultResponse` (see the type's documentation).
     public func process(_ command: CommandAPDU) -> ResponseAPDU {
         let bytes = command.serialized()
-        let rule = rules.first { $0.command.matches(bytes) }
-        return Self.response(rule?.response ?? defaultResponse)
+        if let rule = rules.first(where: { $0.command.matches(bytes) }) { return Self.response(rule.response) }
+        if hasWrongLength(bytes) { return ResponseAPDU(statusWord: .wrongLength) }
+        return Self.response(defaultResponse)
+    }
+
+    /// Whether rules give `bytes`' CLA INS P1 P2 with a fixed fifth byte, and none the one it has.
+    private func hasWrongLength(_ bytes: [UInt8]) -> Bool {
+        guard bytes.count >= 5 else { return false }
+        let sameHeader = rules.filter { rule in
+            rule.command.items.count >= 5 && zip(rule.command.items.prefix(4), bytes).allSatisfy { $0 == nil || $0 == $1 }
+        }
+        return !sameHeader.isEmpty && sameHeader.allSatisfy { $0.command.items[4].map { $0 != bytes[4] } ?? false }
     }
 
     /// Nothing to forget.

@@ -52,7 +52,9 @@ struct CredentialFileTests {
         ("80 CA 9F 7F 00", "9F 7F 04 01 02 03 04 90 00"),
         ("00 84 00 00 08", "11 22 33 44 55 66 77 88 90 00"),
         ("80 AA 00 00 08 01 02 03 04 05 06 07 08 00", "69 82"),
-        ("80 AA 00 00 04 01 02 03 04", "6D 00"),
+        // The rule gives 80 AA 00 00 with Lc 08 only: wrong length (ISO/IEC 7816-4 §5.6).
+        ("80 AA 00 00 04 01 02 03 04", "67 00"),
+        ("80 AB 00 00 04 01 02 03 04", "6D 00"),
     ])
     func accessBadge(_ command: String, _ response: String) async throws {
         let file = try CredentialFile(contentsOfFile: credentialsDirectory + "/access-badge.json")

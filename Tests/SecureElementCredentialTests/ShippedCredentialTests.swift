@@ -106,6 +106,22 @@ struct ShippedCredentialTests {
         #expect(try await element.transceive(hex(command)).hexString == response)
     }
 
+    /// GET PROCESSING OPTIONS with PDOL data of the wrong length: 67 00 (wrong length, ISO/IEC
+    /// 7816-4 §5.6; EMV Book 3 §6.5.8.4), not 6D 00, which would say the card has no GPO at all.
+    /// The credit application's PDOL asks for 16 bytes (9F66 4, 9F02 6, 9F37 4, 5F2A 2).
+    @Test("the payment example answers a GPO whose PDOL data has the wrong length with 67 00", arguments: [
+        ("80 A8 00 00 12 83 10 36 00 40 00 00 00 00 00 01 00 11 22 33 44 09 78 00", "77 0E 82 02 19 80 94 08 08 01 01 00 10 01 02 00 90 00"),
+        ("80 A8 00 00 0E 83 0C 36 00 40 00 00 00 00 00 01 00 11 22 33 44 00", "67 00"),
+        ("80 A8 00 00 02 83 00 00", "67 00"),
+        ("80 A8 00 00 14 83 12 36 00 40 00 00 00 00 00 01 00 11 22 33 44 09 78 00 00 00", "67 00"),
+        ("80 CA 9F 36 00", "6D 00"),
+    ])
+    func gpoWrongLength(_ command: String, _ response: String) async throws {
+        let element = try CredentialFile(contentsOfFile: credentialsDirectory + "/payment-test-card.json").makeCredential().secureElement
+        _ = try await element.transceive(hex("00 A4 04 00 07 F0 00 00 00 01 10 10 00"))
+        #expect(try await element.transceive(hex(command)).hexString == response)
+    }
+
     @Test("a declared FCI whose length disagrees is refused, naming the byte", arguments: [
         ("6F 0A 84 07 F0 53 42 41 44 47 45 90 00", "$.applets[0].select", "tag 6F announces 10 value bytes; only 9 remain"),
         ("6F 09 84 08 F0 53 42 41 44 47 45 90 00", "$.applets[0].select", "tag 84 announces 8 value bytes"),
