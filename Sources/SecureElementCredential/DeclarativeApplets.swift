@@ -90,8 +90,13 @@ public final class DeclarativeApplet: HostApplet {
         self.defaultResponse = defaultResponse
     }
 
-    /// The answer to the SELECT that chose this applet.
-    public func select(_ command: CommandAPDU) -> ResponseAPDU { Self.response(selectResponse) }
+    /// The answer to the SELECT that chose this applet: `selectResponse`, or only its status
+    /// word when P2 asks for no response data (bits b4–b3 of P2 set: `00 A4 04 0C …`; ISO/IEC
+    /// 7816-4 §11.2.2, and ETSI TS 102 221 Table 11.9, "0C: no data returned").
+    public func select(_ command: CommandAPDU) -> ResponseAPDU {
+        let answer = Self.response(selectResponse)
+        return command.p2 & 0x0C == 0x0C ? ResponseAPDU(statusWord: answer.statusWord) : answer
+    }
 
     /// The answer to a C-APDU while selected: the first matching rule's, 67 00 for a supported
     /// command of a length no rule gives, else `defaultResponse` (see the type's documentation).

@@ -48,6 +48,9 @@ struct CredentialFileTests {
 
     @Test("access-badge.json: a declarative applet answers by rule", arguments: [
         ("00 A4 04 00 07 F0 53 42 41 44 47 45 00", "6F 09 84 07 F0 53 42 41 44 47 45 90 00"),
+        // P2 0C: no response data (ISO/IEC 7816-4 §11.2.2), so no FCI; the SW stays.
+        ("00 A4 04 0C 07 F0 53 42 41 44 47 45", "90 00"),
+        ("00 A4 04 0C 07 F0 53 42 41 44 47 45 00", "90 00"),
         ("80 CA 00 42 00", "00 00 00 42 90 00"),
         ("80 CA 9F 7F 00", "9F 7F 04 01 02 03 04 90 00"),
         ("00 84 00 00 08", "11 22 33 44 55 66 77 88 90 00"),

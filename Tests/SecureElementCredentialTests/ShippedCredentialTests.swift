@@ -99,6 +99,9 @@ struct ShippedCredentialTests {
         ("80 A8 00 00 12 83 10 36 00 40 00 00 00 00 00 01 00 11 22 33 44 09 78 00", "77 0A 82 02 19 80 94 04 08 01 01 00 90 00"),
         ("00 B2 01 0C 00", "70 1D 5A 08 99 99 00 00 00 00 00 02 5F 24 03 30 12 31 5F 20 0A 54 45 53 54 2F 44 45 42 49 54 90 00"),
         ("00 B2 02 0C 00", "6A 83"),
+        // P2 0C: the terminal asks for no response data, so no FCI (ISO/IEC 7816-4 §11.2.2).
+        ("00 A4 04 0C 07 F0 00 00 00 02 20 10", "90 00"),
+        ("00 A4 04 0C 0E 32 50 41 59 2E 53 59 53 2E 44 44 46 30 31", "90 00"),
     ])
     func debitApplication(_ command: String, _ response: String) async throws {
         let element = try CredentialFile(contentsOfFile: credentialsDirectory + "/payment-test-card.json").makeCredential().secureElement
