@@ -119,18 +119,41 @@ struct TerminalVerdict: Sendable {
     /// Which bytes of the NDEF file's first `size` bytes a successful READ BINARY returned while
     /// that file was selected, and whether the last successful UPDATE BINARY of the file set a
     /// non-zero NLEN (a completed NDEF write: NLEN 0000, the message, NLEN).
+    ///
+    /// A READ BINARY answered `61 XX` (data + "XX more bytes", ISO/IEC 7816-4 §5.1.3: the
+    /// emulation's split of an answer longer than one TgSetData frame) succeeds when the terminal
+    /// follows it with GET RESPONSE (`00 C0 00 00 Le`) to a final 90 00: the bytes of the whole
+    /// chain count from the READ BINARY's offset. A chain the terminal leaves, or that ends in an
+    /// error, counts for nothing, as the phone gives up the read.
     private static func coverage(_ exchanges: [(command: [UInt8], response: [UInt8])], ndefFileID: UInt16, size: Int) -> ([Bool], Bool) {
         var covered = [Bool](repeating: false, count: size)
         var wroteNLEN = false
         var selected: UInt16?
-        for (command, response) in exchanges where command.count >= 4 && response.suffix(2) == [0x90, 0x00] {
+        // A READ BINARY of the NDEF file answered 61 XX: its offset and the data bytes so far.
+        var chain: (offset: Int, count: Int)?
+        func cover(_ offset: Int, _ count: Int) {
+            for i in offset..<offset + count where i < size { covered[i] = true }
+        }
+        for (command, response) in exchanges where command.count >= 4 && response.count >= 2 {
+            let ok = response.suffix(2) == [0x90, 0x00]
+            let more = response[response.count - 2] == 0x61
+            let data = response.count - 2
+            if command[1] == 0xC0, let pending = chain {
+                chain = more ? (pending.offset, pending.count + data) : nil
+                if ok { cover(pending.offset, pending.count + data) }
+                continue
+            }
+            chain = nil
+            if command[1] == 0xB0, selected == ndefFileID, ok || more {
+                let offset = Int(command[2] & 0x7F) << 8 | Int(command[3])
+                if ok { cover(offset, data) } else { chain = (offset, data) }
+                continue
+            }
+            guard ok else { continue }
             if command[1] == 0xA4, command[2] == 0x00, command.count >= 7, command[4] == 0x02 {
                 selected = UInt16(command[5]) << 8 | UInt16(command[6])
             } else if command[1] == 0xA4 {
                 selected = nil
-            } else if command[1] == 0xB0, selected == ndefFileID {
-                let offset = Int(command[2] & 0x7F) << 8 | Int(command[3])
-                for i in offset..<offset + response.count - 2 where i < size { covered[i] = true }
             } else if command[1] == 0xD6, selected == ndefFileID, command.count >= 5 {
                 wroteNLEN = command[2] == 0 && command[3] == 0 && command[4] == 2 && command.count == 7 && command[5...6] != [0, 0]
             }
