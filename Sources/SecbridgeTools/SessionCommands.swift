@@ -177,10 +177,11 @@ extension SecbridgeCLI {
             end; if it was not, the tag is run through the model of Android's reader to say where
             and why Android would refuse it. On a simulated reader (`secbridge simulate`) each
             simulated terminal's own verdict follows: what it read, or the step and reason it
-            failed. Exit status 0 when a terminal exchanged APDUs (and read a Type 4 Tag to the
-            end, and no simulated terminal failed), 1 otherwise. A terminal's PIN, keys and
-            cryptograms are printed [REDACTED n], as the --record transcript has them, unless
-            --show-secrets (docs/secrets.md).
+            failed. Exit status 0 when a terminal exchanged APDUs, read a Type 4 Tag to the end
+            (any other credential: its last command got 90 00 or 61 XX, else the `terminal:` line
+            names the answer it stopped at), and no simulated terminal failed; 1 otherwise. A
+            terminal's PIN, keys and cryptograms are printed [REDACTED n], as the --record
+            transcript has them, unless --show-secrets (docs/secrets.md).
             """,
         options: [
             .value("credential", "FILE", "The credential file to present (required).", .existingFile),

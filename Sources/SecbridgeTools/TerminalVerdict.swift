@@ -96,9 +96,7 @@ struct TerminalVerdict: Sendable {
             return TerminalVerdict(line: "terminal: no APDUs (no terminal read the credential)", details: [], succeeded: false)
         }
         let tag = (credential.secureElement as? HostSecureElement)?.applets.lazy.compactMap { $0 as? Type4TagApplet }.first
-        guard let tag else {
-            return TerminalVerdict(line: "terminal: \(count)", details: [], succeeded: true)
-        }
+        guard let tag else { return judgeLastAnswer(exchanges, count: count) }
         let file = tag.ndefFileContents
         let nlen = file.count >= 2 ? Int(file[0]) << 8 | Int(file[1]) : 0
         let wanted = min(file.count, 2 + nlen)
@@ -114,6 +112,23 @@ struct TerminalVerdict: Sendable {
         let last = exchanges[exchanges.count - 1]
         let line = "terminal: \(count); the NDEF file was NOT read to the end: the terminal stopped after \(SecretDisplay.masked.text(last.command)) → \(SecretDisplay.masked.text(response: last.response, answering: last.command))"
         return TerminalVerdict(line: line, details: await androidVerdict(tag), succeeded: false)
+    }
+
+    /// A credential that is no Type 4 Tag (declarative applets, a transcript, a relayed card): the
+    /// host cannot see what the terminal concluded, only where it stopped. It succeeded when its
+    /// last command got a normal-processing answer (90 00 or 61 XX, ISO/IEC 7816-4 §5.1.3); a
+    /// last answer that is a warning or an error (63 00 to EXTERNAL AUTHENTICATE, 6A 82 to a
+    /// SELECT) is the step the terminal failed at.
+    private static func judgeLastAnswer(_ exchanges: [(command: [UInt8], response: [UInt8])], count: String) -> TerminalVerdict {
+        let last = exchanges[exchanges.count - 1]
+        let status = last.response.count >= 2
+            ? StatusWord(sw1: last.response[last.response.count - 2], sw2: last.response[last.response.count - 1]) : nil
+        if status?.category == .normal {
+            return TerminalVerdict(line: "terminal: \(count)", details: [], succeeded: true)
+        }
+        let why = status.map { "\($0.category.rawValue): \($0.meaning)" } ?? "no status word"
+        let line = "terminal: \(count); the terminal stopped after \(SecretDisplay.masked.text(last.command)) → \(SecretDisplay.masked.text(response: last.response, answering: last.command)) (\(why))"
+        return TerminalVerdict(line: line, details: [], succeeded: false)
     }
 
     /// Which bytes of the NDEF file's first `size` bytes a successful READ BINARY returned while

@@ -255,3 +255,31 @@ extension EmulationExitTests {
         #expect(try desk.control().send("status")["picc"] == "FF")
     }
 }
+
+extension EmulationExitTests {
+    /// Issue 34 item 4: a declarative credential's terminal that failed makes emulate exit 1. The
+    /// terminal replays a script whose EXTERNAL AUTHENTICATE the badge refuses (63 00); the script
+    /// expects that answer, so the simulated terminal itself "passed": the exit status comes from
+    /// the host's own verdict, as on real hardware.
+    @Test func aDeclarativeCredentialsFailedTerminalExitsOne() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        let script = desk.directory + "/refused.trn"
+        try """
+            # secbridge-transcript: 1
+            # origin: simulated
+            tgt < 00 A4 04 00 07 F0 53 42 41 44 47 45 00
+            tgt > 6F 09 84 07 F0 53 42 41 44 47 45 90 00
+            tgt < 00 82 00 00 08 01 02 03 04 05 06 07 08
+            tgt > 63 00
+
+            """.write(toFile: script, atomically: true, encoding: .utf8)
+        try desk.control().send("place-terminal transcript=\(script) id=door")
+        let result = try await runTool(
+            ["emulate", "--credential", Self.credential("door-badge-auth.json"), "--yes", "--reader", desk.names[0]], on: desk)
+        #expect(result.status == 1, "\(result.err)\n\(result.out)")
+        #expect(result.out.contains("terminal: 2 APDUs; the terminal stopped after 00 82 00 00 08 [REDACTED 8] → 63 00 (warning processing: "), "\(result.out)")
+        #expect(result.out.contains("[door]: passed"), "\(result.out)")
+        #expect(try desk.control().send("status")["picc"] == "FF")
+    }
+}

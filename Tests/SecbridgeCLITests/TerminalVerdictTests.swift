@@ -71,3 +71,37 @@ import Testing
         #expect(!TerminalVerdict.readToTheEndOrWritten(leftChain, credential: credential))
     }
 }
+
+/// The verdict for a credential that is no Type 4 Tag (issue 34 item 4): the terminal's last
+/// answer decides, as the host sees no more of its outcome.
+extension TerminalVerdictTests {
+    static func doorBadge() throws -> Credential {
+        try CredentialFile(contentsOfFile: EmulationExitTests.credential("door-badge-auth.json")).makeCredential()
+    }
+
+    @Test func aDeclarativeCredentialWhoseTerminalEndsOn9000Succeeded() async throws {
+        let exchanges = [
+            (hex("00 A4 04 00 07 F0 53 42 41 44 47 45 00"), hex("6F 09 84 07 F0 53 42 41 44 47 45 90 00")),
+            (hex("00 82 00 00 08 4B 78 69 1E 0F 3C 2D D2"), hex("90 00")),
+        ]
+        let verdict = await TerminalVerdict.evaluate(exchanges, credential: try Self.doorBadge())
+        #expect(verdict.line == "terminal: 2 APDUs")
+        #expect(verdict.succeeded)
+    }
+
+    /// EXTERNAL AUTHENTICATE refused (63 00, ISO/IEC 7816-4: a warning, "no information given")
+    /// and a SELECT of an absent application (6A 82): failed, the answer named.
+    @Test(arguments: [
+        ("00 82 00 00 08 01 02 03 04 05 06 07 08", "63 00", "terminal: 2 APDUs; the terminal stopped after 00 82 00 00 08 [REDACTED 8] → 63 00 (warning processing: "),
+        ("00 A4 04 00 07 F0 00 00 00 09 09 09 00", "6A 82", "terminal: 2 APDUs; the terminal stopped after 00 A4 04 00 07 F0 00 00 00 09 09 09 00 → 6A 82 (checking error: "),
+    ])
+    func aDeclarativeCredentialWhoseTerminalEndsOnAnErrorFailed(_ command: String, _ response: String, _ line: String) async throws {
+        let exchanges = [
+            (hex("00 A4 04 00 07 F0 53 42 41 44 47 45 00"), hex("6F 09 84 07 F0 53 42 41 44 47 45 90 00")),
+            (hex(command), hex(response)),
+        ]
+        let verdict = await TerminalVerdict.evaluate(exchanges, credential: try Self.doorBadge())
+        #expect(verdict.line.hasPrefix(line), "\(verdict.line)")
+        #expect(!verdict.succeeded)
+    }
+}
