@@ -55,15 +55,43 @@ public struct APDUPattern: Sendable, Hashable, CustomStringConvertible {
 /// `defaultResponse` (6D 00 unless given).
 public final class DeclarativeApplet: HostApplet {
     /// One rule: C-APDUs matching `command` get `response`.
+    ///
+    /// A GET CHALLENGE rule (``isGetChallenge``) answers fresh random bytes, as many as
+    /// `response` declares before SW1 SW2, with its status word: a card's challenge is new each
+    /// time (ISO/IEC 7816-4 §11.5.3, GET CHALLENGE), so a terminal that replays an old answer is
+    /// not let in by a fixed one. `pinned` keeps the declared bytes, for a test that needs them.
     public struct Rule: Sendable, Hashable {
         /// The C-APDUs this rule answers.
         public var command: APDUPattern
         /// The whole R-APDU, SW1 SW2 included.
         public var response: [UInt8]
-        /// A rule answering `command` with `response`.
+        /// For a GET CHALLENGE rule: answer the declared bytes instead of random ones.
+        public var pinned: Bool
+        /// A rule answering `command` with `response` (a GET CHALLENGE rule: random bytes).
         public init(command: APDUPattern, response: [UInt8]) {
             self.command = command
             self.response = response
+            pinned = false
+        }
+        /// A rule answering `command` with `response`; `pinned` as the property says.
+        public init(command: APDUPattern, response: [UInt8], pinned: Bool) {
+            self.command = command
+            self.response = response
+            self.pinned = pinned
+        }
+
+        /// Whether `command` is GET CHALLENGE: INS 84 in an interindustry class (CLA 0X to 7X, or
+        /// `??`), ISO/IEC 7816-4 §11.5.3.
+        public var isGetChallenge: Bool {
+            command.items.count >= 2 && command.items[1] == 0x84 && (command.items[0].map { $0 & 0x80 == 0 } ?? true)
+        }
+
+        /// The R-APDU for one matching command: `response`, or for an unpinned GET CHALLENGE rule
+        /// as many random bytes as it declares (SystemRandomNumberGenerator) + its SW1 SW2.
+        func answer() -> [UInt8] {
+            guard isGetChallenge, !pinned, response.count > 2 else { return response }
+            var generator = SystemRandomNumberGenerator()
+            return (0..<response.count - 2).map { _ in UInt8.random(in: 0...0xFF, using: &generator) } + response.suffix(2)
         }
     }
 
@@ -102,7 +130,7 @@ public final class DeclarativeApplet: HostApplet {
     /// command of a length no rule gives, else `defaultResponse` (see the type's documentation).
     public func process(_ command: CommandAPDU) -> ResponseAPDU {
         let bytes = command.serialized()
-        if let rule = rules.first(where: { $0.command.matches(bytes) }) { return Self.response(rule.response) }
+        if let rule = rules.first(where: { $0.command.matches(bytes) }) { return Self.response(rule.answer()) }
         if hasWrongLength(bytes) { return ResponseAPDU(statusWord: .wrongLength) }
         return Self.response(defaultResponse)
     }
