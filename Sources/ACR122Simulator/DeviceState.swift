@@ -200,8 +200,10 @@ final class DeviceState: @unchecked Sendable {
     /// A unit detached meanwhile (``isDetached``) ends the wait as ``WaitResult/driverTimeout``: the
     /// command fails, and the driver answers IFD_NO_SUCH_DEVICE for it (IFDHandler.swift), as
     /// libccid does when the USB transfer under way fails because the device went away.
+    /// - Parameter wake: a deadline at which `condition` may start to hold without a broadcast (a
+    ///   phone back in the field at a set time); the wait re-checks it then and goes on.
     func wait(
-        lock: ConditionLock<FieldWorld>, limit: Deadline? = nil, _ condition: () -> Bool
+        lock: ConditionLock<FieldWorld>, limit: Deadline? = nil, wake: () -> Deadline? = { nil }, _ condition: () -> Bool
     ) -> WaitResult {
         let mcu = mcuDeadline()
         let driver = driverDeadline()
@@ -211,7 +213,7 @@ final class DeviceState: @unchecked Sendable {
             if let limit, limit.hasPassed { return .limit }
             if let mcu, mcu.hasPassed { return .mcuTimeout }
             if driver.hasPassed { return .driverTimeout }
-            let next = Deadline.earliest(Deadline.earliest(limit, mcu), driver)
+            let next = Deadline.earliest(Deadline.earliest(limit, mcu), Deadline.earliest(driver, wake()))
             lock.wait(until: next)
         }
     }

@@ -113,6 +113,8 @@ public final class ExternalTerminal: FieldPeer {
         var exchangesThisActivation = 0
         /// The phone left (or finished a tap) and wants another activation.
         var returning = false
+        /// When a phone that left is back in the field (``PhoneBehaviour/returnAfter``); nil: at once.
+        var returnsAt: Deadline?
         var tapsDone = 0
         /// The ATS the current target sent (its FWI sets the frame waiting time).
         var ats: [UInt8] = []
@@ -212,7 +214,15 @@ public final class ExternalTerminal: FieldPeer {
     // MARK: Driven by the emulating reader (with the field locked)
 
     /// True while the terminal has not activated any target yet, or left and comes back.
-    var wantsActivation: Bool { state.withLock { $0.result == .waiting || $0.returning } }
+    var wantsActivation: Bool {
+        state.withLock { $0.result == .waiting || ($0.returning && $0.returnsAt?.hasPassed != false) }
+    }
+
+    /// When a phone that left and is still away comes back (a TgInitAsTarget wakes then); nil when
+    /// it is not away.
+    var returnDeadline: Deadline? {
+        state.withLock { $0.returning ? $0.returnsAt.flatMap { $0.hasPassed ? nil : $0 } : nil }
+    }
 
     /// Activates a target waiting in TgInitAsTarget with request `modes` and `sak`, whose ATS is
     /// `ats`; returns TgInitAsTarget's mode byte and the initiator command, or nil when this
@@ -240,6 +250,7 @@ public final class ExternalTerminal: FieldPeer {
     private func start(ats: [UInt8]) {
         state.withLock {
             $0.returning = false
+            $0.returnsAt = nil
             $0.exchangesThisActivation = 0
             $0.ats = ats
             $0.program = $0.initialProgram
@@ -261,7 +272,9 @@ public final class ExternalTerminal: FieldPeer {
         case notActivated
     }
 
-    func nextCommand() -> Next {
+    /// - Parameter clock: the device's clock: a phone that leaves now (``PhoneBehaviour/leaveAfter``)
+    ///   is back ``PhoneBehaviour/returnAfter`` later on it.
+    func nextCommand(clock: SimulationClock = .realTime) -> Next {
         state.withLock { s in
             switch s.result {
             case .waiting, .ignored: return .notActivated
@@ -273,6 +286,7 @@ public final class ExternalTerminal: FieldPeer {
                     if s.activations == 1, let leaveAfter = behaviour.leaveAfter, s.exchangesThisActivation >= leaveAfter {
                         // The phone moves away instead of sending this command: field loss.
                         Self.leave(&s, why: "left the field after exchange \(s.exchangesThisActivation)")
+                        s.returnsAt = behaviour.returnAfter.map { clock.deadline(after: $0) }
                         return .released
                     }
                     s.awaitingResponse = true

@@ -469,7 +469,9 @@ extension DeviceState {
         let t = TargetState(session: sessions, modes: modes, atqa: atqa, uid: uid, sak: sak, historicalBytes: historical)
         role = .target(t)
         lock.broadcast()
-        let outcome = wait(lock: lock) {
+        // A phone that left and stays away a while (PhoneBehaviour.returnAfter) wakes the wait when it is back.
+        let wake = { world.peers.compactMap { ($0 as? ExternalTerminal)?.returnDeadline }.min() }
+        let outcome = wait(lock: lock, wake: wake) {
             if t.isActivated { return true }
             guard case .target(let current) = self.role, current === t else { return false }
             // Each terminal decides whether this target is one it activates (ISO-DEP or NFC-DEP).
@@ -505,7 +507,7 @@ extension DeviceState {
         case .waiting: return reply([0x25])
         case .released: return reply([0x29])
         case .activatedByTerminal(let terminal):
-            switch terminal.nextCommand() {
+            switch terminal.nextCommand(clock: clock) {
             case .command(let apdu):
                 t.pendingCommand = apdu
                 return reply(chunk(&t.pendingCommand))

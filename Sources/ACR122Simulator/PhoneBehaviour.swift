@@ -12,6 +12,10 @@ public struct PhoneBehaviour: Sendable, Hashable {
     /// gets status 29, as the PN532 reports an initiator gone. It comes back at the next
     /// TgInitAsTarget and reads again from the start (a new RATS). nil: it stays.
     public var leaveAfter: Int?
+    /// How long a phone that left (``leaveAfter``) stays away, in simulated time, before it
+    /// activates a target again: a phone that slipped and is brought back. nil: it comes back at
+    /// the next TgInitAsTarget.
+    public var returnAfter: Duration?
     /// How many times the phone reads: after a read that completed it leaves (TgGetData 29) and,
     /// while taps remain, taps again at the next TgInitAsTarget. At least 1.
     public var taps: Int
@@ -44,9 +48,11 @@ public struct PhoneBehaviour: Sendable, Hashable {
 
     /// A phone that stays, taps once, gets every answer at once, and has no limit of its own above
     /// the frame level, unless told otherwise; `taps` below 1 counts as 1.
+    /// (``returnAfter`` is nil: set the property for a phone that stays away a while.)
     public init(leaveAfter: Int? = nil, taps: Int = 1, hostDelay: HostDelay? = nil, pn532SendsWTX: Bool = true,
                 responseTimeout: Duration? = nil) {
         self.leaveAfter = leaveAfter
+        returnAfter = nil
         self.taps = max(1, taps)
         self.hostDelay = hostDelay
         self.pn532SendsWTX = pn532SendsWTX

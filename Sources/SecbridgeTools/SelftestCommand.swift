@@ -190,7 +190,7 @@ extension SecbridgeCLI {
             let exchanges = try awaitResult("the phone part", timeout: .seconds(90)) {
                 try await emulate(
                     credential: credential, reader: reader, recorder: TranscriptRecorder(sink: writer), approve: true,
-                    keep: false, console: console, client: invocation.client, window: emulationWindow(invocation)).exchangeCount
+                    console: console, client: invocation.client, window: emulationWindow(invocation)).exchangeCount
             }
             if !json { invocation.out("  phone: \(exchanges) APDU exchange\(exchanges == 1 ? "" : "s") with the terminal") }
             results.append((.phone, [], file))

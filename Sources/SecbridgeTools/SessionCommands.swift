@@ -113,11 +113,45 @@ extension SecbridgeCLI {
 
     static let emulateCommand = makeEmulateCommand(relayClock: nil)
 
+    /// Which terminals `emulate` serves before it ends (before the window does).
+    enum TerminalServing: Sendable, Equatable {
+        /// The default: the first terminal that is done. For a Type 4 Tag that is one that read
+        /// the NDEF file to the end (or wrote it), across its activations: a phone that left
+        /// before (after READ CC, after NLEN, mid-file) is served again when it comes back.
+        case untilDone
+        /// `--once`: the first terminal, when it leaves, unless it left in the middle of reading a
+        /// Type 4 Tag's NDEF file (``TerminalVerdict/stoppedMidRead(_:credential:)``).
+        case once
+        /// `--keep`: every terminal until the window ends.
+        case keep
+
+        /// - Throws: a usage error for `--keep` with `--once`.
+        init(keep: Bool, once: Bool) throws(CLIError) {
+            switch (keep, once) {
+            case (true, true):
+                throw CLIError.usage("--keep and --once cannot be used together: --keep serves every terminal until the window ends, --once ends after the first; give one of them")
+            case (true, false): self = .keep
+            case (false, true): self = .once
+            case (false, false): self = .untilDone
+            }
+        }
+
+        /// Whether the emulation ends when a terminal that sent `exchanges` (every activation's,
+        /// in order) leaves the field.
+        func endsAfter(_ exchanges: [(command: [UInt8], response: [UInt8])], credential: Credential) -> Bool {
+            switch self {
+            case .keep: false
+            case .once: !TerminalVerdict.stoppedMidRead(exchanges, credential: credential)
+            case .untilDone: !TerminalVerdict.isType4Tag(credential) || TerminalVerdict.readToTheEndOrWritten(exchanges, credential: credential)
+            }
+        }
+    }
+
     /// `emulate`, a relayed PC/SC card's call bound measured on `relayClock` (nil: real time).
     static func makeEmulateCommand(relayClock: (any SessionClock)?) -> Command { Command(
         name: "emulate",
         abstract: SecbridgeCLI.toolAbstract("emulate"),
-        usage: "--credential FILE [--reader NAME|INDEX] [--yes] [--keep] [--record FILE] [--json] [--show-secrets]",
+        usage: "--credential FILE [--reader NAME|INDEX] [--yes] [--keep | --once] [--record FILE] [--json] [--show-secrets]",
         discussion: """
             Runs the client sequence of a credential session on an ACR122-class reader: wired mode,
             a presentment assertion, the authorization prompt (or --yes), then performTransaction:
@@ -125,13 +159,16 @@ extension SecbridgeCLI {
             and releases the target), or the 60-second card emulation window ends, or Ctrl-C. The
             target is then not armed again, so the reader is restored at once (an armed
             TgInitAsTarget cannot be cancelled and would hold the reader for one 5 s MCU timeout).
-            With --keep, emulation continues for further terminals until the window ends: the
-            target is armed again 250 ms after each release. The reader's settings (PICC polling,
-            RF field) are restored at the end, on every exit path: after Ctrl-C, errors, and when
-            the window ends while the target waits for a terminal. A phone that leaves in the
-            middle of reading a Type 4 Tag's NDEF file is served again when it comes back within
-            the window, and an activation that is no ISO-DEP reader (a peer-to-peer initiator's
-            ATR_REQ) is reported and the target armed again.
+            An NFC Forum Type 4 Tag is done when its NDEF file was read to the end (or written): a
+            phone that slips during detection (it leaves after READ CC or READ NLEN, or in the
+            middle of the file) is served again when it comes back within the window, the target
+            armed again 250 ms after it left. With --once emulation ends when the first terminal
+            leaves, unless it left in the middle of reading the NDEF file. With --keep, emulation
+            continues for further terminals until the window ends: the target is armed again
+            250 ms after each release. The reader's settings (PICC polling, RF field) are restored
+            at the end, on every exit path: after Ctrl-C, errors, and when the window ends while
+            the target waits for a terminal. An activation that is no ISO-DEP reader (a
+            peer-to-peer initiator's ATR_REQ) is reported and the target armed again.
 
             Readers that cannot emulate (not ACR122-class, the ACR1252U family, escape commands not
             enabled in the CCID driver) fail with the reason and what to do. At the end a
@@ -140,16 +177,18 @@ extension SecbridgeCLI {
             end; if it was not, the tag is run through the model of Android's reader to say where
             and why Android would refuse it. On a simulated reader (`secbridge simulate`) each
             simulated terminal's own verdict follows: what it read, or the step and reason it
-            failed. Exit status 0 when a terminal exchanged APDUs (and read a Type 4 Tag to the
-            end, and no simulated terminal failed), 1 otherwise. A terminal's PIN, keys and
-            cryptograms are printed [REDACTED n], as the --record transcript has them, unless
-            --show-secrets (docs/secrets.md).
+            failed. Exit status 0 when a terminal exchanged APDUs, read a Type 4 Tag to the end
+            (any other credential: its last command got 90 00 or 61 XX, else the `terminal:` line
+            names the answer it stopped at), and no simulated terminal failed; 1 otherwise. A
+            terminal's PIN, keys and cryptograms are printed [REDACTED n], as the --record
+            transcript has them, unless --show-secrets (docs/secrets.md).
             """,
         options: [
             .value("credential", "FILE", "The credential file to present (required).", .existingFile),
             .reader("The ACR122U: an index from `secbridge readers` or part of its name."),
             .flag("yes", "Approve the transaction without asking."),
             .flag("keep", "Serve terminals until the 60-second window ends, not only the first."),
+            .flag("once", "End when the first terminal leaves, even a phone that left a Type 4 Tag before reading its NDEF file."),
             .value("record", "FILE", "Record the reader's exchanges and the terminal's APDUs to a transcript FILE."),
             .flag("json", "Print JSON lines, one per event: {event: authorization|state|assertion|apdu|field|secureElementChanged|cardEmulationTimeout|interrupted|other, …}, then {event: end, commands, status} or {event: error, error}; the prompt goes to standard error."),
             .showSecrets,
@@ -165,6 +204,7 @@ extension SecbridgeCLI {
         guard let path = invocation.arguments.value("credential") else {
             throw CLIError.usage("give the credential to present with --credential FILE")
         }
+        let serving = try TerminalServing(keep: invocation.arguments.has("keep"), once: invocation.arguments.has("once"))
         let credential = try loadCredential(path, fallbackJSON: "", client: invocation.client, relayClock: relayClock)
         let context = try openContext(invocation)
         let readers = try listReaders(context)
@@ -188,7 +228,6 @@ extension SecbridgeCLI {
         let recorder = stoppingSink.map { TranscriptRecorder(sink: $0) }
         defer { try? recording?.close() }
         let approve = invocation.arguments.has("yes")
-        let keep = invocation.arguments.has("keep")
         installInterruptHandler()
         let cleanup = ReaderCleanup.current
         let client = invocation.client
@@ -197,7 +236,7 @@ extension SecbridgeCLI {
         do {
             served = try awaitResult("card emulation", timeout: .seconds(180)) {
                 try await emulate(
-                    credential: credential, reader: reader, recorder: recorder, approve: approve, keep: keep, console: console,
+                    credential: credential, reader: reader, recorder: recorder, approve: approve, serving: serving, console: console,
                     client: client, window: emulationWindow(invocation), json: json, secrets: invocation.secrets,
                     changingReader: { cleanup?.track(reader) })
             }
@@ -220,7 +259,7 @@ extension SecbridgeCLI {
     /// The emulate sequence; returns what the terminals did (``TerminalVerdict``), printed and
     /// recorded as a `terminal:` line.
     static func emulate(
-        credential: Credential, reader: String, recorder: TranscriptRecorder?, approve: Bool, keep: Bool,
+        credential: Credential, reader: String, recorder: TranscriptRecorder?, approve: Bool, serving: TerminalServing = .untilDone,
         console: any Console, client: any PCSCClient = PCSCLiteClient(), window: Duration = .seconds(60),
         json: Bool = false, secrets: SecretDisplay = .masked, changingReader: @escaping @Sendable () -> Void = {}
     ) async throws -> TerminalVerdict {
@@ -334,10 +373,9 @@ extension SecbridgeCLI {
                     report(.field(state: info.state.rawValue, observation: info.observation))
                     try? recorder?.recordEvent(info.state == .fieldPresent ? .fieldOn : .fieldOff, [TranscriptAttribute("observed", info.observation)])
                     if info.state == .fieldPresent, activationStarts.last != commands.count { activationStarts.append(commands.count) }
-                    // A phone that left in the middle of the NDEF read usually comes back: the
+                    // A phone that slipped before the NDEF file was read usually comes back: the
                     // target is armed again (docs/terminal-models.md §6.1) until the window ends.
-                    if info.state == .fieldAbsent && activeAfterCommands && !keep
-                        && !TerminalVerdict.stoppedMidRead(commands, credential: credential) {
+                    if info.state == .fieldAbsent && activeAfterCommands && serving.endsAfter(commands, credential: credential) {
                         done.lock.withLock { done.result = .success(true) }
                     }
                 case .readerEvent(.secureElementChanged(let detail)):
@@ -364,9 +402,9 @@ extension SecbridgeCLI {
             try await assertion.relinquish()
             // Without --keep one terminal is served: the target is not armed again after its
             // release, so the restore follows at once instead of after one MCU timeout. A Type 4
-            // Tag keeps the grace re-arm: a phone that left mid-read is served when it comes back,
-            // and after a complete read the session ends within the grace.
-            var options = keep || isType4Tag ? credential.emulationDefaults : credential.emulationDefaults.rearming(.never)
+            // Tag keeps the grace re-arm: a phone that left before the end of the read is served
+            // when it comes back, and after a complete read the session ends within the grace.
+            var options = serving == .keep || isType4Tag ? credential.emulationDefaults : credential.emulationDefaults.rearming(.never)
             if window < .seconds(60) { options.timeLimit = min(options.timeLimit ?? window, window) }
             try await session.performTransaction(using: credential, options: options)
             announceEmulation()
@@ -399,6 +437,9 @@ extension SecbridgeCLI {
             throw CLIError.failure("the terminal's transaction could not continue: \(change)")
         }
         var verdict = await TerminalVerdict.evaluate(served, credential: credential, activationStarts: activationStarts)
+        if serving == .once, isType4Tag, !verdict.succeeded, !served.isEmpty {
+            verdict.details.append("  emulate ended when this terminal left (--once); without --once the target is armed again for a phone that comes back within the window")
+        }
         // On a simulated reader the terminals' own verdicts too (their step and reason).
         // (PC/SC calls and a socket: on the executor's thread, not Swift's shared pool.)
         if let simulated = (try? await executor.run { SimulatedTerminals.verdicts(reader: reader, client: client) }) ?? nil {

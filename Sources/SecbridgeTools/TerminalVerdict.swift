@@ -67,6 +67,15 @@ struct TerminalVerdict: Sendable {
         return !wrote && covered.count > 2 && covered[2...].contains(true) && !covered.allSatisfy { $0 }
     }
 
+    /// Whether the C-APDUs so far (any activations) read the NDEF file to the end (NLEN and the
+    /// whole message answered 90 00 while the file was selected) or wrote it: the terminal is done
+    /// with the tag. False for a credential that is no Type 4 Tag.
+    static func readToTheEndOrWritten(_ exchanges: [(command: [UInt8], response: [UInt8])], credential: Credential) -> Bool {
+        guard let tag = type4Tag(credential) else { return false }
+        let (covered, wrote) = coverage(exchanges, ndefFileID: tag.capabilityContainer.ndefFileID, size: ndefSize(tag))
+        return wrote || covered.allSatisfy { $0 }
+    }
+
     /// Whether the credential presents an NFC Forum Type 4 Tag.
     static func isType4Tag(_ credential: Credential) -> Bool { type4Tag(credential) != nil }
 
@@ -87,9 +96,7 @@ struct TerminalVerdict: Sendable {
             return TerminalVerdict(line: "terminal: no APDUs (no terminal read the credential)", details: [], succeeded: false)
         }
         let tag = (credential.secureElement as? HostSecureElement)?.applets.lazy.compactMap { $0 as? Type4TagApplet }.first
-        guard let tag else {
-            return TerminalVerdict(line: "terminal: \(count)", details: [], succeeded: true)
-        }
+        guard let tag else { return judgeLastAnswer(exchanges, count: count) }
         let file = tag.ndefFileContents
         let nlen = file.count >= 2 ? Int(file[0]) << 8 | Int(file[1]) : 0
         let wanted = min(file.count, 2 + nlen)
@@ -107,21 +114,61 @@ struct TerminalVerdict: Sendable {
         return TerminalVerdict(line: line, details: await androidVerdict(tag), succeeded: false)
     }
 
+    /// A credential that is no Type 4 Tag (declarative applets, a transcript, a relayed card): the
+    /// host cannot see what the terminal concluded, only where it stopped. It succeeded when its
+    /// last command got a normal-processing answer (90 00 or 61 XX, ISO/IEC 7816-4 §5.1.3); a
+    /// last answer that is a warning or an error (63 00 to EXTERNAL AUTHENTICATE, 6A 82 to a
+    /// SELECT) is the step the terminal failed at.
+    private static func judgeLastAnswer(_ exchanges: [(command: [UInt8], response: [UInt8])], count: String) -> TerminalVerdict {
+        let last = exchanges[exchanges.count - 1]
+        let status = last.response.count >= 2
+            ? StatusWord(sw1: last.response[last.response.count - 2], sw2: last.response[last.response.count - 1]) : nil
+        if status?.category == .normal {
+            return TerminalVerdict(line: "terminal: \(count)", details: [], succeeded: true)
+        }
+        let why = status.map { "\($0.category.rawValue): \($0.meaning)" } ?? "no status word"
+        let line = "terminal: \(count); the terminal stopped after \(SecretDisplay.masked.text(last.command)) → \(SecretDisplay.masked.text(response: last.response, answering: last.command)) (\(why))"
+        return TerminalVerdict(line: line, details: [], succeeded: false)
+    }
+
     /// Which bytes of the NDEF file's first `size` bytes a successful READ BINARY returned while
     /// that file was selected, and whether the last successful UPDATE BINARY of the file set a
     /// non-zero NLEN (a completed NDEF write: NLEN 0000, the message, NLEN).
+    ///
+    /// A READ BINARY answered `61 XX` (data + "XX more bytes", ISO/IEC 7816-4 §5.1.3: the
+    /// emulation's split of an answer longer than one TgSetData frame) succeeds when the terminal
+    /// follows it with GET RESPONSE (`00 C0 00 00 Le`) to a final 90 00: the bytes of the whole
+    /// chain count from the READ BINARY's offset. A chain the terminal leaves, or that ends in an
+    /// error, counts for nothing, as the phone gives up the read.
     private static func coverage(_ exchanges: [(command: [UInt8], response: [UInt8])], ndefFileID: UInt16, size: Int) -> ([Bool], Bool) {
         var covered = [Bool](repeating: false, count: size)
         var wroteNLEN = false
         var selected: UInt16?
-        for (command, response) in exchanges where command.count >= 4 && response.suffix(2) == [0x90, 0x00] {
+        // A READ BINARY of the NDEF file answered 61 XX: its offset and the data bytes so far.
+        var chain: (offset: Int, count: Int)?
+        func cover(_ offset: Int, _ count: Int) {
+            for i in offset..<offset + count where i < size { covered[i] = true }
+        }
+        for (command, response) in exchanges where command.count >= 4 && response.count >= 2 {
+            let ok = response.suffix(2) == [0x90, 0x00]
+            let more = response[response.count - 2] == 0x61
+            let data = response.count - 2
+            if command[1] == 0xC0, let pending = chain {
+                chain = more ? (pending.offset, pending.count + data) : nil
+                if ok { cover(pending.offset, pending.count + data) }
+                continue
+            }
+            chain = nil
+            if command[1] == 0xB0, selected == ndefFileID, ok || more {
+                let offset = Int(command[2] & 0x7F) << 8 | Int(command[3])
+                if ok { cover(offset, data) } else { chain = (offset, data) }
+                continue
+            }
+            guard ok else { continue }
             if command[1] == 0xA4, command[2] == 0x00, command.count >= 7, command[4] == 0x02 {
                 selected = UInt16(command[5]) << 8 | UInt16(command[6])
             } else if command[1] == 0xA4 {
                 selected = nil
-            } else if command[1] == 0xB0, selected == ndefFileID {
-                let offset = Int(command[2] & 0x7F) << 8 | Int(command[3])
-                for i in offset..<offset + response.count - 2 where i < size { covered[i] = true }
             } else if command[1] == 0xD6, selected == ndefFileID, command.count >= 5 {
                 wroteNLEN = command[2] == 0 && command[3] == 0 && command[4] == 2 && command.count == 7 && command[5...6] != [0, 0]
             }

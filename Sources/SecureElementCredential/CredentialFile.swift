@@ -520,7 +520,7 @@ private struct RuleSpec: Decodable {
     var rule: DeclarativeApplet.Rule
 
     init(from decoder: any Decoder) throws {
-        let f = try Fields(decoder, known: ["command", "response"])
+        let f = try Fields(decoder, known: ["command", "response", "pinned"])
         let text = try f.string("command")
         let pattern: APDUPattern
         do { pattern = try APDUPattern(text: text) } catch { throw f.fail("command", .invalidValue, error.reason) }
@@ -528,7 +528,10 @@ private struct RuleSpec: Decodable {
         guard response.count >= 2 else { throw f.fail("response", .invalidValue, "a response ends with SW1 SW2 (at least 2 bytes)") }
         let ins = pattern.items.count > 1 ? pattern.items[1] : nil
         if let problem = DeclaredTLV.problem(response, ins: ins) { throw f.fail("response", .invalidValue, problem) }
-        rule = DeclarativeApplet.Rule(command: pattern, response: response)
+        rule = DeclarativeApplet.Rule(command: pattern, response: response, pinned: try f.optionalBool("pinned") ?? false)
+        if f.has("pinned"), !rule.isGetChallenge {
+            throw f.fail("pinned", .invalidValue, "\"pinned\" is for a GET CHALLENGE rule (INS 84), whose bytes are random unless pinned; this rule's command is \(pattern) and always gets the declared bytes: remove \"pinned\"")
+        }
     }
 }
 

@@ -47,19 +47,51 @@ public struct APDUPattern: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// An applet described by data (a credential file's `declarative` applet): AIDs, the answer to
-/// its SELECT, and rules of "command pattern → response"; the first matching rule answers, and a
-/// command no rule matches gets `defaultResponse` (6D 00 unless given).
+/// its SELECT, and rules of "command pattern → response"; the first matching rule answers. A
+/// command no rule matches gets 67 00 (wrong length, ISO/IEC 7816-4 §5.6) when rules give its
+/// CLA INS P1 P2 but none of them its fifth byte (Lc, or Le of a case 2 command): the command is
+/// supported, its length is not, e.g. a GET PROCESSING OPTIONS whose PDOL data has the wrong
+/// length (EMV Book 3 §6.5.8.4 has the card answer 67 00). Any other command gets
+/// `defaultResponse` (6D 00 unless given).
 public final class DeclarativeApplet: HostApplet {
     /// One rule: C-APDUs matching `command` get `response`.
+    ///
+    /// A GET CHALLENGE rule (``isGetChallenge``) answers fresh random bytes, as many as
+    /// `response` declares before SW1 SW2, with its status word: a card's challenge is new each
+    /// time (ISO/IEC 7816-4 §11.5.3, GET CHALLENGE), so a terminal that replays an old answer is
+    /// not let in by a fixed one. `pinned` keeps the declared bytes, for a test that needs them.
     public struct Rule: Sendable, Hashable {
         /// The C-APDUs this rule answers.
         public var command: APDUPattern
         /// The whole R-APDU, SW1 SW2 included.
         public var response: [UInt8]
-        /// A rule answering `command` with `response`.
+        /// For a GET CHALLENGE rule: answer the declared bytes instead of random ones.
+        public var pinned: Bool
+        /// A rule answering `command` with `response` (a GET CHALLENGE rule: random bytes).
         public init(command: APDUPattern, response: [UInt8]) {
             self.command = command
             self.response = response
+            pinned = false
+        }
+        /// A rule answering `command` with `response`; `pinned` as the property says.
+        public init(command: APDUPattern, response: [UInt8], pinned: Bool) {
+            self.command = command
+            self.response = response
+            self.pinned = pinned
+        }
+
+        /// Whether `command` is GET CHALLENGE: INS 84 in an interindustry class (CLA 0X to 7X, or
+        /// `??`), ISO/IEC 7816-4 §11.5.3.
+        public var isGetChallenge: Bool {
+            command.items.count >= 2 && command.items[1] == 0x84 && (command.items[0].map { $0 & 0x80 == 0 } ?? true)
+        }
+
+        /// The R-APDU for one matching command: `response`, or for an unpinned GET CHALLENGE rule
+        /// as many random bytes as it declares (SystemRandomNumberGenerator) + its SW1 SW2.
+        func answer() -> [UInt8] {
+            guard isGetChallenge, !pinned, response.count > 2 else { return response }
+            var generator = SystemRandomNumberGenerator()
+            return (0..<response.count - 2).map { _ in UInt8.random(in: 0...0xFF, using: &generator) } + response.suffix(2)
         }
     }
 
@@ -86,14 +118,30 @@ public final class DeclarativeApplet: HostApplet {
         self.defaultResponse = defaultResponse
     }
 
-    /// The answer to the SELECT that chose this applet.
-    public func select(_ command: CommandAPDU) -> ResponseAPDU { Self.response(selectResponse) }
+    /// The answer to the SELECT that chose this applet: `selectResponse`, or only its status
+    /// word when P2 asks for no response data (bits b4–b3 of P2 set: `00 A4 04 0C …`; ISO/IEC
+    /// 7816-4 §11.2.2, and ETSI TS 102 221 Table 11.9, "0C: no data returned").
+    public func select(_ command: CommandAPDU) -> ResponseAPDU {
+        let answer = Self.response(selectResponse)
+        return command.p2 & 0x0C == 0x0C ? ResponseAPDU(statusWord: answer.statusWord) : answer
+    }
 
-    /// The answer to a C-APDU while selected.
+    /// The answer to a C-APDU while selected: the first matching rule's, 67 00 for a supported
+    /// command of a length no rule gives, else `defaultResponse` (see the type's documentation).
     public func process(_ command: CommandAPDU) -> ResponseAPDU {
         let bytes = command.serialized()
-        let rule = rules.first { $0.command.matches(bytes) }
-        return Self.response(rule?.response ?? defaultResponse)
+        if let rule = rules.first(where: { $0.command.matches(bytes) }) { return Self.response(rule.answer()) }
+        if hasWrongLength(bytes) { return ResponseAPDU(statusWord: .wrongLength) }
+        return Self.response(defaultResponse)
+    }
+
+    /// Whether rules give `bytes`' CLA INS P1 P2 with a fixed fifth byte, and none the one it has.
+    private func hasWrongLength(_ bytes: [UInt8]) -> Bool {
+        guard bytes.count >= 5 else { return false }
+        let sameHeader = rules.filter { rule in
+            rule.command.items.count >= 5 && zip(rule.command.items.prefix(4), bytes).allSatisfy { $0 == nil || $0 == $1 }
+        }
+        return !sameHeader.isEmpty && sameHeader.allSatisfy { $0.command.items[4].map { $0 != bytes[4] } ?? false }
     }
 
     /// Nothing to forget.

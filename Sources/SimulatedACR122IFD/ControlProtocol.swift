@@ -25,7 +25,7 @@ import Glibc
 /// | `place-tag type=classic1k\|classic4k\|mini uid=<4 or 7 bytes> [key=<6 bytes>] [id=]` | `peer type` | a MIFARE Classic card with memory (``MIFAREClassicMemory``); `key` sets key A and key B of every sector (default `FF FF FF FF FF FF`) |
 /// | `place-target family=felica\|felica424\|typeb\|jewel [id=] [idm=] [pupi=] [jewel-id=] [memory=] [applet=]` | `peer family` | a target of another family (``PassiveTargetPeer``, docs/acr122-clones.md §4, §4b): FeliCa at 212 or 424 kbit/s (`idm` 8 bytes, default `01 01 05 01 86 04 02 02`; `memory` service 000B's blocks), ISO/IEC 14443-B (`pupi` 4 bytes in ACS's example ATQB `50 12 23 45 56 12 53 54 4E 33 81 C3`; `applet` one of ``BuiltInApplet`` answers its C-APDUs, none: mute), Topaz/Jewel (`jewel-id` 4 bytes, default `B5 7A 2C 00`; `memory` the tag's bytes) |
 /// | `tag-memory peer=<id> [first=<n>] [count=<n>]` (`id=` accepted for `peer=`) | `type unit first count data` | the memory of a placed tag with memory, from page/block `first` (default 0), `count` units (default all): `unit` 4 (pages) or 16 (blocks); MIFARE Classic keys are shown as 00 bytes |
-/// | `place-terminal [script=] [transcript=] [channel=] [id=] [leave-after=] [taps=] [host-delay-ms=] [host-delay-at=] [wtx=]` | `peer` | an external terminal; `script` one of ``ExternalTerminal/catalog`` (default `android-t4t-read`, the model of Android's reader; `…-recording` replays a recording), or the commands of a transcript (checked whole when placed, then read from the file as they are sent: docs/transcript-diff.md, "§7"). A model's ``PhoneBehaviour`` (docs/terminal-models.md §6): `leave-after=n` leaves the field after its n-th exchange and comes back at the next activation; `taps=n` reads n times; `host-delay-ms=d` (simulated) delays the host's answer to C-APDU `host-delay-at` (default 1); `wtx=no`: the PN532 sends no S(WTX) meanwhile |
+/// | `place-terminal [script=] [transcript=] [channel=] [id=] [leave-after=] [return-after-ms=] [taps=] [host-delay-ms=] [host-delay-at=] [wtx=]` | `peer` | an external terminal; `script` one of ``ExternalTerminal/catalog`` (default `android-t4t-read`, the model of Android's reader; `…-recording` replays a recording), or the commands of a transcript (checked whole when placed, then read from the file as they are sent: docs/transcript-diff.md, "§7"). A model's ``PhoneBehaviour`` (docs/terminal-models.md §6): `leave-after=n` leaves the field after its n-th exchange and comes back at the next activation (with `return-after-ms=d`, d simulated ms after it left); `taps=n` reads n times; `host-delay-ms=d` (simulated) delays the host's answer to C-APDU `host-delay-at` (default 1); `wtx=no`: the PN532 sends no S(WTX) meanwhile |
 /// | `remove peer=<id> \| all=yes` | `removed` | takes peers out of the field |
 /// | `peers` | `count list` | — |
 /// | `personality name= [firmware=]` | `personality firmware` | replaces the device (as replugged behind another driver) |
@@ -320,7 +320,7 @@ enum ControlProtocol {
     }
 
     private static func placeTerminal(_ request: ControlRequest, binding: SimulatorBinding) throws(ControlError) -> ControlReply {
-        try request.allowOnly(["script", "transcript", "channel", "id", "leave-after", "taps", "host-delay-ms", "host-delay-at", "wtx"])
+        try request.allowOnly(["script", "transcript", "channel", "id", "leave-after", "return-after-ms", "taps", "host-delay-ms", "host-delay-at", "wtx"])
         let adjust = try phoneBehaviour(request)
         let terminal: ExternalTerminal
         if let path = request.value("transcript") {
@@ -354,6 +354,10 @@ enum ControlProtocol {
     /// The ``PhoneBehaviour`` changes `place-terminal` asks for, or nil when it asks for none.
     private static func phoneBehaviour(_ request: ControlRequest) throws(ControlError) -> (@Sendable (inout PhoneBehaviour) -> Void)? {
         let leaveAfter = try request.integer("leave-after", in: 1...10_000)
+        let returnAfter = try request.integer("return-after-ms", in: 0...60_000)
+        if returnAfter != nil, leaveAfter == nil {
+            throw ControlError(.missingArgument, "return-after-ms (how long the phone stays away, simulated) needs leave-after=<n>")
+        }
         let taps = try request.integer("taps", in: 1...16)
         let delay = try request.integer("host-delay-ms", in: 0...60_000)
         let delayAt = try request.integer("host-delay-at", in: 1...10_000)
@@ -368,6 +372,7 @@ enum ControlProtocol {
         guard leaveAfter != nil || taps != nil || delay != nil || wtx != nil else { return nil }
         return { behaviour in
             if let leaveAfter { behaviour.leaveAfter = leaveAfter }
+            if let returnAfter { behaviour.returnAfter = .milliseconds(returnAfter) }
             if let taps { behaviour.taps = taps }
             if let delay { behaviour.hostDelay = .init(command: delayAt ?? 1, delay: .milliseconds(delay)) }
             if let wtx { behaviour.pn532SendsWTX = wtx }

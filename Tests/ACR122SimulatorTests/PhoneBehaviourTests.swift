@@ -1,5 +1,6 @@
 import ACR122Simulator
 import ISO7816
+import PCSCCore
 import PN53x
 import SecbridgeTesting
 import Testing
@@ -54,6 +55,41 @@ struct PhoneBehaviourTests {
         #expect(terminal.exchanges[5].command == hex("00 A4 04 00 07 D2 76 00 00 85 01 01 00"))
         #expect(terminal.report?.ndefMessage == exampleMessage)
         #expect(terminal.activationResults.last == "2: passed: NDEF message, 1 record: URI https://example.com")
+    }
+
+    @Test("a slip during detection: Android leaves after READ CC and is back 1 s later (virtual time), not at once; the next TgInitAsTarget waits for it")
+    func slipAfterReadCCAndReturnOneSecondLater() throws {
+        let time = VirtualTime()
+        defer { time.close() }
+        let field = SimulatedField(clock: SimulationClock(virtualTime: time))
+        let terminal = try #require(ExternalTerminal.named("android-t4t-read") {
+            $0.leaveAfter = 3
+            $0.returnAfter = .seconds(1)
+        })
+        field.place(terminal)
+        let reader = SimulatedACR122U(field: field)
+        let pn532 = try directPN532(reader)
+        let applet = workedExampleApplet()
+        try time.participate {
+            try pn532.prepareForCardEmulation()
+            _ = try pn532.initAsTarget(uid: EmulatedUID(hex("08 00 B0 0B")))
+            // SELECT AID, SELECT CC, READ CC (00 B0 00 00 0F), then the phone is gone.
+            #expect(try serve(pn532, applet: applet) == .released(.targetReleased))
+            #expect(terminal.result == .leftField(step: 2))
+            #expect(terminal.activationResults == [
+                "1: left the field after exchange 3 (00 B0 00 00 0F → 00 0F 20 00 7F 00 7F 04 06 E1 04 04 00 00 00 90 00)",
+            ])
+            let left = time.now
+            // Armed again at once: the target waits (virtual time) until the phone is back.
+            let second = try pn532.initAsTarget(uid: EmulatedUID(hex("08 00 B0 0B")))
+            #expect(time.now - left == .seconds(1))
+            #expect(second.initiatorCommand == hex("E0 80"))
+            #expect(try serve(pn532, applet: applet) == .released(.targetReleased))
+        }
+        #expect(terminal.result == .passed)
+        #expect(terminal.activations == 2)
+        #expect(terminal.exchanges.count == 9)
+        #expect(terminal.report?.ndefMessage == exampleMessage)
     }
 
     @Test("re-tap: taps=2 reads to the end twice, each in its own activation")

@@ -91,6 +91,22 @@ extension SharedReader {
             #expect(events.last?["event"] as? String == "end")
         }
 
+        /// A slip during detection (issue 34): Android leaves after READ CC and is back 1 s later
+        /// (simulated); with the default options emulate serves it and exits 0.
+        @Test func aPhoneThatSlipsAfterReadCCIsServedWhenItComesBack() async throws {
+            let environment = try await resetSimulatedReaders()
+            try SimulatedReaders.controlA.send("place-terminal script=android-t4t-read leave-after=3 return-after-ms=1000 id=phone")
+            let emulation = try await startEmulation(environment, credential: workedExample)
+            let result = try await emulation.finish()
+            #expect(result.status == 0, "\(result.err)\n\(result.out)")
+            #expect(result.out.contains("terminal: 9 APDUs; the NDEF file was read to the end (NLEN 16, 18 bytes)\n"), "\(result.out)")
+            #expect(result.out.contains("  activation 1: 3 APDUs; stopped after 00 B0 00 00 0F → 00 0F 20 00 7F 00 7F 04 06 E1 04 04 00 00 00 90 00\n"), "\(result.out)")
+            let reply = try await terminalResult("phone")
+            #expect(reply["result"] == "passed", "\(reply)")
+            #expect(reply["activations"] == "2", "\(reply)")
+            #expect(reply["ndef"] == workedExampleMessage, "\(reply)")
+        }
+
         /// A re-tap within the window: with --keep both taps are served and reported.
         @Test func aReTapWithKeepIsServedTwice() async throws {
             let environment = try await resetSimulatedReaders()
@@ -139,13 +155,14 @@ extension SharedReader {
 
         /// A host slower than Android's 1000 ms response timer (S(WTX) from the PN532), and one
         /// slower than the FWT bound of 474.8 ms without S(WTX): Android gives up at READ BINARY of
-        /// the CC; TgSetData gets 29; emulate reports the simulated failure and exits 1.
+        /// the CC; TgSetData gets 29; emulate (--once: not waiting out the window for another
+        /// phone) reports the simulated failure and exits 1.
         @Test(arguments: [("host-delay-ms=1200 host-delay-at=3", "the reader's response timer of 1000.0 ms (RW_T4T_TOUT_RESP) expired"),
                           ("host-delay-ms=500 host-delay-at=3 wtx=no", "no block within FWT (FWI 9 from the ATS: 154.7 ms, + ΔFWT) after two R(NAK) retransmissions: 474.8 ms")])
         func aSlowHostMakesAndroidGiveUp(_ options: String, _ rule: String) async throws {
             let environment = try await resetSimulatedReaders()
             try SimulatedReaders.controlA.send("place-terminal script=android-t4t-read \(options) id=phone")
-            let emulation = try await startEmulation(environment, credential: workedExample)
+            let emulation = try await startEmulation(environment, credential: workedExample, extra: ["--once"])
             let result = try await emulation.finish()
             #expect(result.status == 1, "\(result.err)\n\(result.out)")
             #expect(result.out.contains("event: fieldStateChanged(fieldAbsent: TgSetData: "), "\(result.out)")

@@ -43,13 +43,14 @@ extension SharedReader {
         }
 
         /// A tag whose CC names the reserved file id E102: Android reads the CC and stops there
-        /// (rw_t4t_validate_cc_file); emulate names the step and the reason and exits 1.
+        /// (rw_t4t_validate_cc_file); emulate names the step and the reason and exits 1. (--once:
+        /// by default the target would be armed again for another phone until the window ends.)
         @Test func androidRefusesAReservedFileIDAndEmulateExitsOne() async throws {
             let environment = try await resetSimulatedReaders()
             try SimulatedReaders.controlA.send("place-terminal script=android-t4t-read id=phone")
             let record = FileManager.default.temporaryDirectory.appendingPathComponent("terminals-\(getpid())-refused.trn").path
             defer { try? FileManager.default.removeItem(atPath: record) }
-            let emulation = try await startEmulation(environment, credential: "Fixtures/credentials/refused/reserved-file-id.json", extra: ["--record", record])
+            let emulation = try await startEmulation(environment, credential: "Fixtures/credentials/refused/reserved-file-id.json", extra: ["--once", "--record", record])
             let result = try await emulation.finish()
             #expect(result.status == 1, "\(result.err)\n\(result.out)")
             // The verdict is in the transcript too.
@@ -70,12 +71,13 @@ extension SharedReader {
         }
 
         /// libnfc's capability container (maximum NDEF size FFFE): the android-15 model refuses
-        /// it, the android-11 model reads it (docs/terminal-models.md §1).
+        /// it, the android-11 model reads it (docs/terminal-models.md §1). (--once: emulate ends
+        /// after the refusal instead of waiting out the window for another phone.)
         @Test(arguments: [("android-t4t-read", "failed"), ("android11-t4t-read", "passed")])
         func libnfcsCapabilityContainer(_ script: String, _ expected: String) async throws {
             let environment = try await resetSimulatedReaders()
             try SimulatedReaders.controlA.send("place-terminal script=\(script) id=phone")
-            let emulation = try await startEmulation(environment, credential: "Fixtures/credentials/refused/libnfc-forum-tag4-cc.json")
+            let emulation = try await startEmulation(environment, credential: "Fixtures/credentials/refused/libnfc-forum-tag4-cc.json", extra: ["--once"])
             let result = try await emulation.finish()
             #expect(result.status == (expected == "passed" ? 0 : 1), "\(result.err)\n\(result.out)")
             let reply = try await terminalResult("phone")
@@ -129,12 +131,13 @@ extension SharedReader.TerminalModelEndToEndTests {
 extension SharedReader.TerminalModelEndToEndTests {
     /// Android writing an NDEF message: text-tag.json is writable, so the write completes and
     /// emulate says the terminal wrote the file; uri-tag.json is read-only (write access FF), so
-    /// the model stops after NLEN, as RW_T4tUpdateNDef refuses it.
+    /// the model stops after NLEN, as RW_T4tUpdateNDef refuses it (--once: emulate ends then,
+    /// instead of waiting out the window for another phone).
     @Test(arguments: [("Fixtures/credentials/text-tag.json", "passed"), ("Fixtures/credentials/uri-tag.json", "failed")])
     func androidWritesAWritableTag(_ credential: String, _ expected: String) async throws {
         let environment = try await resetSimulatedReaders()
         try SimulatedReaders.controlA.send("place-terminal script=android-t4t-write id=writer")
-        let emulation = try await startEmulation(environment, credential: credential)
+        let emulation = try await startEmulation(environment, credential: credential, extra: ["--once"])
         let result = try await emulation.finish()
         let reply = try await terminalResult("writer")
         #expect(reply["result"] == expected, "\(reply)")

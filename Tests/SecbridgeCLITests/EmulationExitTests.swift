@@ -1,4 +1,5 @@
 import Foundation
+import PCSCSandbox
 import SecbridgeTesting
 import Testing
 
@@ -180,5 +181,105 @@ extension EmulationExitTests {
             ["emulate", "--credential", Self.credential("text-tag.json"), "--yes", "--reader", desk.names[0]], on: desk)
         #expect(result.status == 0, "\(result.err)\n\(result.out)")
         #expect(try desk.readers.readerStatus(desk.names[0]).connections == 0)
+    }
+}
+
+extension EmulationExitTests {
+    /// Android's READ CC of the worked example (`00 B0 00 00 0F`) and the CC it gets
+    /// (docs/iso14443-t4t-ndef.md §4: mapping 2.0, MLe/MLc 007F, NDEF file E104 of 0400 bytes).
+    static let readCC = "00 B0 00 00 0F → 00 0F 20 00 7F 00 7F 04 06 E1 04 04 00 00 00 90 00"
+
+    /// `emulate` of the worked example with `options`, read by Android leaving after its
+    /// `leaveAfter`-th C-APDU and back 1 s later (simulated time: the desk's scale, no real
+    /// wait): emulate's result, the phone's `terminal-result`, and the reader's PICC setting after.
+    static func slippingPhone(leaveAfter: Int, options: [String] = []) async throws
+        -> (result: (status: Int32, out: String, err: String), phone: SimulatedReaderReply, picc: String?)
+    {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        try desk.control().send("place-terminal script=android-t4t-read leave-after=\(leaveAfter) return-after-ms=1000 id=phone")
+        let result = try await runTool(
+            ["emulate", "--credential", credential("worked-example-tag.json"), "--yes", "--reader", desk.names[0]] + options, on: desk)
+        return (result, try desk.control().send("terminal-result peer=phone wait-ms=5000"), try desk.control().send("status")["picc"])
+    }
+
+    /// Issue 34 item 3: a phone that slips during detection — it leaves after READ CC — and is
+    /// back 1 s later is served with the default options: the target is armed again after it
+    /// left, the second activation reads the NDEF file to the end, and emulate exits 0.
+    @Test func aPhoneThatLeavesAfterReadCCAndReturnsASecondLaterIsServed() async throws {
+        let (result, reply, picc) = try await Self.slippingPhone(leaveAfter: 3)
+        #expect(result.status == 0, "\(result.err)\n\(result.out)")
+        #expect(result.out.contains("terminal: 9 APDUs; the NDEF file was read to the end (NLEN 16, 18 bytes)\n"), "\(result.out)")
+        #expect(result.out.contains("  activation 1: 3 APDUs; stopped after \(Self.readCC)\n"), "\(result.out)")
+        #expect(result.out.contains("  activation 2: 6 APDUs; the NDEF file was read to the end\n"), "\(result.out)")
+        #expect(!result.out.contains("cardEmulationTimeout"), "\(result.out)")
+        #expect(reply["result"] == "passed", "\(reply)")
+        #expect(reply["activations"] == "2", "\(reply)")
+        #expect(reply["activation-results"] == "1: left the field after exchange 3 (\(Self.readCC)); 2: passed: NDEF message, 1 record: URI https://example.com", "\(reply)")
+        #expect(reply["ndef"] == "D1 01 0C 55 04 65 78 61 6D 70 6C 65 2E 63 6F 6D", "\(reply)")
+        #expect(picc == "FF")
+    }
+
+    /// The same after READ NLEN (`00 B0 00 00 02` → `00 10 90 00`): served too.
+    @Test func aPhoneThatLeavesAfterReadNLENAndReturnsIsServed() async throws {
+        let (result, reply, _) = try await Self.slippingPhone(leaveAfter: 5)
+        #expect(result.status == 0, "\(result.err)\n\(result.out)")
+        #expect(result.out.contains("  activation 1: 5 APDUs; stopped after 00 B0 00 00 02 → 00 10 90 00\n"), "\(result.out)")
+        #expect(result.out.contains("  activation 2: 6 APDUs; the NDEF file was read to the end\n"), "\(result.out)")
+        #expect(reply["activations"] == "2", "\(reply)")
+    }
+
+    /// `--once` keeps the behaviour before issue 34: emulate ends when the phone leaves after
+    /// READ CC, the phone that comes back finds no target (one activation), exit 1, and the
+    /// output says what --once did.
+    @Test func withOnceAPhoneThatLeavesAfterReadCCEndsTheEmulation() async throws {
+        let (result, reply, picc) = try await Self.slippingPhone(leaveAfter: 3, options: ["--once"])
+        #expect(result.status == 1, "\(result.err)\n\(result.out)")
+        #expect(result.out.contains("terminal: 3 APDUs; the NDEF file was NOT read to the end: the terminal stopped after \(Self.readCC)\n"), "\(result.out)")
+        #expect(result.out.contains("  emulate ended when this terminal left (--once); without --once the target is armed again for a phone that comes back within the window\n"), "\(result.out)")
+        #expect(reply["result"] == "left-field", "\(reply)")
+        #expect(reply["activations"] == "1", "\(reply)")
+        #expect(picc == "FF")
+    }
+
+    /// `--keep` and `--once` contradict each other: a usage error naming both, before anything runs.
+    @Test func keepWithOnceIsAUsageError() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        let result = try await runTool(
+            ["emulate", "--credential", Self.credential("uri-tag.json"), "--yes", "--keep", "--once", "--reader", desk.names[0]], on: desk)
+        #expect(result.status == 64, "\(result.err)\n\(result.out)")
+        #expect(result.out == "")
+        #expect(result.err.hasPrefix("secbridge: error: --keep and --once cannot be used together: --keep serves every terminal until the window ends, --once ends after the first; give one of them\n"), "\(result.err)")
+        #expect(result.err.contains("USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX] [--yes] [--keep | --once] "), "\(result.err)")
+        #expect(try desk.control().send("status")["picc"] == "FF")
+    }
+}
+
+extension EmulationExitTests {
+    /// Issue 34 item 4: a declarative credential's terminal that failed makes emulate exit 1. The
+    /// terminal replays a script whose EXTERNAL AUTHENTICATE the badge refuses (63 00); the script
+    /// expects that answer, so the simulated terminal itself "passed": the exit status comes from
+    /// the host's own verdict, as on real hardware.
+    @Test func aDeclarativeCredentialsFailedTerminalExitsOne() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        let script = desk.directory + "/refused.trn"
+        try """
+            # secbridge-transcript: 1
+            # origin: simulated
+            tgt < 00 A4 04 00 07 F0 53 42 41 44 47 45 00
+            tgt > 6F 09 84 07 F0 53 42 41 44 47 45 90 00
+            tgt < 00 82 00 00 08 01 02 03 04 05 06 07 08
+            tgt > 63 00
+
+            """.write(toFile: script, atomically: true, encoding: .utf8)
+        try desk.control().send("place-terminal transcript=\(script) id=door")
+        let result = try await runTool(
+            ["emulate", "--credential", Self.credential("door-badge-auth.json"), "--yes", "--reader", desk.names[0]], on: desk)
+        #expect(result.status == 1, "\(result.err)\n\(result.out)")
+        #expect(result.out.contains("terminal: 2 APDUs; the terminal stopped after 00 82 00 00 08 [REDACTED 8] → 63 00 (warning processing: "), "\(result.out)")
+        #expect(result.out.contains("[door]: passed"), "\(result.out)")
+        #expect(try desk.control().send("status")["picc"] == "FF")
     }
 }

@@ -141,7 +141,7 @@ import Testing
             """#),
         Refusal(kind: "existing file", arguments: ["emulate", "--credential", "/nonexistent/credential.json"], error: #"""
             secbridge: error: --credential takes an existing file, not '/nonexistent/credential.json' (No such file or directory)
-            USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX] [--yes] [--keep] [--record FILE] [--json] [--show-secrets]
+            USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX] [--yes] [--keep | --once] [--record FILE] [--json] [--show-secrets]
             Run 'secbridge emulate --help' for more information.
 
             """#),
@@ -768,7 +768,7 @@ import Testing
             help: #"""
             OVERVIEW: Present a credential to a terminal: card emulation on an ACR122U.
 
-            USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX] [--yes] [--keep] [--record FILE] [--json] [--show-secrets]
+            USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX] [--yes] [--keep | --once] [--record FILE] [--json] [--show-secrets]
 
             Runs the client sequence of a credential session on an ACR122-class reader: wired mode,
             a presentment assertion, the authorization prompt (or --yes), then performTransaction:
@@ -776,13 +776,16 @@ import Testing
             and releases the target), or the 60-second card emulation window ends, or Ctrl-C. The
             target is then not armed again, so the reader is restored at once (an armed
             TgInitAsTarget cannot be cancelled and would hold the reader for one 5 s MCU timeout).
-            With --keep, emulation continues for further terminals until the window ends: the
-            target is armed again 250 ms after each release. The reader's settings (PICC polling,
-            RF field) are restored at the end, on every exit path: after Ctrl-C, errors, and when
-            the window ends while the target waits for a terminal. A phone that leaves in the
-            middle of reading a Type 4 Tag's NDEF file is served again when it comes back within
-            the window, and an activation that is no ISO-DEP reader (a peer-to-peer initiator's
-            ATR_REQ) is reported and the target armed again.
+            An NFC Forum Type 4 Tag is done when its NDEF file was read to the end (or written): a
+            phone that slips during detection (it leaves after READ CC or READ NLEN, or in the
+            middle of the file) is served again when it comes back within the window, the target
+            armed again 250 ms after it left. With --once emulation ends when the first terminal
+            leaves, unless it left in the middle of reading the NDEF file. With --keep, emulation
+            continues for further terminals until the window ends: the target is armed again
+            250 ms after each release. The reader's settings (PICC polling, RF field) are restored
+            at the end, on every exit path: after Ctrl-C, errors, and when the window ends while
+            the target waits for a terminal. An activation that is no ISO-DEP reader (a
+            peer-to-peer initiator's ATR_REQ) is reported and the target armed again.
 
             Readers that cannot emulate (not ACR122-class, the ACR1252U family, escape commands not
             enabled in the CCID driver) fail with the reason and what to do. At the end a
@@ -791,16 +794,18 @@ import Testing
             end; if it was not, the tag is run through the model of Android's reader to say where
             and why Android would refuse it. On a simulated reader (`secbridge simulate`) each
             simulated terminal's own verdict follows: what it read, or the step and reason it
-            failed. Exit status 0 when a terminal exchanged APDUs (and read a Type 4 Tag to the
-            end, and no simulated terminal failed), 1 otherwise. A terminal's PIN, keys and
-            cryptograms are printed [REDACTED n], as the --record transcript has them, unless
-            --show-secrets (docs/secrets.md).
+            failed. Exit status 0 when a terminal exchanged APDUs, read a Type 4 Tag to the end
+            (any other credential: its last command got 90 00 or 61 XX, else the `terminal:` line
+            names the answer it stopped at), and no simulated terminal failed; 1 otherwise. A
+            terminal's PIN, keys and cryptograms are printed [REDACTED n], as the --record
+            transcript has them, unless --show-secrets (docs/secrets.md).
 
             OPTIONS:
               --credential <FILE>        The credential file to present (required).
               -r, --reader <NAME|INDEX>  The ACR122U: an index from `secbridge readers` or part of its name.
               --yes                      Approve the transaction without asking.
               --keep                     Serve terminals until the 60-second window ends, not only the first.
+              --once                     End when the first terminal leaves, even a phone that left a Type 4 Tag before reading its NDEF file.
               --record <FILE>            Record the reader's exchanges and the terminal's APDUs to a transcript FILE.
               --json                     Print JSON lines, one per event: {event: authorization|state|assertion|apdu|field|secureElementChanged|cardEmulationTimeout|interrupted|other, …}, then {event: end, commands, status} or {event: error, error}; the prompt goes to standard error.
               --show-secrets             Print PINs, keys, cryptograms and read-back MIFARE keys as sent; by default they are [REDACTED n], as in transcripts (docs/secrets.md).
@@ -809,7 +814,7 @@ import Testing
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX] [--yes] [--keep] [--record FILE] [--json] [--show-secrets]
+            USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX] [--yes] [--keep | --once] [--record FILE] [--json] [--show-secrets]
             Run 'secbridge emulate --help' for more information.
 
             """#),

@@ -48,11 +48,15 @@ struct CredentialFileTests {
 
     @Test("access-badge.json: a declarative applet answers by rule", arguments: [
         ("00 A4 04 00 07 F0 53 42 41 44 47 45 00", "6F 09 84 07 F0 53 42 41 44 47 45 90 00"),
+        // P2 0C: no response data (ISO/IEC 7816-4 §11.2.2), so no FCI; the SW stays.
+        ("00 A4 04 0C 07 F0 53 42 41 44 47 45", "90 00"),
+        ("00 A4 04 0C 07 F0 53 42 41 44 47 45 00", "90 00"),
         ("80 CA 00 42 00", "00 00 00 42 90 00"),
         ("80 CA 9F 7F 00", "9F 7F 04 01 02 03 04 90 00"),
-        ("00 84 00 00 08", "11 22 33 44 55 66 77 88 90 00"),
         ("80 AA 00 00 08 01 02 03 04 05 06 07 08 00", "69 82"),
-        ("80 AA 00 00 04 01 02 03 04", "6D 00"),
+        // The rule gives 80 AA 00 00 with Lc 08 only: wrong length (ISO/IEC 7816-4 §5.6).
+        ("80 AA 00 00 04 01 02 03 04", "67 00"),
+        ("80 AB 00 00 04 01 02 03 04", "6D 00"),
     ])
     func accessBadge(_ command: String, _ response: String) async throws {
         let file = try CredentialFile(contentsOfFile: credentialsDirectory + "/access-badge.json")
@@ -60,6 +64,35 @@ struct CredentialFileTests {
         let element = try file.makeCredential().secureElement
         if !command.hasPrefix("00 A4") { _ = try await element.transceive(hex("00 A4 04 00 07 F0 53 42 41 44 47 45 00")) }
         #expect(try await element.transceive(hex(command)).hexString == response)
+    }
+
+    /// GET CHALLENGE (ISO/IEC 7816-4 §11.5.3) answers fresh random bytes: access-badge.json
+    /// declares `11 22 … 88 90 00` unpinned, so each answer is 8 new bytes + 90 00 (issue 34).
+    @Test("access-badge.json's GET CHALLENGE is 8 random bytes + 90 00, new each time")
+    func accessBadgeChallengeIsRandom() async throws {
+        let element = try CredentialFile(contentsOfFile: credentialsDirectory + "/access-badge.json").makeCredential().secureElement
+        _ = try await element.transceive(hex("00 A4 04 00 07 F0 53 42 41 44 47 45 00"))
+        var answers: Set<[UInt8]> = []
+        for _ in 0..<4 {
+            let answer = try await element.transceive(hex("00 84 00 00 08"))
+            #expect(answer.count == 10)
+            #expect(answer.suffix(2) == [0x90, 0x00])
+            #expect(answer != hex("11 22 33 44 55 66 77 88 90 00"))
+            answers.insert(answer)
+        }
+        // Four 64-bit draws: a repeat would mean the bytes are not random.
+        #expect(answers.count == 4, "\(answers)")
+    }
+
+    /// door-badge-auth.json pins its challenge (`"pinned": true`): its EXTERNAL AUTHENTICATE rule
+    /// holds the cryptogram over exactly these bytes.
+    @Test("door-badge-auth.json's pinned GET CHALLENGE answers the declared bytes every time")
+    func doorBadgeChallengeIsPinned() async throws {
+        let element = try CredentialFile(contentsOfFile: credentialsDirectory + "/door-badge-auth.json").makeCredential().secureElement
+        _ = try await element.transceive(hex("00 A4 04 00 07 F0 53 42 41 44 47 45 00"))
+        for _ in 0..<2 {
+            #expect(try await element.transceive(hex("00 84 00 00 08")).hexString == "11 22 33 44 55 66 77 88 90 00")
+        }
     }
 
     @Test("malformed files: a clear error naming the JSON path", arguments: [
@@ -72,6 +105,8 @@ struct CredentialFileTests {
         (#"{"secbridge-credential": 1, "id": "x", "applets": [{"type": "declarative", "aids": ["F0 01 02 03 04", "F0 01"]}]}"#, .invalidValue, "$.applets[0].aids[1]"),
         (#"{"secbridge-credential": 1, "id": "x", "applets": [{"type": "declarative", "aids": ["F0 01 02 03 04"], "rules": [{"command": "80 CA", "response": "9G 00"}]}]}"#, .invalidValue, "$.applets[0].rules[0].response"),
         (#"{"secbridge-credential": 1, "id": "x", "applets": [{"type": "applet"}]}"#, .invalidValue, "$.applets[0].type"),
+        (#"{"secbridge-credential": 1, "id": "x", "applets": [{"type": "declarative", "aids": ["F0 01 02 03 04"], "rules": [{"command": "80 CA 00 42 00", "response": "00 42 90 00", "pinned": true}]}]}"#, .invalidValue, "$.applets[0].rules[0].pinned"),
+        (#"{"secbridge-credential": 1, "id": "x", "applets": [{"type": "declarative", "aids": ["F0 01 02 03 04"], "rules": [{"command": "00 84 00 00 08", "response": "90 00", "pinned": "yes"}]}]}"#, .wrongType, "$.applets[0].rules[0].pinned"),
         (#"{"secbridge-credential": 1, "id": "x", "emulation": {"uid": "09 00 00 00"}, "applets": [{"type": "ndef-tag"}]}"#, .invalidValue, "$.emulation.uid"),
         (#"{"secbridge-credential": 1, "id": "x"}"#, .missingField, "$.applets"),
         (#"{"secbridge-credential": 1, "id": "x", "pcscCard": {}}"#, .missingField, "$.pcscCard.reader"),
