@@ -122,6 +122,7 @@ extension DeviceState {
         case 0x01:
             guard data.count == 1 else { return nil }
             let on = data[0] & 0x01 != 0
+            if !on && piccParameter & 0x80 == 0 { idleRegisters = Self.registersAfterRFOffWithoutPolling }
             if on != rfOn {
                 rfOn = on
                 if !on { haltedPeers = [] }
