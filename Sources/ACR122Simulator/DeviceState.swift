@@ -155,6 +155,9 @@ final class DeviceState: @unchecked Sendable {
     var rfOn = false
     var flags: UInt8 = 0x14
     var registers: [UInt16: UInt8] = [:]
+    /// The CIU values the chip holds once the host switched the field off with automatic polling
+    /// off (``registersAfterRFOffWithoutPolling``); empty while polling runs. Host writes win.
+    var idleRegisters: [UInt16: UInt8] = [:]
     var maxRetryATR: UInt8 = 0xFF
     var maxRetryPSL: UInt8 = 0x01
     var maxRetryPassive: UInt8 = 0xFF

@@ -28,10 +28,27 @@ extension DeviceState {
         0x6302: 0x80, 0x6303: 0x80, 0x6305: 0x07, 0x630D: 0x07, 0x6338: 0x15, 0x633C: 0x10, 0x633D: 0x00,
     ]
 
-    /// What ReadRegister returns for `address`: the last value written, else the value after
-    /// automatic polling (``registersAfterAutomaticPolling``).
+    /// CIU register values read right after the host switched the RF field off
+    /// (`D4 32 01 00`) on a unit whose automatic polling it had stopped first (`FF 00 51 00 00`,
+    /// as libnfc's acr122_usb driver does when it opens the reader): libnfc issue 691's byte log
+    /// of an ACR122U (PN532 v1.6) reads `D4 06 63 38 63 3D` → `D5 07 00 00` right after the RF
+    /// off, and `D4 06 63 05` → `D5 07 00` a little later (docs/acr122-pn532.md §4b):
+    ///
+    /// | Register | Address | Value |
+    /// |---|---|---|
+    /// | TxAuto | 6305 | 00 |
+    /// | Status2 | 6338 | 00 |
+    /// | BitFraming | 633D | 00 |
+    ///
+    /// Which of the two steps clears them is not in the log: the simulator ties them to an RF off
+    /// while polling is off, and drops them when polling is switched on again (decision, U).
+    static let registersAfterRFOffWithoutPolling: [UInt16: UInt8] = [0x6305: 0x00, 0x6338: 0x00, 0x633D: 0x00]
+
+    /// What ReadRegister returns for `address`: the last value written, else the value after an RF
+    /// off without polling (``registersAfterRFOffWithoutPolling``) once there was one, else the
+    /// value after automatic polling (``registersAfterAutomaticPolling``).
     func registerValue(_ address: UInt16) -> UInt8 {
-        registers[address] ?? Self.registersAfterAutomaticPolling[address] ?? 0x00
+        registers[address] ?? idleRegisters[address] ?? Self.registersAfterAutomaticPolling[address] ?? 0x00
     }
 
     /// Diagnose `NumTst InParam` → `OutParam` (UM0701-02 §7.2.1), or nil for a syntax error (the MCU

@@ -122,6 +122,7 @@ extension DeviceState {
         case 0x01:
             guard data.count == 1 else { return nil }
             let on = data[0] & 0x01 != 0
+            if !on && piccParameter & 0x80 == 0 { idleRegisters = Self.registersAfterRFOffWithoutPolling }
             if on != rfOn {
                 rfOn = on
                 if !on { haltedPeers = [] }
@@ -329,8 +330,15 @@ extension DeviceState {
 
     /// InCommunicateThru `raw` → `Status data` (UM0701-02 §7.3.9) to the first selected target.
     /// A FeliCa or Topaz/Jewel target answers as through InDataExchange; otherwise only a Type 2
-    /// tag with memory answers (READ, WRITE, GET_VERSION, reported as by
-    /// InDataExchange: decision, the CRC and the 4-bit ACK handling of raw mode are not modelled).
+    /// tag with memory answers (READ, WRITE, GET_VERSION).
+    ///
+    /// A tag's 4-bit answer (the ACK Ah of a WRITE, a NAK) is not a frame with a CRC_A, so with
+    /// the chip checking CRCs (RxCRCEn, RxMode 6303h bit 7, set) the PN532 reports it as a CRC
+    /// error, status 02: `D4 42 A2 05 …` → `D5 43 02` (nfcpy's pn53x driver clears RxCRCEn for
+    /// Type 2 tags for that reason; docs/acr122-pn532.md §4b, "4-bit answers"). With RxCRCEn
+    /// cleared the four bits come as one data byte, `D5 43 00 0A`, and Control (633Ch) bits 2–0,
+    /// RxLastBits, read 4, which is how libnfc's `pn53x_initiator_transceive_bits` counts the
+    /// bits; a whole-byte answer leaves RxLastBits 0.
     /// A MIFARE Classic card stays mute (01): the PN532 runs Crypto1 only inside InDataExchange.
     /// Every other target, and no target, gives 01 as before.
     ///
@@ -373,6 +381,19 @@ extension DeviceState {
             lastError = 0x01
             return [0x01]
         }
+        switch answer {
+        case .ack, .nak:
+            setRxLastBits(4)
+            guard hostGetsCRC else {
+                lastError = 0x02
+                return [0x02]
+            }
+            lastError = 0x00
+            if case .nak(let code) = answer { return [0x00, code & 0x0F] }
+            return [0x00, 0x0A]
+        default:
+            setRxLastBits(0)
+        }
         switch Self.outcome(of: answer) {
         case .answer(let data):
             lastError = 0x00
@@ -384,6 +405,13 @@ extension DeviceState {
         case .mcuTimeout, .driverTimeout, .cardLost:
             return [0x01]
         }
+    }
+
+    /// Control (633Ch) bits 2–0, RxLastBits: the valid bits of the last byte received, 0 for a
+    /// whole byte (libnfc: Control is 633Ch in chips/pn53x-internal.h,
+    /// the RxLastBits mask 07h in chips/pn53x.h; it reads them after InCommunicateThru).
+    func setRxLastBits(_ bits: UInt8) {
+        registers[0x633C] = (registerValue(0x633C) & 0xF8) | (bits & 0x07)
     }
 
     /// CRC_A of ISO/IEC 14443-3 Annex B: initial value 6363h, polynomial x^16 + x^12 + x^5 + 1

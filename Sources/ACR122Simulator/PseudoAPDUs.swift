@@ -97,6 +97,8 @@ extension DeviceState {
             return [0x90, piccParameter]
         case (0x00, 0x51) where p3 == 0x00 && data.isEmpty:
             piccParameter = p2
+            // Polling again: the MCU's polling sets the CIU up as it does from power-up (decision).
+            if p2 & 0x80 != 0 { idleRegisters = [:] }
             if p2 & 0x80 == 0, atr == nil, case .initiator = role {
                 // Polling stopped: the MCU lets go of what it had polled.
                 leaveRoles(world: world)

@@ -143,30 +143,96 @@ public struct NDEFRecord: Sendable, Hashable {
     }
 
     /// The text and language of a well-known 'T' record; nil for other records.
-    /// - Throws: `TagFormatError` `invalidPayload` for a language longer than the payload, UTF-16
-    ///   text (not supported here) or bad UTF-8.
+    ///
+    /// Payload: `| status | language (b5–b0 of status bytes, US-ASCII) | text |`, where status bit 7
+    /// gives the text's encoding (0 UTF-8, 1 UTF-16) and bit 6 is reserved (NFC Forum Text RTD 1.0;
+    /// docs/iso14443-t4t-ndef.md §5). UTF-16 text may start with a byte order mark, `FE FF`
+    /// (big-endian) or `FF FE` (little-endian), which is not part of the text; without one it is
+    /// big-endian (the "UTF-16" charset of RFC 2781 §4.3). "Hi" in "en" as UTF-16 is the payload
+    /// `82 65 6E 00 48 00 69`.
+    /// - Throws: `TagFormatError` `invalidPayload` for an empty payload, a language longer than the
+    ///   payload, UTF-16 text of an odd number of bytes, or text or language that does not decode
+    ///   (bad UTF-8, an unpaired UTF-16 surrogate); the offset is that of the field in the payload.
     public func textValue() throws(TagFormatError) -> (text: String, language: String)? {
         guard tnf == .wellKnown, type == [0x54] else { return nil }
         guard let status = payload.first else { throw TagFormatError(.invalidPayload, "a text record needs its status byte") }
-        guard status & 0x80 == 0 else { throw TagFormatError(.invalidPayload, offset: 0, "UTF-16 text records are not supported") }
         let length = Int(status & 0x3F)
         guard payload.count >= 1 + length else {
             throw TagFormatError(.invalidPayload, offset: 0, "the language code is \(length) bytes but the payload holds \(payload.count - 1)")
         }
-        guard let language = String(validating: payload[1..<(1 + length)], as: UTF8.self),
-              let text = String(validating: payload[(1 + length)...], as: UTF8.self)
-        else { throw TagFormatError(.invalidPayload, offset: 1, "the text record is not valid UTF-8") }
+        guard let language = String(validating: payload[1..<(1 + length)], as: UTF8.self) else {
+            throw TagFormatError(.invalidPayload, offset: 1, "the text record's language code is not valid UTF-8")
+        }
+        let body = payload[(1 + length)...]
+        guard status & 0x80 != 0 else {
+            guard let text = String(validating: body, as: UTF8.self) else {
+                throw TagFormatError(.invalidPayload, offset: 1 + length, "the text record's text is not valid UTF-8")
+            }
+            return (text, language)
+        }
+        guard body.count % 2 == 0 else {
+            throw TagFormatError(
+                .invalidPayload, offset: 1 + length,
+                "the text record is UTF-16 (status bit 7) but its text is \(body.count) bytes, an odd number")
+        }
+        var bigEndian = true
+        var bytes = Array(body)
+        if bytes.count >= 2, bytes[0] == 0xFF, bytes[1] == 0xFE {
+            bigEndian = false
+            bytes.removeFirst(2)
+        } else if bytes.count >= 2, bytes[0] == 0xFE, bytes[1] == 0xFF {
+            bytes.removeFirst(2)
+        }
+        var units: [UInt16] = []
+        units.reserveCapacity(bytes.count / 2)
+        for i in stride(from: 0, to: bytes.count, by: 2) {
+            units.append(bigEndian ? UInt16(bytes[i]) << 8 | UInt16(bytes[i + 1]) : UInt16(bytes[i + 1]) << 8 | UInt16(bytes[i]))
+        }
+        guard let text = String(validating: units, as: UTF16.self) else {
+            throw TagFormatError(.invalidPayload, offset: 1 + length, "the text record's UTF-16 text has an unpaired surrogate")
+        }
         return (text, language)
     }
 }
 
 extension NDEFRecord {
-    /// The record in a few words: "URI https://example.com", "text "Hello" (en)", or its TNF,
-    /// type and payload size for other records.
+    /// The record in a few words, as this type decodes it (docs/iso14443-t4t-ndef.md §5):
+    ///
+    /// | Record | Summary |
+    /// |---|---|
+    /// | TNF 0 | `empty record` |
+    /// | URI (``uriValue()``) | `URI https://example.com` |
+    /// | Text (``textValue()``, UTF-8 or UTF-16) | `text "Hello" (en)` |
+    /// | URI or Text whose payload does not decode | `text record that does not decode: <reason>` |
+    /// | any other | `TNF 2, type "text/plain", 5-byte payload` |
+    ///
+    /// A record with an ID ends `, ID "…"`. The type and ID are quoted when they are printable
+    /// ASCII (20…7E), in hex otherwise.
     public var summary: String {
-        if let uri = try? uriValue() { return "URI \(uri)" }
-        if let text = try? textValue() { return "text \"\(text.text)\" (\(text.language))" }
-        return "TNF \(tnf.rawValue), type \(type.hexString), \(payload.count)-byte payload"
+        var text: String
+        if tnf == .empty {
+            text = "empty record"
+        } else {
+            do throws(TagFormatError) {
+                if let uri = try uriValue() {
+                    text = "URI \(uri)"
+                } else if let value = try textValue() {
+                    text = "text \"\(value.text)\" (\(value.language))"
+                } else {
+                    text = "TNF \(tnf.rawValue), type \(Self.quotedOrHex(type)), \(payload.count)-byte payload"
+                }
+            } catch {
+                text = "\(type == [0x55] ? "URI" : "text") record that does not decode: \(error.reason)"
+            }
+        }
+        if !id.isEmpty { text += ", ID \(Self.quotedOrHex(id))" }
+        return text
+    }
+
+    /// `"abc"` for printable ASCII (20…7E), the hex otherwise (and for no bytes, `""`).
+    static func quotedOrHex(_ bytes: [UInt8]) -> String {
+        if bytes.allSatisfy({ (0x20...0x7E).contains($0) }) { return "\"" + String(decoding: bytes, as: UTF8.self) + "\"" }
+        return bytes.hexString
     }
 }
 

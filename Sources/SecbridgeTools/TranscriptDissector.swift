@@ -99,7 +99,7 @@ enum TranscriptPresenter {
                 case .transmit(.outgoing, let b):
                     if let bytes = b.bytes ?? concretePrefix(b) {
                         lastCommand[key] = bytes
-                        details += describeCommand(bytes)
+                        details += describeCommand(bytes, complete: b.bytes != nil)
                         if bytes.first == 0xFF { to = .reader }
                     }
                 case .transmit(.incoming, let b):
@@ -110,7 +110,7 @@ enum TranscriptPresenter {
                     to = .reader
                     if let bytes = b.bytes ?? concretePrefix(b) {
                         lastCommand[key] = bytes
-                        details += describeCommand(bytes)
+                        details += describeCommand(bytes, complete: b.bytes != nil)
                     }
                 case .control(_, .incoming, let b):
                     from = .reader; to = .host
@@ -151,116 +151,65 @@ enum TranscriptPresenter {
         return out.count >= 4 ? out : nil
     }
 
-    /// Instruction names of ISO/IEC 7816-4 §11 (and GlobalPlatform where noted).
-    static let instructions: [UInt8: String] = [
-        0x0E: "ERASE BINARY", 0x20: "VERIFY", 0x21: "VERIFY", 0x22: "MANAGE SECURITY ENVIRONMENT", 0x24: "CHANGE REFERENCE DATA",
-        0x2A: "PERFORM SECURITY OPERATION", 0x2C: "RESET RETRY COUNTER", 0x44: "ACTIVATE FILE", 0x46: "GENERATE ASYMMETRIC KEY PAIR",
-        0x70: "MANAGE CHANNEL", 0x82: "EXTERNAL AUTHENTICATE", 0x84: "GET CHALLENGE", 0x86: "GENERAL AUTHENTICATE",
-        0x87: "GENERAL AUTHENTICATE", 0x88: "INTERNAL AUTHENTICATE", 0xA4: "SELECT", 0xB0: "READ BINARY", 0xB1: "READ BINARY",
-        0xB2: "READ RECORD", 0xB3: "READ RECORD", 0xC0: "GET RESPONSE", 0xC2: "ENVELOPE", 0xCA: "GET DATA", 0xCB: "GET DATA",
-        0xD0: "WRITE BINARY", 0xD6: "UPDATE BINARY", 0xD8: "PUT KEY (GlobalPlatform)", 0xDA: "PUT DATA", 0xDB: "PUT DATA",
-        0xDC: "UPDATE RECORD", 0xE2: "APPEND RECORD", 0xE4: "DELETE", 0xE6: "INSTALL (GlobalPlatform)", 0xE8: "LOAD (GlobalPlatform)",
-        0xF2: "GET STATUS (GlobalPlatform)", 0x50: "INITIALIZE UPDATE (GlobalPlatform)",
-    ]
+    // Every decoding below is the library's: CommandAPDU.summary (ISO7816), ACR122Command.summary,
+    // PN532HostFrame.summary and PN532ChipFrame.summary (PN53x), NDEFRecord.summary (NFCTags). The
+    // viewer only chooses which decoder a line goes to and prefixes the lines.
 
-    /// A command on a channel: an ACR122U pseudo-APDU (CLA FF) or a card APDU.
-    static func describeCommand(_ c: [UInt8]) -> [String] {
+    /// A command on a channel: an ACR122U pseudo-APDU (CLA FF) or a card APDU. `complete` is false
+    /// when `c` is only the concrete prefix of a partly redacted or wildcarded command.
+    static func describeCommand(_ c: [UInt8], complete: Bool = true) -> [String] {
         guard c.count >= 4 else { return [] }
-        if c[0] == 0xFF { return describeACR122(c) }
+        if c[0] == 0xFF { return describeACR122(c, complete: complete) }
         return describeAPDU(c)
     }
 
+    /// A card APDU: `CommandAPDU.summary`, or the instruction's name alone for bytes that do not
+    /// parse as a command APDU (or are only its header).
     static func describeAPDU(_ c: [UInt8]) -> [String] {
         guard c.count >= 4 else { return [] }
-        var name = instructions[c[1]] ?? "INS \([c[1]].hexString)"
-        if c[1] == 0xA4 {
-            switch c[2] {
-            case 0x04: name += " by DF name (AID)"
-            case 0x00: name += " by file identifier"
-            case 0x02: name += " EF under the current DF"
-            case 0x08: name += " by path from the MF"
-            default: break
+        if let apdu = try? CommandAPDU(parsing: c) { return apdu.summary }
+        return [CommandAPDU.instructionName(ins: c[1], p1: c[2])]
+    }
+
+    /// An ACR122U pseudo-APDU: `ACR122Command.summary` (and through it the PN532 frame's). The
+    /// PC/SC part 3 storage-card commands the reader also takes (FF 82, FF 86, FF B0, FF D6; PC/SC
+    /// part 3 §3.2.2.1, docs/iso14443-t4t-ndef.md §6) are named by INS: no library type parses them.
+    static func describeACR122(_ c: [UInt8], complete: Bool) -> [String] {
+        switch c[1] {
+        case 0x82: return ["ACR122U: load authentication key"]
+        case 0x86: return ["ACR122U: authenticate (MIFARE Classic)"]
+        case 0xB0: return ["ACR122U: read binary block \(c[3])"]
+        case 0xD6: return ["ACR122U: update binary block \(c[3])"]
+        default: break
+        }
+        do {
+            return [try ACR122Command(parsing: c).summary]
+        } catch {
+            if !complete, c.count >= 7, let frame = try? PN532HostFrame(parsing: Array(c[5...])) {
+                // Only the prefix is known: the frame's command, not what a redacted tail would say.
+                return ["ACR122U direct transmit: PN532 \(frame.command.name) (partly redacted)"]
             }
-        }
-        var out = [name]
-        if let apdu = try? CommandAPDU(parsing: c) {
-            out[0] += " (case \(apdu.case.rawValue), Nc \(apdu.nc), Ne \(apdu.ne))"
-            if c[1] == 0xA4 && c[2] == 0x04, !apdu.data.isEmpty { out.append("AID \(apdu.data.hexString)\(aidName(apdu.data).map { ": \($0)" } ?? "")") }
-            if (c[1] == 0xB0 || c[1] == 0xD6) && c[0] & 0x80 == 0 { out.append("offset \(Int(c[2] & 0x7F) << 8 | Int(c[3]))") }
-        }
-        return out
-    }
-
-    static func aidName(_ aid: [UInt8]) -> String? {
-        switch aid {
-        case [0xD2, 0x76, 0x00, 0x00, 0x85, 0x01, 0x01]: "NFC Forum Type 4 Tag application v2"
-        case [0xD2, 0x76, 0x00, 0x00, 0x85, 0x01, 0x00]: "NFC Forum Type 4 Tag application v1"
-        case [0xD2, 0x76, 0x00, 0x01, 0x24, 0x01]: "OpenPGP"
-        case [0xA0, 0x00, 0x00, 0x03, 0x08, 0x00, 0x00, 0x10, 0x00, 0x01, 0x00]: "PIV"
-        default: nil
+            return ["ACR122U pseudo-APDU that does not parse: \(error.reason)"]
         }
     }
 
-    /// ACR122U pseudo-APDUs (ACR122U API v2.04 §4–§6) and the PN532 frame of Direct Transmit.
-    static func describeACR122(_ c: [UInt8]) -> [String] {
-        switch (c[1], c[2]) {
-        case (0x00, 0x48): return ["ACR122U: get firmware version"]
-        case (0x00, 0x40): return ["ACR122U: LED and buzzer control"]
-        case (0x00, 0x51): return ["ACR122U: set PICC operating parameter"]
-        case (0x00, 0x50): return ["ACR122U: get PICC operating parameter"]
-        case (0xCA, _): return ["ACR122U: get data (\(c[2] == 0 ? "UID" : "ATS"))"]
-        case (0x82, _): return ["ACR122U: load authentication key"]
-        case (0x86, _): return ["ACR122U: authenticate (MIFARE Classic)"]
-        case (0xB0, _): return ["ACR122U: read binary block \(c[3])"]
-        case (0xD6, _): return ["ACR122U: update binary block \(c[3])"]
-        case (0x00, 0x00) where c.count > 6 && c[5] == 0xD4:
-            return ["ACR122U direct transmit: PN532 " + describePN532Command(Array(c[6...]))]
-        default: return ["ACR122U pseudo-APDU"]
-        }
-    }
-
-    /// `cmd params` after D4 (PN532 UM0701-02 §7).
-    static func describePN532Command(_ frame: [UInt8]) -> String {
-        guard let code = frame.first else { return "frame" }
-        let name = PN532CommandCode(rawValue: code).name
-        switch code {
-        case 0x40 where frame.count > 2:
-            let inner = Array(frame[2...])
-            let apdu = describeAPDU(inner).first.map { ": \($0)" } ?? ""
-            return "\(name) target \(frame[1])\(apdu)"
-        case 0x8E where frame.count >= 3:
-            return "\(name): R-APDU ending \(frame.suffix(2).hexString)"
-        default:
-            return name
-        }
-    }
-
-    /// An answer: a PN532 response (D5), else an R-APDU with its status word.
+    /// An answer: the firmware string, a PN532 answer (`PN532ChipFrame.summary`) with the reader's
+    /// status word after a Direct Transmit, else an R-APDU with its status word, the NDEF records
+    /// of a READ BINARY and the FCP, FMD or FCI of a SELECT.
     static func describeAnswer(_ b: TranscriptBytes, to command: [UInt8]?) -> [String] {
         guard let bytes = b.bytes else { return describeStatusWord(b) }
         if let c = command, let firmware = firmwareVersionAnswer(command: c, answer: bytes) {
             return ["firmware \"\(firmware.text)\""]
         }
-        if let c = command, c.count > 6, c[0] == 0xFF, c[5] == 0xD4, bytes.count >= 2, bytes[0] == 0xD5 {
-            var out = ["PN532 \(PN532CommandCode(rawValue: bytes[1] &- 1).name) answer"]
-            let code = bytes[1] &- 1
-            if (code == 0x40 || code == 0x86 || code == 0x8E) && bytes.count >= 3 {
-                let status = bytes[2] & 0x3F
-                out[0] += status == 0 ? ", status 00 (success)" : ", status \([bytes[2]].hexString)\(status == 0x29 ? " (released by the initiator)" : " (error)")"
-                if code == 0x86 && status == 0 && bytes.count > 5 {
-                    out.append("terminal's C-APDU: " + (describeAPDU(Array(bytes[3..<(bytes.count - 2)])).first ?? ""))
-                }
-                if code == 0x40 && status == 0 && bytes.count >= 7 {
-                    let inner = Array(bytes[3..<(bytes.count - 2)])
-                    out += describeStatusWord(TranscriptBytes(inner)).map { "card: " + $0 }
-                }
-            }
-            if bytes.count >= 2 { out += describeStatusWord(TranscriptBytes(Array(bytes.suffix(2)))).map { "reader: " + $0 } }
-            return out
+        if let c = command, c.first == 0xFF, case .directTransmit? = try? ACR122Command(parsing: c),
+           let reply = try? ACR122Reply(parsing: bytes), let frame = try? PN532ChipFrame(parsing: reply.data) {
+            let sw = StatusWord(reply.statusWord)
+            return frame.summary + ["reader: SW \(sw.bytes.hexString): \(sw.meaning)"]
         }
         var out = describeStatusWord(b)
-        if let c = command, c.count >= 4, c[1] == 0xB0, c[0] & 0x80 == 0, bytes.count > 2, bytes.suffix(2) == [0x90, 0x00] {
-            out += describeNDEF(Array(bytes.dropLast(2)))
+        if let c = command, c.first != 0xFF, let apdu = try? CommandAPDU(parsing: c), apdu.ins == 0xB0, apdu.cla & 0x80 == 0,
+           let response = try? ResponseAPDU(parsing: bytes), response.statusWord == .success, !response.data.isEmpty {
+            out += describeNDEF(response.data)
         }
         // A SELECT's FCP, FMD or FCI, with the common parameters named (ISO/IEC 7816-4 §7.4.3).
         if bytes.count > 2, let objects = SecbridgeCLI.fileControlObjects(Array(bytes.dropLast(2))) {
@@ -276,30 +225,27 @@ enum TranscriptPresenter {
         return ["SW \(sw.bytes.hexString): \(sw.meaning)"]
     }
 
-    /// NDEF records in data read from a tag (NFC Forum NDEF 1.0 §3; T4T: NLEN then the message).
+    /// NDEF records in data read from a tag (T4T: NLEN then the message, docs/iso14443-t4t-ndef.md
+    /// §4; or the message alone), each as `NDEFRecord.summary` gives it. Data that starts with an
+    /// NDEF header (MB set) but that `NDEFMessage(parsing:)` refuses is shown with the decoder's
+    /// error, the NLEN-framed reading first; other data is not NDEF and gives no line.
     static func describeNDEF(_ data: [UInt8]) -> [String] {
         var candidates: [[UInt8]] = [data]
         if data.count > 2 {
             let nlen = Int(data[0]) << 8 | Int(data[1])
             if nlen > 0 && nlen <= data.count - 2 { candidates.insert(Array(data[2..<(2 + nlen)]), at: 0) }
         }
+        var refusal: TagFormatError?
         for candidate in candidates {
-            guard let first = candidate.first, first & 0x80 != 0, let message = try? NDEFMessage(parsing: candidate) else { continue }
-            return message.records.enumerated().map { i, r in
-                var text = "NDEF record \(i + 1): TNF \(r.tnf.rawValue)"
-                if !r.type.isEmpty { text += ", type \"\(String(decoding: r.type, as: UTF8.self))\"" }
-                if let uri = try? r.uriValue() {
-                    text += ", URI \(uri)"
-                } else if r.tnf == .wellKnown && r.type == [0x54], let status = r.payload.first, r.payload.count > Int(status & 0x3F) {
-                    let language = String(decoding: r.payload[1..<(1 + Int(status & 0x3F))], as: UTF8.self)
-                    text += ", text [\(language)] \"\(String(decoding: r.payload[(1 + Int(status & 0x3F))...], as: UTF8.self))\""
-                } else {
-                    text += ", \(r.payload.count) payload bytes"
-                }
-                return text
+            guard let first = candidate.first, first & 0x80 != 0 else { continue }
+            do throws(TagFormatError) {
+                let message = try NDEFMessage(parsing: candidate)
+                return message.records.enumerated().map { i, r in "NDEF record \(i + 1): \(r.summary)" }
+            } catch {
+                if refusal == nil { refusal = error }
             }
         }
-        return []
+        return refusal.map { ["NDEF message that does not decode: \($0)"] } ?? []
     }
 }
 

@@ -67,6 +67,34 @@ struct ChipProbeTests {
         #expect(try send(reader, "D4 06 63 02 63 01") == "D5 07 00 00 90 00")
     }
 
+    /// libnfc issue 691: nfc-relay-picc's target init on an ACR122U that libnfc's acr122_usb
+    /// driver opened (polling off with FF 00 51 00 00), byte for byte as the log shows it.
+    @Test("ReadRegister right after RF off on a unit with polling off: 6338 633D 00 00, 6305 00 (libnfc issue 691)")
+    func registersAfterRFOffWithoutPolling() throws {
+        let reader = SimulatedACR122U(field: fastField())
+        #expect(text(try reader.control(code: 0x4200_0001, hex("FF 00 51 00 00"))) == "90 00")
+        #expect(try send(reader, "D4 02") == "D5 03 32 01 06 07 90 00")
+        #expect(try send(reader, "D4 12 14") == "D5 13 90 00")
+        #expect(try send(reader, "D4 32 01 00") == "D5 33 90 00")
+        #expect(try send(reader, "D4 06 63 38 63 3D") == "D5 07 00 00 90 00")
+        #expect(try send(reader, "D4 12 10") == "D5 13 90 00")
+        #expect(try send(reader, "D4 12 30") == "D5 13 90 00")
+        #expect(try send(reader, "D4 06 63 05") == "D5 07 00 90 00")
+        // A host write still wins; the registers the log does not show keep the polling values.
+        #expect(try send(reader, "D4 08 63 05 04") == "D5 09 90 00")
+        #expect(try send(reader, "D4 06 63 05 63 0D 63 02") == "D5 07 04 07 80 90 00")
+        // Polling on again: the values automatic polling leaves (decision).
+        #expect(text(try reader.control(code: 0x4200_0001, hex("FF 00 51 FF 00"))) == "90 FF")
+        #expect(try send(reader, "D4 06 63 38") == "D5 07 15 90 00")
+    }
+
+    @Test("RF off while automatic polling runs keeps the polling values (decision: no log shows that case)")
+    func rfOffWhilePolling() throws {
+        let reader = SimulatedACR122U(field: fastField())
+        #expect(try send(reader, "D4 32 01 00") == "D5 33 90 00")
+        #expect(try send(reader, "D4 06 63 05 63 0D 63 38") == "D5 07 07 07 15 90 00")
+    }
+
     @Test("InAutoPoll as nfc-poll sends it reports an NTAG as type 10 and a DESFire as type 20 with its ATS")
     func autoPoll() throws {
         let field = fastField()

@@ -259,3 +259,23 @@ struct CommandAPDUTests {
         #expect(APDUCase.allCases.map(\.rawValue) == ["1", "2S", "3S", "4S", "2E", "3E", "4E"])
     }
 }
+
+/// `CommandAPDU.summary`, the lines every view prints for a command (ISO/IEC 7816-4 §11).
+@Suite("CommandAPDU.summary (ISO/IEC 7816-4 §11, docs/iso14443-t4t-ndef.md §4)")
+struct CommandAPDUSummaryTests {
+    @Test(arguments: [
+        // Android's T4T read, docs/iso14443-t4t-ndef.md §4.
+        ("00 A4 04 00 07 D2 76 00 00 85 01 01 00",
+         ["SELECT by DF name (AID) (case 4S, Nc 7, Ne 256)", "AID D2 76 00 00 85 01 01: NFC Forum Type 4 Tag application v2"]),
+        ("00 A4 00 0C 02 E1 03", ["SELECT by file identifier (case 3S, Nc 2, Ne 0)"]),
+        ("00 B0 00 02 10", ["READ BINARY (case 2S, Nc 0, Ne 16)", "offset 2"]),
+        ("00 D6 01 00 01 00", ["UPDATE BINARY (case 3S, Nc 1, Ne 0)", "offset 256"]),
+        // P1 bit 8 set: a short EF identifier in P1, not an offset (§11.3.3).
+        ("00 B0 81 00 04", ["READ BINARY (case 2S, Nc 0, Ne 4)"]),
+        ("80 50 00 00 08 01 02 03 04 05 06 07 08 00", ["INITIALIZE UPDATE (GlobalPlatform) (case 4S, Nc 8, Ne 256)"]),
+        ("00 12 00 00", ["INS 12 (case 1, Nc 0, Ne 0)"]),
+    ])
+    func summary(_ hex: String, _ lines: [String]) throws {
+        #expect(try CommandAPDU(parsing: HexBytes.parse(hex)).summary == lines)
+    }
+}

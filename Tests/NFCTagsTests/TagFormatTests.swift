@@ -73,6 +73,45 @@ struct NDEFTests {
         #expect(throws: TagFormatError(.invalidPayload, "")) { try NDEFRecord(tnf: .wellKnown, type: [0x55], payload: [0x24]).uriValue() }
     }
 
+    /// UTF-16 text payloads (status bit 7; NFC Forum Text RTD 1.0, the byte order of RFC 2781 §4.3).
+    @Test("UTF-16 text records decode, with or without a byte order mark", arguments: [
+        ("82 65 6E 00 48 00 69", "Hi", "en"),            // no BOM: big-endian
+        ("82 65 6E FE FF 00 48 00 69", "Hi", "en"),      // FE FF: big-endian, the BOM is not text
+        ("82 65 6E FF FE 48 00 69 00", "Hi", "en"),      // FF FE: little-endian
+        ("82 64 65 D8 3D DE 00", "\u{1F600}", "de"),     // a surrogate pair
+        ("80", "", ""),                                  // no language, no text
+    ])
+    func utf16Text(_ payload: String, _ text: String, _ language: String) throws {
+        let value = try #require(try NDEFRecord(tnf: .wellKnown, type: [0x54], payload: hex(payload)).textValue())
+        #expect(value.text == text && value.language == language)
+    }
+
+    @Test("text payloads that do not decode are refused with the offset of the field", arguments: [
+        ("82 65 6E 00 48 00", 3),      // UTF-16 of an odd number of bytes
+        ("82 65 6E DC 00", 3),         // an unpaired low surrogate
+        ("02 65 6E C3", 3),            // UTF-8 cut inside a character
+        ("05 65 6E", 0),               // a language longer than the payload
+    ])
+    func undecodableText(_ payload: String, _ offset: Int) {
+        #expect {
+            _ = try NDEFRecord(tnf: .wellKnown, type: [0x54], payload: hex(payload)).textValue()
+        } throws: { error in
+            (error as? TagFormatError)?.code == .invalidPayload && (error as? TagFormatError)?.offset == offset
+        }
+    }
+
+    @Test("summary: what the decoders read, the ID named", arguments: [
+        ("D1 01 0C 55 04 65 78 61 6D 70 6C 65 2E 63 6F 6D", "URI https://example.com"),
+        ("D1 01 07 54 82 65 6E 00 48 00 69", "text \"Hi\" (en)"),
+        ("D9 01 08 02 54 69 64 02 65 6E 48 65 6C 6C 6F", "text \"Hello\" (en), ID \"id\""),
+        ("DA 03 02 01 61 2F 62 01 68 69", "TNF 2, type \"a/b\", 2-byte payload, ID 01"),
+        ("D0 00 00", "empty record"),
+        ("D1 01 06 54 82 65 6E 00 48 00", "text record that does not decode: the text record is UTF-16 (status bit 7) but its text is 3 bytes, an odd number"),
+    ])
+    func summary(_ bytes: String, _ expected: String) throws {
+        #expect(try NDEFMessage(parsing: hex(bytes)).records[0].summary == expected)
+    }
+
     @Test("a long payload uses a 4-byte length (SR clear)")
     func longRecord() throws {
         let record = NDEFRecord(tnf: .mimeMedia, type: [0x61], payload: [UInt8](repeating: 0x41, count: 300))

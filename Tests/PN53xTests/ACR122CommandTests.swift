@@ -220,3 +220,32 @@ struct CCIDFeatureTests {
         #expect(ACR122ControlCode.acsccidEscape == 0x4200_0DAC)
     }
 }
+
+/// The summaries every view prints for pseudo-APDUs and PN532 answers (ACR122U API v2.04 §4–§6,
+/// PN532 UM0701-02 §7).
+@Suite struct PN532SummaryTests {
+    @Test(arguments: [
+        ("FF 00 48 00 00", "ACR122U: get firmware version"),
+        ("FF 00 00 00 02 D4 02", "ACR122U direct transmit: PN532 GetFirmwareVersion"),
+        ("FF 00 00 00 04 D4 8E 90 00", "ACR122U direct transmit: PN532 TgSetData: R-APDU ending 90 00"),
+        ("FF 00 00 00 07 D4 40 01 00 B0 00 00", "ACR122U direct transmit: PN532 InDataExchange target 1: READ BINARY (case 1, Nc 0, Ne 0)"),
+        ("FF CA 01 00 00", "ACR122U: get data (ATS)"),
+        ("FF 00 51 FF 00", "ACR122U: set PICC operating parameter FF"),
+        ("FF C0 00 00 0A", "ACR122U: get response (Le 0A)"),
+    ])
+    func pseudoAPDU(_ hex: String, _ summary: String) throws {
+        #expect(try ACR122Command(parsing: HexBytes.parse(hex)).summary == summary)
+    }
+
+    @Test(arguments: [
+        ("D5 03 32 01 06 07", ["PN532 GetFirmwareVersion answer"]),
+        ("D5 41 00 6A 82", ["PN532 InDataExchange answer, status 00 (success)", "card: SW 6A 82: file or application not found"]),
+        ("D5 43 01", ["PN532 InCommunicateThru answer, status 01 (timeout: the target did not answer)"]),
+        ("D5 87 29", ["PN532 TgGetData answer, status 29 (the initiator released the target)"]),
+        ("D5 87 00 00 A4 00 0C 02 E1 04", ["PN532 TgGetData answer, status 00 (success)", "terminal's C-APDU: SELECT by file identifier (case 3S, Nc 2, Ne 0)"]),
+        ("D5 41 40 01 02", ["PN532 InDataExchange answer, status 00 (success), MI"]),
+    ])
+    func chipAnswer(_ hex: String, _ lines: [String]) throws {
+        #expect(try PN532ChipFrame(parsing: HexBytes.parse(hex)).summary == lines)
+    }
+}
