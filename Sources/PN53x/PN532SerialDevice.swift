@@ -14,7 +14,8 @@ import PCSCCore
 /// - The model runs on a thread of its own, so the line is read while a command blocks
 ///   (TgInitAsTarget waiting for a reader).
 ///
-/// Fault injection for tests: ``inject(_:)``.
+/// Fault injection for tests: ``inject(_:)``. The device serves until its line closes (a read
+/// throws); a command the model is running then ends as the model's own bound says.
 public final class PN532SerialDevice: Sendable {
     /// A fault the device applies once, to the next command or response.
     public enum Fault: Sendable, Hashable {

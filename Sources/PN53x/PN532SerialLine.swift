@@ -130,7 +130,8 @@ public final class PN532InMemorySerialLine: Sendable {
         device = End(shared: shared, side: 1)
     }
 
-    /// Closes both ends: waiting reads and later calls throw ``PN532SerialLineError/closed``.
+    /// Closes both ends: waiting reads and later calls throw ``PN532SerialLineError/closed``
+    /// (as they do once the line's virtual time is closed).
     public func close() {
         shared.lock.lock()
         shared.closed = true
@@ -192,7 +193,9 @@ public final class PN532InMemorySerialLine: Sendable {
                     shared.inbox[side].removeFirst(count)
                     return bytes
                 }
-                if shared.closed { throw .closed }
+                // A closed virtual time ends every park at once: without this a read with no
+                // deadline would spin.
+                if shared.closed || shared.clock.virtualTime?.isClosed == true { throw .closed }
                 if let deadline, deadline.hasPassed { return [] }
                 shared.parked[side] = true
                 if let virtualTime = shared.clock.virtualTime {

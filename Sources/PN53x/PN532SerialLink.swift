@@ -252,3 +252,47 @@ public final class PN532SerialLink {
         }
     }
 }
+
+/// A ``PN532SerialLink`` for async code: every call runs on the link's own `BlockingExecutor`
+/// thread (PCSCCore), one at a time and in order, so a tty's blocking reads never occupy Swift's
+/// shared concurrency pool; on a virtual clock that thread takes part in the clock's time while it
+/// runs a call.
+public final class PN532SerialConnection: @unchecked Sendable {
+    // Touched only by jobs on `executor`, which runs them one at a time.
+    private let link: PN532SerialLink
+    private let executor: BlockingExecutor
+
+    /// - Parameters:
+    ///   - link: the link; use it only through this connection from now on.
+    ///   - name: the executor thread's name (at most 15 bytes kept).
+    public init(_ link: PN532SerialLink, name: String = "pn532-serial") {
+        self.link = link
+        executor = BlockingExecutor(name: name)
+    }
+
+    deinit { executor.shutdown() }
+
+    /// ``PN532SerialLink/wakeUp(timeout:)`` on the link's thread.
+    public func wakeUp(timeout: Duration = .seconds(1)) async throws {
+        try await run { link in try link.wakeUp(timeout: timeout) }
+    }
+
+    /// ``PN532SerialLink/exchange(_:_:timeout:)`` on the link's thread.
+    /// - Throws: ``PN532SerialError``, or `ExecutorStoppedError` after the connection ended.
+    public func exchange(
+        _ code: PN532CommandCode, _ parameters: [UInt8] = [], timeout: Duration = .seconds(1)
+    ) async throws -> [UInt8] {
+        try await run { link in try link.exchange(code, parameters, timeout: timeout) }
+    }
+
+    /// ``PN532SerialLink/send(_:timeout:)`` on the link's thread.
+    public func send<Command: PN532Command>(_ command: Command, timeout: Duration = .seconds(1)) async throws -> Command.Response {
+        try await run { link in try link.send(command, timeout: timeout) }
+    }
+
+    private func run<T: Sendable>(_ body: @escaping @Sendable (PN532SerialLink) throws -> T) async throws -> T {
+        try await executor.run { [self] in
+            try link.clock.participate { () throws -> T in try body(link) }
+        }
+    }
+}

@@ -248,3 +248,18 @@ struct PN532SerialLinkTests {
         #expect(throws: PN532SerialError.noCommandPending) { try bench.run { try $0.receiveResponse(timeout: .seconds(1)) } }
     }
 }
+
+@Suite("PN532 serial connection (async)")
+struct PN532SerialConnectionTests {
+    @Test("GetFirmwareVersion from async code runs on the connection's own thread")
+    func asyncExchange() async throws {
+        let bench = Bench()
+        let connection = PN532SerialConnection(bench.link)
+        let version = try await connection.send(PN532.GetFirmwareVersion())
+        #expect(version.serialized() == hex("32 01 06 07"))
+        bench.device.inject(.dropNextCommand)
+        await #expect(throws: PN532SerialError.noAcknowledgement(command: .getFirmwareVersion, bound: .milliseconds(100))) {
+            try await connection.exchange(.getFirmwareVersion)
+        }
+    }
+}
