@@ -183,6 +183,9 @@ final class DeviceState: @unchecked Sendable {
     static let frameDataLimit = 251
     /// The largest `D4 cmd params` frame the ACR122U passes on.
     static let hostFrameLimit = 254
+    /// The largest `D4 cmd params` frame the chip takes: ``hostFrameLimit`` behind the ACR122U's
+    /// MCU, 265 on a bare PN532's serial line (an extended frame, docs/pn532-uart.md §1).
+    var frameLimit = DeviceState.hostFrameLimit
 
     /// Leaves the field for good (unplugged): a blocked command ends, activated peers are let go,
     /// the ATR is dropped. Field lock held. Idempotent.

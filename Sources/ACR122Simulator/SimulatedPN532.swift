@@ -40,13 +40,14 @@ public final class SimulatedPN532: Sendable {
         personality.reportsCardsToPCSC = false
         state = DeviceState(name: name, personality: personality, clock: { [weak field] in field?.clock ?? .realTime })
         state.piccParameter = 0x00
+        state.frameLimit = 265
         field.lock.withLock { world in world.devices.append(state) }
     }
 
     deinit { detach() }
 
     /// The chip's answer `D5 cmd+1 data` to the host frame `D4 cmd params`, nil when the chip
-    /// refuses it (not D4, an unknown command, a parameter syntax error, more than 254 bytes) or
+    /// refuses it (not D4, an unknown command, a parameter syntax error, more than 265 bytes) or
     /// when the command was aborted or passed ``commandBound``.
     public func respond(to frame: [UInt8]) -> [UInt8]? {
         field.lock.withLock { world in

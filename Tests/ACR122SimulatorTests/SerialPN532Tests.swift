@@ -56,6 +56,24 @@ struct SerialPN532Tests {
         #expect(try board.run { try $0.exchange(.readRegister, [0x63, 0x02]) }.count == 1)
     }
 
+    @Test("an extended frame to the chip: WriteRegister of 87 registers, D4 08 and 261 bytes (LEN 264), read back")
+    func extendedWriteRegister() throws {
+        let board = SerialBoard()
+        try board.run { try $0.wakeUp() }
+        // 87 × (address high, low, value) at 0x6100…; the model keeps a value for any address.
+        let addresses = (0..<87).map { UInt16(0x6100 + $0) }
+        let parameters = addresses.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF), UInt8($0 & 0xFF) ^ 0x5A] }
+        #expect(parameters.count == 261)
+        #expect(try board.run { try $0.exchange(.writeRegister, parameters) }.isEmpty)
+        #expect(board.device.receivedCommands.last?.count == 263)
+        let values = try board.run { try $0.exchange(.readRegister, addresses.prefix(4).flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF)] }) }
+        #expect(values == [0x5A, 0x5B, 0x58, 0x59])
+        // One more register makes 266 bytes: more than an extended frame carries.
+        #expect(throws: PN532SerialError.commandTooLong(command: .writeRegister, length: 265)) {
+            try board.run { try $0.exchange(.writeRegister, parameters + [0x61, 0x57, 0x00]) }
+        }
+    }
+
     @Test("TgInitAsTarget with no reader, aborted with ACK: the chip stops waiting and answers the next command")
     func abortTgInitAsTarget() throws {
         let board = SerialBoard()
