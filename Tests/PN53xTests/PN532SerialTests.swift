@@ -263,3 +263,59 @@ struct PN532SerialConnectionTests {
         }
     }
 }
+
+#if canImport(Glibc)
+import Glibc
+
+@Suite("PN532 serial port (tty)")
+struct PN532TTYTests {
+    @Test("a missing device names ENOENT and what to check")
+    func missingDevice() {
+        let error = #expect(throws: PN532SerialLineError.self) { try PN532TTY(path: "/dev/secbridge-no-such-tty") }
+        #expect(error == .system(operation: "open", path: "/dev/secbridge-no-such-tty", errno: ENOENT))
+        #expect(error?.description.contains("is the USB-serial adapter plugged in?") == true)
+    }
+
+    @Test("on a pseudo-terminal: raw 115200 8N1, bytes pass unchanged both ways (no waiting: they are already there)")
+    func pseudoTerminal() throws {
+        // /dev/ptmx with TIOCSPTLCK (unlock) and TIOCGPTN (the pty's number): what posix_openpt,
+        // unlockpt and ptsname do on Linux (pty(7)), which Glibc's Swift module does not export.
+        let master = open("/dev/ptmx", O_RDWR | O_NOCTTY)
+        try #require(master >= 0)
+        defer { close(master) }
+        var unlock: Int32 = 0
+        var number: UInt32 = 0
+        try #require(ioctl(master, 0x4004_5431, &unlock) == 0)  // TIOCSPTLCK
+        try #require(ioctl(master, 0x8004_5430, &number) == 0)  // TIOCGPTN
+        let path = "/dev/pts/\(number)"
+        let port = try PN532TTY(path: path)
+        var settings = termios()
+        let slave = open(path, O_RDWR | O_NOCTTY)
+        defer { close(slave) }
+        try #require(tcgetattr(slave, &settings) == 0)
+        #expect(cfgetospeed(&settings) == speed_t(B115200))
+        #expect(settings.c_cflag & tcflag_t(CSIZE) == tcflag_t(CS8))
+        #expect(settings.c_cflag & tcflag_t(PARENB) == 0)
+        #expect(settings.c_lflag & tcflag_t(ICANON) == 0)  // raw: 00 and FF are not line discipline
+        // Host → board: a GetFirmwareVersion frame arrives on the master unchanged.
+        let command = try PN532UARTFrame.command(.getFirmwareVersion).serialized()
+        try port.write(command)
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let count = buffer.withUnsafeMutableBytes { Glibc.read(master, $0.baseAddress, $0.count) }
+        #expect(Array(buffer.prefix(max(0, count))) == hex("00 00 FF 02 FE D4 02 2A 00"))
+        // Board → host: ACK and the answer, read back through the port.
+        let answer = hex("00 00 FF 00 FF 00 00 00 FF 06 FA D5 03 32 01 06 07 E8 00")
+        _ = answer.withUnsafeBytes { Glibc.write(master, $0.baseAddress, $0.count) }
+        var parser = PN532UARTFrameParser(receiving: PN532UARTFrame.chipTFI)
+        var frames: [PN532UARTFrame] = []
+        let deadline = PN532SerialClock.monotonic.deadline(after: .seconds(5))
+        while frames.count < 2 {
+            let bytes = try port.read(maximumCount: 64, until: deadline)
+            try #require(!bytes.isEmpty)
+            parser.append(bytes)
+            while let frame = try parser.next() { frames.append(frame) }
+        }
+        #expect(frames == [.ack, .information(tfi: 0xD5, data: hex("03 32 01 06 07"))])
+    }
+}
+#endif
