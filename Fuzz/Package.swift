@@ -38,6 +38,7 @@ let package = Package(
         fuzzTarget("fci", ["ISO7816"]),
         fuzzTarget("pn532-frame", ["PN53x", "ISO7816"]),
         fuzzTarget("acr122-reply", ["PN53x", "ISO7816"]),
+        fuzzTarget("pn532-uart", ["PN53x"]),
         fuzzTarget("transcript", ["Transcript"]),
         fuzzTarget("spy-import", ["Transcript"]),
         fuzzTarget("credential", ["SecureElementCredential"]),

@@ -24,7 +24,7 @@ set -eu
 REPO=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)
 cd "$REPO"
 SCRATCH="${SECBRIDGE_FUZZ_SCRATCH:-$REPO/.build-fuzz}"
-TARGETS="command-apdu response-apdu atr historical-bytes ber-tlv fci pn532-frame acr122-reply transcript spy-import credential apdu-script ndef simulator control-line"
+TARGETS="command-apdu response-apdu atr historical-bytes ber-tlv fci pn532-frame pn532-uart acr122-reply transcript spy-import credential apdu-script ndef simulator control-line"
 
 usage() {
     echo "usage: scripts/fuzz.sh [TARGET] [SECONDS] | --smoke [SECONDS] | --build | --list" >&2

@@ -141,6 +141,9 @@ final class DeviceState: @unchecked Sendable {
     /// The unit left its field for good (unplugged, or replaced by a personality switch): a
     /// command blocked in a wait ends at once, as a USB transfer fails when the device is gone.
     var isDetached = false
+    /// The host aborted the command under way (a bare PN532's serial ACK, ``SimulatedPN532/abortCommand()``):
+    /// a command blocked in a wait ends at once, its answer dropped. Cleared when the next command starts.
+    var abortRequested = false
     /// The command the host sent that has not been answered yet (a TgInitAsTarget waiting for a
     /// terminal, an InDataExchange waiting for the target's answer), nil when none is under way.
     var commandInFlight: [UInt8]?
@@ -183,6 +186,21 @@ final class DeviceState: @unchecked Sendable {
     static let frameDataLimit = 251
     /// The largest `D4 cmd params` frame the ACR122U passes on.
     static let hostFrameLimit = 254
+    /// The largest `D4 cmd params` frame the chip takes: ``hostFrameLimit`` behind the ACR122U's
+    /// MCU, 265 on a bare PN532's serial line (an extended frame, docs/pn532-uart.md §1).
+    var frameLimit = DeviceState.hostFrameLimit
+
+    /// Leaves the field for good (unplugged): a blocked command ends, activated peers are let go,
+    /// the ATR is dropped. Field lock held. Idempotent.
+    func leaveField(world: FieldWorld, lock: ConditionLock<FieldWorld>) {
+        isDetached = true
+        lock.broadcast()
+        guard let index = world.devices.firstIndex(where: { $0 === self }) else { return }
+        leaveRoles(world: world)
+        atr = nil
+        world.devices.remove(at: index)
+        lock.broadcast()
+    }
 
     // MARK: Deadlines
 
@@ -211,7 +229,7 @@ final class DeviceState: @unchecked Sendable {
         let mcu = mcuDeadline()
         let driver = driverDeadline()
         while true {
-            if isDetached { return .driverTimeout }
+            if isDetached || abortRequested { return .driverTimeout }
             if condition() { return .satisfied }
             if let limit, limit.hasPassed { return .limit }
             if let mcu, mcu.hasPassed { return .mcuTimeout }

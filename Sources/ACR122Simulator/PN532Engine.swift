@@ -14,7 +14,7 @@ extension DeviceState {
     }
 
     func runChip(_ frame: [UInt8], world: FieldWorld, lock: ConditionLock<FieldWorld>) -> ChipOutcome {
-        guard frame.count >= 2, frame[0] == 0xD4, frame.count <= Self.hostFrameLimit else { return .failed }
+        guard frame.count >= 2, frame[0] == 0xD4, frame.count <= frameLimit else { return .failed }
         let command = frame[1]
         let p = Array(frame[2...])
         func reply(_ data: [UInt8]) -> ChipOutcome { .frame([0xD5, command &+ 1] + data) }

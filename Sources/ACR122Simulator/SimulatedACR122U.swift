@@ -56,15 +56,7 @@ public final class SimulatedACR122U: IFDDevice {
     /// Takes the reader out of its field (unplugged): peers it had activated are let go, a terminal
     /// talking to its emulation sees the target leave. Idempotent.
     public func detach() {
-        field.lock.withLock { world in
-            state.isDetached = true
-            field.lock.broadcast()
-            guard let index = world.devices.firstIndex(where: { $0 === state }) else { return }
-            state.leaveRoles(world: world)
-            state.atr = nil
-            world.devices.remove(at: index)
-            field.lock.broadcast()
-        }
+        field.lock.withLock { world in state.leaveField(world: world, lock: field.lock) }
     }
 
     // MARK: Fault injection and observation

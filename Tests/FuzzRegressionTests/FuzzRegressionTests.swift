@@ -31,7 +31,7 @@ struct FuzzRegressionTests {
         let listed = Set(line.dropFirst("TARGETS=\"".count).dropLast().split(separator: " ").map(String.init))
         let sources = Set(try FileManager.default.contentsOfDirectory(atPath: FuzzFiles.root + "/Fuzz/Sources"))
             .subtracting(["FuzzSupport"])
-        #expect(listed.count == 15)
+        #expect(listed.count == 16)
         #expect(listed == sources)
         #expect(listed == Set(FuzzReplay.targets.keys))
     }
@@ -53,6 +53,9 @@ struct FuzzRegressionTests {
         #expect(try FuzzReplay.outcome("atr", [0x3B, 0x81, 0x80, 0x01, 0x80, 0x80, 0x90, 0x00]) == "ok")
         #expect(try FuzzReplay.outcome("ndef", Array("D1 01 08 54 02 65 6E 48 65 6C 6C 6F".split(separator: " ").map { UInt8($0, radix: 16)! })) == "ok")
         // ACR122U API v2.04 §6.1: the firmware version, FF 00 48 00 00 through libccid's escape code.
+        // docs/pn532-uart.md §1: ACK, then a GetFirmwareVersion answer whose DCS is one off.
+        #expect(try FuzzReplay.outcome("pn532-uart", [0x00] + [0x00, 0x00, 0xFF, 0x00, 0xFF, 0x00]
+            + [0x00, 0x00, 0xFF, 0x06, 0xFA, 0xD5, 0x03, 0x32, 0x01, 0x06, 0x07, 0xE9, 0x00]) == "ACK\nerror badDataChecksum")
         #expect(try FuzzReplay.outcome("simulator", [0x00, 0x01, 0x05, 0xFF, 0x00, 0x48, 0x00, 0x00]) == "ok 41 43 52 31 32 32 55 32 30 37")
     }
 
@@ -201,6 +204,7 @@ enum FuzzReplay {
             }
         },
         "pn532-frame": { input in result { _ = try ACR122Command(parsing: input) } },
+        "pn532-uart": { input in PN532UARTReplay.frames(input) },
         "acr122-reply": { input in result { _ = try ACR122Reply(parsing: input).checkedData() } },
         "transcript": { input in result { _ = try Transcript(parsing: text(input)) } },
         "spy-import": { input in result { _ = try SpyLogImporter.importLog(text(input)) } },
@@ -217,6 +221,43 @@ enum FuzzReplay {
         },
         "control-line": { input in try ControlLineReplay.replies(input) },
     ]
+}
+
+/// The `pn532-uart` target's replay: the frames the parser finds with the target's chunking, one
+/// line each, `error <case>` for a faulty one.
+enum PN532UARTReplay {
+    static func frames(_ input: [UInt8]) -> String {
+        guard let first = input.first else { return "" }
+        let chunk = Int(first % 32) + 1
+        let body = Array(input.dropFirst())
+        var parser = PN532UARTFrameParser(receiving: first & 0x80 != 0 ? PN532UARTFrame.chipTFI : nil)
+        var lines: [String] = []
+        var offset = 0
+        while offset < body.count {
+            parser.append(body[offset..<min(offset + chunk, body.count)])
+            offset += chunk
+            while lines.count <= body.count {
+                do {
+                    guard let frame = try parser.next() else { break }
+                    lines.append(frame.description)
+                } catch {
+                    lines.append("error " + name(of: error))
+                }
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    static func name(of error: PN532UARTFrameError) -> String {
+        switch error {
+        case .badLengthChecksum: "badLengthChecksum"
+        case .badDataChecksum: "badDataChecksum"
+        case .wrongTFI: "wrongTFI"
+        case .badPostamble: "badPostamble"
+        case .emptyFrame: "emptyFrame"
+        case .tooLong: "tooLong"
+        }
+    }
 }
 
 /// The `control-line` target's replay: one in-process reader (opened as pcscd opens it), its

@@ -1,0 +1,86 @@
+import ISO7816
+
+/// A bare PN532 (a breakout board on a serial line, no ACR122U MCU in front of it) in a
+/// ``SimulatedField``: the same chip model the simulated ACR122U drives with Direct Transmit
+/// (PN532 UM0701-02 §7; PN532Engine.swift), reached frame by frame (docs/pn532-uart.md §5).
+///
+/// ``respond(to:)`` takes a host frame `D4 cmd params` and returns the chip's `D5 cmd+1 data`, or
+/// nil when the chip refuses the frame (a syntax error: the serial endpoint answers the error
+/// frame). A command that waits (TgInitAsTarget for a reader, InListPassiveTarget with infinite
+/// retries) blocks the calling thread until what it waits for happens, ``abortCommand()`` is called,
+/// or ``commandBound`` of the field's clock passes. There is no MCU timeout: the chip waits as long
+/// as the host lets it.
+///
+/// Thread safety: calls may come from any thread; the state lives behind the field's lock, released
+/// while a command waits.
+public final class SimulatedPN532: Sendable {
+    /// A name for field events (e.g. "PN532 board tty").
+    public let name: String
+    /// The RF field the board's antenna is in, shared with simulated ACR122U readers and peers.
+    public let field: SimulatedField
+    /// The simulator's own bound on one waiting command (the chip has none): default 60 s.
+    public let commandBound: Duration
+    let state: DeviceState
+
+    /// - Parameters:
+    ///   - field: the RF field.
+    ///   - name: the name in field events.
+    ///   - firmwareVersion: GetFirmwareVersion's `IC Ver Rev Support`, default `32 01 06 07` (PN532 v1.6).
+    ///   - commandBound: the longest a command waits, in the field's simulated time.
+    public init(
+        field: SimulatedField = SimulatedField(), name: String = "PN532 board",
+        firmwareVersion: [UInt8] = [0x32, 0x01, 0x06, 0x07], commandBound: Duration = .seconds(60)
+    ) {
+        self.name = name
+        self.field = field
+        self.commandBound = commandBound
+        // No MCU: MCU timeout 00 (wait for the chip), no automatic polling, no PC/SC card.
+        var personality = ACR122Personality(
+            pn532FirmwareVersion: firmwareVersion, initialMCUTimeout: 0x00, driverTimeout: commandBound)
+        personality.reportsCardsToPCSC = false
+        state = DeviceState(name: name, personality: personality, clock: { [weak field] in field?.clock ?? .realTime })
+        state.piccParameter = 0x00
+        state.frameLimit = 265
+        field.lock.withLock { world in world.devices.append(state) }
+    }
+
+    deinit { detach() }
+
+    /// The chip's answer `D5 cmd+1 data` to the host frame `D4 cmd params`, nil when the chip
+    /// refuses it (not D4, an unknown command, a parameter syntax error, more than 265 bytes) or
+    /// when the command was aborted or passed ``commandBound``.
+    public func respond(to frame: [UInt8]) -> [UInt8]? {
+        field.lock.withLock { world in
+            state.abortRequested = false
+            state.commandInFlight = frame
+            defer {
+                state.commandInFlight = nil
+                field.lock.broadcast()
+            }
+            let outcome = state.runChip(frame, world: world, lock: field.lock)
+            if state.abortRequested { return nil }
+            if case .frame(let bytes) = outcome { return bytes }
+            return nil
+        }
+    }
+
+    /// Ends the command under way at once (the host's ACK on the serial line); its answer is dropped.
+    public func abortCommand() {
+        field.lock.withLock { _ in
+            guard state.commandInFlight != nil else { return }
+            state.abortRequested = true
+            field.lock.broadcast()
+        }
+    }
+
+    /// The command under way, nil when none.
+    public var commandInFlight: [UInt8]? { field.lock.withLock { _ in state.commandInFlight } }
+
+    /// Whether the RF field is on.
+    public var isRFFieldOn: Bool { field.lock.withLock { _ in state.rfOn } }
+
+    /// Takes the board out of its field (unplugged). Idempotent.
+    public func detach() {
+        field.lock.withLock { world in state.leaveField(world: world, lock: field.lock) }
+    }
+}
