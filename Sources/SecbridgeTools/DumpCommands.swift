@@ -173,19 +173,44 @@ extension SecbridgeCLI {
         }
     }
 
-    /// Writes `bytes` to a new file at `path`, whole or not at all: into a temporary file beside
-    /// it, then hard-linked to `path` (which fails if `path` exists: a dump is never written over).
-    /// - Throws: `CLIError.failure` naming the file.
+    /// Writes `bytes` to a new file at `path`, whole or not at all, mode 0600 (a dump holds the
+    /// card's keys by design): into a temporary file beside it, created 0600 by open(2) itself
+    /// (never readable by others, even for a moment), flushed (fsync), then hard-linked to `path`
+    /// (which fails if `path` exists: a dump is never written over).
+    /// - Throws: `CLIError.failure` naming the file and the cause (strerror).
     static func writeNewFile(_ bytes: [UInt8], to path: String) throws(CLIError) {
-        let url = URL(fileURLWithPath: path)
-        let temporary = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).\(getpid()).partial")
-        defer { try? FileManager.default.removeItem(at: temporary) }
-        do {
-            try Data(bytes).write(to: temporary)
-            try FileManager.default.linkItem(at: temporary, to: url)
-        } catch {
-            let exists = FileManager.default.fileExists(atPath: path)
-            throw .failure("--dump \(path): \(exists ? "the file exists; give a new file name (a dump is never written over)" : "could not write the file: \(error.localizedDescription)")")
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { String(path[...$0]) } ?? ""
+        let base = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        guard !base.isEmpty else { throw .failure("--dump \(path): names a directory; give a file name") }
+        let temporary = "\(directory).\(base).\(getpid()).partial"
+        func failure(_ what: String, _ e: Int32) -> CLIError {
+            .failure("--dump \(path): \(what): \(String(cString: strerror(e))) (errno \(e)); nothing was written")
+        }
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode_t(0o600))
+        guard fd >= 0 else { throw failure("cannot create \(temporary)", errno) }
+        defer { _ = unlink(temporary) }
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + done, $0.count - done) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else {
+                let e = n < 0 ? errno : EIO
+                _ = close(fd)
+                throw failure("could not write the file", e)
+            }
+            done += n
+        }
+        if fsync(fd) != 0 {
+            let e = errno
+            _ = close(fd)
+            throw failure("could not flush the file to disk", e)
+        }
+        if close(fd) != 0 { throw failure("could not write the file", errno) }
+        if link(temporary, path) != 0 {
+            let e = errno
+            if e == EEXIST { throw .failure("--dump \(path): the file exists; give a new file name (a dump is never written over)") }
+            throw failure("could not write the file", e)
         }
     }
 

@@ -138,14 +138,16 @@ package enum FileIO {
         return fd
     }
 
-    /// Creates a new file for writing (mode 0644). With `exclusive`, an existing file is an error.
-    static func create(_ path: String, exclusive: Bool) throws(Failure) -> Int32 {
+    /// Creates a new file for writing, mode `mode` (0644 by default; 0600 for a file that holds
+    /// keys or PINs by design, set by open(2) itself so that the file is never readable by others,
+    /// even for a moment). With `exclusive`, an existing file is an error.
+    static func create(_ path: String, exclusive: Bool, mode: mode_t = 0o644) throws(Failure) -> Int32 {
         // O_NONBLOCK: opening a FIFO with no reader fails (ENXIO) instead of waiting forever.
         let flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK | (exclusive ? O_EXCL : O_TRUNC)
         guard !path.isEmpty else {
             throw Failure(errorNumber: ENOENT, reason: "cannot create a file with an empty name: give the path of a new file")
         }
-        let fd = open(path, flags, mode_t(0o644))
+        let fd = open(path, flags, mode)
         guard fd >= 0 else {
             let e = errno
             var hint = ""
@@ -204,7 +206,10 @@ package enum FileIO {
         private var buffer: [UInt8] = []
         private static let bufferSize = 256 * 1024
 
-        package init(replacing path: String) throws(TranscriptWriteError) {
+        /// - Parameters:
+        ///   - path: the file replaced on ``commit()``.
+        ///   - mode: the new file's mode (0644 by default; 0600 for keys or PINs), given to open(2).
+        package init(replacing path: String, mode: mode_t = 0o644) throws(TranscriptWriteError) {
             let slash = path.lastIndex(of: "/")
             let directory = slash.map { String(path[..<$0]) } ?? "."
             let base = slash.map { String(path[path.index(after: $0)...]) } ?? path
@@ -215,7 +220,7 @@ package enum FileIO {
             self.path = path
             temporary = "\(directory.isEmpty ? "" : directory)/.\(base).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
             do {
-                fd = try create(temporary, exclusive: true)
+                fd = try create(temporary, exclusive: true, mode: mode)
             } catch {
                 throw TranscriptWriteError(code: .cannotCreate, path: path, errorNumber: error.errorNumber,
                                            reason: "cannot write \(path): a temporary file in \(directory.isEmpty ? "/" : directory) could not be created: \(describe(error.errorNumber))")
