@@ -25,6 +25,45 @@ package enum FileIO {
 
     static func lastError() -> Int32 { errno }
 
+    /// Linux's fallocate(2), which Glibc's module map does not export (it is a _GNU_SOURCE
+    /// declaration): looked up in the C library once.
+    private typealias FallocateFunction = @convention(c) (Int32, Int32, off_t, off_t) -> Int32
+    private static let fallocateFunction: FallocateFunction? = {
+        #if os(Linux)
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "fallocate") else { return nil }  // RTLD_DEFAULT
+        return unsafeBitCast(symbol, to: FallocateFunction.self)
+        #else
+        return nil
+        #endif
+    }()
+
+    /// Allocates `count` bytes of the file from `offset` without changing its length (fallocate(2)
+    /// with FALLOC_FL_KEEP_SIZE, linux/falloc.h): later writes there need no new room from the
+    /// disk. Returns 0, or the errno (ENOSPC when the disk has no room; EOPNOTSUPP where the file
+    /// system cannot).
+    static func reserve(_ fd: Int32, from offset: Int, count: Int) -> Int32 {
+        guard let fallocate = fallocateFunction else { return EOPNOTSUPP }
+        while true {
+            if fallocate(fd, 0x01 /* FALLOC_FL_KEEP_SIZE */, off_t(offset), off_t(count)) == 0 { return 0 }
+            if errno != EINTR { return errno }
+        }
+    }
+
+    /// Gives back what ``reserve(_:from:count:)`` allocated past the file's end, `offset` being
+    /// the file's length: ftruncate(2) to that length frees the blocks past it (ext4, tmpfs).
+    static func unreserve(_ fd: Int32, from offset: Int, count: Int) {
+        _ = ftruncate(fd, off_t(offset))
+    }
+
+    /// Whether `e` says the disk (or the user's quota, or the file-size limit) has no more room.
+    static func meansNoSpace(_ e: Int32) -> Bool { e == ENOSPC || e == EDQUOT || e == EFBIG }
+
+    /// A descriptor of `/dev/full` (every write fails with ENOSPC), for staged full disks; -1 if absent.
+    static func openFullDevice() -> Int32 { open("/dev/full", O_WRONLY | O_CLOEXEC) }
+
+    /// `strerror(e) (errno e)`, e.g. `No space left on device (errno 28)`.
+    package static func describeError(_ e: Int32) -> String { describe(e) }
+
     static func describe(_ e: Int32) -> String {
         guard let s = strerror(e) else { return "errno \(e)" }
         return String(cString: s) + " (errno \(e))"
