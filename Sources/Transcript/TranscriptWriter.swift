@@ -365,7 +365,10 @@ public final class TranscriptWriter: TranscriptSink {
         }
         state = Mutex(initial)
         state.withLock { s in
-            s.reservedEnd = FileIO.reserve(s.fd, from: s.length, count: Self.reserveStep) == 0 ? s.length + Self.reserveStep : nil
+            // 64 KiB, else (a nearly full disk) the closing line's room alone.
+            for count in [Self.reserveStep, Self.closingRoom] where s.reservedEnd == nil {
+                if FileIO.reserve(s.fd, from: s.length, count: count) == 0 { s.reservedEnd = s.length + count }
+            }
         }
     }
 
@@ -415,8 +418,13 @@ public final class TranscriptWriter: TranscriptSink {
                 // written: when the disk cannot give it, the recording stops here, with room left
                 // for its closing line (kept from the last allocation).
                 if let reservedEnd = s.reservedEnd, s.length + written + Self.closingRoom > reservedEnd {
-                    let count = max(Self.reserveStep, written + Self.closingRoom)
-                    let e = FileIO.reserve(s.fd, from: s.length, count: count)
+                    // 64 KiB at a time; on a nearly full disk, just this line and the closing line.
+                    var count = max(Self.reserveStep, written + Self.closingRoom)
+                    var e = FileIO.reserve(s.fd, from: s.length, count: count)
+                    if FileIO.meansNoSpace(e) {
+                        count = written + Self.closingRoom
+                        e = FileIO.reserve(s.fd, from: s.length, count: count)
+                    }
                     if e == 0 {
                         s.reservedEnd = s.length + count
                     } else if FileIO.meansNoSpace(e) {
