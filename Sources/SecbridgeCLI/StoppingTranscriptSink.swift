@@ -38,7 +38,7 @@ package final class StoppingTranscriptSink: TranscriptSink {
     ///   - reportedByCommand: true when the command reports the failure itself.
     ///   - onStop: called once, with the first failure, on the thread that appended the line.
     package init(
-        _ base: any TranscriptSink, work: String = "the command", reportedByCommand: Bool = false,
+        _ base: any TranscriptSink, work: String, reportedByCommand: Bool = false,
         onStop: @escaping @Sendable (TranscriptWriteError) -> Void
     ) {
         self.base = base
@@ -46,6 +46,11 @@ package final class StoppingTranscriptSink: TranscriptSink {
         self.work = work
         self.reportedByCommand = reportedByCommand
         self.onStop = onStop
+    }
+
+    /// A sink over `base` for "the command", said by `onStop` (no report of its own at the end).
+    package convenience init(_ base: any TranscriptSink, onStop: @escaping @Sendable (TranscriptWriteError) -> Void) {
+        self.init(base, work: "the command", reportedByCommand: false, onStop: onStop)
     }
 
     /// The failure that stopped the recording; nil while it runs.

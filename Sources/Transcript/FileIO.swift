@@ -245,10 +245,15 @@ package enum FileIO {
         private var buffer: [UInt8] = []
         private static let bufferSize = 256 * 1024
 
+        /// A file of mode 0644 that replaces `path` on ``commit()``.
+        package convenience init(replacing path: String) throws(TranscriptWriteError) {
+            try self.init(replacing: path, mode: 0o644)
+        }
+
         /// - Parameters:
         ///   - path: the file replaced on ``commit()``.
-        ///   - mode: the new file's mode (0644 by default; 0600 for keys or PINs), given to open(2).
-        package init(replacing path: String, mode: mode_t = 0o644) throws(TranscriptWriteError) {
+        ///   - mode: the new file's mode (0600 for keys or PINs), given to open(2).
+        package init(replacing path: String, mode: mode_t) throws(TranscriptWriteError) {
             let slash = path.lastIndex(of: "/")
             let directory = slash.map { String(path[..<$0]) } ?? "."
             let base = slash.map { String(path[path.index(after: $0)...]) } ?? path
