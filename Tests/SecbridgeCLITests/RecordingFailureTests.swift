@@ -105,6 +105,25 @@ extension InProcessCommandTests {
             #expect(RecordingRoom.available(forFileAt: "/proc/self/nonexistent/w.trn") == nil)
         }
 
+        /// `write-dump --record` onto a file system with no room (/proc: statvfs gives 0 blocks
+        /// free): refused before the card is touched, naming the disk; the card keeps its blocks.
+        @Test func writeDumpRecordOntoAFullFileSystemIsRefusedBeforeTheCardIsTouched() async throws {
+            let desk = try await SimulatedDesk.open()
+            defer { desk.close() }
+            try desk.control().send("place-tag type=classic1k uid=04A1B2C3 id=mf")
+            defer { _ = try? desk.control().send("remove all=yes") }
+            let edited = newPath("1ke.mfd")
+            defer { try? FileManager.default.removeItem(atPath: edited) }
+            try await editedDump(of: desk, to: edited) { _ in 0x3C }
+            let before = try tagMemory("mf", first: 1, count: 1, on: desk)
+            let result = try await runTool(["write-dump", edited, "--reader", desk.names[0], "--yes", "--record", "/proc/secbridge-w.trn"], on: desk)
+            #expect(result.status == 1)
+            #expect(result.err == "secbridge: error: write-dump --record /proc/secbridge-w.trn: the disk that would hold it (the file system mounted at /proc) has 0 KiB free, and the recording needs up to 48 KiB: free some space there or record elsewhere; nothing was sent to the card\n", "\(result.err)")
+            #expect(result.out.isEmpty, "\(result.out)")
+            #expect(try tagMemory("mf", first: 1, count: 1, on: desk) == before)
+            #expect(before != [UInt8](repeating: 0x3C, count: 16))
+        }
+
         /// `replay --record` onto a full disk: the replay itself succeeds (every answer matches), and
         /// the run fails as a recording failure, not a replay failure.
         @Test func replayRecordOnAFullDiskIsARecordingFailureNotAReplayFailure() async throws {
