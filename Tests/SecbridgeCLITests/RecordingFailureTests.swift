@@ -124,6 +124,35 @@ extension InProcessCommandTests {
             #expect(before != [UInt8](repeating: 0x3C, count: 16))
         }
 
+        /// One writer each of `control --record` (the escape path), `run --record` (the script
+        /// interpreter, also the shell's `record`) and `read --record` (the reader session): with
+        /// the disk full from the first body line, each does its device work, says the recording is
+        /// incomplete, exits 1 and leaves a transcript that is its header and the closing line.
+        @Test(arguments: ["control", "run", "read"])
+        func everyOtherWriterFollowsTheRule(_ command: String) async throws {
+            let desk = try await SimulatedDesk.open()
+            defer { desk.close() }
+            try desk.control().send("place-card uid=\"04 A1 B2 C3 D4 E5 F6\" applet=t4t-ndef id=tag")
+            let record = newPath("\(command).trn"), script = newPath("script.txt")
+            defer { for path in [record, script] { try? FileManager.default.removeItem(atPath: path) } }
+            try "00A4040007D276000085010100\n".write(toFile: script, atomically: true, encoding: .utf8)
+            let (arguments, work, shown): ([String], String, String) = switch command {
+            case "control": (["control", "--record", record, "FF 00 48 00 00"], "the control exchange", "< 41 43 52 31 32 32 55 32 30 37")
+            case "run": (["run", "--reader", "0", "--record", record, script], "the run", "< 90 00")
+            default: (["read", "--reader", desk.names[0], "--record", record], "the read", "> 00 A4 04 00 07 D2 76 00 00 85 01 01 00")
+            }
+            TranscriptWriter.injectFullDisk(atPath: record, afterBodyBytes: 0)
+            let result = try await runTool(arguments, on: desk)
+            #expect(result.status == 1, "\(result.err)")
+            #expect(result.out.contains(shown), "\(result.out)")
+            #expect(result.err.contains("secbridge: error: cannot record to '\(record)': cannot append to \(record): \(enospc)"), "\(result.err)")
+            #expect(result.err.contains("the recording stopped, \(work) goes on"), "\(result.err)")
+            #expect(result.err.contains("secbridge: error: the recording to '\(record)' is incomplete: writing it failed (\(enospc))"), "\(result.err)")
+            let (transcript, last) = try transcriptLines(record)
+            #expect(transcript.lines.count == 1)
+            #expect(last == "; incomplete: the recording stopped here: writing this file failed (\(enospc)); \(work) went on, unrecorded")
+        }
+
         /// `replay --record` onto a full disk: the replay itself succeeds (every answer matches), and
         /// the run fails as a recording failure, not a replay failure.
         @Test func replayRecordOnAFullDiskIsARecordingFailureNotAReplayFailure() async throws {
