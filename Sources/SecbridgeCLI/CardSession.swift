@@ -125,10 +125,14 @@ package final class CardSession {
 
     /// Chooses the reader (preferring one with a card), connects shared with T=0 or T=1, reads the
     /// ATR's card capabilities and SCARD_ATTR_MAXINPUT, and starts recording if asked.
-    /// - Parameter wait: with `--wait SECONDS`, how long to wait for a card when none is there.
+    /// - Parameters:
+    ///   - wait: with `--wait SECONDS`, how long to wait for a card when none is there.
+    ///   - recordings: where the `--record` file is opened (a write failure stops the recording,
+    ///     never the card's exchanges); required with `path`.
+    ///   - work: what goes on when the recording stops (`the card write`), for its closing line.
     package static func open(
         context: any PCSCClientContext, reader argument: String?, record path: String?, command: String,
-        wait: Duration? = nil
+        wait: Duration? = nil, recordings: RecordingLedger?, work: String = "the command"
     ) throws(CLIError) -> CardSession {
         var (readers, states) = try listReadersWithStates(context)
         if let wait { (readers, states) = try waitForCard(context: context, reader: argument, upTo: wait) }
@@ -159,9 +163,9 @@ package final class CardSession {
         var channel: any CardChannel = GuardedChannel(handle)
         var finish: () -> Void = {}
         var recorder: TranscriptRecorder?
-        if let path {
+        if let path, let recordings {
             let recording = try TranscriptRecording.start(
-                path: path, inner: channel, reader: reader, atr: atr, command: command)
+                path: path, inner: channel, reader: reader, atr: atr, command: command, recordings: recordings, work: work)
             channel = recording.channel
             finish = recording.finish
             recorder = recording.recorder

@@ -87,20 +87,27 @@ package struct Invocation: Sendable {
     /// How much the 60 s card-emulation window is shrunk: 1 on a real desk; in tests on simulated
     /// readers e.g. 0.02, so a test of a whole window takes 1.2 s (other session rules keep real time).
     package let timeScale: Double
+    /// Every `--record` file this run writes, finished by the dispatch when the command returns
+    /// (``RecordingLedger``: one rule for a recording that cannot be written).
+    package let recordings: RecordingLedger
 
-    package init(arguments: ParsedArguments, console: any Console, path: [String], client: any PCSCClient, timeScale: Double = 1) {
+    package init(
+        arguments: ParsedArguments, console: any Console, path: [String], client: any PCSCClient, timeScale: Double = 1,
+        recordings: RecordingLedger? = nil
+    ) {
         self.arguments = arguments
         self.console = console
         self.path = path
         self.client = client
         self.timeScale = timeScale
+        self.recordings = recordings ?? RecordingLedger(console: console)
     }
 
     package var json: Bool { arguments.has("json") }
 
     /// The same invocation writing to `console`.
     package func with(console: any Console) -> Invocation {
-        Invocation(arguments: arguments, console: console, path: path, client: client, timeScale: timeScale)
+        Invocation(arguments: arguments, console: console, path: path, client: client, timeScale: timeScale, recordings: recordings)
     }
 
     package func out(_ line: String) { console.out(line + "\n") }

@@ -58,10 +58,11 @@ extension SecbridgeCLI {
         let code = try chosenCode ?? escapeCode(of: handle, reader: reader)
         let codeText = "0x" + String(code, radix: 16, uppercase: true)
         let recording = try invocation.arguments.value("record").map { path throws(CLIError) in
-            try TranscriptRecording.openWriter(
-                path: path, header: TranscriptRecording.header(reader: reader, atr: nil, transmissionProtocol: .undefined, command: "control"))
+            try invocation.recordings.open(
+                path: path, header: TranscriptRecording.header(reader: reader, atr: nil, transmissionProtocol: .undefined, command: "control"),
+                work: "the control exchange")
         }
-        defer { try? recording?.close() }
+        defer { recording?.finish() }
         let channel: any CardChannel = recording.map { RecordingChannel(wrapping: handle, recorder: TranscriptRecorder(sink: $0)) } ?? handle
         if !invocation.json { invocation.out("reader: \(reader)  control code: \(codeText)") }
         var exchanges: [JSONValue] = []

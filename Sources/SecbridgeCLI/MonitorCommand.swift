@@ -45,7 +45,7 @@ extension SecbridgeCLI {
         let count = invocation.arguments.integer("count")
         let timeout = invocation.arguments.seconds("timeout")
         let recorder = try invocation.arguments.value("record").map { path throws(CLIError) in
-            try TranscriptRecording.startEvents(path: path, command: "monitor", console: invocation.console)
+            try TranscriptRecording.startEvents(path: path, command: "monitor", console: invocation.console, recordings: invocation.recordings)
         }
         let monitor = ReaderMonitor(client: invocation.client)
         let done = Completion()

@@ -31,7 +31,7 @@ extension SecbridgeCLI {
         let context = try openContext(invocation)
         let (readers, states) = try listReadersWithStates(context)
         let recording = try invocation.arguments.value("record").map { path throws(CLIError) in
-            try TranscriptRecording.startEvents(path: path, command: "readers", console: invocation.console)
+            try TranscriptRecording.startEvents(path: path, command: "readers", console: invocation.console, recordings: invocation.recordings)
         }
         defer { recording?.finish() }
         var entries: [JSONValue] = []

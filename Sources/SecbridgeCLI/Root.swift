@@ -97,18 +97,27 @@ public enum SecbridgeCLI {
             }
             return exitFailure
         }
+        let recordings = RecordingLedger(console: console)
+        // A recording that could not be written makes the run fail, after the command finished
+        // its device work (docs/faults.md, "A recording that cannot be written").
+        func finishingRecordings(_ status: Int32) -> Int32 {
+            let incomplete = recordings.finishAll()
+            for message in incomplete { console.err("secbridge: error: \(message)\n") }
+            return incomplete.isEmpty || status != exitSuccess ? status : exitFailure
+        }
         do {
-            return try command.run!(Invocation(
-                arguments: parsed, console: tracking ?? console, path: path, client: client, timeScale: timeScale))
+            return finishingRecordings(try command.run!(Invocation(
+                arguments: parsed, console: tracking ?? console, path: path, client: client, timeScale: timeScale,
+                recordings: recordings)))
         } catch let error as CLIError {
             switch error {
             case .usage(let message):
-                return usageError(message, command: command, path: path, console: console)
+                return finishingRecordings(usageError(message, command: command, path: path, console: console))
             case .failure(let message):
-                return failed(message)
+                return finishingRecordings(failed(message))
             }
         } catch {
-            return failed("\(error)")
+            return finishingRecordings(failed("\(error)"))
         }
     }
 

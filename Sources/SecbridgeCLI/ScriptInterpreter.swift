@@ -103,7 +103,7 @@ package final class ScriptInterpreter {
     /// The last line run, and whether the note about a released transaction was printed.
     private var lastLine = 0
     private var releaseNoted = false
-    @exclusivity(unchecked) private var recording: (path: String, writer: TranscriptWriter, recorder: TranscriptRecorder)? {
+    @exclusivity(unchecked) private var recording: (path: String, writer: StoppingTranscriptSink, recorder: TranscriptRecorder)? {
         didSet { cardExchange = nil }
     }
     /// The card's traced (and recorded) channel and the ISO 7816-4 transport over it, made at the
@@ -152,7 +152,7 @@ package final class ScriptInterpreter {
             traceLine = { console.out($0 + "\n") }
         }
         if needsCard || wait != nil {
-            let session = try CardSession.open(context: context, reader: argument, record: nil, command: options.command, wait: wait)
+            let session = try CardSession.open(context: context, reader: argument, record: nil, command: options.command, wait: wait, recordings: nil)
             reader = session.reader
             card = session
         } else {
@@ -241,13 +241,14 @@ package final class ScriptInterpreter {
         if let recording {
             throw .failure("\(place)already recording to '\(recording.path)'; `record off` first")
         }
-        let writer: TranscriptWriter
+        let writer: StoppingTranscriptSink
         do {
-            writer = try TranscriptRecording.openWriter(
+            writer = try invocation.recordings.open(
                 path: path,
                 header: TranscriptRecording.header(
                     reader: reader, atr: card?.atr, transmissionProtocol: card?.handle.transmissionProtocol ?? .undefined,
-                    command: options.command))
+                    command: options.command),
+                work: "the \(options.command)")
         } catch {
             throw .failure(place + error.message)
         }
@@ -416,7 +417,7 @@ package final class ScriptInterpreter {
     /// Connects to the card in ``reader`` (`card`), else to the reader alone (DIRECT).
     private func connect(card: Bool) throws(CLIError) {
         if card {
-            self.card = try CardSession.open(context: context, reader: reader, record: nil, command: options.command)
+            self.card = try CardSession.open(context: context, reader: reader, record: nil, command: options.command, recordings: nil)
             return
         }
         let reader = self.reader
@@ -533,7 +534,7 @@ package final class ScriptInterpreter {
     }
 
     private func stopRecording() {
-        try? recording?.writer.close()
+        recording?.writer.finish()
         recording = nil
     }
 

@@ -116,7 +116,8 @@ extension SecbridgeCLI {
         let context = try openContext(invocation)
         let session = try CardSession.open(
             context: context, reader: invocation.arguments.value("reader"),
-            record: invocation.arguments.value("record"), command: "send", wait: invocation.arguments.seconds("wait"))
+            record: invocation.arguments.value("record"), command: "send", wait: invocation.arguments.seconds("wait"),
+            recordings: invocation.recordings)
         defer { session.close() }
         var exchanges: [JSONValue] = []
         func printJSON(error: String?) {

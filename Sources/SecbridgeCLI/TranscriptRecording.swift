@@ -31,24 +31,31 @@ package struct TranscriptRecording {
         }
     }
 
-    /// Starts recording the exchanges of `inner` into `path`.
+    /// Starts recording the exchanges of `inner` into `path`, a file of `recordings`: a write
+    /// failure stops the recording, never the exchanges (``StoppingTranscriptSink``).
     package static func start(
-        path: String, inner: any CardChannel, reader: String, atr: [UInt8], command: String
+        path: String, inner: any CardChannel, reader: String, atr: [UInt8], command: String, recordings: RecordingLedger,
+        work: String = "the command"
     ) throws(CLIError) -> TranscriptRecording {
-        let writer = try openWriter(
+        let sink = try recordings.open(
             path: path,
-            header: header(reader: reader, atr: atr, transmissionProtocol: inner.transmissionProtocol, command: command))
-        let recorder = TranscriptRecorder(sink: writer)
+            header: header(reader: reader, atr: atr, transmissionProtocol: inner.transmissionProtocol, command: command),
+            work: work)
+        let recorder = TranscriptRecorder(sink: sink)
         let channel = RecordingChannel(wrapping: inner, recorder: recorder)
-        return TranscriptRecording(channel: channel, recorder: recorder, finish: { try? writer.close() })
+        return TranscriptRecording(channel: channel, recorder: recorder, finish: { sink.finish() })
     }
 
     /// Starts a recording of reader events only (`secbridge monitor --record`).
-    package static func startEvents(path: String, command: String, console: any Console) throws(CLIError) -> EventRecording {
-        let writer = try openWriter(path: path, header: header(reader: nil, atr: nil, transmissionProtocol: nil, command: command))
-        return EventRecording(writer: writer, recorder: TranscriptRecorder(sink: writer)) { error in
+    package static func startEvents(path: String, command: String, console: any Console, recordings: RecordingLedger) throws(CLIError) -> EventRecording {
+        let failure: @Sendable (TranscriptWriteError) -> Void = { error in
             console.err("secbridge: error: cannot record to '\(path)': \(error.reason)\n")
         }
+        // The monitor stops on a failure and says so itself.
+        let sink = try recordings.open(
+            path: path, header: header(reader: nil, atr: nil, transmissionProtocol: nil, command: command),
+            work: "\(command)", reportedByCommand: true, onStop: { _ in })
+        return EventRecording(sink: sink, recorder: TranscriptRecorder(sink: sink), failure: failure)
     }
 }
 
@@ -57,12 +64,12 @@ package struct TranscriptRecording {
 /// ``stoppedBy``, and every later event is no longer written (the file keeps every whole line
 /// before; ``record(_:)`` returns false from then on so that the command can stop).
 package final class EventRecording: Sendable {
-    package let writer: TranscriptWriter
+    package let sink: StoppingTranscriptSink
     package let recorder: TranscriptRecorder
     package let failure: @Sendable (TranscriptWriteError) -> Void
     private let stopped = Mutex<TranscriptWriteError?>(nil)
-    package init(writer: TranscriptWriter, recorder: TranscriptRecorder, failure: @escaping @Sendable (TranscriptWriteError) -> Void) {
-        self.writer = writer
+    package init(sink: StoppingTranscriptSink, recorder: TranscriptRecorder, failure: @escaping @Sendable (TranscriptWriteError) -> Void) {
+        self.sink = sink
         self.recorder = recorder
         self.failure = failure
     }
@@ -100,19 +107,23 @@ package final class EventRecording: Sendable {
         case .serviceRestored:
             (kind, attributes) = (.serviceRestored, [])
         }
+        var problem: TranscriptWriteError?
         do {
             try recorder.recordEvent(kind, attributes)
-            return true
         } catch {
-            // The file can no longer be written: said once, and the caller stops rather than
-            // leave a silent hole in the file.
-            stopped.withLock { $0 = error }
-            failure(error)
-            return false
+            problem = error
         }
+        // The sink stops at its first failed write without throwing.
+        guard let error = problem ?? sink.failure else { return true }
+        // The file can no longer be written: said once, and the caller stops rather than
+        // leave a silent hole in the file.
+        stopped.withLock { $0 = error }
+        failure(error)
+        return false
     }
 
-    package func finish() { try? writer.close() }
+    /// Closes the file; a stopped recording ends with its `; incomplete: …` line.
+    package func finish() { sink.finish() }
 }
 
 /// Now as "2026-11-29T14:15:49Z".

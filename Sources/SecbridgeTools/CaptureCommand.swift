@@ -171,14 +171,15 @@ extension SecbridgeCLI {
 
     /// Copies the regular file `source` to `path` through one 1 MiB buffer, atomically (a
     /// temporary file beside `path`, flushed and renamed over it when complete; on failure `path`
-    /// is unchanged): memory does not grow with the file.
+    /// is unchanged): memory does not grow with the file. The copy is created mode 0600 by
+    /// open(2) (`--spy-log` holds keys and PINs as logged, by design).
     /// - Throws: `CLIError.failure` naming the file that could not be read or written.
     static func copyAtomically(_ source: String, to path: String) throws(CLIError) {
         let fd = open(source, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { throw .failure("cannot open \(source): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         let file: FileIO.AtomicFile
-        do { file = try FileIO.AtomicFile(replacing: path) } catch { throw .failure(error.reason) }
+        do { file = try FileIO.AtomicFile(replacing: path, mode: 0o600) } catch { throw .failure(error.reason) }
         var chunk = [UInt8](repeating: 0, count: 1 << 20)
         while true {
             let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }

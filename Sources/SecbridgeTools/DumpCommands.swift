@@ -122,7 +122,7 @@ extension SecbridgeCLI {
             throw CLIError.failure("--dump \(path): the file exists; give a new file name (a dump is never written over)")
         }
         let keys = try DumpKeys(arguments)
-        let session = try CardSession.open(context: context, reader: reader, record: arguments.value("record"), command: "read")
+        let session = try CardSession.open(context: context, reader: reader, record: arguments.value("record"), command: "read", recordings: invocation.recordings)
         defer { session.close() }
         let (storage, kind) = try dumpableCard(session, command: "read --dump")
         if kind == .type2Tag, keys.key != nil || keys.keysFile != nil || arguments.has("key-b") {
@@ -173,19 +173,44 @@ extension SecbridgeCLI {
         }
     }
 
-    /// Writes `bytes` to a new file at `path`, whole or not at all: into a temporary file beside
-    /// it, then hard-linked to `path` (which fails if `path` exists: a dump is never written over).
-    /// - Throws: `CLIError.failure` naming the file.
+    /// Writes `bytes` to a new file at `path`, whole or not at all, mode 0600 (a dump holds the
+    /// card's keys by design): into a temporary file beside it, created 0600 by open(2) itself
+    /// (never readable by others, even for a moment), flushed (fsync), then hard-linked to `path`
+    /// (which fails if `path` exists: a dump is never written over).
+    /// - Throws: `CLIError.failure` naming the file and the cause (strerror).
     static func writeNewFile(_ bytes: [UInt8], to path: String) throws(CLIError) {
-        let url = URL(fileURLWithPath: path)
-        let temporary = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).\(getpid()).partial")
-        defer { try? FileManager.default.removeItem(at: temporary) }
-        do {
-            try Data(bytes).write(to: temporary)
-            try FileManager.default.linkItem(at: temporary, to: url)
-        } catch {
-            let exists = FileManager.default.fileExists(atPath: path)
-            throw .failure("--dump \(path): \(exists ? "the file exists; give a new file name (a dump is never written over)" : "could not write the file: \(error.localizedDescription)")")
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { String(path[...$0]) } ?? ""
+        let base = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        guard !base.isEmpty else { throw .failure("--dump \(path): names a directory; give a file name") }
+        let temporary = "\(directory).\(base).\(getpid()).partial"
+        func failure(_ what: String, _ e: Int32) -> CLIError {
+            .failure("--dump \(path): \(what): \(String(cString: strerror(e))) (errno \(e)); nothing was written")
+        }
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode_t(0o600))
+        guard fd >= 0 else { throw failure("cannot create \(temporary)", errno) }
+        defer { _ = unlink(temporary) }
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + done, $0.count - done) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else {
+                let e = n < 0 ? errno : EIO
+                _ = close(fd)
+                throw failure("could not write the file", e)
+            }
+            done += n
+        }
+        if fsync(fd) != 0 {
+            let e = errno
+            _ = close(fd)
+            throw failure("could not flush the file to disk", e)
+        }
+        if close(fd) != 0 { throw failure("could not write the file", errno) }
+        if link(temporary, path) != 0 {
+            let e = errno
+            if e == EEXIST { throw .failure("--dump \(path): the file exists; give a new file name (a dump is never written over)") }
+            throw failure("could not write the file", e)
         }
     }
 
@@ -250,10 +275,16 @@ extension SecbridgeCLI {
         let keys = try DumpKeys(arguments)
         // The file is checked for existence before any card is touched; its size once the card is known.
         guard FileManager.default.fileExists(atPath: path) else { throw CLIError.failure("\(path): no such file") }
+        if let record = arguments.value("record") {
+            // The transcript's size is bounded by the dump's: a disk without that room is refused
+            // before the card is touched, so that the card write never outruns its recording.
+            let dumpBytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? nil
+            try RecordingRoom.check(path: record, needed: writeDumpRecordingBound(dumpBytes: dumpBytes ?? 4096), command: "write-dump --record")
+        }
         let context = try openContext(invocation)
         let session = try CardSession.open(
             context: context, reader: arguments.value("reader"), record: arguments.value("record"), command: "write-dump",
-            wait: arguments.seconds("wait"))
+            wait: arguments.seconds("wait"), recordings: invocation.recordings, work: "the card write")
         defer { session.close() }
         let (storage, kind) = try dumpableCard(session, command: "write-dump")
         if kind == .type2Tag, keys.key != nil || keys.keysFile != nil || arguments.has("key-b") || arguments.has("write-trailers") {
@@ -340,6 +371,15 @@ extension SecbridgeCLI {
             ]).prettySerialized())
         }
         return status
+    }
+
+    /// The most a `write-dump --record` transcript of a dump of `dumpBytes` bytes takes: 16 KiB
+    /// (header, identification) and 32 bytes per dump byte (each 16-byte block read for the plan
+    /// and written, with its sector's key load and authentication). Measured: 12 388 bytes for a
+    /// MIFARE Classic 1K with all 47 data blocks written, against 48 KiB here
+    /// (`SecbridgeCLITests/RecordingFailureTests.swift`).
+    static func writeDumpRecordingBound(dumpBytes: Int) -> UInt64 {
+        UInt64(16 * 1024 + 32 * max(dumpBytes, 0))
     }
 
     /// `4–6, 8, 12–14`: numbers as ranges of consecutive runs.

@@ -146,13 +146,15 @@ extension SecbridgeCLI {
             }
             channel = handle
             if let path = invocation.arguments.value("record") {
-                let recording = try TranscriptRecording.start(path: path, inner: handle, reader: reader, atr: [], command: "replay")
+                let recording = try TranscriptRecording.start(
+                    path: path, inner: handle, reader: reader, atr: [], command: "replay", recordings: invocation.recordings, work: "the replay")
                 channel = recording.channel
                 finishRecording = recording.finish
             }
         } else {
             let session = try CardSession.open(
-                context: context, reader: argument, record: invocation.arguments.value("record"), command: "replay")
+                context: context, reader: argument, record: invocation.arguments.value("record"), command: "replay",
+                recordings: invocation.recordings, work: "the replay")
             reader = session.reader
             channel = session.channel
             finishRecording = session.close

@@ -65,12 +65,13 @@ extension SecbridgeCLI {
         let endpoint = "\(host):\(port)"
         let element = credential.secureElement
         let recording = try invocation.arguments.value("record").map { recordPath throws(CLIError) in
-            try TranscriptRecording.openWriter(
+            try invocation.recordings.open(
                 path: recordPath,
-                header: TranscriptRecording.header(reader: "vpcd at \(endpoint)", atr: atr.bytes, transmissionProtocol: .t1, command: "serve"))
+                header: TranscriptRecording.header(reader: "vpcd at \(endpoint)", atr: atr.bytes, transmissionProtocol: .t1, command: "serve"),
+                work: "serving")
         }
         let recorder = recording.map { TranscriptRecorder(sink: $0) }
-        defer { try? recording?.close() }
+        defer { recording?.finish() }
         installInterruptHandler()
         let stop = interruptDescriptor()
         guard stop >= 0 else { throw CLIError.failure("cannot create the pipe that wakes serve on Ctrl-C: \(String(cString: strerror(errno)))") }

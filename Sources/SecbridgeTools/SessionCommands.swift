@@ -211,22 +211,19 @@ extension SecbridgeCLI {
         let reader = try selectReader(
             invocation.arguments.value("reader"), in: readers,
             preferring: { ACR122Detection.nameSuggestsACR122($0) })
-        let recording = try invocation.arguments.value("record").map { path throws(CLIError) in
-            try TranscriptRecording.openWriter(
-                path: path,
-                header: TranscriptRecording.header(reader: reader, atr: nil, transmissionProtocol: .undefined, command: "emulate"))
-        }
         let console = invocation.console
         // A recording that cannot be written (a full disk) stops with an error; the emulation and
-        // the reader's restore go on, and the exit status says the recording is incomplete.
+        // the reader's restore go on, and the exit status says the recording is incomplete (said
+        // here, in the emulation's own report).
         let recordPath = invocation.arguments.value("record") ?? ""
-        let stoppingSink = recording.map { writer in
-            StoppingTranscriptSink(writer) { error in
-                console.err("secbridge: error: cannot record to '\(recordPath)': \(error.reason); the recording stopped, the emulation goes on\n")
-            }
+        let stoppingSink = try invocation.arguments.value("record").map { path throws(CLIError) in
+            try invocation.recordings.open(
+                path: path,
+                header: TranscriptRecording.header(reader: reader, atr: nil, transmissionProtocol: .undefined, command: "emulate"),
+                work: "the emulation", reportedByCommand: true)
         }
         let recorder = stoppingSink.map { TranscriptRecorder(sink: $0) }
-        defer { try? recording?.close() }
+        defer { stoppingSink?.finish() }
         let approve = invocation.arguments.has("yes")
         installInterruptHandler()
         let cleanup = ReaderCleanup.current
@@ -601,13 +598,14 @@ extension SecbridgeCLI {
             throw CLIError.usage("--key, --key-b and --blocks read MIFARE Classic cards on the PC/SC path (without --pn532 and --aid); the card in '\(reader)' is not a PC/SC part 3 storage card")
         }
         let writer = try invocation.arguments.value("record").map { path throws(CLIError) in
-            try TranscriptRecording.openWriter(
+            try invocation.recordings.open(
                 path: path,
                 header: TranscriptRecording.header(
-                    reader: reader, atr: usePN532 ? nil : atr, transmissionProtocol: usePN532 ? .undefined : .t1, command: "read"))
+                    reader: reader, atr: usePN532 ? nil : atr, transmissionProtocol: usePN532 ? .undefined : .t1, command: "read"),
+                work: "the read")
         }
         let pn532Path = usePN532
-        defer { try? writer?.close() }
+        defer { writer?.finish() }
         let recorder = writer.map { TranscriptRecorder(sink: $0) }
         let client = invocation.client
         let session = ReaderSession(readerName: reader, path: pn532Path ? .pn532Initiator : .pcsc, pollingBound: pollingBound) {

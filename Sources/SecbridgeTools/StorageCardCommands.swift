@@ -41,7 +41,7 @@ extension SecbridgeCLI {
         let request = try StorageReadRequest(invocation.arguments)
         let session: CardSession
         do {
-            session = try CardSession.open(context: context, reader: reader, record: invocation.arguments.value("record"), command: "read")
+            session = try CardSession.open(context: context, reader: reader, record: invocation.arguments.value("record"), command: "read", recordings: invocation.recordings)
         } catch {
             // A card taken away between listing and connecting: pcscd answers SCARD_W_UNRESPONSIVE_CARD.
             if case .failure(let message) = error, message.contains("SCARD_W_UNRESPONSIVE_CARD") {
@@ -298,7 +298,7 @@ extension SecbridgeCLI {
         }
         let atr = states.first { $0.readerName == reader }?.atr ?? []
         try requireType2Tag(atr: atr, reader: reader)
-        let session = try CardSession.open(context: context, reader: reader, record: invocation.arguments.value("record"), command: "write-ndef")
+        let session = try CardSession.open(context: context, reader: reader, record: invocation.arguments.value("record"), command: "write-ndef", recordings: invocation.recordings, work: "the tag write")
         defer { session.close() }
         let confirm = consoleConfirmation(invocation)
         // One PC/SC transaction from the first read to the read-back, the prompt included: the

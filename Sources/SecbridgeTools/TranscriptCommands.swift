@@ -37,7 +37,8 @@ extension SecbridgeCLI {
             gives card events. Several card handles get one channel id each (@h1, @h2, …).
 
             Secrets (VERIFY PINs, keys: Fixtures/README.md, "Bytes") are redacted unless --no-redact.
-            Nothing is written when the log cannot be read: the error names its line.
+            Nothing is written when the log cannot be read, is empty or ends inside a call (cut
+            short): the error names its line.
 
             Example:
               secbridge transcript import-spy spy.log -o Fixtures/imported/nfc-list.trn
@@ -57,6 +58,8 @@ extension SecbridgeCLI {
         var options = SpyImportOptions(redactor: invocation.arguments.has("no-redact") ? .disabled : .default,
                                        tool: "secbridge \(version) import-spy")
         options.date = fileModificationDate(log)
+        // A log given by hand that ends inside a call was cut short: refused, not imported in part.
+        options.keepsUnfinishedCalls = false
         // Read twice line by line and written as it goes: memory does not grow with the log.
         let stats: TranscriptStatistics
         do {

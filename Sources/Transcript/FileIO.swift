@@ -25,6 +25,45 @@ package enum FileIO {
 
     static func lastError() -> Int32 { errno }
 
+    /// Linux's fallocate(2), which Glibc's module map does not export (it is a _GNU_SOURCE
+    /// declaration): looked up in the C library once.
+    private typealias FallocateFunction = @convention(c) (Int32, Int32, off_t, off_t) -> Int32
+    private static let fallocateFunction: FallocateFunction? = {
+        #if os(Linux)
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "fallocate") else { return nil }  // RTLD_DEFAULT
+        return unsafeBitCast(symbol, to: FallocateFunction.self)
+        #else
+        return nil
+        #endif
+    }()
+
+    /// Allocates `count` bytes of the file from `offset` without changing its length (fallocate(2)
+    /// with FALLOC_FL_KEEP_SIZE, linux/falloc.h): later writes there need no new room from the
+    /// disk. Returns 0, or the errno (ENOSPC when the disk has no room; EOPNOTSUPP where the file
+    /// system cannot).
+    static func reserve(_ fd: Int32, from offset: Int, count: Int) -> Int32 {
+        guard let fallocate = fallocateFunction else { return EOPNOTSUPP }
+        while true {
+            if fallocate(fd, 0x01 /* FALLOC_FL_KEEP_SIZE */, off_t(offset), off_t(count)) == 0 { return 0 }
+            if errno != EINTR { return errno }
+        }
+    }
+
+    /// Gives back what ``reserve(_:from:count:)`` allocated past the file's end, `offset` being
+    /// the file's length: ftruncate(2) to that length frees the blocks past it (ext4, tmpfs).
+    static func unreserve(_ fd: Int32, from offset: Int, count: Int) {
+        _ = ftruncate(fd, off_t(offset))
+    }
+
+    /// Whether `e` says the disk (or the user's quota, or the file-size limit) has no more room.
+    static func meansNoSpace(_ e: Int32) -> Bool { e == ENOSPC || e == EDQUOT || e == EFBIG }
+
+    /// A descriptor of `/dev/full` (every write fails with ENOSPC), for staged full disks; -1 if absent.
+    static func openFullDevice() -> Int32 { open("/dev/full", O_WRONLY | O_CLOEXEC) }
+
+    /// `strerror(e) (errno e)`, e.g. `No space left on device (errno 28)`.
+    package static func describeError(_ e: Int32) -> String { describe(e) }
+
     static func describe(_ e: Int32) -> String {
         guard let s = strerror(e) else { return "errno \(e)" }
         return String(cString: s) + " (errno \(e))"
@@ -138,14 +177,16 @@ package enum FileIO {
         return fd
     }
 
-    /// Creates a new file for writing (mode 0644). With `exclusive`, an existing file is an error.
-    static func create(_ path: String, exclusive: Bool) throws(Failure) -> Int32 {
+    /// Creates a new file for writing, mode `mode` (0644 by default; 0600 for a file that holds
+    /// keys or PINs by design, set by open(2) itself so that the file is never readable by others,
+    /// even for a moment). With `exclusive`, an existing file is an error.
+    static func create(_ path: String, exclusive: Bool, mode: mode_t = 0o644) throws(Failure) -> Int32 {
         // O_NONBLOCK: opening a FIFO with no reader fails (ENXIO) instead of waiting forever.
         let flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK | (exclusive ? O_EXCL : O_TRUNC)
         guard !path.isEmpty else {
             throw Failure(errorNumber: ENOENT, reason: "cannot create a file with an empty name: give the path of a new file")
         }
-        let fd = open(path, flags, mode_t(0o644))
+        let fd = open(path, flags, mode)
         guard fd >= 0 else {
             let e = errno
             var hint = ""
@@ -204,7 +245,15 @@ package enum FileIO {
         private var buffer: [UInt8] = []
         private static let bufferSize = 256 * 1024
 
-        package init(replacing path: String) throws(TranscriptWriteError) {
+        /// A file of mode 0644 that replaces `path` on ``commit()``.
+        package convenience init(replacing path: String) throws(TranscriptWriteError) {
+            try self.init(replacing: path, mode: 0o644)
+        }
+
+        /// - Parameters:
+        ///   - path: the file replaced on ``commit()``.
+        ///   - mode: the new file's mode (0600 for keys or PINs), given to open(2).
+        package init(replacing path: String, mode: mode_t) throws(TranscriptWriteError) {
             let slash = path.lastIndex(of: "/")
             let directory = slash.map { String(path[..<$0]) } ?? "."
             let base = slash.map { String(path[path.index(after: $0)...]) } ?? path
@@ -215,7 +264,7 @@ package enum FileIO {
             self.path = path
             temporary = "\(directory.isEmpty ? "" : directory)/.\(base).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
             do {
-                fd = try create(temporary, exclusive: true)
+                fd = try create(temporary, exclusive: true, mode: mode)
             } catch {
                 throw TranscriptWriteError(code: .cannotCreate, path: path, errorNumber: error.errorNumber,
                                            reason: "cannot write \(path): a temporary file in \(directory.isEmpty ? "/" : directory) could not be created: \(describe(error.errorNumber))")

@@ -35,6 +35,9 @@ public struct SpyImportError: CodedError {
         public static let badResult = Self(rawValue: "bad-result")
         /// A parameter the block needs is missing or malformed (e.g. no `bSendBuffer`).
         public static let badParameter = Self(rawValue: "bad-parameter")
+        /// The log ends inside a call (its result line ` => ` never came): the log was cut, and
+        /// ``SpyImportOptions/keepsUnfinishedCalls`` is false.
+        public static let truncated = Self(rawValue: "truncated")
         /// The transcript file could not be written (``SpyLogImporter/importLog(contentsOfFile:writingTo:options:)``).
         public static let writeFailed = Self(rawValue: "write-failed")
     }
@@ -69,6 +72,13 @@ public struct SpyImportOptions: Sendable {
     public var date: String?
     /// The header's `source`; nil writes `pcsc-spy output <file name>`.
     public var source: String?
+    /// What becomes of a log that ends inside a call (no result line ` => ` after its last
+    /// function name): true (the default) keeps the calls before and says the cut call in a
+    /// comment (`; the log ends inside …`), as `secbridge capture` does for a program it saw
+    /// stopped; false refuses the log with ``SpyImportError/Code/truncated`` naming the line
+    /// where the log is cut and the call it cuts, and nothing is written (`transcript import-spy`:
+    /// a log given by hand that is cut was damaged or copied short).
+    public var keepsUnfinishedCalls = true
 
     /// Options with the default redactor (PINs and keys masked) and the header fields `tool`, `date`
     /// (ISO 8601 UTC) and `source`; nil leaves a field to its default.
@@ -229,6 +239,13 @@ public enum SpyLogImporter {
             if let block = try reader.accept(raw) { _ = try builder.add(block) }
         }
         let log = try reader.finish()
+        if !options.keepsUnfinishedCalls, let cut = log.open.first {
+            throw SpyImportError(
+                code: .truncated, file: fileName, line: reader.lineCount,
+                reason: "the log is cut: it ends at line \(reader.lineCount) inside \(cut.function) (begun at line \(cut.line)), before that call's result line (=>)"
+                    + (log.open.count > 1 ? " (and \(log.open.count - 1) more call\(log.open.count == 2 ? "" : "s") of other threads)" : "")
+                    + "; give the whole log (pcsc-spy's output once the program ended); nothing was written")
+        }
         _ = try builder.finish(open: log.open)
         let layout = SpyTranscriptLayout(log: log, connections: builder.connections, fileName: fileName, options: options)
         try start(layout.header)

@@ -156,7 +156,8 @@ struct SpyLogReader {
     /// - Throws: `notASpyLog` when no function block was found.
     func finish() throws(SpyImportError) -> SpyLog {
         guard completed > 0 || !open.isEmpty else {
-            throw fail(.notASpyLog, lineCount == 0 ? 0 : 1, "no pcsc-spy function block found: give the output of `pcsc-spy -n` (see `secbridge capture` to record one)")
+            let what = lineCount == 0 ? "the log is empty (0 bytes): " : "the log holds only blank lines or pcsc-spy's own notes: "
+            throw fail(.notASpyLog, lineCount == 0 ? 0 : 1, what + "no pcsc-spy function block found: give the output of `pcsc-spy -n` (see `secbridge capture` to record one)")
         }
         return SpyLog(open: open.values.sorted { $0.line < $1.line }, threadTags: tags, colour: colour,
                       diffable: diffable, newerFormat: newer, threads: threads.count)

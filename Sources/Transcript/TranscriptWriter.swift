@@ -299,10 +299,40 @@ public final class TranscriptWriter: TranscriptSink {
         var length: Int
         /// The text of the line being written (an exchange's, ``LineValidator/checkExchange(_:into:)``).
         var line = LineBytes()
+        /// The end of the room allocated for the file (fallocate(2) with FALLOC_FL_KEEP_SIZE, past
+        /// its length): at least ``TranscriptWriter/closingRoom`` bytes past `length` after every
+        /// line, so that a closing line fits when the disk is full. nil when the file system has
+        /// no fallocate (then the closing line may not fit).
+        var reservedEnd: Int?
+        /// A test's full disk (``TranscriptWriter/injectFullDisk(atPath:afterBodyBytes:)``): past
+        /// this length, body lines go to `/dev/full` (descriptor `fullFD`), which fails every write
+        /// with ENOSPC.
+        var fullAfter: Int?
+        var fullFD: Int32 = -1
     }
     private let state: Mutex<State>
     /// The file being written.
     public let path: String
+
+    /// The room kept allocated past the last line for ``appendClosingComment(_:)`` (its text is
+    /// cut to fit).
+    package static let closingRoom = 1024
+    /// How much is allocated at a time past the file's end (a fallocate(2) call per 64 KiB of
+    /// transcript, not per line).
+    static let reserveStep = 64 * 1024
+
+    /// Full disks staged by tests, by path (``injectFullDisk(atPath:afterBodyBytes:)``).
+    private static let injectedFullDisks = Mutex<[String: Int]>([:])
+
+    /// Makes the next writer created at `path` behave as on a full disk once `afterBodyBytes`
+    /// bytes of body lines (after the header) were written: every later body line goes to
+    /// `/dev/full`, whose write(2) fails with ENOSPC (the kernel's real error, through the same
+    /// path as a real full disk: the torn line cut back, the error thrown). The closing line
+    /// (``appendClosingComment(_:)``) goes to the file, as it does into the room kept for it on a
+    /// real disk. For fault tests; a path is used once.
+    package static func injectFullDisk(atPath path: String, afterBodyBytes: Int) {
+        injectedFullDisks.withLock { $0[path] = afterBodyBytes }
+    }
 
     /// Creates the file and writes the header.
     ///
@@ -328,12 +358,24 @@ public final class TranscriptWriter: TranscriptSink {
                                        reason: "cannot write the header of \(path): \(error.reason)")
         }
         self.path = path
-        state = Mutex(State(fd: fd, validator: validator, length: headerBytes.count))
+        var initial = State(fd: fd, validator: validator, length: headerBytes.count)
+        if let budget = Self.injectedFullDisks.withLock({ $0.removeValue(forKey: path) }) {
+            initial.fullAfter = headerBytes.count + budget
+            initial.fullFD = FileIO.openFullDevice()
+        }
+        state = Mutex(initial)
+        state.withLock { s in
+            // 64 KiB, else (a nearly full disk) the closing line's room alone.
+            for count in [Self.reserveStep, Self.closingRoom] where s.reservedEnd == nil {
+                if FileIO.reserve(s.fd, from: s.length, count: count) == 0 { s.reservedEnd = s.length + count }
+            }
+        }
     }
 
     deinit {
         state.withLock {
             if $0.fd >= 0 { _ = FileIO.closeDescriptor($0.fd) }
+            if $0.fullFD >= 0 { _ = FileIO.closeDescriptor($0.fullFD) }
         }
     }
 
@@ -372,10 +414,29 @@ public final class TranscriptWriter: TranscriptSink {
             }
             let written = text?.count ?? s.line.count
             do throws(FileIO.Failure) {
+                // Room for this line and a closing line after it, allocated before the line is
+                // written: when the disk cannot give it, the recording stops here, with room left
+                // for its closing line (kept from the last allocation).
+                if let reservedEnd = s.reservedEnd, s.length + written + Self.closingRoom > reservedEnd {
+                    // 64 KiB at a time; on a nearly full disk, just this line and the closing line.
+                    var count = max(Self.reserveStep, written + Self.closingRoom)
+                    var e = FileIO.reserve(s.fd, from: s.length, count: count)
+                    if FileIO.meansNoSpace(e) {
+                        count = written + Self.closingRoom
+                        e = FileIO.reserve(s.fd, from: s.length, count: count)
+                    }
+                    if e == 0 {
+                        s.reservedEnd = s.length + count
+                    } else if FileIO.meansNoSpace(e) {
+                        throw FileIO.Failure(errorNumber: e, reason: FileIO.describe(e))
+                    } else {
+                        s.reservedEnd = nil  // no fallocate on this file system: written without the room
+                    }
+                }
+                let fd = s.fullAfter.map { s.length + written > $0 } == true ? s.fullFD : s.fd
                 if let text {
-                    try FileIO.writeAll(s.fd, text)
+                    try FileIO.writeAll(fd, text)
                 } else {
-                    let fd = s.fd
                     try s.line.withBytes { (bytes) throws(FileIO.Failure) in try FileIO.writeAll(fd, bytes) }
                 }
             } catch {
@@ -390,13 +451,42 @@ public final class TranscriptWriter: TranscriptSink {
         }
     }
 
-    /// Closes the file. Later appends throw `closed`; closing twice does nothing.
+    /// Appends the comment `; text` as the file's last line, after a failed append: written into
+    /// the room kept allocated past the last line (``closingRoom`` bytes; a longer text is cut),
+    /// so that it fits on a full disk where the file system has fallocate(2). Control characters
+    /// become spaces.
+    /// - Throws: ``TranscriptWriteError`` `writeFailed` when even this line cannot be written, `closed`.
+    package func appendClosingComment(_ text: String) throws(TranscriptWriteError) {
+        var shown = String(String.UnicodeScalarView(text.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? " " : $0 }))
+        while shown.utf8.count > Self.closingRoom - 3 { shown.removeLast() }
+        try state.withLock { (s: inout State) throws(TranscriptWriteError) in
+            guard s.fd >= 0 else {
+                throw TranscriptWriteError(code: .closed, path: path, reason: "\(path) is closed: open a new writer")
+            }
+            var validator = s.validator
+            let bytes = Array((try validator.check(.comment(shown)) + "\n").utf8)
+            do throws(FileIO.Failure) {
+                try FileIO.writeAll(s.fd, bytes)
+            } catch {
+                _ = FileIO.truncate(s.fd, to: s.length)
+                throw TranscriptWriteError(code: .writeFailed, path: path, errorNumber: error.errorNumber,
+                                           reason: "cannot append the closing line to \(path): \(error.reason)")
+            }
+            s.length += bytes.count
+            s.validator = validator
+        }
+    }
+
+    /// Closes the file, giving back the room allocated past its end. Later appends throw
+    /// `closed`; closing twice does nothing.
     /// - Throws: ``TranscriptWriteError`` `writeFailed` when close(2) reports a deferred write error.
     public func close() throws(TranscriptWriteError) {
         try state.withLock { (s: inout State) throws(TranscriptWriteError) in
             guard s.fd >= 0 else { return }
             let fd = s.fd
             s.fd = -1
+            if let reservedEnd = s.reservedEnd, reservedEnd > s.length { FileIO.unreserve(fd, from: s.length, count: reservedEnd - s.length) }
+            if s.fullFD >= 0 { _ = FileIO.closeDescriptor(s.fullFD); s.fullFD = -1 }
             if FileIO.closeDescriptor(fd) != 0 {
                 let e = FileIO.lastError()
                 throw TranscriptWriteError(code: .writeFailed, path: path, errorNumber: e,

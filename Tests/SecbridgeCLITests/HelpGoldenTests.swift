@@ -977,7 +977,8 @@ import Testing
             gives card events. Several card handles get one channel id each (@h1, @h2, …).
 
             Secrets (VERIFY PINs, keys: Fixtures/README.md, "Bytes") are redacted unless --no-redact.
-            Nothing is written when the log cannot be read: the error names its line.
+            Nothing is written when the log cannot be read, is empty or ends inside a call (cut
+            short): the error names its line.
 
             Example:
               secbridge transcript import-spy spy.log -o Fixtures/imported/nfc-list.trn

@@ -4,6 +4,7 @@ import SecbridgeCLI
 import SecbridgeTesting
 import SecureElementCredential
 import Testing
+import Transcript
 
 @testable import SecbridgeTools
 
@@ -63,11 +64,12 @@ import Glibc
         #expect(throws: CLIError.self) { try SecbridgeCLI.serveATR("3B 81", credential: credential) }
     }
 
-    /// A stand-in vpcd: power on, ATR request, SELECT of the NDEF application, power off, then
-    /// the connection closes; serve answers the ATR and the R-APDU only.
-    @Test func servesAStandInVpcdOverLoopback() async throws {
+    /// Power on, ATR request, the NDEF application's SELECT and power off from a stand-in vpcd
+    /// on loopback, served by the serve loop with `recorder`: how it ended, the commands served,
+    /// and the bytes vpcd got back.
+    static func serveAStandInVpcd(recorder: TranscriptRecorder?) async throws -> (VPCDLinkEnd, Int, [UInt8]) {
         // Sockets and the serve loop block: a thread of their own, never Swift's shared pool.
-        let (end, served, answers) = try await onOwnThread { () throws -> (VPCDLinkEnd, Int, [UInt8]) in
+        try await onOwnThread { () throws -> (VPCDLinkEnd, Int, [UInt8]) in
             let (listener, port) = try Self.loopbackListener()
             defer { close(listener) }
             var stop: [Int32] = [-1, -1]
@@ -88,7 +90,7 @@ import Glibc
             shutdown(vpcd, Int32(SHUT_WR))
             var served = 0
             let end = SecbridgeCLI.serveConnection(
-                link, atr: [0x3B, 0x80, 0x80, 0x01, 0x01], element: credential.secureElement, recorder: nil,
+                link, atr: [0x3B, 0x80, 0x80, 0x01, 0x01], element: credential.secureElement, recorder: recorder,
                 console: CapturingConsole(), served: &served)
             var answers = [UInt8](repeating: 0, count: 64)
             var received = 0
@@ -99,6 +101,12 @@ import Glibc
             }
             return (end, served, Array(answers[..<received]))
         }
+    }
+
+    /// A stand-in vpcd: power on, ATR request, SELECT of the NDEF application, power off, then
+    /// the connection closes; serve answers the ATR and the R-APDU only.
+    @Test func servesAStandInVpcdOverLoopback() async throws {
+        let (end, served, answers) = try await Self.serveAStandInVpcd(recorder: nil)
         #expect(end == .closed("vpcd closed the connection"))
         #expect(served == 1)
         // The ATR (length 5), then 90 00 (length 2): nothing for power on and off.

@@ -71,6 +71,35 @@ final class WriteCountingConsole: Console, @unchecked Sendable {
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir) == ["spy.log"], "no partial or temporary file")
     }
 
+    /// An empty log and a log cut inside a call (issue 33): refused, naming the file and what is
+    /// wrong (for the cut log, the line where it ends and the call it cuts), exit 1, and no
+    /// transcript (nor a temporary file) written.
+    @Test func anEmptyOrCutLogIsRefusedAndWritesNothing() throws {
+        let dir = try scratchDirectory("cut")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let empty = dir + "/empty.log", cut = dir + "/cut.log"
+        #expect(FileManager.default.createFile(atPath: empty, contents: Data()))
+        let none = run(["transcript", "import-spy", empty, "-o", dir + "/empty.trn"])
+        #expect(none.status == 1)
+        #expect(none.err.hasPrefix("secbridge: error: \(empty): the log is empty (0 bytes): no pcsc-spy function block found"), "\(none.err)")
+        // nfc-list.log's first 31 lines: its first SCarControl (lines 25–34) has its command and
+        // the length of its answer, not the answer's bytes nor its result line.
+        let lines = try String(contentsOfFile: repositoryFile("Fixtures/spy/nfc-list.log"), encoding: .utf8)
+            .split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines[24] == "SCarControl" && lines[33].hasPrefix(" => Command successful."))
+        try (lines[0..<31].joined(separator: "\n") + "\n").write(toFile: cut, atomically: true, encoding: .utf8)
+        let short = run(["transcript", "import-spy", cut, "-o", dir + "/cut.trn"])
+        #expect(short.status == 1)
+        #expect(short.err == "secbridge: error: \(cut):31: the log is cut: it ends at line 31 inside SCarControl (begun at line 25), before that call's result line (=>); give the whole log (pcsc-spy's output once the program ended); nothing was written\n", "\(short.err)")
+        // The same log cut inside a line (no line feed at its end) is cut as well.
+        let bytes = Array(try String(contentsOfFile: cut, encoding: .utf8).utf8)
+        try Data(bytes.dropLast(12)).write(to: URL(fileURLWithPath: cut))
+        let torn = run(["transcript", "import-spy", cut, "-o", dir + "/cut.trn"])
+        #expect(torn.status == 1)
+        #expect(torn.err.contains(":31: the log is cut: it ends at line 31 inside SCarControl (begun at line 25)"), "\(torn.err)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).sorted() == ["cut.log", "empty.log"], "no transcript or temporary file")
+    }
+
     @Test func usageErrors() {
         let noOutput = run(["transcript", "import-spy", "spy.log"])
         #expect(noOutput.status == 64)

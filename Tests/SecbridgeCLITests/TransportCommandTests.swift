@@ -132,7 +132,7 @@ extension TransportCommandTests {
         let reader = desk.names[0]
         let message = try await executor.run { () throws -> String in
             let context = try client.establishContext()
-            let session = try CardSession.open(context: context, reader: reader, record: nil, command: "test")
+            let session = try CardSession.open(context: context, reader: reader, record: nil, command: "test", recordings: nil)
             defer { session.close() }
             let other = try client.establishContext().connect(to: reader, share: .shared, protocols: .any)
             try other.reconnect(share: .shared, protocols: .any, initialization: .reset)

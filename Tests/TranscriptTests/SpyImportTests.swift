@@ -263,6 +263,15 @@ func untimedRecords(_ t: Transcript) -> [String] {
         #expect(imported > lines.count / 2)
         let cut = lines[0..<30].joined(separator: "\n") + "\n"
         #expect(try SpyLogImporter.importLog(cut).serialized().contains("; the log ends inside SCardTransmit"))
+        // Refused instead when unfinished calls are not kept (`transcript import-spy`).
+        var strict = SpyImportOptions()
+        strict.keepsUnfinishedCalls = false
+        #expect {
+            _ = try SpyLogImporter.importLog(cut, fileName: "spy.log", options: strict)
+        } throws: { error in
+            guard let e = error as? SpyImportError else { return false }
+            return e.code == .truncated && e.line == 30 && e.file == "spy.log" && e.reason.contains("ends at line 30 inside SCardTransmit")
+        }
     }
 }
 
