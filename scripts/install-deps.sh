@@ -17,7 +17,7 @@ VENV=${VICC_VENV:-"$REPO/.venv-vicc"}
 # libpcsc-perl: the PC/SC binding scriptor (pcsc-tools) needs; valgrind and binutils (strip):
 # the instruction counts of secbridge-bench (docs/benchmarks.md §2). libstdc++-12-dev (which the
 # Swift toolchain itself needs): libstdc++.a, linked into both executables (Linker/static-libstdc++).
-PACKAGES="pcscd libpcsclite-dev libedit-dev pcsc-tools libpcsc-perl vsmartcard-vpcd vsmartcard-vpicc python3-venv opensc python3-pyscard groff-base man-db zsh time valgrind binutils libstdc++-12-dev"
+PACKAGES="pcscd libpcsclite-dev libedit-dev pcsc-tools libpcsc-perl vsmartcard-vpcd vsmartcard-vpicc python3-venv opensc python3-pyscard groff-base man-db zsh time strace valgrind binutils libstdc++-12-dev"
 
 step() { printf 'install-deps: %s\n' "$*"; }
 

@@ -102,6 +102,8 @@ for part in options.parts {
     case "transcripts":
         benchmarkTranscripts(tools: toolsPath, exchanges: options["exchanges"], pairs: options["transcript-pairs"],
                              directory: scratch, report: report)
+        benchmarkTranscriptScaling(tools: toolsPath, exchanges: options["exchanges"], pairs: options["transcript-pairs"],
+                                   directory: scratch, report: report)
     case "serve":
         benchmarkServe(programs, credential: repository?.appendingPathComponent("Fixtures/credentials/uri-tag.json").path,
                        reader: simulated?.vpcd, count: options["serve-apdus"], slowCount: options["vicc-apdus"],
