@@ -102,7 +102,7 @@ extension SharedReader {
                 try SimulatedReaders.controlA.send("remove peer=t")
                 _ = try await waitForCard(in: environment.simulatedReaderA, present: false)
             }
-            try await blocking { monitor.process.waitUntilExit() }
+            try await monitor.exit(after: "40 rounds of card events (its record file should have filled)")
             let errors = monitor.finalStandardError()
             #expect(monitor.process.terminationStatus == 1, "\(monitor.output) \(errors)")
             #expect(errors.contains("secbridge: error: cannot record to '\(path)': cannot append to \(path): File too large (errno 27)"), "\(errors)")
@@ -143,7 +143,7 @@ extension SharedReader {
                 last = try await monitor.wait(for: "card-removed \"\(readerA)\"", after: last + 1)
             }
             #expect(kill(monitor.process.processIdentifier, signal) == 0)
-            try await blocking { monitor.process.waitUntilExit() }
+            try await monitor.exit(after: "signal \(signal)")
             let text = try String(contentsOfFile: path, encoding: .utf8)
             #expect(text.hasSuffix("\n"), "\(text)")
             let events = try transcriptLines(at: path).compactMap { line -> TranscriptEvent? in
@@ -234,7 +234,7 @@ extension SharedReader {
                 let process = try BinaryProcess(arguments, environment: subprocesses)
                 try await Task.sleep(for: delay)
                 kill(process.process.processIdentifier, SIGKILL)
-                try await blocking { process.process.waitUntilExit() }
+                try await process.exit(after: "SIGKILL")
                 let message = try Self.ndefMessage(ofTag: "ntag")
                 #expect(message == old || message == [] || message == new, "step \(step): \(message.map { $0.map { String(format: "%02X", $0) }.joined() } ?? "no NDEF TLV")")
             }
@@ -567,7 +567,7 @@ func descendants(of pid: Int32) -> [(pid: Int32, name: String)] {
         }
         try #require(!daemons.isEmpty, "no pcscd seen under demo \(demoPID): \(demo.output)")
         kill(demoPID, SIGKILL)
-        _ = try await blocking { process.waitUntilExit() }
+        try await demo.exit(after: "SIGKILL")
         for pcscd in daemons {
             let exited = try await blocking { waitForExit(of: pcscd, upTo: .seconds(10)) }
             #expect(exited, "pcscd \(pcscd) still runs after demo was killed")
@@ -600,7 +600,7 @@ func descendants(of pid: Int32) -> [(pid: Int32, name: String)] {
         try await waitUntilBusy(SimulatedReaderControl(socketPath: controlSocket), with: "D4 8C")
         // SCardControl is under way in pcscd: it dies now.
         #expect(kill(pcscd, SIGKILL) == 0)
-        try await blocking { control.process.waitUntilExit() }
+        try await control.exit(after: "pcscd was killed during its SCardControl")
         let errors = control.finalStandardError()
         #expect(control.process.terminationStatus == 1, "\(control.output) \(errors)")
         #expect(errors.contains("SCardControl failed: pcscd went away during the call (SCARD_"), "\(errors)")

@@ -240,7 +240,7 @@ extension SharedReader {
         let pcscd = try #require(PrivatePCSCD.daemonPID(socketPath: String(socket)))
         #expect(kill(pcscd, 0) == 0, "pcscd \(pcscd) should run while simulate does")
         kill(process.processIdentifier, SIGKILL)
-        _ = try await blocking { process.waitUntilExit() }
+        try await simulate.exit(after: "SIGKILL")
         let exited = try await blocking { waitForExit(of: pcscd, upTo: .seconds(10)) }
         #expect(exited, "pcscd \(pcscd) still runs after simulate was killed")
         var environment = ProcessInfo.processInfo.environment

@@ -116,8 +116,8 @@ extension SharedReader {
             // (When the 5 s ended the input, the write fails and the checks below say what is missing.)
             try? input.write(contentsOf: Data("00 B0 00 00 01 BB\n".utf8))
             try? input.close()
-            let status = try await other.run { () -> Int32 in
-                run.process.waitUntilExit()
+            let status = try await other.run { () throws -> Int32 in
+                try run.waitForExit(after: "its input ended")
                 return run.process.terminationStatus
             }
             #expect(status == 0, "\(run.finalStandardError())")
