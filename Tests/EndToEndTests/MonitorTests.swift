@@ -98,7 +98,7 @@ extension SharedReader {
             }
             try await Task.sleep(for: .milliseconds(100))
             monitor.stop()
-            let count = await finished.value  // returns: the stream finished
+            let count = try await value(of: finished, within: .seconds(10), "the monitor's event stream finishing after stop()")
             #expect(count >= 1)
         }
     }

@@ -264,3 +264,22 @@ func simulateInProcessThroughAPipe(_ arguments: [String], first: String, then: S
     try await child.exit(within: .seconds(30), after: "its input (its own --timeout should have ended it)")
     return (child.process.terminationStatus, child.finalOutputText(timeout: .seconds(5)))
 }
+
+/// `task`'s value, awaited at most `bound` of real time: past it the task is cancelled (a
+/// `for await` over a stream then ends) and this throws ``HarnessError/Code/timeout`` saying that
+/// `what` did not happen. An event stream that never yields the awaited event, and never finishes,
+/// then fails the test instead of keeping it waiting for good.
+func value<T: Sendable>(of task: Task<T, Never>, within bound: Duration, _ what: String) async throws -> T {
+    let late = Locked(false)
+    let watchdog = Task {
+        try await Task.sleep(for: bound)
+        late.withLock { $0 = true }
+        task.cancel()
+    }
+    let value = await task.value
+    watchdog.cancel()
+    if late.withLock({ $0 }) {
+        throw HarnessError(code: .timeout, reason: "\(what) did not happen within \(bound) (the task awaiting it was cancelled)")
+    }
+    return value
+}
