@@ -316,7 +316,16 @@ extension SharedReader {
             let call = Task { try await element.transceive(select) }
             // The relayed call is on its way once its bound sleeps on the clock (the clock resumes
             // this wait when it registers; at most 5 s of real time).
-            #expect(await clock.untilSleepers(1, within: .seconds(5)))
+            guard await clock.untilSleepers(1, within: .seconds(5)) else {
+                // Moving the clock would end nothing: the call, stuck in the stopped vicc, would
+                // wait for good. vicc answers again, so the call ends, and the test fails here.
+                kill(pid, SIGCONT)
+                continued = true
+                Issue.record("the relayed SCardTransmit's 40 s bound did not sleep on the virtual clock within 5 s")
+                _ = await call.result
+                await element.close()
+                return
+            }
             #expect(clock.sleeperCount == 1)
             clock.advance(by: .seconds(40))
             let outcome = await call.result
@@ -369,7 +378,14 @@ extension SharedReader {
             defer { if !continued { kill(pid, SIGCONT) } }
             try SimulatedReaders.controlA.send("place-terminal script=android-t4t-read id=android")
             // The relayed SCardTransmit blocks in vicc: its bound sleeps on the clock.
-            #expect(await clock.untilSleepers(1, within: .seconds(20)))
+            if await !clock.untilSleepers(1, within: .seconds(20)) {
+                // The bound did not start: moving the clock would end nothing, and the relayed
+                // call, stuck in the stopped vicc, would keep the emulation (and this wait) going
+                // for good. vicc answers again, so the emulation can end, and the test fails here.
+                kill(pid, SIGCONT)
+                continued = true
+                Issue.record("the relayed SCardTransmit's 40 s bound did not sleep on the virtual clock within 20 s: the terminal's SELECT was not relayed to vicc")
+            }
             clock.advance(by: .seconds(40))
             let (status, out, err) = try await emulation.value
             kill(pid, SIGCONT)
