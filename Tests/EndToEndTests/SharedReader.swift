@@ -40,6 +40,15 @@ func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async thr
     try await pcscExecutor.run(body)
 }
 
+/// Runs blocking work (a bounded wait for a subprocess) on a thread of its own: neither on Swift's
+/// shared pool, whose 2 threads it would hold while other tests' tasks wait for them, nor on the
+/// shared ``pcscExecutor``, which other suites' PC/SC calls queue on.
+func onOwnThread<T: Sendable>(_ name: String, _ body: @escaping @Sendable () throws -> T) async throws -> T {
+    let executor = BlockingExecutor(name: name)
+    defer { executor.shutdown() }
+    return try await executor.run(body)
+}
+
 /// Runs the CLI in this process (so it talks to the shared pcscd) and captures its output.
 func runCLI(_ arguments: [String], input: [String] = []) async throws -> (status: Int32, out: String, err: String) {
     try await blocking {
