@@ -49,7 +49,9 @@ extension SharedReader {
             let environment = try await sharedEnvironment()
             let reader = environment.vpcdReaderName
             let monitor = ReaderMonitor()
-            defer { monitor.stop() }
+            // Its thread ended before the test does: none left inside pcsc-lite when the test process
+            // exits (docs/test-infrastructure.md, "pcsc-lite at exit"); the bound fails the test.
+            defer { #expect(monitor.stop(waitingAtMost: .seconds(10)), "the monitor's thread was still in a PC/SC call 10 s after stop()") }
             let events = EventCollector(monitor)
             // Initial state: the reader is attached and vicc's card is in it.
             _ = try await events.wait(for: "reader-attached") { $0 == .readerAttached(reader: reader) }
@@ -74,7 +76,9 @@ extension SharedReader {
             let reader = environment.simulatedReaderA
             let other = environment.simulatedReaderB
             let monitor = ReaderMonitor()
-            defer { monitor.stop() }
+            // Its thread ended before the test does: none left inside pcsc-lite when the test process
+            // exits (docs/test-infrastructure.md, "pcsc-lite at exit"); the bound fails the test.
+            defer { #expect(monitor.stop(waitingAtMost: .seconds(10)), "the monitor's thread was still in a PC/SC call 10 s after stop()") }
             let events = EventCollector(monitor)
             _ = try await events.wait(for: "reader-attached") { $0 == .readerAttached(reader: reader) }
             events.clear()
