@@ -95,6 +95,11 @@ extension SharedReader {
             let ender = Task {
                 try await Task.sleep(for: .seconds(5))
                 try? input.close()
+                // Should the run hold the card on after its input ended, its death lets the other
+                // program go (pcscd ends a dead client's transaction), and the checks below fail,
+                // instead of the other program's SCardBeginTransaction waiting for good.
+                try await Task.sleep(for: .seconds(15))
+                if run.process.isRunning { kill(run.process.processIdentifier, SIGKILL) }
             }
             let other = BlockingExecutor(name: "other-program")
             defer { other.shutdown() }
