@@ -559,7 +559,7 @@ func descendants(of pid: Int32) -> [(pid: Int32, name: String)] {
         try requireBuiltBinaries()
         let demo = try BinaryProcess(["demo", "--time-scale", "1"], environment: ProcessInfo.processInfo.environment, input: true)
         let process = demo.process
-        defer { if process.isRunning { process.terminate() } }
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }  // SIGTERM may be blocked in it
         // Its pcscd among its descendants, asking /proc every millisecond (no notification exists
         // for another process's children), on a thread of its own: on the shared PC/SC executor,
         // busy with other suites, the watch started after the demo (over in about 100 ms) had

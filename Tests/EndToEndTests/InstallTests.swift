@@ -59,7 +59,7 @@ import Testing
         let simulate = try BinaryProcess(
             ["simulate", "--json", "--card", "04A1B2C3", "--applet", "t4t-ndef", "--time-scale", "0.01", "--timeout", "60"],
             environment: Self.cleanEnvironment, executable: URL(fileURLWithPath: secbridge), directory: URL(fileURLWithPath: prefix), input: true)
-        defer { if simulate.process.isRunning { simulate.process.terminate() } }
+        defer { if simulate.process.isRunning { kill(simulate.process.processIdentifier, SIGKILL) } }  // SIGTERM may be blocked in it
         let first = try await simulate.line(containing: "{")
         let started = try #require(try JSONSerialization.jsonObject(with: Data(first.utf8)) as? [String: Any], "\(first)")
         #expect(started["event"] as? String == "started")

@@ -199,7 +199,7 @@ extension SharedReader {
             ["simulate", "--card", "04A1B2C3", "--applet", "t4t-ndef", "--time-scale", "0.01", "--timeout", "60"],
             environment: ProcessInfo.processInfo.environment, input: true)
         let process = simulate.process
-        defer { if process.isRunning { process.terminate() } }
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }  // SIGTERM may be blocked in it
         let export = try await simulate.line(containing: "export PCSCLITE_CSOCK_NAME=")
         let socket = String(export.dropFirst("export PCSCLITE_CSOCK_NAME=".count))
         _ = try await simulate.wait(for: "type control requests")
@@ -238,7 +238,7 @@ extension SharedReader {
         let simulate = try BinaryProcess(
             ["simulate", "--readers", "1", "--time-scale", "0.01", "--timeout", "60"], environment: ProcessInfo.processInfo.environment, input: true)
         let process = simulate.process
-        defer { if process.isRunning { process.terminate() } }
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }  // SIGTERM may be blocked in it
         let export = try await simulate.line(containing: "export PCSCLITE_CSOCK_NAME=")
         let socket = export.dropFirst("export PCSCLITE_CSOCK_NAME=".count)
         let pcscd = try #require(PrivatePCSCD.daemonPID(socketPath: String(socket)))
