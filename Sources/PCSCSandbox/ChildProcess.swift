@@ -68,9 +68,12 @@ final class ChildProcess: Sendable {
             exit.group.leave()
         }
         if let failure = Self.spawnWithEmptySignalMask(process) {
-            exit.group.leave()
+            // A launch that did not finish in time may still succeed: its termination handler
+            // then leaves the group (the spawn thread kills that child), so only a failed run()
+            // leaves it here; leaving twice would crash the process.
+            if !failure.timedOut { exit.group.leave() }
             try? log.close()
-            throw HarnessError(code: .launchFailed, reason: "cannot launch \(name) (\(executable)): \(failure)")
+            throw HarnessError(code: .launchFailed, reason: "cannot launch \(name) (\(executable)): \(failure.reason)")
         }
         try? log.close()
         // Process.run() closes this process's copy of the read end itself (closing it again here
@@ -94,11 +97,13 @@ final class ChildProcess: Sendable {
     /// A child inherits the signal mask of the thread that spawns it, and Dispatch worker threads
     /// (where Swift tests run) block SIGTERM and SIGINT: vicc launched from one ignores SIGTERM
     /// until SIGKILL (measured). A thread of our own that unblocks everything first avoids that.
-    private static func spawnWithEmptySignalMask(_ process: Process) -> String? {
+    private static func spawnWithEmptySignalMask(_ process: Process) -> (reason: String, timedOut: Bool)? {
         final class Launch: @unchecked Sendable {  // handed to one thread, read after `done`
             let process: Process
             var failure: String?
             let done = DispatchSemaphore(value: 0)
+            /// Set when the caller stopped waiting: a child started after that is killed.
+            let abandoned = Atomic(false)
             init(_ process: Process) { self.process = process }
         }
         let launch = Launch(process)
@@ -107,12 +112,16 @@ final class ChildProcess: Sendable {
             sigemptyset(&empty)
             pthread_sigmask(SIG_SETMASK, &empty, nil)
             do { try launch.process.run() } catch { launch.failure = "\(error)" }
+            if launch.failure == nil, launch.abandoned.load(ordering: .sequentiallyConsistent) {
+                _ = Glibc.kill(launch.process.processIdentifier, SIGKILL)
+            }
             launch.done.signal()
         }
         guard launch.done.wait(timeout: .now() + 10) == .success else {
-            return "the launch did not finish within 10 s"
+            launch.abandoned.store(true, ordering: .sequentiallyConsistent)
+            return ("the launch did not finish within 10 s", true)
         }
-        return launch.failure
+        return launch.failure.map { ($0, false) }
     }
 
     /// The exit status (or terminating signal number) once the child has exited, else `nil`.

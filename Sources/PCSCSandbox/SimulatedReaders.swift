@@ -278,6 +278,12 @@ public struct SimulatedReaderControl: Sendable, Hashable {
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw SimulatedReaderError(code: "connect", reason: "socket(): errno \(errno)") }
         defer { close(descriptor) }
+        // connect(2) on a Unix socket whose server's backlog is full (a driver thread that stopped
+        // accepting) blocks; Linux bounds that wait, and each send(2), by the socket's SO_SNDTIMEO
+        // (unix_stream_connect in net/unix/af_unix.c), then fails with EAGAIN.
+        var bound = timeval(tv_sec: Int(timeout.components.seconds), tv_usec: Int(timeout.components.attoseconds / 1_000_000_000_000))
+        if bound.tv_sec == 0 && bound.tv_usec == 0 { bound.tv_usec = 1 }  // zero would mean no bound
+        _ = setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &bound, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let path = Array(socketPath.utf8)
@@ -294,6 +300,10 @@ public struct SimulatedReaderControl: Sendable, Hashable {
             }
         }
         guard connected == 0 else {
+            if errno == EAGAIN {
+                throw SimulatedReaderError(
+                    code: "timeout", reason: "\(socketPath) accepted no connection within \(timeout) (its server takes no more) for '\(line)'")
+            }
             throw SimulatedReaderError(
                 code: "connect",
                 reason: "\(socketPath): \(String(cString: strerror(errno))); is the shared pcscd running with the simulated ACR122U readers?")

@@ -65,6 +65,14 @@ public final class InMemoryEmulationBackend: CardEmulationBackend {
         var current: InMemoryTerminal?
         var calls: [String] = []
         var waiter: CheckedContinuation<Wake, Never>?
+        /// The number of the latest wait (``waitForActivation(_:)``), so that a late timeout of
+        /// an earlier one is told apart.
+        var wait: UInt64 = 0
+        /// A timeout of wait `earlyTimeout` that came before that wait had parked: it ends the
+        /// wait as soon as it parks, instead of being lost.
+        var earlyTimeout: UInt64?
+        /// An ``interrupt()`` that found no parked wait: the next wait ends at once.
+        var interruptPending = false
         var prepared = false
     }
 
@@ -108,9 +116,13 @@ public final class InMemoryEmulationBackend: CardEmulationBackend {
     }
 
     /// Wakes a pending wait so the engine can stop at once.
+    ///
+    /// With no wait parked yet (the engine is on its way into one), the next wait ends at once:
+    /// lost, this interrupt would leave that wait to a timeout on a clock nobody may move.
     public func interrupt() {
         let waiter: CheckedContinuation<Wake, Never>? = state.withLock { s in
             defer { s.waiter = nil }
+            if s.waiter == nil { s.interruptPending = true }
             return s.waiter
         }
         waiter?.resume(returning: .interrupted)
@@ -121,6 +133,7 @@ public final class InMemoryEmulationBackend: CardEmulationBackend {
         state.withLock {
             $0.calls.append("prepare")
             $0.prepared = true
+            $0.interruptPending = false  // an interrupt of an earlier emulation ends no wait of this one
         }
     }
 
@@ -138,17 +151,28 @@ public final class InMemoryEmulationBackend: CardEmulationBackend {
         if let terminal = takeTerminal(logging: "arm") { return .activated(mode: 0x08, initiatorCommand: terminal.rats) }
         let deadline = clock.now + step
         let clock = self.clock
+        let number: UInt64 = state.withLock { s in
+            s.wait += 1
+            return s.wait
+        }
         let sleeper = Task {
             try? await clock.sleep(until: deadline)
-            self.wake(.timeout)
+            if !Task.isCancelled { self.timeOut(wait: number) }
         }
+        // A wake that came before this wait parked (the step already over, an interrupt) ends it
+        // at once: no wake is lost between the sleeper's start and the park.
         let wake = await withCheckedContinuation { (continuation: CheckedContinuation<Wake, Never>) in
-            let ready: Bool = state.withLock { s in
-                if !s.queue.isEmpty { return true }
+            let now: Wake? = state.withLock { s in
+                if !s.queue.isEmpty { return .terminal }
+                if s.interruptPending {
+                    s.interruptPending = false
+                    return .interrupted
+                }
+                if s.earlyTimeout == number { return .timeout }
                 s.waiter = continuation
-                return false
+                return nil
             }
-            if ready { continuation.resume(returning: .terminal) }
+            if let now { continuation.resume(returning: now) }
         }
         sleeper.cancel()
         if wake == .terminal, let terminal = takeTerminal(logging: nil) {
@@ -157,12 +181,18 @@ public final class InMemoryEmulationBackend: CardEmulationBackend {
         return .noTerminal
     }
 
-    private func wake(_ reason: Wake) {
+    /// The step of wait `number` is over: it ends, or, not parked yet, ends once it parks.
+    private func timeOut(wait number: UInt64) {
         let waiter: CheckedContinuation<Wake, Never>? = state.withLock { s in
-            defer { s.waiter = nil }
-            return s.waiter
+            guard s.wait == number else { return nil }  // a later wait runs: this one ended
+            guard let waiter = s.waiter else {
+                s.earlyTimeout = number
+                return nil
+            }
+            s.waiter = nil
+            return waiter
         }
-        waiter?.resume(returning: reason)
+        waiter?.resume(returning: .timeout)
     }
 
     private func takeTerminal(logging call: String?) -> InMemoryTerminal? {

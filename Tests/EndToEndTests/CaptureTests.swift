@@ -138,7 +138,7 @@ extension SharedReader {
             // monitor reports the readers it found: it made its PC/SC calls.
             _ = try await capture.wait(for: environment.vpcdReaderName)
             capture.process.terminate()
-            capture.process.waitUntilExit()
+            try await capture.exit(after: "SIGTERM")
             let errors = capture.finalStandardError()
             #expect(capture.process.terminationStatus == 143, "\(errors)")
             #expect(errors.contains("was stopped by SIGTERM (passed on to it); its session so far was saved in \(out)"), "\(errors)")

@@ -102,7 +102,7 @@ extension SharedReader {
                 try SimulatedReaders.controlA.send("remove peer=t")
                 _ = try await waitForCard(in: environment.simulatedReaderA, present: false)
             }
-            try await blocking { monitor.process.waitUntilExit() }
+            try await monitor.exit(after: "40 rounds of card events (its record file should have filled)")
             let errors = monitor.finalStandardError()
             #expect(monitor.process.terminationStatus == 1, "\(monitor.output) \(errors)")
             #expect(errors.contains("secbridge: error: cannot record to '\(path)': cannot append to \(path): File too large (errno 27)"), "\(errors)")
@@ -143,7 +143,7 @@ extension SharedReader {
                 last = try await monitor.wait(for: "card-removed \"\(readerA)\"", after: last + 1)
             }
             #expect(kill(monitor.process.processIdentifier, signal) == 0)
-            try await blocking { monitor.process.waitUntilExit() }
+            try await monitor.exit(after: "signal \(signal)")
             let text = try String(contentsOfFile: path, encoding: .utf8)
             #expect(text.hasSuffix("\n"), "\(text)")
             let events = try transcriptLines(at: path).compactMap { line -> TranscriptEvent? in
@@ -234,7 +234,7 @@ extension SharedReader {
                 let process = try BinaryProcess(arguments, environment: subprocesses)
                 try await Task.sleep(for: delay)
                 kill(process.process.processIdentifier, SIGKILL)
-                try await blocking { process.process.waitUntilExit() }
+                try await process.exit(after: "SIGKILL")
                 let message = try Self.ndefMessage(ofTag: "ntag")
                 #expect(message == old || message == [] || message == new, "step \(step): \(message.map { $0.map { String(format: "%02X", $0) }.joined() } ?? "no NDEF TLV")")
             }
@@ -316,7 +316,16 @@ extension SharedReader {
             let call = Task { try await element.transceive(select) }
             // The relayed call is on its way once its bound sleeps on the clock (the clock resumes
             // this wait when it registers; at most 5 s of real time).
-            #expect(await clock.untilSleepers(1, within: .seconds(5)))
+            guard await clock.untilSleepers(1, within: .seconds(5)) else {
+                // Moving the clock would end nothing: the call, stuck in the stopped vicc, would
+                // wait for good. vicc answers again, so the call ends, and the test fails here.
+                kill(pid, SIGCONT)
+                continued = true
+                Issue.record("the relayed SCardTransmit's 40 s bound did not sleep on the virtual clock within 5 s")
+                _ = await call.result
+                await element.close()
+                return
+            }
             #expect(clock.sleeperCount == 1)
             clock.advance(by: .seconds(40))
             let outcome = await call.result
@@ -369,7 +378,14 @@ extension SharedReader {
             defer { if !continued { kill(pid, SIGCONT) } }
             try SimulatedReaders.controlA.send("place-terminal script=android-t4t-read id=android")
             // The relayed SCardTransmit blocks in vicc: its bound sleeps on the clock.
-            #expect(await clock.untilSleepers(1, within: .seconds(20)))
+            if await !clock.untilSleepers(1, within: .seconds(20)) {
+                // The bound did not start: moving the clock would end nothing, and the relayed
+                // call, stuck in the stopped vicc, would keep the emulation (and this wait) going
+                // for good. vicc answers again, so the emulation can end, and the test fails here.
+                kill(pid, SIGCONT)
+                continued = true
+                Issue.record("the relayed SCardTransmit's 40 s bound did not sleep on the virtual clock within 20 s: the terminal's SELECT was not relayed to vicc")
+            }
             clock.advance(by: .seconds(40))
             let (status, out, err) = try await emulation.value
             kill(pid, SIGCONT)
@@ -543,7 +559,7 @@ func descendants(of pid: Int32) -> [(pid: Int32, name: String)] {
         try requireBuiltBinaries()
         let demo = try BinaryProcess(["demo", "--time-scale", "1"], environment: ProcessInfo.processInfo.environment, input: true)
         let process = demo.process
-        defer { if process.isRunning { process.terminate() } }
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }  // SIGTERM may be blocked in it
         // Its pcscd among its descendants, asking /proc every millisecond (no notification exists
         // for another process's children), on a thread of its own: on the shared PC/SC executor,
         // busy with other suites, the watch started after the demo (over in about 100 ms) had
@@ -567,7 +583,7 @@ func descendants(of pid: Int32) -> [(pid: Int32, name: String)] {
         }
         try #require(!daemons.isEmpty, "no pcscd seen under demo \(demoPID): \(demo.output)")
         kill(demoPID, SIGKILL)
-        _ = try await blocking { process.waitUntilExit() }
+        try await demo.exit(after: "SIGKILL")
         for pcscd in daemons {
             let exited = try await blocking { waitForExit(of: pcscd, upTo: .seconds(10)) }
             #expect(exited, "pcscd \(pcscd) still runs after demo was killed")
@@ -600,7 +616,7 @@ func descendants(of pid: Int32) -> [(pid: Int32, name: String)] {
         try await waitUntilBusy(SimulatedReaderControl(socketPath: controlSocket), with: "D4 8C")
         // SCardControl is under way in pcscd: it dies now.
         #expect(kill(pcscd, SIGKILL) == 0)
-        try await blocking { control.process.waitUntilExit() }
+        try await control.exit(after: "pcscd was killed during its SCardControl")
         let errors = control.finalStandardError()
         #expect(control.process.terminationStatus == 1, "\(control.output) \(errors)")
         #expect(errors.contains("SCardControl failed: pcscd went away during the call (SCARD_"), "\(errors)")

@@ -9,34 +9,16 @@ import Testing
 /// The script installs the binaries the test runs with (`--bin-path`, the debug build), so the test
 /// needs no release build; scripts/install.sh without it builds release.
 @Suite(.serialized, .needsPrivatePCSCD) struct InstallTests {
-    /// Runs `executable` in `directory`; returns status and both streams (bounded by `timeout`).
+    /// Runs `executable` in `directory`; returns status and both streams (bounded by `timeout`:
+    /// it throws when the program ran longer).
     static func run(_ executable: String, _ arguments: [String], in directory: String, environment: [String: String], timeout: Duration = .seconds(120)) async throws
         -> (status: Int32, out: String, err: String)
     {
-        try await blocking {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = arguments
-            process.currentDirectoryURL = URL(fileURLWithPath: directory)
-            process.environment = environment
-            let out = Pipe(), err = Pipe()
-            process.standardOutput = out
-            process.standardError = err
-            process.standardInput = FileHandle.nullDevice
-            let outText = Locked(Data()), errText = Locked(Data())
-            out.fileHandleForReading.readabilityHandler = { handle in let data = handle.availableData; outText.withLock { $0 += data } }
-            err.fileHandleForReading.readabilityHandler = { handle in let data = handle.availableData; errText.withLock { $0 += data } }
-            try process.run()
-            let deadline = ContinuousClock.now + timeout
-            while process.isRunning && ContinuousClock.now < deadline { usleep(20_000) }
-            if process.isRunning { process.terminate() }
-            process.waitUntilExit()
-            out.fileHandleForReading.readabilityHandler = nil
-            err.fileHandleForReading.readabilityHandler = nil
-            outText.withLock { $0 += out.fileHandleForReading.readDataToEndOfFile() }
-            errText.withLock { $0 += err.fileHandleForReading.readDataToEndOfFile() }
-            return (process.terminationStatus, String(decoding: outText.withLock { $0 }, as: UTF8.self), String(decoding: errText.withLock { $0 }, as: UTF8.self))
-        }
+        // Both streams read as they come; past `timeout` it is killed and the test fails, saying so.
+        let child = try BinaryProcess(arguments, environment: environment, executable: URL(fileURLWithPath: executable),
+                                      directory: URL(fileURLWithPath: directory), noInput: true)
+        try await child.exit(within: timeout, after: "starting")
+        return (child.process.terminationStatus, child.finalOutputText(timeout: .seconds(5)), child.finalStandardError(timeout: .seconds(5)))
     }
 
     /// The environment of an installed copy: no driver override, PATH without the build directory.
@@ -77,7 +59,7 @@ import Testing
         let simulate = try BinaryProcess(
             ["simulate", "--json", "--card", "04A1B2C3", "--applet", "t4t-ndef", "--time-scale", "0.01", "--timeout", "60"],
             environment: Self.cleanEnvironment, executable: URL(fileURLWithPath: secbridge), directory: URL(fileURLWithPath: prefix), input: true)
-        defer { if simulate.process.isRunning { simulate.process.terminate() } }
+        defer { if simulate.process.isRunning { kill(simulate.process.processIdentifier, SIGKILL) } }  // SIGTERM may be blocked in it
         let first = try await simulate.line(containing: "{")
         let started = try #require(try JSONSerialization.jsonObject(with: Data(first.utf8)) as? [String: Any], "\(first)")
         #expect(started["event"] as? String == "started")

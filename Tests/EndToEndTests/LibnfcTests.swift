@@ -159,7 +159,7 @@ extension SharedReader {
                 try SimulatedReaders.controlA.send("place-terminal script=\(script) id=phone")
             }
             let reply = try await blocking { try SimulatedReaders.controlA.send("terminal-result peer=phone wait-ms=20000", timeout: .seconds(25)) }
-            let emulatorResult = await Task.detached { emulator.finish(timeout: .seconds(10)) }.value
+            let emulatorResult = try await onOwnThread("e2e-tool-wait") { emulator.finish(timeout: .seconds(10)) }
             #expect(reply["result"] == expected, "\(reply)\n\(emulatorResult.output)")
             if expected == "failed" {
                 #expect(reply["stage"] == "capability container check", "\(reply)")
@@ -197,7 +197,7 @@ extension SharedReader {
                 try chip.restoreReaderDefaults()
                 return (target, answers)
             }
-            let emulatorResult = await Task.detached { emulator.finish(timeout: .seconds(10)) }.value
+            let emulatorResult = try await onOwnThread("e2e-tool-wait") { emulator.finish(timeout: .seconds(10)) }
             let target = try #require(reading.0, "no target found; nfc-emulate-forum-tag4 said: \(emulatorResult.output)")
             // nfc-emulate-forum-tag4's target: UID 08 00 B0 0B, ATQA 00 04, SAK 20 (libnfc
             // utils/nfc-emulate-forum-tag4.c); the PN532 answers RATS with ATS 05 75 33 92 03.

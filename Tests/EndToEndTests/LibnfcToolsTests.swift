@@ -52,9 +52,9 @@ extension SharedReader {
         ) async throws -> (status: Int32, output: String) {
             let poll = try Libnfc.RunningTool("nfc-poll", [], environment: toolEnvironment(environment))
             try await start()
-            let waiting = await Task.detached { poll.waitForOutput("Waiting for card removing...") }.value
+            let waiting = try await onOwnThread("e2e-tool-wait") { poll.waitForOutput("Waiting for card removing...") }
             try SimulatedReaders.controlA.send("remove peer=ntag")
-            let result = await Task.detached { poll.finish(timeout: .seconds(20)) }.value
+            let result = try await onOwnThread("e2e-tool-wait") { poll.finish(timeout: .seconds(20)) }
             #expect(waiting, "\(result.output)")
             #expect(result.status == 0, "\(result.output)")
             return result

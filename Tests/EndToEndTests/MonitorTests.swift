@@ -49,7 +49,9 @@ extension SharedReader {
             let environment = try await sharedEnvironment()
             let reader = environment.vpcdReaderName
             let monitor = ReaderMonitor()
-            defer { monitor.stop() }
+            // Its thread ended before the test does: none left inside pcsc-lite when the test process
+            // exits (docs/test-infrastructure.md, "pcsc-lite at exit"); the bound fails the test.
+            defer { #expect(monitor.stop(waitingAtMost: .seconds(10)), "the monitor's thread was still in a PC/SC call 10 s after stop()") }
             let events = EventCollector(monitor)
             // Initial state: the reader is attached and vicc's card is in it.
             _ = try await events.wait(for: "reader-attached") { $0 == .readerAttached(reader: reader) }
@@ -74,7 +76,9 @@ extension SharedReader {
             let reader = environment.simulatedReaderA
             let other = environment.simulatedReaderB
             let monitor = ReaderMonitor()
-            defer { monitor.stop() }
+            // Its thread ended before the test does: none left inside pcsc-lite when the test process
+            // exits (docs/test-infrastructure.md, "pcsc-lite at exit"); the bound fails the test.
+            defer { #expect(monitor.stop(waitingAtMost: .seconds(10)), "the monitor's thread was still in a PC/SC call 10 s after stop()") }
             let events = EventCollector(monitor)
             _ = try await events.wait(for: "reader-attached") { $0 == .readerAttached(reader: reader) }
             events.clear()
@@ -98,7 +102,7 @@ extension SharedReader {
             }
             try await Task.sleep(for: .milliseconds(100))
             monitor.stop()
-            let count = await finished.value  // returns: the stream finished
+            let count = try await value(of: finished, within: .seconds(10), "the monitor's event stream finishing after stop()")
             #expect(count >= 1)
         }
     }
@@ -195,7 +199,7 @@ extension SharedReader {
             ["simulate", "--card", "04A1B2C3", "--applet", "t4t-ndef", "--time-scale", "0.01", "--timeout", "60"],
             environment: ProcessInfo.processInfo.environment, input: true)
         let process = simulate.process
-        defer { if process.isRunning { process.terminate() } }
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }  // SIGTERM may be blocked in it
         let export = try await simulate.line(containing: "export PCSCLITE_CSOCK_NAME=")
         let socket = String(export.dropFirst("export PCSCLITE_CSOCK_NAME=".count))
         _ = try await simulate.wait(for: "type control requests")
@@ -234,13 +238,13 @@ extension SharedReader {
         let simulate = try BinaryProcess(
             ["simulate", "--readers", "1", "--time-scale", "0.01", "--timeout", "60"], environment: ProcessInfo.processInfo.environment, input: true)
         let process = simulate.process
-        defer { if process.isRunning { process.terminate() } }
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }  // SIGTERM may be blocked in it
         let export = try await simulate.line(containing: "export PCSCLITE_CSOCK_NAME=")
         let socket = export.dropFirst("export PCSCLITE_CSOCK_NAME=".count)
         let pcscd = try #require(PrivatePCSCD.daemonPID(socketPath: String(socket)))
         #expect(kill(pcscd, 0) == 0, "pcscd \(pcscd) should run while simulate does")
         kill(process.processIdentifier, SIGKILL)
-        _ = try await blocking { process.waitUntilExit() }
+        try await simulate.exit(after: "SIGKILL")
         let exited = try await blocking { waitForExit(of: pcscd, upTo: .seconds(10)) }
         #expect(exited, "pcscd \(pcscd) still runs after simulate was killed")
         var environment = ProcessInfo.processInfo.environment

@@ -77,7 +77,7 @@ extension SharedReader {
             }
             try await session.enterWiredMode(using: credential)
             try await session.performTransaction(using: credential)
-            let seen = await events.value
+            let seen = try await value(of: events, within: .seconds(30), "the field-absent event after the relayed transcript")
             let reply = try await terminalResult("relay")
             try await session.endCardEmulation()
             await session.invalidate()

@@ -79,7 +79,7 @@ let openscInstalled = FileManager.default.isExecutableFile(atPath: "/usr/bin/ope
 
         // SIGTERM: a clean stop, exit status 0, the count said.
         serve.process.terminate()
-        serve.process.waitUntilExit()
+        try await serve.exit(after: "SIGTERM")
         #expect(serve.process.terminationStatus == 0, "\(serve.standardError)")
         _ = try await serve.wait(for: "stopped after", after: at)
 
@@ -108,7 +108,7 @@ let openscInstalled = FileManager.default.isExecutableFile(atPath: "/usr/bin/ope
         }
         #expect(serve.standardError.contains("secbridge: cannot connect to vpcd at localhost:\(port): Connection refused; trying again until it answers"))
         serve.process.interrupt()
-        serve.process.waitUntilExit()
+        try await serve.exit(after: "SIGINT")
         #expect(serve.process.terminationStatus == 0)
         _ = try await serve.wait(for: "stopped after 0 commands")
     }
@@ -122,7 +122,7 @@ let openscInstalled = FileManager.default.isExecutableFile(atPath: "/usr/bin/ope
         defer { serve.stop() }
         _ = try await serve.wait(for: #""event":"serving""#)
         serve.process.interrupt()
-        serve.process.waitUntilExit()
+        try await serve.exit(after: "SIGINT")
         #expect(serve.process.terminationStatus == 0)
         _ = try await serve.wait(for: #""event":"stopped""#)
         let objects = serve.output.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }

@@ -365,7 +365,7 @@ extension SharedReader {
             try await session.enterWiredMode(using: credential)
             try await session.performTransaction(using: credential)
             #expect(await session.state == .cardEmulation(credential: credential))
-            let seen = await events.value
+            let seen = try await value(of: events, within: .seconds(30), "the field-absent event after the terminal's read")
             let reply = try await terminalResult("api")
             #expect(reply["result"] == "passed", "\(reply)")
             try await session.endCardEmulation()
@@ -412,7 +412,7 @@ extension SharedReader {
             #expect(try SimulatedReaders.controlA.send("status")["picc"] == "00", "automatic polling off while emulating")
             await session.invalidate()
             #expect(await session.state == .invalid)
-            let seen = await events.value  // the stream finishes on invalidate
+            let seen = try await value(of: events, within: .seconds(30), "the event stream finishing on invalidate()")
             guard case .sessionInvalidated(let reason)? = seen.last else {
                 Issue.record("the stream did not end with sessionInvalidated: \(seen)")
                 return

@@ -40,6 +40,15 @@ func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async thr
     try await pcscExecutor.run(body)
 }
 
+/// Runs blocking work (a bounded wait for a subprocess) on a thread of its own: neither on Swift's
+/// shared pool, whose 2 threads it would hold while other tests' tasks wait for them, nor on the
+/// shared ``pcscExecutor``, which other suites' PC/SC calls queue on.
+func onOwnThread<T: Sendable>(_ name: String, _ body: @escaping @Sendable () throws -> T) async throws -> T {
+    let executor = BlockingExecutor(name: name)
+    defer { executor.shutdown() }
+    return try await executor.run(body)
+}
+
 /// Runs the CLI in this process (so it talks to the shared pcscd) and captures its output.
 func runCLI(_ arguments: [String], input: [String] = []) async throws -> (status: Int32, out: String, err: String) {
     try await blocking {
@@ -75,42 +84,61 @@ func runBinary(_ arguments: [String], environment: [String: String], input: Stri
 
 /// Runs `program` as a subprocess with `environment` and a bound on its run time; with `input`,
 /// standard input is a pipe that carries it and then ends.
+///
+/// Standard output and error are read as they come, both at once (a child that fills one pipe
+/// while this reads the other would otherwise never exit). When the program has not exited
+/// within `timeout` it is killed and this throws ``HarnessError/Code/timeout`` with what it had
+/// printed; output that a process it started still holds open is awaited 5 s at most.
 func runProgram(
     _ binary: URL, _ arguments: [String], environment: [String: String], input: String? = nil, timeout: Duration = .seconds(20)
 ) async throws
     -> (status: Int32, out: String, err: String)
 {
-    // A thread of its own: subprocesses of suites that run in parallel do not queue behind each
-    // other on the shared PC/SC executor.
-    let executor = BlockingExecutor(name: "e2e-binary")
-    defer { executor.shutdown() }
-    return try await executor.run {
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
-        process.environment = environment
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        let stdin = input.map { _ in Pipe() }
-        if let stdin { process.standardInput = stdin }
-        let exited = DispatchSemaphore(value: 0)
-        process.terminationHandler = { _ in exited.signal() }
-        try process.run()
-        if let stdin, let input {
-            stdin.fileHandleForWriting.write(Data(input.utf8))
-            try stdin.fileHandleForWriting.close()
-        }
-        let (seconds, attoseconds) = timeout.components
-        if exited.wait(timeout: .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))) == .timedOut {
-            process.terminate()
-        }
-        process.waitUntilExit()
-        let outText = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let errText = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        return (process.terminationStatus, outText, errText)
+    let child = try BinaryProcess(arguments, environment: environment, executable: binary, input: input != nil)
+    if let pipe = child.input {
+        // Small inputs only: they fit the pipe's buffer, so this write does not wait for a reader.
+        pipe.fileHandleForWriting.write(Data((input ?? "").utf8))
+        try pipe.fileHandleForWriting.close()
     }
+    try await child.exit(within: timeout, after: "starting")
+    return (child.process.terminationStatus, child.finalOutputText(timeout: .seconds(5)), child.finalStandardError(timeout: .seconds(5)))
+}
+
+/// Waits at most `timeout` for `process` to exit, polling every 10 ms, so no thread waits (this
+/// may run on Swift's shared pool).
+///
+/// When it has not exited in time it is killed with SIGKILL (a child started from a thread of
+/// the shared pool inherits a signal mask that blocks SIGINT and SIGTERM, so those may never reach
+/// it), given up to 5 s to go, and this throws ``HarnessError/Code/timeout`` naming `what` it did
+/// not finish after.
+func awaitExit(_ process: Process, within timeout: Duration = .seconds(20), after what: String, details: @Sendable () -> String = { "" })
+    async throws
+{
+    let deadline = ContinuousClock.now + timeout
+    while process.isRunning && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
+    guard process.isRunning else { return }
+    let killDeadline = ContinuousClock.now + .seconds(5)
+    kill(process.processIdentifier, SIGKILL)
+    while process.isRunning && ContinuousClock.now < killDeadline { try? await Task.sleep(for: .milliseconds(10)) }
+    throw exitTimeout(process, timeout, what, details())
+}
+
+/// ``awaitExit(_:within:after:details:)`` for a thread that may block (a ``blocking(_:)`` job).
+func waitForExit(_ process: Process, within timeout: Duration = .seconds(20), after what: String, details: () -> String = { "" }) throws {
+    let deadline = ContinuousClock.now + timeout
+    while process.isRunning && ContinuousClock.now < deadline { usleep(10_000) }
+    guard process.isRunning else { return }
+    let killDeadline = ContinuousClock.now + .seconds(5)
+    kill(process.processIdentifier, SIGKILL)
+    while process.isRunning && ContinuousClock.now < killDeadline { usleep(10_000) }
+    throw exitTimeout(process, timeout, what, details())
+}
+
+private func exitTimeout(_ process: Process, _ timeout: Duration, _ what: String, _ details: String) -> HarnessError {
+    let name = ([process.executableURL?.lastPathComponent ?? "child"] + (process.arguments ?? [])).joined(separator: " ")
+    let end = process.isRunning ? "it is still running after SIGKILL and 5 s more" : "it was killed (SIGKILL)"
+    return HarnessError(code: .timeout, reason: "`\(name)` (pid \(process.processIdentifier)) did not exit within \(timeout) after \(what); \(end)"
+        + (details.isEmpty ? "" : "; \(details)"))
 }
 
 /// A running `secbridge` subprocess (`monitor --json`, `serve`, `simulate`), its standard output
@@ -120,70 +148,82 @@ final class BinaryProcess: @unchecked Sendable {
     /// Standard input, with `input: true`; otherwise this process's is inherited.
     let input: Pipe?
     private let lines = Locked<[String]>([])
-    private let buffer = Locked<String>("")
-    private let errorText = Locked<String>("")
-    private let errorClosed = DispatchSemaphore(value: 0)
-    private let outputClosed = DispatchSemaphore(value: 0)
+    /// Standard output and error, each read to its end on a thread of its own (both at once).
+    private let outputDrain: PipeDrain
+    private let errorDrain: PipeDrain
 
     /// - Parameters:
     ///   - executable: the binary to run: the build's `secbridge` unless given (an installed copy).
     ///   - directory: its working directory, unless this process's.
     ///   - input: give it a pipe as standard input (``input``), for programs that read it.
-    init(_ arguments: [String], environment: [String: String], executable: URL? = nil, directory: URL? = nil, input: Bool = false) throws {
+    ///   - noInput: standard input is /dev/null instead of this process's (without `input`).
+    init(_ arguments: [String], environment: [String: String], executable: URL? = nil, directory: URL? = nil, input: Bool = false,
+         noInput: Bool = false) throws {
         process.executableURL = try executable ?? secbridgeBinary()
         process.arguments = arguments
         process.environment = environment
         if let directory { process.currentDirectoryURL = directory }
         self.input = input ? Pipe() : nil
-        if let pipe = self.input { process.standardInput = pipe }
+        if let pipe = self.input { process.standardInput = pipe } else if noInput { process.standardInput = FileHandle.nullDevice }
         let pipe = Pipe()
         process.standardOutput = pipe
         let errors = Pipe()
         process.standardError = errors
-        errors.fileHandleForReading.readabilityHandler = { [errorText, errorClosed] handle in
-            let data = handle.availableData
-            guard !data.isEmpty else {
-                handle.readabilityHandler = nil
-                errorClosed.signal()
-                return
-            }
-            errorText.withLock { $0 += String(decoding: data, as: UTF8.self) }
-        }
-        pipe.fileHandleForReading.readabilityHandler = { [lines, buffer, outputClosed] handle in
-            let data = handle.availableData
-            guard !data.isEmpty else {
-                handle.readabilityHandler = nil
-                outputClosed.signal()
-                return
-            }
-            buffer.withLock { text in
-                text += String(decoding: data, as: UTF8.self)
-                while let newline = text.firstIndex(of: "\n") {
-                    let line = String(text[..<newline])
-                    text = String(text[text.index(after: newline)...])
+        let partial = Locked(Data())  // the output's last line until its newline comes
+        outputDrain = PipeDrain(pipe.fileHandleForReading, name: "e2e-stdout") { [lines] chunk in
+            partial.withLock { pending in
+                pending += chunk
+                while let newline = pending.firstIndex(of: 0x0A) {
+                    let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
+                    pending = Data(pending[pending.index(after: newline)...])
                     lines.withLock { $0.append(line) }
                 }
             }
         }
-        try process.run()
+        errorDrain = PipeDrain(errors.fileHandleForReading, name: "e2e-stderr")
+        do {
+            try process.run()
+        } catch {
+            // No child holds the write ends: closing this process's ends the drains' reading.
+            try? pipe.fileHandleForWriting.close()
+            try? errors.fileHandleForWriting.close()
+            throw error
+        }
     }
 
     var output: [String] { lines.withLock { $0 } }
-    var standardError: String { errorText.withLock { $0 } }
+    var standardError: String { errorDrain.text }
 
     /// Standard error once every writer closed it (the process and what it started exited), at
-    /// most `timeout`: what the process wrote last, which the readability handler may deliver
-    /// after `waitUntilExit` returns.
+    /// most `timeout`: what the process wrote last may still be on its way when it has exited.
     func finalStandardError(timeout: Duration = .seconds(10)) -> String {
-        _ = errorClosed.wait(timeout: .now() + .seconds(Int(timeout.components.seconds)))
+        errorDrain.waitForEnd(timeout: timeout)
         return standardError
     }
 
     /// The lines of standard output once every writer closed it, at most `timeout`: as
-    /// ``finalStandardError(timeout:)``, the last lines may be delivered after `waitUntilExit`.
+    /// ``finalStandardError(timeout:)``, the last lines may come after the exit.
     func finalOutput(timeout: Duration = .seconds(10)) -> [String] {
-        _ = outputClosed.wait(timeout: .now() + .seconds(Int(timeout.components.seconds)))
+        outputDrain.waitForEnd(timeout: timeout)
         return output
+    }
+
+    /// Standard output byte for byte (as UTF-8 text), once every writer closed it, at most `timeout`.
+    func finalOutputText(timeout: Duration = .seconds(10)) -> String {
+        outputDrain.waitForEnd(timeout: timeout)
+        return outputDrain.text
+    }
+
+    /// Waits at most `timeout` for the process to exit (no thread waits); when it has not, kills
+    /// it and throws, naming `what` it did not finish after and what it had printed
+    /// (``awaitExit(_:within:after:details:)``).
+    func exit(within timeout: Duration = .seconds(20), after what: String) async throws {
+        try await awaitExit(process, within: timeout, after: what) { [self] in "standard output: \(output), standard error: \(standardError)" }
+    }
+
+    /// ``exit(within:after:)`` for a thread that may block (a ``blocking(_:)`` job).
+    func waitForExit(within timeout: Duration = .seconds(20), after what: String) throws {
+        try EndToEndTests.waitForExit(process, within: timeout, after: what) { "standard output: \(output), standard error: \(standardError)" }
     }
 
     func wait(for needle: String, after index: Int = 0, timeout: Duration = .seconds(20)) async throws -> Int {
@@ -208,9 +248,15 @@ final class BinaryProcess: @unchecked Sendable {
         return output[index]
     }
 
+    /// SIGINT, then at most 10 s for the exit; a process that has not exited by then is killed
+    /// and the test fails with an issue saying so.
     func stop() {
         if process.isRunning { process.interrupt() }
-        process.waitUntilExit()
+        do {
+            try waitForExit(within: .seconds(10), after: "SIGINT")
+        } catch {
+            Issue.record(error)
+        }
     }
 }
 
@@ -218,20 +264,31 @@ final class BinaryProcess: @unchecked Sendable {
 /// later (a place-card request is handled before the next line; presence is polled on use), until
 /// its own `--timeout` ends it; returns its exit status and standard output.
 func simulateInProcessThroughAPipe(_ arguments: [String], first: String, then: String) async throws -> (status: Int32, out: String) {
-    let binary = try secbridgeBinary()
-    return try await blocking { () -> (Int32, String) in
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = ["simulate", "--in-process"] + arguments
-        let input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        input.fileHandleForWriting.write(Data(first.utf8))
-        usleep(300_000)
-        input.fileHandleForWriting.write(Data(then.utf8))
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))    }
+    let child = try BinaryProcess(["simulate", "--in-process"] + arguments, environment: ProcessInfo.processInfo.environment, input: true)
+    let input = child.input!.fileHandleForWriting
+    defer { try? input.close() }
+    input.write(Data(first.utf8))
+    try await Task.sleep(for: .milliseconds(300))
+    input.write(Data(then.utf8))
+    try await child.exit(within: .seconds(30), after: "its input (its own --timeout should have ended it)")
+    return (child.process.terminationStatus, child.finalOutputText(timeout: .seconds(5)))
+}
+
+/// `task`'s value, awaited at most `bound` of real time: past it the task is cancelled (a
+/// `for await` over a stream then ends) and this throws ``HarnessError/Code/timeout`` saying that
+/// `what` did not happen. An event stream that never yields the awaited event, and never finishes,
+/// then fails the test instead of keeping it waiting for good.
+func value<T: Sendable>(of task: Task<T, Never>, within bound: Duration, _ what: String) async throws -> T {
+    let late = Locked(false)
+    let watchdog = Task {
+        try await Task.sleep(for: bound)
+        late.withLock { $0 = true }
+        task.cancel()
+    }
+    let value = await task.value
+    watchdog.cancel()
+    if late.withLock({ $0 }) {
+        throw HarnessError(code: .timeout, reason: "\(what) did not happen within \(bound) (the task awaiting it was cancelled)")
+    }
+    return value
 }

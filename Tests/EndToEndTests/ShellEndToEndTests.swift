@@ -95,6 +95,11 @@ extension SharedReader {
             let ender = Task {
                 try await Task.sleep(for: .seconds(5))
                 try? input.close()
+                // Should the run hold the card on after its input ended, its death lets the other
+                // program go (pcscd ends a dead client's transaction), and the checks below fail,
+                // instead of the other program's SCardBeginTransaction waiting for good.
+                try await Task.sleep(for: .seconds(15))
+                if run.process.isRunning { kill(run.process.processIdentifier, SIGKILL) }
             }
             let other = BlockingExecutor(name: "other-program")
             defer { other.shutdown() }
@@ -116,8 +121,8 @@ extension SharedReader {
             // (When the 5 s ended the input, the write fails and the checks below say what is missing.)
             try? input.write(contentsOf: Data("00 B0 00 00 01 BB\n".utf8))
             try? input.close()
-            let status = try await other.run { () -> Int32 in
-                run.process.waitUntilExit()
+            let status = try await other.run { () throws -> Int32 in
+                try run.waitForExit(after: "its input ended")
                 return run.process.terminationStatus
             }
             #expect(status == 0, "\(run.finalStandardError())")

@@ -152,7 +152,12 @@ extension SharedReader {
                 // B's SCardTransmit waits for A's answer: the cable is pulled now.
                 #expect(try SimulatedReaders.controlB.send("status")["busy"] != "no")
                 #expect(try SimulatedReaders.controlB.send("unplug")["plugged"] == "no")
-                try await blocking { command.process.waitUntilExit() }
+                do {
+                    try await command.exit(after: "its reader was unplugged")
+                } catch {
+                    await held.release()
+                    throw error
+                }
                 await held.release()
                 return (command.process.terminationStatus, command.output.joined(separator: "\n"), command.finalStandardError(), inFlight)
             }
@@ -219,7 +224,7 @@ extension SharedReader {
                     throw error
                 }
                 #expect(try SimulatedReaders.controlA.send("unplug")["plugged"] == "no")
-                try await blocking { emulate.process.waitUntilExit() }
+                try await emulate.exit(after: "its reader was unplugged")
                 return emulate
             }
             let errors = emulate.finalStandardError()

@@ -27,19 +27,7 @@ import Testing
 
     /// Runs `executable` with `arguments`; returns status, standard output and standard error.
     static func runProcess(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws -> (status: Int32, out: String, err: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        if let environment { process.environment = environment }
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        let errData = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+        try runChild(URL(fileURLWithPath: executable), arguments, environment: environment)  // bounded, both pipes read at once
     }
 
     @Test func generateManWritesOnePagePerCommandAndSubcommand() throws {

@@ -45,19 +45,7 @@ import Transcript
         let executor = BlockingExecutor(name: "selftest-replay")
         defer { executor.shutdown() }
         return try await executor.run {
-            let process = Process()
-            process.executableURL = executable
-            process.arguments = ["selftest", "--replay", bundle] + (json ? ["--json"] : [])
-            let out = Pipe(), err = Pipe()
-            (process.standardOutput, process.standardError, process.standardInput) = (out, err, FileHandle.nullDevice)
-            try process.run()
-            let watchdog = DispatchWorkItem { process.terminate() }
-            DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
-            let outData = out.fileHandleForReading.readDataToEndOfFile()
-            let errData = err.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            watchdog.cancel()
-            return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+            try runChild(executable, ["selftest", "--replay", bundle] + (json ? ["--json"] : []), timeout: .seconds(60))
         }
     }
 

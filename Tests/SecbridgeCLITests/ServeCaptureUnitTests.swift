@@ -214,16 +214,9 @@ import Glibc
         print(" ".join(sys.argv[1:]))
         """
 
+    /// The command's standard output (bounded: ``runChild(_:_:environment:timeout:)``).
     func run(_ command: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: command[0])
-        process.arguments = Array(command.dropFirst())
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
+        try runChild(URL(fileURLWithPath: command[0]), Array(command.dropFirst()), timeout: .seconds(20)).out
     }
 
     @Test func theViewerRunsWithWholeLinePrints() throws {

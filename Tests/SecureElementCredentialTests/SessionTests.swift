@@ -22,9 +22,14 @@ struct Harness {
     }
 
     /// Waits until at least `count` tasks sleep on the clock (the clock resumes it when the last
-    /// one registers; 10 s of real time at most, then the test's expectations fail).
-    func waitForSleepers(_ count: Int) async {
-        _ = await clock.untilSleepers(count, within: .seconds(10))
+    /// one registers; 10 s of real time at most).
+    /// - Throws: when they did not: moving the clock then would wake nobody, and a timer that
+    ///   registered later would wait for good (and the test with it) for a move that never comes.
+    func waitForSleepers(_ count: Int) async throws {
+        guard await clock.untilSleepers(count, within: .seconds(10)) else {
+            struct SleepersMissing: Error, CustomStringConvertible { var description: String }
+            throw SleepersMissing(description: "\(count) tasks were awaited asleep on the virtual clock within 10 s; \(clock.sleeperCount) were")
+        }
     }
 }
 
@@ -114,7 +119,7 @@ struct SessionTests {
         h.backend.present(InMemoryTerminal(commands: [hex("00 A4 04 00 07 D2 76 00 00 85 01 01 00")], departure: .silence))
         var seen: [String] = []
         for _ in 0..<8 {
-            guard let event = await events.next() else { break }
+            guard let event = await boundedNext(&events) else { break }
             switch event {
             case .fieldStateChanged(let info): seen.append(info.rawValue)
             case .fieldObserved(let info): seen.append("observed \(info.state)")
@@ -155,7 +160,7 @@ struct SessionTests {
             do throws(CredentialSessionError) { try await session.performTransaction(using: credential) } catch { return error }
             return nil
         }
-        await h.waitForSleepers(2)  // the wired idle timer and the authorization timeout
+        try await h.waitForSleepers(2)  // the wired idle timer and the authorization timeout
         h.clock.advance(by: .seconds(30))
         #expect(await attempt.value?.code == .userAuthorizationTimedOut)
         #expect(await h.session.state == .wired(credential: h.credential))
@@ -168,7 +173,7 @@ struct SessionTests {
         var events = h.session.eventStream.makeAsyncIterator()
         try await h.session.enterWiredMode(using: h.credential)
         try await h.session.performTransaction(using: h.credential)
-        await h.waitForSleepers(2)  // the emulation deadline and the runner's first 5 s step
+        try await h.waitForSleepers(2)  // the emulation deadline and the runner's first 5 s step
         h.clock.advance(by: .seconds(59))
         h.clock.advance(by: .seconds(1))
         let timeout = await nextEvent(&events) { $0 == .cardEmulationTimeout }
@@ -183,7 +188,7 @@ struct SessionTests {
         let h = try Harness()
         try await h.session.enterWiredMode(using: h.credential)
         try await h.session.performTransaction(using: h.credential)
-        await h.waitForSleepers(2)
+        try await h.waitForSleepers(2)
         try await h.session.endCardEmulation()
         #expect(await h.session.state == .management)
         #expect(h.backend.calls.last == "restore")
@@ -195,7 +200,7 @@ struct SessionTests {
         let h = try Harness()
         var events = h.session.eventStream.makeAsyncIterator()
         try await h.session.enterWiredMode(using: h.credential)
-        await h.waitForSleepers(1)
+        try await h.waitForSleepers(1)
         h.clock.advance(by: .seconds(15))
         let event = await nextEvent(&events) {
             if case .sessionInvalidated = $0 { return true }
@@ -207,7 +212,7 @@ struct SessionTests {
         }
         #expect(reason.code == .sessionInvalidated)
         #expect(reason.invalidation == .wiredIdleTimeout(.seconds(15)))
-        #expect(await events.next() == nil, "the stream finishes after sessionInvalidated")
+        #expect(await boundedNext(&events) == nil, "the stream finishes after sessionInvalidated")
         #expect(await h.session.state == .invalid)
         await #expect(throws: CredentialSessionError(.sessionInvalidated, "")) { try await h.session.listCredentials() }
     }
@@ -220,7 +225,7 @@ struct SessionTests {
         try await first.relinquish()
         let second = try await h.session.acquirePresentmentAssertion()
         await #expect(throws: CredentialSessionError(.resourceUnavailable, "")) { try await h.session.acquirePresentmentAssertion() }
-        await h.waitForSleepers(1)
+        try await h.waitForSleepers(1)
         h.clock.advance(by: .seconds(60))
         #expect(await nextEvent(&events) { $0 == .presentmentIntentAssertionTimeout } != nil)
         #expect(second.state == .invalid)

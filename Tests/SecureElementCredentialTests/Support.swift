@@ -39,10 +39,59 @@ func nextEvent(
     where predicate: (CredentialSessionEvent) -> Bool
 ) async -> CredentialSessionEvent? {
     for _ in 0..<limit {
-        guard let event = await iterator.next() else { return nil }
+        guard let event = await boundedNext(&iterator) else { return nil }
         if predicate(event) { return event }
     }
     return nil
+}
+
+/// `iterator`'s next event, awaited at most `bound` of real time; nil when the stream ended.
+///
+/// Past the bound the test fails with an issue saying so, and the waiting task is cancelled (the
+/// stream's `next()` then returns nil): an event that never comes, on a stream that never
+/// finishes (a timer on a virtual clock nobody moves), ends the test instead of keeping it, and
+/// the run, waiting for good.
+func boundedNext(
+    _ iterator: inout AsyncStream<CredentialSessionEvent>.AsyncIterator, within bound: Duration = .seconds(30)
+) async -> CredentialSessionEvent? {
+    guard let watchdog = withUnsafeCurrentTask(body: { $0.map(CancelWhenLate.init) }) else { return await iterator.next() }
+    let timer = Task {
+        try? await Task.sleep(for: bound)
+        if !Task.isCancelled { watchdog.fire() }
+    }
+    let event = await iterator.next()
+    timer.cancel()
+    if watchdog.finish() {
+        Issue.record("no session event within \(bound) of real time: the awaited event never came and the stream did not finish (the wait was cancelled)")
+        return nil
+    }
+    return event
+}
+
+/// Cancels a waiting task once its bound passed, unless the wait ended first.
+private final class CancelWhenLate: @unchecked Sendable {
+    // `task` is used only while `finished` is false, under `state`'s lock: the task it names is
+    // still inside the wait then, so the handle is valid.
+    private let task: UnsafeCurrentTask
+    private let state = Mutex<(finished: Bool, fired: Bool)>((false, false))
+
+    init(_ task: UnsafeCurrentTask) { self.task = task }
+
+    func fire() {
+        state.withLock { s in
+            guard !s.finished else { return }
+            s.fired = true
+            task.cancel()
+        }
+    }
+
+    /// Ends the watch; true when the bound had passed (and the task was cancelled).
+    func finish() -> Bool {
+        state.withLock { s in
+            s.finished = true
+            return s.fired
+        }
+    }
 }
 
 /// Whether an event is a field state change to `state`.
