@@ -61,8 +61,9 @@ enum Libnfc {
             if let input {
                 let pipe = Pipe()
                 process.standardInput = pipe
+                _ = ignoringSIGPIPE
                 try process.run()
-                pipe.fileHandleForWriting.write(Data(input.utf8))
+                try? pipe.fileHandleForWriting.write(contentsOf: Data(input.utf8))  // EPIPE: the tool ended first
                 try pipe.fileHandleForWriting.close()
                 return
             }

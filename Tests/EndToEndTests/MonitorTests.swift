@@ -220,7 +220,7 @@ extension SharedReader {
         #expect(send.status == 0, "\(send.err)")
         #expect(send.out.contains("< 90 00\n"))
         // A control request on standard input.
-        simulate.input?.fileHandleForWriting.write(Data("a peers\n".utf8))
+        try? simulate.input?.fileHandleForWriting.write(contentsOf: Data("a peers\n".utf8))
         _ = try await simulate.wait(for: "ok count=1")
         _ = try await blocking { simulate.stop() }
         #expect(process.terminationStatus == 0)
