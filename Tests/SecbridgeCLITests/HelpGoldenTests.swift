@@ -1211,7 +1211,7 @@ import Testing
             help: #"""
             OVERVIEW: Check pcscd, the ACR122U, its driver, escape commands and firmware, and say how to fix what fails.
 
-            USAGE: secbridge doctor [--reader NAME|INDEX] [--json]
+            USAGE: secbridge doctor [--reader NAME|INDEX] [--device tty:PATH] [--json]
 
             Checks, in order, each with a verdict (ok, warning, fail, skipped) and, when not ok, the fix:
               pcscd installed, pcscd running (the socket: PCSCLITE_CSOCK_NAME or /run/pcscd/pcscd.comm),
@@ -1224,6 +1224,9 @@ import Testing
               libccid or acsccid, escape option; what works on it and what does not; the simulator
               personality that models it), the PICC operating parameter (automatic polling), a card
               in the field.
+            With --device tty:/dev/ttyUSB0 (or nfcpy's tty:USB0) a PN532 board on a serial line is
+            checked instead: the device node, its permissions (the dialout group), a wake-up (55
+            preamble, SAMConfiguration) and GetFirmwareVersion, at 115200 baud (docs/pn532-uart.md).
             Exit status 0 when no check failed, 1 otherwise. Read-only: nothing is changed.
 
             Example:
@@ -1237,13 +1240,14 @@ import Testing
 
             OPTIONS:
               -r, --reader <NAME|INDEX>  The reader to check: an index from `secbridge readers` or part of its name.
+              --device <tty:PATH>        Check a PN532 board on this serial port instead (tty:/dev/ttyUSB0, or tty:USB0).
               --json                     Print a JSON array of {check, verdict, detail, fix}.
               -h, --help                 Show help information.
 
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge doctor [--reader NAME|INDEX] [--json]
+            USAGE: secbridge doctor [--reader NAME|INDEX] [--device tty:PATH] [--json]
             Run 'secbridge doctor --help' for more information.
 
             """#),
