@@ -830,7 +830,7 @@ import Testing
             help: #"""
             OVERVIEW: A reader session: read the presented card's UID and ATS, SELECT an AID, or read its NDEF message.
 
-            USAGE: secbridge read [--reader NAME|INDEX] [--pn532] [--wait SECONDS] [--aid HEX | --lenient-cc] [--key HEX12 [--key-b] --blocks N[-M]] [--dump FILE [--key HEX12 | --keys FILE] [--key-b]] [--json] [--record FILE]
+            USAGE: secbridge read [--reader NAME|INDEX] [--pn532 [--device tty:PATH]] [--wait SECONDS] [--aid HEX | --lenient-cc] [--key HEX12 [--key-b] --blocks N[-M]] [--dump FILE [--key HEX12 | --keys FILE] [--key-b]] [--json] [--record FILE]
 
             The host acts as the terminal. By default the reader's own polling finds the card
             (a PC/SC connection); with --pn532 an ACR122U is driven with PN532 initiator commands
@@ -872,6 +872,9 @@ import Testing
             libnfc's nfc-emulate-forum-tag4 declares). docs/terminal-models.md §1 lists the rules. With --aid, that application is selected and the answer shown.
             The UID and ATS come from the ACR122U's Get Data pseudo-APDUs (FF CA 00/01 00 00) on
             the PC/SC path, from InListPassiveTarget on the PN532 path.
+            With --pn532 --device tty:/dev/ttyUSB0 (or nfcpy's tty:USB0) the card is read through a
+            PN532 board on a serial line, without pcscd (docs/pn532-uart.md); --reader, --wait,
+            --record and the storage-card options do not apply there yet.
 
             Example:
               $ secbridge read --reader acr122
@@ -883,6 +886,7 @@ import Testing
             OPTIONS:
               -r, --reader <NAME|INDEX>  The reader: an index from `secbridge readers` or part of its name.
               --pn532                    Use PN532 initiator commands (ACR122U, no card needed at connect time).
+              --device <tty:PATH>        With --pn532: a PN532 board on this serial port (tty:/dev/ttyUSB0, or tty:USB0) instead of a PC/SC reader.
               --wait <SECONDS>           Wait up to SECONDS (at most 3600) for a card when none is there.
               --aid <HEX>                SELECT this application (its AID: 5 to 16 bytes of hex) instead of reading NDEF.
               --lenient-cc               Accept a Type 4 Tag capability container as Android 8 to 11 do (maximum NDEF size up to FFFE), not only as Android 12 and later do.
@@ -898,7 +902,7 @@ import Testing
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge read [--reader NAME|INDEX] [--pn532] [--wait SECONDS] [--aid HEX | --lenient-cc] [--key HEX12 [--key-b] --blocks N[-M]] [--dump FILE [--key HEX12 | --keys FILE] [--key-b]] [--json] [--record FILE]
+            USAGE: secbridge read [--reader NAME|INDEX] [--pn532 [--device tty:PATH]] [--wait SECONDS] [--aid HEX | --lenient-cc] [--key HEX12 [--key-b] --blocks N[-M]] [--dump FILE [--key HEX12 | --keys FILE] [--key-b]] [--json] [--record FILE]
             Run 'secbridge read --help' for more information.
 
             """#),
