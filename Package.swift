@@ -83,7 +83,7 @@ let package = Package(
         // (see StorageCards.swift), checked against NFCTags by TagArithmeticCrossCheckTests.
         .target(name: "ACR122Simulator", dependencies: ["PCSCCore", "ISO7816", "Transcript", "NFCTags"]),
         // The simulated ACR122U as a pcscd driver: IFD handler entry points, the control socket.
-        .target(name: "SimulatedACR122IFD", dependencies: ["ACR122Simulator", "PCSCCore", "CPCSCLite", "ISO7816", "Transcript"]),
+        .target(name: "SimulatedACR122IFD", dependencies: ["ACR122Simulator", "PCSCCore", "CPCSCLite", "ISO7816", "Transcript", "PN53x"]),
         // The in-process PC/SC client: simulated readers driven through SimulatedACR122IFD's entry
         // points with pcscd's rules, no pcscd.
         .target(name: "InProcessPCSC", dependencies: ["SimulatedACR122IFD", "ACR122Simulator", "PCSCCore", "CPCSCLite", "ISO7816"]),

@@ -1,7 +1,8 @@
 #!/bin/sh
-# Builds libnfc 1.8.0 with its PC/SC drivers (acr122_pcsc, pcsc) from Debian's source package, as
-# an independent ACR122 client for the end-to-end tests (docs/test-infrastructure.md, "An
-# independent ACR122 client"). Debian's binary libnfc6 has no PC/SC drivers; the source builds them.
+# Builds libnfc 1.8.0 with its PC/SC drivers (acr122_pcsc, pcsc) and its PN532 serial driver
+# (pn532_uart) from Debian's source package, as an independent ACR122 and PN532-board client for
+# the end-to-end tests (docs/test-infrastructure.md, "An independent ACR122 client";
+# docs/pn532-uart.md §6). Debian's binary libnfc6 has no PC/SC drivers; the source builds them.
 #
 # Idempotent and fast when already built: a stamp file records the version and configure options;
 # a second run with the same ones only checks that nfc-list is there.
@@ -23,7 +24,7 @@ REPO=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)
 CACHE=${LIBNFC_CACHE:-"$REPO/.build-libnfc"}
 VERSION=1.8.0
 DEBIAN_VERSION=1.8.0-2
-DRIVERS=acr122_pcsc,pcsc
+DRIVERS=acr122_pcsc,pcsc,pn532_uart
 STAMP_TEXT="$DEBIAN_VERSION --with-drivers=$DRIVERS"
 BUILD_DEPS="dpkg-dev autoconf automake libtool pkg-config make gcc libc6-dev libusb-dev libpcsclite-dev"
 SOURCES_FILE=/etc/apt/sources.list.d/secbridge-deb-src.sources
@@ -92,8 +93,11 @@ autoreconf -vis >"$CACHE/autoreconf.log" 2>&1 || fail "autoreconf failed, see $C
 step "./configure --with-drivers=$DRIVERS --prefix=$CACHE/install"
 ./configure --with-drivers="$DRIVERS" --prefix="$CACHE/install" --disable-static >"$CACHE/configure.log" 2>&1 \
     || fail "configure failed, see $CACHE/configure.log"
+# A tree built with other drivers keeps objects that make does not rebuild when only the
+# configure flags changed (libnfc/nfc.c registers the drivers under DRIVER_*_ENABLED): start clean.
+make clean >"$CACHE/make.log" 2>&1 || true
 step "make (about 20 s)"
-make -j2 >"$CACHE/make.log" 2>&1 || fail "make failed, see $CACHE/make.log"
+make -j2 >>"$CACHE/make.log" 2>&1 || fail "make failed, see $CACHE/make.log"
 make install >>"$CACHE/make.log" 2>&1 || fail "make install failed, see $CACHE/make.log"
 [ -x "$CACHE/install/bin/nfc-list" ] || fail "make install did not produce $CACHE/install/bin/nfc-list"
 printf '%s\n' "$STAMP_TEXT" >"$CACHE/stamp"

@@ -50,7 +50,13 @@ public final class SimulatedPN532: Sendable {
     /// refuses it (not D4, an unknown command, a parameter syntax error, more than 265 bytes) or
     /// when the command was aborted or passed ``commandBound``.
     public func respond(to frame: [UInt8]) -> [UInt8]? {
-        field.lock.withLock { world in
+        // PowerDown `D4 16 WakeUpEnable [GenerateIRQ]` → `D5 17 Status` (UM0701-02 §7.2.11): a bare
+        // board takes it (libnfc's pn532_uart sends it when it closes the device); status 00, the
+        // chip sleeps until the next host frame wakes it (the serial line's 55 preamble).
+        if frame.count == 3 || frame.count == 4, frame[0] == 0xD4, frame[1] == 0x16 {
+            return [0xD5, 0x17, 0x00]
+        }
+        return field.lock.withLock { world in
             state.abortRequested = false
             state.commandInFlight = frame
             defer {

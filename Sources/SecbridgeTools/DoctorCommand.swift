@@ -14,7 +14,7 @@ extension SecbridgeCLI {
     static let doctorCommand = Command(
         name: "doctor",
         abstract: SecbridgeCLI.toolAbstract("doctor"),
-        usage: "[--reader NAME|INDEX] [--json]",
+        usage: "[--reader NAME|INDEX] [--device tty:PATH] [--json]",
         discussion: """
             Checks, in order, each with a verdict (ok, warning, fail, skipped) and, when not ok, the fix:
               pcscd installed, pcscd running (the socket: PCSCLITE_CSOCK_NAME or /run/pcscd/pcscd.comm),
@@ -27,6 +27,9 @@ extension SecbridgeCLI {
               libccid or acsccid, escape option; what works on it and what does not; the simulator
               personality that models it), the PICC operating parameter (automatic polling), a card
               in the field.
+            With --device tty:/dev/ttyUSB0 (or nfcpy's tty:USB0) a PN532 board on a serial line is
+            checked instead: the device node, its permissions (the dialout group), a wake-up (55
+            preamble, SAMConfiguration) and GetFirmwareVersion, at 115200 baud (docs/pn532-uart.md).
             Exit status 0 when no check failed, 1 otherwise. Read-only: nothing is changed.
 
             Example:
@@ -40,6 +43,7 @@ extension SecbridgeCLI {
             """,
         options: [
             .reader("The reader to check: an index from `secbridge readers` or part of its name."),
+            .value("device", "tty:PATH", "Check a PN532 board on this serial port instead (tty:/dev/ttyUSB0, or tty:USB0)."),
             .flag("json", "Print a JSON array of {check, verdict, detail, fix}."),
         ],
         run: runDoctor
@@ -48,6 +52,22 @@ extension SecbridgeCLI {
     @Sendable static func runDoctor(_ invocation: Invocation) throws -> Int32 {
         guard invocation.arguments.positional.isEmpty else {
             throw CLIError.usage("doctor takes no arguments, got '\(invocation.arguments.positional[0])'")
+        }
+        if let device = invocation.arguments.value("device") {
+            if invocation.arguments.value("reader") != nil {
+                throw CLIError.usage("give --reader (a PC/SC reader) or --device (a serial PN532), not both")
+            }
+            let path = try SerialDeviceName.path(device)
+            // Blocking reads on the tty, on this command's own thread (not Swift's shared pool).
+            let checks = DoctorSerial.evaluate(path: path, node: DoctorSerialNode.gather(path: path)) {
+                PN532SerialLink(stream: try PN532TTY(path: path))
+            }
+            if invocation.json {
+                invocation.out(Doctor.json(checks).prettySerialized())
+            } else {
+                for check in checks { invocation.console.out(check.text) }
+            }
+            return checks.contains { $0.verdict == .fail } ? exitFailure : exitSuccess
         }
         let system = DoctorSystem(
             root: environmentValue("SECBRIDGE_DOCTOR_ROOT") ?? "/",

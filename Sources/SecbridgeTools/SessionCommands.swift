@@ -455,7 +455,7 @@ extension SecbridgeCLI {
     static let readCommand = Command(
         name: "read",
         abstract: SecbridgeCLI.toolAbstract("read"),
-        usage: "[--reader NAME|INDEX] [--pn532] [--wait SECONDS] [--aid HEX | --lenient-cc] [--key HEX12 [--key-b] --blocks N[-M]] [--dump FILE [--key HEX12 | --keys FILE] [--key-b]] [--json] [--record FILE]",
+        usage: "[--reader NAME|INDEX] [--pn532 [--device tty:PATH]] [--wait SECONDS] [--aid HEX | --lenient-cc] [--key HEX12 [--key-b] --blocks N[-M]] [--dump FILE [--key HEX12 | --keys FILE] [--key-b]] [--json] [--record FILE]",
         discussion: """
             The host acts as the terminal. By default the reader's own polling finds the card
             (a PC/SC connection); with --pn532 an ACR122U is driven with PN532 initiator commands
@@ -497,6 +497,9 @@ extension SecbridgeCLI {
             libnfc's nfc-emulate-forum-tag4 declares). docs/terminal-models.md §1 lists the rules. With --aid, that application is selected and the answer shown.
             The UID and ATS come from the ACR122U's Get Data pseudo-APDUs (FF CA 00/01 00 00) on
             the PC/SC path, from InListPassiveTarget on the PN532 path.
+            With --pn532 --device tty:/dev/ttyUSB0 (or nfcpy's tty:USB0) the card is read through a
+            PN532 board on a serial line, without pcscd (docs/pn532-uart.md); --reader, --wait,
+            --record and the storage-card options do not apply there yet.
 
             Example:
               $ secbridge read --reader acr122
@@ -508,6 +511,7 @@ extension SecbridgeCLI {
         options: [
             .reader("The reader: an index from `secbridge readers` or part of its name."),
             .flag("pn532", "Use PN532 initiator commands (ACR122U, no card needed at connect time)."),
+            .value("device", "tty:PATH", "With --pn532: a PN532 board on this serial port (tty:/dev/ttyUSB0, or tty:USB0) instead of a PC/SC reader."),
             .waitForCard,
             .value("aid", "HEX", "SELECT this application (its AID: 5 to 16 bytes of hex) instead of reading NDEF."),
             .flag("lenient-cc", "Accept a Type 4 Tag capability container as Android 8 to 11 do (maximum NDEF size up to FFFE), not only as Android 12 and later do."),
@@ -535,6 +539,10 @@ extension SecbridgeCLI {
             throw CLIError.usage("--lenient-cc is for the NDEF read; with --aid no capability container is read")
         }
         let ccRules: Type4CapabilityContainer.Rules = invocation.arguments.has("lenient-cc") ? .lenient : .android
+        // A PN532 board on a serial line: no pcscd involved (SerialRead.swift).
+        if let device = invocation.arguments.value("device") {
+            return try runSerialRead(invocation, device: device, aid: aid, rules: ccRules)
+        }
         let context = try openContext(invocation)
         var (readers, states) = try listReadersWithStates(context)
         let wait = invocation.arguments.seconds("wait")
@@ -728,25 +736,35 @@ extension SecbridgeCLI {
             if let uid = outcome.uid { identity.append("UID \(uid.hexString)") }
             if let ats = outcome.ats { identity.append("ATS \(ats.isEmpty ? "none" : ats.hexString)") }
             if !identity.isEmpty { invocation.out(identity.joined(separator: "  ")) }
-            for exchange in exchanges {
-                invocation.out("> \(SecretDisplay.masked.text(exchange.command))")
-                invocation.out("< \(SecretDisplay.masked.text(response: exchange.response, answering: exchange.command))")
-            }
-            if let response = outcome.selectResponse, let parsed = try? ResponseAPDU(parsing: response) {
-                invocation.out("SELECT \(aid!.bytes.hexString): SW \(parsed.statusWord.bytes.hexString) (\(parsed.statusWord.meaning))")
-                if let verdict = selection(of: aid!, parsed) { invocation.out(verdict.text) }
-            }
-            if let tag = outcome.tag {
-                for (index, record) in tag.message.records.enumerated() {
-                    invocation.out("NDEF record \(index + 1): \(describeRecord(record))")
-                }
-                if tag.message.records.isEmpty { invocation.out("NDEF: the tag holds an empty message") }
-            }
+            printReadBody(invocation, exchanges: exchanges.map { ($0.command, $0.response) }, aid: aid,
+                          selectResponse: outcome.selectResponse, tag: outcome.tag)
         }
         if let error = outcome.tagError {
             throw CLIError.failure("not readable as an NFC Forum Type 4 Tag: \(error)")
         }
         return exitSuccess
+    }
+
+    /// `read`'s text after the UID line: each exchange (secrets masked), the SELECT verdict with
+    /// --aid, the NDEF records otherwise. Shared by the PC/SC, ACR122U-PN532 and serial paths.
+    static func printReadBody(
+        _ invocation: Invocation, exchanges: [(command: [UInt8], response: [UInt8])], aid: AID?,
+        selectResponse: [UInt8]?, tag: Type4TagReader.Result?
+    ) {
+        for exchange in exchanges {
+            invocation.out("> \(SecretDisplay.masked.text(exchange.command))")
+            invocation.out("< \(SecretDisplay.masked.text(response: exchange.response, answering: exchange.command))")
+        }
+        if let aid, let response = selectResponse, let parsed = try? ResponseAPDU(parsing: response) {
+            invocation.out("SELECT \(aid.bytes.hexString): SW \(parsed.statusWord.bytes.hexString) (\(parsed.statusWord.meaning))")
+            if let verdict = selection(of: aid, parsed) { invocation.out(verdict.text) }
+        }
+        if let tag {
+            for (index, record) in tag.message.records.enumerated() {
+                invocation.out("NDEF record \(index + 1): \(describeRecord(record))")
+            }
+            if tag.message.records.isEmpty { invocation.out("NDEF: the tag holds an empty message") }
+        }
     }
 
     /// The `note:` for reading `reader` through the PN532 because it is an ACR122-class unit whose

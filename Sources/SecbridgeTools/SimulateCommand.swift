@@ -16,7 +16,7 @@ extension SecbridgeCLI {
     static let simulateCommand = Command(
         name: "simulate",
         abstract: SecbridgeCLI.toolAbstract("simulate"),
-        usage: "[--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process] [--json]",
+        usage: "[--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--pn532-serial] [--in-process] [--json]",
         discussion: """
             Starts a private pcscd (its own mount namespace; the system pcscd and USB readers are not
             touched) with one or two simulated ACR122U readers sharing one RF field, prints the
@@ -35,6 +35,12 @@ extension SecbridgeCLI {
               b place-terminal script=android-t4t-read      a terminal that reads an emulated Type 4 Tag
               a remove all=yes        a status        a events        a help
             Each control socket is printed too, for programs that place peers themselves.
+
+            --pn532-serial also puts a bare PN532 board in the field, on a pseudo-terminal behind the
+            PN532 serial framing (docs/pn532-uart.md), and prints its device node: open it as a
+            board on /dev/ttyUSB0 (`--device tty:/dev/pts/N`, or libnfc's
+            LIBNFC_DEVICE=pn532_uart:/dev/pts/N). The board and the ACR122U readers share the
+            field: one can emulate a card the other reads.
 
             --time-scale 0.01 makes every wait of the simulated devices take 0.01 of its real time
             (the ACR122U's 5 s MCU timeout 50 ms, libccid's 30 s escape timeout 300 ms), for tests
@@ -70,8 +76,9 @@ extension SecbridgeCLI {
             .value("terminal", "SCRIPT", "Place a terminal, a model of a reader (android-t4t-read, android11-t4t-read, android-t4t-write, ios-t4t-read, emv-payment, access-control, android-beam-p2p; docs/terminal-models.md) or a recording (android-t4t-recording, ios-t4t-recording).", .choice(terminalScripts, noun: "terminal script")),
             .value("timeout", "SECONDS", "Stop after SECONDS (at most 86400) instead of waiting for Ctrl-C.", .seconds(limit: 86_400)),
             timeScaleOption,
+            .flag("pn532-serial", "Also place a bare PN532 board in the field, on a pseudo-terminal (its path is printed)."),
             .flag("in-process", "Run the readers in this process (no pcscd); `send a|b HEX` on standard input."),
-            .flag("json", "Print JSON lines: {event: started, socket, driver, readers: [{reader, name, controlSocket}], standardInput}, then {event: reply, reader, line, ok, fields | code, reason} per control request, {event: exchange, reader, path, command, response} per `send`, {event: stopped}."),
+            .flag("json", "Print JSON lines: {event: started, socket, driver, readers: [{reader, name, controlSocket}], pn532Serial, standardInput}, then {event: reply, reader, line, ok, fields | code, reason} per control request, {event: exchange, reader, path, command, response} per `send`, {event: stopped}."),
         ],
         run: runSimulate
     )
@@ -265,6 +272,12 @@ extension SecbridgeCLI {
             _ = try request(controls[0].1, "place-terminal script=\(script) id=terminal")
         }
 
+        var serialPath: String?
+        if arguments.has("pn532-serial") {
+            serialPath = try request(controls[0].1, "pn532-serial")["path"]
+            guard serialPath != nil else { throw CLIError.failure("the simulated reader did not name the serial PN532's device node") }
+        }
+
         let ordered = inProcess != nil ? names : readerNamesInOrder(names, controls: controls, friendlyName: friendlyName)
         // Started in the background of an interactive shell (`simulate … &`), standard input is a
         // terminal this process group does not own: reading it would stop the job (SIGTTIN,
@@ -274,7 +287,8 @@ extension SecbridgeCLI {
         if json {
             invocation.out(simulateStartedJSON(
                 socket: pcscd?.socketPath, driver: pcscd == nil ? nil : SimulatedReaders.libraryPath,
-                readers: zip(controls, ordered).map { ($0.0, $1, $0.1.socketPath) }, standardInput: stdinOpen).serialized())
+                readers: zip(controls, ordered).map { ($0.0, $1, $0.1.socketPath) }, standardInput: stdinOpen,
+                pn532Serial: serialPath).serialized())
         } else {
             if let pcscd {
                 invocation.out("export PCSCLITE_CSOCK_NAME=\(pcscd.socketPath)")
@@ -283,6 +297,9 @@ extension SecbridgeCLI {
             }
             for ((letter, control), name) in zip(controls, ordered) {
                 invocation.out("reader \(letter): \(name)  (control socket \(control.socketPath))")
+            }
+            if let serialPath {
+                invocation.out("pn532 board: \(serialPath)  (serial, 115200 8N1; --device tty:\(serialPath))")
             }
             invocation.out("type control requests as `a <verb> key=value…` (a help), Ctrl-C stops")
             if !stdinOpen {
@@ -337,9 +354,11 @@ extension SecbridgeCLI {
     }
 
     /// `simulate --json`'s first line: where the readers are. `socket` (the private pcscd's, for
-    /// PCSCLITE_CSOCK_NAME) and `driver` (the IFD handler library it loaded) are null in process.
+    /// PCSCLITE_CSOCK_NAME) and `driver` (the IFD handler library it loaded) are null in process;
+    /// `pn532Serial` is the serial PN532 board's device node (`--pn532-serial`), null without one.
     static func simulateStartedJSON(
-        socket: String?, driver: String?, readers: [(letter: String, name: String, controlSocket: String)], standardInput: Bool
+        socket: String?, driver: String?, readers: [(letter: String, name: String, controlSocket: String)], standardInput: Bool,
+        pn532Serial: String? = nil
     ) -> JSONValue {
         .object([
             ("event", .string("started")),
@@ -348,6 +367,7 @@ extension SecbridgeCLI {
             ("readers", .array(readers.map { reader in
                 .object([("reader", .string(reader.letter)), ("name", .string(reader.name)), ("controlSocket", .string(reader.controlSocket))])
             })),
+            ("pn532Serial", pn532Serial.map { .string($0) } ?? .null),
             ("standardInput", .bool(standardInput)),
         ])
     }

@@ -32,6 +32,7 @@ import Glibc
 /// | `fault late-reply=<n>` | `armed` | the next n Direct Transmit commands answer late (docs/acr122-pn532.md §5b) |
 /// | `unplug` | `plugged` (`no`) | the USB cable pulled: the device leaves the field, and the driver answers IFD_NO_SUCH_DEVICE to pcscd (presence, power, transmit, control) until `replug` (docs/faults.md, "What pcscd 1.9.9 does when a reader.conf reader goes away") |
 /// | `replug` | `plugged` (`yes`) | plugged in again: a fresh device with the same personality, at its power-up settings; refused while plugged in |
+/// | `pn532-serial [list=yes]` | `board path` (`count list`) | a bare PN532 board in the field behind the serial framing on a new pseudo-terminal, `path` its device node (/dev/pts/N); boards leave with the field's last reader (docs/pn532-uart.md §6) |
 /// | `events [after=<n>]` | `last count events` | the field's events after sequence n, `; `-separated |
 /// | `terminal-result peer=<id> [wait-ms=<0…60000>]` | `result step [expected actual] [stage reason] [read ndef items] exchanges activations [activation-results]` | waits (bounded) until the terminal's run ends; `result` waiting, running, passed, mismatch (a recording's step differed), failed (a model gave up at `stage` for `reason`), target-left, left-field (the phone left by itself and comes back), ignored (a peer-to-peer initiator found no NFC-DEP target: `reason`); `read` what a model read, `ndef` the NDEF message, `items` its records; `activation-results` one entry per activation that ended, `; `-separated |
 /// | `card-log peer=<id>` | `count dropped last all` | C-APDUs a placed card received: `count` in all, `all` the latest ones kept (``ISO14443_4Card/logCapacity``, oldest first, `; `-separated), `dropped` how many older ones it no longer holds |
@@ -41,7 +42,7 @@ enum ControlProtocol {
     static let verbs = [
         "ping", "help", "status", "place-card", "place-tag", "place-target", "place-terminal", "remove", "peers",
         "personality", "fault", "events", "terminal-result", "card-log", "tag-memory", "timescale",
-        "unplug", "replug",
+        "unplug", "replug", "pn532-serial",
     ]
 
     /// Handles one request for the reader of `binding`.
@@ -152,6 +153,17 @@ enum ControlProtocol {
                                  ("all", log.elements.map { ControlHex.format($0) }.joined(separator: "; "))])
         case "tag-memory":
             return try tagMemory(request, binding: binding)
+        case "pn532-serial":
+            // A bare PN532 board in this reader's field on a pseudo-terminal (docs/pn532-uart.md §6);
+            // `list=yes` names the boards already there.
+            try request.allowOnly(["list"])
+            if request.value("list") != nil {
+                let boards = binding.field.serialBoards
+                return ControlReply([("count", String(boards.count)),
+                                     ("list", boards.map { "\($0.id): \($0.terminal.devicePath)" }.joined(separator: "; "))])
+            }
+            let board = try binding.field.addSerialBoard()
+            return ControlReply([("board", board.id), ("path", board.terminal.devicePath)])
         default:
             throw ControlError(.unknownVerb, "no verb '\(request.verb)'; verbs: \(verbs.joined(separator: ", "))")
         }

@@ -1,5 +1,6 @@
 import ACR122Simulator
 import PCSCCore
+import PN53x
 import Synchronization
 
 /// One simulated reader as the driver serves it: an ``IFDDevice`` that forwards to the current
@@ -157,12 +158,67 @@ final class SharedField: Sendable {
         }
     }
 
-    /// Forgets the field `name` when its last reader closes.
+    /// Forgets the field `name` when its last reader closes; its serial boards are unplugged then.
     static func detach(_ name: String) {
-        table.withLock { table in
-            guard let position = table.firstIndex(where: { $0.name == name }) else { return }
-            if table[position].readers <= 1 { table.remove(at: position) } else { table[position].readers -= 1 }
+        let gone = table.withLock { table -> SharedField? in
+            guard let position = table.firstIndex(where: { $0.name == name }) else { return nil }
+            if table[position].readers <= 1 { return table.remove(at: position).field }
+            table[position].readers -= 1
+            return nil
         }
+        gone?.closeSerialBoards()
+    }
+
+    /// A bare PN532 board in this field, served behind the PN532 serial framing on a pseudo-terminal
+    /// (control verb `pn532-serial`; docs/pn532-uart.md §6).
+    final class SerialBoard: Sendable {
+        let id: String
+        let chip: SimulatedPN532
+        let terminal: PN532PseudoTerminal
+        let device: PN532SerialDevice
+
+        init(id: String, field: SimulatedField) throws(PN532SerialLineError) {
+            self.id = id
+            let chip = SimulatedPN532(field: field, name: "PN532 board \(id)")
+            terminal = try PN532PseudoTerminal()
+            self.chip = chip
+            // The device's own thread reads the pty master; each command runs on a thread of its own.
+            device = PN532SerialDevice(
+                stream: terminal, clock: .monotonic,
+                respond: { frame in chip.respond(to: frame) }, abort: { chip.abortCommand() })
+        }
+
+        func close() {
+            terminal.close()
+            chip.detach()
+        }
+    }
+
+    private let boards = Mutex<[SerialBoard]>([])
+
+    /// Puts a new serial PN532 board in the field (at most 4).
+    /// - Throws: ``ControlError`` `refused` beyond 4 boards or when no pseudo-terminal can be opened.
+    func addSerialBoard() throws(ControlError) -> SerialBoard {
+        try boards.withLock { boards throws(ControlError) -> SerialBoard in
+            guard boards.count < 4 else {
+                throw ControlError(.refused, "this field already has 4 serial PN532 boards; use one of them (pn532-serial list=yes)")
+            }
+            do {
+                let board = try SerialBoard(id: "pn532-\(boards.count + 1)", field: field)
+                boards.append(board)
+                return board
+            } catch {
+                throw ControlError(.refused, "cannot open a pseudo-terminal for the serial PN532: \(error)")
+            }
+        }
+    }
+
+    /// The serial boards of this field, oldest first.
+    var serialBoards: [SerialBoard] { boards.withLock { $0 } }
+
+    /// Unplugs every serial board (their pseudo-terminals stop serving).
+    func closeSerialBoards() {
+        for board in boards.withLock({ boards in defer { boards.removeAll() }; return boards }) { board.close() }
     }
 
     /// Places `peer` under `id` (or `<prefix>-<n>`).

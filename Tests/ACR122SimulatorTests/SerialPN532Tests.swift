@@ -36,6 +36,17 @@ private final class SerialBoard {
 
 @Suite("Simulated PN532 on a serial line")
 struct SerialPN532Tests {
+    @Test("PowerDown D4 16 F0 → D5 17 00 (UM0701-02 §7.2.11), as libnfc's pn532_uart sends it on close")
+    func powerDown() throws {
+        let board = SerialBoard()
+        let status = try board.run { link in
+            try link.wakeUp()
+            return try link.exchange(.init(rawValue: 0x16), [0xF0])
+        }
+        #expect(status == [0x00])
+        #expect(board.chip.respond(to: [0xD4, 0x16]) == nil, "WakeUpEnable is required")
+    }
+
     @Test("wake-up, then GetFirmwareVersion D4 02 → D5 03 32 01 06 07 (PN532 v1.6, UM0701-02 §7.2.2)")
     func firmwareVersion() throws {
         let board = SerialBoard()

@@ -81,7 +81,7 @@ import Testing
             """#),
         Refusal(kind: "integer 1|2", arguments: ["simulate", "--readers", "3"], error: #"""
             secbridge: error: --readers takes a whole number from 1 to 2, not '3'
-            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process] [--json]
+            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--pn532-serial] [--in-process] [--json]
             Run 'secbridge simulate --help' for more information.
 
             """#),
@@ -93,7 +93,7 @@ import Testing
             """#),
         Refusal(kind: "decimal", arguments: ["simulate", "--time-scale", "0"], error: #"""
             secbridge: error: --time-scale takes a decimal number above 0.002 and at most 1 (1 is real time, 0.01 a hundred times faster), not '0'
-            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process] [--json]
+            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--pn532-serial] [--in-process] [--json]
             Run 'secbridge simulate --help' for more information.
 
             """#),
@@ -111,31 +111,31 @@ import Testing
             """#),
         Refusal(kind: "choice with a noun", arguments: ["simulate", "--personality", "acr1252"], error: #"""
             secbridge: error: unknown personality 'acr1252'; use one of ccid-escape-enabled, ccid-escape-disabled, acs-driver, legacy-t0, atr-whole-ats, empty-target-wait, acr122u203, acr122u214, acr122u215, acr122u216, clone, touchatag
-            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process] [--json]
+            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--pn532-serial] [--in-process] [--json]
             Run 'secbridge simulate --help' for more information.
 
             """#),
         Refusal(kind: "choice of terminal scripts", arguments: ["simulate", "--terminal", "ios"], error: #"""
             secbridge: error: unknown terminal script 'ios'; use one of android-t4t-read, android11-t4t-read, android-t4t-write, ios-t4t-read, emv-payment, access-control, android-t4t-recording, ios-t4t-recording, android-beam-p2p
-            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process] [--json]
+            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--pn532-serial] [--in-process] [--json]
             Run 'secbridge simulate --help' for more information.
 
             """#),
         Refusal(kind: "hex of a wrong length", arguments: ["simulate", "--card", "04A1B2"], error: #"""
             secbridge: error: --card takes a UID of 4, 7 or 10 bytes (ISO/IEC 14443-3), not 3
-            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process] [--json]
+            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--pn532-serial] [--in-process] [--json]
             Run 'secbridge simulate --help' for more information.
 
             """#),
         Refusal(kind: "not hex", arguments: ["simulate", "--tag", "04:A1:B2:CZ"], error: #"""
             secbridge: error: --tag is not hex: 'Z' at character 10 is not a hex digit (0-9, A-F) or a separator (space, colon, comma)
-            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process] [--json]
+            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--pn532-serial] [--in-process] [--json]
             Run 'secbridge simulate --help' for more information.
 
             """#),
         Refusal(kind: "secret hex: the key is never shown", arguments: ["simulate", "--tag", "04A1B2C3", "--tag-type", "classic1k", "--tag-key", "A0A1A2A3A4"], error: #"""
             secbridge: error: --tag-key takes 6 bytes of hex (12 digits), e.g. FFFFFFFFFFFF
-            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process] [--json]
+            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--pn532-serial] [--in-process] [--json]
             Run 'secbridge simulate --help' for more information.
 
             """#),
@@ -664,7 +664,7 @@ import Testing
             help: #"""
             OVERVIEW: Run simulated ACR122U readers in a private pcscd, for any PC/SC program to use.
 
-            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process] [--json]
+            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--pn532-serial] [--in-process] [--json]
 
             Starts a private pcscd (its own mount namespace; the system pcscd and USB readers are not
             touched) with one or two simulated ACR122U readers sharing one RF field, prints the
@@ -683,6 +683,12 @@ import Testing
               b place-terminal script=android-t4t-read      a terminal that reads an emulated Type 4 Tag
               a remove all=yes        a status        a events        a help
             Each control socket is printed too, for programs that place peers themselves.
+
+            --pn532-serial also puts a bare PN532 board in the field, on a pseudo-terminal behind the
+            PN532 serial framing (docs/pn532-uart.md), and prints its device node: open it as a
+            board on /dev/ttyUSB0 (`--device tty:/dev/pts/N`, or libnfc's
+            LIBNFC_DEVICE=pn532_uart:/dev/pts/N). The board and the ACR122U readers share the
+            field: one can emulate a card the other reads.
 
             --time-scale 0.01 makes every wait of the simulated devices take 0.01 of its real time
             (the ACR122U's 5 s MCU timeout 50 ms, libccid's 30 s escape timeout 300 ms), for tests
@@ -726,14 +732,15 @@ import Testing
               --terminal <SCRIPT>    Place a terminal, a model of a reader (android-t4t-read, android11-t4t-read, android-t4t-write, ios-t4t-read, emv-payment, access-control, android-beam-p2p; docs/terminal-models.md) or a recording (android-t4t-recording, ios-t4t-recording).
               --timeout <SECONDS>    Stop after SECONDS (at most 86400) instead of waiting for Ctrl-C.
               --time-scale <FACTOR>  Wall-clock seconds per simulated second, above 0.002 and at most 1 (default 1, real time; 0.01: a 5 s MCU timeout takes 50 ms).
+              --pn532-serial         Also place a bare PN532 board in the field, on a pseudo-terminal (its path is printed).
               --in-process           Run the readers in this process (no pcscd); `send a|b HEX` on standard input.
-              --json                 Print JSON lines: {event: started, socket, driver, readers: [{reader, name, controlSocket}], standardInput}, then {event: reply, reader, line, ok, fields | code, reason} per control request, {event: exchange, reader, path, command, response} per `send`, {event: stopped}.
+              --json                 Print JSON lines: {event: started, socket, driver, readers: [{reader, name, controlSocket}], pn532Serial, standardInput}, then {event: reply, reader, line, ok, fields | code, reason} per control request, {event: exchange, reader, path, command, response} per `send`, {event: stopped}.
               -h, --help             Show help information.
 
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--in-process] [--json]
+            USAGE: secbridge simulate [--readers 1|2] [--personality NAME] [--card UID] [--applet NAME] [--tag UID [--tag-type TYPE] [--tag-uri URI | --tag-text TEXT] [--tag-key HEX12]] [--terminal SCRIPT] [--timeout SECONDS] [--time-scale FACTOR] [--pn532-serial] [--in-process] [--json]
             Run 'secbridge simulate --help' for more information.
 
             """#),
@@ -823,7 +830,7 @@ import Testing
             help: #"""
             OVERVIEW: A reader session: read the presented card's UID and ATS, SELECT an AID, or read its NDEF message.
 
-            USAGE: secbridge read [--reader NAME|INDEX] [--pn532] [--wait SECONDS] [--aid HEX | --lenient-cc] [--key HEX12 [--key-b] --blocks N[-M]] [--dump FILE [--key HEX12 | --keys FILE] [--key-b]] [--json] [--record FILE]
+            USAGE: secbridge read [--reader NAME|INDEX] [--pn532 [--device tty:PATH]] [--wait SECONDS] [--aid HEX | --lenient-cc] [--key HEX12 [--key-b] --blocks N[-M]] [--dump FILE [--key HEX12 | --keys FILE] [--key-b]] [--json] [--record FILE]
 
             The host acts as the terminal. By default the reader's own polling finds the card
             (a PC/SC connection); with --pn532 an ACR122U is driven with PN532 initiator commands
@@ -865,6 +872,9 @@ import Testing
             libnfc's nfc-emulate-forum-tag4 declares). docs/terminal-models.md §1 lists the rules. With --aid, that application is selected and the answer shown.
             The UID and ATS come from the ACR122U's Get Data pseudo-APDUs (FF CA 00/01 00 00) on
             the PC/SC path, from InListPassiveTarget on the PN532 path.
+            With --pn532 --device tty:/dev/ttyUSB0 (or nfcpy's tty:USB0) the card is read through a
+            PN532 board on a serial line, without pcscd (docs/pn532-uart.md); --reader, --wait,
+            --record and the storage-card options do not apply there yet.
 
             Example:
               $ secbridge read --reader acr122
@@ -876,6 +886,7 @@ import Testing
             OPTIONS:
               -r, --reader <NAME|INDEX>  The reader: an index from `secbridge readers` or part of its name.
               --pn532                    Use PN532 initiator commands (ACR122U, no card needed at connect time).
+              --device <tty:PATH>        With --pn532: a PN532 board on this serial port (tty:/dev/ttyUSB0, or tty:USB0) instead of a PC/SC reader.
               --wait <SECONDS>           Wait up to SECONDS (at most 3600) for a card when none is there.
               --aid <HEX>                SELECT this application (its AID: 5 to 16 bytes of hex) instead of reading NDEF.
               --lenient-cc               Accept a Type 4 Tag capability container as Android 8 to 11 do (maximum NDEF size up to FFFE), not only as Android 12 and later do.
@@ -891,7 +902,7 @@ import Testing
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge read [--reader NAME|INDEX] [--pn532] [--wait SECONDS] [--aid HEX | --lenient-cc] [--key HEX12 [--key-b] --blocks N[-M]] [--dump FILE [--key HEX12 | --keys FILE] [--key-b]] [--json] [--record FILE]
+            USAGE: secbridge read [--reader NAME|INDEX] [--pn532 [--device tty:PATH]] [--wait SECONDS] [--aid HEX | --lenient-cc] [--key HEX12 [--key-b] --blocks N[-M]] [--dump FILE [--key HEX12 | --keys FILE] [--key-b]] [--json] [--record FILE]
             Run 'secbridge read --help' for more information.
 
             """#),
@@ -1204,7 +1215,7 @@ import Testing
             help: #"""
             OVERVIEW: Check pcscd, the ACR122U, its driver, escape commands and firmware, and say how to fix what fails.
 
-            USAGE: secbridge doctor [--reader NAME|INDEX] [--json]
+            USAGE: secbridge doctor [--reader NAME|INDEX] [--device tty:PATH] [--json]
 
             Checks, in order, each with a verdict (ok, warning, fail, skipped) and, when not ok, the fix:
               pcscd installed, pcscd running (the socket: PCSCLITE_CSOCK_NAME or /run/pcscd/pcscd.comm),
@@ -1217,6 +1228,9 @@ import Testing
               libccid or acsccid, escape option; what works on it and what does not; the simulator
               personality that models it), the PICC operating parameter (automatic polling), a card
               in the field.
+            With --device tty:/dev/ttyUSB0 (or nfcpy's tty:USB0) a PN532 board on a serial line is
+            checked instead: the device node, its permissions (the dialout group), a wake-up (55
+            preamble, SAMConfiguration) and GetFirmwareVersion, at 115200 baud (docs/pn532-uart.md).
             Exit status 0 when no check failed, 1 otherwise. Read-only: nothing is changed.
 
             Example:
@@ -1230,13 +1244,14 @@ import Testing
 
             OPTIONS:
               -r, --reader <NAME|INDEX>  The reader to check: an index from `secbridge readers` or part of its name.
+              --device <tty:PATH>        Check a PN532 board on this serial port instead (tty:/dev/ttyUSB0, or tty:USB0).
               --json                     Print a JSON array of {check, verdict, detail, fix}.
               -h, --help                 Show help information.
 
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge doctor [--reader NAME|INDEX] [--json]
+            USAGE: secbridge doctor [--reader NAME|INDEX] [--device tty:PATH] [--json]
             Run 'secbridge doctor --help' for more information.
 
             """#),
