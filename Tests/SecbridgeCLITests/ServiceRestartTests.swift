@@ -234,3 +234,60 @@ final class RestartingClient: PCSCClient, Sendable {
         }
     }
 }
+
+/// A client over a desk's whose pcscd lists no reader: SCardListReaders answers none, and a wait
+/// (only the PnP entry is then watched) goes to the desk, bounded and cancellable as there.
+final class NoReaderClient: PCSCClient, Sendable {
+    let inner: any PCSCClient
+    init(_ inner: any PCSCClient) { self.inner = inner }
+    func establishContext() throws(PCSCError) -> any PCSCClientContext { Context(try inner.establishContext()) }
+
+    final class Context: PCSCClientContext, Sendable {
+        let inner: any PCSCClientContext
+        init(_ inner: any PCSCClientContext) { self.inner = inner }
+        func listReaders() throws(PCSCError) -> [String] { [] }
+        func getStatusChange(_ states: inout [ReaderState], timeout: Duration?) throws(PCSCError) -> Bool {
+            try inner.getStatusChange(&states, timeout: timeout)
+        }
+        func connect(to reader: String, share: ShareMode, protocols: ProtocolSet) throws(PCSCError) -> RestartingClient.Connection {
+            throw .unknownReader
+        }
+        func cancel() throws(PCSCError) { try inner.cancel() }
+        func release() throws(PCSCError) { try inner.release() }
+    }
+}
+
+/// Issue 33 item 5: `monitor` with no reader at all says that it waits for the first one.
+@Suite struct MonitorNoReaderTests {
+    @Test func monitorWithNoReaderSaysItWaitsForTheFirst() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        let client = NoReaderClient(desk.client)
+        let executor = BlockingExecutor(name: "cli-test")
+        defer { executor.shutdown() }
+        let (status, out, err) = try await executor.run {
+            let console = CapturingConsole()
+            let status = SecbridgeCLI.main(arguments: ["monitor", "--timeout", "0.1"], console: console, client: client)
+            return (status, console.standardOutput, console.standardError)
+        }
+        #expect(status == 0)
+        #expect(out == "")
+        #expect(err == SecbridgeCLI.noReaderYetLine)
+    }
+
+    /// With a reader there is no such note: the reader's event says it.
+    @Test func monitorWithAReaderSaysNothingOfWaiting() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        let client = desk.client
+        let executor = BlockingExecutor(name: "cli-test")
+        defer { executor.shutdown() }
+        let (out, err) = try await executor.run {
+            let console = CapturingConsole()
+            _ = SecbridgeCLI.main(arguments: ["monitor", "--count", "1"], console: console, client: client)
+            return (console.standardOutput, console.standardError)
+        }
+        #expect(out == "reader-attached \"\(desk.names[0])\"\n")
+        #expect(err == "")
+    }
+}
