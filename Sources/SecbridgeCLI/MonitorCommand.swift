@@ -21,7 +21,8 @@ extension SecbridgeCLI {
             with SIGSTOP, or stuck in a driver) looks like a quiet one to a waiting client, so every
             --liveness SECONDS (default 10) monitor asks pcscd for its readers on a connection of its
             own; no answer within that time prints `service-unresponsive`, and
-            `service-answering` follows when the answer comes.
+            `service-answering` follows when the answer comes. With no reader at all at the start,
+            a note on standard error says that monitor waits for the first one.
 
             Example:
               $ secbridge monitor --count 2
@@ -47,6 +48,9 @@ extension SecbridgeCLI {
         let recorder = try invocation.arguments.value("record").map { path throws(CLIError) in
             try TranscriptRecording.startEvents(path: path, command: "monitor", console: invocation.console, recordings: invocation.recordings)
         }
+        // With no reader at all the event stream stays empty, which looks like a hang: say what
+        // monitor waits for (pcsc_scan too says it waits for the first reader).
+        if hasNoReader(invocation.client) { invocation.console.err(noReaderYetLine) }
         let monitor = ReaderMonitor(client: invocation.client)
         let done = Completion()
         let start = ContinuousClock.now
@@ -108,6 +112,20 @@ extension SecbridgeCLI {
             return exitFailure
         }
         return exitSuccess
+    }
+
+    /// The note `monitor` prints on standard error when pcscd lists no reader at its start.
+    package static let noReaderYetLine =
+        "secbridge: note: no reader is connected to pcscd yet; waiting for the first one (plug one in, or start one with `secbridge simulate`)\n"
+
+    /// Whether pcscd answers and lists no reader now (SCardEstablishContext, SCardListReaders and
+    /// SCardReleaseContext, each bounded by the watchdog). False when pcscd does not answer: the
+    /// monitor's own `service-lost` says that.
+    static func hasNoReader(_ client: any PCSCClient) -> Bool {
+        guard let context = try? CallWatchdog.shared.guarding("SCardEstablishContext", { () throws(PCSCError) in try client.establishContext() })
+        else { return false }
+        defer { try? context.release() }
+        return (try? listReaders(context))?.isEmpty == true
     }
 
     /// How long `monitor` waits, once it stops, for its watch thread to release its context and

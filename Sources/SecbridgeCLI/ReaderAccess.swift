@@ -16,6 +16,26 @@ package func openContext(_ invocation: Invocation) throws(CLIError) -> any PCSCC
     }
 }
 
+/// The context of a long-running command (``ReestablishingContext``): established now like
+/// ``openContext(_:)``, and again, bounded by the watchdog, at the first call after pcscd went away
+/// (SCARD_E_NO_SERVICE, SCARD_E_SERVICE_STOPPED), with one line on standard error when it is back.
+package func openReestablishingContext(_ invocation: Invocation) throws(CLIError) -> ReestablishingContext {
+    let client = invocation.client
+    let console = invocation.console
+    do {
+        return try ReestablishingContext(
+            establish: { () throws(PCSCError) in
+                try CallWatchdog.shared.guarding("SCardEstablishContext") { () throws(PCSCError) in try client.establishContext() }
+            },
+            restored: { console.err(pcscdCameBackLine) })
+    } catch {
+        throw .failure(describe(error))
+    }
+}
+
+/// The line a long-running command prints when pcscd answers again after it went away.
+package let pcscdCameBackLine = "secbridge: note: pcscd came back; a new PC/SC context was established\n"
+
 /// A PC/SC error in the CLI's words: the failing call, the code's name and meaning, and the remedy.
 ///
 /// A pcscd that dies during a call does not come back as SCARD_E_NO_SERVICE: libpcsclite's client

@@ -97,6 +97,8 @@ package final class ScriptInterpreter {
     @exclusivity(unchecked) private var card: CardSession? { didSet { cardExchange = nil } }
     private var direct: (any PCSCConnection)?
     private var escapeCode: UInt32?
+    /// pcscd went away and the reader was not opened again yet (``execute(_:)``).
+    private var reconnectPending = false
     private var inTransaction = false
     /// The line after which the transaction was ended to wait for input, until it is begun again.
     private var releasedAfterLine: Int?
@@ -178,7 +180,41 @@ package final class ScriptInterpreter {
 
     /// Runs one step. Returns false when the script should stop here (--stop-on-error).
     /// - Throws: `CLIError.failure` "FILE:LINE: …" when the step failed.
+    ///
+    /// On a ``ReestablishingContext`` (the interactive shell), a step during which pcscd went away
+    /// (SCARD_E_NO_SERVICE, SCARD_E_SERVICE_STOPPED) is run once more on a new connection, made on
+    /// a new context, to the same reader: pcsc-lite answers those codes when its request did not
+    /// reach pcscd, so the card did not see the command. When pcscd is not back yet the step
+    /// fails, and the next step connects again first.
     package func execute(_ step: APDUScript.Step) throws(CLIError) -> Bool {
+        guard let reestablishing = context as? ReestablishingContext else { return try executeOnce(step) }
+        if reconnectPending { try located(step.line) { () throws(CLIError) in try reconnectAfterServiceLoss() } }
+        let losses = reestablishing.losses
+        do {
+            return try executeOnce(step)
+        } catch where reestablishing.losses != losses {
+            reconnectPending = true
+            try located(step.line) { () throws(CLIError) in try reconnectAfterServiceLoss() }
+            return try executeOnce(step)
+        }
+    }
+
+    /// After pcscd went away: the old connections are dropped and the reader is opened again on a
+    /// new context (on the card when there is one, else DIRECT).
+    private func reconnectAfterServiceLoss() throws(CLIError) {
+        disconnect()
+        let states: [ReaderState]
+        do {
+            states = try readerStates(context, [reader])
+        } catch {
+            throw .failure(describe(error))
+        }
+        try connect(card: states.first?.eventFlags.contains(.present) == true)
+        try beginTransactionIfHeld()
+        reconnectPending = false
+    }
+
+    private func executeOnce(_ step: APDUScript.Step) throws(CLIError) -> Bool {
         defer { lastLine = step.line }
         switch step {
         case .apdu(let bytes, let line):

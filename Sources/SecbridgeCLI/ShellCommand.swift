@@ -61,7 +61,8 @@ extension SecbridgeCLI {
         }
         // Interactive: no transaction held while the user thinks, so other programs reach the card.
         options.holdsTransaction = false
-        let context = try openContext(invocation)
+        // One context for the whole session, established again after a pcscd restart.
+        let context = try openReestablishingContext(invocation)
         let interpreter = try ScriptInterpreter(
             invocation: invocation, context: context, fileName: "shell", options: options,
             reader: invocation.arguments.value("reader"), needsCard: false, wait: invocation.arguments.seconds("wait"))

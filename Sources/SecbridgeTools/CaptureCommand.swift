@@ -233,12 +233,13 @@ extension SecbridgeCLI {
     }
 
     /// Starts `arguments` (looked up on PATH) with `environment`, optionally sending its standard
-    /// output to a new file and its standard error to /dev/null; no signal is blocked in it, or
+    /// output to a new file, its standard input from the descriptor `standardInput`, and its
+    /// standard error to /dev/null; no signal is blocked in it, or
     /// SIGINT, SIGTERM, SIGHUP and SIGQUIT are when `blockingStopSignals` (it then runs to its
     /// end). Returns its process id.
     static func spawn(
-        _ arguments: [String], environment: [String: String], standardOutput: String?, discardStandardError: Bool = false,
-        blockingStopSignals: Bool = false
+        _ arguments: [String], environment: [String: String], standardOutput: String?, standardInput: Int32? = nil,
+        discardStandardError: Bool = false, blockingStopSignals: Bool = false
     ) throws(CLIError) -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -257,6 +258,9 @@ extension SecbridgeCLI {
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
         if let standardOutput {
             posix_spawn_file_actions_addopen(&actions, 1, standardOutput, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        }
+        if let standardInput {
+            posix_spawn_file_actions_adddup2(&actions, standardInput, 0)
         }
         if discardStandardError {
             posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)

@@ -223,6 +223,17 @@ extension SecbridgeCLI {
             close(ends[1])
         }
         let pid = try spawn(arguments, environment: environment, standardOutput: nil)
+        // The program never outlives capture, not even a SIGKILLed one (CapturedProgramWatcher).
+        var watcher: CapturedProgramWatcher?
+        do {
+            watcher = try CapturedProgramWatcher(watching: pid)
+        } catch {
+            kill(pid, SIGKILL)
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            throw error
+        }
+        defer { watcher?.finish() }
         var forwarded: Int32?
         var killAt: ContinuousClock.Instant?
         while true {

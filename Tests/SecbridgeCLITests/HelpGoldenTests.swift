@@ -483,7 +483,8 @@ import Testing
             with SIGSTOP, or stuck in a driver) looks like a quiet one to a waiting client, so every
             --liveness SECONDS (default 10) monitor asks pcscd for its readers on a connection of its
             own; no answer within that time prints `service-unresponsive`, and
-            `service-answering` follows when the answer comes.
+            `service-answering` follows when the answer comes. With no reader at all at the start,
+            a note on standard error says that monitor waits for the first one.
 
             Example:
               $ secbridge monitor --count 2
