@@ -47,8 +47,9 @@ import Testing
         try requireBuiltBinaries()
         // Firmware without a card (escape path), then a card placed and SELECTed.
         let result = try await simulateInProcessThroughAPipe(
-            ["--readers", "1", "--time-scale", "0.01", "--timeout", "1.5"],
-            first: "send a FF 00 48 00 00\na place-card uid=04A1B2C3 applet=t4t-ndef\n", then: "send a 00 A4 04 00 07 D2 76 00 00 85 01 01 00\n")
+            ["--readers", "1", "--time-scale", "0.01", "--timeout", "60"],
+            first: "send a FF 00 48 00 00\na place-card uid=04A1B2C3 applet=t4t-ndef\n", firstDone: "ok peer=card-1",
+            then: "send a 00 A4 04 00 07 D2 76 00 00 85 01 01 00\n", thenDone: "< 90 00")
         #expect(result.status == 0)
         // ACR122U API v2.04: the firmware string, 10 ASCII bytes, no status word.
         #expect(result.out.contains("ctl < 41 43 52 31 32 32 55 32 30 37\n"))

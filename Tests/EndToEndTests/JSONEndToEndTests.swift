@@ -48,8 +48,9 @@ import Testing
     @Test func simulateInProcessJSONLines() async throws {
         try requireBuiltBinaries()
         let result = try await simulateInProcessThroughAPipe(
-            ["--json", "--readers", "1", "--time-scale", "0.01", "--timeout", "1.5"],
-            first: "send a FF 00 48 00 00\na place-card uid=04A1B2C3 applet=t4t-ndef\na frobnicate\n", then: "send a 00 A4 04 00 07 D2 76 00 00 85 01 01 00\n")
+            ["--json", "--readers", "1", "--time-scale", "0.01", "--timeout", "60"],
+            first: "send a FF 00 48 00 00\na place-card uid=04A1B2C3 applet=t4t-ndef\na frobnicate\n", firstDone: "frobnicate",
+            then: "send a 00 A4 04 00 07 D2 76 00 00 85 01 01 00\n", thenDone: "\"event\":\"exchange\"")
         #expect(result.status == 0)
         let output = result.out
         let lines = try output.split(separator: "\n").map { try Self.object($0) }

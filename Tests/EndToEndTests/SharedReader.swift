@@ -267,19 +267,25 @@ final class BinaryProcess: @unchecked Sendable {
     }
 }
 
-/// `secbridge simulate --in-process …` fed through a pipe: `first` written at once, `then` 0.3 s
-/// later (a place-card request is handled before the next line; presence is polled on use), until
-/// its own `--timeout` ends it; returns its exit status and standard output.
-func simulateInProcessThroughAPipe(_ arguments: [String], first: String, then: String) async throws -> (status: Int32, out: String) {
+/// `secbridge simulate --in-process …` fed through a pipe: `first` written at once, `then` once
+/// a line of output holds `firstDone` (a place-card request handled before the next line is
+/// sent; presence is polled on use), then SIGINT once a later line holds `thenDone`; returns its
+/// exit status and standard output. Nothing here depends on how fast the machine is: an earlier
+/// version wrote `then` after 0.3 s and let the child's `--timeout 1.5` end it, and on a loaded
+/// machine the second line came after that end. A `--timeout` in `arguments` is only a bound.
+func simulateInProcessThroughAPipe(
+    _ arguments: [String], first: String, firstDone: String, then: String, thenDone: String
+) async throws -> (status: Int32, out: String) {
     let child = try BinaryProcess(["simulate", "--in-process"] + arguments, environment: ProcessInfo.processInfo.environment, input: true)
     let input = child.input!.fileHandleForWriting
     defer { try? input.close() }
-    // A child that already ended makes a write fail (EPIPE): its exit status and output below
-    // then say why.
+    // A child that already ended makes a write fail (EPIPE): the waits below then say so.
     try? input.write(contentsOf: Data(first.utf8))
-    try await Task.sleep(for: .milliseconds(300))
+    let firstLine = try await child.wait(for: firstDone)
     try? input.write(contentsOf: Data(then.utf8))
-    try await child.exit(within: .seconds(30), after: "its input (its own --timeout should have ended it)")
+    _ = try await child.wait(for: thenDone, after: firstLine + 1)
+    child.process.interrupt()
+    try await child.exit(within: .seconds(20), after: "SIGINT")
     return (child.process.terminationStatus, child.finalOutputText(timeout: .seconds(5)))
 }
 
