@@ -41,7 +41,7 @@ extension CommandAPDU {
     /// 1. the instruction (``instructionName(ins:p1:)``), its case and Nc and Ne (ISO/IEC 7816-3
     ///    §12.1.3): `SELECT by DF name (AID) (case 4S, Nc 7, Ne 256)`;
     /// 2. for a SELECT by DF name, the AID and its name when it is well known
-    ///    (``AID/wellKnownName``): `AID D2 76 00 00 85 01 01: NFC Forum Type 4 Tag application v2`;
+    ///    (``AID/wellKnownName(of:)``): `AID D2 76 00 00 85 01 01: NFC Forum Type 4 Tag application v2`;
     /// 3. for READ BINARY or UPDATE BINARY with an offset in P1–P2 (INS B0 / D6, CLA bit 8 clear,
     ///    P1 bit 8 clear, §11.3.3), the 15-bit offset: `offset 2`.
     public var summary: [String] {

@@ -35,7 +35,10 @@ public final class PipeDrain: Sendable {
 
     /// Starts reading `handle` (the read end of a pipe) until end of file; `onData` gets each
     /// chunk as it comes, on the drain's thread.
-    /// - Parameter name: the thread's name (at most 15 bytes are kept).
+    /// - Parameters:
+    ///   - handle: the read end of a pipe.
+    ///   - name: the thread's name (at most 15 bytes are kept).
+    ///   - onData: called with each chunk as it is read, on the drain's thread (every byte is kept either way).
     public init(_ handle: FileHandle, name: String = "pipe-drain", onData: (@Sendable (Data) -> Void)? = nil) {
         self.handle = handle
         let descriptor = handle.fileDescriptor

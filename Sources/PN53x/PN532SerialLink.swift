@@ -119,7 +119,10 @@ public final class PN532SerialLink {
 
     /// Sends `D4 code parameters`, waits for the ACK and the response, and returns the data after
     /// `D5 code+1`.
-    /// - Parameter timeout: how long the chip may take to answer once it acknowledged.
+    /// - Parameters:
+    ///   - code: the command code, e.g. ``PN532CommandCode/getFirmwareVersion``.
+    ///   - parameters: the bytes after the command code.
+    ///   - timeout: how long the chip may take to answer once it acknowledged.
     /// - Throws: ``PN532SerialError``.
     public func exchange(
         _ code: PN532CommandCode, _ parameters: [UInt8] = [], timeout: Duration = .seconds(1)

@@ -36,7 +36,7 @@ extension PN532HostFrame {
     /// The command in words: its UM0701-02 §7 name (``PN532CommandCode/name``), and
     ///
     /// - for InDataExchange, `| D4 40 | Tg | data |` (§7.3.8): the target number and, when the data
-    ///   is at least a 4-byte header, the card APDU's first ``CommandAPDU/summary`` line (the
+    ///   is at least a 4-byte header, the card APDU's first `CommandAPDU.summary` line (the
     ///   instruction name alone when it does not parse): `InDataExchange target 1: SELECT by DF
     ///   name (AID) (case 4S, Nc 7, Ne 256)`;
     /// - for TgSetData, `| D4 8E | data |` (§7.3.17) with at least 2 bytes: the status word the
@@ -73,10 +73,11 @@ extension PN532ChipFrame {
     /// The answer in words, one line a fact:
     ///
     /// 1. `PN532 <name> answer` (the command is the response code minus one), and for an answer
-    ///    `| D5 cmd+1 | status | … |` (``answersWithStatus``) the ``PN532Status``:
+    ///    `| D5 cmd+1 | status | … |` (InDataExchange, InCommunicateThru, InDeselect, InRelease,
+    ///    InSelect, TgGetData, TgGetInitiatorCommand, TgSetData, TgResponseToInitiator) the ``PN532Status``:
     ///    `PN532 InDataExchange answer, status 00 (success)`;
     /// 2. after a successful InDataExchange with at least 2 bytes of data and MI clear (§7.3.8),
-    ///    the card's status word: `card: SW 90 00: …` (``StatusWord/meaning``);
+    ///    the card's status word: `card: SW 90 00: …` (`StatusWord.meaning`);
     /// 3. after a successful TgGetData with a C-APDU of at least 4 bytes (§7.3.16), the terminal's
     ///    command: `terminal's C-APDU: SELECT by DF name (AID) (case 4S, Nc 7, Ne 256)`.
     public var summary: [String] {

@@ -17,7 +17,9 @@ public final class PN532TTY: PN532ByteStream, @unchecked Sendable {
     private let descriptor: Int32
 
     /// Opens and configures `path`.
-    /// - Parameter baudRate: one of 9600 … 921 600; default 115 200 (the PN532's speed after reset).
+    /// - Parameters:
+    ///   - path: the serial device node, e.g. `/dev/ttyUSB0`.
+    ///   - baudRate: one of 9600 … 921 600; default 115 200 (the PN532's speed after reset).
     /// - Throws: ``PN532SerialLineError/system(operation:path:errno:)``: ENOENT (no such device),
     ///   EACCES (the dialout group), ENOTTY (not a serial port), EINVAL (an unsupported baud rate).
     public init(path: String, baudRate: Int = 115_200) throws(PN532SerialLineError) {

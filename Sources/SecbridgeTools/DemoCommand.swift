@@ -441,12 +441,13 @@ final class EventLog: @unchecked Sendable {
 
     func append(_ event: CredentialSessionEvent) { lock.withLock { events.append(event) } }
 
-    /// Returns when an event satisfies `predicate`, or after `timeout`.
+    /// Returns when an event satisfies `predicate`, after `timeout`, or when the task is cancelled
+    /// (a `try?` sleep would spin then, throwing at once each round).
     func waitUntil(timeout: Duration, _ predicate: @escaping (CredentialSessionEvent) -> Bool) async {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if lock.withLock({ events.contains(where: predicate) }) { return }
-            try? await Task.sleep(for: .milliseconds(10))
+            do { try await Task.sleep(for: .milliseconds(10)) } catch { return }
         }
     }
 }

@@ -406,9 +406,12 @@ extension SecbridgeCLI {
             try await session.performTransaction(using: credential, options: options)
             announceEmulation()
             // Wait (bounded by the session's own 60 s window) for the terminal, the window, or Ctrl-C.
+            // A cancelled task stops waiting and restores the reader as Ctrl-C does: `try?` on the
+            // sleep would make the loop spin, each round throwing at once (seen: two such loops held
+            // both threads of Swift's pool, and the session they waited for could not run).
             while done.lock.withLock({ done.result }) == nil && !interrupted() {
                 if case .cardEmulation = await session.state {} else { break }
-                try? await Task.sleep(for: .milliseconds(50))
+                do { try await Task.sleep(for: .milliseconds(50)) } catch { break }
             }
             if case .cardEmulation = await session.state {
                 if interrupted() { report(.interrupted) }

@@ -347,6 +347,14 @@ public actor CredentialSession {
         return assertion
     }
 
+    /// ``acquirePresentmentAssertion()`` under the name the sample on Apple's
+    /// `transactionTask(_:action:)` page uses, so that sample compiles unchanged (Apple's
+    /// CredentialSession declares only `acquirePresentmentAssertion()`; docs/apple-api-map.md).
+    /// - Throws: as ``acquirePresentmentAssertion()``.
+    public func acquirePresentmentIntentAssertion() throws(CredentialSessionError) -> PresentmentIntentAssertion {
+        try acquirePresentmentAssertion()
+    }
+
     func relinquishAssertion(id: UInt64) async {
         await perform(machine.relinquishAssertion(id: id))
     }

@@ -66,7 +66,8 @@ public struct TranscriptStatistics: Sendable, Equatable {
     }
     /// The median exchange time (the lower middle for an even count); nil when none is timed.
     /// Exact for times that are whole microseconds below 65.536 ms (what a recorder writes),
-    /// else within 0.5 %: the times are kept in constant memory (``DurationSketch``).
+    /// else within 0.5 %: the times are kept in constant memory (a count per microsecond below
+    /// 65.536 ms and a histogram of 1 % buckets above).
     public var exchangeTimeMedian: Duration? { times.median }
 
     // The running state of ``add(_:)``.

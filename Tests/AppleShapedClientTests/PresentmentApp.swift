@@ -34,8 +34,8 @@ actor PresentmentModel {
         guard let session, let credential else { return }
         try await session.enterWiredMode(using: credential)
         wiredAnswer = try await session.transceive(Data([0x00, 0xA4, 0x04, 0x00, 0x07, 0xD2, 0x76, 0x00, 0x00, 0x85, 0x01, 0x01, 0x00]))
-        // 1.
-        let assertion = try await session.acquirePresentmentAssertion()
+        // 1. Spelled as the sample on Apple's transactionTask(_:action:) page spells it.
+        let assertion = try await session.acquirePresentmentIntentAssertion()
         // 2. SwiftUI: the app's presentment view appears here; there is no view to show.
         // 3.
         try await assertion.relinquish()

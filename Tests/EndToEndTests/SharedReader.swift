@@ -114,12 +114,17 @@ func runProgram(
 func awaitExit(_ process: Process, within timeout: Duration = .seconds(20), after what: String, details: @Sendable () -> String = { "" })
     async throws
 {
+    // A cancelled task stops waiting at once (a `try?` sleep would spin, throwing each round)
+    // and kills the process as at the deadline.
     let deadline = ContinuousClock.now + timeout
-    while process.isRunning && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
+    while process.isRunning && ContinuousClock.now < deadline {
+        do { try await Task.sleep(for: .milliseconds(10)) } catch { break }
+    }
     guard process.isRunning else { return }
-    let killDeadline = ContinuousClock.now + .seconds(5)
     kill(process.processIdentifier, SIGKILL)
-    while process.isRunning && ContinuousClock.now < killDeadline { try? await Task.sleep(for: .milliseconds(10)) }
+    // The reaping takes a moment; a thread of its own waits for it (no sleep that cancellation
+    // turns into a spin).
+    _ = try? await pcscExecutor.run { process.waitUntilExit() }
     throw exitTimeout(process, timeout, what, details())
 }
 
