@@ -21,6 +21,8 @@ public struct InProcessPCSCClient: PCSCClient {
 
     /// These readers' own namespace: `in-process <address of readers>/`.
     public var readerScope: String { "in-process \(ObjectIdentifier(readers).hashValue)/" }
+    /// The readers' virtual time (``InProcessReaders/virtualTime``), nil on scaled real time.
+    public var virtualTime: VirtualTime? { readers.virtualTime }
 
     /// A new context on ``readers``; never fails (there is no service to reach).
     public func establishContext() throws(PCSCError) -> any PCSCClientContext {

@@ -95,11 +95,14 @@ final class ReaderContext: Sendable {
     /// a participant while it holds the lock (`VirtualTime.participate`): time moves on its own
     /// only while the device waits on it. A thread waiting for the lock is not one
     /// (`VirtualTime.outside`), so a command that waits in the device (TgInitAsTarget) does not
-    /// keep time still for the calls queued behind it.
+    /// keep time still for the calls queued behind it. A lock that is free is taken without
+    /// leaving the participants: that instant would let time jump while the thread still runs
+    /// (an emulation's hold is handed to this thread for the length of its call).
     func withDriver<T: Sendable>(_ body: () -> T) -> T {
         pending.add(1, ordering: .relaxed)
         defer { pending.subtract(1, ordering: .relaxed) }
         guard let virtualTime else { return driverLock.withLock { _ in body() } }
+        if let result = driverLock.withLockIfAvailable({ _ in virtualTime.participate(body) }) { return result }
         return virtualTime.outside {
             driverLock.withLock { _ in virtualTime.participate(body) }
         }

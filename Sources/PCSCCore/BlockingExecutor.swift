@@ -17,12 +17,28 @@ public final class BlockingExecutor: Sendable {
     private let queue = Queue()
     /// The thread's name, as given to ``init(name:)``: it names the executor in ``ExecutorStoppedError``.
     public let name: String
+    private let activity: VirtualTime.Activity?
 
     /// Starts the thread.
     /// - Parameter name: the thread's name (at most 15 bytes are kept), shown in
     ///   `/proc/PID/task/*/comm`, by `top -H` and by debuggers.
     public init(name: String) {
         self.name = name
+        activity = nil
+        start()
+    }
+
+    /// An executor whose every ``run(_:)`` job holds in place of the calling flow of `activity`
+    /// (`VirtualTime.Activity.handingOver(_:)`): on a desk on virtual time, time moves only
+    /// while the job waits on the clock (a reader command), not between jobs while the caller's
+    /// task runs. nil: `init(name:)`.
+    package init(name: String, activity: VirtualTime.Activity?) {
+        self.name = name
+        self.activity = activity
+        start()
+    }
+
+    private func start() {
         let started = startThread(name: name) { [queue] in
             while true {
                 queue.condition.lock()
@@ -51,8 +67,13 @@ public final class BlockingExecutor: Sendable {
     /// - Throws: what `body` throws, or ``ExecutorStoppedError`` after ``shutdown()``.
     public func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, Error>) in
+            let activity = self.activity
             let accepted = enqueue {
-                continuation.resume(with: Result { try body() })
+                let result = Result { () throws -> T in
+                    if let activity { return try activity.handingOver { () throws -> T in try body() } }
+                    return try body()
+                }
+                continuation.resume(with: result)
             }
             if !accepted { continuation.resume(throwing: ExecutorStoppedError(name: name)) }
         }

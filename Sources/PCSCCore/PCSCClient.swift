@@ -26,11 +26,16 @@ public protocol PCSCClient: Sendable {
     /// default) for readers only this process sees. Rules that hold across processes (one card
     /// emulation per reader) key on it.
     var sharedSocketPath: String? { get }
+    /// The virtual time the readers run on (in-process readers on a desk on virtual time), nil
+    /// (the default) on real time: code that waits on its own timers (a card-emulation window)
+    /// measures them on it, so that they end at the same virtual instants as the readers' waits.
+    var virtualTime: VirtualTime? { get }
 }
 
 extension PCSCClient {
     public var readerScope: String { "" }
     public var sharedSocketPath: String? { nil }
+    public var virtualTime: VirtualTime? { nil }
 }
 
 /// A connection to a resource manager (an SCARDCONTEXT): lists readers, waits for changes, connects.

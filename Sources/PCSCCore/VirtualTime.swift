@@ -61,6 +61,9 @@ public final class VirtualTime: @unchecked Sendable {
         var id: UInt64
         var deadline: UInt64
         var resume: @Sendable (Bool) -> Void
+        /// Runs with the mutex held when the sleeper leaves the list (woken, cancelled, closed):
+        /// an ``Activity`` takes its hold back here, before the keeper can look again.
+        var leaving: (() -> Void)? = nil
     }
 
     // Guarded by `mutex`.
@@ -200,6 +203,7 @@ public final class VirtualTime: @unchecked Sendable {
             closed = true
             changed()
             let result = (waiters.map(\.wake), sleepers.map(\.resume))
+            for sleeper in sleepers { sleeper.leaving?() }
             sleepers.removeAll()
             return result
         }
@@ -292,6 +296,12 @@ public final class VirtualTime: @unchecked Sendable {
     /// - Throws: `CancellationError` when the task is cancelled first; returns at once after
     ///   ``close()``.
     public func sleep(until deadline: Duration) async throws {
+        try await sleep(until: deadline, registering: nil, leaving: nil)
+    }
+
+    /// ``sleep(until:)`` with two hooks, each run with the mutex held: `registering` when the
+    /// sleeper joins the list, `leaving` when it leaves it (woken, cancelled or closed).
+    private func sleep(until deadline: Duration, registering: (() -> Void)?, leaving: (() -> Void)?) async throws {
         let target = Self.nanoseconds(deadline)
         let ticket = SleeperTicket()
         let completed = await withTaskCancellationHandler {
@@ -304,7 +314,8 @@ public final class VirtualTime: @unchecked Sendable {
                         let id = nextID
                         nextID += 1
                         state = .registered(id)
-                        sleepers.append(Sleeper(id: id, deadline: target, resume: { once.resume($0) }))
+                        sleepers.append(Sleeper(id: id, deadline: target, resume: { once.resume($0) }, leaving: leaving))
+                        registering?()
                         changed()
                         return true
                     }
@@ -316,12 +327,122 @@ public final class VirtualTime: @unchecked Sendable {
                 ticket.state.withLock { state -> (@Sendable (Bool) -> Void)? in
                     defer { state = .cancelled }
                     guard case .registered(let id) = state, let index = sleepers.firstIndex(where: { $0.id == id }) else { return nil }
-                    return sleepers.remove(at: index).resume
+                    let sleeper = sleepers.remove(at: index)
+                    sleeper.leaving?()
+                    changed()
+                    return sleeper.resume
                 }
             }
             resume?(false)
         }
         if !completed { throw CancellationError() }
+    }
+
+    // MARK: Activities (work on Swift tasks that time waits for)
+
+    /// Work on Swift tasks that time must wait for, as it waits for a participant thread: a
+    /// command's session engine, whose actor hops and event handling run between the reader
+    /// commands the clock sees. While any of the activity's *flows* runs, time does not move on
+    /// its own (each running flow is one ``VirtualTime/hold()``); a flow lets time move only by
+    /// waiting where the clock sees it:
+    /// - ``sleep(until:handingOver:)``: a task sleep; the flow's hold is given up when the sleeper
+    ///   is registered and taken back, under the clock's lock, when it is woken (so the keeper
+    ///   cannot advance again before the woken task has run);
+    /// - ``handingOver(_:)``: blocking work on a thread that is a participant (a reader command
+    ///   on an executor thread), which holds in the flow's place while it runs.
+    ///
+    /// A flow that starts (a task, an event handed to a consumer) takes a ``hold()``; one that
+    /// ends gives it back with ``release()``. ``end()`` gives back whatever is left; after it,
+    /// holds are no longer taken, so a late flow cannot keep time still.
+    package final class Activity: @unchecked Sendable {
+        package let time: VirtualTime
+        // Guarded by the time's mutex.
+        private var holding = 0
+        private var ended = false
+
+        fileprivate init(time: VirtualTime) { self.time = time }
+
+        /// One more running flow (nothing after ``end()``).
+        package func hold() { time.locked { take() } }
+
+        /// One flow fewer; nothing when none holds.
+        package func release() { time.locked { _ = giveBack() } }
+
+        /// Gives back every hold and takes no more.
+        package func end() {
+            time.locked {
+                time.holds = max(0, time.holds - holding)
+                holding = 0
+                ended = true
+                time.changed()
+            }
+        }
+
+        /// The holds this activity keeps now (for tests).
+        package var holds: Int { time.locked { holding } }
+
+        /// Sleeps the calling task until `deadline` on the activity's clock.
+        ///
+        /// With `handingOver`, the calling flow holds and gives its hold up while it sleeps: it
+        /// holds again when the call returns, as before. Without it the caller is a flow that
+        /// starts at the wake-up (a timer): it holds when the call returns, also by throwing, and
+        /// must ``release()`` once its work is done.
+        /// - Throws: `CancellationError` when the task is cancelled first.
+        package func sleep(until deadline: Duration, handingOver: Bool) async throws {
+            let gaveUp = Mutex(false)
+            let registered = Mutex(false)
+            do {
+                try await time.sleep(
+                    until: deadline,
+                    registering: { [self] in
+                        registered.withLock { $0 = true }
+                        if handingOver { gaveUp.withLock { $0 = giveBack() } }
+                    },
+                    leaving: { [self] in
+                        if !handingOver || gaveUp.withLock({ $0 }) { take() }
+                    })
+            } catch {
+                if !handingOver && !registered.withLock({ $0 }) { hold() }
+                throw error
+            }
+            if !handingOver && !registered.withLock({ $0 }) { hold() }
+        }
+
+        /// Runs `body` on the calling thread (never on Swift's shared pool) as a participant that
+        /// holds in place of the calling flow: the flow's hold is given up once the thread
+        /// participates and taken back before the thread stops participating, so time has no
+        /// moment in between to move.
+        package func handingOver<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
+            try time.participate { () throws(E) -> R in
+                let gaveUp = time.locked { giveBack() }
+                defer { if gaveUp { hold() } }
+                return try body()
+            }
+        }
+
+        /// Mutex held.
+        private func take() {
+            guard !ended else { return }
+            holding += 1
+            time.holds += 1
+            time.changed()
+        }
+
+        /// Mutex held; whether a hold was given back.
+        private func giveBack() -> Bool {
+            guard holding > 0 else { return false }
+            holding -= 1
+            time.holds = max(0, time.holds - 1)
+            time.changed()
+            return true
+        }
+    }
+
+    /// Starts an ``Activity`` on this clock with one running flow (the caller's).
+    package func beginActivity() -> Activity {
+        let activity = Activity(time: self)
+        activity.hold()
+        return activity
     }
 
     // MARK: The keeper
@@ -396,7 +517,8 @@ public final class VirtualTime: @unchecked Sendable {
         waiters = kept
         let due = sleepers.filter { $0.deadline <= nowNanoseconds }.sorted { $0.deadline < $1.deadline }
         sleepers.removeAll { $0.deadline <= nowNanoseconds }
-        for sleeper in due { wakes.append({ sleeper.resume(true) }) }
+        for sleeper in due { sleeper.leaving?() }
+        for resume in due.map(\.resume) { wakes.append({ resume(true) }) }
         changed()
         return wakes
     }

@@ -6,13 +6,14 @@ import Synchronization
 
 /// Simulated ACR122U readers on a desk of their own, in this process: reached through the
 /// in-process PC/SC client (no pcscd), each with its control socket for placing cards, tags and
-/// terminals, and running on a time scale (the default, ``defaultTimeScale``) or on virtual time
-/// (``DeskTime/virtual``) so that no test waits out a device timeout. On virtual time the desk's
-/// `VirtualTime` (PCSCCore) moves only when every reader command, status wait and transaction wait
-/// on the desk waits, straight to the earliest deadline, so a 5 s MCU timeout takes no wall time
-/// and ends the same way on every run. Virtual time is opt-in for now: the in-process suites pass
-/// on it (7 of 8 back-to-back runs on 2026-12-07), but one run hung in a `secbridge emulate` test,
-/// whose session timers and actor work the desk clock does not see (docs/test-infrastructure.md).
+/// terminals, and running on virtual time (the default, ``DeskTime/virtual``) so that no test
+/// waits out a device timeout, or on a time scale (``DeskTime/scaled(_:)``). On virtual time the
+/// desk's `VirtualTime` (PCSCCore) moves only when every reader command, status wait and
+/// transaction wait on the desk waits, straight to the earliest deadline, so a 5 s MCU timeout
+/// takes no wall time and ends the same way on every run. Code with timers of its own finds the
+/// clock as the client's `virtualTime` (`secbridge emulate` runs its session on it, as one
+/// activity the clock waits for: docs/test-infrastructure.md, "Virtual time on an in-process
+/// desk").
 ///
 ///     let desk = try SimulatedDesk(readers: 2)
 ///     defer { desk.close() }
@@ -64,12 +65,12 @@ public final class SimulatedDesk: Sendable {
     ///   - count: how many readers, 1 to 4.
     ///   - personality: the readers' personality (e.g. `ccid-escape-disabled`), default
     ///     `ccid-escape-enabled`.
-    ///   - time: scaled wall-clock time (default, ``defaultTimeScale``) or virtual time.
+    ///   - time: virtual time (the default) or scaled wall-clock time.
     ///   - separateFields: each reader gets an RF field of its own (a card placed on one is not
     ///     in the other's field), e.g. a secure-element card beside an emulating reader.
     /// - Throws: `InProcessReaderError` when the driver refuses a reader or no Lun frees up.
     public init(
-        readers count: Int = 1, personality: String? = nil, time: DeskTime = .scaled(defaultTimeScale), separateFields: Bool = false
+        readers count: Int = 1, personality: String? = nil, time: DeskTime = .virtual, separateFields: Bool = false
     ) throws {
         let number = Self.counter.add(1, ordering: .relaxed).oldValue
         let clockOption: String
@@ -117,7 +118,7 @@ public final class SimulatedDesk: Sendable {
     /// Makes a desk, waiting for free readers on a thread of its own (never on Swift's shared
     /// concurrency pool). Parameters and errors as ``init(readers:personality:time:separateFields:)``.
     public static func open(
-        readers count: Int = 1, personality: String? = nil, time: DeskTime = .scaled(defaultTimeScale), separateFields: Bool = false
+        readers count: Int = 1, personality: String? = nil, time: DeskTime = .virtual, separateFields: Bool = false
     ) async throws -> SimulatedDesk {
         let executor = BlockingExecutor(name: "desk-open")
         defer { executor.shutdown() }

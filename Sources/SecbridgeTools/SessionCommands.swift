@@ -107,8 +107,11 @@ extension SecbridgeCLI {
     /// The card-emulation window for an invocation: Apple's 60 s, times the invocation's time
     /// scale (tests on simulated readers shrink the window only; every other session rule, such
     /// as the 15 s wired idle rule, stays in real time, so a slow machine cannot break them).
+    /// On readers on virtual time (an in-process desk) the window is Apple's 60 s of that time,
+    /// whatever the scale.
     static func emulationWindow(_ invocation: Invocation) -> Duration {
-        .seconds(60) * (invocation.timeScale > 0 ? invocation.timeScale : 1)
+        if invocation.client.virtualTime != nil { return .seconds(60) }
+        return .seconds(60) * (invocation.timeScale > 0 ? invocation.timeScale : 1)
     }
 
     static let emulateCommand = makeEmulateCommand(relayClock: nil)
@@ -261,7 +264,14 @@ extension SecbridgeCLI {
         json: Bool = false, secrets: SecretDisplay = .masked, changingReader: @escaping @Sendable () -> Void = {}
     ) async throws -> TerminalVerdict {
         @Sendable func report(_ event: EmulateReport) { EmulateReport.print(event, json: json, on: console) }
-        let executor = BlockingExecutor(name: "emulate")
+        // On readers on virtual time the session runs on the readers' clock, as one activity with
+        // this task as its first flow: time moves only while every flow waits on the clock (a
+        // device wait, the runner's grace), never while the session's tasks or this command's
+        // event handling run (docs/test-infrastructure.md, "Virtual time on an in-process desk").
+        let time = client.virtualTime
+        let activity = time?.beginActivity()
+        defer { activity?.end() }
+        let executor = BlockingExecutor(name: "emulate", activity: activity)
         let prompter = BlockingExecutor(name: "authorization prompt")
         defer {
             executor.shutdown()
@@ -333,12 +343,21 @@ extension SecbridgeCLI {
         let session: CredentialSession
         do {
             session = try CredentialSession.startSession(
-                CredentialSessionOptions(credentials: [credential], emulationBackend: backend, authorizer: authorizer))
+                {
+                    var options = CredentialSessionOptions(
+                        credentials: [credential], emulationBackend: backend, authorizer: authorizer,
+                        clock: time ?? ContinuousSessionClock())
+                    options.activity = activity
+                    return options
+                }())
         } catch {
             await backend.close()
             throw CLIError.failure("\(error)")
         }
-        let done = ResultBox<Bool>()
+        // What ends the wait for the terminal: done, the window's end, the session's end, Ctrl-C.
+        // Whoever ends it first hands its hold of the activity to the waiting command.
+        let finished = FinishSignal()
+        @Sendable func finish() { if !finished.signal() { activity?.release() } }
         let secureElementChanges = Mutex<[String]>([])
         // The session ended because the reader failed (unplugged during a call, pcscd gone).
         let readerLost = Mutex(false)
@@ -355,6 +374,9 @@ extension SecbridgeCLI {
             var activationStarts: [Int] = []
             var activeAfterCommands = false
             for await event in session.eventStream {
+                // Each event holds the activity until it is handled (CredentialSessionOptions.activity).
+                var ends = false
+                defer { if ends { finish() } else { activity?.release() } }
                 switch event {
                 case .apduExchanged(let command, let response):
                     announceEmulation()
@@ -373,7 +395,7 @@ extension SecbridgeCLI {
                     // A phone that slipped before the NDEF file was read usually comes back: the
                     // target is armed again (docs/terminal-models.md §6.1) until the window ends.
                     if info.state == .fieldAbsent && activeAfterCommands && serving.endsAfter(commands, credential: credential) {
-                        done.lock.withLock { done.result = .success(true) }
+                        ends = true
                     }
                 case .readerEvent(.secureElementChanged(let detail)):
                     report(.secureElementChanged(detail))
@@ -381,14 +403,20 @@ extension SecbridgeCLI {
                     secureElementChanges.withLock { $0.append(detail) }
                 case .cardEmulationTimeout:
                     report(.cardEmulationTimeout)
-                    done.lock.withLock { done.result = .success(false) }
+                    ends = true
                 case .sessionInvalidated(let reason):
                     report(.other("\(event)"))
                     if case .readerLost? = reason.invalidation { readerLost.withLock { $0 = true } }
+                    ends = true
+                case .readerEvent(.emulationStoppedByReaderError):
+                    report(.other("\(event)"))
+                    ends = true
                 default:
                     report(.other("\(event)"))
                 }
             }
+            activity?.hold()
+            finish()
             return (commands, activationStarts.isEmpty ? [0] : activationStarts)
         }
         do {
@@ -409,10 +437,22 @@ extension SecbridgeCLI {
             // A cancelled task stops waiting and restores the reader as Ctrl-C does: `try?` on the
             // sleep would make the loop spin, each round throwing at once (seen: two such loops held
             // both threads of Swift's pool, and the session they waited for could not run).
-            while done.lock.withLock({ done.result }) == nil && !interrupted() {
-                if case .cardEmulation = await session.state {} else { break }
-                do { try await Task.sleep(for: .milliseconds(50)) } catch { break }
+            // Ctrl-C comes from outside: a watcher looks for it every 50 ms of real time.
+            let interruptWatch = Task {
+                while !interrupted() {
+                    do { try await Task.sleep(for: .milliseconds(50)) } catch { return }
+                }
+                activity?.hold()
+                finish()
             }
+            if case .cardEmulation = await session.state {
+                activity?.release()
+                await finished.wait()
+            } else if !finished.signal() {
+                // Ended already: the hold its signaller handed over is one too many.
+                activity?.release()
+            }
+            interruptWatch.cancel()
             if case .cardEmulation = await session.state {
                 if interrupted() { report(.interrupted) }
                 try await session.endCardEmulation()
@@ -895,6 +935,37 @@ extension SecbridgeCLI {
                 }
                 return nil
             })
+    }
+
+    /// A one-time signal a task awaits: ``signal()`` ends ``wait()`` (also one that starts later).
+    /// Cancellation does not end the wait: every signaller of `emulate` comes (the session's
+    /// event stream ends on every path, and the task's cancellation is not one of them).
+    final class FinishSignal: Sendable {
+        private let state = Mutex<(signalled: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+
+        /// Ends the wait; true the first time.
+        func signal() -> Bool {
+            let (first, waiter) = state.withLock { state -> (Bool, CheckedContinuation<Void, Never>?) in
+                if state.signalled { return (false, nil) }
+                state.signalled = true
+                defer { state.waiter = nil }
+                return (true, state.waiter)
+            }
+            waiter?.resume()
+            return first
+        }
+
+        /// Returns once ``signal()`` was called.
+        func wait() async {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLock { state -> Bool in
+                    if state.signalled { return true }
+                    state.waiter = continuation
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        }
     }
 
     /// Runs a body at most once, from any thread (the body runs under the flag's lock).

@@ -1,4 +1,5 @@
 import ISO7816
+import PCSCCore
 import Synchronization
 
 /// What a session is made with.
@@ -16,6 +17,12 @@ public struct CredentialSessionOptions: Sendable {
     public var clock: any SessionClock
     /// The rules' durations and limits.
     public var timings: SessionTimings
+    /// On an in-process desk on virtual time (`clock` is the desk's `VirtualTime`): the command's
+    /// activity, so that time does not move on its own while the session's own work runs (its
+    /// runner between device steps, a fired timer, an event not yet handled by the one consumer
+    /// of ``CredentialSession/eventStream``, who releases one hold per event it has handled).
+    /// nil: the session's tasks are invisible to the clock.
+    package var activity: VirtualTime.Activity?
 
     /// Options with the credentials, the backend, the reader and the authorizer; clock and timings default to real time and the documented limits.
     public init(
@@ -282,16 +289,41 @@ public actor CredentialSession {
             })
     }
 
+    /// Publishes `event`; with an activity, the event holds time until its consumer released it
+    /// (an event the stream drops or no longer takes gives its hold back at once).
+    private func emit(_ event: CredentialSessionEvent) {
+        let activity = options.activity
+        activity?.hold()
+        switch continuation.yield(event) {
+        case .enqueued: break
+        case .dropped, .terminated: activity?.release()
+        @unknown default: activity?.release()
+        }
+    }
+
+    /// Awaits another flow of the session (a stopping runner) without holding time meanwhile:
+    /// that flow may wait on the clock (a pending TgInitAsTarget), and time must move for it.
+    private func awaitingAnotherFlow(_ task: Task<Void, Never>) async {
+        options.activity?.release()
+        await task.value
+        options.activity?.hold()
+    }
+
     private func startRunner(backend: any CardEmulationBackend, credential: Credential, parameters: TargetParameters) {
         let deadline = machine.emulationDeadline ?? options.clock.now
         let id = UInt64(machine.epoch)
         let runner = EmulationRunner(
             backend: backend, secureElement: credential.secureElement, parameters: parameters,
-            clock: options.clock, deadline: deadline
+            clock: options.clock, deadline: deadline, activity: options.activity
         ) { [weak self] report in
             await self?.runnerReported(report, epoch: id)
         }
-        let task = Task { await runner.run() }
+        let activity = options.activity
+        activity?.hold()
+        let task = Task {
+            await runner.run()
+            activity?.release()
+        }
         self.runner = (runner, task)
     }
 
@@ -299,16 +331,16 @@ public actor CredentialSession {
         guard machine.epoch == epoch, case .cardEmulation = machine.state else { return }
         switch report {
         case .field(let info):
-            continuation.yield(.fieldStateChanged(info: info.state))
-            continuation.yield(.fieldObserved(info))
+            emit(.fieldStateChanged(info: info.state))
+            emit(.fieldObserved(info))
         case .exchanged(let command, let response):
-            continuation.yield(.apduExchanged(command: command, response: response))
+            emit(.apduExchanged(command: command, response: response))
         case .failed(let reason):
             await perform(machine.emulationStopped(reason: reason), waitForRunner: false)
         case .readerLost(let detail):
             await perform(machine.invalidate(reason: .readerLost(detail)), waitForRunner: false)
         case .secureElementChanged(let detail):
-            continuation.yield(.readerEvent(.secureElementChanged(detail)))
+            emit(.readerEvent(.secureElementChanged(detail)))
         }
     }
 
@@ -326,7 +358,7 @@ public actor CredentialSession {
                 await current.task.value
             }
         }
-        if wait, let stopping = stoppingRunners { await stopping.value }
+        if wait, let stopping = stoppingRunners { await awaitingAnotherFlow(stopping) }
     }
 
     // MARK: Presentment assertions
@@ -374,7 +406,7 @@ public actor CredentialSession {
         for action in actions {
             switch action {
             case .emit(let event):
-                continuation.yield(event)
+                emit(event)
             case .stopEmulation:
                 await stopRunner(wait: waitForRunner)
             case .closeSecureElement(let credential):
@@ -383,7 +415,7 @@ public actor CredentialSession {
                 assertions.removeValue(forKey: id)?.assertion?.markInvalid()
             case .finishSession:
                 // Not from the runner's own report (it would wait for itself): the reader is gone then.
-                if waitForRunner, let stopping = stoppingRunners { await stopping.value }
+                if waitForRunner, let stopping = stoppingRunners { await awaitingAnotherFlow(stopping) }
                 if let claim { ReaderClaims.release(claim.reader, token: claim.token) }
                 continuation.finish()
             }
@@ -396,6 +428,15 @@ public actor CredentialSession {
         timerTask = nil
         guard machine.state != .invalid || machine.activeAssertion != nil, let next = machine.nextDeadline else { return }
         let clock = options.clock
+        if let activity = options.activity {
+            // A fired timer is a flow of the activity until its actions are done.
+            timerTask = Task { [weak self] in
+                defer { activity.release() }
+                do { try await activity.sleep(until: next, handingOver: false) } catch { return }
+                await self?.deadlineReached()
+            }
+            return
+        }
         timerTask = Task { [weak self] in
             do { try await clock.sleep(until: next) } catch { return }
             await self?.deadlineReached()

@@ -1,4 +1,5 @@
 import ISO7816
+import PCSCCore
 import Synchronization
 
 /// Runs one card-emulation window: arms the target in bounded steps, relays each C-APDU to the
@@ -21,6 +22,8 @@ final class EmulationRunner: Sendable {
     let parameters: TargetParameters
     let clock: any SessionClock
     let deadline: Duration
+    /// The command's activity on a desk on virtual time (`CredentialSessionOptions.activity`).
+    let activity: VirtualTime.Activity?
     let report: @Sendable (Report) async -> Void
     static let maximumConsecutiveErrors = 3
     /// A hard bound on device steps per window, far above what a 60 s window can hold.
@@ -31,8 +34,10 @@ final class EmulationRunner: Sendable {
 
     init(
         backend: any CardEmulationBackend, secureElement: any SecureElement, parameters: TargetParameters,
-        clock: any SessionClock, deadline: Duration, report: @escaping @Sendable (Report) async -> Void
+        clock: any SessionClock, deadline: Duration, activity: VirtualTime.Activity? = nil,
+        report: @escaping @Sendable (Report) async -> Void
     ) {
+        self.activity = activity
         self.backend = backend
         self.secureElement = secureElement
         self.parameters = parameters
@@ -60,7 +65,11 @@ final class EmulationRunner: Sendable {
     private func pause(until instant: Duration) async {
         let clock = self.clock
         let end = min(instant, deadline)
-        let sleeper = Task<Void, Never> { _ = try? await clock.sleep(until: end) }
+        let activity = self.activity
+        // With an activity the runner's hold goes with the sleep and comes back at its wake-up.
+        let sleeper = Task<Void, Never> {
+            if let activity { _ = try? await activity.sleep(until: end, handingOver: true) } else { _ = try? await clock.sleep(until: end) }
+        }
         let stoppedAlready = control.withLock { c in
             c.pause = sleeper
             return c.stopped
