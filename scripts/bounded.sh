@@ -47,7 +47,8 @@ SHOW=$!
                 | grep -E '^(Thread|#)' | head -n 3000 || true
         done
         echo "--- Swift Testing tests that started and did not end:"
-        sed 's/\x1b\[[0-9;]*m//g' "$LOG" | awk '
+        # (A sharded run, scripts/sharded-test.sh, writes each shard's output to LOG.shardK.)
+        for file in "$LOG" "$LOG".shard*; do [ -f "$file" ] && sed 's/\x1b\[[0-9;]*m//g' "$file"; done | awk '
             /^. Test .* started\.$/ { name = $0; sub(/^. Test /, "", name); sub(/ started\.$/, "", name); open[name] = 1 }
             /^. Test .* (passed|failed|skipped)/ { name = $0; sub(/^. Test /, "", name); sub(/ (passed|failed|skipped).*$/, "", name); delete open[name] }
             END { for (name in open) print "  " name }'

@@ -20,4 +20,13 @@ swift build --build-tests
 # (default 900) hangs. scripts/bounded.sh then prints every thread's backtrace and the tests that
 # started and did not end, ends the run and exits 124; the run's output stays in
 # .build/secbridge-test.log.
+#
+# Without arguments the run is sharded (scripts/sharded-test.sh): five test processes side by
+# side, each with its own private pcscd, so that the serialized shared-reader group does not set
+# the run's length. With arguments (a --filter, say), or SECBRIDGE_TEST_SHARDS=0, one `swift test`
+# process runs them as before.
+if [ $# -eq 0 ] && [ "${SECBRIDGE_TEST_SHARDS:-1}" != 0 ]; then
+    BUNDLE="$(swift build --show-bin-path)/secbridgePackageTests.xctest"
+    exec sh scripts/bounded.sh "${SECBRIDGE_TEST_BOUND:-900}" .build/secbridge-test.log sh scripts/sharded-test.sh "$BUNDLE" .build/secbridge-test.log
+fi
 exec sh scripts/bounded.sh "${SECBRIDGE_TEST_BOUND:-900}" .build/secbridge-test.log swift test --skip-build "$@"

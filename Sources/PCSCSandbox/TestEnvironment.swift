@@ -161,13 +161,30 @@ public enum FreePort {
     public static let range: ClosedRange<UInt16> = 0x9000...0xEFFE
 
     /// A random `port` such that `port` and `port + 1` can both be bound on all interfaces now.
+    ///
+    /// In a test process started as shard K of N (`SECBRIDGE_TEST_SHARD=K/N`, scripts/test.sh) the
+    /// port comes from the K-th of N equal parts of ``range``: test processes running side by side
+    /// never pick the same pair between one's check and its vpcd's bind.
     /// - Throws: ``HarnessError/Code/launchFailed`` after 64 taken candidates.
     public static func pick() throws -> UInt16 {
+        let candidates = shardRange(ProcessInfo.processInfo.environment["SECBRIDGE_TEST_SHARD"])
         for _ in 0..<64 {
-            let port = UInt16.random(in: range)
+            let port = UInt16.random(in: candidates)
             if isFree(port) && isFree(port + 1) { return port }
         }
         throw HarnessError(code: .launchFailed, reason: "no free TCP port pair in \(range) after 64 tries")
+    }
+
+    /// The part of ``range`` for `shard` (`K/N`, 0 ≤ K < N ≤ 64); the whole range for nil or
+    /// anything else.
+    package static func shardRange(_ shard: String?) -> ClosedRange<UInt16> {
+        guard let parts = shard?.split(separator: "/"), parts.count == 2,
+              let index = Int(parts[0]), let count = Int(parts[1]), count > 0, count <= 64, index >= 0, index < count
+        else { return range }
+        // Each part is even in length and at least 2 ports, so a pair never straddles two parts.
+        let size = (Int(range.upperBound) - Int(range.lowerBound) + 1) / count / 2 * 2
+        let lower = Int(range.lowerBound) + index * size
+        return UInt16(lower)...UInt16(lower + size - 2)
     }
 
     /// Whether a TCP socket can bind `port` on INADDR_ANY (as vpcd does) at this moment.

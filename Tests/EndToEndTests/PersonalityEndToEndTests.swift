@@ -163,15 +163,16 @@ extension SharedReader {
         }
 
         /// No terminal comes: whatever the unit answers at each MCU timeout (63 00, or nothing at
-        /// all on `empty-target-wait`), the window (60 s × 0.02) ends with cardEmulationTimeout,
-        /// no device step failed, and the reader is restored.
+        /// all on `empty-target-wait`), the window (60 s × 0.005: 0.3 s, six of the shared readers'
+        /// 50 ms MCU steps) ends with cardEmulationTimeout, no device step failed, and the reader
+        /// is restored.
         @Test(arguments: personalities.filter(escapeCommandsWork))
         func emulateWithNoTerminalWaitsOutTheWindowAndRestoresTheReader(_ name: String) async throws {
             let environment = try await simulatedReaders(withPersonality: name)
             try await blocking { try stopAutomaticPolling(on: environment.simulatedReaderB) }
             let result = try await runCLI(
                 ["emulate", "--credential", try repositoryPath("Fixtures/credentials/uri-tag.json"), "--yes", "--reader", environment.simulatedReaderA],
-                timeScale: 0.02)
+                timeScale: 0.005)
             #expect(result.status == 1, "no terminal exchanged APDUs: \(result.err)\n\(result.out)")
             #expect(result.out.contains("event: cardEmulationTimeout"), "\(result.out)")
             #expect(!result.out.contains("failed") && !result.err.contains("failed"), "\(result.err)\n\(result.out)")
