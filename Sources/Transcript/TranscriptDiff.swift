@@ -87,16 +87,15 @@ public enum TranscriptDiff {
             for k in keyed { bits.append(isAnswer(k.record, to: previous)); previous = k.record }
             return bits
         }
+        let hunks = RecordAlignment.align(a.map { key($0.key) }, b.map { key($0.key) }, answersA: answers(a), answersB: answers(b)).hunks
         var ia = a.makeIterator(), ib = b.makeIterator()
         return headerDifferences(left.header, right.header, options)
-            + recordDifferences(left: a.map { key($0.key) }, right: b.map { key($0.key) },
-                                answersLeft: answers(a), answersRight: answers(b),
-                                nextLeft: { ia.next() }, nextRight: { ib.next() })
+            + recordDifferences(hunks: hunks, leftCount: a.count, nextLeft: { ia.next() }, nextRight: { ib.next() })
     }
 
     /// Compares two transcript files of any size, reading each twice line by line: memory holds an
-    /// 8-byte digest per record of each file (about 16 MB per million exchanges) and the
-    /// differences, never the transcripts.
+    /// 8-byte digest per record of each file (about 16 MB per million exchanges) while the records
+    /// are aligned, then the alignment's hunks and the differences, never the transcripts.
     /// - Throws: ``TranscriptParseError`` for a file that cannot be read or parsed.
     public static func compare(contentsOfFile leftPath: String, _ rightPath: String,
                                options: TranscriptDiffOptions = TranscriptDiffOptions()) throws(TranscriptParseError) -> [TranscriptDifference] {
@@ -113,8 +112,15 @@ public enum TranscriptDiff {
             }
             return (reader.header, keys, answers)
         }
-        let (leftHeader, a, answersA) = try digests(leftPath)
-        let (rightHeader, b, answersB) = try digests(rightPath)
+        // The digests live only inside this function: they are freed before the second pass builds
+        // the differences (with every 10th answer of a million exchanges changed, the 32 MB of
+        // digests and the 100 000 differences together went past the 64 MB goal).
+        func alignment() throws(TranscriptParseError) -> (TranscriptHeader, TranscriptHeader, hunks: [MyersDiff.Hunk], leftCount: Int) {
+            let (leftHeader, a, answersA) = try digests(leftPath)
+            let (rightHeader, b, answersB) = try digests(rightPath)
+            return (leftHeader, rightHeader, RecordAlignment.align(a, b, answersA: answersA, answersB: answersB).hunks, a.count)
+        }
+        let (leftHeader, rightHeader, hunks, leftCount) = try alignment()
         let left = try TranscriptFileReader(contentsOfFile: leftPath), right = try TranscriptFileReader(contentsOfFile: rightPath)
         func next(_ reader: TranscriptFileReader) throws(TranscriptParseError) -> Keyed? {
             while let (number, line) = try reader.next() {
@@ -123,7 +129,7 @@ public enum TranscriptDiff {
             return nil
         }
         return headerDifferences(leftHeader, rightHeader, options)
-            + (try recordDifferences(left: a, right: b, answersLeft: answersA, answersRight: answersB, nextLeft: { () throws(TranscriptParseError) in try next(left) },
+            + (try recordDifferences(hunks: hunks, leftCount: leftCount, nextLeft: { () throws(TranscriptParseError) in try next(left) },
                                      nextRight: { () throws(TranscriptParseError) in try next(right) }))
     }
 
@@ -180,12 +186,11 @@ public enum TranscriptDiff {
         return UInt64(bitPattern: Int64(hasher.finalize()))
     }
 
-    /// Aligns the records by their digests, then walks both sides once, in order (`nextLeft` and
-    /// `nextRight` hand out the records that gave `left` and `right`): records aligned as equal are
-    /// compared in full, the others become removed, added or changed differences.
+    /// Walks both sides once, in order, along `hunks` (the alignment of the records' digests;
+    /// `nextLeft` and `nextRight` hand out the records, `leftCount` of them on the left): records
+    /// aligned as equal are compared in full, the others become removed, added or changed differences.
     static func recordDifferences<E: Error>(
-        left: [UInt64], right: [UInt64], answersLeft: RecordAlignment.Bits, answersRight: RecordAlignment.Bits,
-        nextLeft: () throws(E) -> Keyed?, nextRight: () throws(E) -> Keyed?
+        hunks: [MyersDiff.Hunk], leftCount: Int, nextLeft: () throws(E) -> Keyed?, nextRight: () throws(E) -> Keyed?
     ) throws(E) -> [TranscriptDifference] {
         var out: [TranscriptDifference] = []
         var i = 0, j = 0
@@ -206,13 +211,13 @@ public enum TranscriptDiff {
                 if l.key != r.key { out += pairChanges(removed: [l], added: [r]) }
             }
         }
-        for hunk in RecordAlignment.align(left, right, answersA: answersLeft, answersB: answersRight).hunks {
+        for hunk in hunks {
             try matched(until: hunk.left.lowerBound)
             let removed = try take(hunk.left.count, nextLeft, &i)
             let added = try take(hunk.right.count, nextRight, &j)
             out += pairChanges(removed: removed, added: added)
         }
-        try matched(until: left.count)
+        try matched(until: leftCount)
         return out
     }
 

@@ -38,7 +38,11 @@ let helpText = """
       pcscd-rss          pcscd's VmRSS growth over many APDUs to the simulated card (gated, ≤ 5 MB)
       transcripts        peak RSS of transcript stats, show, redact and diff (gated, ≤ 64 MB each),
                          stats / a streaming Python parse wall time (goal ≤ 1.0), and the count of
-                         changes diff reports between files differing in two answers (gated, = 2)
+                         changes diff reports between files differing in two answers (gated, = 2);
+                         diff of 30 000 exchanges all changed / GNU diff (goal ≤ 2 s), diff of
+                         --exchanges with every 10th changed (goal ≤ 20 s at 1 M; RSS gated,
+                         ≤ 64 MB), stats peak RSS at --exchanges and at --stats-exchanges (gated,
+                         ≤ 20 MB each), show's write(2) calls on 30 000 exchanges (gated, ≤ 2 000)
       serve              the C SCardTransmit loop through Debian's stock vpcd to `secbridge serve`,
                          to a C card (CPCSCBaseline/vpcd_card.c) and to vicc: serve's APDUs per
                          second (goal ≥ 5 000), time per APDU serve/C card, vicc's and the C
@@ -62,6 +66,8 @@ let helpText = """
       --exchanges N            Exchanges per generated transcript (default 100000; the issue's
                                peak-RSS figure is at 1000000).
       --transcript-pairs N     Pairs of stats / Python runs (default 3).
+      --stats-exchanges N      Exchanges of a second transcript for the stats peak-RSS figure
+                               alone (default 1000000; the issue's second size is 5000000).
       --turns N                Emulation turnarounds (default 2000).
       --serve-apdus N          SELECTs per serve and C-card loop (default 20000).
       --serve-pairs N          Pairs of serve / C-card loops (default 3).
@@ -102,7 +108,7 @@ struct BenchOptions {
     static let defaults: [String: Int] = [
         "apdus": 5000, "pairs": 5, "callgrind-apdus": 1000, "start-pairs": 20, "replay-pairs": 10,
         "credential-exchanges": 10_000, "credential-pairs": 5, "script-apdus": 10_000, "run-pairs": 5,
-        "rss-apdus": 200_000, "exchanges": 100_000, "transcript-pairs": 3, "turns": 2000, "serve-apdus": 20_000, "serve-pairs": 3, "vicc-apdus": 100, "codec-iterations": 200_000, "codec-callgrind-iterations": 10_000,
+        "rss-apdus": 200_000, "exchanges": 100_000, "transcript-pairs": 3, "stats-exchanges": 1_000_000, "turns": 2000, "serve-apdus": 20_000, "serve-pairs": 3, "vicc-apdus": 100, "codec-iterations": 200_000, "codec-callgrind-iterations": 10_000,
     ]
     var counts = BenchOptions.defaults
 

@@ -102,7 +102,7 @@ for part in options.parts {
     case "transcripts":
         benchmarkTranscripts(tools: toolsPath, exchanges: options["exchanges"], pairs: options["transcript-pairs"],
                              directory: scratch, report: report)
-        benchmarkTranscriptScaling(tools: toolsPath, exchanges: options["exchanges"], pairs: options["transcript-pairs"],
+        benchmarkTranscriptScaling(tools: toolsPath, exchanges: options["exchanges"], statsExchanges: options["stats-exchanges"], pairs: options["transcript-pairs"],
                                    directory: scratch, report: report)
     case "serve":
         benchmarkServe(programs, credential: repository?.appendingPathComponent("Fixtures/credentials/uri-tag.json").path,

@@ -48,6 +48,9 @@ import Testing
         #expect(parsed.parts == ["codec", "pcscd-rss"])
         #expect(parsed["rss-apdus"] == 1_000_000)
         #expect(try BenchOptions(["transcripts", "5000"], environment: [:])["exchanges"] == 5000)
+        #expect(try BenchOptions([], environment: [:])["stats-exchanges"] == 1_000_000)
+        let scaled = try BenchOptions(["transcripts", "1000000", "--stats-exchanges", "5000000"], environment: [:])
+        #expect(scaled["exchanges"] == 1_000_000 && scaled["stats-exchanges"] == 5_000_000 && scaled.parts == ["transcripts"])
         #expect(try BenchOptions([], environment: ["SECBRIDGE_BENCH_TURNS": "10"])["turns"] == 10)
         #expect(throws: UsageError.self) { try BenchOptions(["--only", "speed"], environment: [:]) }
         #expect(throws: UsageError.self) { try BenchOptions(["--apdus", "0"], environment: [:]) }
