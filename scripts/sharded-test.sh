@@ -40,7 +40,10 @@ for k in 0 1 2 3 4; do
         eval "pattern=\$SHARD$k"
         set -- --filter "$pattern"
     fi
-    SECBRIDGE_TEST_SHARD="$k/$COUNT" "$BUNDLE" --testing-library swift-testing "$@" >"$LOG.shard$k" 2>&1 &
+    # A command sh starts in the background has SIGINT and SIGQUIT ignored (POSIX, for a shell
+    # without job control), and a child inherits that: env puts them back to the default, as a
+    # test process started in the foreground has them (tests spawn programs that must die of them).
+    SECBRIDGE_TEST_SHARD="$k/$COUNT" env --default-signal=INT,QUIT "$BUNDLE" --testing-library swift-testing "$@" >"$LOG.shard$k" 2>&1 &
     pids="$pids $!"
 done
 status=0

@@ -65,11 +65,6 @@ extension SharedReader {
             #expect(text.contains("(libpcscspy.so.0 preloaded, pcsc-spy -n)"), "nfc-list is linked with libpcsclite (through libnfc)")
         }
 
-        /// The capture directories left in /tmp (each capture removes its own on every way out).
-        func leftoverCaptureDirectories() -> Set<String> {
-            Set(((try? FileManager.default.contentsOfDirectory(atPath: "/tmp")) ?? []).filter { $0.hasPrefix("secbridge-capture-") && !$0.hasPrefix("secbridge-capture-test-") })
-        }
-
         /// The first example of `capture --help`, as printed: opensc-tool loads libpcsclite with
         /// dlopen, so only the spy's replacement mode (libpcsclite.so.1 on LD_LIBRARY_PATH) sees it.
         @Test(.enabled(if: openscInstalled, "opensc-tool is not installed (package opensc)"))

@@ -34,19 +34,12 @@ extension SharedReader {
             return result
         }
 
-        /// An empty scratch directory for one test, named so that ``captureDirectories()`` skips it.
+        /// An empty scratch directory for one test, named so that `leftoverCaptureDirectories()` skips it.
         static func scratch(_ name: String) throws -> String {
             let dir = NSTemporaryDirectory() + "secbridge-capture-test-\(name)-\(getpid())"
             try? FileManager.default.removeItem(atPath: dir)
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             return dir
-        }
-
-        /// What `capture` and its spy may leave in /tmp, by name (the tests' own directories aside).
-        static func captureDirectories() -> Set<String> {
-            Set(((try? FileManager.default.contentsOfDirectory(atPath: "/tmp")) ?? []).filter {
-                $0.hasPrefix("secbridge-capture-") && !$0.hasPrefix("secbridge-capture-test-")
-            })
         }
 
         @Test(.enabled(if: spyInstalled, "pcsc-spy is not installed (package libpcsclite-dev)"))
@@ -56,7 +49,7 @@ extension SharedReader {
             defer { try? FileManager.default.removeItem(atPath: dir) }
             let binary = try secbridgeBinary().path
             let reader = environment.vpcdReaderName
-            let before = Self.captureDirectories()
+            let before = leftoverCaptureDirectories()
             var outputs: [(String, String)] = []
             func run(_ arguments: [String]) async throws -> Int32 {
                 let result = try await runBinary(arguments, environment: ProcessInfo.processInfo.environment, timeout: .seconds(60))
@@ -87,7 +80,7 @@ extension SharedReader {
             #expect(files.count == 4, "\(files.keys.sorted())")
             for (path, text) in files { leaks += Self.leaks(in: text, what: path) }
             #expect(leaks.isEmpty, "\(leaks)")
-            #expect(Self.captureDirectories().subtracting(before).isEmpty, "capture's temporary directory with the raw spy log was removed")
+            #expect(leftoverCaptureDirectories().subtracting(before).isEmpty, "capture's temporary directory with the raw spy log was removed")
         }
 
         /// Issue 30, item 1: capture of programs given the VERIFY each way they take APDUs — one

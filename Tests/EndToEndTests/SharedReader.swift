@@ -24,6 +24,20 @@ func requireBuiltBinaries() throws {
     _ = try secbridgeBinary()
 }
 
+/// The capture directories left in /tmp (each capture removes its own on every way out):
+/// those whose owner (the pid in their `owner` file) has ended. A capture still running in
+/// another test process (scripts/sharded-test.sh runs several side by side) owns its
+/// directory and is not counted; nor is one whose owner file is not written yet.
+func leftoverCaptureDirectories() -> Set<String> {
+    Set(((try? FileManager.default.contentsOfDirectory(atPath: "/tmp")) ?? []).filter { name in
+        guard name.hasPrefix("secbridge-capture-") && !name.hasPrefix("secbridge-capture-test-") else { return false }
+        guard let text = try? String(contentsOfFile: "/tmp/\(name)/owner", encoding: .utf8),
+              let owner = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)), owner > 0
+        else { return false }
+        return kill(owner, 0) != 0 && errno == ESRCH
+    })
+}
+
 /// PC/SC calls block: tests run them here, never on Swift's shared concurrency pool.
 let pcscExecutor = BlockingExecutor(name: "e2e-pcsc")
 
