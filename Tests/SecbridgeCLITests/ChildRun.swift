@@ -1,10 +1,24 @@
 import Foundation
+import PCSCCore
 import PCSCSandbox
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Runs `executable` with `arguments` to its end and returns its exit status and both outputs.
+/// ``runChild(_:_:environment:timeout:)`` from async code (a Swift Testing test): the bounded wait
+/// runs on a thread of its own, never on Swift's shared pool, whose two threads it would hold
+/// while every other test's task queues behind them (seen: `zsh` and `groff` runs of
+/// ManPageCompletionTests holding both for seconds at the start of a run).
+func runChild(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil, timeout: Duration = .seconds(60)) async throws
+    -> (status: Int32, out: String, err: String)
+{
+    let executor = BlockingExecutor(name: "child-run")
+    defer { executor.shutdown() }
+    return try await executor.run { try runChildBlocking(executable, arguments, environment: environment, timeout: timeout) }
+}
+
+/// Runs `executable` with `arguments` to its end and returns its exit status and both outputs
+/// (on a thread that may block; from async code use ``runChild(_:_:environment:timeout:)``).
 ///
 /// Every wait is bounded: standard output and error are read as they come, both at once, each by a
 /// ``PipeDrain`` (a child
@@ -12,7 +26,7 @@ import Glibc
 /// is killed with SIGKILL (a child started from a thread of Swift's shared pool inherits a signal
 /// mask that blocks SIGINT and SIGTERM) and this throws ``HarnessError/Code/timeout`` with what it
 /// had printed; output that a process it started still holds open is awaited 5 s at most.
-func runChild(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil, timeout: Duration = .seconds(60))
+func runChildBlocking(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil, timeout: Duration = .seconds(60))
     throws -> (status: Int32, out: String, err: String)
 {
     let process = Process()

@@ -26,8 +26,8 @@ import Testing
     }
 
     /// Runs `executable` with `arguments`; returns status, standard output and standard error.
-    static func runProcess(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws -> (status: Int32, out: String, err: String) {
-        try runChild(URL(fileURLWithPath: executable), arguments, environment: environment)  // bounded, both pipes read at once
+    static func runProcess(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) async throws -> (status: Int32, out: String, err: String) {
+        try await runChild(URL(fileURLWithPath: executable), arguments, environment: environment)  // bounded, both pipes read at once
     }
 
     @Test func generateManWritesOnePagePerCommandAndSubcommand() throws {
@@ -70,7 +70,7 @@ import Testing
 
     /// groff with every warning on (`-ww`; `-k`: the text through preconv, as man does) finds nothing to complain about in any page, and
     /// `man -l` renders the page of `read` with its name line and options.
-    @Test func everyPageRendersWithoutAWarning() throws {
+    @Test func everyPageRendersWithoutAWarning() async throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/groff") else {
             Issue.record("groff (Debian package groff-base) is not installed: the man pages cannot be checked")
             return
@@ -79,11 +79,11 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         try ManPages.write(root: Self.root, to: directory.path)
         for file in try FileManager.default.contentsOfDirectory(atPath: directory.path) {
-            let result = try Self.runProcess("/usr/bin/groff", ["-k", "-man", "-Tutf8", "-ww", "-z", directory.appendingPathComponent(file).path])
+            let result = try await Self.runProcess("/usr/bin/groff", ["-k", "-man", "-Tutf8", "-ww", "-z", directory.appendingPathComponent(file).path])
             #expect(result.status == 0 && result.err.isEmpty, "\(file): \(result.err)")
         }
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/man") else { return }
-        let rendered = try Self.runProcess(
+        let rendered = try await Self.runProcess(
             "/usr/bin/man", ["-l", directory.appendingPathComponent("secbridge-read.1").path],
             environment: ["MANWIDTH": "100", "MANPAGER": "cat", "PAGER": "cat", "LANG": "C.UTF-8", "PATH": "/usr/bin:/bin"])
         #expect(rendered.status == 0, "\(rendered.err)")
@@ -96,7 +96,7 @@ import Testing
     }
 
     /// Sources the bash script and calls `_secbridge` as bash's programmable completion does.
-    static func bashComplete(_ words: [String], script: String) throws -> [String] {
+    static func bashComplete(_ words: [String], script: String) async throws -> [String] {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("secbridge-completion-\(UUID().uuidString).bash")
         try script.write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
@@ -108,34 +108,34 @@ import Testing
             _secbridge
             printf '%s\\n' "${COMPREPLY[@]}"
             """
-        let result = try runProcess("/bin/bash", ["--norc", "--noprofile", "-c", command])
+        let result = try await runProcess("/bin/bash", ["--norc", "--noprofile", "-c", command])
         #expect(result.status == 0 && result.err.isEmpty, "\(result.err)")
         return result.out.split(separator: "\n").map(String.init)
     }
 
-    @Test func bashCompletesSubcommandsOptionsAndValues() throws {
+    @Test func bashCompletesSubcommandsOptionsAndValues() async throws {
         let script = try #require(Completions.script(for: "bash", root: Self.root))
-        let top = try Self.bashComplete(["secbridge", ""], script: script)
+        let top = try await Self.bashComplete(["secbridge", ""], script: script)
         #expect(top == Self.root.subcommands.map(\.name))
-        #expect(try Self.bashComplete(["secbridge", "tr"], script: script) == ["transcript"])
-        #expect(try Self.bashComplete(["secbridge", "transcript", "s"], script: script) == ["show", "stats"])
-        #expect(try Self.bashComplete(["secbridge", "send", "--re"], script: script) == ["--reader", "--record"])
-        #expect(try Self.bashComplete(["secbridge", "simulate", "--personality", "ccid"], script: script)
+        #expect(try await Self.bashComplete(["secbridge", "tr"], script: script) == ["transcript"])
+        #expect(try await Self.bashComplete(["secbridge", "transcript", "s"], script: script) == ["show", "stats"])
+        #expect(try await Self.bashComplete(["secbridge", "send", "--re"], script: script) == ["--reader", "--record"])
+        #expect(try await Self.bashComplete(["secbridge", "simulate", "--personality", "ccid"], script: script)
             == ["ccid-escape-enabled", "ccid-escape-disabled"])
-        #expect(try Self.bashComplete(["secbridge", "simulate", "--readers", ""], script: script) == ["1", "2"])
+        #expect(try await Self.bashComplete(["secbridge", "simulate", "--readers", ""], script: script) == ["1", "2"])
         // An option's value is not taken for a subcommand: `--reader transcript` stays at the root… of `send`.
-        #expect(try Self.bashComplete(["secbridge", "send", "--reader", "transcript", "--j"], script: script) == ["--json"])
+        #expect(try await Self.bashComplete(["secbridge", "send", "--reader", "transcript", "--j"], script: script) == ["--json"])
         // --credential FILE: files of the current directory (the test's temporary directory).
         let marker = "secbridge-completion-marker-\(UUID().uuidString).json"
         let markerPath = FileManager.default.temporaryDirectory.appendingPathComponent(marker)
         try "{}".write(to: markerPath, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: markerPath) }
-        #expect(try Self.bashComplete(["secbridge", "demo", "--credential", "secbridge-completion-marker-"], script: script) == [marker])
+        #expect(try await Self.bashComplete(["secbridge", "demo", "--credential", "secbridge-completion-marker-"], script: script) == [marker])
         // A transcript subcommand's FILE argument: files too.
-        #expect(try Self.bashComplete(["secbridge", "transcript", "show", "secbridge-completion-marker-"], script: script) == [marker])
+        #expect(try await Self.bashComplete(["secbridge", "transcript", "show", "secbridge-completion-marker-"], script: script) == [marker])
     }
 
-    @Test func zshScriptLoadsAndCompletesThroughCompsys() throws {
+    @Test func zshScriptLoadsAndCompletesThroughCompsys() async throws {
         let script = try #require(Completions.script(for: "zsh", root: Self.root))
         #expect(script.hasPrefix("#compdef secbridge\n"))
         #expect(script.contains("_secbridge_transcript_show() {\n"))
@@ -149,10 +149,10 @@ import Testing
         let directory = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         try script.write(to: directory.appendingPathComponent("_secbridge"), atomically: true, encoding: .utf8)
-        let syntax = try Self.runProcess("/usr/bin/zsh", ["-n", directory.appendingPathComponent("_secbridge").path])
+        let syntax = try await Self.runProcess("/usr/bin/zsh", ["-n", directory.appendingPathComponent("_secbridge").path])
         #expect(syntax.status == 0 && syntax.err.isEmpty, "\(syntax.err)")
         // compinit finds the function through fpath and binds it to `secbridge`.
-        let load = try Self.runProcess("/usr/bin/zsh", ["-f", "-c", """
+        let load = try await Self.runProcess("/usr/bin/zsh", ["-f", "-c", """
             fpath=('\(directory.path)' $fpath); autoload -Uz compinit; compinit -u -d '\(directory.path)/zcompdump'
             print -r -- $_comps[secbridge]
             """])
@@ -180,7 +180,7 @@ import Testing
         driver += "zpty -d z\n"
         let file = directory.appendingPathComponent("drive.zsh")
         try driver.write(to: file, atomically: true, encoding: .utf8)
-        let completed = try Self.runProcess("/usr/bin/timeout", ["20", "/usr/bin/zsh", "-f", file.path])
+        let completed = try await Self.runProcess("/usr/bin/timeout", ["20", "/usr/bin/zsh", "-f", file.path])
         #expect(completed.status == 0, "\(completed.err)")
         #expect(completed.out.split(separator: "\n").map(String.init) == [
             "secbridge transcript", "secbridge simulate --personality ccid-escape-disabled", "secbridge demo --credential",

@@ -45,7 +45,7 @@ import Transcript
         let executor = BlockingExecutor(name: "selftest-replay")
         defer { executor.shutdown() }
         return try await executor.run {
-            try runChild(executable, ["selftest", "--replay", bundle] + (json ? ["--json"] : []), timeout: .seconds(60))
+            try runChildBlocking(executable, ["selftest", "--replay", bundle] + (json ? ["--json"] : []), timeout: .seconds(60))
         }
     }
 

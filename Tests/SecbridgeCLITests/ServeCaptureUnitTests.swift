@@ -215,20 +215,20 @@ import Glibc
         """
 
     /// The command's standard output (bounded: ``runChild(_:_:environment:timeout:)``).
-    func run(_ command: [String]) throws -> String {
-        try runChild(URL(fileURLWithPath: command[0]), Array(command.dropFirst()), timeout: .seconds(20)).out
+    func run(_ command: [String]) async throws -> String {
+        try await runChild(URL(fileURLWithPath: command[0]), Array(command.dropFirst()), timeout: .seconds(20)).out
     }
 
-    @Test func theViewerRunsWithWholeLinePrints() throws {
+    @Test func theViewerRunsWithWholeLinePrints() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("spy-viewer-\(getpid()).py").path
         try Self.interleavingViewer.write(toFile: path, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: path) }
         chmod(path, 0o755)
-        let plain = try run(["/usr/bin/python3", path, "-n", "raw"])
+        let plain = try await run(["/usr/bin/python3", path, "-n", "raw"])
         #expect(plain == " i hContext: 0x6BDE4C8A    SCardCancel\n\n-n raw\n", "the stand-in stages the glued line")
         let command = SpyViewer.commandLine(viewer: path, arguments: ["-n", "raw"])
         #expect(command.first == "/usr/bin/python3" && command[1] == "-c" && Array(command.suffix(3)) == [path, "-n", "raw"])
-        #expect(try run(command) == " i hContext: 0x6BDE4C8A\n    SCardCancel\n-n raw\n")
+        #expect(try await run(command) == " i hContext: 0x6BDE4C8A\n    SCardCancel\n-n raw\n")
     }
 
     @Test func aViewerThatIsNoPythonScriptRunsAsItIs() {
