@@ -15,8 +15,8 @@ if [ -f scripts/build-libnfc.sh ]; then sh scripts/build-libnfc.sh; fi
 # ACR122U's pcscd driver (libSecbridgeACR122IFD.so) from the build directory.
 swift build
 swift build --build-tests
-# Every run has a bound: a whole run takes about 3 minutes of test time on the 2-core machine
-# (docs/test-infrastructure.md), so one that has not ended after SECBRIDGE_TEST_BOUND seconds
+# Every run has a bound: a whole run takes under a minute of test time on the 2-core machine
+# (docs/test-infrastructure.md, "Sharded runs"), so one that has not ended after SECBRIDGE_TEST_BOUND seconds
 # (default 900) hangs. scripts/bounded.sh then prints every thread's backtrace and the tests that
 # started and did not end, ends the run and exits 124; the run's output stays in
 # .build/secbridge-test.log.
