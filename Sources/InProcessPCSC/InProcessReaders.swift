@@ -201,6 +201,14 @@ public final class InProcessReaders: Sendable {
         self.reader(named: reader)?.pendingDriverCalls ?? 0
     }
 
+    /// Blocks the calling thread (never Swift's shared pool) until exactly `count` calls hold or
+    /// wait for `reader`'s lock, or `timeout` of real time passed (a safety net for a test that
+    /// must act once a call is under way); whether the count was reached. False for an unknown
+    /// reader.
+    package func waitUntilPendingDriverCalls(on reader: String, reach count: Int, within timeout: Duration = .seconds(60)) -> Bool {
+        self.reader(named: reader)?.waitForPendingDriverCalls(count, within: timeout) ?? false
+    }
+
     private func reader(named name: String) -> ReaderContext? {
         entries.withLock { $0.first { $0.reader.name == name }?.reader }
     }

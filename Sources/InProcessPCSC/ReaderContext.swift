@@ -71,7 +71,10 @@ final class ReaderContext: Sendable {
     private let driverLock = Mutex(())
     /// pcscd's single event-handler thread per reader: one presence poll at a time.
     private let pollLock = Mutex(())
-    private let pending = Atomic<Int>(0)
+    /// Calls holding or waiting for the driver lock, guarded by `pendingChange`'s lock, which is
+    /// broadcast at every change (``waitForPendingDriverCalls(_:within:)``).
+    private nonisolated(unsafe) var pending = 0
+    private let pendingChange = ConditionLock()
     let record = Mutex(ReaderRecord())
     private let nextHandle = Atomic<UInt>(1)
 
@@ -89,7 +92,32 @@ final class ReaderContext: Sendable {
     }
 
     /// Calls currently holding or waiting for the reader's lock.
-    var pendingDriverCalls: Int { pending.load(ordering: .relaxed) }
+    var pendingDriverCalls: Int {
+        pendingChange.lock()
+        defer { pendingChange.unlock() }
+        return pending
+    }
+
+    /// Blocks the calling thread (never Swift's shared pool) until `count` calls hold or wait for
+    /// the driver lock, or `timeout` of real time passed; whether the count was reached.
+    func waitForPendingDriverCalls(_ count: Int, within timeout: Duration) -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        pendingChange.lock()
+        defer { pendingChange.unlock() }
+        while pending != count {
+            let left = deadline - ContinuousClock.now
+            if left <= .zero { return false }
+            _ = pendingChange.wait(timeout: left)
+        }
+        return true
+    }
+
+    private func changePending(by delta: Int) {
+        pendingChange.lock()
+        pending += delta
+        pendingChange.broadcast()
+        pendingChange.unlock()
+    }
 
     /// Runs `body` (driver calls) holding the reader's lock. On virtual time the calling thread is
     /// a participant while it holds the lock (`VirtualTime.participate`): time moves on its own
@@ -99,8 +127,8 @@ final class ReaderContext: Sendable {
     /// leaving the participants: that instant would let time jump while the thread still runs
     /// (an emulation's hold is handed to this thread for the length of its call).
     func withDriver<T: Sendable>(_ body: () -> T) -> T {
-        pending.add(1, ordering: .relaxed)
-        defer { pending.subtract(1, ordering: .relaxed) }
+        changePending(by: 1)
+        defer { changePending(by: -1) }
         guard let virtualTime else { return driverLock.withLock { _ in body() } }
         if let result = driverLock.withLockIfAvailable({ _ in virtualTime.participate(body) }) { return result }
         return virtualTime.outside {

@@ -22,18 +22,13 @@ final class Log: Sendable {
     var all: [String] { lines.withLock { $0 } }
 }
 
-/// Waits, yielding, until `condition` holds: for a thread of the test's own to reach a state it
-/// then keeps (a call blocked on a held virtual clock). Bounded by 60 s of real time as a safety
-/// net only (a count of yields is no bound: on a loaded machine two million yields passed before a
-/// new thread had run).
-func eventually(_ what: String, _ condition: () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + .seconds(60)
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        await Task.yield()
-    }
-    Issue.record("never happened: \(what)")
-    return false
+/// Waits on a thread of its own (no spin on Swift's pool) until `count` calls hold or wait for
+/// `reader`'s lock: a call blocked on a held virtual clock, and those queued behind it. Bounded
+/// by 60 s of real time as a safety net only.
+func untilPendingDriverCalls(_ count: Int, on reader: String, of readers: InProcessReaders, _ what: String) async -> Bool {
+    let reached = (try? await blocking("pending-calls") { readers.waitUntilPendingDriverCalls(on: reader, reach: count) }) ?? false
+    if !reached { Issue.record("never happened: \(what)") }
+    return reached
 }
 
 @Suite struct PN53xClientTests {
@@ -149,7 +144,7 @@ func eventually(_ what: String, _ condition: () -> Bool) async -> Bool {
                 return activation.initiatorCommand
             }
         }
-        guard await eventually("TgInitAsTarget holds the reader", { bench.readers.pendingDriverCalls(on: name) == 1 }) else { return }
+        guard await untilPendingDriverCalls(1, on: name, of: bench.readers, "TgInitAsTarget holds the reader") else { return }
         let second = Task {
             try await blocking("second") {
                 let firmware = try other.value.control(code: ccidEscape, firmwareRequest)
@@ -157,7 +152,7 @@ func eventually(_ what: String, _ condition: () -> Bool) async -> Bool {
                 return firmware
             }
         }
-        guard await eventually("the second call waits", { bench.readers.pendingDriverCalls(on: name) == 2 }) else { return }
+        guard await untilPendingDriverCalls(2, on: name, of: bench.readers, "the second call waits") else { return }
         #expect(order.all.isEmpty)  // neither has reached past the lock's holder
         try bench.control().send("place-terminal script=android-t4t-read id=phone")
         let rats = try await target.value
@@ -191,7 +186,7 @@ func eventually(_ what: String, _ condition: () -> Bool) async -> Bool {
         let target = Task {
             try await blocking("target") { try chip.value.initAsTarget(uid: try EmulatedUID([0x08, 0x12, 0x34, 0x56])).mode.rawValue }
         }
-        guard await eventually("TgInitAsTarget holds reader A", { bench.readers.pendingDriverCalls(on: blockedName) == 1 }) else { return }
+        guard await untilPendingDriverCalls(1, on: blockedName, of: bench.readers, "TgInitAsTarget holds reader A") else { return }
         let firmware = try await blocking {
             try bench.readers.connect(to: freeName, share: .direct, protocols: []).control(code: ccidEscape, firmwareRequest)
         }
