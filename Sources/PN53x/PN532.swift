@@ -157,21 +157,41 @@ public final class PN532 {
     public func initAsTarget(
         uid: EmulatedUID, atqa: ATQA = ATQA(rawValue: 0x0004), sak: UInt8 = 0x20, historicalBytes: [UInt8] = []
     ) throws -> PN532TargetActivation {
-        try send(TgInitAsTarget(
-            modes: [.passiveOnly, .piccOnly], atqa: atqa, uid: uid, sak: sak, historicalBytes: historicalBytes))
+        try send(Self.cardEmulationTarget(uid: uid, atqa: atqa, sak: sak, historicalBytes: historicalBytes))
+    }
+
+    /// The TgInitAsTarget of card emulation, whatever carries the frame (an ACR122U's Direct
+    /// Transmit or a serial line): passive ISO/IEC 14443-4 PICC only.
+    package static func cardEmulationTarget(
+        uid: EmulatedUID, atqa: ATQA = ATQA(rawValue: 0x0004), sak: UInt8 = 0x20, historicalBytes: [UInt8] = []
+    ) -> TgInitAsTarget {
+        TgInitAsTarget(modes: [.passiveOnly, .piccOnly], atqa: atqa, uid: uid, sak: sak, historicalBytes: historicalBytes)
     }
 
     /// Receives the initiator's next C-APDU (TgGetData, joining MI-chained parts, bounded).
     /// - Returns: the command, `.notActivated` (status 25) or `.released` (29 / 2B).
     /// - Throws: other chip errors as `PN532Error.chipError`, and `send(_:)`'s errors.
     public func receiveCommand() throws -> PN532TargetReceiveResult {
+        try Self.receiveCommand(chainingLimit: chainingLimit) { try send(TgGetData()) }
+    }
+
+    /// Sends the R-APDU for the last C-APDU (TgSetData), at most 252 bytes.
+    /// - Returns: `.delivered` (status 00), `.notActivated` (25) or `.released` (29 / 2B).
+    /// - Throws: `ACR122Error.frameTooLong` above 252 bytes; other chip errors as `PN532Error.chipError`.
+    public func sendResponse(_ responseAPDU: [UInt8]) throws -> PN532TargetSendResult {
+        try Self.sendResponse { _ = try send(TgSetData(responseAPDU)) }
+    }
+
+    /// ``receiveCommand()`` over any way to send TgGetData (`getData`): the MI-chained parts
+    /// joined, at most `chainingLimit` frames; status 25 and 29/2B as the typed results.
+    package static func receiveCommand(chainingLimit: Int, _ getData: () throws -> PN532DataResponse) throws -> PN532TargetReceiveResult {
         var command: [UInt8] = []
         for _ in 0..<max(1, chainingLimit) {
             let response: PN532DataResponse
             do {
-                response = try send(TgGetData())
+                response = try getData()
             } catch let error as PN532Error {
-                if let result = Self.targetState(error) { return result.receive }
+                if let result = targetState(error) { return result.receive }
                 throw error
             }
             command += response.data
@@ -180,15 +200,13 @@ public final class PN532 {
         throw PN532Error.chainingLimitExceeded(command: .tgGetData, limit: max(1, chainingLimit))
     }
 
-    /// Sends the R-APDU for the last C-APDU (TgSetData), at most 252 bytes.
-    /// - Returns: `.delivered` (status 00), `.notActivated` (25) or `.released` (29 / 2B).
-    /// - Throws: `ACR122Error.frameTooLong` above 252 bytes; other chip errors as `PN532Error.chipError`.
-    public func sendResponse(_ responseAPDU: [UInt8]) throws -> PN532TargetSendResult {
+    /// ``sendResponse(_:)`` over any way to send TgSetData (`setData`).
+    package static func sendResponse(_ setData: () throws -> Void) throws -> PN532TargetSendResult {
         do {
-            try send(TgSetData(responseAPDU))
+            try setData()
             return .delivered
         } catch let error as PN532Error {
-            if let result = Self.targetState(error) { return result.send }
+            if let result = targetState(error) { return result.send }
             throw error
         }
     }

@@ -154,7 +154,7 @@ extension SecbridgeCLI {
     static func makeEmulateCommand(relayClock: (any SessionClock)?) -> Command { Command(
         name: "emulate",
         abstract: SecbridgeCLI.toolAbstract("emulate"),
-        usage: "--credential FILE [--reader NAME|INDEX] [--yes] [--keep | --once] [--record FILE] [--json] [--show-secrets]",
+        usage: "--credential FILE [--reader NAME|INDEX | --device tty:PATH] [--yes] [--keep | --once] [--record FILE] [--json] [--show-secrets]",
         discussion: """
             Runs the client sequence of a credential session on an ACR122-class reader: wired mode,
             a presentment assertion, the authorization prompt (or --yes), then performTransaction:
@@ -173,6 +173,12 @@ extension SecbridgeCLI {
             the target waits for a terminal. An activation that is no ISO-DEP reader (a
             peer-to-peer initiator's ATR_REQ) is reported and the target armed again.
 
+            With --device tty:PATH the PN532 is a bare board on a serial line (docs/pn532-uart.md
+            §9), reached without PC/SC: a bare PN532 has no MCU timeout, so the host bounds each
+            TgInitAsTarget at 1 s and each TgGetData at 5 s and aborts an unanswered one with an
+            ACK frame; at the end the board gets InRelease 00. The recording then holds the
+            terminal's APDUs and events, not the serial frames.
+
             Readers that cannot emulate (not ACR122-class, the ACR1252U family, escape commands not
             enabled in the CCID driver) fail with the reason and what to do. At the end a
             `terminal:` line (also written to the --record transcript) says what the terminal did:
@@ -189,6 +195,7 @@ extension SecbridgeCLI {
         options: [
             .value("credential", "FILE", "The credential file to present (required).", .existingFile),
             .reader("The ACR122U: an index from `secbridge readers` or part of its name."),
+            .value("device", "tty:PATH", "A PN532 board on this serial port (tty:/dev/ttyUSB0, or tty:USB0) instead of an ACR122U."),
             .flag("yes", "Approve the transaction without asking."),
             .flag("keep", "Serve terminals until the 60-second window ends, not only the first."),
             .flag("once", "End when the first terminal leaves, even a phone that left a Type 4 Tag before reading its NDEF file."),
@@ -209,11 +216,23 @@ extension SecbridgeCLI {
         }
         let serving = try TerminalServing(keep: invocation.arguments.has("keep"), once: invocation.arguments.has("once"))
         let credential = try loadCredential(path, fallbackJSON: "", client: invocation.client, relayClock: relayClock)
-        let context = try openContext(invocation)
-        let readers = try listReaders(context)
-        let reader = try selectReader(
-            invocation.arguments.value("reader"), in: readers,
-            preferring: { ACR122Detection.nameSuggestsACR122($0) })
+        // A PN532 board on a serial line (docs/pn532-uart.md §9) is no PC/SC reader: no context.
+        let serialPath = try invocation.arguments.value("device").map { device throws(CLIError) in
+            if invocation.arguments.value("reader") != nil {
+                throw CLIError.usage("--reader and --device name two readers: give one (--device \(device) is a PN532 board on a serial line)")
+            }
+            return try SerialDeviceName.path(device)
+        }
+        let reader: String
+        if let serialPath {
+            reader = "tty:" + serialPath
+        } else {
+            let context = try openContext(invocation)
+            let readers = try listReaders(context)
+            reader = try selectReader(
+                invocation.arguments.value("reader"), in: readers,
+                preferring: { ACR122Detection.nameSuggestsACR122($0) })
+        }
         let console = invocation.console
         // A recording that cannot be written (a full disk) stops with an error; the emulation and
         // the reader's restore go on, and the exit status says the recording is incomplete (said
@@ -236,9 +255,9 @@ extension SecbridgeCLI {
         do {
             served = try awaitResult("card emulation", timeout: .seconds(180)) {
                 try await emulate(
-                    credential: credential, reader: reader, recorder: recorder, approve: approve, serving: serving, console: console,
-                    client: client, window: emulationWindow(invocation), json: json, secrets: invocation.secrets,
-                    changingReader: { cleanup?.track(reader) })
+                    credential: credential, reader: reader, serialPath: serialPath, recorder: recorder, approve: approve, serving: serving,
+                    console: console, client: client, window: serialPath == nil ? emulationWindow(invocation) : .seconds(60), json: json,
+                    secrets: invocation.secrets, changingReader: { if serialPath == nil { cleanup?.track(reader) } })
             }
         } catch where json {
             // Events were printed already, so dispatch's {"error": …} would not come: the stream ends with it.
@@ -258,8 +277,12 @@ extension SecbridgeCLI {
 
     /// The emulate sequence; returns what the terminals did (``TerminalVerdict``), printed and
     /// recorded as a `terminal:` line.
+    ///
+    /// With `serialPath` the reader is a PN532 board on that serial line (``SerialPN532EmulationBackend``),
+    /// reached without PC/SC, on real time: its restore is the backend's own (InRelease 00).
     static func emulate(
-        credential: Credential, reader: String, recorder: TranscriptRecorder?, approve: Bool, serving: TerminalServing = .untilDone,
+        credential: Credential, reader: String, serialPath: String? = nil, recorder: TranscriptRecorder?, approve: Bool,
+        serving: TerminalServing = .untilDone,
         console: any Console, client: any PCSCClient = PCSCLiteClient(), window: Duration = .seconds(60),
         json: Bool = false, secrets: SecretDisplay = .masked, changingReader: @escaping @Sendable () -> Void = {}
     ) async throws -> TerminalVerdict {
@@ -268,7 +291,8 @@ extension SecbridgeCLI {
         // this task as its first flow: time moves only while every flow waits on the clock (a
         // device wait, the runner's grace), never while the session's tasks or this command's
         // event handling run (docs/test-infrastructure.md, "Virtual time on an in-process desk").
-        let time = client.virtualTime
+        // (A serial board is not reached through the client: its waits are on real time.)
+        let time = serialPath == nil ? client.virtualTime : nil
         let activity = time?.beginActivity()
         defer { activity?.end() }
         let executor = BlockingExecutor(name: "emulate", activity: activity)
@@ -277,33 +301,28 @@ extension SecbridgeCLI {
             executor.shutdown()
             prompter.shutdown()
         }
-        let backend = await PN532EmulationBackend.open(
-            readerName: reader, executor: executor, readerScope: client.readerScope, sharedSocketPath: client.sharedSocketPath
-        ) {
-            let context = try client.establishContext()
-            let handle: any PCSCConnection
-            do {
-                // Bounded: pcscd lets SCardConnect wait while another program holds a transaction.
-                handle = try CallWatchdog.shared.guarding("SCardConnect") { () throws(PCSCError) in
-                    try context.connect(to: reader, share: .direct, protocols: .undefined)
-                }
-            } catch {
-                try? context.release()
-                throw error
-            }
-            let channel: any CardChannel = recorder.map { RecordingChannel(wrapping: handle, recorder: $0) } ?? handle
-            return (channel, { try? handle.disconnect(.leave); try? context.release() })
+        let backend: any CardEmulationBackend
+        let support: EmulationSupport
+        // Releases the reader's connection (or the serial line), awaited before emulate returns.
+        let closeBackend: @Sendable () async -> Void
+        if let serialPath {
+            let serial = await SerialPN532EmulationBackend.open(path: serialPath, executor: executor)
+            (backend, support, closeBackend) = (serial, serial.support, { await serial.close() })
+        } else {
+            let acr122 = await openACR122Backend(reader: reader, recorder: recorder, executor: executor, client: client)
+            (backend, support, closeBackend) = (acr122, acr122.support, { await acr122.close() })
         }
         // Whether pcscd reports the reader unavailable (unplugged). (A PC/SC call: on the
         // executor's thread, not Swift's shared pool.)
         @Sendable func readerIsGone() async -> Bool {
-            (try? await executor.run { () throws -> Bool in
+            guard serialPath == nil else { return false }
+            return (try? await executor.run { () throws -> Bool in
                 let context = try client.establishContext()
                 defer { try? context.release() }
                 return readerIsUnavailable(reader, context: context)
             }) ?? false
         }
-        if case .unsupported(let reason, let cause) = backend.support {
+        if case .unsupported(let reason, let cause) = support {
             // An unplugged reader answers no escape command either: say what is really wrong.
             if await readerIsGone() { throw CLIError.failure(readerUnavailableMessage(reader)) }
             // Another program keeps the reader: say so, in `send`'s words.
@@ -351,7 +370,7 @@ extension SecbridgeCLI {
                     return options
                 }())
         } catch {
-            await backend.close()
+            await closeBackend()
             throw CLIError.failure("\(error)")
         }
         // What ends the wait for the terminal: done, the window's end, the session's end, Ctrl-C.
@@ -461,12 +480,12 @@ extension SecbridgeCLI {
         } catch {
             await session.invalidate()
             _ = await events.value
-            await backend.close()
+            await closeBackend()
             throw CLIError.failure("\(error)")
         }
         await session.invalidate()
         let (served, activationStarts) = await events.value
-        await backend.close()
+        await closeBackend()
         // The reader went away during the emulation (its call ended with SCARD_E_READER_UNAVAILABLE).
         if readerLost.withLock({ $0 }), await readerIsGone() {
             throw CLIError.failure(readerUnavailableMessage(reader))
@@ -482,7 +501,7 @@ extension SecbridgeCLI {
         }
         // On a simulated reader the terminals' own verdicts too (their step and reason).
         // (PC/SC calls and a socket: on the executor's thread, not Swift's shared pool.)
-        if let simulated = (try? await executor.run { SimulatedTerminals.verdicts(reader: reader, client: client) }) ?? nil {
+        if serialPath == nil, let simulated = (try? await executor.run { SimulatedTerminals.verdicts(reader: reader, client: client) }) ?? nil {
             verdict.details += simulated.lines.map { "  " + $0 }
             if simulated.failed { verdict.succeeded = false }
         }
@@ -491,6 +510,30 @@ extension SecbridgeCLI {
             try? recorder?.recordComment(line.trimmingPrefix("  ").description)
         }
         return verdict
+    }
+
+    /// The ACR122U's emulation backend: a direct connection to `reader` (bounded: pcscd lets
+    /// SCardConnect wait while another program holds a transaction), recorded with `recorder`.
+    static func openACR122Backend(
+        reader: String, recorder: TranscriptRecorder?, executor: BlockingExecutor, client: any PCSCClient
+    ) async -> PN532EmulationBackend {
+        await PN532EmulationBackend.open(
+            readerName: reader, executor: executor, readerScope: client.readerScope, sharedSocketPath: client.sharedSocketPath
+        ) {
+            let context = try client.establishContext()
+            let handle: any PCSCConnection
+            do {
+                // Bounded: pcscd lets SCardConnect wait while another program holds a transaction.
+                handle = try CallWatchdog.shared.guarding("SCardConnect") { () throws(PCSCError) in
+                    try context.connect(to: reader, share: .direct, protocols: .undefined)
+                }
+            } catch {
+                try? context.release()
+                throw error
+            }
+            let channel: any CardChannel = recorder.map { RecordingChannel(wrapping: handle, recorder: $0) } ?? handle
+            return (channel, { try? handle.disconnect(.leave); try? context.release() })
+        }
     }
 
     // MARK: read

@@ -194,12 +194,7 @@ public final class PN532EmulationBackend: CardEmulationBackend {
             do {
                 let activation = try pn532.initAsTarget(
                     uid: parameters.uid, atqa: parameters.atqa, sak: parameters.sak, historicalBytes: parameters.historicalBytes)
-                // Mode bit 08 (ISO/IEC 14443-4 PICC) without DEP (04): an APDU reader. Anything
-                // else (ATR_REQ from a peer-to-peer initiator) is no reader for this emulation.
-                guard activation.mode.isISO14443_4PICC, !activation.mode.isDEP else {
-                    return .notISODEP(mode: activation.mode.rawValue, initiatorCommand: activation.initiatorCommand)
-                }
-                return .activated(mode: activation.mode.rawValue, initiatorCommand: activation.initiatorCommand)
+                return ActivationOutcome(activation)
             } catch ACR122Error.operationFailed {
                 // 63 00: the MCU timeout passed with no terminal (ACR122U API v2.04 §6.3).
                 return .noTerminal
@@ -215,11 +210,7 @@ public final class PN532EmulationBackend: CardEmulationBackend {
     public func receiveCommand() async throws -> TargetReceiveOutcome {
         try await run { pn532 in
             do {
-                switch try pn532.receiveCommand() {
-                case .command(let bytes): return .command(bytes)
-                case .notActivated: return .released(.pn532(status: 0x25, meaning: PN532ErrorCode.invalidState.meaning))
-                case .released(let code): return .released(.pn532(status: code.rawValue, meaning: code.meaning))
-                }
+                return TargetReceiveOutcome(try pn532.receiveCommand())
             } catch ACR122Error.operationFailed {
                 return .silent
             }
@@ -230,11 +221,7 @@ public final class PN532EmulationBackend: CardEmulationBackend {
     /// - Throws: the reader's errors other than a release.
     public func sendResponse(_ response: [UInt8]) async throws -> TargetSendOutcome {
         try await run { pn532 in
-            switch try pn532.sendResponse(response) {
-            case .delivered: return .delivered
-            case .notActivated: return .released(.pn532(status: 0x25, meaning: PN532ErrorCode.invalidState.meaning))
-            case .released(let code): return .released(.pn532(status: code.rawValue, meaning: code.meaning))
-            }
+            return TargetSendOutcome(try pn532.sendResponse(response))
         }
     }
 
@@ -250,4 +237,40 @@ public final class PN532EmulationBackend: CardEmulationBackend {
 
     /// Nothing: an ACR122U command cannot be cancelled; the engine stops within one step.
     public func interrupt() {}
+}
+
+extension TargetReceiveOutcome {
+    /// What TgGetData's typed result says, for the engine: status 25 (not activated) and 29/2B
+    /// (released) are releases, with the PN532 status as their cause (UM0701-02 §7.1).
+    init(_ result: PN532TargetReceiveResult) {
+        switch result {
+        case .command(let bytes): self = .command(bytes)
+        case .notActivated: self = .released(.pn532(status: 0x25, meaning: PN532ErrorCode.invalidState.meaning))
+        case .released(let code): self = .released(.pn532(status: code.rawValue, meaning: code.meaning))
+        }
+    }
+}
+
+extension TargetSendOutcome {
+    /// What TgSetData's typed result says, for the engine (as `TargetReceiveOutcome.init(_:)`).
+    init(_ result: PN532TargetSendResult) {
+        switch result {
+        case .delivered: self = .delivered
+        case .notActivated: self = .released(.pn532(status: 0x25, meaning: PN532ErrorCode.invalidState.meaning))
+        case .released(let code): self = .released(.pn532(status: code.rawValue, meaning: code.meaning))
+        }
+    }
+}
+
+extension ActivationOutcome {
+    /// What TgInitAsTarget's answer says, for the engine: mode bit 08 (ISO/IEC 14443-4 PICC)
+    /// without DEP (04) is an APDU reader; anything else (ATR_REQ from a peer-to-peer initiator)
+    /// is no reader for this emulation (UM0701-02 §7.3.14).
+    init(_ activation: PN532TargetActivation) {
+        guard activation.mode.isISO14443_4PICC, !activation.mode.isDEP else {
+            self = .notISODEP(mode: activation.mode.rawValue, initiatorCommand: activation.initiatorCommand)
+            return
+        }
+        self = .activated(mode: activation.mode.rawValue, initiatorCommand: activation.initiatorCommand)
+    }
 }

@@ -251,7 +251,7 @@ extension EmulationExitTests {
         #expect(result.status == 64, "\(result.err)\n\(result.out)")
         #expect(result.out == "")
         #expect(result.err.hasPrefix("secbridge: error: --keep and --once cannot be used together: --keep serves every terminal until the window ends, --once ends after the first; give one of them\n"), "\(result.err)")
-        #expect(result.err.contains("USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX] [--yes] [--keep | --once] "), "\(result.err)")
+        #expect(result.err.contains("USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX | --device tty:PATH] [--yes] [--keep | --once] "), "\(result.err)")
         #expect(try desk.control().send("status")["picc"] == "FF")
     }
 }

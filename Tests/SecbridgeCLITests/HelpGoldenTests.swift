@@ -141,7 +141,7 @@ import Testing
             """#),
         Refusal(kind: "existing file", arguments: ["emulate", "--credential", "/nonexistent/credential.json"], error: #"""
             secbridge: error: --credential takes an existing file, not '/nonexistent/credential.json' (No such file or directory)
-            USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX] [--yes] [--keep | --once] [--record FILE] [--json] [--show-secrets]
+            USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX | --device tty:PATH] [--yes] [--keep | --once] [--record FILE] [--json] [--show-secrets]
             Run 'secbridge emulate --help' for more information.
 
             """#),
@@ -776,7 +776,7 @@ import Testing
             help: #"""
             OVERVIEW: Present a credential to a terminal: card emulation on an ACR122U.
 
-            USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX] [--yes] [--keep | --once] [--record FILE] [--json] [--show-secrets]
+            USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX | --device tty:PATH] [--yes] [--keep | --once] [--record FILE] [--json] [--show-secrets]
 
             Runs the client sequence of a credential session on an ACR122-class reader: wired mode,
             a presentment assertion, the authorization prompt (or --yes), then performTransaction:
@@ -795,6 +795,12 @@ import Testing
             the target waits for a terminal. An activation that is no ISO-DEP reader (a
             peer-to-peer initiator's ATR_REQ) is reported and the target armed again.
 
+            With --device tty:PATH the PN532 is a bare board on a serial line (docs/pn532-uart.md
+            §9), reached without PC/SC: a bare PN532 has no MCU timeout, so the host bounds each
+            TgInitAsTarget at 1 s and each TgGetData at 5 s and aborts an unanswered one with an
+            ACK frame; at the end the board gets InRelease 00. The recording then holds the
+            terminal's APDUs and events, not the serial frames.
+
             Readers that cannot emulate (not ACR122-class, the ACR1252U family, escape commands not
             enabled in the CCID driver) fail with the reason and what to do. At the end a
             `terminal:` line (also written to the --record transcript) says what the terminal did:
@@ -811,6 +817,7 @@ import Testing
             OPTIONS:
               --credential <FILE>        The credential file to present (required).
               -r, --reader <NAME|INDEX>  The ACR122U: an index from `secbridge readers` or part of its name.
+              --device <tty:PATH>        A PN532 board on this serial port (tty:/dev/ttyUSB0, or tty:USB0) instead of an ACR122U.
               --yes                      Approve the transaction without asking.
               --keep                     Serve terminals until the 60-second window ends, not only the first.
               --once                     End when the first terminal leaves, even a phone that left a Type 4 Tag before reading its NDEF file.
@@ -822,7 +829,7 @@ import Testing
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX] [--yes] [--keep | --once] [--record FILE] [--json] [--show-secrets]
+            USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX | --device tty:PATH] [--yes] [--keep | --once] [--record FILE] [--json] [--show-secrets]
             Run 'secbridge emulate --help' for more information.
 
             """#),
