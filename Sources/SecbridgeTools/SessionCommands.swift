@@ -277,6 +277,9 @@ extension SecbridgeCLI {
             executor.shutdown()
             prompter.shutdown()
         }
+        // The backend opens the channel again after pcscd went away (--keep across a restart):
+        // each later channel is a new context, announced once it is there.
+        let opened = Atomic(0)
         let backend = await PN532EmulationBackend.open(
             readerName: reader, executor: executor, readerScope: client.readerScope, sharedSocketPath: client.sharedSocketPath
         ) {
@@ -292,6 +295,7 @@ extension SecbridgeCLI {
                 throw error
             }
             let channel: any CardChannel = recorder.map { RecordingChannel(wrapping: handle, recorder: $0) } ?? handle
+            if opened.add(1, ordering: .relaxed).newValue > 1 { console.err(pcscdCameBackLine) }
             return (channel, { try? handle.disconnect(.leave); try? context.release() })
         }
         // Whether pcscd reports the reader unavailable (unplugged). (A PC/SC call: on the
