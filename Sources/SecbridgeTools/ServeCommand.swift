@@ -31,6 +31,10 @@ extension SecbridgeCLI {
             (PC/SC part 3 §3.1.3.2.3): 3B 8N 80 01, the credential's historical bytes, TCK; with none,
             3B 80 80 01 01. --atr replaces it.
 
+            vpcd talks only to the first card of a slot: when the connection is made but vpcd asks
+            nothing within 5 s (its presence poll asks about every 400 ms), another program is the
+            card there already (another serve, vicc) and serve exits with status 1 saying so.
+
             When vpcd goes away (pcscd stopped or restarted) serve connects again, at most every 2 s,
             until Ctrl-C or SIGTERM, which close the connection (vpcd sees the card removed), finish
             the transcript and exit with status 0. A credential file that is a PC/SC card (pcscCard)
@@ -101,6 +105,18 @@ extension SecbridgeCLI {
                 retry = min(retry * 2, .seconds(2))
                 continue
             }
+            // Connected is not yet served: vpcd talks only to the first card of a slot.
+            let spoke: Bool
+            do {
+                spoke = try link.awaitFirstMessage(within: serveFirstMessageBound)
+            } catch {
+                if error == .stopped { break }
+                // Closed before a word (a pcscd stopping as it was reached): as a refused connection.
+                if waitForStop(stop, retry) { break }
+                retry = min(retry * 2, .seconds(2))
+                continue
+            }
+            guard spoke else { throw CLIError.failure(slotHeldMessage(host: host, port: port)) }
             waitingSaid = false
             retry = .milliseconds(250)
             try? recorder?.recordEvent(.connected, [TranscriptAttribute("vpcd", endpoint)])
@@ -115,6 +131,22 @@ extension SecbridgeCLI {
         }
         report("stopped after \(served) command\(served == 1 ? "" : "s")", [("event", .string("stopped")), ("commands", .int(served))])
         return exitSuccess
+    }
+
+    /// How long serve waits, after its connection to vpcd is made, for vpcd's first message (the
+    /// ATR request of pcscd's next presence poll, about every 400 ms: docs/vpcd-protocol.md §2)
+    /// before it says that another program holds the slot: a dozen polls, room for a loaded machine.
+    static let serveFirstMessageBound = Duration.seconds(5)
+
+    /// The error when vpcd at `host`:`port` took the connection but sent nothing within
+    /// ``serveFirstMessageBound``: the slot's card is another program (vpcd accepts one card per
+    /// slot, docs/vpcd-protocol.md §1), or no vpcd listens there.
+    static func slotHeldMessage(host: String, port: UInt16) -> String {
+        let seconds = serveFirstMessageBound.components.seconds
+        let otherSlot = port < UInt16.max ? ", or serve another slot with --port (vpcd's next slot listens on \(port + 1))" : ""
+        return "vpcd at \(host):\(port) took the connection but sent nothing within \(seconds) s: another program is already "
+            + "the card in that slot (vpcd talks only to the first card that connects: another `secbridge serve`, vicc, "
+            + "Android's Remote Smart Card Reader), or what listens on port \(port) is not vpcd; stop that program\(otherSlot)"
     }
 
     /// `--atr`, checked as an ATR (ISO/IEC 7816-3 §8), or PC/SC part 3's contactless ATR with the

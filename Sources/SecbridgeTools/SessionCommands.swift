@@ -309,7 +309,7 @@ extension SecbridgeCLI {
             let serial = await SerialPN532EmulationBackend.open(path: serialPath, executor: executor)
             (backend, support, closeBackend) = (serial, serial.support, { await serial.close() })
         } else {
-            let acr122 = await openACR122Backend(reader: reader, recorder: recorder, executor: executor, client: client)
+            let acr122 = await openACR122Backend(reader: reader, recorder: recorder, executor: executor, client: client, console: console)
             (backend, support, closeBackend) = (acr122, acr122.support, { await acr122.close() })
         }
         // Whether pcscd reports the reader unavailable (unplugged). (A PC/SC call: on the
@@ -514,10 +514,13 @@ extension SecbridgeCLI {
 
     /// The ACR122U's emulation backend: a direct connection to `reader` (bounded: pcscd lets
     /// SCardConnect wait while another program holds a transaction), recorded with `recorder`.
+    /// The backend opens the channel again after pcscd went away (--keep across a restart): each
+    /// later channel is a new context, announced on `console` once it is there.
     static func openACR122Backend(
-        reader: String, recorder: TranscriptRecorder?, executor: BlockingExecutor, client: any PCSCClient
+        reader: String, recorder: TranscriptRecorder?, executor: BlockingExecutor, client: any PCSCClient, console: any Console
     ) async -> PN532EmulationBackend {
-        await PN532EmulationBackend.open(
+        let opened = Atomic(0)
+        return await PN532EmulationBackend.open(
             readerName: reader, executor: executor, readerScope: client.readerScope, sharedSocketPath: client.sharedSocketPath
         ) {
             let context = try client.establishContext()
@@ -532,6 +535,7 @@ extension SecbridgeCLI {
                 throw error
             }
             let channel: any CardChannel = recorder.map { RecordingChannel(wrapping: handle, recorder: $0) } ?? handle
+            if opened.add(1, ordering: .relaxed).newValue > 1 { console.err(pcscdCameBackLine) }
             return (channel, { try? handle.disconnect(.leave); try? context.release() })
         }
     }

@@ -104,6 +104,41 @@ package final class VPCDLink {
 
     deinit { close(descriptor) }
 
+    /// Waits at most `bound` for vpcd's first bytes on a connection just made; true when they came.
+    ///
+    /// vpcd accepts one card per slot (docs/vpcd-protocol.md §1): a second connection to a port
+    /// whose slot has its card is completed by the kernel into vpcd's listen backlog, but vpcd never
+    /// accepts it and never sends on it. The vpcd that does accept asks for the ATR at pcscd's
+    /// next presence poll (about every 400 ms, §2), so silence for `bound` means the slot is held
+    /// by another program, or what listens there is not vpcd. Reads nothing: the bytes stay for
+    /// ``receive()``.
+    /// - Throws: ``VPCDLinkEnd/stopped`` when the stop descriptor becomes readable,
+    ///   ``VPCDLinkEnd/closed(_:)`` when the connection ends or breaks first.
+    package func awaitFirstMessage(within bound: Duration) throws(VPCDLinkEnd) -> Bool {
+        let deadline = ContinuousClock.now + bound
+        while true {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { return false }
+            let (seconds, attoseconds) = left.components
+            let milliseconds = Int32(clamping: seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
+            var fds = [pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0), pollfd(fd: stop, events: Int16(POLLIN), revents: 0)]
+            let ready = poll(&fds, 2, milliseconds)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                throw .closed("poll: \(String(cString: strerror(errno)))")
+            }
+            if fds[1].revents != 0 { throw .stopped }
+            guard fds[0].revents != 0 else { continue }
+            // Readable: data, or an end of stream (a zero-byte peek) or an error.
+            var byte: UInt8 = 0
+            let n = recv(descriptor, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+            if n > 0 { return true }
+            if n == 0 { throw .closed("vpcd closed the connection") }
+            if errno == EINTR || errno == EAGAIN { continue }
+            throw .closed(String(cString: strerror(errno)))
+        }
+    }
+
     /// The next message's payload.
     /// - Throws: ``VPCDLinkEnd``.
     package func receive() throws(VPCDLinkEnd) -> [UInt8] {

@@ -3,15 +3,28 @@ import PCSC
 import PN53x
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Holds the PN532 client, which only the executor's thread touches.
 final class PN532Box: @unchecked Sendable {
-    // @unchecked: `pn532` (not thread-safe) is used only inside jobs of one BlockingExecutor.
-    let pn532: PN532?
+    // @unchecked: `pn532` and `lost` (not thread-safe) are used only inside jobs of one BlockingExecutor.
+    private(set) var pn532: PN532?
+    /// pcscd went away under the client: its context is released, and a new one is opened first.
+    var lost = false
     /// The channel's release, until it is taken to run (once).
     private let release: Mutex<(@Sendable () -> Void)?>
     init(pn532: PN532?, close: (@Sendable () -> Void)?) {
         self.pn532 = pn532
         self.release = Mutex(close)
+    }
+
+    /// A client on a new channel and its release, after pcscd came back (on the executor's thread).
+    func install(_ pn532: PN532, close: @escaping @Sendable () -> Void) {
+        self.pn532 = pn532
+        release.withLock { $0 = close }
+        lost = false
     }
 
     /// The release, the first time only (nil afterwards, and for a box without a channel).
@@ -40,6 +53,14 @@ final class PN532Box: @unchecked Sendable {
 ///
 /// Every command blocks at most one MCU timeout and cannot be cancelled, so `interrupt()` does
 /// nothing: the engine stops within one step. All calls run on `executor`.
+///
+/// pcscd going away under a backend made by ``open(readerName:executor:mcuTimeout:readerScope:sharedSocketPath:channel:)``
+/// (SCARD_E_NO_SERVICE, SCARD_E_SERVICE_STOPPED, or SCARD_F_COMM_ERROR from a call it was inside)
+/// does not end the emulation: the channel and its context are released, the call throws a
+/// `CredentialSessionError` `internalError` (one failed step, no lost reader), and the next
+/// `waitForActivation` opens the channel again (the `channel` closure: a new context), prepares the
+/// reader again and arms the target. While pcscd is not back (or has not listed the reader yet)
+/// each `waitForActivation` is a step without a terminal, 250 ms long, until the window ends.
 public final class PN532EmulationBackend: CardEmulationBackend {
     /// The PC/SC reader name.
     public let readerName: String
@@ -57,6 +78,8 @@ public final class PN532EmulationBackend: CardEmulationBackend {
     public let maximumResponseLength = PN532HostFrame.maximumParameterLength
     private let executor: BlockingExecutor
     private let box: PN532Box
+    /// Opens the channel again after pcscd came back; nil for a backend made with `init`.
+    private let reopen: (@Sendable () throws -> (channel: any CardChannel, close: @Sendable () -> Void))?
 
     /// - Parameters:
     ///   - readerName: the PC/SC reader name, as SCardListReaders gives it.
@@ -68,9 +91,18 @@ public final class PN532EmulationBackend: CardEmulationBackend {
     ///   - sharedSocketPath: the client's `PCSCClient.sharedSocketPath`, for the same rule across processes.
     ///   - close: releases the connection (SCardDisconnect, then SCardReleaseContext), run once on
     ///     `executor` by ``close()`` or `deinit`; nil when the caller releases it.
-    public init(
+    public convenience init(
         readerName: String, pn532: PN532, executor: BlockingExecutor, mcuTimeout: ACR122MCUTimeout = .fiveSecondSteps(1),
         readerScope: String = "", sharedSocketPath: String? = nil, close: (@Sendable () -> Void)? = nil
+    ) {
+        self.init(
+            readerName: readerName, box: PN532Box(pn532: pn532, close: close), executor: executor, mcuTimeout: mcuTimeout,
+            readerScope: readerScope, sharedSocketPath: sharedSocketPath, reopen: nil)
+    }
+
+    private init(
+        readerName: String, box: PN532Box, executor: BlockingExecutor, mcuTimeout: ACR122MCUTimeout, readerScope: String,
+        sharedSocketPath: String?, reopen: (@Sendable () throws -> (channel: any CardChannel, close: @Sendable () -> Void))?
     ) {
         self.readerName = readerName
         self.readerClaim = readerScope + readerName
@@ -78,7 +110,8 @@ public final class PN532EmulationBackend: CardEmulationBackend {
         self.support = .supported
         self.mcuTimeout = mcuTimeout
         self.executor = executor
-        box = PN532Box(pn532: pn532, close: close)
+        self.box = box
+        self.reopen = reopen
     }
 
     private init(readerName: String, readerScope: String, unsupported reason: String, cause: UnderlyingCause?, executor: BlockingExecutor) {
@@ -89,6 +122,7 @@ public final class PN532EmulationBackend: CardEmulationBackend {
         self.mcuTimeout = .fiveSecondSteps(1)
         self.executor = executor
         box = PN532Box(pn532: nil, close: nil)
+        reopen = nil
     }
 
     /// A backend nobody closed releases its channel on the executor, without waiting; if the
@@ -147,10 +181,9 @@ public final class PN532EmulationBackend: CardEmulationBackend {
                     throw error
                 }
             }
-            let backend = PN532EmulationBackend(
-                readerName: readerName, pn532: box.pn532!, executor: executor, mcuTimeout: mcuTimeout, readerScope: readerScope,
-                sharedSocketPath: sharedSocketPath, close: box.takeRelease())
-            return backend
+            return PN532EmulationBackend(
+                readerName: readerName, box: box, executor: executor, mcuTimeout: mcuTimeout, readerScope: readerScope,
+                sharedSocketPath: sharedSocketPath, reopen: open)
         } catch {
             let cause = UnderlyingCause(error)
             let reason: String
@@ -166,14 +199,56 @@ public final class PN532EmulationBackend: CardEmulationBackend {
         }
     }
 
-    private func run<T: Sendable>(_ body: @escaping @Sendable (PN532) throws -> T) async throws -> T {
+    /// Whether `error` means that pcscd went away (docs/cases.md P12): SCARD_E_NO_SERVICE or
+    /// SCARD_E_SERVICE_STOPPED, or SCARD_F_COMM_ERROR, which a call gets when pcscd dies while
+    /// it waits inside it (docs/faults.md).
+    static func meansPcscdWentAway(_ error: any Error) -> Bool {
+        guard case .pcsc(let code, _) = UnderlyingCause(error) else { return false }
+        return code == 0x8010_001D || code == 0x8010_001E || code == 0x8010_0013
+    }
+
+    /// `body` with the client, on the executor. After pcscd went away the channel is opened again
+    /// first; `whileGone` is returned when that fails (pcscd not back yet), or the failure thrown
+    /// when `whileGone` is nil.
+    private func run<T: Sendable>(whileGone: T? = nil, _ body: @escaping @Sendable (PN532) throws -> T) async throws -> T {
         let box = self.box
         let name = readerName
+        let reopen = self.reopen
+        let timeout = mcuTimeout
         return try await executor.run {
+            if box.lost, let reopen {
+                do {
+                    let (channel, close) = try reopen()
+                    do {
+                        let link = try ACR122Link.open(channel: channel, readerName: name, path: .escape)
+                        let pn532 = PN532(link: link)
+                        try link.setMCUTimeout(timeout)
+                        try pn532.prepareForCardEmulation()
+                        box.install(pn532, close: close)
+                    } catch {
+                        close()
+                        throw error
+                    }
+                } catch {
+                    guard let whileGone else {
+                        throw CredentialSessionError(.internalError, "\(name) could not be opened again after pcscd went away: \(UnderlyingCause(error))")
+                    }
+                    // A bounded step on this thread of the backend's own (never Swift's pool).
+                    usleep(250_000)
+                    return whileGone
+                }
+            }
             guard let pn532 = box.pn532 else {
                 throw CredentialSessionError(.featureUnavailable, "\(name) cannot emulate a card")
             }
-            return try body(pn532)
+            do {
+                return try body(pn532)
+            } catch where reopen != nil && Self.meansPcscdWentAway(error) {
+                box.lost = true
+                box.takeRelease()?()
+                throw CredentialSessionError(
+                    .internalError, "pcscd went away under \(name); its channel is opened again when pcscd is back", cause: UnderlyingCause(error))
+            }
         }
     }
 
@@ -190,7 +265,7 @@ public final class PN532EmulationBackend: CardEmulationBackend {
     /// One TgInitAsTarget (PN532 UM0701-02 §7.3.14), at most one MCU timeout.
     /// - Throws: the reader's errors other than 63 00 (no terminal).
     public func waitForActivation(_ parameters: TargetParameters) async throws -> ActivationOutcome {
-        try await run { pn532 in
+        try await run(whileGone: .noTerminal) { pn532 in
             do {
                 let activation = try pn532.initAsTarget(
                     uid: parameters.uid, atqa: parameters.atqa, sak: parameters.sak, historicalBytes: parameters.historicalBytes)

@@ -95,6 +95,38 @@ let openscInstalled = FileManager.default.isExecutableFile(atPath: "/usr/bin/ope
         _ = try await blocking { pcscd.stop() }
     }
 
+    /// Issue 33 item 5: a second serve on a vpcd port whose slot has its card. vpcd takes the
+    /// connection into its backlog and never talks to it; serve says so and exits 1, where it
+    /// said `connected … the card is in its reader` before. The first serve keeps serving.
+    ///
+    /// Real-time check: the second serve's 5 s wait for vpcd's first message is the bound itself.
+    @Test func aSecondServeOnTheSamePortSaysTheSlotIsHeld() async throws {
+        try requireBuiltBinaries()  // a pcscd of its own: the shared one is not needed
+        let port = try FreePort.pick()
+        let pcscd = try PrivatePCSCD(readers: [.vpcd(port: port)])
+        defer { pcscd.stop() }
+        _ = try await blocking { try pcscd.start() }
+        let environment = ProcessInfo.processInfo.environment.merging(pcscd.environment) { $1 }
+        let first = try BinaryProcess(["serve", "--credential", Self.credential, "--port", String(port)], environment: environment)
+        defer { first.stop() }
+        _ = try await first.wait(for: "connected to vpcd at localhost:\(port)")
+
+        let second = try await runBinary(
+            ["serve", "--credential", Self.credential, "--port", String(port)], environment: environment, timeout: .seconds(30))
+        #expect(second.status == 1, "\(second.err)")
+        #expect(!second.out.contains("connected"), "\(second.out)")
+        #expect(second.err.contains(
+            "secbridge: error: vpcd at localhost:\(port) took the connection but sent nothing within 5 s: another program is already the card in that slot"),
+            "\(second.err)")
+        #expect(second.err.contains("or serve another slot with --port (vpcd's next slot listens on \(port + 1))"), "\(second.err)")
+
+        // The first serve is still the card.
+        let read = try await runBinary(["read", "--reader", "Virtual PCD 00 00", "--json"], environment: environment, timeout: .seconds(30))
+        #expect(read.status == 0, "\(read.err)")
+        #expect(read.out.contains("https://example.com"), "\(read.out)")
+        _ = try await blocking { first.stop(); pcscd.stop() }
+    }
+
     @Test func waitsForVpcdAndStopsOnSIGINT() async throws {
         try requireBuiltBinaries()
         let port = try FreePort.pick()  // nobody listens there

@@ -1422,6 +1422,10 @@ import Testing
             (PC/SC part 3 §3.1.3.2.3): 3B 8N 80 01, the credential's historical bytes, TCK; with none,
             3B 80 80 01 01. --atr replaces it.
 
+            vpcd talks only to the first card of a slot: when the connection is made but vpcd asks
+            nothing within 5 s (its presence poll asks about every 400 ms), another program is the
+            card there already (another serve, vicc) and serve exits with status 1 saying so.
+
             When vpcd goes away (pcscd stopped or restarted) serve connects again, at most every 2 s,
             until Ctrl-C or SIGTERM, which close the connection (vpcd sees the card removed), finish
             the transcript and exit with status 0. A credential file that is a PC/SC card (pcscCard)

@@ -125,6 +125,38 @@ import Glibc
         _ = write(stop[1], &byte, 1)
         #expect(throws: VPCDLinkEnd.stopped) { try link.receive() }
     }
+
+    /// A port whose slot has its card already: the kernel completes the connection into the
+    /// listener's backlog, nobody accepts it and nothing comes (what vpcd does to a second card).
+    /// The wait ends at its bound with false; a vpcd that asks for the ATR makes it true at once,
+    /// with the request still there for `receive()`.
+    @Test func aConnectionVpcdNeverTalksToIsToldFromOneItServes() throws {
+        let (listener, port) = try Self.loopbackListener()
+        defer { close(listener) }
+        let silent = try VPCDLink(host: "127.0.0.1", port: port, stop: -1)
+        #expect(try silent.awaitFirstMessage(within: .milliseconds(50)) == false)
+
+        let first = accept(listener, nil, nil)  // the silent one: accepted, never written to
+        let served = try VPCDLink(host: "127.0.0.1", port: port, stop: -1)
+        let second = accept(listener, nil, nil)
+        defer { close(second) }
+        let request = try VPCDMessage.frame([0x04])
+        _ = request.withUnsafeBytes { Glibc.send(second, $0.baseAddress, $0.count, 0) }
+        #expect(try served.awaitFirstMessage(within: .seconds(30)) == true)
+        #expect(try served.receive() == [0x04])
+        // vpcd closing before a word is an end, not silence.
+        close(first)
+        #expect(throws: VPCDLinkEnd.closed("vpcd closed the connection")) { try silent.awaitFirstMessage(within: .seconds(30)) }
+    }
+
+    @Test func theHeldSlotErrorNamesThePortAndWhatToDo() {
+        let message = SecbridgeCLI.slotHeldMessage(host: "localhost", port: 35963)
+        #expect(message == "vpcd at localhost:35963 took the connection but sent nothing within 5 s: another program is already "
+            + "the card in that slot (vpcd talks only to the first card that connects: another `secbridge serve`, vicc, "
+            + "Android's Remote Smart Card Reader), or what listens on port 35963 is not vpcd; stop that program, "
+            + "or serve another slot with --port (vpcd's next slot listens on 35964)")
+        #expect(!SecbridgeCLI.slotHeldMessage(host: "h", port: 65535).contains("next slot"))
+    }
 }
 
 /// How capture chooses the spy's way in and recognises its 1.9.9 crash
