@@ -37,17 +37,16 @@ import Testing
                  source: "docs/iso14443-t4t-ndef.md §5",
                  message: "D0 00 00",
                  line: "NDEF record 1: empty record"),
-        NDEFCase(id: "a chunked record: the decoder refuses chunks (CF 20)",
-                 source: "NFC Forum NDEF 1.0 (CF, TNF 6 unchanged); NDEFMessage(parsing:)",
+        NDEFCase(id: "a chunked record: its two chunks joined (CF 20, then TNF 6)",
+                 source: "NFC Forum NDEF 1.0 §3.2.4 (CF, TNF 6 unchanged); NDEFMessage(parsing:)",
                  message: "B1 01 03 54 02 65 6E 56 00 02 48 69",
-                 line: "NDEF message that does not decode: chunked at offset 0: chunked records (CF, 20) are not supported"),
+                 line: "NDEF record 1: text \"Hi\" (en)"),
     ]
 
     /// The viewer's line for a message, from the decoder itself.
     static func decoded(_ message: [UInt8]) -> String {
         do {
-            let records = try NDEFMessage(parsing: message).records
-            return records.enumerated().map { "NDEF record \($0 + 1): \($1.summary)" }.joined(separator: "\n")
+            return try NDEFMessage(parsing: message).lines.joined(separator: "\n")
         } catch {
             return "NDEF message that does not decode: \(error)"
         }
