@@ -172,7 +172,7 @@ enum ControlProtocol {
     // MARK: Peers
 
     private static func placeCard(_ request: ControlRequest, binding: SimulatorBinding) throws(ControlError) -> ControlReply {
-        try request.allowOnly(["uid", "atqa", "sak", "ats", "applet", "transcript", "channel", "id", "leave-after"])
+        try request.allowOnly(["uid", "atqa", "sak", "ats", "applet", "transcript", "channel", "id", "leave-after", "ndef"])
         let leavesAfter = try request.integer("leave-after", in: 1...1_000_000)
         let uid = try uid(request)
         let atqa = try atqa(request) ?? 0x0004
@@ -202,7 +202,14 @@ enum ControlProtocol {
             guard let applet = BuiltInApplet(rawValue: name) else {
                 throw ControlError(.badArgument, "unknown applet '\(name)'; known: \(BuiltInApplet.allCases.map(\.rawValue).joined(separator: ", "))")
             }
-            card = ISO14443_4Card(uid: uid, atqa: atqa, sak: sak, ats: ats, leavesAfter: leavesAfter, handler: applet.makeHandler())
+            let ndef = try request.bytes("ndef")
+            guard ndef == nil || applet == .t4tNDEF || applet == .t4tNDEFVersion1 else {
+                throw ControlError(.badArgument, "ndef= goes with applet=t4t-ndef or applet=t4t-ndef-v1")
+            }
+            guard (ndef?.count ?? 0) <= 0x7FFD else {
+                throw ControlError(.badArgument, "ndef= holds at most 32765 bytes (a Type 4 Tag's NDEF file is at most 7FFF, NLEN included)")
+            }
+            card = ISO14443_4Card(uid: uid, atqa: atqa, sak: sak, ats: ats, leavesAfter: leavesAfter, handler: applet.makeHandler(ndef: ndef))
         }
         return ControlReply([("peer", try binding.field.place(card, id: try peerID(request), prefix: "card"))])
     }
