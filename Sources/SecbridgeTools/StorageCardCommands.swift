@@ -234,6 +234,9 @@ extension SecbridgeCLI {
         var fields: [(String, JSONValue)] = [("tnf", .int(Int(record.tnf.rawValue))), ("type", .hex(record.type)), ("payload", .hex(record.payload))]
         if let uri = try? record.uriValue() { fields.append(("uri", .string(uri))) }
         if let text = try? record.textValue() { fields.append(("text", .string(text.text))); fields.append(("language", .string(text.language))) }
+        // The words the text output prints (NDEFRecord.summary and, for a Smart Poster, its parts).
+        fields.append(("summary", .string(record.summary)))
+        if !record.details.isEmpty { fields.append(("details", .array(record.details.map { .string($0) }))) }
         return .object(fields)
     }
 

@@ -23,6 +23,9 @@ import Testing
               icon "image/png", 4 bytes
 
             """), "\(read.out)")
+        let json = try await runTool(["read", "--reader", desk.names[0], "--json"], on: desk)
+        #expect(json.out.contains(#""summary": "smart poster https://example.com""#), "\(json.out)")
+        #expect(json.out.contains(#""title \"Example\" (en)""#), "\(json.out)")
     }
 
     @Test func readPrintsAnAARsPackageAndJoinsChunks() async throws {
