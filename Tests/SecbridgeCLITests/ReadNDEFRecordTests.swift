@@ -64,4 +64,15 @@ import Testing
                                        input: ["00A4040007D276000085010000", "00A4000C02E103"])
         #expect(strict.out.contains("6A 86"), "\(strict.out)\n\(strict.err)")
     }
+
+    @Test func ndefGoesOnlyWithTheType4Applets() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        let refused = try desk.control().exchange("place-card uid=04A1B2C3 applet=echo ndef=D00000")
+        #expect(refused == "error bad-argument ndef= goes with applet=t4t-ndef or applet=t4t-ndef-v1")
+        // A request line holds at most 4096 bytes, so ndef= carries about 2 000 bytes of hex at most.
+        let big = String(repeating: "00", count: 2100)
+        let tooLarge = try desk.control().exchange("place-card uid=04A1B2C3 applet=t4t-ndef ndef=\(big)")
+        #expect(tooLarge == "error too-long a request line holds at most 4096 bytes")
+    }
 }
