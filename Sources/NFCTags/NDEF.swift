@@ -15,8 +15,12 @@ public struct TagFormatError: CodedError {
         public static let trailingBytes = Code(rawValue: "trailingBytes")
         /// MB missing on the first record or set on a later one.
         public static let messageBegin = Code(rawValue: "messageBegin")
-        /// A chunked record (CF): not supported here.
+        /// A malformed chain of chunks (CF, TNF 6): a later chunk with a type, an ID or a TNF other
+        /// than 6, or ME set on a chunk with CF (NFC Forum NDEF 1.0 §3.2.4; docs/iso14443-t4t-ndef.md §5).
         public static let chunked = Code(rawValue: "chunked")
+        /// A payload (a record's, or a chunked record's reassembled) larger than
+        /// ``NDEFMessage/maximumPayloadSize``.
+        public static let tooLarge = Code(rawValue: "tooLarge")
         /// A TNF that does not allow what the record holds (empty with data, 6 outside chunks, 7).
         public static let invalidTNF = Code(rawValue: "invalidTNF")
         /// A value that is out of range (a field built in code, a CC field Android rejects).
@@ -195,47 +199,6 @@ public struct NDEFRecord: Sendable, Hashable {
     }
 }
 
-extension NDEFRecord {
-    /// The record in a few words, as this type decodes it (docs/iso14443-t4t-ndef.md §5):
-    ///
-    /// | Record | Summary |
-    /// |---|---|
-    /// | TNF 0 | `empty record` |
-    /// | URI (``uriValue()``) | `URI https://example.com` |
-    /// | Text (``textValue()``, UTF-8 or UTF-16) | `text "Hello" (en)` |
-    /// | URI or Text whose payload does not decode | `text record that does not decode: <reason>` |
-    /// | any other | `TNF 2, type "text/plain", 5-byte payload` |
-    ///
-    /// A record with an ID ends `, ID "…"`. The type and ID are quoted when they are printable
-    /// ASCII (20…7E), in hex otherwise.
-    public var summary: String {
-        var text: String
-        if tnf == .empty {
-            text = "empty record"
-        } else {
-            do throws(TagFormatError) {
-                if let uri = try uriValue() {
-                    text = "URI \(uri)"
-                } else if let value = try textValue() {
-                    text = "text \"\(value.text)\" (\(value.language))"
-                } else {
-                    text = "TNF \(tnf.rawValue), type \(Self.quotedOrHex(type)), \(payload.count)-byte payload"
-                }
-            } catch {
-                text = "\(type == [0x55] ? "URI" : "text") record that does not decode: \(error.reason)"
-            }
-        }
-        if !id.isEmpty { text += ", ID \(Self.quotedOrHex(id))" }
-        return text
-    }
-
-    /// `"abc"` for printable ASCII (20…7E), the hex otherwise (and for no bytes, `""`).
-    static func quotedOrHex(_ bytes: [UInt8]) -> String {
-        if bytes.allSatisfy({ (0x20...0x7E).contains($0) }) { return "\"" + String(decoding: bytes, as: UTF8.self) + "\"" }
-        return bytes.hexString
-    }
-}
-
 /// An NDEF message: one or more records, MB on the first, ME on the last (docs/iso14443-t4t-ndef.md §5).
 public struct NDEFMessage: Sendable, Hashable {
     /// The records in order; the first carries MB and the last ME on the wire.
@@ -276,11 +239,27 @@ public struct NDEFMessage: Sendable, Hashable {
         return out
     }
 
-    /// Parses a whole message.
+    /// The largest payload a record may have, also once its chunks are joined: 10 MiB
+    /// (10 485 760 bytes), the limit of Android's `NdefRecord.parse` (`MAX_PAYLOAD_SIZE`), so a
+    /// message Android refuses as too large is refused here too (docs/iso14443-t4t-ndef.md §5).
+    /// The check is made on the declared lengths, before any bytes are copied.
+    public static let maximumPayloadSize = 10 * (1 << 20)
+
+    /// Parses a whole message; chunked records (NFC Forum NDEF 1.0 §3.2.4) are joined into one.
+    ///
+    /// A chunked record is a first chunk with CF (20) set and its own TNF and TYPE (and ID),
+    /// then chunks of TNF 6 (unchanged) with an empty TYPE and no ID, CF set on all but the last;
+    /// the payloads joined in order are the record's payload. Only the first chunk may carry MB,
+    /// only the last ME.
     /// - Throws: `TagFormatError`: `truncated` (the input ends inside a record, or before a record
-    ///   with ME), `trailingBytes`, `messageBegin`, `chunked`, `invalidTNF`.
+    ///   with ME), `trailingBytes`, `messageBegin`, `chunked` (a malformed chain: a later chunk
+    ///   of another TNF or with a TYPE or ID, ME set on a chunk with CF),
+    ///   `tooLarge` (a payload, or the joined payload, over ``maximumPayloadSize``), `invalidTNF`
+    ///   (TNF 6 outside a chain, TNF 7, an empty record with contents or CF).
     public init(parsing bytes: [UInt8]) throws(TagFormatError) {
         var records: [NDEFRecord] = []
+        // The chain being joined: its first chunk's record (payload growing) and its offset.
+        var chain: (record: NDEFRecord, start: Int)?
         var i = 0
         func need(_ n: Int, _ what: String) throws(TagFormatError) {
             guard bytes.count - i >= n else {
@@ -292,18 +271,28 @@ public struct NDEFMessage: Sendable, Hashable {
             let start = i
             try need(3, "the header")
             let header = bytes[i]
-            let isFirst = records.isEmpty
+            let isFirst = records.isEmpty && chain == nil
             guard (header & 0x80 != 0) == isFirst else {
                 throw TagFormatError(
                     .messageBegin, offset: start,
                     isFirst ? "the first record must have MB (80) set" : "only the first record may have MB (80) set")
             }
-            guard header & 0x20 == 0 else {
-                throw TagFormatError(.chunked, offset: start, "chunked records (CF, 20) are not supported")
+            let more = header & 0x20 != 0
+            if more, header & 0x40 != 0 {
+                throw TagFormatError(.chunked, offset: start, "a chunk with CF (20) set cannot end the message (ME, 40): chunks follow it")
             }
             let tnf = NDEFRecord.TNF(rawValue: header)
-            guard tnf != .unchanged, tnf != .reserved else {
-                throw TagFormatError(.invalidTNF, offset: start, "TNF \(tnf.rawValue) is only for chunks (6) or reserved (7)")
+            if chain != nil {
+                guard tnf == .unchanged else {
+                    throw TagFormatError(.chunked, offset: start, "a chunk after the first must have TNF 6 (unchanged), not \(tnf.rawValue)")
+                }
+                guard header & 0x08 == 0 else {
+                    throw TagFormatError(.chunked, offset: start, "only the first chunk of a chunked record may have an ID (IL, 08)")
+                }
+            } else if tnf == .unchanged {
+                throw TagFormatError(.invalidTNF, offset: start, "TNF 6 (unchanged) is only for the chunks after the first of a chunked record")
+            } else if tnf == .reserved {
+                throw TagFormatError(.invalidTNF, offset: start, "TNF 7 is reserved")
             }
             let typeLength = Int(bytes[i + 1])
             i += 2
@@ -317,11 +306,20 @@ public struct NDEFMessage: Sendable, Hashable {
                 for k in 0..<4 { payloadLength = payloadLength << 8 | Int(bytes[i + k]) }
                 i += 4
             }
+            let joined = payloadLength + (chain?.record.payload.count ?? 0)
+            guard joined <= Self.maximumPayloadSize else {
+                throw TagFormatError(
+                    .tooLarge, offset: chain?.start ?? start,
+                    "a payload of \(joined) bytes\(chain == nil ? "" : " (chunks joined)") is over the limit of \(Self.maximumPayloadSize) (10 MiB, Android's)")
+            }
             var idLength = 0
             if header & 0x08 != 0 {
                 try need(1, "the ID LENGTH")
                 idLength = Int(bytes[i])
                 i += 1
+            }
+            if chain != nil, typeLength != 0 {
+                throw TagFormatError(.chunked, offset: start, "a chunk after the first must have an empty TYPE; this one has \(typeLength) bytes")
             }
             try need(typeLength, "the TYPE")
             let type = Array(bytes[i..<(i + typeLength)])
@@ -330,15 +328,25 @@ public struct NDEFMessage: Sendable, Hashable {
             let id = Array(bytes[i..<(i + idLength)])
             i += idLength
             try need(payloadLength, "the PAYLOAD (\(payloadLength) bytes)")
-            let payload = Array(bytes[i..<(i + payloadLength)])
+            let payload = bytes[i..<(i + payloadLength)]
             i += payloadLength
-            if tnf == .empty, typeLength + idLength + payloadLength > 0 {
-                throw TagFormatError(.invalidTNF, offset: start, "an empty record (TNF 0) has no type, ID or payload")
+            if tnf == .empty, typeLength + idLength + payloadLength > 0 || more {
+                throw TagFormatError(.invalidTNF, offset: start, "an empty record (TNF 0) has no type, ID or payload and is not chunked")
             }
-            records.append(NDEFRecord(tnf: tnf, type: type, id: id, payload: payload))
+            if chain != nil {
+                chain!.record.payload += payload
+            } else {
+                chain = (NDEFRecord(tnf: tnf, type: type, id: id, payload: Array(payload)), start)
+            }
+            if !more, let done = chain {
+                records.append(done.record)
+                chain = nil
+            }
             if header & 0x40 != 0 { break }
             if i == bytes.count {
-                throw TagFormatError(.truncated, offset: i, "the message ends before a record with ME (40)")
+                throw TagFormatError(
+                    .truncated, offset: i,
+                    chain == nil ? "the message ends before a record with ME (40)" : "the message ends inside a chunked record (the last chunk has CF clear)")
             }
         }
         guard i == bytes.count else {

@@ -8,9 +8,13 @@ import ISO7816
 /// 1. SELECT the NDEF Tag Application `00 A4 04 00 07 D2 76 00 00 85 01 01 00` (mapping 2.0, with
 ///    Le); on failure, the mapping 1.0 AID `00 A4 04 00 07 D2 76 00 00 85 01 00` without Le;
 /// 2. SELECT the capability container `00 A4 00 0C 02 E1 03`; READ BINARY `00 B0 00 00 0F`;
-/// 3. SELECT the NDEF file named by the CC (P2 0C); READ BINARY `00 B0 00 00 02` (NLEN);
+/// 3. SELECT the NDEF file named by the CC; READ BINARY `00 B0 00 00 02` (NLEN);
 /// 4. READ BINARY from offset 2 in pieces of at most min(MLe, 255) bytes (Le never 00), until NLEN
 ///    bytes have arrived.
+///
+/// The file SELECTs (steps 2 and 3) carry P2 0C (no answer data) after the mapping 2.0 AID and
+/// P2 00 after the 1.0 fallback, as AOSP's `rw_t4t_select_file` chooses by the version selected
+/// (docs/terminal-models.md §1): a strict 1.0 tag refuses P2 0C (6A 86).
 public enum Type4TagReader {
     /// What a read found.
     public struct Result: Sendable, Hashable {
@@ -64,12 +68,14 @@ public enum Type4TagReader {
         }
         let selectV2: [UInt8] = [0x00, 0xA4, 0x04, 0x00, 0x07, 0xD2, 0x76, 0x00, 0x00, 0x85, 0x01, 0x01, 0x00]
         let selectV1: [UInt8] = [0x00, 0xA4, 0x04, 0x00, 0x07, 0xD2, 0x76, 0x00, 0x00, 0x85, 0x01, 0x00]
+        var p2: UInt8 = 0x0C
         do {
             _ = try await expectSuccess("SELECT NDEF Tag Application (mapping 2.0)", selectV2)
         } catch is ReadError {
             _ = try await expectSuccess("SELECT NDEF Tag Application (mapping 1.0)", selectV1)
+            p2 = 0x00
         }
-        _ = try await expectSuccess("SELECT capability container E103", [0x00, 0xA4, 0x00, 0x0C, 0x02, 0xE1, 0x03])
+        _ = try await expectSuccess("SELECT capability container E103", [0x00, 0xA4, 0x00, p2, 0x02, 0xE1, 0x03])
         let readCC: [UInt8] = [0x00, 0xB0, 0x00, 0x00, 0x0F]
         let ccBytes = try await expectSuccess("READ BINARY capability container", readCC)
         let cc: Type4CapabilityContainer
@@ -79,7 +85,7 @@ public enum Type4TagReader {
             throw ReadError(step: "capability container", command: readCC, response: ccBytes, reason: "\(error)")
         }
         let fileID = [UInt8(cc.ndefFileID >> 8), UInt8(cc.ndefFileID & 0xFF)]
-        _ = try await expectSuccess("SELECT NDEF file", [0x00, 0xA4, 0x00, 0x0C, 0x02] + fileID)
+        _ = try await expectSuccess("SELECT NDEF file", [0x00, 0xA4, 0x00, p2, 0x02] + fileID)
         let readNLEN: [UInt8] = [0x00, 0xB0, 0x00, 0x00, 0x02]
         let nlenBytes = try await expectSuccess("READ BINARY NLEN", readNLEN)
         guard nlenBytes.count == 2 else {

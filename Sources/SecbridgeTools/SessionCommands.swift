@@ -850,9 +850,7 @@ extension SecbridgeCLI {
             if let verdict = selection(of: aid, parsed) { invocation.out(verdict.text) }
         }
         if let tag {
-            for (index, record) in tag.message.records.enumerated() {
-                invocation.out("NDEF record \(index + 1): \(describeRecord(record))")
-            }
+            for line in tag.message.lines { invocation.out(line) }
             if tag.message.records.isEmpty { invocation.out("NDEF: the tag holds an empty message") }
         }
     }
@@ -1031,11 +1029,5 @@ extension SecbridgeCLI {
         private let entries = Mutex<[(command: [UInt8], response: [UInt8])]>([])
         func append(_ command: [UInt8], _ response: [UInt8]) { entries.withLock { $0.append((command, response)) } }
         var all: [(command: [UInt8], response: [UInt8])] { entries.withLock { $0 } }
-    }
-
-    static func describeRecord(_ record: NDEFRecord) -> String {
-        if let uri = try? record.uriValue() { return "URI \(uri)" }
-        if let text = try? record.textValue() { return "text \"\(text.text)\" (\(text.language))" }
-        return "TNF \(record.tnf.rawValue), type \(record.type.hexString), payload \(record.payload.hexString)"
     }
 }

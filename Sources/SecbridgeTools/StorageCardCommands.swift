@@ -174,9 +174,7 @@ extension SecbridgeCLI {
                 let cc = ndef.capabilityContainer
                 out("capability container: \(cc.bytes.hexString) (version \(cc.version >> 4).\(cc.version & 0x0F), \(cc.dataAreaSize) data bytes, \(cc.isReadOnly ? "read-only" : "read/write"))")
                 if let message = ndef.message {
-                    for (index, record) in message.records.enumerated() {
-                        out("NDEF record \(index + 1): \(describeRecord(record))")
-                    }
+                    for line in message.lines { out(line) }
                 } else {
                     out("NDEF: the tag holds no message (empty NDEF TLV 03 00)")
                 }
@@ -236,6 +234,9 @@ extension SecbridgeCLI {
         var fields: [(String, JSONValue)] = [("tnf", .int(Int(record.tnf.rawValue))), ("type", .hex(record.type)), ("payload", .hex(record.payload))]
         if let uri = try? record.uriValue() { fields.append(("uri", .string(uri))) }
         if let text = try? record.textValue() { fields.append(("text", .string(text.text))); fields.append(("language", .string(text.language))) }
+        // The words the text output prints (NDEFRecord.summary and, for a Smart Poster, its parts).
+        fields.append(("summary", .string(record.summary)))
+        if !record.details.isEmpty { fields.append(("details", .array(record.details.map { .string($0) }))) }
         return .object(fields)
     }
 
@@ -431,15 +432,13 @@ extension SecbridgeCLI {
             line("capability container: \(cc.bytes.hexString) (\(cc.dataAreaSize) data bytes, \(cc.isReadOnly ? "read-only" : "read/write"))")
             members += [("capabilityContainer", .hex(cc.bytes)), ("dataAreaSize", .int(cc.dataAreaSize)), ("readOnly", .bool(cc.isReadOnly))]
             let tlv = Type2TagWriter.tlvBytes(for: message)
-            let records = message.records.map(describeRecord).joined(separator: ", ")
+            let records = message.records.map(\.summary).joined(separator: ", ")
             guard confirm("Write \(records) (\(tlv.count) bytes) to the tag\(uid.map { " \($0.hexString)" } ?? "") on \(reader), replacing its NDEF message?") else {
                 throw CLIError.failure("not written: the write was not confirmed")
             }
             let result = try Type2TagWriter.execute(plan, on: card)
             line("wrote \(tlv.count) bytes (\(message.serialized().count) bytes of NDEF) to pages \(result.pages.lowerBound)–\(result.pages.upperBound) and read them back")
-            for (index, record) in message.records.enumerated() {
-                line("NDEF record \(index + 1): \(describeRecord(record))")
-            }
+            for text in message.lines { line(text) }
             if json {
                 members.append(("written", .object([
                     ("bytes", .int(tlv.count)), ("ndefBytes", .int(message.serialized().count)),

@@ -152,7 +152,7 @@ enum TranscriptPresenter {
     }
 
     // Every decoding below is the library's: CommandAPDU.summary (ISO7816), ACR122Command.summary,
-    // PN532HostFrame.summary and PN532ChipFrame.summary (PN53x), NDEFRecord.summary (NFCTags). The
+    // PN532HostFrame.summary and PN532ChipFrame.summary (PN53x), NDEFMessage.lines (NFCTags). The
     // viewer only chooses which decoder a line goes to and prefixes the lines.
 
     /// A command on a channel: an ACR122U pseudo-APDU (CLA FF) or a card APDU. `complete` is false
@@ -226,7 +226,7 @@ enum TranscriptPresenter {
     }
 
     /// NDEF records in data read from a tag (T4T: NLEN then the message, docs/iso14443-t4t-ndef.md
-    /// §4; or the message alone), each as `NDEFRecord.summary` gives it. Data that starts with an
+    /// §4; or the message alone), as `NDEFMessage.lines` gives them (the lines `read` prints). Data that starts with an
     /// NDEF header (MB set) but that `NDEFMessage(parsing:)` refuses is shown with the decoder's
     /// error, the NLEN-framed reading first; other data is not NDEF and gives no line.
     static func describeNDEF(_ data: [UInt8]) -> [String] {
@@ -240,7 +240,7 @@ enum TranscriptPresenter {
             guard let first = candidate.first, first & 0x80 != 0 else { continue }
             do throws(TagFormatError) {
                 let message = try NDEFMessage(parsing: candidate)
-                return message.records.enumerated().map { i, r in "NDEF record \(i + 1): \(r.summary)" }
+                return message.lines
             } catch {
                 if refusal == nil { refusal = error }
             }

@@ -7,6 +7,10 @@ enum BuiltInApplet: String, CaseIterable, Sendable {
     /// capability container E103 `00 0F 20 00 7F 00 7F 04 06 E1 04 04 00 00 00`, NDEF file E104
     /// holding a URI record for https://example.com. It answers what the Android and iOS reads send.
     case t4tNDEF = "t4t-ndef"
+    /// A strict NFC Forum Type 4 Tag of mapping 1.0: only the 1.0 AID `D2 76 00 00 85 01 00`
+    /// (the 2.0 AID gets 6A 82), CC version 10, and file SELECTs with P2 00 only (P2 0C gets 6A 86),
+    /// holding the same URI record; what AOSP's fallback to 1.0 reads (docs/iso14443-t4t-ndef.md §4).
+    case t4tNDEFVersion1 = "t4t-ndef-v1"
     /// Answers every C-APDU with `90 00`.
     case ok = "ok"
     /// Answers a C-APDU with its own bytes followed by `90 00` (for transport tests).
@@ -25,7 +29,9 @@ enum BuiltInApplet: String, CaseIterable, Sendable {
     case desfireEV1 = "desfire-ev1"
 
     /// A fresh handler (the T4T keeps its selection state per card).
-    func makeHandler() -> @Sendable ([UInt8]) -> [UInt8] {
+    /// - Parameter ndef: for `t4t-ndef` and `t4t-ndef-v1`, the NDEF message to hold instead of the
+    ///   worked example's (`place-card … ndef=<hex>`); the NDEF file grows to fit it.
+    func makeHandler(ndef: [UInt8]? = nil) -> @Sendable ([UInt8]) -> [UInt8] {
         switch self {
         case .ok:
             return { _ in [0x90, 0x00] }
@@ -42,10 +48,16 @@ enum BuiltInApplet: String, CaseIterable, Sendable {
         case .desfireEV1:
             let applet = DESFireEV1Applet(uid: [0x04, 0x1F, 0x5B, 0x92, 0xDA, 0x2C, 0x80])
             return { applet.respond($0) }
-        case .t4tNDEF:
-            let tag = Type4Tag(
-                capabilityContainer: ExternalTerminal.Script.exampleCapabilityContainer,
-                ndefFile: ExternalTerminal.Script.exampleNDEFFile)
+        case .t4tNDEF, .t4tNDEFVersion1:
+            var cc = ExternalTerminal.Script.exampleCapabilityContainer
+            var file = ExternalTerminal.Script.exampleNDEFFile
+            if let ndef {
+                file = [UInt8(ndef.count >> 8), UInt8(ndef.count & 0xFF)] + ndef
+                let size = max(0x0400, file.count)
+                (cc[11], cc[12]) = (UInt8(size >> 8), UInt8(size & 0xFF))
+            }
+            if self == .t4tNDEFVersion1 { cc[2] = 0x10 }
+            let tag = Type4Tag(capabilityContainer: cc, ndefFile: file, mappingVersion1: self == .t4tNDEFVersion1)
             return { tag.answer($0) }
         }
     }
@@ -104,8 +116,11 @@ final class Type4Tag: Sendable {
     private enum Selection { case none, application, file([UInt8]) }
     private let selection = Mutex<Selection>(.none)
     private let files: [[UInt8]: [UInt8]]
+    /// A strict mapping 1.0 tag: the 1.0 AID only, file SELECTs with P2 00 only.
+    private let mappingVersion1: Bool
 
-    init(capabilityContainer: [UInt8], ndefFile: [UInt8]) {
+    init(capabilityContainer: [UInt8], ndefFile: [UInt8], mappingVersion1: Bool = false) {
+        self.mappingVersion1 = mappingVersion1
         let ndefID: [UInt8] = capabilityContainer.count >= 11 ? [capabilityContainer[9], capabilityContainer[10]] : [0xE1, 0x04]
         files = [[0xE1, 0x03]: capabilityContainer, ndefID: ndefFile]
     }
@@ -121,11 +136,12 @@ final class Type4Tag: Sendable {
                 guard let lc = body.first, body.count >= 1 + Int(lc) else { return [0x67, 0x00] }
                 let data = Array(body[1..<(1 + Int(lc))])
                 if p1 == 0x04 {
-                    guard data == ExternalTerminal.Script.ndefApplicationAID else { return [0x6A, 0x82] }
+                    let aid = mappingVersion1 ? [0xD2, 0x76, 0x00, 0x00, 0x85, 0x01, 0x00] : ExternalTerminal.Script.ndefApplicationAID
+                    guard data == aid else { return [0x6A, 0x82] }
                     selection = .application
                     return [0x90, 0x00]
                 }
-                guard p1 == 0x00, p2 == 0x0C || p2 == 0x00 else { return [0x6A, 0x86] }
+                guard p1 == 0x00, p2 == 0x00 || (p2 == 0x0C && !mappingVersion1) else { return [0x6A, 0x86] }
                 if case .none = selection { return [0x6A, 0x82] }
                 guard files[data] != nil else { return [0x6A, 0x82] }
                 selection = .file(data)

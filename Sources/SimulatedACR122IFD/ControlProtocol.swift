@@ -19,7 +19,7 @@ import Glibc
 /// | `ping` | `driver protocol reader field open-order` | — (`open-order` 0 for the first reader pcscd opened on this driver: it is named `… 00 00`, the next `… 01 00`) |
 /// | `help` | `verbs` | — |
 /// | `status` | `personality firmware card led picc mcu-timeout rf peers busy` | — (`card` = present/absent as pcscd sees it; `led`, `picc`, `mcu-timeout` one hex byte; `busy` the first 7 bytes of the command under way, e.g. `FF 00 00 00 27 D4 8C` for a TgInitAsTarget waiting for a terminal, or `no`) |
-/// | `place-card uid= [atqa=] [sak=] [ats=] [applet=] [transcript=] [channel=] [id=] [leave-after=]` | `peer` | an ISO/IEC 14443-4 card: `applet` one of ``BuiltInApplet`` (default `ok`: `t4t-ndef`, `ok`, `echo`, `mute`, `long-object`, `broken-chain`, `desfire-ev1`), or answers from a transcript file; ATQA default `00 04`, SAK `20`, ATS `05 78 80 70 02`; `leave-after=n`: the card leaves the field during its n-th C-APDU |
+/// | `place-card uid= [atqa=] [sak=] [ats=] [applet=] [ndef=] [transcript=] [channel=] [id=] [leave-after=]` | `peer` | an ISO/IEC 14443-4 card: `applet` one of ``BuiltInApplet`` (default `ok`: `t4t-ndef`, `t4t-ndef-v1`, `ok`, `echo`, `mute`, `long-object`, `broken-chain`, `desfire-ev1`), or answers from a transcript file; `ndef=` (hex; a request line holds 4096 bytes, so about 2 000 bytes) the NDEF message a `t4t-ndef`/`t4t-ndef-v1` card holds instead of the worked example's; ATQA default `00 04`, SAK `20`, ATS `05 78 80 70 02`; `leave-after=n`: the card leaves the field during its n-th C-APDU |
 /// | `place-tag uid= [atqa=] [sak=] [id=]` | `peer` | an ISO/IEC 14443-3 tag without memory (default ATQA `00 04`, SAK `08`): anticollision and any-key MIFARE authentication only |
 /// | `place-tag type=ntag213\|ntag215\|ntag216\|ultralight uid=<7 bytes> [ndef=<hex>] [id=]` | `peer type` | an NFC Forum Type 2 tag with memory (``Type2TagMemory``); `ndef` = the raw NDEF message bytes, written as TLV `03 len msg FE` from page 4 (default: an empty NDEF tag `03 00 FE`) |
 /// | `place-tag type=classic1k\|classic4k\|mini uid=<4 or 7 bytes> [key=<6 bytes>] [id=]` | `peer type` | a MIFARE Classic card with memory (``MIFAREClassicMemory``); `key` sets key A and key B of every sector (default `FF FF FF FF FF FF`) |
@@ -172,7 +172,7 @@ enum ControlProtocol {
     // MARK: Peers
 
     private static func placeCard(_ request: ControlRequest, binding: SimulatorBinding) throws(ControlError) -> ControlReply {
-        try request.allowOnly(["uid", "atqa", "sak", "ats", "applet", "transcript", "channel", "id", "leave-after"])
+        try request.allowOnly(["uid", "atqa", "sak", "ats", "applet", "transcript", "channel", "id", "leave-after", "ndef"])
         let leavesAfter = try request.integer("leave-after", in: 1...1_000_000)
         let uid = try uid(request)
         let atqa = try atqa(request) ?? 0x0004
@@ -202,7 +202,14 @@ enum ControlProtocol {
             guard let applet = BuiltInApplet(rawValue: name) else {
                 throw ControlError(.badArgument, "unknown applet '\(name)'; known: \(BuiltInApplet.allCases.map(\.rawValue).joined(separator: ", "))")
             }
-            card = ISO14443_4Card(uid: uid, atqa: atqa, sak: sak, ats: ats, leavesAfter: leavesAfter, handler: applet.makeHandler())
+            let ndef = try request.bytes("ndef")
+            guard ndef == nil || applet == .t4tNDEF || applet == .t4tNDEFVersion1 else {
+                throw ControlError(.badArgument, "ndef= goes with applet=t4t-ndef or applet=t4t-ndef-v1")
+            }
+            guard (ndef?.count ?? 0) <= 0x7FFD else {
+                throw ControlError(.badArgument, "ndef= holds at most 32765 bytes (a Type 4 Tag's NDEF file is at most 7FFF, NLEN included)")
+            }
+            card = ISO14443_4Card(uid: uid, atqa: atqa, sak: sak, ats: ats, leavesAfter: leavesAfter, handler: applet.makeHandler(ndef: ndef))
         }
         return ControlReply([("peer", try binding.field.place(card, id: try peerID(request), prefix: "card"))])
     }

@@ -37,7 +37,7 @@ extension SharedReader {
             let (read, tool) = try await readForumTag4(["--lenient-cc"])
             #expect(read.status == 0, "\(read.out)\n\(read.err)\n\(tool)")
             #expect(read.out.contains("> 00 B0 00 02 21\n"), "\(read.out)")
-            #expect(read.out.contains("NDEF record 1: TNF 1, type 53 70"), "\(read.out)")
+            #expect(read.out.contains("NDEF record 1: smart poster"), "\(read.out)")
         }
 
         @Test func readPN532OnBReadsNfcEmulateForumTag4OnA() async throws {

@@ -104,7 +104,7 @@ struct NDEFTests {
         ("D1 01 0C 55 04 65 78 61 6D 70 6C 65 2E 63 6F 6D", "URI https://example.com"),
         ("D1 01 07 54 82 65 6E 00 48 00 69", "text \"Hi\" (en)"),
         ("D9 01 08 02 54 69 64 02 65 6E 48 65 6C 6C 6F", "text \"Hello\" (en), ID \"id\""),
-        ("DA 03 02 01 61 2F 62 01 68 69", "TNF 2, type \"a/b\", 2-byte payload, ID 01"),
+        ("DA 03 02 01 61 2F 62 01 68 69", "MIME \"a/b\": \"hi\", ID 01"),
         ("D0 00 00", "empty record"),
         ("D1 01 06 54 82 65 6E 00 48 00", "text record that does not decode: the text record is UTF-16 (status bit 7) but its text is 3 bytes, an odd number"),
     ])

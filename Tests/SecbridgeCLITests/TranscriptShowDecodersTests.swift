@@ -7,7 +7,7 @@ import Testing
 @testable import SecbridgeTools
 
 /// `transcript show` (text and `--html`) prints what the library decoders read: NDEF records as
-/// `NDEFRecord.summary` gives them, refusals as `NDEFMessage(parsing:)` words them, PN532 frames
+/// `NDEFMessage.lines` gives them (the lines `read` prints), refusals as `NDEFMessage(parsing:)` words them, PN532 frames
 /// and ACR122U pseudo-APDUs as PN53x's summaries give them (issue 30 item 2).
 @Suite struct TranscriptShowDecodersTests {
     struct NDEFCase: Sendable, CustomTestStringConvertible {
@@ -37,17 +37,16 @@ import Testing
                  source: "docs/iso14443-t4t-ndef.md §5",
                  message: "D0 00 00",
                  line: "NDEF record 1: empty record"),
-        NDEFCase(id: "a chunked record: the decoder refuses chunks (CF 20)",
-                 source: "NFC Forum NDEF 1.0 (CF, TNF 6 unchanged); NDEFMessage(parsing:)",
+        NDEFCase(id: "a chunked record: its two chunks joined (CF 20, then TNF 6)",
+                 source: "NFC Forum NDEF 1.0 §3.2.4 (CF, TNF 6 unchanged); NDEFMessage(parsing:)",
                  message: "B1 01 03 54 02 65 6E 56 00 02 48 69",
-                 line: "NDEF message that does not decode: chunked at offset 0: chunked records (CF, 20) are not supported"),
+                 line: "NDEF record 1: text \"Hi\" (en)"),
     ]
 
     /// The viewer's line for a message, from the decoder itself.
     static func decoded(_ message: [UInt8]) -> String {
         do {
-            let records = try NDEFMessage(parsing: message).records
-            return records.enumerated().map { "NDEF record \($0 + 1): \($1.summary)" }.joined(separator: "\n")
+            return try NDEFMessage(parsing: message).lines.joined(separator: "\n")
         } catch {
             return "NDEF message that does not decode: \(error)"
         }
@@ -93,6 +92,28 @@ import Testing
         let escaped = c.line.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "\"", with: "&quot;")
         #expect(html.contains("<div class=\"d\">\(escaped)</div>"), "\(html)")
         #expect(html.components(separatedBy: "<div class=\"d\">NDEF ").count == 2, "one NDEF line")
+    }
+
+    /// A Smart Poster (the Smart Poster RTD 1.0 layout: U, T, act, s, t, an icon): the viewer prints
+    /// the lines `read` prints, from `NDEFMessage.lines`, the parts indented under the record.
+    @Test func aSmartPosterIsShownAsReadShowsIt() throws {
+        let message = try HexBytes.parse("D1 02 4A 53 70 91 01 0C 55 04 65 78 61 6D 70 6C 65 2E 63 6F 6D"
+            + " 11 01 0A 54 02 65 6E 45 78 61 6D 70 6C 65 11 03 01 61 63 74 00 11 01 04 73 00 00 04 00"
+            + " 11 01 09 74 74 65 78 74 2F 68 74 6D 6C 52 09 04 69 6D 61 67 65 2F 70 6E 67 89 50 4E 47")
+        let expected = [
+            "NDEF record 1: smart poster https://example.com", "  URI https://example.com", "  title \"Example\" (en)",
+            "  action 00: do the action (open, call, send)", "  size 1024 bytes", "  type \"text/html\"",
+            "  icon \"image/png\", 4 bytes",
+        ]
+        #expect(try NDEFMessage(parsing: message).lines == expected)
+        let dir = try scratchDirectory("show-smart-poster")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try Self.transcript(message).write(toFile: dir + "/t.trn", atomically: true, encoding: .utf8)
+        let result = run(["transcript", "show", dir + "/t.trn"])
+        #expect(result.status == 0, "\(result.err)")
+        let lines = result.out.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        let first = try #require(lines.firstIndex(of: expected[0]), "\(result.out)")
+        #expect(Array(lines[first..<min(lines.count, first + expected.count)]) == expected.map { $0.trimmingCharacters(in: .whitespaces) }, "\(result.out)")
     }
 
     /// PN532 answers and pseudo-APDUs, each line as PN53x's summary gives it.
