@@ -10,6 +10,9 @@ final class ChannelBox: @unchecked Sendable {
     // @unchecked: `channel` is read and written only in jobs of one BlockingExecutor (one thread).
     var channel: (any CardChannel)?
     var close: (@Sendable () -> Void)?
+    /// The connection was lost (a changed card, pcscd gone) and could not be opened again at
+    /// once: the next transceive tries again instead of asking for wired mode.
+    var lost = false
 }
 
 /// A card in a PC/SC reader as the secure element (docs/session-model.md, "Relaying to a PC/SC card"):
@@ -113,6 +116,7 @@ public final class CardSecureElement: SecureElement {
                 let (channel, close) = try connector()
                 box.channel = channel
                 box.close = close
+                box.lost = false
             }
         } catch {
             throw CredentialSessionError.wrapping(error, as: .instanceDoesNotExist, "opening \(description) failed")
@@ -125,8 +129,12 @@ public final class CardSecureElement: SecureElement {
     /// SCARD_E_INVALID_HANDLE, SCARD_E_NOT_TRANSACTED, or SCardStatus showing the card gone —
     /// the old connection is released and a new one opened (a new card session: nothing selected),
     /// and `secureElementChanged` is thrown saying so: the command that met the change is not
-    /// answered, because its context (the selected application) is gone.
-    /// - Throws: `CredentialSessionError` `secureElementChanged` (the card changed),
+    /// answered, because its context (the selected application) is gone. The same happens when
+    /// pcscd stops answering (SCARD_E_NO_SERVICE, SCARD_E_SERVICE_STOPPED, SCARD_F_COMM_ERROR: a
+    /// restart): a new context is established and the card connected again. When that fails
+    /// (pcscd not back yet), the next command tries again, so one command is lost, not the rest.
+    /// - Throws: `CredentialSessionError` `secureElementChanged` (the card changed, pcscd went away,
+    ///   or the card is still not reachable),
     ///   `invalidCredentialState` (not connected), or the wrapped lower-layer error.
     public func transceive(_ command: [UInt8]) async throws(CredentialSessionError) -> [UInt8] {
         let box = self.box
@@ -135,12 +143,44 @@ public final class CardSecureElement: SecureElement {
         let description = secureElementDescription
         do {
             return try await bounded("SCardTransmit of \(command.hexString)") {
+                if box.channel == nil && box.lost {
+                    // Lost earlier and not back then (pcscd still restarting, the card away): try
+                    // again; this command then goes to a new card session.
+                    do {
+                        let (channel, close) = try connector()
+                        (box.channel, box.close, box.lost) = (channel, close, false)
+                    } catch {
+                        throw CredentialSessionError(
+                            .secureElementChanged,
+                            "the card serving as secure element (\(description)) is still not connected (\(error)): put the card back on its reader, or start pcscd",
+                            cause: UnderlyingCause(error))
+                    }
+                }
                 guard let channel = box.channel else {
                     throw CredentialSessionError(.invalidCredentialState, "the card is not connected; enter wired mode first")
                 }
                 do {
                     if resolve { return try ISO7816Transport(channel: channel).transmit(bytes: command) }
                     return try channel.transmit(command)
+                } catch let error as PCSCError where Self.meansServiceLost(error) {
+                    // pcscd went away (restarted or stopped): the context is dead for good and the
+                    // card was powered again by the new pcscd, so its session is gone too
+                    // (docs/cases.md P12). A new context and connection, as after a changed card.
+                    box.close?()
+                    (box.channel, box.close) = (nil, nil)
+                    let reconnected: String
+                    do {
+                        let (channel, close) = try connector()
+                        (box.channel, box.close) = (channel, close)
+                        reconnected = "a new context and card session were opened for what follows"
+                    } catch {
+                        box.lost = true
+                        reconnected = "and it could not be reached again yet (\(error)); the next command tries again"
+                    }
+                    throw CredentialSessionError(
+                        .secureElementChanged,
+                        "pcscd stopped answering (\(error.name)) during \(command.hexString) to the card serving as secure element (\(description)); \(reconnected)",
+                        cause: UnderlyingCause(error))
                 } catch let error as PCSCError where Self.meansCardChanged(error, channel: channel) {
                     let what = error == .resetCard ? "was reset by another program"
                         : error == .notTransacted && !Self.cardIsGone(channel) ? "failed the exchange (taken out of the field or swapped for another)"
@@ -155,8 +195,10 @@ public final class CardSecureElement: SecureElement {
                         box.close = close
                         reconnected = "its state is lost; a new card session was opened for what follows"
                     } catch let reconnect as PCSCError {
+                        box.lost = true
                         reconnected = "and it could not be connected again (\(reconnect.name)): put the card back on its reader"
                     } catch {
+                        box.lost = true
                         reconnected = "and it could not be connected again (\(error)): put the card back on its reader"
                     }
                     throw CredentialSessionError(
@@ -180,6 +222,13 @@ public final class CardSecureElement: SecureElement {
         return cardIsGone(channel)
     }
 
+    /// Whether a failed exchange means pcscd is gone: SCARD_E_NO_SERVICE (0x8010001D),
+    /// SCARD_E_SERVICE_STOPPED (0x8010001E) or SCARD_F_COMM_ERROR (0x80100013, pcsc-lite's answer
+    /// when the daemon's socket closed mid-call).
+    static func meansServiceLost(_ error: PCSCError) -> Bool {
+        error == .noService || error == .serviceStopped || error == .commError
+    }
+
     /// Whether SCardStatus says the connected card has left.
     static func cardIsGone(_ channel: any CardChannel) -> Bool {
         (channel as? any PCSCConnection)?.cardHasLeft() ?? false
@@ -196,6 +245,7 @@ public final class CardSecureElement: SecureElement {
             box.close?()
             box.channel = nil
             box.close = nil
+            box.lost = false
         }
         // A call still blocked past its bound: the release follows it on the executor's thread.
         if stalled.reason != nil {
