@@ -56,7 +56,12 @@ public actor CredentialSession {
     private let claim: (reader: String, token: UInt64)?
     private var machine: SessionStateMachine
     private var timerTask: Task<Void, Never>?
-    private var runner: (runner: EmulationRunner, task: Task<Void, Never>)?
+    private var runner: (runner: EmulationRunner, task: Task<Void, Never>, epoch: UInt64)?
+    /// The epochs of runners asked to stop whose task has not ended: what such a runner still
+    /// observes (a TgInitAsTarget that was in flight returning an activation, its closing
+    /// "card emulation ended") is published, since nothing recorded may be lost; only its state
+    /// changes (`failed`, `readerLost`) no longer apply, the session having moved on.
+    private var stoppingEpochs: Set<UInt64> = []
     /// Every runner asked to stop, until it has restored the reader: whoever ends the session
     /// waits for it, also when another path (the window's end, a failed step) asked first.
     private var stoppingRunners: Task<Void, Never>?
@@ -320,15 +325,22 @@ public actor CredentialSession {
         }
         let activity = options.activity
         activity?.hold()
-        let task = Task {
+        let task = Task { [weak self] in
             await runner.run()
+            await self?.runnerEnded(epoch: id)
             activity?.release()
         }
-        self.runner = (runner, task)
+        self.runner = (runner, task, id)
+    }
+
+    private func runnerEnded(epoch: UInt64) {
+        stoppingEpochs.remove(epoch)
     }
 
     private func runnerReported(_ report: EmulationRunner.Report, epoch: UInt64) async {
-        guard machine.epoch == epoch, case .cardEmulation = machine.state else { return }
+        var isCurrent = false
+        if machine.epoch == epoch, case .cardEmulation = machine.state { isCurrent = true }
+        guard isCurrent || stoppingEpochs.contains(epoch) else { return }
         switch report {
         case .field(let info):
             emit(.fieldStateChanged(info: info.state))
@@ -336,8 +348,10 @@ public actor CredentialSession {
         case .exchanged(let command, let response):
             emit(.apduExchanged(command: command, response: response))
         case .failed(let reason):
+            guard isCurrent else { return }
             await perform(machine.emulationStopped(reason: reason), waitForRunner: false)
         case .readerLost(let detail):
+            guard isCurrent else { return }
             await perform(machine.invalidate(reason: .readerLost(detail)), waitForRunner: false)
         case .secureElementChanged(let detail):
             emit(.readerEvent(.secureElementChanged(detail)))
@@ -351,6 +365,7 @@ public actor CredentialSession {
     private func stopRunner(wait: Bool) async {
         if let current = runner {
             runner = nil
+            stoppingEpochs.insert(current.epoch)
             current.runner.stop()
             let earlier = stoppingRunners
             stoppingRunners = Task {
