@@ -19,7 +19,7 @@ extension SecbridgeCLI {
     static let serveCommand = Command(
         name: "serve",
         abstract: SecbridgeCLI.toolAbstract("serve"),
-        usage: "--credential FILE [--host HOST] [--port PORT] [--atr HEX] [--record FILE] [--json]",
+        usage: "--credential FILE [--host HOST] [--port PORT] [--atr HEX] [--slot-wait SECONDS] [--record FILE] [--json]",
         discussion: """
             Connects to vsmartcard's vpcd (the pcscd driver of package vsmartcard-vpcd) as its virtual
             card, the way vicc and Android's "Remote Smart Card Reader" do, and answers with the
@@ -32,8 +32,9 @@ extension SecbridgeCLI {
             3B 80 80 01 01. --atr replaces it.
 
             vpcd talks only to the first card of a slot: when the connection is made but vpcd asks
-            nothing within 5 s (its presence poll asks about every 400 ms), another program is the
-            card there already (another serve, vicc) and serve exits with status 1 saying so.
+            nothing within 5 s (its presence poll asks about every 400 ms; --slot-wait changes the
+            wait), another program is the card there already (another serve, vicc) and serve exits
+            with status 1 saying so.
 
             When vpcd goes away (pcscd stopped or restarted) serve connects again, at most every 2 s,
             until Ctrl-C or SIGTERM, which close the connection (vpcd sees the card removed), finish
@@ -52,6 +53,8 @@ extension SecbridgeCLI {
             .value("port", "PORT", "vpcd's port for the slot (default: 35963, slot 00).", .integer(1...65535)),
             .value("atr", "HEX", "The ATR to present (default: PC/SC part 3's contactless ATR).",
                    .hex(lengths: Array(2...33), takes: "an ATR of 2 to 33 bytes")),
+            .value("slot-wait", "SECONDS", "How long vpcd may stay silent after the connection before the slot counts as held by another program (0.5 to 60, default 5).",
+                   .seconds(limit: 60, atLeast: 0.5)),
             .value("record", "FILE", "Record every exchange to a transcript FILE (tgt < / tgt > lines)."),
             .flag("json", "Print JSON lines, one per event: {event: serving, credential, atr}, {event: connected, vpcd}, {event: disconnected, vpcd, reason}, {event: stopped, commands}."),
         ],
@@ -67,6 +70,7 @@ extension SecbridgeCLI {
         let host = invocation.arguments.value("host") ?? "localhost"
         let port = UInt16(invocation.arguments.value("port").flatMap { Int($0) } ?? vpcdDefaultPort)
         let endpoint = "\(host):\(port)"
+        let slotWait = invocation.arguments.seconds("slot-wait") ?? serveFirstMessageBound
         let element = credential.secureElement
         let recording = try invocation.arguments.value("record").map { recordPath throws(CLIError) in
             try invocation.recordings.open(
@@ -108,7 +112,7 @@ extension SecbridgeCLI {
             // Connected is not yet served: vpcd talks only to the first card of a slot.
             let spoke: Bool
             do {
-                spoke = try link.awaitFirstMessage(within: serveFirstMessageBound)
+                spoke = try link.awaitFirstMessage(within: slotWait)
             } catch {
                 if error == .stopped { break }
                 // Closed before a word (a pcscd stopping as it was reached): as a refused connection.
@@ -116,7 +120,7 @@ extension SecbridgeCLI {
                 retry = min(retry * 2, .seconds(2))
                 continue
             }
-            guard spoke else { throw CLIError.failure(slotHeldMessage(host: host, port: port)) }
+            guard spoke else { throw CLIError.failure(slotHeldMessage(host: host, port: port, wait: slotWait)) }
             waitingSaid = false
             retry = .milliseconds(250)
             try? recorder?.recordEvent(.connected, [TranscriptAttribute("vpcd", endpoint)])
@@ -136,13 +140,15 @@ extension SecbridgeCLI {
     /// How long serve waits, after its connection to vpcd is made, for vpcd's first message (the
     /// ATR request of pcscd's next presence poll, about every 400 ms: docs/vpcd-protocol.md §2)
     /// before it says that another program holds the slot: a dozen polls, room for a loaded machine.
+    /// `--slot-wait` replaces it (a test that plays the held slot need not spend 5 s on it).
     static let serveFirstMessageBound = Duration.seconds(5)
 
     /// The error when vpcd at `host`:`port` took the connection but sent nothing within
-    /// ``serveFirstMessageBound``: the slot's card is another program (vpcd accepts one card per
-    /// slot, docs/vpcd-protocol.md §1), or no vpcd listens there.
-    static func slotHeldMessage(host: String, port: UInt16) -> String {
-        let seconds = serveFirstMessageBound.components.seconds
+    /// `wait`: the slot's card is another program (vpcd accepts one card per slot,
+    /// docs/vpcd-protocol.md §1), or no vpcd listens there.
+    static func slotHeldMessage(host: String, port: UInt16, wait: Duration = serveFirstMessageBound) -> String {
+        let milliseconds = wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000
+        let seconds = milliseconds % 1000 == 0 ? "\(milliseconds / 1000)" : "\(Double(milliseconds) / 1000)"
         let otherSlot = port < UInt16.max ? ", or serve another slot with --port (vpcd's next slot listens on \(port + 1))" : ""
         return "vpcd at \(host):\(port) took the connection but sent nothing within \(seconds) s: another program is already "
             + "the card in that slot (vpcd talks only to the first card that connects: another `secbridge serve`, vicc, "

@@ -1410,7 +1410,7 @@ import Testing
             help: #"""
             OVERVIEW: Present a credential as the card in a vpcd reader (vsmartcard), to a pcscd here or on another host.
 
-            USAGE: secbridge serve --credential FILE [--host HOST] [--port PORT] [--atr HEX] [--record FILE] [--json]
+            USAGE: secbridge serve --credential FILE [--host HOST] [--port PORT] [--atr HEX] [--slot-wait SECONDS] [--record FILE] [--json]
 
             Connects to vsmartcard's vpcd (the pcscd driver of package vsmartcard-vpcd) as its virtual
             card, the way vicc and Android's "Remote Smart Card Reader" do, and answers with the
@@ -1423,8 +1423,9 @@ import Testing
             3B 80 80 01 01. --atr replaces it.
 
             vpcd talks only to the first card of a slot: when the connection is made but vpcd asks
-            nothing within 5 s (its presence poll asks about every 400 ms), another program is the
-            card there already (another serve, vicc) and serve exits with status 1 saying so.
+            nothing within 5 s (its presence poll asks about every 400 ms; --slot-wait changes the
+            wait), another program is the card there already (another serve, vicc) and serve exits
+            with status 1 saying so.
 
             When vpcd goes away (pcscd stopped or restarted) serve connects again, at most every 2 s,
             until Ctrl-C or SIGTERM, which close the connection (vpcd sees the card removed), finish
@@ -1438,18 +1439,19 @@ import Testing
               $ secbridge read --reader 'Virtual PCD 00 00'    # in another terminal: NDEF record 1: URI https://example.com
 
             OPTIONS:
-              --credential <FILE>  The credential file to present (required).
-              --host <HOST>        vpcd's host (default: localhost).
-              --port <PORT>        vpcd's port for the slot (default: 35963, slot 00).
-              --atr <HEX>          The ATR to present (default: PC/SC part 3's contactless ATR).
-              --record <FILE>      Record every exchange to a transcript FILE (tgt < / tgt > lines).
-              --json               Print JSON lines, one per event: {event: serving, credential, atr}, {event: connected, vpcd}, {event: disconnected, vpcd, reason}, {event: stopped, commands}.
-              -h, --help           Show help information.
+              --credential <FILE>    The credential file to present (required).
+              --host <HOST>          vpcd's host (default: localhost).
+              --port <PORT>          vpcd's port for the slot (default: 35963, slot 00).
+              --atr <HEX>            The ATR to present (default: PC/SC part 3's contactless ATR).
+              --slot-wait <SECONDS>  How long vpcd may stay silent after the connection before the slot counts as held by another program (0.5 to 60, default 5).
+              --record <FILE>        Record every exchange to a transcript FILE (tgt < / tgt > lines).
+              --json                 Print JSON lines, one per event: {event: serving, credential, atr}, {event: connected, vpcd}, {event: disconnected, vpcd, reason}, {event: stopped, commands}.
+              -h, --help             Show help information.
 
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge serve --credential FILE [--host HOST] [--port PORT] [--atr HEX] [--record FILE] [--json]
+            USAGE: secbridge serve --credential FILE [--host HOST] [--port PORT] [--atr HEX] [--slot-wait SECONDS] [--record FILE] [--json]
             Run 'secbridge serve --help' for more information.
 
             """#),

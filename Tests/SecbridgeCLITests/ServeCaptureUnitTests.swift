@@ -156,6 +156,9 @@ import Glibc
             + "Android's Remote Smart Card Reader), or what listens on port 35963 is not vpcd; stop that program, "
             + "or serve another slot with --port (vpcd's next slot listens on 35964)")
         #expect(!SecbridgeCLI.slotHeldMessage(host: "h", port: 65535).contains("next slot"))
+        // --slot-wait's value is the one named.
+        #expect(SecbridgeCLI.slotHeldMessage(host: "h", port: 1, wait: .milliseconds(1500)).contains("sent nothing within 1.5 s:"))
+        #expect(SecbridgeCLI.slotHeldMessage(host: "h", port: 1, wait: .seconds(2)).contains("sent nothing within 2 s:"))
     }
 }
 
