@@ -16,6 +16,9 @@
 # The shards are fixed lists of suites (balanced by their measured times, docs/test-infrastructure.md,
 # "Sharded runs"); shard 0 runs everything the others do not. Each shard's output goes to
 # LOG.shardK and is printed whole, in shard order, once it has ended; the last line sums them up.
+# SECBRIDGE_TEST_WIDTH=N passes --experimental-maximum-parallelization-width N to every shard: with
+# 1, each test's reported time is its own (in the default, fully parallel run a test's time counts
+# the time it waited for the two pool threads behind a thousand others; docs/test-infrastructure.md).
 # Exit status: 0 when every shard passed, else 1 (or the first shard's status above 1).
 set -eu
 if [ $# -ne 2 ]; then
@@ -43,7 +46,7 @@ for k in 0 1 2 3 4; do
     # A command sh starts in the background has SIGINT and SIGQUIT ignored (POSIX, for a shell
     # without job control), and a child inherits that: env puts them back to the default, as a
     # test process started in the foreground has them (tests spawn programs that must die of them).
-    SECBRIDGE_TEST_SHARD="$k/$COUNT" env --default-signal=INT,QUIT "$BUNDLE" --testing-library swift-testing "$@" >"$LOG.shard$k" 2>&1 &
+    SECBRIDGE_TEST_SHARD="$k/$COUNT" env --default-signal=INT,QUIT "$BUNDLE" --testing-library swift-testing ${SECBRIDGE_TEST_WIDTH:+--experimental-maximum-parallelization-width "$SECBRIDGE_TEST_WIDTH"} "$@" >"$LOG.shard$k" 2>&1 &
     pids="$pids $!"
 done
 status=0

@@ -72,7 +72,8 @@ import Testing
         let environment = pcscd.environment
         let deadline = ContinuousClock.now + .seconds(20)
         while ContinuousClock.now < deadline {
-            let readers = try await blocking { try PCSCScan.status(environment: environment) }
+            let left = deadline - ContinuousClock.now  // one bound for the whole wait, not one per pcsc_scan
+            let readers = try await blocking { try PCSCScan.status(environment: environment, timeout: left) }
             if readers.contains(where: \.isCardPresent) { break }
             try await Task.sleep(for: .milliseconds(50))
         }
