@@ -13,12 +13,9 @@
 # range (`SECBRIDGE_TEST_SHARD=K/N`, FreePort.shardRange), the parts wait side by side. Inside a
 # shard the group stays serialized, as before.
 #
-# The shards are fixed lists of suites (balanced by their measured times, docs/test-infrastructure.md,
-# "Sharded runs"); shard 0 runs everything the others do not. Each shard's output goes to
+# The shards are fixed lists of suites and test targets (balanced by their measured times,
+# docs/test-infrastructure.md, "Sharded runs"). Each shard's output goes to
 # LOG.shardK and is printed whole, in shard order, once it has ended; the last line sums them up.
-# SECBRIDGE_TEST_WIDTH=N passes --experimental-maximum-parallelization-width N to every shard: with
-# 1, each test's reported time is its own (in the default, fully parallel run a test's time counts
-# the time it waited for the two pool threads behind a thousand others; docs/test-infrastructure.md).
 # Exit status: 0 when every shard passed, else 1 (or the first shard's status above 1).
 set -eu
 if [ $# -ne 2 ]; then
@@ -27,26 +24,37 @@ if [ $# -ne 2 ]; then
 fi
 BUNDLE=$1
 LOG=$2
-# Suites of the shared-reader group, by shard (1…). A suite added to the group and not named here
-# runs in shard 0.
+# Suites of the shared-reader group, by shard (1…4). A suite added to the group and not named here
+# runs in shard 6, with the rest of the group.
 SHARD1='SharedReader/PersonalityEndToEndTests/'
 SHARD2='SharedReader/FaultEndToEndTests/'
 SHARD3='SharedReader/(UnplugEndToEndTests|SimulatedACR122IFDTests|UnitVariantEndToEndTests)/'
 SHARD4='SharedReader/(SecretLeakEndToEndTests|LibnfcDumpTests|DumpTests|ThirdPartyClientTests|PhoneBehaviourEndToEndTests|SelftestTests|TransmitIntoTests)/'
-COUNT=5
+NAMED="--skip $SHARD1 --skip $SHARD2 --skip $SHARD3 --skip $SHARD4"
+# One test at a time in each shard (Swift Testing's parallelization width 1; SECBRIDGE_TEST_WIDTH
+# overrides it): the eight processes give the parallelism, and each test's reported time is its
+# own. With the default width a thousand tests of one process start at once and share the two pool
+# threads, so a test of 13 ms reported 10 s, and a real-time bound inside a test (a pcsc_scan
+# probe) met the whole process's queue (docs/test-infrastructure.md, "Sharded runs").
+WIDTH=${SECBRIDGE_TEST_WIDTH:-1}
+COUNT=8
 start=$(date +%s)
 pids=""
-for k in 0 1 2 3 4; do
-    if [ "$k" -eq 0 ]; then
-        set -- --skip "$SHARD1" --skip "$SHARD2" --skip "$SHARD3" --skip "$SHARD4"
-    else
-        eval "pattern=\$SHARD$k"
-        set -- --filter "$pattern"
-    fi
+for k in 0 1 2 3 4 5 6 7; do
+    # The shards' filters: 0 the libraries' unit tests, 1-4 the named parts of the shared-reader
+    # group, 5 the end-to-end suites outside the group, 6 the rest of the group, 7 the CLI tests.
+    case $k in
+        0) set -- --skip '^EndToEndTests\.' --skip '^SecbridgeCLITests\.' ;;
+        5) set -- --filter '^EndToEndTests\.' --skip 'SharedReader/' ;;
+        # shellcheck disable=SC2086 # NAMED is a list of words
+        6) set -- --filter 'SharedReader/' $NAMED ;;
+        7) set -- --filter '^SecbridgeCLITests\.' ;;
+        *) eval "pattern=\$SHARD$k"; set -- --filter "$pattern" ;;
+    esac
     # A command sh starts in the background has SIGINT and SIGQUIT ignored (POSIX, for a shell
     # without job control), and a child inherits that: env puts them back to the default, as a
     # test process started in the foreground has them (tests spawn programs that must die of them).
-    SECBRIDGE_TEST_SHARD="$k/$COUNT" env --default-signal=INT,QUIT "$BUNDLE" --testing-library swift-testing ${SECBRIDGE_TEST_WIDTH:+--experimental-maximum-parallelization-width "$SECBRIDGE_TEST_WIDTH"} "$@" >"$LOG.shard$k" 2>&1 &
+    SECBRIDGE_TEST_SHARD="$k/$COUNT" env --default-signal=INT,QUIT "$BUNDLE" --testing-library swift-testing --experimental-maximum-parallelization-width "$WIDTH" "$@" >"$LOG.shard$k" 2>&1 &
     pids="$pids $!"
 done
 status=0

@@ -21,8 +21,8 @@ swift build --build-tests
 # started and did not end, ends the run and exits 124; the run's output stays in
 # .build/secbridge-test.log.
 #
-# Without arguments the run is sharded (scripts/sharded-test.sh): five test processes side by
-# side, each with its own private pcscd, so that the serialized shared-reader group does not set
+# Without arguments the run is sharded (scripts/sharded-test.sh): eight test processes side by
+# side, one test at a time in each, each with its own private pcscd, so that the serialized shared-reader group does not set
 # the run's length. With arguments (a --filter, say), or SECBRIDGE_TEST_SHARDS=0, one `swift test`
 # process runs them as before.
 if [ $# -eq 0 ] && [ "${SECBRIDGE_TEST_SHARDS:-1}" != 0 ]; then
