@@ -13,15 +13,14 @@ import Testing
 
     /// `--keep` re-arms after the one read; the 60 s window then ends while a TgInitAsTarget is
     /// pending. The restore still runs: PICC polling back on (`FF 00 51 FF 00`, status picc FF).
-    /// The device runs at 0.2 (one MCU step 1 s), the session at 0.02 (the window 1.2 s), so
-    /// the window surely ends inside a step.
+    /// On the desk's virtual time: the read and the 250 ms grace come before the first re-arm, so
+    /// the 60 s window ends inside a 5 s MCU step, never at its end.
     @Test func theWindowEndingDuringAPendingTgInitAsTargetStillRestoresTheReader() async throws {
-        let desk = try await SimulatedDesk.open(timeScale: 0.2)
+        let desk = try await SimulatedDesk.open()
         defer { desk.close() }
         try desk.control().send("place-terminal script=android-t4t-read id=android")
         let result = try await runTool(
-            ["emulate", "--credential", Self.credential("uri-tag.json"), "--yes", "--keep", "--reader", desk.names[0]], on: desk,
-            timeScale: 0.02)
+            ["emulate", "--credential", Self.credential("uri-tag.json"), "--yes", "--keep", "--reader", desk.names[0]], on: desk)
         #expect(result.status == 0, "\(result.err)\n\(result.out)")
         #expect(result.out.contains("event: cardEmulationTimeout"), "\(result.out)")
         #expect(try desk.control().send("status")["picc"] == "FF", "\(result.out)")
@@ -61,7 +60,7 @@ extension EmulationExitTests {
         let record = desk.directory + "/emulate.trn"
         let result = try await runTool(
             ["emulate", "--credential", Self.credential("uri-tag.json"), "--yes", "--record", record, "--reader", desk.names[0]],
-            on: desk, timeScale: 0.02)
+            on: desk)
         #expect(result.status == 1, "no terminal exchanged APDUs: \(result.err)\n\(result.out)")
         #expect(result.out.contains("event: cardEmulationTimeout"), "\(result.out)")
         #expect(!result.out.contains("failed") && !result.err.contains("failed"), "\(result.err)\n\(result.out)")
