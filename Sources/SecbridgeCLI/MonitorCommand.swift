@@ -46,7 +46,8 @@ extension SecbridgeCLI {
         let count = invocation.arguments.integer("count")
         let timeout = invocation.arguments.seconds("timeout")
         let recorder = try invocation.arguments.value("record").map { path throws(CLIError) in
-            try TranscriptRecording.startEvents(path: path, command: "monitor", console: invocation.console, recordings: invocation.recordings)
+            try TranscriptRecording.startEvents(
+                path: path, command: "monitor", console: invocation.console, recordings: invocation.recordings, stopsCommand: true)
         }
         // With no reader at all the event stream stays empty, which looks like a hang: say what
         // monitor waits for (pcsc_scan too says it waits for the first reader).

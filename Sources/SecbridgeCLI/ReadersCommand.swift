@@ -31,7 +31,8 @@ extension SecbridgeCLI {
         let context = try openContext(invocation)
         let (readers, states) = try listReadersWithStates(context)
         let recording = try invocation.arguments.value("record").map { path throws(CLIError) in
-            try TranscriptRecording.startEvents(path: path, command: "readers", console: invocation.console, recordings: invocation.recordings)
+            try TranscriptRecording.startEvents(
+                path: path, command: "readers", console: invocation.console, recordings: invocation.recordings, stopsCommand: false)
         }
         defer { recording?.finish() }
         var entries: [JSONValue] = []

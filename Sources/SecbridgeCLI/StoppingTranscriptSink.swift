@@ -31,20 +31,25 @@ package final class StoppingTranscriptSink: TranscriptSink {
     /// Whether the command says the failure itself (its own words and exit status), so that
     /// ``RecordingLedger/finishAll()`` does not say it again.
     package let reportedByCommand: Bool
+    /// Whether the work stops with the recording (`monitor`: its events are the work), for the
+    /// closing line: `…; monitoring stopped with it` instead of `…; WORK went on, unrecorded`.
+    package let stopsWork: Bool
 
     /// - Parameters:
     ///   - base: the sink written to until it fails (usually a ``TranscriptWriter``).
     ///   - work: what goes on unrecorded after a failure, for the closing line.
     ///   - reportedByCommand: true when the command reports the failure itself.
+    ///   - stopsWork: true when the command stops once its recording stopped.
     ///   - onStop: called once, with the first failure, on the thread that appended the line.
     package init(
-        _ base: any TranscriptSink, work: String, reportedByCommand: Bool = false,
+        _ base: any TranscriptSink, work: String, reportedByCommand: Bool = false, stopsWork: Bool = false,
         onStop: @escaping @Sendable (TranscriptWriteError) -> Void
     ) {
         self.base = base
         self.writer = base as? TranscriptWriter
         self.work = work
         self.reportedByCommand = reportedByCommand
+        self.stopsWork = stopsWork
         self.onStop = onStop
     }
 
@@ -103,7 +108,8 @@ package final class StoppingTranscriptSink: TranscriptSink {
         guard first, let writer else { return failure }
         if let failure {
             try? writer.appendClosingComment(
-                "incomplete: the recording stopped here: writing this file failed (\(Self.cause(failure))); \(work) went on, unrecorded")
+                "incomplete: the recording stopped here: writing this file failed (\(Self.cause(failure))); "
+                    + (stopsWork ? "\(work) stopped with it" : "\(work) went on, unrecorded"))
         }
         do throws(TranscriptWriteError) {
             try writer.close()
@@ -136,14 +142,16 @@ package final class RecordingLedger: Sendable {
     ///     `secbridge: error: cannot record to 'FILE': cannot append to FILE: … (errno N); …; the recording stopped, WORK goes on`.
     ///   - reportedByCommand: true when the command says the failure itself at its end (its own
     ///     words and exit status); ``finishAll()`` then only closes the file.
+    ///   - stopsWork: true when the command stops with its recording (the closing line says so).
     /// - Throws: `CLIError.failure` when the file cannot be created.
     package func open(
-        path: String, header: TranscriptHeader, work: String, reportedByCommand: Bool = false,
+        path: String, header: TranscriptHeader, work: String, reportedByCommand: Bool = false, stopsWork: Bool = false,
         onStop: (@Sendable (TranscriptWriteError) -> Void)? = nil
     ) throws(CLIError) -> StoppingTranscriptSink {
         let writer = try TranscriptRecording.openWriter(path: path, header: header)
         let console = console
-        let sink = StoppingTranscriptSink(writer, work: work, reportedByCommand: reportedByCommand, onStop: onStop ?? { error in
+        let sink = StoppingTranscriptSink(
+            writer, work: work, reportedByCommand: reportedByCommand, stopsWork: stopsWork, onStop: onStop ?? { error in
             console.err("secbridge: error: cannot record to '\(path)': \(error.reason); the recording stopped, \(work) goes on\n")
         })
         sinks.withLock { $0.append(sink) }

@@ -46,15 +46,26 @@ package struct TranscriptRecording {
         return TranscriptRecording(channel: channel, recorder: recorder, finish: { sink.finish() })
     }
 
-    /// Starts a recording of reader events only (`secbridge monitor --record`).
-    package static func startEvents(path: String, command: String, console: any Console, recordings: RecordingLedger) throws(CLIError) -> EventRecording {
+    /// Starts a recording of reader events only (`monitor --record`, `readers --record`).
+    /// - Parameter stopsCommand: true for `monitor`, whose events are its work: the first event the
+    ///   file cannot take ends the monitor, which says so itself (the closing line: `…; monitoring
+    ///   stopped with it`). False for `readers`: the listing goes on, and the run's ledger says the
+    ///   recording is incomplete and makes the exit status non-zero, as for every other writer.
+    package static func startEvents(
+        path: String, command: String, console: any Console, recordings: RecordingLedger, stopsCommand: Bool
+    ) throws(CLIError) -> EventRecording {
+        let header = header(reader: nil, atr: nil, transmissionProtocol: nil, command: command)
+        guard stopsCommand else {
+            // The ledger's own words at the failure (`…; the recording stopped, the listing goes on`).
+            let sink = try recordings.open(path: path, header: header, work: "the listing")
+            return EventRecording(sink: sink, recorder: TranscriptRecorder(sink: sink), failure: { _ in })
+        }
         let failure: @Sendable (TranscriptWriteError) -> Void = { error in
             console.err("secbridge: error: cannot record to '\(path)': \(error.reason)\n")
         }
         // The monitor stops on a failure and says so itself.
         let sink = try recordings.open(
-            path: path, header: header(reader: nil, atr: nil, transmissionProtocol: nil, command: command),
-            work: "\(command)", reportedByCommand: true, onStop: { _ in })
+            path: path, header: header, work: "monitoring", reportedByCommand: true, stopsWork: true, onStop: { _ in })
         return EventRecording(sink: sink, recorder: TranscriptRecorder(sink: sink), failure: failure)
     }
 }

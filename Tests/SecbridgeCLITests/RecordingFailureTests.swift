@@ -226,3 +226,120 @@ extension InProcessCommandTests {
         #expect(try String(contentsOfFile: record, encoding: .utf8).components(separatedBy: "; incomplete").count == 2)
     }
 }
+
+/// The rule's words and file for a writer whose disk was full from the first body line, its failure
+/// said by the run's ledger: the failure naming `record` and ENOSPC, `WORK goes on`, the dispatch's
+/// closing `is incomplete` message, exit 1; the file is its header and the closing line.
+private func expectTheRule(_ result: (status: Int32, out: String, err: String), record: String, work: String) throws {
+    #expect(result.status == 1, "\(result.err)")
+    #expect(result.err.contains("secbridge: error: cannot record to '\(record)': cannot append to \(record): \(enospc)"), "\(result.err)")
+    #expect(result.err.contains("the recording stopped, \(work) goes on\n"), "\(result.err)")
+    #expect(result.err.hasSuffix("secbridge: error: the recording to '\(record)' is incomplete: writing it failed (\(enospc)); it keeps every line before and ends with a line saying so\n"), "\(result.err)")
+    let (transcript, last) = try transcriptLines(record)
+    #expect(transcript.lines.count == 1)
+    #expect(last == "; incomplete: the recording stopped here: writing this file failed (\(enospc)); \(work) went on, unrecorded")
+}
+
+extension InProcessCommandTests.RecordingFailureTests {
+    /// The shell's `record FILE` statement and its `--record FILE` option (one writer, the script
+    /// interpreter's): with the disk full from the first body line, both APDUs are sent and
+    /// answered, the failure names the file and ENOSPC, the file is its header and the closing
+    /// line, exit 1.
+    @Test(arguments: ["statement", "option"])
+    func theShellsRecordFollowsTheRule(_ form: String) async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        try desk.control().send("place-card uid=04A1B2C3 applet=echo id=card")
+        let record = newPath("shell-\(form).trn")
+        defer { try? FileManager.default.removeItem(atPath: record) }
+        TranscriptWriter.injectFullDisk(atPath: record, afterBodyBytes: 0)
+        let apdus = ["00 A4 04 00 01 AA", "00B0000001BB"]
+        let result = form == "statement"
+            ? try await runTool(["shell", "--reader", "0"], on: desk, input: ["record \(record)"] + apdus + ["record off"])
+            : try await runTool(["shell", "--reader", "0", "--record", record], on: desk, input: apdus)
+        // The device work went on: both APDUs reached the card and were answered.
+        #expect(result.out.contains("< 00 A4 04 00 01 AA 90 00\n"), "\(result.out)")
+        #expect(result.out.contains("< 00 B0 00 00 01 BB 90 00\n"), "\(result.out)")
+        #expect(try desk.control().send("card-log peer=card")["all"] == "00 A4 04 00 01 AA; 00 B0 00 00 01 BB")
+        try expectTheRule(result, record: record, work: "the shell")
+    }
+
+    /// `monitor --record` in process, on the desk: the first event (the reader attached) cannot be
+    /// written; it is shown, and the monitor stops at once (a recording with a silent hole would
+    /// look complete), exit 1, with its own words only (no second message from the dispatch);
+    /// the file's closing line says that monitoring stopped with it.
+    @Test func monitorStopsAtTheFirstEventItsFileCannotTake() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        let record = newPath("monitor.trn")
+        defer { try? FileManager.default.removeItem(atPath: record) }
+        TranscriptWriter.injectFullDisk(atPath: record, afterBodyBytes: 0)
+        // --count 3 and --timeout 30 are only the bounds of a monitor that would not stop.
+        let result = try await runTool(["monitor", "--record", record, "--count", "3", "--timeout", "30"], on: desk)
+        #expect(result.status == 1, "\(result.err)")
+        #expect(result.out == "reader-attached \"\(desk.names[0])\"\n", "\(result.out)")
+        #expect(result.err == "secbridge: error: cannot record to '\(record)': cannot append to \(record): \(enospc); the file keeps every line before\n"
+            + "secbridge: error: monitoring stopped: the recording holds every event before the one it could not take\n", "\(result.err)")
+        let (transcript, last) = try transcriptLines(record)
+        #expect(transcript.lines.count == 1)
+        #expect(last == "; incomplete: the recording stopped here: writing this file failed (\(enospc)); monitoring stopped with it")
+    }
+
+    /// `readers --record` on a full disk: the listing is printed whole, the failure names the
+    /// file and ENOSPC, the file is its header and the closing line, exit 1. (Before, the
+    /// listing exited 0 with an incomplete file: it used the monitor's stop-and-say-it-yourself
+    /// recording without stopping or saying it.)
+    @Test func readersRecordOnAFullDiskListsAndSaysTheRecordingIsIncomplete() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        try desk.control().send("place-card uid=04A1B2C3 applet=t4t-ndef id=card")
+        let record = newPath("readers.trn")
+        defer { try? FileManager.default.removeItem(atPath: record) }
+        TranscriptWriter.injectFullDisk(atPath: record, afterBodyBytes: 0)
+        let result = try await runTool(["readers", "--record", record], on: desk)
+        #expect(result.out.contains("0: \(desk.names[0])\n"), "\(result.out)")
+        #expect(result.out.contains("   ATR: 3B 80 80 01 01\n"), "\(result.out)")
+        try expectTheRule(result, record: record, work: "the listing")
+    }
+
+    /// `write-ndef --record` on a full disk: the tag is written (its NDEF TLV on page 4), the
+    /// recording fails naming the file and ENOSPC, exit 1.
+    @Test func writeNDEFRecordOnAFullDiskWritesTheTag() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        try desk.control().send("place-tag type=ntag213 uid=04A1B2C3D4E5F6 id=t2")
+        let record = newPath("write-ndef.trn")
+        defer { try? FileManager.default.removeItem(atPath: record) }
+        TranscriptWriter.injectFullDisk(atPath: record, afterBodyBytes: 0)
+        let result = try await runTool(["write-ndef", "--reader", desk.names[0], "--text", "Hello", "--yes", "--record", record], on: desk)
+        // "Hello" (en) in its TLV: 03 0C D1 01 08 54 02 65 6E 48 … on pages 4–7 (docs/iso14443-t4t-ndef.md §5).
+        #expect(try tagMemory("t2", first: 4, count: 1, on: desk).prefix(4) == [0x03, 0x0C, 0xD1, 0x01])
+        try expectTheRule(result, record: record, work: "the tag write")
+    }
+
+    /// `emulate --record` in process, on the desk's virtual time (the same fault through pcscd:
+    /// EndToEndTests/FaultEndToEndTests.swift): Android's read of the tag goes to its end, the
+    /// reader is restored (PICC polling on again), the recording's failure names the file and
+    /// ENOSPC, and the emulation's own report says it is incomplete, exit 1.
+    @Test func emulateRecordOnAFullDiskServesTheTerminalAndRestoresTheReader() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        try desk.control().send("place-terminal script=android-t4t-read id=android")
+        let record = newPath("emulate.trn")
+        defer { try? FileManager.default.removeItem(atPath: record) }
+        TranscriptWriter.injectFullDisk(atPath: record, afterBodyBytes: 0)
+        let result = try await runTool(
+            ["emulate", "--credential", EmulationExitTests.credential("uri-tag.json"), "--yes", "--record", record, "--reader", desk.names[0]],
+            on: desk)
+        #expect(result.status == 1, "\(result.err)\n\(result.out)")
+        #expect(result.out.contains("terminal: 6 APDUs; the NDEF file was read to the end"), "\(result.out)")
+        #expect(try desk.control().send("status")["picc"] == "FF")
+        #expect(result.err.contains("secbridge: error: cannot record to '\(record)': cannot append to \(record): \(enospc)"), "\(result.err)")
+        #expect(result.err.contains("the recording stopped, the emulation goes on\n"), "\(result.err)")
+        #expect(result.err.contains("secbridge: error: the recording to '\(record)' is incomplete: cannot append to \(record): \(enospc)"), "\(result.err)")
+        #expect(result.err.components(separatedBy: "is incomplete").count == 2, "said once: \(result.err)")
+        let (transcript, last) = try transcriptLines(record)
+        #expect(transcript.lines.count == 1)
+        #expect(last == "; incomplete: the recording stopped here: writing this file failed (\(enospc)); the emulation went on, unrecorded")
+    }
+}
