@@ -147,8 +147,7 @@ extension SecbridgeCLI {
     /// `wait`: the slot's card is another program (vpcd accepts one card per slot,
     /// docs/vpcd-protocol.md §1), or no vpcd listens there.
     static func slotHeldMessage(host: String, port: UInt16, wait: Duration = serveFirstMessageBound) -> String {
-        let milliseconds = wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000
-        let seconds = milliseconds % 1000 == 0 ? "\(milliseconds / 1000)" : "\(Double(milliseconds) / 1000)"
+        let seconds = secondsText(wait)
         let otherSlot = port < UInt16.max ? ", or serve another slot with --port (vpcd's next slot listens on \(port + 1))" : ""
         return "vpcd at \(host):\(port) took the connection but sent nothing within \(seconds) s: another program is already "
             + "the card in that slot (vpcd talks only to the first card that connects: another `secbridge serve`, vicc, "
