@@ -8,24 +8,16 @@ import ISO7816
 import Glibc
 #endif
 
-/// A serial PN532 device as `--device` names it: `tty:/dev/ttyUSB0` (a path), or nfcpy's short form
-/// `tty:USB0` (`/dev/tty` + the rest: `tty:S0` is /dev/ttyS0, `tty:AMA0` /dev/ttyAMA0).
+/// `--device`'s reading of a PN532 board's name, with the option named in its errors.
 enum SerialDeviceName {
-    /// The device node `--device` names.
-    /// - Throws: a usage error for anything but `tty:PATH` or `tty:NAME`.
+    /// The device node `--device` names (``PN532DeviceName``).
+    /// - Throws: a usage error naming the mistake for anything but `tty:PATH` or `tty:NAME`.
     static func path(_ argument: String) throws(CLIError) -> String {
-        guard argument.hasPrefix("tty:") else {
-            throw CLIError.usage("--device '\(argument)' is not a serial device: write tty:/dev/ttyUSB0 (a path) or tty:USB0 (nfcpy's form, /dev/ttyUSB0)")
+        do {
+            return try PN532DeviceName(parsing: argument).path
+        } catch {
+            throw CLIError.usage("--device \(error)")
         }
-        let rest = String(argument.dropFirst(4))
-        guard !rest.isEmpty, !rest.contains("\0"), !rest.hasSuffix("/") else {
-            throw CLIError.usage("--device '\(argument)' names no device: write tty:/dev/ttyUSB0 or tty:USB0")
-        }
-        if rest.hasPrefix("/") { return rest }
-        guard !rest.contains("/") || rest.hasPrefix("pts/") else {
-            throw CLIError.usage("--device '\(argument)': a relative name is nfcpy's short form (tty:USB0 for /dev/ttyUSB0); give a device path as tty:/dev/…")
-        }
-        return rest.hasPrefix("pts/") ? "/dev/" + rest : "/dev/tty" + rest
     }
 }
 
