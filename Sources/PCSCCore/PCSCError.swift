@@ -77,6 +77,14 @@ public struct PCSCError: Error, Sendable, Hashable, CustomStringConvertible {
     public var isServiceLost: Bool {
         code == Self.noService.code || code == Self.serviceStopped.code
     }
+
+    /// ``isServiceLost``, or SCARD_F_COMM_ERROR (0x80100013): what libpcsclite's client decodes
+    /// from its broken socket when pcscd dies while a call waits inside it (measured with pcsc-lite
+    /// 1.9.9 on SCardTransmit and SCardControl, docs/faults.md). Code that holds a card or a
+    /// target opens it again on such an error; ``isServiceLost`` alone says the context must go.
+    public var isServiceLostOrCut: Bool {
+        isServiceLost || code == Self.commError.code
+    }
 }
 
 extension PCSCError {

@@ -386,7 +386,7 @@ enum Doctor {
             : "pcscd processes on this machine: pid " + processes.map(String.init).joined(separator: ", ") + " (each serves its own socket)"
         if let error = pcsc.contextError {
             let fix: String
-            if error == .noService || error == .serviceStopped || error.isServiceLost {
+            if error.isServiceLost {
                 fix = viaVariable
                     ? "start the pcscd behind \(socket), or unset PCSCLITE_CSOCK_NAME to use the system pcscd"
                     : "start it: `systemctl start pcscd.socket` (or `systemctl start pcscd`; `pcscd --foreground --debug` shows why it stops)"

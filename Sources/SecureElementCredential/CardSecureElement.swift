@@ -162,7 +162,7 @@ public final class CardSecureElement: SecureElement {
                 do {
                     if resolve { return try ISO7816Transport(channel: channel).transmit(bytes: command) }
                     return try channel.transmit(command)
-                } catch let error as PCSCError where Self.meansServiceLost(error) {
+                } catch let error as PCSCError where error.isServiceLostOrCut {
                     // pcscd went away (restarted or stopped): the context is dead for good and the
                     // card was powered again by the new pcscd, so its session is gone too
                     // (docs/cases.md P12). A new context and connection, as after a changed card.
@@ -220,13 +220,6 @@ public final class CardSecureElement: SecureElement {
     static func meansCardChanged(_ error: PCSCError, channel: any CardChannel) -> Bool {
         if error == .removedCard || error == .resetCard || error == .invalidHandle || error == .notTransacted { return true }
         return cardIsGone(channel)
-    }
-
-    /// Whether a failed exchange means pcscd is gone: SCARD_E_NO_SERVICE (0x8010001D),
-    /// SCARD_E_SERVICE_STOPPED (0x8010001E) or SCARD_F_COMM_ERROR (0x80100013, pcsc-lite's answer
-    /// when the daemon's socket closed mid-call).
-    static func meansServiceLost(_ error: PCSCError) -> Bool {
-        error == .noService || error == .serviceStopped || error == .commError
     }
 
     /// Whether SCardStatus says the connected card has left.

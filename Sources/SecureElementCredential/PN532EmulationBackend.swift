@@ -199,12 +199,11 @@ public final class PN532EmulationBackend: CardEmulationBackend {
         }
     }
 
-    /// Whether `error` means that pcscd went away (docs/cases.md P12): SCARD_E_NO_SERVICE or
-    /// SCARD_E_SERVICE_STOPPED, or SCARD_F_COMM_ERROR, which a call gets when pcscd dies while
-    /// it waits inside it (docs/faults.md).
+    /// Whether `error` means that pcscd went away (``PCSCError/isServiceLostOrCut``), also when
+    /// it comes wrapped in the link's errors.
     static func meansPcscdWentAway(_ error: any Error) -> Bool {
         guard case .pcsc(let code, _) = UnderlyingCause(error) else { return false }
-        return code == 0x8010_001D || code == 0x8010_001E || code == 0x8010_0013
+        return PCSCError(code: code).isServiceLostOrCut
     }
 
     /// `body` with the client, on the executor. After pcscd went away the channel is opened again

@@ -49,6 +49,17 @@ import PCSCCore
         #expect(!PCSCError.noSmartcard.isServiceLost)
     }
 
+    @Test("A call cut by pcscd's death counts as the service lost for a held card, not for the context")
+    func serviceLostOrCut() {
+        // pcsc-lite 1.9.9: SCARD_F_COMM_ERROR (0x80100013) from SCardTransmit when pcscd dies in the call.
+        #expect(PCSCError(code: 0x8010_0013).isServiceLostOrCut)
+        #expect(!PCSCError(code: 0x8010_0013).isServiceLost)
+        #expect(PCSCError.noService.isServiceLostOrCut)
+        #expect(PCSCError.serviceStopped.isServiceLostOrCut)
+        #expect(!PCSCError.removedCard.isServiceLostOrCut)
+        #expect(!PCSCError(code: 0x8010_006A).isServiceLostOrCut)  // SCARD_W_SECURITY_VIOLATION
+    }
+
     @Test func tableHasUniqueCodes() {
         let codes = PCSCError.knownCodes.map(\.code)
         #expect(Set(codes).count == codes.count)
