@@ -125,9 +125,10 @@ public final class ReaderMonitor: Sendable {
         public var pollInterval: Duration = .milliseconds(500)
         /// The first wait before re-establishing a context after pcscd went away.
         public var initialBackoff: Duration = .milliseconds(100)
-        /// The longest wait between two attempts to re-establish a context.
-        public var maximumBackoff: Duration = .seconds(2)
-        /// The defaults: waits of at most 500 ms, a back-off from 100 ms to 2 s after pcscd went away.
+        /// The longest wait between two attempts to re-establish a context: 1 s, so that pcscd's
+        /// return is seen within about a second (docs/faults.md, "pcscd restarts").
+        public var maximumBackoff: Duration = RetryBackoff.serviceCeiling
+        /// The defaults: waits of at most 500 ms, a back-off from 100 ms to 1 s after pcscd went away.
         public init() {}
     }
 
@@ -138,6 +139,8 @@ public final class ReaderMonitor: Sendable {
     /// Set, and broadcast, when the thread has released its context and ended.
     private let ended = Mutex<Bool>(false)
     private let endedCondition = ConditionLock()
+    /// Broadcast by ``stop()``, so that a back-off wait ends at once.
+    private let stopCondition = ConditionLock()
     /// The events, in order. The stream finishes when ``stop()`` is called.
     public let events: AsyncStream<ReaderEvent>
 
@@ -175,6 +178,9 @@ public final class ReaderMonitor: Sendable {
     /// Returns at once; the thread ends within one poll interval at most, once pcscd answers.
     public func stop() {
         if stopped.exchange(true, ordering: .acquiringAndReleasing) { return }
+        stopCondition.lock()
+        stopCondition.broadcast()
+        stopCondition.unlock()
         cancelWait()
     }
 
@@ -213,7 +219,7 @@ public final class ReaderMonitor: Sendable {
 
     private func run(emit: (ReaderEvent) -> Void) {
         var states: [String: ReaderState] = [:]
-        var backoff = configuration.initialBackoff
+        var backoff = RetryBackoff(initial: configuration.initialBackoff, maximum: configuration.maximumBackoff)
         // Set while pcscd is unreachable: the loss is reported once, the restoration once.
         var lost = false
         while !isStopped {
@@ -226,11 +232,10 @@ public final class ReaderMonitor: Sendable {
                     lost = true
                     emit(.serviceLost(error))
                 }
-                sleep(backoff)
-                backoff = min(backoff * 2, configuration.maximumBackoff)
+                sleep(backoff.next())
                 continue
             }
-            backoff = configuration.initialBackoff
+            backoff.reset()
             currentContext.withLock { $0 = context }
             if isStopped {
                 currentContext.withLock { $0 = nil }
@@ -244,7 +249,7 @@ public final class ReaderMonitor: Sendable {
             guard let error else { break }  // stopped
             lost = true
             emit(.serviceLost(error))
-            sleep(backoff)
+            sleep(backoff.next())
         }
     }
 
@@ -309,14 +314,15 @@ public final class ReaderMonitor: Sendable {
         return nil
     }
 
+    /// Waits `duration`, or less when ``stop()`` is called meanwhile.
     private func sleep(_ duration: Duration) {
-        // Sleep in short slices so that stop() is honoured quickly.
-        var remaining = duration
-        let slice = Duration.milliseconds(50)
-        while remaining > .zero && !isStopped {
-            let step = min(slice, remaining)
-            sleepThread(step)
-            remaining -= step
+        let deadline = ContinuousClock.now + duration
+        stopCondition.lock()
+        defer { stopCondition.unlock() }
+        while !isStopped {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { return }
+            _ = stopCondition.wait(timeout: left)
         }
     }
 }

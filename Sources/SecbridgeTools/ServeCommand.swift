@@ -1,5 +1,6 @@
 // `secbridge serve`: a credential's applets as the card in a vpcd reader (docs/vpcd-protocol.md).
 import ISO7816
+import PCSCCore
 import SecbridgeCLI
 import SecureElementCredential
 import Transcript
@@ -95,7 +96,7 @@ extension SecbridgeCLI {
                [("event", .string("serving")), ("credential", .string(credential.id)), ("atr", .hex(atr.bytes))])
         var served = 0
         var waitingSaid = false
-        var retry = Duration.milliseconds(250)
+        var retry = RetryBackoff(initial: .milliseconds(250))
         while !interrupted() {
             let link: VPCDLink
             do {
@@ -105,8 +106,7 @@ extension SecbridgeCLI {
                     invocation.console.err("secbridge: \(error.message); trying again until it answers (is pcscd running with vpcd, package vsmartcard-vpcd?)\n")
                     waitingSaid = true
                 }
-                if waitForStop(stop, retry) { break }
-                retry = min(retry * 2, .seconds(2))
+                if waitForStop(stop, retry.next()) { break }
                 continue
             }
             // Connected is not yet served: vpcd talks only to the first card of a slot.
@@ -116,13 +116,12 @@ extension SecbridgeCLI {
             } catch {
                 if error == .stopped { break }
                 // Closed before a word (a pcscd stopping as it was reached): as a refused connection.
-                if waitForStop(stop, retry) { break }
-                retry = min(retry * 2, .seconds(2))
+                if waitForStop(stop, retry.next()) { break }
                 continue
             }
             guard spoke else { throw CLIError.failure(slotHeldMessage(host: host, port: port, wait: slotWait)) }
             waitingSaid = false
-            retry = .milliseconds(250)
+            retry.reset()
             try? recorder?.recordEvent(.connected, [TranscriptAttribute("vpcd", endpoint)])
             report("connected to vpcd at \(endpoint): the card is in its reader (Ctrl-C stops)",
                    [("event", .string("connected")), ("vpcd", .string(endpoint))])
