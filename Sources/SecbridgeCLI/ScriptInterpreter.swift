@@ -240,9 +240,14 @@ package final class ScriptInterpreter {
                 guard let finished = recording?.path else {
                     throw .failure("\(fileName):\(line): 'record off', but nothing is being recorded")
                 }
-                stopRecording()
+                // A recording stopped by a write error says so here too, not only when it failed.
+                let incomplete = stopRecording().map { "writing it failed (\(StoppingTranscriptSink.cause($0)))" }
                 if json {
-                    results.append(.object([("line", .int(line)), ("recorded", .string(finished))]))
+                    var members: [(String, JSONValue)] = [("line", .int(line)), ("recorded", .string(finished))]
+                    if let incomplete { members.append(("incomplete", .string(incomplete))) }
+                    results.append(.object(members))
+                } else if let incomplete {
+                    invocation.out("recorded to \(finished) up to where \(incomplete); the file ends with a line saying it is incomplete")
                 } else {
                     invocation.out("recorded to \(finished)")
                 }
@@ -569,9 +574,11 @@ package final class ScriptInterpreter {
         direct = nil
     }
 
-    private func stopRecording() {
-        recording?.writer.finish()
-        recording = nil
+    /// Ends the recording; returns the failure that stopped it early, nil for a complete one.
+    @discardableResult
+    private func stopRecording() -> TranscriptWriteError? {
+        defer { recording = nil }
+        return recording?.writer.finish()
     }
 
     /// `channel`, recorded when a recording is on.
