@@ -93,7 +93,8 @@ extension SecbridgeCLI {
             let ordered = readerNamesInOrder(names, controls: [("a", SimulatedReaders.controlA), ("b", SimulatedReaders.controlB)])
             access = DemoReaderAccess.pcscd(emulator: ordered[0], terminal: ordered[1], socket: pcscd.socketPath)
         }
-        let demo = try DemoRun(access: access, credential: credential, transcriptPath: path, console: out, json: invocation.json)
+        let demo = try DemoRun(
+            access: access, credential: credential, transcriptPath: path, console: out, recordings: invocation.recordings, json: invocation.json)
         // Restored while the readers still run (before `stop`): after an error or Ctrl-C.
         let cleanup = ReaderCleanup.current
         for reader in [access.emulator, access.terminal] {
@@ -211,10 +212,16 @@ final class DemoRun: Sendable {
     let console: any Console
     /// `demo --json`: the commentary goes to standard error, one JSON object to standard output.
     let json: Bool
-    let writer: TranscriptWriter
+    /// The demo's transcript, one of the run's recordings (``RecordingLedger``): a write error
+    /// stops it, the demo goes on, the file ends with a line saying it is incomplete and the
+    /// command exits 1 (docs/faults.md, "A recording that cannot be written").
+    let writer: StoppingTranscriptSink
     let recorder: TranscriptRecorder
 
-    init(access: DemoReaderAccess, credential: Credential, transcriptPath: String, console: any Console, json: Bool = false) throws(CLIError) {
+    init(
+        access: DemoReaderAccess, credential: Credential, transcriptPath: String, console: any Console, recordings: RecordingLedger,
+        json: Bool = false
+    ) throws(CLIError) {
         self.emulator = access.emulator
         self.terminal = access.terminal
         self.access = access
@@ -227,7 +234,7 @@ final class DemoRun: Sendable {
             driver: "secbridge simulated ACR122U (libSecbridgeACR122IFD)", firmware: "ACR122U207",
             transmissionProtocol: .undefined)
         header["credential"] = credential.id
-        writer = try TranscriptRecording.openWriter(path: transcriptPath, header: header)
+        writer = try recordings.open(path: transcriptPath, header: header, work: "the demo")
         recorder = TranscriptRecorder(sink: writer)
     }
 
@@ -377,7 +384,7 @@ final class DemoRun: Sendable {
         await state("invalidate()")
         try await setPolling(terminal, on: true, executor: executorB)
         let seen = await events.value
-        try? writer.close()
+        writer.finish()
 
         if json {
             console.out(JSONValue.object([

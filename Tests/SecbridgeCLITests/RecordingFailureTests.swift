@@ -347,3 +347,20 @@ extension InProcessCommandTests.RecordingFailureTests {
         #expect(last == "; incomplete: the recording stopped here: writing this file failed (\(enospc)); the emulation went on, unrecorded")
     }
 }
+
+extension InProcessCommandTests.RecordingFailureTests {
+    /// `demo --in-process --record FILE` (the demo's own readers, not the desk's) with the disk
+    /// full from the first body line: the demo runs to its summary, the failure names the file
+    /// and ENOSPC, the file is its header and the closing line, exit 1. (Before, each line that
+    /// could not be written was dropped without a word and the demo exited 0.)
+    @Test func theDemoFollowsTheRule() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        let record = newPath("demo.trn")
+        defer { try? FileManager.default.removeItem(atPath: record) }
+        TranscriptWriter.injectFullDisk(atPath: record, afterBodyBytes: 0)
+        let result = try await runTool(["demo", "--in-process", "--time-scale", "0.01", "--record", record], on: desk)
+        #expect(result.out.contains("\nsummary\n  states: "), "\(result.out)")
+        try expectTheRule(result, record: record, work: "the demo")
+    }
+}
