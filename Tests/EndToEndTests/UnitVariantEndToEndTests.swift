@@ -170,8 +170,10 @@ extension SharedReader {
             let environment = try await resetSimulatedReaders()
             try await placeInSharedField(
                 "place-card uid=041F5B92DA2C80 atqa=\"03 44\" ats=\"06 75 77 81 02 80\" applet=desfire-ev1 id=desfire", environment: environment)
-            let result = try await runCLI(["send", "--reader", environment.simulatedReaderA, "90 60 00 00 00"])
+            // libfreefare's mifare_desfire_connect SELECT of D2 76 00 00 85 01 00 first (docs/acr122-clones.md §6).
+            let result = try await runCLI(["send", "--reader", environment.simulatedReaderA, "00 A4 04 00 07 D2 76 00 00 85 01 00", "90 60 00 00 00"])
             #expect(result.status == 0, "\(result.out)\(result.err)")
+            #expect(result.out.contains("> 00 A4 04 00 07 D2 76 00 00 85 01 00\n< 90 00\n"), "\(result.out)")
             #expect(result.out.contains("04 01 01 01 00 18 05 91 AF"), "\(result.out)")
         }
 
