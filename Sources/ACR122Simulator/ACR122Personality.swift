@@ -28,8 +28,10 @@ public struct ACR122Personality: Sendable, Hashable {
     public var driver: Driver
     /// The firmware string `FF 00 48 00 00` returns: 10 ASCII bytes, no status word.
     public var firmware: String
-    /// Early firmware (and the Touchatag) talks T=0 to the host: a pseudo-APDU's answer is announced
-    /// with `61 xx` and fetched with `FF C0 00 00 xx`; card connections negotiate T=0.
+    /// Early firmware (and the Touchatag) talks T=0 to the host: a Direct Transmit's answer is
+    /// announced with `61 xx`, xx counting the whole answer with the chip's 90 00 (`61 08` for
+    /// GetFirmwareVersion's `D5 03 32 01 04 07 90 00`, libnfc's Touchatag trace), and fetched with
+    /// `FF C0 00 00 xx`; card connections negotiate T=0.
     public var legacyT0Firmware: Bool
     /// Which historical bytes the ATR of an ISO/IEC 14443-4 card carries (docs/acr122-pn532.md §3);
     /// the ATS's historical bytes by default.

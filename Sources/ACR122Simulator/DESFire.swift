@@ -8,8 +8,16 @@ import Synchronization
 /// - wrapped in ISO/IEC 7816-4 (CLA 90): `90 cmd 00 00 [Lc data] 00` → `data… 91 status`.
 ///
 /// Status bytes: 00 OK, AF additional frame, A0 application not found, 1C illegal command code,
-/// 7E length error. Anything else in ISO 7816 form (CLA ≠ 90) gets `6A 82` for a SELECT by
-/// AID and `6D 00` otherwise (decision: no recording of an EV1's ISO answers was used).
+/// 7E length error.
+///
+/// In ISO 7816 form (CLA 00) the card answers the SELECT by AID of DESFire's registered ISO AID
+/// `D2 76 00 00 85 01 00` (`00 A4 04 00 07 D2 76 00 00 85 01 00`, with or without Le 00) with
+/// `90 00` and no data: libfreefare's `mifare_desfire_connect` sends it and gives up on anything
+/// else (libfreefare/mifare_desfire.c, "selecting this AID selects the MF"), and an EV1's answer
+/// `9000` to it is recorded in chemicstry/eacs-tag-auth's README (docs/acr122-clones.md §6). Any
+/// other SELECT (another AID, a file identifier such as the CC file E103 this empty card does not
+/// have) gets `6A 82` and any other ISO command `6D 00` (decision, (U): no recording of those
+/// answers was used).
 public final class DESFireEV1Applet: Sendable {
     /// GetVersion's three frames of a recorded EV1 4K (skjolber/desfire-tools-for-android,
     /// AESEncryptionTest): hardware `04 01 01 01 00 18 05` (vendor NXP, type 01, subtype 01,
@@ -59,8 +67,18 @@ public final class DESFireEV1Applet: Sendable {
         }
         // ISO/IEC 7816-4 with CLA 00.
         guard command.count >= 4 else { return [0x67, 0x00] }
-        return command[1] == 0xA4 && command[2] == 0x04 ? [0x6A, 0x82] : [0x6D, 0x00]
+        guard command[1] == 0xA4 else { return [0x6D, 0x00] }
+        let selectsDESFire = command[2] == 0x04 && command[3] == 0x00 && command.count >= 12 && command[4] == 0x07
+            && Array(command[5..<12]) == Self.isoAID && (command.count == 12 || (command.count == 13 && command[12] == 0x00))
+        guard selectsDESFire else { return [0x6A, 0x82] }
+        // Selecting the MF: the PICC level, as SelectApplication 00 00 00 would.
+        state.withLock { $0.pendingFrames = [] }
+        return [0x90, 0x00]
     }
+
+    /// DESFire's registered ISO/IEC 7816-4 AID, `D2 76 00 00 85 01 00` (the one libfreefare's
+    /// `mifare_desfire_connect` selects).
+    static let isoAID: [UInt8] = [0xD2, 0x76, 0x00, 0x00, 0x85, 0x01, 0x00]
 
     private func native(_ code: UInt8, _ data: [UInt8]) -> (UInt8, [UInt8]) {
         state.withLock { state in

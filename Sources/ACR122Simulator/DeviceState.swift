@@ -147,6 +147,8 @@ final class DeviceState: @unchecked Sendable {
     /// The command the host sent that has not been answered yet (a TgInitAsTarget waiting for a
     /// terminal, an InDataExchange waiting for the target's answer), nil when none is under way.
     var commandInFlight: [UInt8]?
+    /// A T=0 unit's Direct Transmit answer (`D5 cmd+1 … 90 00`, all of it) announced with `61 xx`
+    /// and waiting for Get Response `FF C0 00 00 xx`; nil when none waits.
     var pendingGetResponse: [UInt8]?
     var lateRepliesArmed = 0
     var lateAnswer: [UInt8]?

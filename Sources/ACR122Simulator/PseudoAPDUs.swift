@@ -72,20 +72,11 @@ extension DeviceState {
             guard Int(p3) >= data.count, !data.isEmpty else { return Self.failed }
             let reply = try directTransmit(data, world: world, lock: lock)
             if viaTransmit, personality.legacyT0Firmware, reply.count > 2 {
-                // T=0 units announce the answer: 61 xx, fetched with FF C0 00 00 xx.
-                let body = Array(reply.dropLast(2))
-                pendingGetResponse = body
-                return [0x61, UInt8(min(body.count, 255))]
+                return announceForGetResponse(reply)
             }
             return reply
         case (0xC0, 0x00) where p2 == 0x00 && data.isEmpty:
-            // Get Response (T=0 units).
-            guard personality.legacyT0Firmware, let pending = pendingGetResponse else { return Self.notSupported }
-            let count = p3 == 0 ? pending.count : min(Int(p3), pending.count)
-            let part = Array(pending.prefix(count))
-            let rest = Array(pending.dropFirst(count))
-            pendingGetResponse = rest.isEmpty ? nil : rest
-            return part + (rest.isEmpty ? Self.ok : [0x61, UInt8(min(rest.count, 255))])
+            return getResponse(le: p3)
         case (0x00, 0x48):
             // Firmware version: the ASCII string alone, no status word.
             return Array(personality.firmware.utf8)
@@ -138,6 +129,30 @@ extension DeviceState {
         default:
             return Self.notSupported
         }
+    }
+
+    /// A T=0 unit's answer to a Direct Transmit through SCardTransmit: `61 xx`, with xx the length
+    /// of the whole answer `D5 cmd+1 … 90 00`, the chip's status word included, which waits for
+    /// Get Response. libnfc's USB trace of a Touchatag (drivers/acr122_usb.c): GetFirmwareVersion
+    /// `FF 00 00 00 02 D4 02` → `61 08`, then `FF C0 00 00 08` → `D5 03 32 01 04 07 90 00`, eight
+    /// bytes with no second status word (docs/acr122-pn532.md §2). An answer longer than 255
+    /// bytes is announced as `61 FF` (decision, (U)).
+    func announceForGetResponse(_ reply: [UInt8]) -> [UInt8] {
+        pendingGetResponse = reply
+        return [0x61, UInt8(min(reply.count, 255))]
+    }
+
+    /// Get Response `FF C0 00 00 Le` on a T=0 unit: the answer ``announceForGetResponse(_:)``
+    /// kept, as it is (its last bytes are the chip's 90 00; the MCU adds none). Unconfirmed (U),
+    /// no byte log shows them: an Le smaller than the kept answer gives its first Le bytes and
+    /// `61 rest`, the rest kept for the next Get Response; Le 00 or an Le larger than the answer
+    /// gives the whole answer; nothing kept, or a unit that talks T=1, gives 6A 81 (not supported).
+    func getResponse(le: UInt8) -> [UInt8] {
+        guard personality.legacyT0Firmware, let pending = pendingGetResponse else { return Self.notSupported }
+        let count = le == 0 ? pending.count : min(Int(le), pending.count)
+        let rest = Array(pending.dropFirst(count))
+        pendingGetResponse = rest.isEmpty ? nil : rest
+        return Array(pending.prefix(count)) + (rest.isEmpty ? [] : [0x61, UInt8(min(rest.count, 255))])
     }
 
     /// How long the LED/buzzer sequence `T1 T2 Rep Link` runs: (T1 + T2) × 100 ms × Rep (ACR122U API

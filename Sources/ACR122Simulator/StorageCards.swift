@@ -666,7 +666,7 @@ public struct MIFAREClassicMemory: Sendable, Hashable, CustomStringConvertible, 
     }
 
     /// One command inside InDataExchange: AUTH 60/61, READ 30, WRITE A0 (+16 bytes), the value-block
-    /// commands C0, C1, C2 (+4 bytes) and B0 (ValueBlocks.swift); anything else gets a NAK.
+    /// commands C0, C1, C2 (+4 bytes; C2 also without them) and B0 (ValueBlocks.swift); anything else gets a NAK.
     mutating func transceive(_ command: [UInt8]) -> TagAnswer {
         guard let code = command.first else { return .mute }
         switch code {

@@ -44,8 +44,13 @@ extension MIFAREClassicMemory {
     /// decision). NAK when not authenticated for the block's sector, the access bits forbid it,
     /// the block is a trailer or not in value-block format, or the result leaves the signed
     /// 32-bit range (decision: the data sheet leaves overflow open).
+    ///
+    /// RESTORE is also taken as `C2 block` alone, without the operand: ACS's ACR122S and ACR122L
+    /// communication protocol manuals restore a value block with `D4 40 01 C2 05` and show
+    /// `D5 41 00 90 00`, the next READ of the TRANSFER's target holding the value
+    /// (docs/acr122-clones.md §5). What the PN532 then sends as part 2 is not documented (U).
     mutating func valueCommand(_ command: [UInt8]) -> TagAnswer {
-        guard command.count == 6 else { return .nak(0x0) }
+        guard command.count == 6 || (command.count == 2 && command[0] == 0xC2) else { return .nak(0x0) }
         let block = Int(command[1])
         guard let (sector, keyB, conditions) = session(for: block) else {
             resetAuthentication()
@@ -58,7 +63,7 @@ extension MIFAREClassicMemory {
             resetAuthentication()
             return .nak(0x4)
         }
-        let operand = Int32(bitPattern: command[2..<6].enumerated().reduce(UInt32(0)) { $0 | UInt32($1.element) << (8 * UInt32($1.offset)) })
+        let operand = Int32(bitPattern: command.dropFirst(2).enumerated().reduce(UInt32(0)) { $0 | UInt32($1.element) << (8 * UInt32($1.offset)) })
         let result: (Int32, Bool)
         switch command[0] {
         case 0xC1: result = stored.value.addingReportingOverflow(operand)

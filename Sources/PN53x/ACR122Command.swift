@@ -174,7 +174,7 @@ public enum ACR122MCUTimeout: Sendable, Hashable {
 /// | Case | Bytes | Reply |
 /// |---|---|---|
 /// | `directTransmit` | `FF 00 00 00 Lc D4 cmd params` | `D5 cmd+1 … 90 00` |
-/// | `getResponse` | `FF C0 00 00 Le` | `data 90 00` |
+/// | `getResponse` | `FF C0 00 00 xx` after `61 xx` | `D5 cmd+1 … 90 00`, the xx bytes announced (docs/acr122-pn532.md §2) |
 /// | `getUID` | `FF CA 00 00 00` | `UID 90 00`; `63 00`; `6A 81` |
 /// | `getATS` | `FF CA 01 00 00` | `ATS 90 00`; `6A 81` |
 /// | `ledAndBuzzer` | `FF 00 40 P2 04 T1 T2 Rep Link` | `90 ss` |

@@ -194,14 +194,14 @@ enum TranscriptPresenter {
     }
 
     /// An answer: the firmware string, a PN532 answer (`PN532ChipFrame.summary`) with the reader's
-    /// status word after a Direct Transmit, else an R-APDU with its status word, the NDEF records
+    /// status word after a Direct Transmit or a T=0 unit's Get Response, else an R-APDU with its status word, the NDEF records
     /// of a READ BINARY and the FCP, FMD or FCI of a SELECT.
     static func describeAnswer(_ b: TranscriptBytes, to command: [UInt8]?) -> [String] {
         guard let bytes = b.bytes else { return describeStatusWord(b) }
         if let c = command, let firmware = firmwareVersionAnswer(command: c, answer: bytes) {
             return ["firmware \"\(firmware.text)\""]
         }
-        if let c = command, c.first == 0xFF, case .directTransmit? = try? ACR122Command(parsing: c),
+        if let c = command, fetchesChipAnswer(c),
            let reply = try? ACR122Reply(parsing: bytes), let frame = try? PN532ChipFrame(parsing: reply.data) {
             let sw = StatusWord(reply.statusWord)
             return frame.summary + ["reader: SW \(sw.bytes.hexString): \(sw.meaning)"]
@@ -216,6 +216,17 @@ enum TranscriptPresenter {
             out += SecbridgeCLI.tlvLines(objects)
         }
         return out
+    }
+
+    /// Whether `c` is answered with a PN532 frame and the reader's status word: a Direct Transmit,
+    /// or the Get Response `FF C0 00 00 xx` that fetches its answer on a T=0 unit after `61 xx`
+    /// (docs/acr122-pn532.md §2).
+    static func fetchesChipAnswer(_ c: [UInt8]) -> Bool {
+        guard c.first == 0xFF else { return false }
+        switch try? ACR122Command(parsing: c) {
+        case .directTransmit?, .getResponse?: return true
+        default: return false
+        }
     }
 
     static func describeStatusWord(_ b: TranscriptBytes) -> [String] {

@@ -208,15 +208,30 @@ struct PseudoAPDUTests {
         try legacy.setProtocol(1)
     }
 
-    @Test("T=0 personality: a Direct Transmit answer comes as 61 xx and is fetched with FF C0 00 00 xx")
+    @Test("T=0 personality: a Direct Transmit answer comes as 61 xx, xx counting the chip's 90 00, and is fetched with FF C0 00 00 xx")
     func legacyT0() throws {
         let field = fastField()
         field.place(ISO14443_3Tag(uid: hex("01 02 03 04")))
         let reader = SimulatedACR122U(field: field, personality: .legacyT0Firmware)
         _ = try reader.powerUp()
         try reader.setProtocol(1)
-        #expect(try reader.transmit(wrapped("D4 02")) == hex("61 06"))
-        #expect(try reader.transmit(hex("FF C0 00 00 06")) == hex("D5 03 32 01 06 07 90 00"))
+        // libnfc's Touchatag trace (drivers/acr122_usb.c): 61 08, then eight bytes, the chip's
+        // 90 00 last and no status word of the Get Response's own.
+        #expect(try reader.transmit(wrapped("D4 02")) == hex("61 08"))
+        #expect(try reader.transmit(hex("FF C0 00 00 08")) == hex("D5 03 32 01 06 07 90 00"))
+        // Nothing left to fetch (U): 6A 81.
+        #expect(try reader.transmit(hex("FF C0 00 00 08")) == hex("6A 81"))
+        // A smaller Le (U): the first Le bytes and 61 rest; the rest comes with the next one.
+        #expect(try reader.transmit(wrapped("D4 02")) == hex("61 08"))
+        #expect(try reader.transmit(hex("FF C0 00 00 05")) == hex("D5 03 32 01 06 61 03"))
+        #expect(try reader.transmit(hex("FF C0 00 00 03")) == hex("07 90 00"))
+        // A larger Le, or Le 00 (U): the whole answer.
+        #expect(try reader.transmit(wrapped("D4 02")) == hex("61 08"))
+        #expect(try reader.transmit(hex("FF C0 00 00 20")) == hex("D5 03 32 01 06 07 90 00"))
+        #expect(try reader.transmit(wrapped("D4 02")) == hex("61 08"))
+        #expect(try reader.transmit(hex("FF C0 00 00 00")) == hex("D5 03 32 01 06 07 90 00"))
+        // A failure is not announced: 63 00 comes at once (acr122_pcsc reads 63 as an error).
+        #expect(try reader.transmit(hex("FF 00 00 00 01 D4 02")) == hex("63 00"))
         // The firmware string still has no status word.
         #expect(try reader.transmit(hex("FF 00 48 00 00")) == Array("ACR122U103".utf8))
         // Through the client, which follows 61 xx itself.

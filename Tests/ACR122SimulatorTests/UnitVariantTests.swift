@@ -69,9 +69,10 @@ struct UnitVariantTests {
         #expect(throws: IFDError.protocolNotSupported) { try unit.setProtocol(ACR122DriverConstants.protocolT1) }
         try unit.setProtocol(ACR122DriverConstants.protocolT0)
         #expect(try unit.transmit(hex("FF 00 48 00 00")) == Array("ACR122U102".utf8))
-        // GetFirmwareVersion through the pseudo-card: 61 06, then Get Response (T=0).
-        #expect(text(try unit.transmit(wrapped("D4 02"))) == "61 06")
-        #expect(text(try unit.transmit(hex("FF C0 00 00 06"))) == "D5 03 32 01 04 07 90 00")
+        // GetFirmwareVersion through the pseudo-card, as libnfc's Touchatag trace shows it
+        // (drivers/acr122_usb.c): 61 08, then Get Response FF C0 00 00 08 (T=0).
+        #expect(text(try unit.transmit(wrapped("D4 02"))) == "61 08")
+        #expect(text(try unit.transmit(hex("FF C0 00 00 08"))) == "D5 03 32 01 04 07 90 00")
         // No card behind the pseudo-card.
         #expect(text(try unit.transmit(hex("00 A4 04 00 00"))) == "63 00")
     }

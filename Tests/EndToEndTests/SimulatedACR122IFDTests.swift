@@ -251,18 +251,21 @@ extension SharedReader {
             try SimulatedReaders.controlA.send("personality name=legacy-t0")
             try SimulatedReaders.controlA.send("place-card uid=\"04 A1 B2 C3\" applet=ok id=t0-card")
             _ = try await waitForCard(in: reader, present: true)
-            let (active, announced, fetched, firmware, chipVersion) = try await blocking {
+            let (active, announced, fetched, nothingLeft, firmware, chipVersion) = try await blocking {
                 let card = try PCSCContext().connect(to: reader, share: .shared, protocols: .any)
-                // GetFirmwareVersion through Direct Transmit: `D5 03 IC Ver Rev Support` is 6 bytes.
+                // GetFirmwareVersion through Direct Transmit: `D5 03 IC Ver Rev Support 90 00` is
+                // 8 bytes, announced as 61 08 (libnfc's Touchatag trace, drivers/acr122_usb.c).
                 let announced = try card.transmit(hex("FF 00 00 00 02 D4 02"))
-                let fetched = try card.transmit(hex("FF C0 00 00 06"))
+                let fetched = try card.transmit(hex("FF C0 00 00 08"))
+                let nothingLeft = try card.transmit(hex("FF C0 00 00 08"))
                 let link = try ACR122Link.open(channel: card, readerName: reader)
                 let chip = PN532(link: link)  // fetches with FF C0 itself
-                return (card.activeProtocol, announced, fetched, link.firmware?.text, try chip.send(PN532.GetFirmwareVersion()))
+                return (card.activeProtocol, announced, fetched, nothingLeft, link.firmware?.text, try chip.send(PN532.GetFirmwareVersion()))
             }
             #expect(active == .t0)
-            #expect(announced == hex("61 06"))  // docs/acr122-pn532.md §1 step 4, §8: 61 xx on T=0 units
-            #expect(fetched == hex("D5 03 32 01 06 07 90 00"))
+            #expect(announced == hex("61 08"))  // docs/acr122-pn532.md §1 step 4, §2: 61 xx on T=0 units
+            #expect(fetched == hex("D5 03 32 01 06 07 90 00"))  // 8 bytes, no status word added
+            #expect(nothingLeft == hex("6A 81"))  // nothing waits any more (U)
             #expect(firmware == "ACR122U103")
             #expect(chipVersion == PN532FirmwareVersion(ic: 0x32, version: 0x01, revision: 0x06, support: 0x07))
             try SimulatedReaders.controlA.send("remove peer=t0-card")

@@ -170,8 +170,10 @@ extension SharedReader {
             let environment = try await resetSimulatedReaders()
             try await placeInSharedField(
                 "place-card uid=041F5B92DA2C80 atqa=\"03 44\" ats=\"06 75 77 81 02 80\" applet=desfire-ev1 id=desfire", environment: environment)
-            let result = try await runCLI(["send", "--reader", environment.simulatedReaderA, "90 60 00 00 00"])
+            // libfreefare's mifare_desfire_connect SELECT of D2 76 00 00 85 01 00 first (docs/acr122-clones.md §6).
+            let result = try await runCLI(["send", "--reader", environment.simulatedReaderA, "00 A4 04 00 07 D2 76 00 00 85 01 00", "90 60 00 00 00"])
             #expect(result.status == 0, "\(result.out)\(result.err)")
+            #expect(result.out.contains("> 00 A4 04 00 07 D2 76 00 00 85 01 00\n< 90 00\n"), "\(result.out)")
             #expect(result.out.contains("04 01 01 01 00 18 05 91 AF"), "\(result.out)")
         }
 
@@ -210,6 +212,15 @@ extension SharedReader {
             ])
             #expect(result.status == 0, "\(result.out)\(result.err)")
             #expect(result.out.contains("00 00 00 69 90 00"), "\(result.out)")
+            // libfreefare's increment through pcscd: InDataExchange C1 (amount LSB first), B0, then
+            // READ 30 shows the block (docs/acr122-clones.md §5): 105 + 1 = 106 = 6A.
+            let freefare = try await runCLI([
+                "send", "--reader", environment.simulatedReaderA, "FF 00 00 00 04 D4 4A 01 00",
+                "FF 00 00 00 0F D4 40 01 60 04 FF FF FF FF FF FF 04 A1 B2 C3", "FF 00 00 00 09 D4 40 01 C1 04 01 00 00 00",
+                "FF 00 00 00 05 D4 40 01 B0 04", "FF 00 00 00 05 D4 40 01 30 04",
+            ])
+            #expect(freefare.status == 0, "\(freefare.out)\(freefare.err)")
+            #expect(freefare.out.contains("< D5 41 00 6A 00 00 00 95 FF FF FF 6A 00 00 00 04 FB 04 FB 90 00\n"), "\(freefare.out)")
             try SimulatedReaders.controlA.send("remove peer=mf")
         }
 

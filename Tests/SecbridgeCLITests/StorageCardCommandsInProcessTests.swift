@@ -64,7 +64,7 @@ extension InProcessCommandTests {
             let result = try await runTool(["read", "--reader", desk.names[0]], on: desk)
             #expect(result.status == 0, "\(result.err)")
             #expect(result.out.contains("card: NTAG213 (GET_VERSION 00 04 04 02 01 00 0F 03; PC/SC part 3 name 00 03, ISO/IEC 14443 A, part 3)\n"), "\(result.out)")
-            #expect(result.out.contains("> FF C0 00 00 0B\n"), "\(result.out)")
+            #expect(result.out.contains("> FF C0 00 00 0D\n"), "\(result.out)")
             #expect(result.out.contains("NDEF record 1: URI https://example.com\n"))
         }
 

@@ -116,24 +116,27 @@ import Testing
         #expect(Array(lines[first..<min(lines.count, first + expected.count)]) == expected.map { $0.trimmingCharacters(in: .whitespaces) }, "\(result.out)")
     }
 
+    /// `transcript show` of a recorded transcript holding `exchanges` (its lines), in a scratch
+    /// directory named after `name`.
+    static func show(_ name: String, _ exchanges: String) throws -> (status: Int32, out: String, err: String) {
+        let dir = try scratchDirectory(name)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try ("# secbridge-transcript: 1\n# origin: recorded\n\n" + exchanges + "\n")
+            .write(toFile: dir + "/t.trn", atomically: true, encoding: .utf8)
+        return run(["transcript", "show", dir + "/t.trn"])
+    }
+
     /// PN532 answers and pseudo-APDUs, each line as PN53x's summary gives it.
     @Test func pn532AndPseudoAPDULinesAreTheLibrarySummaries() throws {
-        let dir = try scratchDirectory("show-pn532")
-        defer { try? FileManager.default.removeItem(atPath: dir) }
         // InDataExchange to target 1 with SELECT E103, answered 90 00 by the card; InCommunicateThru
         // timing out (status 01, UM0701-02 §7.1); a Get Data whose Le the ACR122U API does not allow.
-        try """
-            # secbridge-transcript: 1
-            # origin: recorded
-
+        let result = try Self.show("show-pn532", """
             +1.000ms > FF 00 00 00 0A D4 40 01 00 A4 00 0C 02 E1 03
             +2.000ms < D5 41 00 90 00 90 00
             +3.000ms > FF 00 00 00 04 D4 42 30 04
             +4.000ms < D5 43 01 90 00
             +5.000ms > FF 00 00 00 09 D4 42 30 04
-
-            """.write(toFile: dir + "/t.trn", atomically: true, encoding: .utf8)
-        let result = run(["transcript", "show", dir + "/t.trn"])
+            """)
         #expect(result.status == 0, "\(result.err)")
         let exchange = try ACR122Command(parsing: HexBytes.parse("FF 00 00 00 0A D4 40 01 00 A4 00 0C 02 E1 03"))
         #expect(exchange.summary == "ACR122U direct transmit: PN532 InDataExchange target 1: SELECT by file identifier (case 3S, Nc 2, Ne 0)")
@@ -149,5 +152,24 @@ import Testing
             """), "\(result.out)")
         #expect(result.out.contains("        PN532 InCommunicateThru answer, status 01 (timeout: the target did not answer)\n"), "\(result.out)")
         #expect(result.out.contains("        ACR122U pseudo-APDU that does not parse: Lc says 9 bytes but 4 follow\n"), "\(result.out)")
+    }
+
+    /// A T=0 unit's exchange as libnfc's Touchatag trace shows it (drivers/acr122_usb.c;
+    /// docs/acr122-pn532.md §2): the PN532 answer that Get Response fetches is decoded as the
+    /// Direct Transmit's would be.
+    @Test func aPN532AnswerFetchedByGetResponseIsDecoded() throws {
+        let result = try Self.show("show-t0", """
+            +1.000ms > FF 00 00 00 02 D4 02
+            +2.000ms < 61 08
+            +3.000ms > FF C0 00 00 08
+            +4.000ms < D5 03 32 01 04 07 90 00
+            """)
+        #expect(result.status == 0, "\(result.err)")
+        let chip = try PN532ChipFrame(parsing: HexBytes.parse("D5 03 32 01 04 07")).summary
+        #expect(!chip.isEmpty)
+        let expected = (["+4.000ms < D5 03 32 01 04 07 90 00"] + chip + ["reader: SW 90 00: normal processing, no further qualification"])
+        let lines = result.out.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        let first = try #require(lines.firstIndex(of: expected[0]), "\(result.out)")
+        #expect(Array(lines[first..<min(lines.count, first + expected.count)]) == expected, "\(result.out)")
     }
 }
