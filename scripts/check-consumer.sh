@@ -9,10 +9,10 @@
 # Examples/Consumer beside it, and runs `swift build --build-tests` and `swift test --skip-build`
 # there with SECBRIDGE_URL=file://<clone> and SECBRIDGE_VERSION=<version>. SwiftPM then treats
 # secbridge as a remote dependency: it refuses any library product one of whose targets (or their
-# dependencies) carries unsafe build flags, which a path dependency (Examples/AppTests) is exempt
-# from. The consumer uses every library product a user builds on (SecbridgeTesting,
-# SecureElementCredential, PCSC, ISO7816, Transcript, PN53x, NFCTags) and its test runs a
-# CredentialSession against a simulated phone with no pcscd.
+# dependencies) carries unsafe build flags, which a path dependency (the package's default, for
+# `cd Examples/Consumer && swift test` in a clone) is exempt from. The consumer uses every library
+# product a user builds on (SecbridgeTesting, SecureElementCredential, PCSC, ISO7816, Transcript,
+# PN53x, NFCTags) and its test runs a CredentialSession against a simulated phone with no pcscd.
 #
 # Only committed work is checked (the clone is of HEAD). --keep leaves the temporary directory and
 # prints its path. Exits 0 when the consumer built and its tests passed, 1 otherwise. Run time on

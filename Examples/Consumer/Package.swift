@@ -1,30 +1,33 @@
 // swift-tools-version: 6.0
-// A package that depends on secbridge by version, as a package outside the repository does:
-// `.package(url:from:)` on a git tag. scripts/check-consumer.sh clones the repository, tags the
-// clone with the version of Sources/PCSCCore/Version.swift, points SECBRIDGE_URL at it and builds
-// and tests this package (.ci/run runs it). A path dependency (Examples/AppTests) would not show
-// what SwiftPM refuses only to a by-version dependency: a product whose targets carry unsafe flags.
-// It uses every library product a user builds on.
+// An app's package built on secbridge, as a package outside the repository is: its code uses
+// every library product a user builds on, and its tests run a CredentialSession against the
+// in-process simulated ACR122U with a simulated phone (no pcscd, no hardware) and record
+// exchanges through a scripted channel (README.md, "Testing code that uses secbridge").
+//
+// Two ways to depend on secbridge, chosen by the environment:
+// - by default, by path (this repository, two directories up): `cd Examples/Consumer && swift test`
+//   in a clone needs nothing else;
+// - with SECBRIDGE_URL set, by URL and version (`.package(url:from:)` on a git tag), as a package
+//   outside the repository does. scripts/check-consumer.sh (run by .ci/run) does this against a
+//   tagged clone of HEAD: only then does SwiftPM refuse a library product whose targets carry
+//   unsafe flags, which a path dependency is exempt from (docs/versioning.md §2).
 import PackageDescription
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// The secbridge repository to depend on: SECBRIDGE_URL (a `file://` URL of the tagged clone), or
-/// this repository itself (two directories up), which then needs a tag of the version.
-let url: String = {
-    if let value = getenv("SECBRIDGE_URL") { return String(cString: value) }
-    return "file://" + Context.packageDirectory + "/../.."
-}()
-/// The lowest version accepted (`from:`, up to the next major version): SECBRIDGE_VERSION or 0.1.0.
-let version: Version = {
-    if let value = getenv("SECBRIDGE_VERSION"), let parsed = Version(String(cString: value)) { return parsed }
-    return "0.1.0"
+/// secbridge by URL (SECBRIDGE_URL, a `file://` URL of a tagged clone) from SECBRIDGE_VERSION
+/// (default 0.1.0) up to the next major version; else by path.
+let secbridge: Package.Dependency = {
+    guard let value = getenv("SECBRIDGE_URL") else { return .package(name: "secbridge", path: "../..") }
+    var version: Version = "0.1.0"
+    if let text = getenv("SECBRIDGE_VERSION"), let parsed = Version(String(cString: text)) { version = parsed }
+    return .package(url: String(cString: value), from: version)
 }()
 
 let package = Package(
     name: "Consumer",
-    dependencies: [.package(url: url, from: version)],
+    dependencies: [secbridge],
     targets: [
         // The app's own code: reads a badge over any card channel, records what it sent.
         .target(
