@@ -108,7 +108,12 @@ func stopAutomaticPolling(on reader: String) throws {
 
 /// nfc-emulate-forum-tag4 started on reader A, after B's automatic polling was turned off (an
 /// auto-polling B would activate A's target itself, docs/acr122-pn532.md §2) and `before` ran.
-func startNfcEmulateForumTag4(before: () throws -> Void = {}) async throws -> (environment: TestEnvironment, emulator: Libnfc.RunningTool) {
+/// Starts nfc-emulate-forum-tag4 on reader A, and (unless a peer placed by `before` may take the
+/// target at once) waits until its TgInitAsTarget is under way there: libnfc's set-up takes a
+/// time of its own, longer on a loaded machine, and a reader that polls before it finds nothing.
+func startNfcEmulateForumTag4(
+    waitForTarget: Bool = true, before: () throws -> Void = {}
+) async throws -> (environment: TestEnvironment, emulator: Libnfc.RunningTool) {
     let environment = try await resetSimulatedReaders()
     let readerB = environment.simulatedReaderB
     try await blocking { try stopAutomaticPolling(on: readerB) }
@@ -116,6 +121,7 @@ func startNfcEmulateForumTag4(before: () throws -> Void = {}) async throws -> (e
     let emulator = try Libnfc.RunningTool(
         "nfc-emulate-forum-tag4", [],
         environment: Libnfc.environment(reader: environment.simulatedReaderA, base: environment.environmentForSubprocesses))
+    if waitForTarget { try await waitUntilBusy(SimulatedReaders.controlA, with: "D4 8C") }
     return (environment, emulator)
 }
 
@@ -156,7 +162,7 @@ extension SharedReader {
         /// (android-11.0.0_r1) reads its Smart Poster (docs/terminal-models.md §1).
         @Test(arguments: [("android-t4t-read", "failed"), ("android11-t4t-read", "passed")])
         func androidModelReadsNfcEmulateForumTag4OnA(_ script: String, _ expected: String) async throws {
-            let (_, emulator) = try await startNfcEmulateForumTag4 {
+            let (_, emulator) = try await startNfcEmulateForumTag4(waitForTarget: false) {
                 try SimulatedReaders.controlA.send("place-terminal script=\(script) id=phone")
             }
             let reply = try await blocking { try SimulatedReaders.controlA.send("terminal-result peer=phone wait-ms=20000", timeout: .seconds(25)) }
@@ -178,12 +184,8 @@ extension SharedReader {
             let reading = try await blocking { () throws -> (ISO14443ATarget?, [[UInt8]]) in
                 let direct = try PCSCContext().connect(to: readerB, share: .direct, protocols: [])
                 let chip = PN532(link: try ACR122Link.open(channel: direct, readerName: readerB))
-                // nfc-emulate-forum-tag4 reaches TgInitAsTarget after its set-up; poll until then
-                // (each poll is bounded by 16 passive activation attempts).
-                var target: ISO14443ATarget?
-                for _ in 0..<200 where target == nil {
-                    target = try chip.pollISO14443A(passiveActivationRetries: 0x10)
-                }
+                // Its TgInitAsTarget is under way (startNfcEmulateForumTag4): one poll finds it.
+                let target = try chip.pollISO14443A(passiveActivationRetries: 0x10)
                 guard let target else { return (nil, []) }
                 let commands = [
                     hex("00 A4 04 00 07 D2 76 00 00 85 01 01 00"),  // SELECT NDEF Tag Application
