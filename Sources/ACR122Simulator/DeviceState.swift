@@ -40,6 +40,12 @@ struct ListedTarget {
     var commandChain: [UInt8] = []
     /// The rest of an answer longer than one frame.
     var pendingAnswer: [UInt8] = []
+    /// FSD, the largest frame the reader takes (PCB to CRC_A), from the FSDI of a raw RATS
+    /// (ISO/IEC 14443-4 §5.1); 256 until one is seen.
+    var frameSizeForReader = 256
+    /// The last ISO-DEP block a raw exchange sent (PCB first, without CRC_A), sent again on a
+    /// reader's R(NAK) or repeated R(ACK) (ISO/IEC 14443-4 §7.5.4).
+    var lastBlock: [UInt8] = []
 }
 
 /// The emulation set up by TgInitAsTarget.

@@ -329,8 +329,10 @@ extension DeviceState {
     }
 
     /// InCommunicateThru `raw` → `Status data` (UM0701-02 §7.3.9) to the first selected target.
-    /// A FeliCa or Topaz/Jewel target answers as through InDataExchange; otherwise only a Type 2
-    /// tag with memory answers (READ, WRITE, GET_VERSION).
+    /// An ISO/IEC 14443-4 card activated with a raw RATS answers ISO-DEP blocks
+    /// (``rawISODEPBlock(_:hostGetsCRC:world:)``); a FeliCa or Topaz/Jewel target answers as
+    /// through InDataExchange; otherwise only a Type 2 tag with memory answers (READ, WRITE,
+    /// GET_VERSION).
     ///
     /// A tag's 4-bit answer (the ACK Ah of a WRITE, a NAK) is not a frame with a CRC_A, so with
     /// the chip checking CRCs (RxCRCEn, RxMode 6303h bit 7, set) the PN532 reports it as a CRC
@@ -362,6 +364,11 @@ extension DeviceState {
                 return [0x01]
             }
             frame.removeLast(2)
+        }
+        // An ISO/IEC 14443-4 card after a raw RATS: the host runs ISO-DEP itself (nfcpy's Type 4A
+        // reader; PN532RawISODEP.swift).
+        if let answer = rawISODEPBlock(frame, hostGetsCRC: hostGetsCRC, world: world) {
+            return answer
         }
         // A FeliCa or Topaz/Jewel target: the frame as InDataExchange carries it (libnfc sends
         // FeliCa commands this way with easy framing off, nfc-read-forum-tag3; CardFamilies.swift).
