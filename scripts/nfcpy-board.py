@@ -1,6 +1,7 @@
 """Runs nfcpy's PN532 driver on a serial board and prints what it found, one `key: value` a line.
 
     .venv-nfcpy/bin/python scripts/nfcpy-board.py read /dev/pts/N [--seconds S]
+    .venv-nfcpy/bin/python scripts/nfcpy-board.py emulate /dev/pts/N --ndef HEX [--uid HEX3] [--seconds S]
 
 `read` opens the board as nfcpy opens `tty:USB0:pn532` (its TTY transport at 115 200 baud and its
 pn532 driver's `init`: wake-up, GetFirmwareVersion, SAMConfiguration, a baud-rate change where
@@ -20,6 +21,15 @@ PowerDown). Output:
 
 and exits 0; 2 when no target came within S seconds, 3 when the tag has no NDEF message, 4 when
 the board did not answer nfcpy's opening (`error: the board did not answer nfcpy's opening: …`).
+
+`emulate` listens as a Type 4A target with nfcpy's `listen` (SENS_RES 44 00 sent as 00 44 in
+TgInitAsTarget, NFCID1 08 + the 3 bytes of --uid, SEL_RES 20: ISO/IEC 14443-4), which answers the
+reader's RATS with nfcpy's default ATS, then serves the NFC Forum Type 4 Tag 2.0 NDEF application
+holding --ndef (the NDEF message, hex) itself: nfcpy's PN532 driver hands over ISO-DEP blocks, not
+APDUs, so this script runs the card's side of the block protocol (I-blocks answered with the same
+block number; S(DESELECT) answered and the end). It prints each C-APDU and R-APDU
+(`capdu: <hex>`, `rapdu: <hex>`), `deselected` at the end, and exits 0 once the reader deselected
+or released it; 2 when no reader came within S seconds.
 
 Why not `ContactlessFrontend('tty:pts/N:pn532')`: nfcpy 1.0.4 reads the port in a `tty:` path as
 letters, digits and '-' only and looks it up among the names directly in /dev, so a pseudo-terminal
@@ -51,15 +61,22 @@ def open_board(path):
     return clf
 
 
+def open_or_say_why(path):
+    """The opened board, or None after saying why nfcpy could not open it."""
+    try:
+        return open_board(path)
+    except IOError as error:
+        print("error: the board did not answer nfcpy's opening:", error, flush=True)
+        return None
+
+
 def hexstring(data):
     return bytes(data).hex().upper()
 
 
 def read(path, seconds):
-    try:
-        clf = open_board(path)
-    except IOError as error:
-        print("error: the board did not answer nfcpy's opening:", error, flush=True)
+    clf = open_or_say_why(path)
+    if clf is None:
         return 4
     try:
         print("device:", clf.device, flush=True)
@@ -91,12 +108,98 @@ def read(path, seconds):
         clf.close()
 
 
+NDEF_AID = bytes.fromhex("D2760000850101")
+
+
+class Type4Tag:
+    """The NDEF Tag Application of NFC Forum Type 4 Tag 2.0: CC file E103, NDEF file E104."""
+
+    def __init__(self, message):
+        self.files = {
+            b"\xE1\x03": bytes.fromhex("000F 2000FF 00FF 0406 E104 0800 00 00".replace(" ", "")),
+            b"\xE1\x04": len(message).to_bytes(2, "big") + message,
+        }
+        self.selected_application = False
+        self.selected = None
+
+    def answer(self, apdu):
+        if len(apdu) < 4:
+            return b"\x67\x00"
+        cla, ins, p1, p2 = apdu[0:4]
+        if ins == 0xA4 and p1 == 0x04:  # SELECT by name
+            if apdu[5:5 + apdu[4]] == NDEF_AID:
+                self.selected_application = True
+                self.selected = None
+                return b"\x90\x00"
+            return b"\x6A\x82"
+        if ins == 0xA4 and p1 == 0x00 and self.selected_application:  # SELECT by file identifier
+            file_id = bytes(apdu[5:5 + apdu[4]])
+            if file_id in self.files:
+                self.selected = file_id
+                return b"\x90\x00"
+            return b"\x6A\x82"
+        if ins == 0xB0 and self.selected is not None:  # READ BINARY
+            offset = (p1 << 8) | p2
+            le = apdu[4] if len(apdu) > 4 else 0
+            data = self.files[self.selected]
+            if offset > len(data):
+                return b"\x6B\x00"
+            return data[offset:offset + (le or 256)] + b"\x90\x00"
+        return b"\x6D\x00"
+
+
+def emulate(path, message, uid, seconds):
+    clf = open_or_say_why(path)
+    if clf is None:
+        return 4
+    try:
+        print("device:", clf.device, flush=True)
+        target = nfc.clf.LocalTarget("106A")
+        target.sens_res = bytearray.fromhex("4400")
+        target.sdd_res = bytearray(b"\x08" + uid)
+        target.sel_res = bytearray.fromhex("20")
+        activated = clf.listen(target, seconds)
+        if activated is None or activated.tt4_cmd is None:
+            print("error: no reader activated the target within %g s" % seconds, flush=True)
+            return 2
+        print("activated:", activated, flush=True)
+        tag = Type4Tag(message)
+        block = activated.tt4_cmd
+        while True:
+            pcb = block[0]
+            if pcb & 0xF7 == 0xC2:  # S(DESELECT)
+                clf.exchange(bytes(block), 0)
+                print("deselected", flush=True)
+                return 0
+            if pcb & 0xE2 != 0x02 or pcb & 0x1C:  # not a plain I-block (chaining, CID, NAD)
+                print("error: block not handled: %s" % hexstring(block), flush=True)
+                return 4
+            apdu = bytes(block[1:])
+            print("capdu:", hexstring(apdu), flush=True)
+            rapdu = tag.answer(apdu)
+            print("rapdu:", hexstring(rapdu), flush=True)
+            try:
+                block = clf.exchange(bytes([0x02 | (pcb & 0x01)]) + rapdu, 1.0)
+            except nfc.clf.BrokenLinkError:
+                print("released", flush=True)
+                return 0
+            if block is None:
+                print("released", flush=True)
+                return 0
+    finally:
+        clf.close()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("mode", choices=["read"])
+    parser.add_argument("mode", choices=["read", "emulate"])
     parser.add_argument("device", help="the board's device node, e.g. /dev/pts/3")
-    parser.add_argument("--seconds", type=float, default=10.0, help="how long to look for a target")
+    parser.add_argument("--seconds", type=float, default=10.0, help="how long to wait for a target or a reader")
+    parser.add_argument("--ndef", default="", help="emulate: the NDEF message, hex")
+    parser.add_argument("--uid", default="A1B2C3", help="emulate: the 3 bytes after 08 in NFCID1, hex")
     arguments = parser.parse_args()
+    if arguments.mode == "emulate":
+        return emulate(arguments.device, bytes.fromhex(arguments.ndef), bytes.fromhex(arguments.uid), arguments.seconds)
     return read(arguments.device, arguments.seconds)
 
 

@@ -1,5 +1,8 @@
 import Foundation
+import ISO7816
+import PCSCCore
 import PCSCSandbox
+import PN53x
 import SecbridgeTesting
 import Testing
 
@@ -25,14 +28,18 @@ enum Nfcpy {
 
     static var isInstalled: Bool { python != nil }
 
-    /// Runs scripts/nfcpy-board.py with `arguments` to its end (at most `timeout`).
-    static func board(_ arguments: [String], timeout: Duration = .seconds(30)) throws -> (status: Int32, output: String) {
+    /// Starts scripts/nfcpy-board.py with `arguments`.
+    static func start(_ arguments: [String]) throws -> Libnfc.RunningTool {
         guard let python, let root = HarnessPaths.repositoryRoot else {
             throw HarnessError(code: .missingDependency, reason: "nfcpy is not installed: run scripts/install-deps.sh")
         }
         let script = root.appendingPathComponent("scripts/nfcpy-board.py").path
         return try Libnfc.RunningTool(executable: python, ["-u", script] + arguments, environment: ProcessInfo.processInfo.environment)
-            .finish(timeout: timeout)
+    }
+
+    /// Runs scripts/nfcpy-board.py with `arguments` to its end (at most `timeout`).
+    static func board(_ arguments: [String], timeout: Duration = .seconds(30)) throws -> (status: Int32, output: String) {
+        try start(arguments).finish(timeout: timeout)
     }
 }
 
@@ -76,5 +83,48 @@ struct NfcpySerialTests {
         let again = try await blocking { try Nfcpy.board(["read", path, "--seconds", "1"]) }
         #expect(again.status == 4, "\(again.output)")
         #expect(again.output == "error: the board did not answer nfcpy's opening: [Errno 110] Connection timed out\n", "\(again.output)")
+    }
+
+    /// The other way round: nfcpy listens as a Type 4A target on the board (`listen_tta`, SEL_RES
+    /// 20, fISO14443-4_PICC off), answers the reader's RATS and each ISO-DEP block itself
+    /// (TgInitAsTarget hands over the RATS, then TgResponseToInitiator and TgGetInitiatorCommand),
+    /// and scripts/nfcpy-board.py serves the NDEF application; the desk's ACR122U, in the same
+    /// field, reads it with PN532 initiator commands through Direct Transmit. The desk runs at 0.1
+    /// of real time: nfcpy waits in real time on the serial line.
+    @Test func ourACR122UReadsTheType4TagNfcpyEmulatesOnTheBoard() async throws {
+        let desk = try await SimulatedDesk.open(timeScale: 0.1)
+        defer { desk.close() }
+        let path = try #require(try desk.control().send("pn532-serial")["path"])
+        try await stopAutomaticPolling(on: desk)
+        let ndef = Self.message.map { String(format: "%02X", $0) }.joined()
+        let emulator = try Nfcpy.start(["emulate", path, "--ndef", ndef, "--uid", "A1B2C3", "--seconds", "10"])
+        let reading = try await readType4TagWithPN532Commands(on: desk, type4CapabilityContainerRead + [
+            [0x00, 0xA4, 0x00, 0x0C, 0x02, 0xE1, 0x04],  // SELECT NDEF file
+            [0x00, 0xB0, 0x00, 0x00, 0x02],  // READ BINARY NLEN
+            [0x00, 0xB0, 0x00, 0x02, UInt8(Self.message.count)],  // READ BINARY the message
+        ])
+        let emulatorResult = await Task.detached { emulator.finish(timeout: .seconds(15)) }.value
+        print("nfcpy emulate on \(path):\n\(emulatorResult.output)")
+        let target = try #require(reading.0, "no target found; nfcpy said: \(emulatorResult.output)")
+        // nfcpy's target: NFCID1 08 A1 B2 C3, SENS_RES 44 00 as given (ATQA 00 44), SEL_RES 20, and
+        // the ATS it answered the RATS with (its default 05 78 80 70 02).
+        #expect(target.uid == [0x08, 0xA1, 0xB2, 0xC3])
+        #expect(target.atqa.rawValue == 0x0044)
+        #expect(target.sak == 0x20)
+        #expect(target.ats == [0x05, 0x78, 0x80, 0x70, 0x02])
+        try #require(reading.1.count == 6)
+        #expect(reading.1[0] == [0x90, 0x00])
+        #expect(reading.1[1] == [0x90, 0x00])
+        // The script's CC: mapping 2.0, MLe 00FF, MLc 00FF, NDEF file E104 of at most 0800 bytes, open.
+        #expect(reading.1[2] == [0x00, 0x0F, 0x20, 0x00, 0xFF, 0x00, 0xFF, 0x04, 0x06, 0xE1, 0x04, 0x08, 0x00, 0x00, 0x00, 0x90, 0x00])
+        #expect(reading.1[3] == [0x90, 0x00])
+        #expect(reading.1[4] == [0x00, UInt8(Self.message.count), 0x90, 0x00])
+        #expect(reading.1[5] == Self.message + [0x90, 0x00])
+        // nfcpy's side: the RATS handed over, each C-APDU as the script took it out of an I-block,
+        // and the release (status 29 to TgGetInitiatorCommand) after InRelease.
+        #expect(emulatorResult.status == 0, "\(emulatorResult.output)")
+        #expect(emulatorResult.output.contains("activated: 106A sdd_res=08A1B2C3 sel_res=20 sens_res=4400 tt4_cmd=0200A4040007D276000085010100"), "\(emulatorResult.output)")
+        #expect(emulatorResult.output.contains("capdu: 00B0000002\nrapdu: 001C9000\n"), "\(emulatorResult.output)")
+        #expect(emulatorResult.output.hasSuffix("released\n"), "\(emulatorResult.output)")
     }
 }
