@@ -533,9 +533,11 @@ extension DeviceState {
         leaveRoles(world: world)
         sessions += 1
         let t = TargetState(session: sessions, modes: modes, atqa: atqa, uid: uid, sak: sak, historicalBytes: historical)
-        // SetParameters bit 5 (fISO14443-4_PICC) off: the chip leaves ISO-DEP to the host
-        // (nfcpy's listen_tta; libnfc sets it for an ISO/IEC 14443-4 target, pn53x_target_init).
-        t.hostRunsISODEP = flags & 0x20 == 0 && sak & 0x20 != 0
+        // SetParameters bit 5 (fISO14443-4_PICC) off and mode PICC only (bit 2) not asked: the chip
+        // leaves ISO-DEP to the host (nfcpy's listen_tta, mode 01; libnfc sets both for an ISO/IEC
+        // 14443-4 target, pn53x_target_init). PICC only without the flag keeps ISO-DEP in the chip
+        // (decision: a target that may only be a PICC is one the firmware runs).
+        t.hostRunsISODEP = flags & 0x20 == 0 && modes & 0x04 == 0 && sak & 0x20 != 0
         role = .target(t)
         lock.broadcast()
         // A phone that left and stays away a while (PhoneBehaviour.returnAfter) wakes the wait when it is back.
