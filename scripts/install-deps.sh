@@ -7,6 +7,7 @@
 #
 #   scripts/install-deps.sh            install packages (root) and create the venv
 #   VICC_VENV=/path scripts/...        put the venv elsewhere (default: <repo>/.venv-vicc)
+#   NFCPY_VENV=/path scripts/...       nfcpy's venv elsewhere (default: <repo>/.venv-nfcpy)
 #
 # A system pcscd started by the package install is left alone: the tests run their own pcscd in
 # a private mount namespace (see Sources/PCSCSandbox/PrivatePCSCD.swift).
@@ -63,6 +64,28 @@ if "$VENV/bin/python" -c 'import Crypto.Cipher.DES3' 2>/dev/null; then
 else
     step "pip install pycryptodome into $VENV"
     "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check pycryptodome
+fi
+
+# nfcpy (scripts/nfcpy-requirements.txt, pinned) for the tests that run its PN532 driver on the
+# simulated serial board. A venv of its own, so vicc's stays as it is. PyPI unreachable fails the
+# script (and so CI) here, by name, instead of the tests skipping: pip's socket timeout and retries
+# bound each download.
+NFCPY_VENV=${NFCPY_VENV:-"$REPO/.venv-nfcpy"}
+NFCPY_VERSION=$(sed -n 's/^nfcpy==//p' "$REPO/scripts/nfcpy-requirements.txt")
+if [ -x "$NFCPY_VENV/bin/python" ] && "$NFCPY_VENV/bin/python" -c "import sys, nfc; sys.exit(0 if nfc.__version__ == '$NFCPY_VERSION' else 1)" 2>/dev/null; then
+    step "nfcpy $NFCPY_VERSION present in $NFCPY_VENV"
+else
+    if ! "$NFCPY_VENV/bin/python" -c 'import sys; sys.exit(0 if sys.prefix != sys.base_prefix else 1)' 2>/dev/null; then
+        step "create venv $NFCPY_VENV from $PY"
+        rm -rf "$NFCPY_VENV"
+        "$PY" -m venv "$NFCPY_VENV"
+    fi
+    step "pip install nfcpy $NFCPY_VERSION into $NFCPY_VENV"
+    if ! "$NFCPY_VENV/bin/python" -m pip install --quiet --disable-pip-version-check --timeout 30 --retries 2 \
+        -r "$REPO/scripts/nfcpy-requirements.txt"; then
+        step "pip install of nfcpy failed (is PyPI reachable?); the nfcpy tests need it" >&2
+        exit 1
+    fi
 fi
 
 step "done; vicc runs as: PYTHONPATH=/usr/lib/python3/site-packages/virtualsmartcard $VENV/bin/python /usr/bin/vicc"

@@ -40,6 +40,12 @@ struct ListedTarget {
     var commandChain: [UInt8] = []
     /// The rest of an answer longer than one frame.
     var pendingAnswer: [UInt8] = []
+    /// FSD, the largest frame the reader takes (PCB to CRC_A), from the FSDI of a raw RATS
+    /// (ISO/IEC 14443-4 §5.1); 256 until one is seen.
+    var frameSizeForReader = 256
+    /// The last ISO-DEP block a raw exchange sent (PCB first, without CRC_A), sent again on a
+    /// reader's R(NAK) or repeated R(ACK) (ISO/IEC 14443-4 §7.5.4).
+    var lastBlock: [UInt8] = []
 }
 
 /// The emulation set up by TgInitAsTarget.
@@ -74,6 +80,15 @@ final class TargetState {
     var metaData: [UInt8] = []
     /// A reader initiator is waiting for the answer to a command the host took.
     var commandOutstanding = false
+    /// The host runs ISO-DEP itself (SetParameters fISO14443-4_PICC, bit 5, off when TgInitAsTarget
+    /// began, SEL_RES with the ISO/IEC 14443-4 bit): the reader's RATS reaches the host, which
+    /// answers the ATS and every block with TgResponseToInitiator, as nfcpy's `listen_tta` does
+    /// (docs/pn532-uart.md §10).
+    var hostRunsISODEP = false
+    /// The ATS the host answered the reader's RATS with (``hostRunsISODEP``).
+    var hostATS: [UInt8]?
+    /// The reader's block number for its next I-block (``hostRunsISODEP``; ISO/IEC 14443-4 §7.5.3).
+    var readerBlockNumber: UInt8 = 0
 
     init(session: Int, modes: UInt8, atqa: UInt16, uid: [UInt8], sak: UInt8, historicalBytes: [UInt8]) {
         self.session = session
@@ -424,7 +439,16 @@ final class DeviceState: @unchecked Sendable {
                 if sendsRATS {
                     t.phase = .activatedByReader(self)
                     t.initiatorCommand = [0xE0, 0x80]
-                    world.record(.targetActivated(mode: 0x08, initiatorCommand: t.initiatorCommand), reader: other.name)
+                    if t.hostRunsISODEP {
+                        // Mode 00: 106 kbit/s, passive, no ISO-DEP by the chip; the host answers the
+                        // RATS (TgResponseToInitiator), which the reader waits for.
+                        t.activatedMode = 0x00
+                        t.commandOutstanding = true
+                        t.outbox = nil
+                        t.hostATS = nil
+                        t.readerBlockNumber = 0
+                    }
+                    world.record(.targetActivated(mode: t.activatedMode, initiatorCommand: t.initiatorCommand), reader: other.name)
                 }
             }
         }

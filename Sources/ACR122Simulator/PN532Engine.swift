@@ -80,8 +80,15 @@ extension DeviceState {
             case .waiting: return reply([0x00, 0x00])
             }
         case 0x88, 0x90:
-            // TgGetInitiatorCommand / TgResponseToInitiator serve non-ISO-DEP targets: not modelled.
-            return reply([targetRoleError()])
+            // TgGetInitiatorCommand / TgResponseToInitiator (UM0701-02 §7.3.15, §7.3.18): modelled
+            // for a Type 4A emulation whose host runs ISO-DEP (the raw blocks, docs/pn532-uart.md
+            // §10), as TgGetData / TgSetData carry them; otherwise not modelled.
+            guard case .target(let t) = role, t.hostRunsISODEP else { return reply([targetRoleError()]) }
+            if command == 0x88 {
+                guard p.isEmpty else { return .failed }
+                return tgGetData(world: world, lock: lock, reply: reply)
+            }
+            return reply([tgSetData(p, world: world)])
         default:
             // An unknown command: the PN532 answers a syntax error frame; the MCU reports 63 00 (U).
             return .failed
@@ -184,15 +191,26 @@ extension DeviceState {
         case .driverTimeout: return .driverTimeout
         }
         var targets: [ListedTarget] = []
-        var bytes: [UInt8] = []
         for (index, peer) in found.prefix(maxTargets).enumerated() {
-            let target = activate(peer, number: UInt8(index + 1), world: world)
-            targets.append(target)
-            bytes += targetDescription(target)
+            targets.append(activate(peer, number: UInt8(index + 1), world: world))
         }
         role = .initiator(targets)
         lock.broadcast()
-        return reply([UInt8(targets.count)] + bytes)
+        // An emulation whose host runs ISO-DEP: the ATS is the host's answer to the RATS.
+        for target in targets where target.isoDEP {
+            guard case .emulation(let other, _) = target.peer, case .target(let t) = other.role, t.hostRunsISODEP else { continue }
+            let atsOutcome = wait(lock: lock) { t.outbox != nil || !t.isActivated }
+            switch atsOutcome {
+            case .satisfied:
+                guard let ats = t.outbox else { return reply([0x00]) }
+                t.outbox = nil
+                t.hostATS = ats
+            case .limit: return reply([0x00])
+            case .mcuTimeout: return .failed
+            case .driverTimeout: return .driverTimeout
+            }
+        }
+        return reply([UInt8(targets.count)] + targets.flatMap(targetDescription))
     }
 
     /// `Tg SENS_RES(2, MSB first) SEL_RES NFCIDLength NFCID1 [ATS incl. TL]`.
@@ -210,7 +228,7 @@ extension DeviceState {
         case .emulation(let other, _):
             guard case .target(let t) = other.role else { return [] }
             identity = TypeAIdentity(uid: t.uid, atqa: t.atqa, sak: t.sak)
-            ats = t.ats
+            ats = t.hostATS ?? t.ats
         }
         var bytes: [UInt8] = [target.number] + sensRes(identity.atqa) + [identity.sak, UInt8(identity.uid.count)] + identity.uid
         if target.isoDEP, let ats { bytes += ats }
@@ -293,7 +311,12 @@ extension DeviceState {
             return .answer(answer)
         case .emulation(let other, _):
             guard target.isoDEP, case .target(let t) = other.role else { return .status(0x01) }
-            t.inbox = command
+            if t.hostRunsISODEP {
+                // The chip's ISO-DEP as initiator: one I-block without CID or NAD (ISO/IEC 14443-4 §7.1).
+                t.inbox = [0x02 | t.readerBlockNumber] + command
+            } else {
+                t.inbox = command
+            }
             t.outbox = nil
             t.pendingCommand = []
             lock.broadcast()
@@ -305,7 +328,15 @@ extension DeviceState {
                 guard let answer = t.outbox else { return .status(0x01) }
                 t.outbox = nil
                 t.commandOutstanding = false
-                return .answer(answer)
+                guard t.hostRunsISODEP else { return .answer(answer) }
+                // The host's block: an I-block of this block number carries the R-APDU; anything
+                // else (chaining, S(WTX)) is not modelled and reads as a protocol error (status 29
+                // would be a release; 13 is "invalid received frame" as for a bad block).
+                guard let pcb = answer.first, pcb & 0xE2 == 0x02, pcb & 0x1C == 0, pcb & 0x01 == t.readerBlockNumber else {
+                    return .status(0x13)
+                }
+                t.readerBlockNumber ^= 1
+                return .answer(Array(answer.dropFirst()))
             case .limit, .mcuTimeout: return .mcuTimeout
             case .driverTimeout: return .driverTimeout
             }
@@ -329,8 +360,10 @@ extension DeviceState {
     }
 
     /// InCommunicateThru `raw` → `Status data` (UM0701-02 §7.3.9) to the first selected target.
-    /// A FeliCa or Topaz/Jewel target answers as through InDataExchange; otherwise only a Type 2
-    /// tag with memory answers (READ, WRITE, GET_VERSION).
+    /// An ISO/IEC 14443-4 card activated with a raw RATS answers ISO-DEP blocks
+    /// (``rawISODEPBlock(_:hostGetsCRC:world:)``); a FeliCa or Topaz/Jewel target answers as
+    /// through InDataExchange; otherwise only a Type 2 tag with memory answers (READ, WRITE,
+    /// GET_VERSION).
     ///
     /// A tag's 4-bit answer (the ACK Ah of a WRITE, a NAK) is not a frame with a CRC_A, so with
     /// the chip checking CRCs (RxCRCEn, RxMode 6303h bit 7, set) the PN532 reports it as a CRC
@@ -362,6 +395,11 @@ extension DeviceState {
                 return [0x01]
             }
             frame.removeLast(2)
+        }
+        // An ISO/IEC 14443-4 card after a raw RATS: the host runs ISO-DEP itself (nfcpy's Type 4A
+        // reader; PN532RawISODEP.swift).
+        if let answer = rawISODEPBlock(frame, hostGetsCRC: hostGetsCRC, world: world) {
+            return answer
         }
         // A FeliCa or Topaz/Jewel target: the frame as InDataExchange carries it (libnfc sends
         // FeliCa commands this way with easy framing off, nfc-read-forum-tag3; CardFamilies.swift).
@@ -495,6 +533,11 @@ extension DeviceState {
         leaveRoles(world: world)
         sessions += 1
         let t = TargetState(session: sessions, modes: modes, atqa: atqa, uid: uid, sak: sak, historicalBytes: historical)
+        // SetParameters bit 5 (fISO14443-4_PICC) off and mode PICC only (bit 2) not asked: the chip
+        // leaves ISO-DEP to the host (nfcpy's listen_tta, mode 01; libnfc sets both for an ISO/IEC
+        // 14443-4 target, pn53x_target_init). PICC only without the flag keeps ISO-DEP in the chip
+        // (decision: a target that may only be a PICC is one the firmware runs).
+        t.hostRunsISODEP = flags & 0x20 == 0 && modes & 0x04 == 0 && sak & 0x20 != 0
         role = .target(t)
         lock.broadcast()
         // A phone that left and stays away a while (PhoneBehaviour.returnAfter) wakes the wait when it is back.

@@ -77,6 +77,11 @@ extension DeviceState {
             return [0x01]
         }
         targets[0].isoDEP = true
+        // FSDI, the high nibble of the parameter byte → FSD (ISO/IEC 14443-4 §5.1, Table 1);
+        // FSDI above 8 (RFU in that edition) is taken as 256.
+        let fsd = [16, 24, 32, 40, 48, 64, 96, 128, 256]
+        targets[0].frameSizeForReader = fsd[min(Int(raw[1] >> 4), 8)]
+        targets[0].lastBlock = []
         role = .initiator(targets)
         lastError = 0x00
         return [0x00] + card.ats + (hostGetsCRC ? Self.crcA(card.ats) : [])

@@ -56,6 +56,14 @@ public final class SimulatedPN532: Sendable {
         if frame.count == 3 || frame.count == 4, frame[0] == 0xD4, frame[1] == 0x16 {
             return [0xD5, 0x17, 0x00]
         }
+        // SetSerialBaudRate `D4 10 BR` → `D5 11` (UM0701-02 §7.2.8): BR 00…08 is 9 600, 19 200,
+        // 38 400, 57 600, 115 200, 230 400, 460 800, 921 600 or 1 288 000 baud (nfcpy's
+        // `set_serial_baudrate` table). The host acknowledges the answer and both sides switch; a
+        // pseudo-terminal carries its bytes at any speed, so nothing else changes here. nfcpy asks
+        // for 921 600 after its wake-up where stty(1) takes that speed, and for 115 200 on close.
+        if frame.count == 3, frame[0] == 0xD4, frame[1] == 0x10 {
+            return frame[2] <= 0x08 ? [0xD5, 0x11] : nil
+        }
         return field.lock.withLock { world in
             state.abortRequested = false
             state.commandInFlight = frame

@@ -6,7 +6,9 @@ import PCSCCore
 /// (UM0701-02 §6.2; docs/pn532-uart.md §5).
 ///
 /// - Asleep until a 55 byte arrives (the HSU wake-up); frames before it get nothing, as a chip in
-///   power-down or low-battery mode.
+///   power-down mode. A device created `awake` (a board just powered up) answers at once; a
+///   PowerDown (`D4 16 …`) answered with status 00 puts it to sleep again after its response
+///   (UM0701-02 §7.2.11; docs/pn532-uart.md §3).
 /// - Each command frame is acknowledged with ACK, then answered with the model's response frame,
 ///   or with the error frame when the model refuses the command (nil).
 /// - A host NACK makes it send its last response again; a host ACK while a command runs aborts it
@@ -52,7 +54,8 @@ public final class PN532SerialDevice: Sendable {
     /// - Parameters:
     ///   - stream: the device end of the line.
     ///   - clock: the line's clock: threads started here take part in its virtual time.
-    ///   - awake: false (default) to wait for the 55 wake-up byte first.
+    ///   - awake: false (default) to wait for the 55 wake-up byte first; true for a board just
+    ///     powered up, which answers the first frame without it (nfcpy's wake-up sends no 55).
     ///   - respond: the model: `D4 cmd params` → `D5 cmd+1 data`, nil for a refused command.
     ///   - abort: ends the model's current command early (called on a host ACK while it runs).
     public init(
@@ -212,10 +215,12 @@ public final class PN532SerialDevice: Sendable {
         } else {
             bytes = PN532UARTFrame.applicationErrorBytes
         }
-        finish(number: number, response: bytes)
+        // PowerDown `D4 16 …` → `D5 17 00`: the chip sleeps once it has answered (UM0701-02 §7.2.11).
+        let sleeps = command.count >= 2 && command[1] == 0x16 && answer == [0xD5, 0x17, 0x00]
+        finish(number: number, response: bytes, thenSleep: sleeps)
     }
 
-    private func finish(number: Int, response: [UInt8]) {
+    private func finish(number: Int, response: [UInt8], thenSleep: Bool = false) {
         state.lock.lock()
         guard state.running == number else {
             state.lock.unlock()
@@ -230,6 +235,7 @@ public final class PN532SerialDevice: Sendable {
         }
         // Written with the state lock held, so an abort cannot come between the check and the write.
         try? stream.write(sent)
+        if thenSleep { state.awake = false }
         state.lock.unlock()
     }
 }

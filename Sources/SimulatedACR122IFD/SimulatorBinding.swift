@@ -183,8 +183,10 @@ final class SharedField: Sendable {
             terminal = try PN532PseudoTerminal()
             self.chip = chip
             // The device's own thread reads the pty master; each command runs on a thread of its own.
+            // Awake, as a board just plugged in: nfcpy's first GetFirmwareVersion comes after 00
+            // bytes only (docs/pn532-uart.md §3); after a PowerDown it needs the 55 wake-up.
             device = PN532SerialDevice(
-                stream: terminal, clock: .monotonic,
+                stream: terminal, clock: .monotonic, awake: true,
                 respond: { frame in chip.respond(to: frame) }, abort: { chip.abortCommand() })
         }
 

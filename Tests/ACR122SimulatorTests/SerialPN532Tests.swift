@@ -14,14 +14,14 @@ private final class SerialBoard {
     let device: PN532SerialDevice
     let link: PN532SerialLink
 
-    init() {
+    init(awake: Bool = false) {
         let clock = PN532SerialClock(virtualTime: time)
         field = SimulatedField(clock: SimulationClock(virtualTime: time))
         chip = SimulatedPN532(field: field)
         line = PN532InMemorySerialLine(clock: clock)
         let chip = chip
         device = PN532SerialDevice(
-            stream: line.device, clock: clock, respond: { chip.respond(to: $0) }, abort: { chip.abortCommand() })
+            stream: line.device, clock: clock, awake: awake, respond: { chip.respond(to: $0) }, abort: { chip.abortCommand() })
         link = PN532SerialLink(stream: line.host, clock: clock)
     }
 
@@ -45,6 +45,62 @@ struct SerialPN532Tests {
         }
         #expect(status == [0x00])
         #expect(board.chip.respond(to: [0xD4, 0x16]) == nil, "WakeUpEnable is required")
+    }
+
+    @Test("a board just powered up answers without the 55 (nfcpy's 00 preamble); after PowerDown only the 55 wakes it")
+    func sleepsAfterPowerDown() throws {
+        let board = SerialBoard(awake: true)
+        #expect(try board.run { try $0.exchange(.getFirmwareVersion) } == hex("32 01 06 07"))
+        #expect(try board.run { try $0.exchange(.init(rawValue: 0x16), [0xB0, 0x00]) } == [0x00])
+        #expect(!board.device.isAwake)
+        // nfcpy's next open: 00 bytes and GetFirmwareVersion get no ACK (nfcpy issue #186 on a real board).
+        #expect(throws: PN532SerialError.noAcknowledgement(command: .getFirmwareVersion, bound: .milliseconds(100))) {
+            try board.run { try $0.exchange(.getFirmwareVersion) }
+        }
+        try board.run { try $0.wakeUp() }
+        #expect(try board.run { try $0.exchange(.getFirmwareVersion) } == hex("32 01 06 07"))
+    }
+
+    @Test("SetSerialBaudRate D4 10 00…08 → D5 11 (UM0701-02 §7.2.8); a rate index past 08 is refused")
+    func setSerialBaudRate() {
+        let chip = SimulatedPN532()
+        #expect(chip.respond(to: hex("D4 10 07")) == hex("D5 11"))  // 921 600, nfcpy's first choice
+        #expect(chip.respond(to: hex("D4 10 04")) == hex("D5 11"))  // 115 200, nfcpy's close
+        #expect(chip.respond(to: hex("D4 10 09")) == nil)
+        chip.detach()
+    }
+
+    @Test("a Type 4A card activated with a raw RATS answers ISO-DEP blocks through InCommunicateThru, as nfcpy sends them")
+    func rawISODEPBlocks() {
+        let field = SimulatedField()
+        let card = ISO14443_4Card(uid: hex("04 A1 B2 C3")) { apdu in apdu.count > 4 && apdu[1] == 0xB0 ? Array(repeating: 0x5A, count: 300) + [0x90, 0x00] : [0x90, 0x00]
+        }
+        field.place(card)
+        let chip = SimulatedPN532(field: field)
+        defer { chip.detach() }
+        // nfcpy: SetParameters 00 (no automatic RATS), InListPassiveTarget, then RATS E0 80 raw.
+        #expect(chip.respond(to: hex("D4 12 00")) == hex("D5 13"))
+        #expect(chip.respond(to: hex("D4 4A 01 00")).map { Array($0.prefix(3)) } == hex("D5 4B 01"))
+        #expect(chip.respond(to: hex("D4 42 E0 80")) == hex("D5 43 00 05 78 80 70 02"))
+        // I-block 02 (block 0): the answer I-block 02 with the R-APDU.
+        #expect(chip.respond(to: hex("D4 42 02 00 A4 04 00 07 D2 76 00 00 85 01 01 00")) == hex("D5 43 00 02 90 00"))
+        // R(NAK) for block 0: the last block again.
+        #expect(chip.respond(to: hex("D4 42 B2")) == hex("D5 43 00 02 90 00"))
+        // A 302-byte R-APDU: chained I-blocks (13 = chaining, block 1) of 250 bytes (FSD 256 allows
+        // 253; the chip's answer frame holds 251 bytes after the status), the rest on R(ACK) of block 0.
+        let first = chip.respond(to: hex("D4 42 03 00 B0 00 00 00"))
+        #expect(first.map { Array($0.prefix(4)) } == hex("D5 43 00 13"))
+        #expect(first?.count == 4 + 250)
+        let rest = chip.respond(to: hex("D4 42 A2"))
+        #expect(rest.map { Array($0.prefix(4)) } == hex("D5 43 00 02"))
+        #expect(rest.map { Array($0.dropFirst(4)) } == Array(repeating: 0x5A, count: 50) + [0x90, 0x00])
+        // A chained C-APDU: R(ACK) for the first part, the whole APDU to the card with the last.
+        #expect(chip.respond(to: hex("D4 42 13 00 D6 00")) == hex("D5 43 00 A3"))
+        #expect(chip.respond(to: hex("D4 42 02 00 01 AA")) == hex("D5 43 00 02 90 00"))
+        // S(DESELECT) answered C2; the card then answers no block.
+        #expect(chip.respond(to: hex("D4 42 C2")) == hex("D5 43 00 C2"))
+        #expect(chip.respond(to: hex("D4 42 03 00 A4 00 0C 02 E1 03")) == hex("D5 43 01"))
+        #expect(card.receivedAPDUs == [hex("00 A4 04 00 07 D2 76 00 00 85 01 01 00"), hex("00 B0 00 00 00"), hex("00 D6 00 00 01 AA")])
     }
 
     @Test("wake-up, then GetFirmwareVersion D4 02 → D5 03 32 01 06 07 (PN532 v1.6, UM0701-02 §7.2.2)")

@@ -61,39 +61,9 @@ struct LibnfcSerialTests {
         environment["LIBNFC_DEVICE"] = "pn532_uart:" + path
         environment["LIBNFC_AUTO_SCAN"] = "false"
         environment["LIBNFC_LOG_LEVEL"] = "1"  // errors only
-        let client = desk.client
-        let reader = desk.names[0]
-        // The ACR122U's automatic polling off first: it would activate the emulated target by
-        // itself (docs/acr122-pn532.md §2, PICC operating parameter bit 7).
-        try await blocking {
-            let context = try client.establishContext()
-            defer { try? context.release() }
-            let direct = try context.connect(to: reader, share: .direct, protocols: .undefined)
-            defer { try? direct.disconnect(.leave) }
-            try ACR122Link.open(channel: direct, readerName: reader).setPICCOperatingParameter([])
-        }
+        try await stopAutomaticPolling(on: desk)
         let emulator = try Libnfc.RunningTool("nfc-emulate-forum-tag4", [], environment: environment)
-        let reading = try await blocking { () throws -> (ISO14443ATarget?, [[UInt8]]) in
-            let context = try client.establishContext()
-            defer { try? context.release() }
-            let direct = try context.connect(to: reader, share: .direct, protocols: .undefined)
-            defer { try? direct.disconnect(.leave) }
-            let chip = PN532(link: try ACR122Link.open(channel: direct, readerName: reader))
-            var target: ISO14443ATarget?
-            // Until nfc-emulate-forum-tag4 reaches TgInitAsTarget; each poll ends after 17 attempts.
-            for _ in 0..<200 where target == nil {
-                target = try chip.pollISO14443A(passiveActivationRetries: 0x10)
-            }
-            guard let target else { return (nil, []) }
-            let commands: [[UInt8]] = [
-                [0x00, 0xA4, 0x04, 0x00, 0x07, 0xD2, 0x76, 0x00, 0x00, 0x85, 0x01, 0x01, 0x00],  // SELECT NDEF Tag Application
-                [0x00, 0xA4, 0x00, 0x0C, 0x02, 0xE1, 0x03],  // SELECT capability container
-                [0x00, 0xB0, 0x00, 0x00, 0x0F],  // READ BINARY CC
-            ]
-            let answers = try commands.map { try chip.exchangeAPDU($0, target: target.logicalNumber) }
-            try chip.release()
-            return (target, answers)
-        }
+        let reading = try await readType4TagWithPN532Commands(on: desk, type4CapabilityContainerRead)
         let emulatorResult = await Task.detached { emulator.finish(timeout: .seconds(10)) }.value
         print("nfc-emulate-forum-tag4 on \(path):\n\(emulatorResult.output)")
         let target = try #require(reading.0, "no target found; nfc-emulate-forum-tag4 said: \(emulatorResult.output)")
@@ -107,5 +77,50 @@ struct LibnfcSerialTests {
         #expect(reading.1[1] == [0x90, 0x00])
         // Its CC: mapping 2.0, MLe 0054, MLc 00FF, NDEF file E104 of at most FFFE bytes, open access.
         #expect(reading.1[2] == [0x00, 0x0F, 0x20, 0x00, 0x54, 0x00, 0xFF, 0x04, 0x06, 0xE1, 0x04, 0xFF, 0xFE, 0x00, 0x00, 0x90, 0x00])
+    }
+}
+
+/// Turns the automatic polling of the desk's first ACR122U off: it would activate a target the
+/// serial board emulates by itself (docs/acr122-pn532.md §2, PICC operating parameter bit 7).
+func stopAutomaticPolling(on desk: SimulatedDesk) async throws {
+    let client = desk.client
+    let reader = desk.names[0]
+    try await blocking {
+        let context = try client.establishContext()
+        defer { try? context.release() }
+        let direct = try context.connect(to: reader, share: .direct, protocols: .undefined)
+        defer { try? direct.disconnect(.leave) }
+        try ACR122Link.open(channel: direct, readerName: reader).setPICCOperatingParameter([])
+    }
+}
+
+/// NFC Forum Type 4 Tag 2.0 §5.4 up to the CC: SELECT the NDEF Tag Application, SELECT the
+/// capability container E103, READ BINARY its 15 bytes.
+let type4CapabilityContainerRead: [[UInt8]] = [
+    [0x00, 0xA4, 0x04, 0x00, 0x07, 0xD2, 0x76, 0x00, 0x00, 0x85, 0x01, 0x01, 0x00],  // SELECT NDEF Tag Application
+    [0x00, 0xA4, 0x00, 0x0C, 0x02, 0xE1, 0x03],  // SELECT capability container
+    [0x00, 0xB0, 0x00, 0x00, 0x0F],  // READ BINARY CC
+]
+
+/// The desk's first ACR122U as a PN532 initiator through Direct Transmit: polls until a target
+/// answers (at most 200 polls of 17 attempts each, until the emulating host reaches
+/// TgInitAsTarget), sends `commands` to it, releases it; nil and no answers when none came.
+func readType4TagWithPN532Commands(on desk: SimulatedDesk, _ commands: [[UInt8]]) async throws -> (ISO14443ATarget?, [[UInt8]]) {
+    let client = desk.client
+    let reader = desk.names[0]
+    return try await blocking { () throws -> (ISO14443ATarget?, [[UInt8]]) in
+        let context = try client.establishContext()
+        defer { try? context.release() }
+        let direct = try context.connect(to: reader, share: .direct, protocols: .undefined)
+        defer { try? direct.disconnect(.leave) }
+        let chip = PN532(link: try ACR122Link.open(channel: direct, readerName: reader))
+        var target: ISO14443ATarget?
+        for _ in 0..<200 where target == nil {
+            target = try chip.pollISO14443A(passiveActivationRetries: 0x10)
+        }
+        guard let target else { return (nil, []) }
+        let answers = try commands.map { try chip.exchangeAPDU($0, target: target.logicalNumber) }
+        try chip.release()
+        return (target, answers)
     }
 }

@@ -45,10 +45,15 @@ enum Libnfc {
         let outputURL: URL
 
         /// - Parameter input: what the tool reads on standard input (answers to its prompts); nil: none.
-        init(_ name: String, _ arguments: [String], environment: [String: String], input: String? = nil) throws {
+        convenience init(_ name: String, _ arguments: [String], environment: [String: String], input: String? = nil) throws {
             guard let path = Libnfc.tool(name) else {
                 throw HarnessError(code: .missingDependency, reason: "\(name) is not built: run scripts/build-libnfc.sh")
             }
+            try self.init(executable: path, arguments, environment: environment, input: input)
+        }
+
+        /// Runs the program at `path` (nfcpy's Python, say) the same way.
+        init(executable path: String, _ arguments: [String], environment: [String: String], input: String? = nil) throws {
             outputURL = FileManager.default.temporaryDirectory
                 .appendingPathComponent("secbridge-tool.\(getpid()).\(UUID().uuidString.prefix(8)).out")
             _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
