@@ -1177,7 +1177,7 @@ import Testing
             help: #"""
             OVERVIEW: Run a fixed sequence on an ACR122U in both roles and save it as a transcript bundle; replay bundles against the simulator.
 
-            USAGE: secbridge selftest --hardware [--reader NAME|INDEX] [--output DIR] [--phone] [--json] | --replay DIR…
+            USAGE: secbridge selftest --hardware [--reader NAME|INDEX [--output DIR] [--phone] | --device tty:PATH] [--json] | --replay DIR…
 
             --hardware runs the same escape commands on every unit, over a DIRECT connection (a card
             is not needed): reader identification, PICC parameter, LEDs, PN532 status, RF field,
@@ -1195,6 +1195,16 @@ import Testing
             recording keeps what it said) or error. Exit status 1 only when a step failed with a
             PC/SC error or the bundle could not be written.
 
+            With --device tty:/dev/ttyUSB0 (or nfcpy's tty:USB0) --hardware runs the PN532 steps on a
+            bare board on a serial line instead (docs/pn532-uart.md §11), framed for its UART: the
+            wake-up, GetFirmwareVersion, the chip's self tests (Diagnose 00 communication line, 01
+            ROM, 02 RAM), status, RF field off and on, polling with bounded retries, TgGetData
+            outside the target role, and TgInitAsTarget with no terminal, ended by the host's 1 s
+            bound and the ACK frame; then targets released and the RF field off. The ACR122U's
+            own steps (PC/SC feature request, firmware string, PICC parameter, LEDs, MCU timeout)
+            are listed as not applicable. Nothing is recorded: --output and --phone apply to an
+            ACR122U.
+
             --replay DIR… replays bundles against a simulated ACR122U in this process: reader.trn
             and target.trn on a fresh simulated unit with the recorded driver and firmware (and the
             recorded card placed in its field, left powered up when the recording shows that pcscd
@@ -1205,6 +1215,7 @@ import Testing
             OPTIONS:
               --hardware                 Run the sequence on a reader and write a bundle.
               -r, --reader <NAME|INDEX>  The reader: an index from `secbridge readers` or part of its name (default: the first ACR122-class reader).
+              --device <tty:PATH>        A PN532 board on this serial port (tty:/dev/ttyUSB0, or tty:USB0) instead of an ACR122U.
               -o, --output <DIR>         The bundle directory to create (must not exist).
               --phone                    Also emulate the built-in URI tag (one 60 s window) for a phone or terminal to read.
               --replay <DIR>             Replay the bundle in DIR against the simulated ACR122U (repeat or list several).
@@ -1214,7 +1225,7 @@ import Testing
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge selftest --hardware [--reader NAME|INDEX] [--output DIR] [--phone] [--json] | --replay DIR…
+            USAGE: secbridge selftest --hardware [--reader NAME|INDEX [--output DIR] [--phone] | --device tty:PATH] [--json] | --replay DIR…
             Run 'secbridge selftest --help' for more information.
 
             """#),
@@ -1268,7 +1279,7 @@ import Testing
             help: #"""
             OVERVIEW: Bring an ACR122U back to a usable state after an interrupted emulation.
 
-            USAGE: secbridge reset [--reader NAME|INDEX] [--json]
+            USAGE: secbridge reset [--reader NAME|INDEX] [--device tty:PATH] [--json]
 
             Connects DIRECT (escape commands; if the driver refuses them and a card is present, SHARED
             with pseudo-APDUs through SCardTransmit) and sends, printing each command and answer:
@@ -1281,6 +1292,13 @@ import Testing
             Exit status 0 when every step got the expected answer; otherwise unplug and replug
             the reader.
 
+            With --device tty:/dev/ttyUSB0 (or nfcpy's tty:USB0) the PN532 is a bare board on a
+            serial line (docs/pn532-uart.md §10), reached without PC/SC, and put back in its idle
+            state: the ACK frame (aborts a pending command), the wake-up (55 preamble,
+            SAMConfiguration), GetFirmwareVersion, InRelease 00, RF field off (D4 32 01 00) and the
+            retries back to FF 01 FF (D4 32 05 FF 01 FF). The PICC parameter, LEDs and MCU timeout
+            are the ACR122U's and have no counterpart there.
+
             Example:
               $ secbridge reset --reader acr122
               reader: ACS ACR122U PICC Interface 00 00
@@ -1291,13 +1309,14 @@ import Testing
 
             OPTIONS:
               -r, --reader <NAME|INDEX>  The ACR122U: an index from `secbridge readers` or part of its name.
+              --device <tty:PATH>        A PN532 board on this serial port (tty:/dev/ttyUSB0, or tty:USB0) instead of an ACR122U.
               --json                     Print a JSON object {reader, connection, steps: [{name, exchanges: [{command, reply}], ok, failure}], restored}.
               -h, --help                 Show help information.
 
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge reset [--reader NAME|INDEX] [--json]
+            USAGE: secbridge reset [--reader NAME|INDEX] [--device tty:PATH] [--json]
             Run 'secbridge reset --help' for more information.
 
             """#),
