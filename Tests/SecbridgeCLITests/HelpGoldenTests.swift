@@ -558,7 +558,7 @@ import Testing
             help: #"""
             OVERVIEW: An interactive session on a reader: APDUs, pseudo-APDUs, escape commands, reset, with history.
 
-            USAGE: secbridge shell [--reader NAME|INDEX] [--raw] [--stop-on-error] [--wait SECONDS] [--code HEX4] [--record FILE] [--history FILE] [--show-secrets]
+            USAGE: secbridge shell [--reader NAME|INDEX | --device tty:PATH] [--raw] [--stop-on-error] [--wait SECONDS] [--code HEX4] [--record FILE] [--history FILE] [--show-secrets]
 
             Opens the reader (--reader, else the first with a card, else the first) and reads
             statements, one a line: on the card when there is one, else on the reader alone (a
@@ -571,10 +571,17 @@ import Testing
                                without a card it goes as an escape command
               control HEX…     an escape command (SCardControl with the reader's escape code)
               reset            reset the card and show its ATR
-              reader [NAME]    show the reader, or change to another (an index or part of its name)
+              reader [NAME]    show the reader, or change to another (an index or part of its name,
+                               or tty:PATH, a PN532 board on a serial line: control D4 … then)
               record FILE      record every exchange to a new transcript FILE; `record off` stops
               help             this list
               exit, quit       stop (Ctrl-D too)
+
+            With --device tty:/dev/ttyUSB0 (or nfcpy's tty:USB0), or after `reader tty:PATH`, the
+            session is on a PN532 board on a serial line, reached without PC/SC (docs/shell.md §4):
+            `control D4 …` sends a PN532 command frame and shows the chip's D5 answer, and a Direct
+            Transmit pseudo-APDU FF 00 00 00 Lc D4 … sends the frame inside it and answers as the
+            ACR122U does (D5 … 90 00). `reader NAME` changes back to a PC/SC reader.
 
             On a terminal, lines are edited with libedit (arrow keys, Ctrl-A, Ctrl-E, history; Ctrl-C
             drops the line being typed) and the history is kept in --history, by default
@@ -598,6 +605,7 @@ import Testing
 
             OPTIONS:
               -r, --reader <NAME|INDEX>  The reader: an index from `secbridge readers` or part of its name.
+              --device <tty:PATH>        A PN532 board on this serial port (tty:/dev/ttyUSB0, or tty:USB0) instead of a PC/SC reader.
               --raw                      Send the bytes as they are: no GET RESPONSE, no Le correction, no chaining.
               --stop-on-error            In a script: stop at the first status word other than 90 00 or 61xx, and exit 1.
               --wait <SECONDS>           Wait up to SECONDS (at most 3600) for a card when none is there.
@@ -610,7 +618,7 @@ import Testing
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge shell [--reader NAME|INDEX] [--raw] [--stop-on-error] [--wait SECONDS] [--code HEX4] [--record FILE] [--history FILE] [--show-secrets]
+            USAGE: secbridge shell [--reader NAME|INDEX | --device tty:PATH] [--raw] [--stop-on-error] [--wait SECONDS] [--code HEX4] [--record FILE] [--history FILE] [--show-secrets]
             Run 'secbridge shell --help' for more information.
 
             """#),
