@@ -72,3 +72,8 @@ final class SerialBoardSession {
         return Array(apdu.dropFirst(5))
     }
 }
+
+/// The usage error of every command given both `--reader` and `--device`.
+package func twoReadersNamed(device: String) -> CLIError {
+    .usage("--reader and --device name two readers: give one (--device \(device) is a PN532 board on a serial line)")
+}

@@ -59,7 +59,7 @@ extension SecbridgeCLI {
             throw CLIError.usage("shell takes no arguments, got '\(invocation.arguments.positional[0])'; give a script on standard input or use `secbridge run SCRIPT`")
         }
         if let device = invocation.arguments.value("device"), invocation.arguments.value("reader") != nil {
-            throw CLIError.usage("--reader and --device name two readers: give one (--device \(device) is a PN532 board on a serial line)")
+            throw twoReadersNamed(device: device)
         }
         let buffered = BufferedConsole(invocation.console)
         defer { buffered.flush() }

@@ -57,7 +57,7 @@ extension SecbridgeCLI {
         }
         if let device = invocation.arguments.value("device") {
             if invocation.arguments.value("reader") != nil {
-                throw CLIError.usage("--reader and --device name two readers: give one (--device \(device) is a PN532 board on a serial line)")
+                throw twoReadersNamed(device: device)
             }
             let path = try SerialDeviceName.path(device)
             return try runSerialReset(invocation, path: path) { PN532SerialLink(stream: try PN532TTY(path: path)) }

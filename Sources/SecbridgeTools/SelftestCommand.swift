@@ -91,7 +91,7 @@ extension SecbridgeCLI {
     static func runHardwareSelftest(_ invocation: Invocation) throws -> Int32 {
         if let device = invocation.arguments.value("device") {
             if invocation.arguments.value("reader") != nil {
-                throw CLIError.usage("--reader and --device name two readers: give one (--device \(device) is a PN532 board on a serial line)")
+                throw twoReadersNamed(device: device)
             }
             let path = try SerialDeviceName.path(device)
             return try runSerialSelftest(invocation, path: path) { PN532SerialLink(stream: try PN532TTY(path: path)) }

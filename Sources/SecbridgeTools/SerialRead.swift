@@ -25,7 +25,7 @@ extension SecbridgeCLI {
             throw CLIError.usage("--device \(device) is a PN532 board on a serial line: add --pn532 (it is read with PN532 initiator commands)")
         }
         if arguments.value("reader") != nil {
-            throw CLIError.usage("--reader and --device name two readers: give one (--device \(device) is a PN532 board on a serial line)")
+            throw twoReadersNamed(device: device)
         }
         for option in serialReadRefused where arguments.value(option) != nil || arguments.has(option) {
             throw CLIError.usage("--\(option) is not available with --device yet; read without it (or through a PC/SC reader)")
