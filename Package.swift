@@ -166,7 +166,7 @@ let package = Package(
         .testTarget(name: "InProcessPCSCTests", dependencies: ["InProcessPCSC", "SimulatedACR122IFD", "PN53x", "Transcript", "ACR122Simulator", "PCSC", "ISO7816", "PCSCSandbox", "SecbridgeTesting"]),
         .testTarget(
             name: "SecbridgeCLITests",
-            dependencies: ["SecbridgeCLI", "SecbridgeTools", "CSecbridgeHandOver", "SecbridgeTesting", "PCSCCore", "PCSCSandbox", "NFCTags", "ISO7816", "PCSC", "PN53x"]
+            dependencies: ["SecbridgeCLI", "SecbridgeTools", "CSecbridgeHandOver", "SecbridgeTesting", "PCSCCore", "PCSCSandbox", "NFCTags", "ISO7816", "PCSC", "PN53x", "ACR122Simulator"]
         ),
         // Replays the inputs the fuzz targets under Fuzz/ once failed on (Fuzz/Regressions/).
         .testTarget(

@@ -45,6 +45,17 @@ package final class ReestablishingContext: PCSCClientContext, Sendable {
         state = Mutex(State(context: first))
     }
 
+    /// Establishes the first context at the first call, not now: for a command that may never
+    /// need PC/SC (a shell on a serial PN532 board until it changes to a PC/SC reader).
+    package init(
+        establishingAtFirstCall establish: @escaping @Sendable () throws(PCSCError) -> any PCSCClientContext,
+        restored: @escaping @Sendable () -> Void
+    ) {
+        self.establish = establish
+        self.restored = restored
+        state = Mutex(State(context: nil))
+    }
+
     /// How many times a context was dropped because pcscd went away.
     package var losses: Int { state.withLock { $0.losses } }
 

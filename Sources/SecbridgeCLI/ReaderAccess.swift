@@ -33,6 +33,18 @@ package func openReestablishingContext(_ invocation: Invocation) throws(CLIError
     }
 }
 
+/// ``openReestablishingContext(_:)``'s context, established at its first call instead of now: a
+/// shell on a serial PN532 board (`--device`) runs without pcscd until it changes to a PC/SC reader.
+package func deferredReestablishingContext(_ invocation: Invocation) -> ReestablishingContext {
+    let client = invocation.client
+    let console = invocation.console
+    return ReestablishingContext(
+        establishingAtFirstCall: { () throws(PCSCError) in
+            try CallWatchdog.shared.guarding("SCardEstablishContext") { () throws(PCSCError) in try client.establishContext() }
+        },
+        restored: { console.err(pcscdCameBackLine) })
+}
+
 /// The line a long-running command prints when pcscd answers again after it went away.
 package let pcscdCameBackLine = "secbridge: note: pcscd came back; a new PC/SC context was established\n"
 

@@ -96,6 +96,9 @@ package final class ScriptInterpreter {
     // run-time exclusivity check.
     @exclusivity(unchecked) private var card: CardSession? { didSet { cardExchange = nil } }
     private var direct: (any PCSCConnection)?
+    /// The session on a PN532 board on a serial line (`reader tty:PATH`, `shell --device`), instead
+    /// of a PC/SC reader.
+    private var serial: SerialBoardSession?
     private var escapeCode: UInt32?
     /// pcscd went away and the reader was not opened again yet (``execute(_:)``).
     private var reconnectPending = false
@@ -153,6 +156,12 @@ package final class ScriptInterpreter {
         } else {
             traceLine = { console.out($0 + "\n") }
         }
+        if let argument, argument.hasPrefix("tty:") {
+            let board = try SerialBoardSession(path: try SerialBoardSession.path(argument))
+            reader = board.reader
+            serial = board
+            return
+        }
         if needsCard || wait != nil {
             let session = try CardSession.open(context: context, reader: argument, record: nil, command: options.command, wait: wait, recordings: nil)
             reader = session.reader
@@ -174,6 +183,9 @@ package final class ScriptInterpreter {
 
     /// What the session is on: "reader: NAME, card ATR …" or "reader: NAME, no card (…)".
     package var readerDescription: String {
+        if let serial {
+            return "reader: \(serial.reader), a PN532 board on a serial line (PN532 frames: control D4 …, or Direct Transmit FF 00 00 00 Lc D4 …)"
+        }
         if let card { return "reader: \(reader), card ATR \(card.atr.isEmpty ? "none" : card.atr.hexString)" }
         return "reader: \(reader), no card (a DIRECT connection: pseudo-APDUs FF … and control only)"
     }
@@ -217,6 +229,15 @@ package final class ScriptInterpreter {
     private func executeOnce(_ step: APDUScript.Step) throws(CLIError) -> Bool {
         defer { lastLine = step.line }
         switch step {
+        case .apdu(let bytes, let line) where serial != nil:
+            guard let frame = SerialBoardSession.directTransmitFrame(bytes) else {
+                throw .failure("\(fileName):\(line): \(reader) is a PN532 board on a serial line: it takes PN532 frames (control D4 …) and Direct Transmit (FF 00 00 00 Lc D4 …), not \(SecretDisplay.masked.text(bytes)); an APDU goes to a card inside InDataExchange: control D4 4A 01 00 lists it, then control D4 40 01 followed by the APDU")
+            }
+            try serialFrame(frame, shown: bytes, statusWord: [0x90, 0x00], line: line)
+        case .control(let bytes, let line) where serial != nil:
+            try serialFrame(bytes, shown: bytes, statusWord: [], line: line)
+        case .reset(let line) where serial != nil:
+            throw .failure("\(fileName):\(line): `reset` resets a card in a PC/SC reader; on the PN532 board \(reader) send InRelease (control D4 52 00), or run `secbridge reset --device \(reader)`")
         case .apdu(let bytes, let line):
             try resumeTransaction(line: line)
             return try exchange(bytes, line: line)
@@ -228,12 +249,17 @@ package final class ScriptInterpreter {
             try reset(line: line)
         case .reader(let argument, let line):
             if let argument { try changeReader(to: argument, line: line) }
-            if json {
+            if json, let serial {
+                results.append(.object([("line", .int(line)), ("reader", .string(serial.reader)), ("atr", .null)]))
+            } else if json {
                 results.append(.object([("line", .int(line)), ("reader", .string(reader)), ("atr", card.map { .hex($0.atr) } ?? .null)]))
             } else {
                 invocation.out(readerDescription)
             }
         case .record(let path, let line):
+            if path != nil, serial != nil {
+                throw .failure("\(fileName):\(line): `record` is not available on a PN532 board on a serial line yet; change to a PC/SC reader with `reader NAME` first")
+            }
             if let path {
                 try startRecording(path, line: line)
             } else {
@@ -270,7 +296,8 @@ package final class ScriptInterpreter {
                            without a card it goes as an escape command
           control HEX…     an escape command (SCardControl with the reader's escape code)
           reset            reset the card and show its ATR
-          reader [NAME]    show the reader, or change to another (an index or part of its name)
+          reader [NAME]    show the reader, or change to another (an index or part of its name,
+                           or tty:PATH, a PN532 board on a serial line: control D4 … then)
           record FILE      record every exchange to a new transcript FILE; `record off` stops
           help             this list
           exit, quit       stop (Ctrl-D too)
@@ -441,6 +468,16 @@ package final class ScriptInterpreter {
     }
 
     private func changeReader(to argument: String, line: Int) throws(CLIError) {
+        if argument.hasPrefix("tty:") {
+            if let recording {
+                throw .failure("\(fileName):\(line): a PN532 board on a serial line is not recorded yet; `record off` first (recording to '\(recording.path)')")
+            }
+            let board = try located(line) { () throws(CLIError) in try SerialBoardSession(path: try SerialBoardSession.path(argument)) }
+            disconnect()
+            reader = board.reader
+            serial = board
+            return
+        }
         let (readers, states) = try located(line) { () throws(CLIError) in try listReadersWithStates(context) }
         let chosen = try located(line) { () throws(CLIError) in try selectReader(argument, in: readers) }
         disconnect()
@@ -572,6 +609,23 @@ package final class ScriptInterpreter {
         card = nil
         try? direct?.disconnect(.leave)
         direct = nil
+        serial = nil
+    }
+
+    /// Sends `frame` (`D4 cmd …`) to the serial board and prints the exchange as `shown` and the
+    /// answer followed by `statusWord` (90 00 for Direct Transmit, as the ACR122U's MCU adds it).
+    private func serialFrame(_ frame: [UInt8], shown: [UInt8], statusWord: [UInt8], line: Int) throws(CLIError) {
+        guard let serial else { return }
+        try located(line) { () throws(CLIError) in try SerialBoardSession.check(frame) }
+        traceLine("> " + secrets.text(shown))
+        let answer = try located(line) { () throws(CLIError) in try serial.exchange(frame) } + statusWord
+        traceLine("< " + secrets.text(response: answer, answering: shown))
+        if json {
+            results.append(.object([
+                ("line", .int(line)), ("device", .string(serial.reader)),
+                ("command", secrets.json(shown)), ("response", secrets.json(response: answer, answering: shown)),
+            ]))
+        }
     }
 
     /// Ends the recording; returns the failure that stopped it early, nil for a complete one.
@@ -605,10 +659,12 @@ extension SecbridgeCLI {
     ) throws -> Int32 {
         // The first step is read before a reader is opened: a malformed first line is reported as such.
         var pending = try source.next(holding: options.inputHold) {}
-        let context = try openContext(invocation)
+        // A serial PN532 board (`shell --device`) needs no PC/SC until a `reader NAME` line.
+        let device = invocation.arguments.value("device")
+        let context: any PCSCClientContext = device == nil ? try openContext(invocation) : deferredReestablishingContext(invocation)
         let interpreter = try ScriptInterpreter(
             invocation: invocation, context: context, fileName: fileName, options: options,
-            reader: invocation.arguments.value("reader"), needsCard: needsCard, wait: invocation.arguments.seconds("wait"))
+            reader: device ?? invocation.arguments.value("reader"), needsCard: needsCard, wait: invocation.arguments.seconds("wait"))
         defer { interpreter.close() }
         do throws(CLIError) {
             if let path = invocation.arguments.value("record") { try interpreter.startRecording(path, line: nil) }

@@ -5,7 +5,7 @@ extension SecbridgeCLI {
     package static let shellCommand = Command(
         name: "shell",
         abstract: "An interactive session on a reader: APDUs, pseudo-APDUs, escape commands, reset, with history.",
-        usage: "[--reader NAME|INDEX] [--raw] [--stop-on-error] [--wait SECONDS] [--code HEX4] [--record FILE] [--history FILE] [--show-secrets]",
+        usage: "[--reader NAME|INDEX | --device tty:PATH] [--raw] [--stop-on-error] [--wait SECONDS] [--code HEX4] [--record FILE] [--history FILE] [--show-secrets]",
         discussion: """
             Opens the reader (--reader, else the first with a card, else the first) and reads
             statements, one a line: on the card when there is one, else on the reader alone (a
@@ -13,6 +13,12 @@ extension SecbridgeCLI {
             sends them). A card placed later is connected to by the first APDU that needs one.
 
             \(ScriptInterpreter.languageHelp)
+
+            With --device tty:/dev/ttyUSB0 (or nfcpy's tty:USB0), or after `reader tty:PATH`, the
+            session is on a PN532 board on a serial line, reached without PC/SC (docs/shell.md §4):
+            `control D4 …` sends a PN532 command frame and shows the chip's D5 answer, and a Direct
+            Transmit pseudo-APDU FF 00 00 00 Lc D4 … sends the frame inside it and answers as the
+            ACR122U does (D5 … 90 00). `reader NAME` changes back to a PC/SC reader.
 
             On a terminal, lines are edited with libedit (arrow keys, Ctrl-A, Ctrl-E, history; Ctrl-C
             drops the line being typed) and the history is kept in --history, by default
@@ -36,6 +42,7 @@ extension SecbridgeCLI {
             """,
         options: [
             .reader("The reader: an index from `secbridge readers` or part of its name."),
+            .value("device", "tty:PATH", "A PN532 board on this serial port (tty:/dev/ttyUSB0, or tty:USB0) instead of a PC/SC reader."),
             .flag("raw", "Send the bytes as they are: no GET RESPONSE, no Le correction, no chaining."),
             .flag("stop-on-error", "In a script: stop at the first status word other than 90 00 or 61xx, and exit 1."),
             .waitForCard,
@@ -51,6 +58,9 @@ extension SecbridgeCLI {
         guard invocation.arguments.positional.isEmpty else {
             throw CLIError.usage("shell takes no arguments, got '\(invocation.arguments.positional[0])'; give a script on standard input or use `secbridge run SCRIPT`")
         }
+        if let device = invocation.arguments.value("device"), invocation.arguments.value("reader") != nil {
+            throw twoReadersNamed(device: device)
+        }
         let buffered = BufferedConsole(invocation.console)
         defer { buffered.flush() }
         let invocation = invocation.with(console: buffered)
@@ -61,11 +71,13 @@ extension SecbridgeCLI {
         }
         // Interactive: no transaction held while the user thinks, so other programs reach the card.
         options.holdsTransaction = false
-        // One context for the whole session, established again after a pcscd restart.
-        let context = try openReestablishingContext(invocation)
+        // One context for the whole session, established again after a pcscd restart (on a serial
+        // board: at the first statement that changes to a PC/SC reader).
+        let device = invocation.arguments.value("device")
+        let context = device == nil ? try openReestablishingContext(invocation) : deferredReestablishingContext(invocation)
         let interpreter = try ScriptInterpreter(
             invocation: invocation, context: context, fileName: "shell", options: options,
-            reader: invocation.arguments.value("reader"), needsCard: false, wait: invocation.arguments.seconds("wait"))
+            reader: device ?? invocation.arguments.value("reader"), needsCard: false, wait: invocation.arguments.seconds("wait"))
         defer { interpreter.close() }
         if let path = invocation.arguments.value("record") { try interpreter.startRecording(path, line: nil) }
         invocation.out(interpreter.readerDescription)

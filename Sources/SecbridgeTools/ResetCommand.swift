@@ -15,7 +15,7 @@ extension SecbridgeCLI {
     static let resetCommand = Command(
         name: "reset",
         abstract: SecbridgeCLI.toolAbstract("reset"),
-        usage: "[--reader NAME|INDEX] [--json]",
+        usage: "[--reader NAME|INDEX] [--device tty:PATH] [--json]",
         discussion: """
             Connects DIRECT (escape commands; if the driver refuses them and a card is present, SHARED
             with pseudo-APDUs through SCardTransmit) and sends, printing each command and answer:
@@ -28,6 +28,13 @@ extension SecbridgeCLI {
             Exit status 0 when every step got the expected answer; otherwise unplug and replug
             the reader.
 
+            With --device tty:/dev/ttyUSB0 (or nfcpy's tty:USB0) the PN532 is a bare board on a
+            serial line (docs/pn532-uart.md §11), reached without PC/SC, and put back in its idle
+            state: the ACK frame (aborts a pending command), the wake-up (55 preamble,
+            SAMConfiguration), GetFirmwareVersion, InRelease 00, RF field off (D4 32 01 00) and the
+            retries back to FF 01 FF (D4 32 05 FF 01 FF). The PICC parameter, LEDs and MCU timeout
+            are the ACR122U's and have no counterpart there.
+
             Example:
               $ secbridge reset --reader acr122
               reader: ACS ACR122U PICC Interface 00 00
@@ -38,6 +45,7 @@ extension SecbridgeCLI {
             """,
         options: [
             .reader("The ACR122U: an index from `secbridge readers` or part of its name."),
+            .value("device", "tty:PATH", "A PN532 board on this serial port (tty:/dev/ttyUSB0, or tty:USB0) instead of an ACR122U."),
             .flag("json", "Print a JSON object {reader, connection, steps: [{name, exchanges: [{command, reply}], ok, failure}], restored}."),
         ],
         run: runReset
@@ -46,6 +54,13 @@ extension SecbridgeCLI {
     @Sendable static func runReset(_ invocation: Invocation) throws -> Int32 {
         guard invocation.arguments.positional.isEmpty else {
             throw CLIError.usage("reset takes no arguments, got '\(invocation.arguments.positional[0])'")
+        }
+        if let device = invocation.arguments.value("device") {
+            if invocation.arguments.value("reader") != nil {
+                throw twoReadersNamed(device: device)
+            }
+            let path = try SerialDeviceName.path(device)
+            return try runSerialReset(invocation, path: path) { PN532SerialLink(stream: try PN532TTY(path: path)) }
         }
         let context = try openContext(invocation)
         defer { try? context.release() }
@@ -73,27 +88,46 @@ extension SecbridgeCLI {
                 ? "\(reader) cannot be reached without a card: the CCID driver refuses escape commands; enable them (`secbridge doctor` shows the ifdDriverOptions edit), or place a card on the reader and run `secbridge reset` again"
                 : "\(reader) was not fully restored: unplug the reader and plug it in again (then `secbridge doctor`)"
         }
-        if json {
-            var members: [(String, JSONValue)] = [
-                ("reader", .string(reader)),
-                ("connection", lines.last { $0.hasPrefix("connection: ") }.map { .string(String($0.dropFirst(12))) } ?? .null),
-                ("steps", .array(outcomes.map { outcome in
-                    var step: [(String, JSONValue)] = [
-                        ("name", .string(outcome.name)),
-                        ("exchanges", .array(outcome.exchanges.map { .object([("command", .hex($0.command)), ("reply", .hex($0.reply))]) })),
-                        ("ok", .bool(outcome.succeeded)),
-                    ]
-                    if let why = outcome.failure { step.append(("failure", .string(why))) }
-                    return .object(step)
-                })),
-                ("restored", .bool(restored)),
-            ]
-            if let failure { members.append(("error", .string(failure))) }
-            invocation.out(JSONValue.object(members).prettySerialized())
+        return try finishReset(
+            invocation, reader: reader, connection: lines.last { $0.hasPrefix("connection: ") }.map { String($0.dropFirst(12)) },
+            steps: outcomes.map { ($0.name, $0.exchanges, $0.failure) }, restored: restored, failure: failure)
+    }
+
+    /// The end of `reset`, for an ACR122U and a serial board alike: with --json the object
+    /// {reader, connection, steps: [{name, exchanges: [{command, reply}], ok, failure}], restored,
+    /// error}; then the failure thrown, or "reader restored".
+    static func finishReset(
+        _ invocation: Invocation, reader: String, connection: String?,
+        steps: [(name: String, exchanges: [(command: [UInt8], reply: [UInt8])], failure: String?)], restored: Bool, failure: String?
+    ) throws(CLIError) -> Int32 {
+        if invocation.json {
+            invocation.out(resetJSON(reader: reader, connection: connection, steps: steps, restored: restored, failure: failure))
         }
         if let failure { throw CLIError.failure(failure) }
-        if !json { invocation.out("reader restored") }
+        if !invocation.json { invocation.out("reader restored") }
         return exitSuccess
+    }
+
+    private static func resetJSON(
+        reader: String, connection: String?, steps: [(name: String, exchanges: [(command: [UInt8], reply: [UInt8])], failure: String?)],
+        restored: Bool, failure: String?
+    ) -> String {
+        var members: [(String, JSONValue)] = [
+            ("reader", .string(reader)),
+            ("connection", connection.map { .string($0) } ?? .null),
+            ("steps", .array(steps.map { outcome in
+                var step: [(String, JSONValue)] = [
+                    ("name", .string(outcome.name)),
+                    ("exchanges", .array(outcome.exchanges.map { .object([("command", .hex($0.command)), ("reply", .hex($0.reply))]) })),
+                    ("ok", .bool(outcome.failure == nil)),
+                ]
+                if let why = outcome.failure { step.append(("failure", .string(why))) }
+                return .object(step)
+            })),
+            ("restored", .bool(restored)),
+        ]
+        if let failure { members.append(("error", .string(failure))) }
+        return JSONValue.object(members).prettySerialized()
     }
 }
 

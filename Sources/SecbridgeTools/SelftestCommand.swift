@@ -18,7 +18,7 @@ extension SecbridgeCLI {
     static let selftestCommand = Command(
         name: "selftest",
         abstract: SecbridgeCLI.toolAbstract("selftest"),
-        usage: "--hardware [--reader NAME|INDEX] [--output DIR] [--phone] [--json] | --replay DIR…",
+        usage: "--hardware [--reader NAME|INDEX [--output DIR] [--phone] | --device tty:PATH] [--json] | --replay DIR…",
         discussion: """
             --hardware runs the same escape commands on every unit, over a DIRECT connection (a card
             is not needed): reader identification, PICC parameter, LEDs, PN532 status, RF field,
@@ -36,6 +36,16 @@ extension SecbridgeCLI {
             recording keeps what it said) or error. Exit status 1 only when a step failed with a
             PC/SC error or the bundle could not be written.
 
+            With --device tty:/dev/ttyUSB0 (or nfcpy's tty:USB0) --hardware runs the PN532 steps on a
+            bare board on a serial line instead (docs/pn532-uart.md §12), framed for its UART: the
+            wake-up, GetFirmwareVersion, the chip's self tests (Diagnose 00 communication line, 01
+            ROM, 02 RAM), status, RF field off and on, polling with bounded retries, TgGetData
+            outside the target role, and TgInitAsTarget with no terminal, ended by the host's 1 s
+            bound and the ACK frame; then targets released and the RF field off. The ACR122U's
+            own steps (PC/SC feature request, firmware string, PICC parameter, LEDs, MCU timeout)
+            are listed as not applicable. Nothing is recorded: --output and --phone apply to an
+            ACR122U.
+
             --replay DIR… replays bundles against a simulated ACR122U in this process: reader.trn
             and target.trn on a fresh simulated unit with the recorded driver and firmware (and the
             recorded card placed in its field, left powered up when the recording shows that pcscd
@@ -46,6 +56,7 @@ extension SecbridgeCLI {
         options: [
             .flag("hardware", "Run the sequence on a reader and write a bundle."),
             .reader("The reader: an index from `secbridge readers` or part of its name (default: the first ACR122-class reader)."),
+            .value("device", "tty:PATH", "A PN532 board on this serial port (tty:/dev/ttyUSB0, or tty:USB0) instead of an ACR122U."),
             .value("output", short: "o", "DIR", "The bundle directory to create (must not exist)."),
             .flag("phone", "Also emulate the built-in URI tag (one 60 s window) for a phone or terminal to read."),
             .value("replay", "DIR", "Replay the bundle in DIR against the simulated ACR122U (repeat or list several)."),
@@ -63,7 +74,7 @@ extension SecbridgeCLI {
         case (false, false):
             throw CLIError.usage("give --hardware to test a reader (writes a bundle) or --replay DIR to replay a bundle against the simulator")
         case (false, true):
-            for option in ["reader", "output", "phone"] where arguments.value(option) != nil || arguments.has(option) {
+            for option in ["reader", "device", "output", "phone"] where arguments.value(option) != nil || arguments.has(option) {
                 throw CLIError.usage("--\(option) applies to --hardware only")
             }
             return try replayBundles(replays, invocation: invocation)
@@ -78,6 +89,13 @@ extension SecbridgeCLI {
     // MARK: --hardware
 
     static func runHardwareSelftest(_ invocation: Invocation) throws -> Int32 {
+        if let device = invocation.arguments.value("device") {
+            if invocation.arguments.value("reader") != nil {
+                throw twoReadersNamed(device: device)
+            }
+            let path = try SerialDeviceName.path(device)
+            return try runSerialSelftest(invocation, path: path) { PN532SerialLink(stream: try PN532TTY(path: path)) }
+        }
         let context = try openContext(invocation)
         let readers = try listReaders(context)
         let reader: String

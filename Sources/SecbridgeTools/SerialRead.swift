@@ -8,7 +8,7 @@ import PN53x
 
 extension SecbridgeCLI {
     /// The options `read --device` does not take yet, each named in the refusal.
-    static let serialReadRefused = ["reader", "wait", "record", "dump", "keys", "key", "key-b", "blocks"]
+    static let serialReadRefused = ["wait", "record", "dump", "keys", "key", "key-b", "blocks"]
 
     /// `read --pn532 --device tty:PATH`: wake-up, RFConfiguration MxRtyPassiveActivation 20
     /// (the chip's default FF would wait for a card for ever; UM0701-02 §7.3.1 item 05), up to 8
@@ -23,6 +23,9 @@ extension SecbridgeCLI {
         let arguments = invocation.arguments
         guard arguments.has("pn532") else {
             throw CLIError.usage("--device \(device) is a PN532 board on a serial line: add --pn532 (it is read with PN532 initiator commands)")
+        }
+        if arguments.value("reader") != nil {
+            throw twoReadersNamed(device: device)
         }
         for option in serialReadRefused where arguments.value(option) != nil || arguments.has(option) {
             throw CLIError.usage("--\(option) is not available with --device yet; read without it (or through a PC/SC reader)")

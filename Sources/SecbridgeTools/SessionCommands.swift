@@ -219,7 +219,7 @@ extension SecbridgeCLI {
         // A PN532 board on a serial line (docs/pn532-uart.md §9) is no PC/SC reader: no context.
         let serialPath = try invocation.arguments.value("device").map { device throws(CLIError) in
             if invocation.arguments.value("reader") != nil {
-                throw CLIError.usage("--reader and --device name two readers: give one (--device \(device) is a PN532 board on a serial line)")
+                throw twoReadersNamed(device: device)
             }
             return try SerialDeviceName.path(device)
         }

@@ -5,40 +5,11 @@ import PN53x
 import SecbridgeTesting
 import Testing
 
-/// The simulated PN532 behind the UART framing, on one virtual time (docs/pn532-uart.md §5).
-private final class SerialBoard {
-    let time = VirtualTime()
-    let field: SimulatedField
-    let chip: SimulatedPN532
-    let line: PN532InMemorySerialLine
-    let device: PN532SerialDevice
-    let link: PN532SerialLink
-
-    init(awake: Bool = false) {
-        let clock = PN532SerialClock(virtualTime: time)
-        field = SimulatedField(clock: SimulationClock(virtualTime: time))
-        chip = SimulatedPN532(field: field)
-        line = PN532InMemorySerialLine(clock: clock)
-        let chip = chip
-        device = PN532SerialDevice(
-            stream: line.device, clock: clock, awake: awake, respond: { chip.respond(to: $0) }, abort: { chip.abortCommand() })
-        link = PN532SerialLink(stream: line.host, clock: clock)
-    }
-
-    func run<R>(_ body: (PN532SerialLink) throws -> R) rethrows -> R { try time.participate { try body(link) } }
-
-    deinit {
-        line.close()
-        chip.detach()
-        time.close()
-    }
-}
-
 @Suite("Simulated PN532 on a serial line")
 struct SerialPN532Tests {
     @Test("PowerDown D4 16 F0 → D5 17 00 (UM0701-02 §7.2.11), as libnfc's pn532_uart sends it on close")
     func powerDown() throws {
-        let board = SerialBoard()
+        let board = SimulatedSerialBoard()
         let status = try board.run { link in
             try link.wakeUp()
             return try link.exchange(.init(rawValue: 0x16), [0xF0])
@@ -49,7 +20,7 @@ struct SerialPN532Tests {
 
     @Test("a board just powered up answers without the 55 (nfcpy's 00 preamble); after PowerDown only the 55 wakes it")
     func sleepsAfterPowerDown() throws {
-        let board = SerialBoard(awake: true)
+        let board = SimulatedSerialBoard(awake: true)
         #expect(try board.run { try $0.exchange(.getFirmwareVersion) } == hex("32 01 06 07"))
         #expect(try board.run { try $0.exchange(.init(rawValue: 0x16), [0xB0, 0x00]) } == [0x00])
         #expect(!board.device.isAwake)
@@ -105,7 +76,7 @@ struct SerialPN532Tests {
 
     @Test("wake-up, then GetFirmwareVersion D4 02 → D5 03 32 01 06 07 (PN532 v1.6, UM0701-02 §7.2.2)")
     func firmwareVersion() throws {
-        let board = SerialBoard()
+        let board = SimulatedSerialBoard()
         try board.run { try $0.wakeUp() }
         #expect(try board.run { try $0.exchange(.getFirmwareVersion) } == hex("32 01 06 07"))
         let version = try board.run { try $0.send(PN532.GetFirmwareVersion()) }
@@ -115,7 +86,7 @@ struct SerialPN532Tests {
 
     @Test("a command the model refuses (ReadRegister with an odd length) gets the error frame")
     func refused() throws {
-        let board = SerialBoard()
+        let board = SimulatedSerialBoard()
         try board.run { try $0.wakeUp() }
         #expect(throws: PN532SerialError.applicationError(command: .readRegister)) {
             try board.run { try $0.exchange(.readRegister, [0x63]) }
@@ -125,7 +96,7 @@ struct SerialPN532Tests {
 
     @Test("an extended frame to the chip: WriteRegister of 87 registers, D4 08 and 261 bytes (LEN 264), read back")
     func extendedWriteRegister() throws {
-        let board = SerialBoard()
+        let board = SimulatedSerialBoard()
         try board.run { try $0.wakeUp() }
         // 87 × (address high, low, value) at 0x6100…; the model keeps a value for any address.
         let addresses = (0..<87).map { UInt16(0x6100 + $0) }
@@ -143,7 +114,7 @@ struct SerialPN532Tests {
 
     @Test("TgInitAsTarget with no reader, aborted with ACK: the chip stops waiting and answers the next command")
     func abortTgInitAsTarget() throws {
-        let board = SerialBoard()
+        let board = SimulatedSerialBoard()
         try board.run { try $0.wakeUp() }
         let parameters = try PN532.TgInitAsTarget(
             modes: [.passiveOnly, .piccOnly], atqa: ATQA(rawValue: 0x0004), uid: try EmulatedUID([0x08, 0x12, 0x34, 0x56]),

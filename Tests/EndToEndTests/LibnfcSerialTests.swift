@@ -24,18 +24,30 @@ extension Libnfc {
 
 @Suite(.enabled(if: Libnfc.hasPN532UART, "libnfc is not built with pn532_uart: run scripts/build-libnfc.sh"))
 struct LibnfcSerialTests {
+    /// libnfc's environment for the board at `path`: that device only, errors only in the log.
+    static func environment(_ path: String) -> [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        environment["LIBNFC_DEVICE"] = "pn532_uart:" + path
+        environment["LIBNFC_AUTO_SCAN"] = "false"
+        environment["LIBNFC_LOG_LEVEL"] = "1"  // errors only
+        return environment
+    }
+
+    /// A MIFARE Classic 1K-like tag (UID 04 A1 B2 C3, ATQA 00 04, SAK 08) placed through the
+    /// desk's ACR122U, and the board in the same field: its pty and libnfc's environment for it.
+    static func boardWithTag(on desk: SimulatedDesk) throws -> (path: String, environment: [String: String]) {
+        _ = try desk.control().send("place-tag uid=\"04 A1 B2 C3\" atqa=\"00 04\" sak=08 id=classic")
+        let path = try #require(try desk.control().send("pn532-serial")["path"])
+        return (path, environment(path))
+    }
+
     /// nfc-list on `pn532_uart:/dev/pts/N` finds the card an ACR122U's control socket placed in
     /// the shared field: libnfc's wake-up, SAMConfiguration, firmware probe and pn53x_init all go
     /// through the board's serial framing.
     @Test func nfcListOnThePseudoTerminalFindsACardInTheSharedField() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        _ = try desk.control().send("place-tag uid=\"04 A1 B2 C3\" atqa=\"00 04\" sak=08 id=classic")
-        let path = try #require(try desk.control().send("pn532-serial")["path"])
-        var environment = ProcessInfo.processInfo.environment
-        environment["LIBNFC_DEVICE"] = "pn532_uart:" + path
-        environment["LIBNFC_AUTO_SCAN"] = "false"
-        environment["LIBNFC_LOG_LEVEL"] = "1"  // errors only
+        let (path, environment) = try Self.boardWithTag(on: desk)
         let toolEnvironment = environment
         let result = try await blocking { try Libnfc.run("nfc-list", ["-t", "1"], environment: toolEnvironment) }
         print("nfc-list on \(path):\n\(result.output)")
@@ -49,6 +61,40 @@ struct LibnfcSerialTests {
         #expect(result.output.contains("SAK (SEL_RES): 08"), "\(result.output)")
     }
 
+    /// nfc-poll on `pn532_uart:/dev/pts/N` lists the tag an ACR122U's control socket placed in the
+    /// shared field (libnfc's nfc_initiator_poll_target: InAutoPoll on a PN532), then waits for it
+    /// to leave (nfc_initiator_target_is_present); the tag is taken away once listed, and nfc-poll
+    /// ends with "done.".
+    @Test func nfcPollOnThePseudoTerminalListsATagInTheSharedField() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        let (path, environment) = try Self.boardWithTag(on: desk)
+        let poll = try Libnfc.RunningTool("nfc-poll", [], environment: environment)
+        // Until nfc-poll printed the target (bounded: a tool start, not a device timeout).
+        let listed = try await blocking { () -> Bool in
+            let clock = ContinuousClock()
+            let deadline = clock.now + .seconds(20)
+            while clock.now < deadline {
+                let output = (try? String(contentsOf: poll.outputURL, encoding: .utf8)) ?? ""
+                if output.contains("SAK (SEL_RES)") { return true }
+                if !poll.process.isRunning { return false }
+                usleep(20_000)
+            }
+            return false
+        }
+        if listed { _ = try desk.control().send("remove peer=classic") }
+        let result = await Task.detached { poll.finish(timeout: .seconds(10)) }.value
+        print("nfc-poll on \(path):\n\(result.output)")
+        #expect(listed, "\(result.output)")
+        #expect(result.status == 0, "\(result.output)")
+        #expect(result.output.contains("NFC reader: user defined device opened"), "\(result.output)")
+        #expect(result.output.contains("ISO/IEC 14443A (106 kbps) target:"), "\(result.output)")
+        #expect(result.output.contains("ATQA (SENS_RES): 00  04"), "\(result.output)")
+        #expect(result.output.contains("UID (NFCID1): 04  a1  b2  c3"), "\(result.output)")
+        #expect(result.output.contains("SAK (SEL_RES): 08"), "\(result.output)")
+        #expect(result.output.contains("done."), "\(result.output)")
+    }
+
     /// The other way round: nfc-emulate-forum-tag4 emulates its Type 4 Tag on the serial board
     /// (TgInitAsTarget, TgGetData, TgSetData through the pty), and the desk's ACR122U, in the same
     /// field, reads it with PN532 initiator commands through Direct Transmit. The desk runs at 0.1
@@ -57,10 +103,7 @@ struct LibnfcSerialTests {
         let desk = try await SimulatedDesk.open(timeScale: 0.1)
         defer { desk.close() }
         let path = try #require(try desk.control().send("pn532-serial")["path"])
-        var environment = ProcessInfo.processInfo.environment
-        environment["LIBNFC_DEVICE"] = "pn532_uart:" + path
-        environment["LIBNFC_AUTO_SCAN"] = "false"
-        environment["LIBNFC_LOG_LEVEL"] = "1"  // errors only
+        let environment = Self.environment(path)
         try await stopAutomaticPolling(on: desk)
         let emulator = try Libnfc.RunningTool("nfc-emulate-forum-tag4", [], environment: environment)
         let reading = try await readType4TagWithPN532Commands(on: desk, type4CapabilityContainerRead)

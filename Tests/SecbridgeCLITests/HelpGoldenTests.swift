@@ -558,7 +558,7 @@ import Testing
             help: #"""
             OVERVIEW: An interactive session on a reader: APDUs, pseudo-APDUs, escape commands, reset, with history.
 
-            USAGE: secbridge shell [--reader NAME|INDEX] [--raw] [--stop-on-error] [--wait SECONDS] [--code HEX4] [--record FILE] [--history FILE] [--show-secrets]
+            USAGE: secbridge shell [--reader NAME|INDEX | --device tty:PATH] [--raw] [--stop-on-error] [--wait SECONDS] [--code HEX4] [--record FILE] [--history FILE] [--show-secrets]
 
             Opens the reader (--reader, else the first with a card, else the first) and reads
             statements, one a line: on the card when there is one, else on the reader alone (a
@@ -571,10 +571,17 @@ import Testing
                                without a card it goes as an escape command
               control HEX…     an escape command (SCardControl with the reader's escape code)
               reset            reset the card and show its ATR
-              reader [NAME]    show the reader, or change to another (an index or part of its name)
+              reader [NAME]    show the reader, or change to another (an index or part of its name,
+                               or tty:PATH, a PN532 board on a serial line: control D4 … then)
               record FILE      record every exchange to a new transcript FILE; `record off` stops
               help             this list
               exit, quit       stop (Ctrl-D too)
+
+            With --device tty:/dev/ttyUSB0 (or nfcpy's tty:USB0), or after `reader tty:PATH`, the
+            session is on a PN532 board on a serial line, reached without PC/SC (docs/shell.md §4):
+            `control D4 …` sends a PN532 command frame and shows the chip's D5 answer, and a Direct
+            Transmit pseudo-APDU FF 00 00 00 Lc D4 … sends the frame inside it and answers as the
+            ACR122U does (D5 … 90 00). `reader NAME` changes back to a PC/SC reader.
 
             On a terminal, lines are edited with libedit (arrow keys, Ctrl-A, Ctrl-E, history; Ctrl-C
             drops the line being typed) and the history is kept in --history, by default
@@ -598,6 +605,7 @@ import Testing
 
             OPTIONS:
               -r, --reader <NAME|INDEX>  The reader: an index from `secbridge readers` or part of its name.
+              --device <tty:PATH>        A PN532 board on this serial port (tty:/dev/ttyUSB0, or tty:USB0) instead of a PC/SC reader.
               --raw                      Send the bytes as they are: no GET RESPONSE, no Le correction, no chaining.
               --stop-on-error            In a script: stop at the first status word other than 90 00 or 61xx, and exit 1.
               --wait <SECONDS>           Wait up to SECONDS (at most 3600) for a card when none is there.
@@ -610,7 +618,7 @@ import Testing
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge shell [--reader NAME|INDEX] [--raw] [--stop-on-error] [--wait SECONDS] [--code HEX4] [--record FILE] [--history FILE] [--show-secrets]
+            USAGE: secbridge shell [--reader NAME|INDEX | --device tty:PATH] [--raw] [--stop-on-error] [--wait SECONDS] [--code HEX4] [--record FILE] [--history FILE] [--show-secrets]
             Run 'secbridge shell --help' for more information.
 
             """#),
@@ -1177,7 +1185,7 @@ import Testing
             help: #"""
             OVERVIEW: Run a fixed sequence on an ACR122U in both roles and save it as a transcript bundle; replay bundles against the simulator.
 
-            USAGE: secbridge selftest --hardware [--reader NAME|INDEX] [--output DIR] [--phone] [--json] | --replay DIR…
+            USAGE: secbridge selftest --hardware [--reader NAME|INDEX [--output DIR] [--phone] | --device tty:PATH] [--json] | --replay DIR…
 
             --hardware runs the same escape commands on every unit, over a DIRECT connection (a card
             is not needed): reader identification, PICC parameter, LEDs, PN532 status, RF field,
@@ -1195,6 +1203,16 @@ import Testing
             recording keeps what it said) or error. Exit status 1 only when a step failed with a
             PC/SC error or the bundle could not be written.
 
+            With --device tty:/dev/ttyUSB0 (or nfcpy's tty:USB0) --hardware runs the PN532 steps on a
+            bare board on a serial line instead (docs/pn532-uart.md §12), framed for its UART: the
+            wake-up, GetFirmwareVersion, the chip's self tests (Diagnose 00 communication line, 01
+            ROM, 02 RAM), status, RF field off and on, polling with bounded retries, TgGetData
+            outside the target role, and TgInitAsTarget with no terminal, ended by the host's 1 s
+            bound and the ACK frame; then targets released and the RF field off. The ACR122U's
+            own steps (PC/SC feature request, firmware string, PICC parameter, LEDs, MCU timeout)
+            are listed as not applicable. Nothing is recorded: --output and --phone apply to an
+            ACR122U.
+
             --replay DIR… replays bundles against a simulated ACR122U in this process: reader.trn
             and target.trn on a fresh simulated unit with the recorded driver and firmware (and the
             recorded card placed in its field, left powered up when the recording shows that pcscd
@@ -1205,6 +1223,7 @@ import Testing
             OPTIONS:
               --hardware                 Run the sequence on a reader and write a bundle.
               -r, --reader <NAME|INDEX>  The reader: an index from `secbridge readers` or part of its name (default: the first ACR122-class reader).
+              --device <tty:PATH>        A PN532 board on this serial port (tty:/dev/ttyUSB0, or tty:USB0) instead of an ACR122U.
               -o, --output <DIR>         The bundle directory to create (must not exist).
               --phone                    Also emulate the built-in URI tag (one 60 s window) for a phone or terminal to read.
               --replay <DIR>             Replay the bundle in DIR against the simulated ACR122U (repeat or list several).
@@ -1214,7 +1233,7 @@ import Testing
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge selftest --hardware [--reader NAME|INDEX] [--output DIR] [--phone] [--json] | --replay DIR…
+            USAGE: secbridge selftest --hardware [--reader NAME|INDEX [--output DIR] [--phone] | --device tty:PATH] [--json] | --replay DIR…
             Run 'secbridge selftest --help' for more information.
 
             """#),
@@ -1268,7 +1287,7 @@ import Testing
             help: #"""
             OVERVIEW: Bring an ACR122U back to a usable state after an interrupted emulation.
 
-            USAGE: secbridge reset [--reader NAME|INDEX] [--json]
+            USAGE: secbridge reset [--reader NAME|INDEX] [--device tty:PATH] [--json]
 
             Connects DIRECT (escape commands; if the driver refuses them and a card is present, SHARED
             with pseudo-APDUs through SCardTransmit) and sends, printing each command and answer:
@@ -1281,6 +1300,13 @@ import Testing
             Exit status 0 when every step got the expected answer; otherwise unplug and replug
             the reader.
 
+            With --device tty:/dev/ttyUSB0 (or nfcpy's tty:USB0) the PN532 is a bare board on a
+            serial line (docs/pn532-uart.md §11), reached without PC/SC, and put back in its idle
+            state: the ACK frame (aborts a pending command), the wake-up (55 preamble,
+            SAMConfiguration), GetFirmwareVersion, InRelease 00, RF field off (D4 32 01 00) and the
+            retries back to FF 01 FF (D4 32 05 FF 01 FF). The PICC parameter, LEDs and MCU timeout
+            are the ACR122U's and have no counterpart there.
+
             Example:
               $ secbridge reset --reader acr122
               reader: ACS ACR122U PICC Interface 00 00
@@ -1291,13 +1317,14 @@ import Testing
 
             OPTIONS:
               -r, --reader <NAME|INDEX>  The ACR122U: an index from `secbridge readers` or part of its name.
+              --device <tty:PATH>        A PN532 board on this serial port (tty:/dev/ttyUSB0, or tty:USB0) instead of an ACR122U.
               --json                     Print a JSON object {reader, connection, steps: [{name, exchanges: [{command, reply}], ok, failure}], restored}.
               -h, --help                 Show help information.
 
             """#,
             unknownOption: #"""
             secbridge: error: unknown option '--colour'
-            USAGE: secbridge reset [--reader NAME|INDEX] [--json]
+            USAGE: secbridge reset [--reader NAME|INDEX] [--device tty:PATH] [--json]
             Run 'secbridge reset --help' for more information.
 
             """#),

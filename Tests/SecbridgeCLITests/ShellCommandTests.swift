@@ -250,15 +250,7 @@ extension ShellCommandTests {
         defer { executor.shutdown() }
         try await executor.run {
             let console = CapturingConsole()
-            let invocation = Invocation(
-                arguments: try parseArguments([], options: SecbridgeCLI.shellCommand.options), console: console, path: ["shell"],
-                client: desk.client)
-            var options = ScriptInterpreter.Options()
-            options.holdsTransaction = false
-            options.command = "shell"
-            let interpreter = try ScriptInterpreter(
-                invocation: invocation, context: try desk.client.establishContext(), fileName: "shell", options: options,
-                reader: nil, needsCard: false, wait: nil)
+            let interpreter = try interactiveShellInterpreter(client: desk.client, console: console)
             defer { interpreter.close() }
             #expect(interpreter.readerDescription == "reader: \(desk.names[0]), card ATR 3B 80 80 01 01")
             #expect(try interpreter.execute(.apdu(Self.select, line: 1)))
