@@ -2,6 +2,7 @@ import Foundation
 import InProcessPCSC
 import PCSCCore
 import PCSCSandbox
+import SimulatedACR122IFD
 import Synchronization
 
 /// Simulated ACR122U readers on a desk of their own, in this process: reached through the
@@ -140,6 +141,28 @@ public final class SimulatedDesk: Sendable {
     /// `place-tag`, `place-terminal`, `status`, `personality`, `timescale`, …).
     public func control(_ index: Int = 0) -> SimulatedReaderControl {
         SimulatedReaderControl(socketPath: "\(directory)/\(index)/control.sock")
+    }
+
+    /// Sends a typed request to reader `index` in this process, with no socket and no text
+    /// (SimulatedACR122IFD's `SimulatorRequest`; its text form is the control line
+    /// ``control(_:)`` would send, `request.line`):
+    ///
+    ///     try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .t4tNDEF))
+    ///
+    /// The reply and errors are those of the socket: a ``SimulatedReaderReply``, or a
+    /// ``SimulatedReaderError`` with the server's code and reason (`connect` for a reader the desk
+    /// does not have). Blocks the caller while the request runs (a `terminal-result` with
+    /// `waitMilliseconds` up to that bound), as a socket request does.
+    @discardableResult
+    package func control(_ request: SimulatorRequest, reader index: Int = 0) throws(SimulatedReaderError) -> SimulatedReaderReply {
+        guard names.indices.contains(index) else {
+            throw SimulatedReaderError(code: "connect", reason: "the desk has no reader \(index) (it has \(names.count))")
+        }
+        do {
+            return SimulatedReaderReply(fields: try readers.control(request, reader: names[index]))
+        } catch {
+            throw SimulatedReaderError(code: error.code.rawValue, reason: String(error.reason.map { $0 == "\n" || $0 == "\r" ? " " : $0 }))
+        }
     }
 
     /// Closes the readers, then the virtual time, and removes the directory; idempotent.
