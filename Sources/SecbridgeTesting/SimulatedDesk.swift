@@ -158,11 +158,7 @@ public final class SimulatedDesk: Sendable {
         guard names.indices.contains(index) else {
             throw SimulatedReaderError(code: "connect", reason: "the desk has no reader \(index) (it has \(names.count))")
         }
-        do {
-            return SimulatedReaderReply(fields: try readers.control(request, reader: names[index]))
-        } catch {
-            throw SimulatedReaderError(code: error.code.rawValue, reason: String(error.reason.map { $0 == "\n" || $0 == "\r" ? " " : $0 }))
-        }
+        return try readers.reply(to: request, reader: names[index])
     }
 
     /// Closes the readers, then the virtual time, and removes the directory; idempotent.
@@ -170,5 +166,19 @@ public final class SimulatedDesk: Sendable {
         readers.close()
         virtualTime?.close()
         try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+extension InProcessReaders {
+    /// Hands a typed control request to the in-process reader `name` (no socket, no text) and
+    /// gives what its control socket's client would: a ``SimulatedReaderReply``, or a
+    /// ``SimulatedReaderError`` with the server's code and reason (a line break in it as a space,
+    /// as on the socket). See ``SimulatedDesk/control(_:reader:)``.
+    package func reply(to request: SimulatorRequest, reader name: String) throws(SimulatedReaderError) -> SimulatedReaderReply {
+        do {
+            return SimulatedReaderReply(fields: try control(request, reader: name))
+        } catch {
+            throw SimulatedReaderError(code: error.code.rawValue, reason: String(error.reason.map { $0 == "\n" || $0 == "\r" ? " " : $0 }))
+        }
     }
 }

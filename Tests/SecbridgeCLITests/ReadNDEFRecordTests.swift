@@ -45,7 +45,7 @@ import Testing
     @Test func readReadsAMappingOneTagThatRefusesP2_0C() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        try desk.control().send("place-card uid=04A1B2C3 applet=t4t-ndef-v1")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .t4tNDEFVersion1))
         let read = try await runTool(["read", "--reader", desk.names[0]], on: desk)
         #expect(read.status == 0, "\(read.out)\n\(read.err)")
         let printed = read.out.split(separator: "\n").map(String.init).filter { $0.hasPrefix("> ") || $0.hasPrefix("< ") }
