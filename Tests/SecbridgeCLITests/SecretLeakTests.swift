@@ -121,7 +121,7 @@ import Testing
         let dir = try Self.scratch("mifare")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let keyHex = Self.hexText(Self.key, separator: "")
-        try desk.control().send("place-tag type=classic1k uid=04A1B2C3 key=\(keyHex) id=mf")
+        try desk.control(.placeTag(uid: [0x04, 0xA1, 0xB2, 0xC3], .classic(.classic1K, key: Self.key), id: "mf"))
         var outputs: [(String, String)] = []
         func check(_ arguments: [String]) async throws {
             let result = try await runTool(arguments, on: desk)

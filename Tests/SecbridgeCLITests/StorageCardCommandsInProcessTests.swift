@@ -32,7 +32,7 @@ extension InProcessCommandTests {
         @Test func readShowsTheUIDTheCardNameAndTheNDEFMessageOfAnNTAG213() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            try desk.control().send("place-tag type=ntag213 uid=04A1B2C3D4E5F6 ndef=\(exampleURIMessage) id=t2")
+            try desk.control(.placeTag(uid: [0x04, 0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6], .type2(.ntag213, ndef: hex(exampleURIMessage)), id: "t2"))
             defer { _ = try? desk.control(.removeAll) }
             let state = try await cardState(desk)
             // PC/SC part 3 storage-card ATR, name 00 03 (Ultralight/NTAG), TCK 68 (docs/cases.md P05).
@@ -60,7 +60,7 @@ extension InProcessCommandTests {
         @Test func readOnALegacyT0UnitFetchesGetVersionsAnswerWithFFC0() async throws {
             let desk = try await SimulatedDesk.open(personality: "legacy-t0")
             defer { desk.close() }
-            try desk.control().send("place-tag type=ntag213 uid=04A1B2C3D4E5F6 ndef=\(exampleURIMessage) id=t2")
+            try desk.control(.placeTag(uid: [0x04, 0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6], .type2(.ntag213, ndef: hex(exampleURIMessage)), id: "t2"))
             let result = try await runTool(["read", "--reader", desk.names[0]], on: desk)
             #expect(result.status == 0, "\(result.err)")
             #expect(result.out.contains("card: NTAG213 (GET_VERSION 00 04 04 02 01 00 0F 03; PC/SC part 3 name 00 03, ISO/IEC 14443 A, part 3)\n"), "\(result.out)")
@@ -71,7 +71,7 @@ extension InProcessCommandTests {
         @Test func writeNDEFRefusesAnNTAG213WhoseCCClaimsMoreThanItHasAndWritesNothing() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            try desk.control().send("place-tag type=ntag213 uid=04A1B2C3D4E5F6 ndef=\(exampleURIMessage) id=t2")
+            try desk.control(.placeTag(uid: [0x04, 0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6], .type2(.ntag213, ndef: hex(exampleURIMessage)), id: "t2"))
             defer { _ = try? desk.control(.removeAll) }
                         // The CC is one-time programmable: writing E1 10 FF 00 ORs SIZE up to FF (2040 bytes).
             let send = try await runTool(["send", "--reader", desk.names[0], "FF D6 00 03 04 E1 10 FF 00"], on: desk)
@@ -89,7 +89,7 @@ extension InProcessCommandTests {
         @Test func anUltralightWhoseCCClaimsMoreThanItHoldsIsRefusedWithNothingWritten() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            try desk.control().send("place-tag type=ultralight uid=04A1B2C3D4E5F6 ndef=\(exampleURIMessage) id=ul")
+            try desk.control(.placeTag(uid: [0x04, 0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6], .type2(.ultralight, ndef: hex(exampleURIMessage)), id: "ul"))
             defer { _ = try? desk.control(.removeAll) }
                         // The Ultralight's CC E1 10 06 00 (48 bytes), raised to FF: it has pages 0–15 only
             // (NXP MF0ICU1 data sheet) and no GET_VERSION to tell its model.
@@ -109,7 +109,7 @@ extension InProcessCommandTests {
         @Test func writeNDEFRefusedByAStaticLockLeavesTheTagAsItWas() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            try desk.control().send("place-tag type=ntag213 uid=04A1B2C3D4E5F6 ndef=\(exampleURIMessage) id=t2")
+            try desk.control(.placeTag(uid: [0x04, 0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6], .type2(.ntag213, ndef: hex(exampleURIMessage)), id: "t2"))
             defer { _ = try? desk.control(.removeAll) }
                         // LOCK1 bit 0 (page 2 byte 3): page 8 read-only for good (NTAG213 data sheet §8.5.2).
             let send = try await runTool(["send", "--reader", desk.names[0], "FF D6 00 02 04 00 00 00 01"], on: desk)
@@ -142,7 +142,7 @@ extension InProcessCommandTests {
         @Test func anUltralightIsReadByItsCCWithANoteThatGETVERSIONGotNoAnswer() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            try desk.control().send("place-tag type=ultralight uid=04A1B2C3D4E5F6 ndef=\(exampleURIMessage) id=t2")
+            try desk.control(.placeTag(uid: [0x04, 0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6], .type2(.ultralight, ndef: hex(exampleURIMessage)), id: "t2"))
             defer { _ = try? desk.control(.removeAll) }
                         let result = try await runTool(["read", "--reader", desk.names[0]], on: desk)
             #expect(result.status == 0, "\(result.err)")
