@@ -182,3 +182,14 @@ extension InProcessReaders {
         }
     }
 }
+
+extension SimulatedReaderControl {
+    /// Sends a typed request over the control socket as its control line (`request.line`, which
+    /// the driver parses back to the same request): for readers in another process (a pcscd),
+    /// where the socket is the edge. In process, ``SimulatedDesk/control(_:reader:)`` needs no text.
+    /// - Throws: as ``send(_:timeout:)``.
+    @discardableResult
+    package func send(_ request: SimulatorRequest, timeout: Duration = .seconds(10)) throws -> SimulatedReaderReply {
+        try send(request.line, timeout: timeout)
+    }
+}
