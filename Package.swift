@@ -88,7 +88,7 @@ let package = Package(
         // points with pcscd's rules, no pcscd.
         .target(name: "InProcessPCSC", dependencies: ["SimulatedACR122IFD", "ACR122Simulator", "PCSCCore", "CPCSCLite", "ISO7816"]),
         // Test doubles, public and documented, for this package's tests and its users' own.
-        .target(name: "SecbridgeTesting", dependencies: ["PCSCCore", "ISO7816", "PN53x", "ACR122Simulator", "InProcessPCSC", "PCSCSandbox", "SecureElementCredential"]),
+        .target(name: "SecbridgeTesting", dependencies: ["PCSCCore", "ISO7816", "PN53x", "ACR122Simulator", "InProcessPCSC", "PCSCSandbox", "SecureElementCredential", "SimulatedACR122IFD"]),
         // A sandbox for tests, benchmarks and demos: private pcscd instances in their own mount
         // namespaces, vpcd and vicc, `pcsc_scan` parsing.
         .target(name: "PCSCSandbox", dependencies: ["PCSCCore"]),

@@ -150,6 +150,18 @@ public final class InProcessReaders: Sendable {
         LunTable.release(Int(reader.lun >> 16))
     }
 
+    /// Handles a typed control request for the reader `name`, in this process, with no socket and
+    /// no text: what its control socket would answer to ``SimulatorRequest/line`` (the reply's
+    /// fields in order), on the caller's thread.
+    /// - Throws: `ControlError` as the socket replies it; code `connect` when no reader of this
+    ///   instance is named `name`.
+    package func control(_ request: SimulatorRequest, reader name: String) throws(ControlError) -> [(key: String, value: String)] {
+        guard let lun = entries.withLock({ entries in entries.first { $0.reader.name == name }?.reader.lun }) else {
+            throw ControlError(ControlError.Code(rawValue: "connect"), "no in-process reader '\(name)'")
+        }
+        return try request.handled(byReaderOn: lun)
+    }
+
     /// The readers' names in the order they were created (pcscd lists readers in its table order).
     ///
     /// The corresponding PC/SC function is SCardListReaders.

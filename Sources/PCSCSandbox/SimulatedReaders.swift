@@ -164,6 +164,12 @@ public struct SimulatedReaderReply: Sendable, Hashable, CustomStringConvertible 
         return result
     }
 
+    /// The reply made of `fields` in order, as an in-process caller receives it (no text between).
+    package init(fields: [(key: String, value: String)]) {
+        keys = fields.map(\.key)
+        values = fields.map(\.value)
+    }
+
     /// Parses `ok [key=value | key="value"]…`.
     /// - Throws: ``SimulatedReaderError`` with the server's code for an `error …` line, or code
     ///   `malformed-reply` for anything else.

@@ -2,6 +2,7 @@ import Foundation
 import InProcessPCSC
 import PCSCCore
 import PCSCSandbox
+import SimulatedACR122IFD
 import Synchronization
 
 /// Simulated ACR122U readers on a desk of their own, in this process: reached through the
@@ -142,10 +143,53 @@ public final class SimulatedDesk: Sendable {
         SimulatedReaderControl(socketPath: "\(directory)/\(index)/control.sock")
     }
 
+    /// Sends a typed request to reader `index` in this process, with no socket and no text
+    /// (SimulatedACR122IFD's `SimulatorRequest`; its text form is the control line
+    /// ``control(_:)`` would send, `request.line`):
+    ///
+    ///     try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .t4tNDEF))
+    ///
+    /// The reply and errors are those of the socket: a ``SimulatedReaderReply``, or a
+    /// ``SimulatedReaderError`` with the server's code and reason (`connect` for a reader the desk
+    /// does not have). Blocks the caller while the request runs (a `terminal-result` with
+    /// `waitMilliseconds` up to that bound), as a socket request does.
+    @discardableResult
+    package func control(_ request: SimulatorRequest, reader index: Int = 0) throws(SimulatedReaderError) -> SimulatedReaderReply {
+        guard names.indices.contains(index) else {
+            throw SimulatedReaderError(code: "connect", reason: "the desk has no reader \(index) (it has \(names.count))")
+        }
+        return try readers.reply(to: request, reader: names[index])
+    }
+
     /// Closes the readers, then the virtual time, and removes the directory; idempotent.
     public func close() {
         readers.close()
         virtualTime?.close()
         try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+extension InProcessReaders {
+    /// Hands a typed control request to the in-process reader `name` (no socket, no text) and
+    /// gives what its control socket's client would: a ``SimulatedReaderReply``, or a
+    /// ``SimulatedReaderError`` with the server's code and reason (a line break in it as a space,
+    /// as on the socket). See ``SimulatedDesk/control(_:reader:)``.
+    package func reply(to request: SimulatorRequest, reader name: String) throws(SimulatedReaderError) -> SimulatedReaderReply {
+        do {
+            return SimulatedReaderReply(fields: try control(request, reader: name))
+        } catch {
+            throw SimulatedReaderError(code: error.code.rawValue, reason: String(error.reason.map { $0 == "\n" || $0 == "\r" ? " " : $0 }))
+        }
+    }
+}
+
+extension SimulatedReaderControl {
+    /// Sends a typed request over the control socket as its control line (`request.line`, which
+    /// the driver parses back to the same request): for readers in another process (a pcscd),
+    /// where the socket is the edge. In process, ``SimulatedDesk/control(_:reader:)`` needs no text.
+    /// - Throws: as ``send(_:timeout:)``.
+    @discardableResult
+    package func send(_ request: SimulatorRequest, timeout: Duration = .seconds(10)) throws -> SimulatedReaderReply {
+        try send(request.line, timeout: timeout)
     }
 }

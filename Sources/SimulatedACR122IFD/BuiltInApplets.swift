@@ -2,7 +2,7 @@ import ACR122Simulator
 import Synchronization
 
 /// The card applications a placed ISO/IEC 14443-4 card can run (`place-card applet=<name>`).
-enum BuiltInApplet: String, CaseIterable, Sendable {
+package enum BuiltInApplet: String, CaseIterable, Sendable {
     /// An NFC Forum Type 4 Tag (mapping 2.0) holding the worked example of docs/iso14443-t4t-ndef.md §4:
     /// capability container E103 `00 0F 20 00 7F 00 7F 04 06 E1 04 04 00 00 00`, NDEF file E104
     /// holding a URI record for https://example.com. It answers what the Android and iOS reads send.

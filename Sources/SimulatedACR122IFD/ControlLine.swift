@@ -106,11 +106,15 @@ struct ControlRequest: Sendable, Hashable {
     /// - Throws: ``ControlError`` `bad-argument` when it is not a number in `range`.
     func integer(_ key: String, in range: ClosedRange<Int>) throws(ControlError) -> Int? {
         guard let text = value(key) else { return nil }
-        let number = text.hasPrefix("0x") ? Int(text.dropFirst(2), radix: 16) : Int(text)
-        guard let number, range.contains(number) else {
+        guard let number = Self.number(text), range.contains(number) else {
             throw ControlError(.badArgument, "\(key)='\(text)' must be a number in \(range.lowerBound)…\(range.upperBound)")
         }
         return number
+    }
+
+    /// `text` as an unsigned integer (decimal, or hex with 0x), or nil.
+    static func number(_ text: String) -> Int? {
+        text.hasPrefix("0x") ? Int(text.dropFirst(2), radix: 16) : Int(text)
     }
 
     /// Rejects arguments other than `keys`.
@@ -122,14 +126,19 @@ struct ControlRequest: Sendable, Hashable {
         }
     }
 
-    /// The request as one line, without `\n`: values with spaces are quoted.
+    /// The request as one line, without `\n`: a value that is empty or holds a space or a `\r` is
+    /// quoted (a bare `\r` at the end of the line would be taken for a line ending). A value that
+    /// holds a `"` or a `\n` has no text form: ``init(parsing:)`` never gives one.
     var serialized: String {
-        ([verb] + arguments.map { $0.key + "=" + ControlReply.quoted($0.value) }).joined(separator: " ")
+        ([verb] + arguments.map { argument in
+            let value = argument.value
+            return argument.key + "=" + (value.isEmpty || value.contains(" ") || value.contains("\r") ? "\"" + value + "\"" : value)
+        }).joined(separator: " ")
     }
 }
 
 /// One reply line: `ok [key=value]…` or `error <code> <reason>`.
-struct ControlReply: Sendable, Hashable {
+package struct ControlReply: Sendable, Hashable {
     var fields: [ControlRequest.Argument]
 
     init(_ fields: [(String, String)] = []) {
@@ -141,19 +150,30 @@ struct ControlReply: Sendable, Hashable {
         (["ok"] + fields.map { $0.key + "=" + Self.quoted($0.value) }).joined(separator: " ")
     }
 
+    /// The fields as a client of the socket reads them back: each value with a `"` as `'` and a
+    /// line break as a space (``quoted(_:)``), so an in-process caller sees what a socket's sees.
+    package var readBack: [(key: String, value: String)] {
+        fields.map { ($0.key, Self.clean($0.value)) }
+    }
+
     /// `value`, in double quotes when it is empty or holds a space; a `"` becomes `'`.
     static func quoted(_ value: String) -> String {
-        let clean = String(value.map { $0 == "\"" ? "'" : ($0 == "\n" || $0 == "\r" ? " " : $0) })
+        let clean = clean(value)
         return clean.isEmpty || clean.contains(" ") ? "\"" + clean + "\"" : clean
+    }
+
+    /// `value` with a `"` as `'` and a line break as a space: what a reply line can hold.
+    private static func clean(_ value: String) -> String {
+        String(value.map { $0 == "\"" ? "'" : ($0 == "\n" || $0 == "\r" ? " " : $0) })
     }
 }
 
 /// A failed control request, sent back as `error <code> <reason>`.
-struct ControlError: CodedError {
+package struct ControlError: CodedError {
     /// The open set of error codes.
-    struct Code: ErrorCode {
-        var rawValue: String
-        init(rawValue: String) { self.rawValue = rawValue }
+    package struct Code: ErrorCode {
+        package var rawValue: String
+        package init(rawValue: String) { self.rawValue = rawValue }
 
         /// The line is not `verb key=value …`.
         static let syntax = Code(rawValue: "syntax")
@@ -173,10 +193,10 @@ struct ControlError: CodedError {
         static let busy = Code(rawValue: "busy")
     }
 
-    var code: Code
-    var reason: String
+    package var code: Code
+    package var reason: String
 
-    init(_ code: Code, _ reason: String) {
+    package init(_ code: Code, _ reason: String) {
         self.code = code
         self.reason = reason
     }
@@ -187,7 +207,7 @@ struct ControlError: CodedError {
     }
 
     /// `<code>: <reason>`.
-    var description: String { "\(code): \(reason)" }
+    package var description: String { "\(code): \(reason)" }
 }
 
 /// Hex text for the control protocol: uppercase with a space between bytes out, lenient in.

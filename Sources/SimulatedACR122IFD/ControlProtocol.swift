@@ -14,6 +14,11 @@ import Glibc
 /// them without spaces. Peers are shared by every reader of the same field, whichever socket placed
 /// them.
 ///
+/// Each line is parsed into a ``SimulatorRequest`` (one case per verb below, with the arguments
+/// as typed fields; the parser is ``SimulatorRequest/init(_:)``), and the typed request is handled;
+/// an in-process test can hand the typed request over without the text
+/// (`SimulatedDesk.control(_:reader:)`), with the same replies and errors.
+///
 /// | Verb and arguments | Reply fields | Effect |
 /// |---|---|---|
 /// | `ping` | `driver protocol reader field open-order` | — (`open-order` 0 for the first reader pcscd opened on this driver: it is named `… 00 00`, the next `… 01 00`) |
@@ -45,20 +50,25 @@ enum ControlProtocol {
         "unplug", "replug", "pn532-serial",
     ]
 
-    /// Handles one request for the reader of `binding`.
+    /// Handles one request line for the reader of `binding`: parsed into a ``SimulatorRequest``
+    /// (the one parser), then handled as a typed request.
     /// - Throws: ``ControlError`` with a reason that says what to send instead.
     static func handle(_ request: ControlRequest, binding: SimulatorBinding) throws(ControlError) -> ControlReply {
-        switch request.verb {
-        case "ping":
-            try request.allowOnly([])
+        try handle(try SimulatorRequest(request), binding: binding)
+    }
+
+    /// Handles one typed request for the reader of `binding`. What a typed value can hold wrongly
+    /// (a UID's length, a number out of range, a peer id) is checked here with the text's message.
+    /// - Throws: ``ControlError`` with a reason that says what to send instead.
+    static func handle(_ request: SimulatorRequest, binding: SimulatorBinding) throws(ControlError) -> ControlReply {
+        switch request {
+        case .ping:
             return ControlReply([("driver", "secbridge-acr122"), ("protocol", version),
                                  ("reader", binding.deviceName.directory), ("field", binding.deviceName.field),
                                  ("open-order", String(binding.openOrder))])
-        case "help":
-            try request.allowOnly([])
+        case .help:
             return ControlReply([("verbs", verbs.joined(separator: " "))])
-        case "status":
-            try request.allowOnly([])
+        case .status:
             let device = binding.device
             return ControlReply([
                 ("personality", binding.personalityName),
@@ -73,77 +83,60 @@ enum ControlProtocol {
                 // The first 7 bytes name a Direct Transmit's PN532 command (`FF 00 00 00 Lc D4 cmd`).
                 ("busy", device.commandInFlight.map { ControlHex.format(Array($0.prefix(7))) } ?? "no"),
             ])
-        case "place-card":
-            return try placeCard(request, binding: binding)
-        case "place-tag":
-            return try placeTag(request, binding: binding)
-        case "place-target":
-            return try placeTarget(request, binding: binding)
-        case "place-terminal":
-            return try placeTerminal(request, binding: binding)
-        case "remove":
-            try request.allowOnly(["peer", "all"])
-            let id = request.value("peer")
-            guard (id == nil) != (request.value("all") == nil) else {
-                throw ControlError(.missingArgument, "remove needs peer=<id> or all=yes")
-            }
+        case .placeCard(let card):
+            return try placeCard(card, binding: binding)
+        case .placeTag(let tag):
+            return try placeTag(tag, binding: binding)
+        case .placeTarget(let target):
+            return try placeTarget(target, binding: binding)
+        case .placeTerminal(let terminal):
+            return try placeTerminal(terminal, binding: binding)
+        case .remove(let id):
             let removed = binding.field.remove(id)
-            if let id, removed.isEmpty {
+            if removed.isEmpty {
                 throw ControlError(.refused, "no peer '\(id)' in the field; send 'peers' for the list")
             }
             return ControlReply([("removed", removed.joined(separator: " "))])
-        case "peers":
-            try request.allowOnly([])
+        case .removeAll:
+            return ControlReply([("removed", binding.field.remove(nil).joined(separator: " "))])
+        case .peers:
             let list = binding.field.list
             return ControlReply([("count", String(list.count)),
                                  ("list", list.map { "\($0.id): \($0.description)" }.joined(separator: "; "))])
-        case "personality":
-            try request.allowOnly(["name", "firmware"])
-            let name = try request.required("name")
-            let personality = try PersonalityName.personality(name, firmware: request.value("firmware"))
+        case .personality(let name, let firmware):
+            let personality = try PersonalityName.personality(name, firmware: firmware)
             binding.switchPersonality(to: personality, named: name)
             return ControlReply([("personality", name), ("firmware", personality.firmware)])
-        case "timescale":
-            // `timescale` reports the field's time scale; `timescale value=1` sets it for every
-            // reader of the field (real time for a check that must see a device wait whole).
-            try request.allowOnly(["value"])
-            if let text = request.value("value") {
-                guard let scale = DeviceName.timeScale(text) else {
-                    throw ControlError(.badArgument, "timescale value '\(text)' must be a decimal number from 0 to 1000, e.g. value=0.01 (1 is real time)")
-                }
-                binding.field.field.setClock(SimulationClock(scale: scale))
-            }
+        case .timescale:
             return ControlReply([("timescale", String(binding.field.field.clock.scale))])
-        case "unplug":
-            try request.allowOnly([])
+        case .setTimescale(let scale):
+            // Sets the time scale of every reader of the field (real time for a check that must see
+            // a device wait whole).
+            guard scale >= 0, scale <= 1000 else { throw SimulatorRequest.badTimescale(String(scale)) }
+            binding.field.field.setClock(SimulationClock(scale: scale == 0 ? 0 : scale))
+            return ControlReply([("timescale", String(binding.field.field.clock.scale))])
+        case .unplug:
             binding.unplug()
             return ControlReply([("plugged", "no")])
-        case "replug":
-            try request.allowOnly([])
+        case .replug:
             guard binding.isUnplugged else {
                 throw ControlError(.refused, "the reader is plugged in; send unplug first (personality name=… replaces a plugged-in unit)")
             }
             binding.replug()
             return ControlReply([("plugged", "yes")])
-        case "fault":
-            try request.allowOnly(["late-reply"])
-            guard let count = try request.integer("late-reply", in: 1...16) else {
-                throw ControlError(.missingArgument, "fault needs late-reply=<1…16>")
-            }
+        case .fault(let count):
+            try SimulatorRequest.check("late-reply", count, in: SimulatorRequest.lateReplies)
             binding.device.injectLateReply(count: count)
             return ControlReply([("armed", "late-reply \(count)")])
-        case "events":
-            try request.allowOnly(["after"])
-            let after = try request.integer("after", in: 0...Int(Int32.max)) ?? 0
+        case .events(let after):
+            try SimulatorRequest.check("after", after, in: SimulatorRequest.eventSequence)
             let events = binding.field.field.events(after: after)
             return ControlReply([("last", String(binding.field.field.lastEventSequence)),
                                  ("count", String(events.count)),
                                  ("events", events.map(\.description).joined(separator: "; "))])
-        case "terminal-result":
-            return try terminalResult(request, binding: binding)
-        case "card-log":
-            try request.allowOnly(["peer"])
-            let id = try request.required("peer")
+        case .terminalResult(let id, let wait):
+            return try terminalResult(id, waitMilliseconds: wait, binding: binding)
+        case .cardLog(let id):
             guard let card = binding.field.peer(id) as? ISO14443_4Card else {
                 throw ControlError(.refused, "no ISO 14443-4 card '\(id)' in the field")
             }
@@ -151,107 +144,70 @@ enum ControlProtocol {
             return ControlReply([("count", String(log.total)), ("dropped", String(log.dropped)),
                                  ("last", ControlHex.format(log.last ?? [])),
                                  ("all", log.elements.map { ControlHex.format($0) }.joined(separator: "; "))])
-        case "tag-memory":
-            return try tagMemory(request, binding: binding)
-        case "pn532-serial":
-            // A bare PN532 board in this reader's field on a pseudo-terminal (docs/pn532-uart.md §6);
-            // `list=yes` names the boards already there.
-            try request.allowOnly(["list"])
-            if request.value("list") != nil {
-                let boards = binding.field.serialBoards
-                return ControlReply([("count", String(boards.count)),
-                                     ("list", boards.map { "\($0.id): \($0.terminal.devicePath)" }.joined(separator: "; "))])
-            }
+        case .tagMemory(let id, let first, let count):
+            return try tagMemory(id, first: first, count: count, binding: binding)
+        case .pn532SerialList:
+            // The bare PN532 boards already in this reader's field (docs/pn532-uart.md §6).
+            let boards = binding.field.serialBoards
+            return ControlReply([("count", String(boards.count)),
+                                 ("list", boards.map { "\($0.id): \($0.terminal.devicePath)" }.joined(separator: "; "))])
+        case .pn532Serial:
+            // A bare PN532 board in this reader's field on a pseudo-terminal (docs/pn532-uart.md §6).
             let board = try binding.field.addSerialBoard()
             return ControlReply([("board", board.id), ("path", board.terminal.devicePath)])
-        default:
-            throw ControlError(.unknownVerb, "no verb '\(request.verb)'; verbs: \(verbs.joined(separator: ", "))")
         }
     }
 
     // MARK: Peers
 
-    private static func placeCard(_ request: ControlRequest, binding: SimulatorBinding) throws(ControlError) -> ControlReply {
-        try request.allowOnly(["uid", "atqa", "sak", "ats", "applet", "transcript", "channel", "id", "leave-after", "ndef"])
-        let leavesAfter = try request.integer("leave-after", in: 1...1_000_000)
-        let uid = try uid(request)
-        let atqa = try atqa(request) ?? 0x0004
-        let sak = try byte(request, "sak") ?? 0x20
-        let ats = try request.bytes("ats") ?? [0x05, 0x78, 0x80, 0x70, 0x02]
-        guard !ats.isEmpty, Int(ats[0]) == ats.count, ats.count <= 20 else {
-            throw ControlError(.badArgument, "ats must be a whole ATS whose first byte TL is its length (2…20 bytes), e.g. \"05 78 80 70 02\"")
+    private static func placeCard(_ request: SimulatorRequest.Card, binding: SimulatorBinding) throws(ControlError) -> ControlReply {
+        if case .applet(_, _, let leavesAfter) = request.answers {
+            try SimulatorRequest.check("leave-after", leavesAfter, in: SimulatorRequest.cardLeaveAfter)
         }
+        try SimulatorRequest.checkUID(request.uid)
+        try SimulatorRequest.checkATS(request.ats)
         let card: ISO14443_4Card
-        if let path = request.value("transcript") {
-            guard request.value("applet") == nil else {
-                throw ControlError(.badArgument, "give applet= or transcript=, not both")
-            }
-            guard leavesAfter == nil else {
-                throw ControlError(.badArgument, "leave-after= goes with applet=, not with transcript=")
-            }
+        switch request.answers {
+        case .transcript(let path, let channel):
             // Checked whole here (its errors in the reply), then read as the APDUs come: the card
             // holds one exchange, not the file (docs/transcript-diff.md, "§7").
-            let file = try transcriptFile(path, channel: request.value("channel"))
+            let file = try transcriptFile(path, channel: channel)
             do {
-                card = try ISO14443_4Card(uid: uid, atqa: atqa, sak: sak, ats: ats, transcriptFile: file)
+                card = try ISO14443_4Card(uid: request.uid, atqa: request.atqa, sak: request.sak, ats: request.ats, transcriptFile: file)
             } catch {
                 throw ControlError(.badArgument, "transcript \(path): \(error)")
             }
-        } else {
-            let name = request.value("applet") ?? BuiltInApplet.ok.rawValue
-            guard let applet = BuiltInApplet(rawValue: name) else {
-                throw ControlError(.badArgument, "unknown applet '\(name)'; known: \(BuiltInApplet.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
-            let ndef = try request.bytes("ndef")
-            guard ndef == nil || applet == .t4tNDEF || applet == .t4tNDEFVersion1 else {
-                throw ControlError(.badArgument, "ndef= goes with applet=t4t-ndef or applet=t4t-ndef-v1")
-            }
-            guard (ndef?.count ?? 0) <= 0x7FFD else {
-                throw ControlError(.badArgument, "ndef= holds at most 32765 bytes (a Type 4 Tag's NDEF file is at most 7FFF, NLEN included)")
-            }
-            card = ISO14443_4Card(uid: uid, atqa: atqa, sak: sak, ats: ats, leavesAfter: leavesAfter, handler: applet.makeHandler(ndef: ndef))
+        case .applet(let applet, let ndef, let leavesAfter):
+            try SimulatorRequest.checkCardNDEF(ndef, applet: applet)
+            card = ISO14443_4Card(uid: request.uid, atqa: request.atqa, sak: request.sak, ats: request.ats,
+                                  leavesAfter: leavesAfter, handler: applet.makeHandler(ndef: ndef))
         }
-        return ControlReply([("peer", try binding.field.place(card, id: try peerID(request), prefix: "card"))])
+        return ControlReply([("peer", try binding.field.place(card, id: try peerID(request.id), prefix: "card"))])
     }
 
-    /// `place-tag`: without `type=`, today's tag without memory; with it, a Type 2 tag or a MIFARE
-    /// Classic card with memory (ATQA and SAK then come from the type).
-    private static func placeTag(_ request: ControlRequest, binding: SimulatorBinding) throws(ControlError) -> ControlReply {
-        try request.allowOnly(["uid", "atqa", "sak", "id", "type", "ndef", "key", "leave-after"])
-        let uid = try uid(request)
-        let leavesAfter = try request.integer("leave-after", in: 1...1_000_000)
-        guard let typeName = request.value("type"), typeName != "plain" else {
-            guard leavesAfter == nil else {
-                throw ControlError(.badArgument, "leave-after= needs a tag with memory (type=ntag213|ntag215|ntag216|ultralight|classic1k|classic4k|mini)")
-            }
-            guard request.value("ndef") == nil, request.value("key") == nil else {
-                throw ControlError(.badArgument, "ndef= needs type=ntag213|ntag215|ntag216|ultralight; key= needs type=classic1k|classic4k|mini")
-            }
-            let tag = ISO14443_3Tag(uid: uid, atqa: try atqa(request) ?? 0x0004, sak: try byte(request, "sak") ?? 0x08)
-            return ControlReply([("peer", try binding.field.place(tag, id: try peerID(request), prefix: "tag"))])
-        }
-        guard request.value("atqa") == nil, request.value("sak") == nil else {
-            throw ControlError(.badArgument, "atqa= and sak= come from type=\(typeName); leave them out")
-        }
+    /// `place-tag`: a tag without memory, or a Type 2 tag or a MIFARE Classic card with memory
+    /// (ATQA and SAK then come from the type).
+    private static func placeTag(_ request: SimulatorRequest.Tag, binding: SimulatorBinding) throws(ControlError) -> ControlReply {
+        try SimulatorRequest.checkUID(request.uid)
+        try SimulatorRequest.check("leave-after", request.leaveAfter, in: SimulatorRequest.cardLeaveAfter)
         let tag: ISO14443_3Tag
+        let typeName: String
         do {
-            if let model = Type2TagModel(rawValue: typeName) {
-                guard request.value("key") == nil else {
-                    throw ControlError(.badArgument, "key= is for MIFARE Classic (type=classic1k|classic4k|mini), not \(typeName)")
-                }
-                tag = try ISO14443_3Tag(type2: model, uid: uid, ndefMessage: try request.bytes("ndef"))
-            } else if let model = MIFAREClassicModel(rawValue: typeName) {
-                guard request.value("ndef") == nil else {
-                    throw ControlError(.badArgument, "ndef= is for Type 2 tags (type=ntag213|ntag215|ntag216|ultralight), not \(typeName)")
-                }
-                let key = try request.bytes("key") ?? MIFAREClassicMemory.transportKey
+            switch request.kind {
+            case .plain(let atqa, let sak):
+                guard request.leaveAfter == nil else { throw SimulatorRequest.plainLeaveAfter }
+                let tag = ISO14443_3Tag(uid: request.uid, atqa: atqa, sak: sak)
+                return ControlReply([("peer", try binding.field.place(tag, id: try peerID(request.id), prefix: "tag"))])
+            case .type2(let model, let ndef):
+                typeName = model.rawValue
+                tag = try ISO14443_3Tag(type2: model, uid: request.uid, ndefMessage: ndef)
+            case .classic(let model, let key):
+                typeName = model.rawValue
                 guard key.count == 6 else {
                     // The value itself is not echoed: it is a key.
                     throw ControlError(.badArgument, "key must be 6 hex bytes (12 digits), got \(key.count) bytes")
                 }
-                tag = try ISO14443_3Tag(classic: model, uid: uid, keyA: key, keyB: key)
-            } else {
-                throw ControlError(.badArgument, "unknown type '\(typeName)'; known: plain, \(tagTypeNames.joined(separator: ", "))")
+                tag = try ISO14443_3Tag(classic: model, uid: request.uid, keyA: key, keyB: key)
             }
         } catch let error as StorageCardError {
             throw ControlError(.badArgument, error.reason)
@@ -261,68 +217,39 @@ enum ControlProtocol {
             throw ControlError(.badArgument, "\(error)")
         }
         // A tag pulled away during its leave-after-th command on air (ISO14443_3Tag.leave(duringCommand:)).
-        tag.leave(duringCommand: leavesAfter)
-        return ControlReply([("peer", try binding.field.place(tag, id: try peerID(request), prefix: "tag")),
+        tag.leave(duringCommand: request.leaveAfter)
+        return ControlReply([("peer", try binding.field.place(tag, id: try peerID(request.id), prefix: "tag")),
                              ("type", typeName)])
     }
 
     /// `place-target`: a FeliCa, ISO/IEC 14443-B or Topaz/Jewel target (docs/acr122-clones.md §4b).
-    private static func placeTarget(_ request: ControlRequest, binding: SimulatorBinding) throws(ControlError) -> ControlReply {
-        try request.allowOnly(["family", "id", "idm", "pupi", "jewel-id", "memory", "applet"])
-        func sized(_ key: String, _ count: Int, default value: [UInt8]) throws(ControlError) -> [UInt8] {
-            guard let bytes = try request.bytes(key) else { return value }
-            guard bytes.count == count else {
-                throw ControlError(.badArgument, "\(key) must be \(count) hex bytes, got \(bytes.count)")
-            }
-            return bytes
-        }
-        let family = try request.required("family")
-        let allowed: Set<String> = switch family {
-        case "felica", "felica424": ["family", "id", "idm", "memory"]
-        case "typeb": ["family", "id", "pupi", "applet"]
-        case "jewel": ["family", "id", "jewel-id", "memory"]
-        default: throw ControlError(.badArgument, "unknown family '\(family)'; known: felica, felica424, typeb, jewel")
-        }
-        if let extra = ["idm", "pupi", "jewel-id", "memory", "applet"].first(where: { request.value($0) != nil && !allowed.contains($0) }) {
-            throw ControlError(.badArgument, "\(extra)= does not go with family=\(family)")
-        }
-        let memory = try request.bytes("memory") ?? []
+    private static func placeTarget(_ request: SimulatorRequest.Target, binding: SimulatorBinding) throws(ControlError) -> ControlReply {
         let target: PassiveTargetPeer
-        switch family {
-        case "felica", "felica424":
+        switch request.family {
+        case .felica(let idm, let memory, let highSpeed):
+            try SimulatorRequest.checkLength("idm", idm, 8)
             target = PassiveTargetPeer(
-                .felica(idm: try sized("idm", 8, default: [0x01, 0x01, 0x05, 0x01, 0x86, 0x04, 0x02, 0x02]),
-                        pmm: [0x03, 0x01, 0x4B, 0x02, 0x4F, 0x49, 0x93, 0xFF], systemCode: [0x12, 0xFC],
-                        highSpeed: family == "felica424"),
+                .felica(idm: idm, pmm: [0x03, 0x01, 0x4B, 0x02, 0x4F, 0x49, 0x93, 0xFF], systemCode: [0x12, 0xFC], highSpeed: highSpeed),
                 memory: memory)
-        case "typeb":
+        case .typeB(let pupi, let applet):
+            try SimulatorRequest.checkLength("pupi", pupi, 4)
+            // ACS's example ATQB with the PUPI in bytes 1…4.
             var atqb: [UInt8] = [0x50, 0x12, 0x23, 0x45, 0x56, 0x12, 0x53, 0x54, 0x4E, 0x33, 0x81, 0xC3]
-            atqb.replaceSubrange(1...4, with: try sized("pupi", 4, default: Array(atqb[1...4])))
-            var handler: (@Sendable ([UInt8]) -> [UInt8])?
-            if let name = request.value("applet") {
-                guard let applet = BuiltInApplet(rawValue: name) else {
-                    throw ControlError(.badArgument, "unknown applet '\(name)'; known: \(BuiltInApplet.allCases.map(\.rawValue).joined(separator: ", "))")
-                }
-                handler = applet.makeHandler()
-            }
-            target = PassiveTargetPeer(.typeB(atqb: atqb, attribResponse: [0x00]), apdu: handler)
-        default:
-            let jewelID = try sized("jewel-id", 4, default: [0xB5, 0x7A, 0x2C, 0x00])
+            atqb.replaceSubrange(1...4, with: pupi)
+            target = PassiveTargetPeer(.typeB(atqb: atqb, attribResponse: [0x00]), apdu: applet?.makeHandler())
+        case .jewel(let jewelID, let memory):
+            try SimulatorRequest.checkLength("jewel-id", jewelID, 4)
             target = PassiveTargetPeer(.jewel(sensRes: [0x0C, 0x00], jewelID: jewelID), memory: memory)
         }
-        return ControlReply([("peer", try binding.field.place(target, id: try peerID(request), prefix: "target")),
-                             ("family", family)])
+        return ControlReply([("peer", try binding.field.place(target, id: try peerID(request.id), prefix: "target")),
+                             ("family", request.family.name)])
     }
 
     /// The `type=` values of `place-tag` with memory.
     static let tagTypeNames = Type2TagModel.allCases.map(\.rawValue) + MIFAREClassicModel.allCases.map(\.rawValue)
 
     /// `tag-memory`: a placed tag's memory as hex (keys of MIFARE Classic trailers as 00 bytes).
-    private static func tagMemory(_ request: ControlRequest, binding: SimulatorBinding) throws(ControlError) -> ControlReply {
-        try request.allowOnly(["peer", "id", "first", "count"])
-        guard let id = request.value("peer") ?? request.value("id") else {
-            throw ControlError(.missingArgument, "tag-memory needs peer=<id>")
-        }
+    private static func tagMemory(_ id: String, first: Int?, count: Int?, binding: SimulatorBinding) throws(ControlError) -> ControlReply {
         guard let tag = binding.field.peer(id) as? ISO14443_3Tag, tag.hasMemory else {
             throw ControlError(.refused, "no tag with memory '\(id)' in the field (place one with place-tag type=…)")
         }
@@ -330,81 +257,57 @@ enum ControlProtocol {
         let unit = memory.unitSize
         let bytes = tag.displayBytes
         let units = bytes.count / unit
-        let first = try request.integer("first", in: 0...max(0, units - 1)) ?? 0
-        let count = try request.integer("count", in: 1...units) ?? units - first
-        let end = min(units, first + count)
+        try SimulatorRequest.check("first", first, in: 0...max(0, units - 1))
+        try SimulatorRequest.check("count", count, in: 1...units)
+        let first = first ?? 0
+        let end = min(units, first + (count ?? units - first))
         return ControlReply([("type", memory.typeName), ("unit", String(unit)), ("first", String(first)),
                              ("count", String(end - first)), ("commands", String(tag.commandsReceived)),
                              ("data", ControlHex.format(bytes[first * unit..<end * unit]))])
     }
 
-    private static func placeTerminal(_ request: ControlRequest, binding: SimulatorBinding) throws(ControlError) -> ControlReply {
-        try request.allowOnly(["script", "transcript", "channel", "id", "leave-after", "return-after-ms", "taps", "host-delay-ms", "host-delay-at", "wtx"])
-        let adjust = try phoneBehaviour(request)
+    private static func placeTerminal(_ request: SimulatorRequest.Terminal, binding: SimulatorBinding) throws(ControlError) -> ControlReply {
         let terminal: ExternalTerminal
-        if let path = request.value("transcript") {
-            guard request.value("script") == nil else {
-                throw ControlError(.badArgument, "give script= or transcript=, not both")
-            }
+        switch request.source {
+        case .transcript(let path, let channel):
             // Checked whole here (its errors in the reply), then read as the terminal sends its
             // commands: it holds the step it is at, not the file (docs/transcript-diff.md, "§7").
-            let file = try terminalTranscriptFile(path, channel: request.value("channel"))
+            let file = try terminalTranscriptFile(path, channel: channel)
             do {
                 terminal = try ExternalTerminal(transcriptFile: file)
             } catch {
                 throw ControlError(.badArgument, "transcript \(path): \(error)")
             }
-            if adjust != nil {
-                throw ControlError(.badArgument, "leave-after, taps, host-delay-ms and wtx apply to a model (script=), not to a transcript")
-            }
-        } else {
-            let name = request.value("script") ?? "android-t4t-read"
-            if adjust != nil, name.hasSuffix("-recording") {
-                throw ControlError(.badArgument, "leave-after, taps, host-delay-ms and wtx apply to a model, not to the recording '\(name)'")
-            }
-            guard let named = ExternalTerminal.named(name, adjust: adjust ?? { _ in }) else {
+        case .model(let name, let change):
+            try SimulatorRequest.check(change)
+            try SimulatorRequest.checkRecording(name, change)
+            guard let named = ExternalTerminal.named(name, adjust: phoneBehaviour(change)) else {
                 throw ControlError(.badArgument, "unknown script '\(name)'; known: \(ExternalTerminal.catalog.map(\.name).joined(separator: ", "))")
             }
             terminal = named
         }
-        return ControlReply([("peer", try binding.field.place(terminal, id: try peerID(request), prefix: "terminal"))])
+        return ControlReply([("peer", try binding.field.place(terminal, id: try peerID(request.id), prefix: "terminal"))])
     }
 
-    /// The ``PhoneBehaviour`` changes `place-terminal` asks for, or nil when it asks for none.
-    private static func phoneBehaviour(_ request: ControlRequest) throws(ControlError) -> (@Sendable (inout PhoneBehaviour) -> Void)? {
-        let leaveAfter = try request.integer("leave-after", in: 1...10_000)
-        let returnAfter = try request.integer("return-after-ms", in: 0...60_000)
-        if returnAfter != nil, leaveAfter == nil {
-            throw ControlError(.missingArgument, "return-after-ms (how long the phone stays away, simulated) needs leave-after=<n>")
-        }
-        let taps = try request.integer("taps", in: 1...16)
-        let delay = try request.integer("host-delay-ms", in: 0...60_000)
-        let delayAt = try request.integer("host-delay-at", in: 1...10_000)
-        if delayAt != nil, delay == nil {
-            throw ControlError(.missingArgument, "host-delay-at needs host-delay-ms=<simulated milliseconds>")
-        }
-        let wtxText = request.value("wtx")
-        if let wtxText, wtxText != "yes", wtxText != "no" {
-            throw ControlError(.badArgument, "wtx='\(wtxText)' must be yes (the PN532 sends S(WTX) while its host works, the default) or no")
-        }
-        let wtx = wtxText.map { $0 == "yes" }
-        guard leaveAfter != nil || taps != nil || delay != nil || wtx != nil else { return nil }
+    /// The ``PhoneBehaviour`` changes `place-terminal` asks for (none when `change` is empty).
+    private static func phoneBehaviour(_ change: SimulatorRequest.PhoneBehaviourChange) -> @Sendable (inout PhoneBehaviour) -> Void {
+        guard !change.isEmpty else { return { _ in } }
         return { behaviour in
-            if let leaveAfter { behaviour.leaveAfter = leaveAfter }
-            if let returnAfter { behaviour.returnAfter = .milliseconds(returnAfter) }
-            if let taps { behaviour.taps = taps }
-            if let delay { behaviour.hostDelay = .init(command: delayAt ?? 1, delay: .milliseconds(delay)) }
-            if let wtx { behaviour.pn532SendsWTX = wtx }
+            if let leaveAfter = change.leaveAfter { behaviour.leaveAfter = leaveAfter }
+            if let returnAfter = change.returnAfterMilliseconds { behaviour.returnAfter = .milliseconds(returnAfter) }
+            if let taps = change.taps { behaviour.taps = taps }
+            if let delay = change.hostDelayMilliseconds {
+                behaviour.hostDelay = .init(command: change.hostDelayAt ?? 1, delay: .milliseconds(delay))
+            }
+            if let wtx = change.wtx { behaviour.pn532SendsWTX = wtx }
         }
     }
 
     /// The most a `terminal-result` waits.
     static let maximumWait = 60_000
 
-    private static func terminalResult(_ request: ControlRequest, binding: SimulatorBinding) throws(ControlError) -> ControlReply {
-        try request.allowOnly(["peer", "wait-ms"])
-        let id = try request.required("peer")
-        let waitMilliseconds = try request.integer("wait-ms", in: 0...maximumWait) ?? 0
+    private static func terminalResult(_ id: String, waitMilliseconds: Int, binding: SimulatorBinding) throws(ControlError) -> ControlReply {
+        try SimulatorRequest.check("wait-ms", waitMilliseconds, in: SimulatorRequest.resultWait)
         guard let terminal = binding.field.peer(id) as? ExternalTerminal else {
             throw ControlError(.refused, "no external terminal '\(id)' in the field")
         }
@@ -448,33 +351,8 @@ enum ControlProtocol {
 
     // MARK: Arguments
 
-    private static func uid(_ request: ControlRequest) throws(ControlError) -> [UInt8] {
-        guard let uid = try request.bytes("uid") else {
-            throw ControlError(.missingArgument, "\(request.verb) needs uid=<4, 7 or 10 hex bytes>")
-        }
-        guard [4, 7, 10].contains(uid.count) else {
-            throw ControlError(.badArgument, "uid must be 4, 7 or 10 bytes (ISO/IEC 14443-3), got \(uid.count)")
-        }
-        return uid
-    }
-
-    /// ATQA as libnfc prints it, most significant byte first: `atqa="00 04"`.
-    private static func atqa(_ request: ControlRequest) throws(ControlError) -> UInt16? {
-        guard let bytes = try request.bytes("atqa") else { return nil }
-        guard bytes.count == 2 else {
-            throw ControlError(.badArgument, "atqa must be 2 bytes, most significant first (e.g. \"00 04\")")
-        }
-        return UInt16(bytes[0]) << 8 | UInt16(bytes[1])
-    }
-
-    private static func byte(_ request: ControlRequest, _ key: String) throws(ControlError) -> UInt8? {
-        guard let bytes = try request.bytes(key) else { return nil }
-        guard bytes.count == 1 else { throw ControlError(.badArgument, "\(key) must be one hex byte (e.g. 20)") }
-        return bytes[0]
-    }
-
-    private static func peerID(_ request: ControlRequest) throws(ControlError) -> String? {
-        guard let id = request.value("id") else { return nil }
+    private static func peerID(_ id: String?) throws(ControlError) -> String? {
+        guard let id else { return nil }
         guard !id.isEmpty, id.count <= 64, id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else {
             throw ControlError(.badArgument, "id may hold 1…64 letters, digits, '-' and '_'")
         }

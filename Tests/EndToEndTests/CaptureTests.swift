@@ -1,5 +1,6 @@
 import Foundation
 import PCSCSandbox
+import SecbridgeTesting
 import Testing
 
 // `secbridge capture` runs a program under pcsc-lite's own spy (libpcscspy.so.0 and the pcsc-spy
@@ -92,8 +93,8 @@ extension SharedReader {
         @Test(.enabled(if: Libnfc.isBuilt, "libnfc is not built: run scripts/build-libnfc.sh"))
         func nfcListWithACardNamesTheKnownSpyCrash() async throws {
             let environment = try await resetSimulatedReaders()
-            try SimulatedReaders.controlA.send("place-card uid=\"04 A1 B2 C3\" ats=\"06 75 77 81 02 80\" applet=echo id=capture-card")
-            defer { _ = try? SimulatedReaders.controlA.send("remove all=yes") }
+            try SimulatedReaders.controlA.send(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], ats: [0x06, 0x75, 0x77, 0x81, 0x02, 0x80], applet: .echo, id: "capture-card"))
+            defer { _ = try? SimulatedReaders.controlA.send(.removeAll) }
             _ = try await waitForCard(in: environment.simulatedReaderA, present: true)
             let dir = try scratch("nfc-list-card")
             defer { try? FileManager.default.removeItem(atPath: dir) }

@@ -3,6 +3,7 @@ import PCSC
 import PCSCSandbox
 import PN53x
 import SecbridgeCLI
+import SecbridgeTesting
 import Testing
 
 // `secbridge doctor` and `secbridge reset` against the simulated ACR122U in the shared pcscd, and
@@ -39,11 +40,11 @@ extension SharedReader {
             try "<plist><dict>\n<key>ifdDriverOptions</key>\n<string>0x0000</string>\n</dict></plist>\n"
                 .write(toFile: root + "/etc/libccid_Info.plist", atomically: true, encoding: .utf8)
             defer { try? FileManager.default.removeItem(atPath: root) }
-            try SimulatedReaders.controlA.send("personality name=ccid-escape-disabled")
+            try SimulatedReaders.controlA.send(.personality(name: "ccid-escape-disabled"))
             var variables = environment.environmentForSubprocesses
             variables["SECBRIDGE_DOCTOR_ROOT"] = root
             let result = try await runBinary(["doctor", "--json", "--reader", environment.simulatedReaderA], environment: variables)
-            try SimulatedReaders.controlA.send("personality name=ccid-escape-enabled")
+            try SimulatedReaders.controlA.send(.personality(name: "ccid-escape-enabled"))
             #expect(result.status == 1, "\(result.out)\(result.err)")
             let checks = try #require(try JSONSerialization.jsonObject(with: Data(result.out.utf8)) as? [[String: Any]])
             let escape = try #require(checks.first { $0["check"] as? String == "escape commands" })
@@ -68,7 +69,7 @@ extension SharedReader {
             let armed = try await emulation.waitForOutput(containing: "state: cardEmulation")
             #expect(armed, "\(emulation.outputSoFar)")
             // Emulation turned automatic polling off (FF 00 51 00 00) on A.
-            #expect(try SimulatedReaders.controlA.send("status")["picc"] == "00")
+            #expect(try SimulatedReaders.controlA.send(.status)["picc"] == "00")
             kill(emulation.processIdentifier, SIGINT)
             let result = try await emulation.finish(timeout: .seconds(30))
             #expect(result.status == 130, "\(result.out)\(result.err)")
@@ -76,7 +77,7 @@ extension SharedReader {
             #expect(result.err.contains("restoring \(environment.simulatedReaderA) (interrupted):\n"), "\(result.err)")
             #expect(result.err.contains("PICC operating parameter FF (automatic polling on): FF 00 51 FF 00 → 90 FF  ok\n"), "\(result.err)")
             #expect(try await blocking { try piccOperatingParameterReply(environment.simulatedReaderA) } == [0x90, 0xFF])
-            #expect(try SimulatedReaders.controlA.send("status")["led"] == "01")
+            #expect(try SimulatedReaders.controlA.send(.status)["led"] == "01")
             // startEmulation turned B's polling off; put it back.
             try await blocking { () throws -> Void in
                 let link = try ACR122Link.open(

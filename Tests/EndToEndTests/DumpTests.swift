@@ -31,7 +31,7 @@ private func place(_ line: String, environment: TestEnvironment) async throws {
 }
 
 private func removeAll(environment: TestEnvironment) async throws {
-    try SimulatedReaders.controlA.send("remove all=yes")
+    try SimulatedReaders.controlA.send(.removeAll)
     _ = try await waitForCard(in: environment.simulatedReaderA, present: false)
 }
 
@@ -106,9 +106,9 @@ extension SharedReader {
         /// (docs/test-infrastructure.md, "Two simulated readers in one field").
         @Test func noActivationByReaderBLandsInsideADump() async throws {
             let environment = try await resetSimulatedReaders()
-            let before = try SimulatedReaders.controlA.send("events")["last"] ?? "0"
+            let before = try SimulatedReaders.controlA.send(.events())["last"] ?? "0"
             try await place("place-tag type=classic1k uid=04A1B2C3 id=mf", environment: environment)
-            let placed = try SimulatedReaders.controlA.send("events after=\(before)")
+            let placed = try SimulatedReaders.controlA.send(.events(after: Int(before) ?? 0))
             let byB = "[\(SimulatedReaders.directoryB)] card activated 04 A1 B2 C3"
             #expect(placed["events"]?.contains(byB) == true, "\(placed)")
             let dump = temporaryDump("activations.mfd")

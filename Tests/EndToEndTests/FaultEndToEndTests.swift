@@ -3,6 +3,7 @@ import PCSC
 import PCSCSandbox
 import PN53x
 import SecbridgeCLI
+import SecbridgeTesting
 import SecbridgeTools
 import SecureElementCredential
 import Testing
@@ -52,11 +53,11 @@ extension SharedReader {
             let readerA = environment.simulatedReaderA
             let readerB = environment.simulatedReaderB
             try await blocking { try stopAutomaticPolling(on: readerB) }
-            defer { _ = try? SimulatedReaders.controlB.send("remove all=yes") }
+            defer { _ = try? SimulatedReaders.controlB.send(.removeAll) }
             let directory = try faultTestDirectory("full-disk-emulate")
             defer { try? FileManager.default.removeItem(atPath: directory) }
             let path = directory + "/emulate.transcript"
-            try SimulatedReaders.controlA.send("place-terminal script=android-t4t-read id=android")
+            try SimulatedReaders.controlA.send(.placeTerminal(id: "android"))
             let result = try await runProgram(
                 URL(fileURLWithPath: "/bin/sh"),
                 try underFileSizeLimit(blocks: 2, [
@@ -73,7 +74,7 @@ extension SharedReader {
             let reply = try await terminalResult("android")
             #expect(reply["result"] == "passed", "\(reply)")
             // The restore ran: automatic polling on again, target role left.
-            let status = try SimulatedReaders.controlA.send("status")
+            let status = try SimulatedReaders.controlA.send(.status)
             #expect(status["picc"] == "FF", "\(status)")
             // The file stops at a whole line under the limit and parses.
             let size = try #require(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
@@ -99,7 +100,7 @@ extension SharedReader {
             for round in 0..<40 where monitor.process.isRunning {
                 try SimulatedReaders.controlA.send("place-tag uid=04A1B2C3D4E5\(String(format: "%02X", round)) atqa=0044 sak=00 id=t")
                 _ = try await waitForCard(in: environment.simulatedReaderA, present: true)
-                try SimulatedReaders.controlA.send("remove peer=t")
+                try SimulatedReaders.controlA.send(.remove(peer: "t"))
                 _ = try await waitForCard(in: environment.simulatedReaderA, present: false)
             }
             try await monitor.exit(after: "40 rounds of card events (its record file should have filled)")
@@ -139,7 +140,7 @@ extension SharedReader {
             for round in 0..<3 {
                 try SimulatedReaders.controlA.send("place-tag uid=04A1B2C3D4E5\(String(format: "%02X", round)) atqa=0044 sak=00 id=t")
                 last = try await monitor.wait(for: "card-inserted \"\(readerA)\"", after: last + 1)
-                try SimulatedReaders.controlA.send("remove peer=t")
+                try SimulatedReaders.controlA.send(.remove(peer: "t"))
                 last = try await monitor.wait(for: "card-removed \"\(readerA)\"", after: last + 1)
             }
             #expect(kill(monitor.process.processIdentifier, signal) == 0)
@@ -164,7 +165,7 @@ extension SharedReader {
             let environment = try await resetSimulatedReaders()
             let readerA = environment.simulatedReaderA
             try await placeInSharedField("place-card uid=\"04 A1 B2 C3\" applet=long-object id=long", environment: environment)
-            defer { _ = try? SimulatedReaders.controlA.send("remove all=yes") }
+            defer { _ = try? SimulatedReaders.controlA.send(.removeAll) }
             let object = (0..<2847).map { String(format: "%02X", UInt8(truncatingIfNeeded: $0 &* 7)) }.joined()
             let subprocesses = environment.environmentForSubprocesses
             let statuses = try await withThrowingTaskGroup(of: [(Int32, Bool, String)].self) { group in
@@ -190,7 +191,7 @@ extension SharedReader {
         /// The NDEF message in an NTAG213's memory from page 4 (the TLV `03 len message`, NFC Forum
         /// Type 2 Tag; docs/iso14443-t4t-ndef.md §6), or nil when page 4 holds no well-formed one.
         static func ndefMessage(ofTag peer: String) throws -> [UInt8]? {
-            let data = try SimulatedReaders.controlA.send("tag-memory peer=\(peer) first=4 count=36")["data"] ?? ""
+            let data = try SimulatedReaders.controlA.send(.tagMemory(peer: "\(peer)", first: 4, count: 36))["data"] ?? ""
             let bytes = data.split(separator: " ").compactMap { UInt8($0, radix: 16) }
             guard bytes.count >= 2, bytes[0] == 0x03, Int(bytes[1]) + 2 <= bytes.count else { return nil }
             return Array(bytes[2..<(2 + Int(bytes[1]))])
@@ -213,7 +214,7 @@ extension SharedReader {
                     "place-tag type=ntag213 uid=\"04 A1 B2 C3 D4 E5 F6\" ndef=\(old.map { String(format: "%02X", $0) }.joined()) id=ntag", environment: environment)
             }
             try await placeTheOldTag()
-            defer { _ = try? SimulatedReaders.controlA.send("remove all=yes") }
+            defer { _ = try? SimulatedReaders.controlA.send(.removeAll) }
             let rest = "example.org/a/path/long/enough/to/span/many/pages/of/the/tag"
             let new: [UInt8] = [0xD1, 0x01, UInt8(1 + rest.utf8.count), 0x55, 0x04] + Array(rest.utf8)
             let arguments = ["write-ndef", "--reader", readerA, "--uri", "https://" + rest, "--yes"]
@@ -226,7 +227,7 @@ extension SharedReader {
             #expect(try Self.ndefMessage(ofTag: "ntag") == new)
             for step in 0..<4 {
                 // Each round starts from the old message.
-                _ = try SimulatedReaders.controlA.send("remove peer=ntag")
+                _ = try SimulatedReaders.controlA.send(.remove(peer: "ntag"))
                 _ = try await waitForCard(in: readerA, present: false)
                 try await placeTheOldTag()
                 // Over the first half of a whole write's time: a later run, started warm, is quicker.
@@ -275,7 +276,7 @@ extension SharedReader {
             let environment = try await resetSimulatedReaders()
             let readerA = environment.simulatedReaderA
             try await Self.leaveAnActivatedTargetOnA(environment)
-            try SimulatedReaders.controlA.send("place-tag uid=04A1B2C3D4E5F6 atqa=0044 sak=00 id=t2")
+            try SimulatedReaders.controlA.send(.placeTag(uid: [0x04, 0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6], .plain(atqa: 0x0044, sak: 0x00), id: "t2"))
             // As the chip does: an activated target polls no card, polling on or not.
             await #expect(throws: SimulatedReaderError.self) { _ = try await waitForCard(in: readerA, present: true, timeout: .seconds(2)) }
             let result = try await runCLI(["reset", "--reader", readerA])
@@ -291,9 +292,9 @@ extension SharedReader {
             let status = try await emulateInProcess(readerA)
             #expect(status.1.contains("event: fieldStateChanged(fieldPresent: TgInitAsTarget returned mode 08"), "\(status.1)\(status.2)")
             // The end of the emulation released the target: A reports a card put in its field.
-            try SimulatedReaders.controlA.send("place-tag uid=04A1B2C3D4E5F6 atqa=0044 sak=00 id=t2")
+            try SimulatedReaders.controlA.send(.placeTag(uid: [0x04, 0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6], .plain(atqa: 0x0044, sak: 0x00), id: "t2"))
             _ = try await waitForCard(in: readerA, present: true)
-            #expect(try SimulatedReaders.controlA.send("status")["picc"] == "FF")
+            #expect(try SimulatedReaders.controlA.send(.status)["picc"] == "FF")
         }
 
         // MARK: a relayed card that stops answering
@@ -356,7 +357,7 @@ extension SharedReader {
             let readerB = environment.simulatedReaderB
             // The terminal placed on A activates the target, not B's automatic polling.
             try await blocking { try stopAutomaticPolling(on: readerB) }
-            defer { _ = try? SimulatedReaders.controlA.send("remove all=yes") }
+            defer { _ = try? SimulatedReaders.controlA.send(.removeAll) }
             let pid = try #require(environment.card.processIdentifier)
             let clock = VirtualSessionClock()
             // A thread of its own: the test's PC/SC calls do not queue behind the emulation.
@@ -376,7 +377,7 @@ extension SharedReader {
             #expect(kill(pid, SIGSTOP) == 0)
             var continued = false
             defer { if !continued { kill(pid, SIGCONT) } }
-            try SimulatedReaders.controlA.send("place-terminal script=android-t4t-read id=android")
+            try SimulatedReaders.controlA.send(.placeTerminal(id: "android"))
             // The relayed SCardTransmit blocks in vicc: its bound sleeps on the clock.
             if await !clock.untilSleepers(1, within: .seconds(20)) {
                 // The bound did not start: moving the clock would end nothing, and the relayed
@@ -399,10 +400,10 @@ extension SharedReader {
             let reply = try await terminalResult("android")
             #expect(reply["result"] == "failed", "\(reply)")
             // The reader restored: polling back on, and the target left (a tag placed on A is seen).
-            #expect(try SimulatedReaders.controlA.send("status")["picc"] == "FF")
-            #expect(try SimulatedReaders.controlA.send("status")["busy"] == "no")
-            try SimulatedReaders.controlA.send("remove all=yes")
-            try SimulatedReaders.controlA.send("place-tag uid=04A1B2C3D4E5F6 atqa=0044 sak=00 id=t2")
+            #expect(try SimulatedReaders.controlA.send(.status)["picc"] == "FF")
+            #expect(try SimulatedReaders.controlA.send(.status)["busy"] == "no")
+            try SimulatedReaders.controlA.send(.removeAll)
+            try SimulatedReaders.controlA.send(.placeTag(uid: [0x04, 0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6], .plain(atqa: 0x0044, sak: 0x00), id: "t2"))
             _ = try await waitForCard(in: readerA, present: true)
             // vicc answers again once continued.
             _ = try await waitForCard(in: environment.vpcdReaderName, present: true)
@@ -431,7 +432,7 @@ extension SharedReader {
         static func expectPresentAndReachable(_ reader: String, after change: () async throws -> Void) async throws {
             #expect(try await selectNDEFApplication(reader) == [0x90, 0x00])
             try await change()
-            #expect(try SimulatedReaders.controlA.send("status")["card"] == "present")
+            #expect(try SimulatedReaders.controlA.send(.status)["card"] == "present")
             #expect(try await selectNDEFApplication(reader) == [0x90, 0x00])
             _ = try await waitForCard(in: reader, present: true)
         }
@@ -473,8 +474,8 @@ extension SharedReader {
             try await placeInSharedField("place-card uid=\"04 A1 B2 C3\" applet=t4t-ndef id=first", environment: environment)
             try await Self.expectRemovalAndInsertion(readerA) {
                 // Two requests in a row: well inside one of pcscd's 400 ms presence polls.
-                try SimulatedReaders.controlA.send("remove peer=first")
-                try SimulatedReaders.controlA.send("place-card uid=\"04 D4 E5 F6\" applet=t4t-ndef id=second")
+                try SimulatedReaders.controlA.send(.remove(peer: "first"))
+                try SimulatedReaders.controlA.send(.placeCard(uid: [0x04, 0xD4, 0xE5, 0xF6], applet: .t4tNDEF, id: "second"))
             }
         }
 
@@ -492,8 +493,8 @@ extension SharedReader {
             defer { monitor.stop() }
             _ = try await monitor.wait(for: "card-inserted")
             let before = monitor.output.count
-            #expect(try SimulatedReaders.controlA.send("unplug")["plugged"] == "no")
-            defer { _ = try? SimulatedReaders.controlA.send("replug") }
+            #expect(try SimulatedReaders.controlA.send(.unplug)["plugged"] == "no")
+            defer { _ = try? SimulatedReaders.controlA.send(.replug) }
             // pcscd marks the reader unavailable at its next presence poll (pcsc-lite 1.9.9
             // eventhandler.c: SCARD_UNKNOWN, which clients see as SCARD_STATE_UNAVAILABLE) and
             // keeps it listed (no hot-plug for a reader.conf reader).
@@ -514,7 +515,7 @@ extension SharedReader {
             #expect(read.status == 1 && read.err == unavailable, "\(read.out)\(read.err)")
             #expect(run.status == 1 && run.err == unavailable, "\(run.out)\(run.err)")
             #expect(emulate.0 == 1 && emulate.2.hasSuffix(unavailable), "\(emulate.1)\(emulate.2)")
-            #expect(try SimulatedReaders.controlA.send("replug")["plugged"] == "yes")
+            #expect(try SimulatedReaders.controlA.send(.replug)["plugged"] == "yes")
             _ = try await waitForCard(in: readerA, present: true)
             let again = try await runCLI(["read", "--reader", readerA])
             #expect(again.status == 0, "\(again.out)\(again.err)")

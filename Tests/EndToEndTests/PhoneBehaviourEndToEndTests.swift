@@ -2,6 +2,7 @@ import Foundation
 import ISO7816
 import PCSCSandbox
 import SecbridgeCLI
+import SecbridgeTesting
 import SecbridgeTools
 import Testing
 
@@ -37,7 +38,7 @@ extension SharedReader {
         /// second read completes, and the output and the transcript show both activations.
         @Test func aPhoneThatLeavesMidReadIsServedWhenItComesBack() async throws {
             let environment = try await resetSimulatedReaders()
-            try SimulatedReaders.controlA.send("place-terminal script=android-t4t-read leave-after=6 id=phone")
+            try SimulatedReaders.controlA.send(.placeTerminal(.init(leaveAfter: 6), id: "phone"))
             let directory = FileManager.default.temporaryDirectory
             let record = directory.appendingPathComponent("phones-\(getpid())-field-loss.trn").path
             let credential = directory.appendingPathComponent("phones-\(getpid())-long-text.json").path
@@ -76,7 +77,7 @@ extension SharedReader {
         /// details list what each read.
         @Test func theFieldLossInJSON() async throws {
             let environment = try await resetSimulatedReaders()
-            try SimulatedReaders.controlA.send("place-terminal script=ios-t4t-read leave-after=9 id=phone")
+            try SimulatedReaders.controlA.send(.placeTerminal(script: "ios-t4t-read", .init(leaveAfter: 9), id: "phone"))
             let emulation = try await startEmulation(environment, credential: workedExample, extra: ["--json"])
             let result = try await emulation.finish()
             #expect(result.status == 0, "\(result.err)\n\(result.out)")
@@ -95,7 +96,7 @@ extension SharedReader {
         /// (simulated); with the default options emulate serves it and exits 0.
         @Test func aPhoneThatSlipsAfterReadCCIsServedWhenItComesBack() async throws {
             let environment = try await resetSimulatedReaders()
-            try SimulatedReaders.controlA.send("place-terminal script=android-t4t-read leave-after=3 return-after-ms=1000 id=phone")
+            try SimulatedReaders.controlA.send(.placeTerminal(.init(leaveAfter: 3, returnAfterMilliseconds: 1000), id: "phone"))
             let emulation = try await startEmulation(environment, credential: workedExample)
             let result = try await emulation.finish()
             #expect(result.status == 0, "\(result.err)\n\(result.out)")
@@ -110,7 +111,7 @@ extension SharedReader {
         /// A re-tap within the window: with --keep both taps are served and reported.
         @Test func aReTapWithKeepIsServedTwice() async throws {
             let environment = try await resetSimulatedReaders()
-            try SimulatedReaders.controlA.send("place-terminal script=android-t4t-read taps=2 id=phone")
+            try SimulatedReaders.controlA.send(.placeTerminal(.init(taps: 2), id: "phone"))
             let result = try await emulateInProcess(environment, credential: workedExample, extra: ["--keep"], timeScale: 0.05)
             #expect(result.status == 0, "\(result.err)\n\(result.out)")
             #expect(result.out.contains("  activation 1: 6 APDUs; the NDEF file was read to the end\n"), "\(result.out)")
@@ -124,7 +125,7 @@ extension SharedReader {
         /// Without --keep emulate serves one complete read: the phone's second tap finds no target.
         @Test func aReTapWithoutKeepFindsTheEmulationEnded() async throws {
             let environment = try await resetSimulatedReaders()
-            try SimulatedReaders.controlA.send("place-terminal script=android-t4t-read taps=2 id=phone")
+            try SimulatedReaders.controlA.send(.placeTerminal(.init(taps: 2), id: "phone"))
             let emulation = try await startEmulation(environment, credential: workedExample)
             let result = try await emulation.finish()
             #expect(result.status == 0, "\(result.err)\n\(result.out)")
@@ -138,8 +139,8 @@ extension SharedReader {
         /// only does not answer its ATR_REQ, so it reports `ignored`; the reader then reads the tag.
         @Test func aPeerToPeerInitiatorIsNoReaderAndTheEmulationWaitsOn() async throws {
             let environment = try await resetSimulatedReaders()
-            try SimulatedReaders.controlA.send("place-terminal script=android-beam-p2p id=beam")
-            try SimulatedReaders.controlA.send("place-terminal script=android-t4t-read id=phone")
+            try SimulatedReaders.controlA.send(.placeTerminal(script: "android-beam-p2p", id: "beam"))
+            try SimulatedReaders.controlA.send(.placeTerminal(id: "phone"))
             let emulation = try await startEmulation(environment, credential: workedExample)
             let result = try await emulation.finish()
             #expect(result.status == 0, "\(result.err)\n\(result.out)")
@@ -175,7 +176,7 @@ extension SharedReader {
         /// The same delay within the limit: with S(WTX) 500 ms is in time and the read completes.
         @Test func aHostWithinTheResponseTimerIsInTime() async throws {
             let environment = try await resetSimulatedReaders()
-            try SimulatedReaders.controlA.send("place-terminal script=android-t4t-read host-delay-ms=500 host-delay-at=3 id=phone")
+            try SimulatedReaders.controlA.send(.placeTerminal(.init(hostDelayMilliseconds: 500, hostDelayAt: 3), id: "phone"))
             let emulation = try await startEmulation(environment, credential: workedExample)
             let result = try await emulation.finish()
             #expect(result.status == 0, "\(result.err)\n\(result.out)")

@@ -58,7 +58,7 @@ extension SharedReader {
                 tgt > 6A 82
 
                 """.write(to: file, atomically: true, encoding: .utf8)
-            try SimulatedReaders.controlA.send("place-terminal transcript=\(file.path) id=relay")
+            try SimulatedReaders.controlA.send(.placeTerminal(transcript: "\(file.path)", id: "relay"))
 
             let executor = BlockingExecutor(name: "e2e5 relay A")
             defer { executor.shutdown() }
@@ -98,7 +98,7 @@ extension SharedReader {
             #expect(responses[1].count == 10)
             #expect(Array(responses[1].suffix(2)).hexString == "90 00")
             #expect(responses[2].hexString == "6A 82")
-            #expect(try SimulatedReaders.controlA.send("status")["picc"] == "FF")
+            #expect(try SimulatedReaders.controlA.send(.status)["picc"] == "FF")
         }
 
         @Test func credentialsDescribesTheRelay() async throws {

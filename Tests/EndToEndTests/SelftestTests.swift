@@ -1,6 +1,7 @@
 import Foundation
 import PCSC
 import PCSCSandbox
+import SecbridgeTesting
 import Testing
 import Transcript
 
@@ -42,7 +43,7 @@ extension SharedReader {
         @Test func hardwareSelftestOnTheSimulatedReaderMatchesTheDocumentsAndReplays() async throws {
             let environment = try await resetSimulatedReaders()
             try await stopPollingOnReaderB(environment)
-            defer { _ = try? SimulatedReaders.controlB.send("personality name=ccid-escape-enabled") }
+            defer { _ = try? SimulatedReaders.controlB.send(.personality(name: "ccid-escape-enabled")) }
             let bundle = temporaryBundlePath()
             defer { try? FileManager.default.removeItem(atPath: bundle) }
             let run = try await runCLI(["selftest", "--hardware", "--reader", environment.simulatedReaderA, "--output", bundle, "--json"])
@@ -74,7 +75,7 @@ extension SharedReader {
             #expect(reader.header.date != nil)
             let target = try Transcript(contentsOfFile: bundle + "/target.trn")
             #expect(target.header["selftest-part"] == "target")
-            #expect(try SimulatedReaders.controlA.send("status")["picc"] == "FF", "the selftest puts automatic polling back")
+            #expect(try SimulatedReaders.controlA.send(.status)["picc"] == "FF", "the selftest puts automatic polling back")
 
             let replay = try await runBinary(["selftest", "--replay", bundle], environment: ProcessInfo.processInfo.environment, timeout: .seconds(40))
             #expect(replay.status == 0, "\(replay.err)")
@@ -92,10 +93,10 @@ extension SharedReader {
             let environment = try await resetSimulatedReaders()
             // An NTAG-like tag (SAK 00) with a 7-byte UID.
             try await stopPollingOnReaderB(environment)
-            try SimulatedReaders.controlA.send("place-tag uid=04A1B2C3D4E5F6 atqa=0044 sak=00 id=t2")
+            try SimulatedReaders.controlA.send(.placeTag(uid: [0x04, 0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6], .plain(atqa: 0x0044, sak: 0x00), id: "t2"))
             defer {
-                _ = try? SimulatedReaders.controlA.send("remove all=yes")
-                _ = try? SimulatedReaders.controlB.send("personality name=ccid-escape-enabled")
+                _ = try? SimulatedReaders.controlA.send(.removeAll)
+                _ = try? SimulatedReaders.controlB.send(.personality(name: "ccid-escape-enabled"))
             }
             _ = try await waitForCard(in: environment.simulatedReaderA, present: true)
             let reader = environment.simulatedReaderA
@@ -138,8 +139,8 @@ extension SharedReader {
             let environment = try await resetSimulatedReaders()
             try await stopPollingOnReaderB(environment)
             defer {
-                _ = try? SimulatedReaders.controlA.send("remove all=yes")
-                _ = try? SimulatedReaders.controlB.send("personality name=ccid-escape-enabled")
+                _ = try? SimulatedReaders.controlA.send(.removeAll)
+                _ = try? SimulatedReaders.controlB.send(.personality(name: "ccid-escape-enabled"))
             }
             let bundle = temporaryBundlePath()
             defer { try? FileManager.default.removeItem(atPath: bundle) }
@@ -152,7 +153,7 @@ extension SharedReader {
             while !FileManager.default.fileExists(atPath: bundle + "/target.trn") && clock.now < deadline {
                 try await Task.sleep(for: .milliseconds(50))
             }
-            try SimulatedReaders.controlA.send("place-terminal script=android-t4t-read id=phone")
+            try SimulatedReaders.controlA.send(.placeTerminal(id: "phone"))
             let result = try await run.value
             #expect(result.status == 0, "\(result.err)\n\(result.out)")
             #expect(result.out.contains("phone: 6 APDU exchanges with the terminal"), "\(result.out)")
@@ -175,10 +176,10 @@ extension SharedReader {
         /// SIGINT arrives 300 ms after the part began; the restore then waits for the rest of it.
         @Test func ctrlCDuringTheTargetPartRestoresTheReaderAndKeepsWhatWasRecorded() async throws {
             let environment = try await resetSimulatedReaders()
-            try SimulatedReaders.controlA.send("timescale value=0.4")
+            try SimulatedReaders.controlA.send(.setTimescale(0.4))
             defer { _ = try? SimulatedReaders.controlA.send("timescale value=\(SimulatedReaders.testTimeScale)") }
             try await stopPollingOnReaderB(environment)
-            defer { _ = try? SimulatedReaders.controlB.send("personality name=ccid-escape-enabled") }
+            defer { _ = try? SimulatedReaders.controlB.send(.personality(name: "ccid-escape-enabled")) }
             let bundle = temporaryBundlePath()
             defer { try? FileManager.default.removeItem(atPath: bundle) }
             let selftest = try BackgroundSecbridge(
@@ -197,7 +198,7 @@ extension SharedReader {
             // The sequence's own restore ran (PICC parameter FF, idle LEDs), then the full reset.
             #expect(result.out.contains("restore: automatic polling (PICC parameter FF): 90 FF"), "\(result.out)")
             #expect(result.err.contains("PICC operating parameter FF (automatic polling on): FF 00 51 FF 00 → 90 FF  ok\n"), "\(result.err)")
-            #expect(try SimulatedReaders.controlA.send("status")["picc"] == "FF")
+            #expect(try SimulatedReaders.controlA.send(.status)["picc"] == "FF")
             // Both parts are kept: the reader part whole, the target part as far as it went.
             #expect(FileManager.default.fileExists(atPath: bundle + "/reader.trn"))
             let target = try Transcript(contentsOfFile: bundle + "/target.trn")
@@ -249,7 +250,7 @@ extension SharedReader {
             // Reader B shares A's field and polls (the simulated pair's default): GetGeneralStatus
             // reports the external field, and B activates A's target.
             let environment = try await resetSimulatedReaders()
-            try SimulatedReaders.controlA.send("timescale value=0.2")
+            try SimulatedReaders.controlA.send(.setTimescale(0.2))
             defer { _ = try? SimulatedReaders.controlA.send("timescale value=\(SimulatedReaders.testTimeScale)") }
             let bundle = temporaryBundlePath()
             defer { try? FileManager.default.removeItem(atPath: bundle) }

@@ -4,6 +4,7 @@ import PCSC
 import PCSCSandbox
 import PN53x
 import SecbridgeCLI
+import SecbridgeTesting
 import SecureElementCredential
 import Testing
 import Transcript
@@ -120,7 +121,7 @@ func startEmulation(_ environment: TestEnvironment, credential: String, extra: [
 
 /// The `terminal-result` of `peer` once its run ended (waits at most 20 s).
 func terminalResult(_ peer: String) async throws -> SimulatedReaderReply {
-    try await blocking { try SimulatedReaders.controlA.send("terminal-result peer=\(peer) wait-ms=20000", timeout: .seconds(25)) }
+    try await blocking { try SimulatedReaders.controlA.send(.terminalResult(peer: "\(peer)", waitMilliseconds: 20000), timeout: .seconds(25)) }
 }
 
 /// Collects session events until `stop` says so (at most `limit` events).
@@ -141,7 +142,7 @@ extension SharedReader {
 
         @Test func emulateServesAndroidsReadOfTheWorkedExampleByteForByte() async throws {
             let environment = try await resetSimulatedReaders()
-            try SimulatedReaders.controlA.send("place-terminal script=android-t4t-read id=android")
+            try SimulatedReaders.controlA.send(.placeTerminal(id: "android"))
             let emulation = try await startEmulation(environment, credential: "Fixtures/credentials/worked-example-tag.json")
             let result = try await emulation.finish()
             #expect(result.status == 0, "\(result.err)\n\(result.out)")
@@ -184,7 +185,7 @@ extension SharedReader {
             #expect(result.out.components(separatedBy: stateLine).count == 2, "\(result.out)")
             #expect(result.out.range(of: stateLine).map { result.out[..<$0.lowerBound].hasPrefix(head) } == true, "\(result.out)")
             // The reader is restored: automatic PICC polling on again (FF 00 51 FF 00).
-            let status = try SimulatedReaders.controlA.send("status")
+            let status = try SimulatedReaders.controlA.send(.status)
             #expect(status["picc"] == "FF")
         }
 
@@ -192,7 +193,7 @@ extension SharedReader {
         /// A reading phone looks at the read-access byte only, so the Android script reads it whole.
         @Test func androidScriptReadsTheReadOnlyURITagWhole() async throws {
             let environment = try await resetSimulatedReaders()
-            try SimulatedReaders.controlA.send("place-terminal script=android-t4t-read id=android")
+            try SimulatedReaders.controlA.send(.placeTerminal(id: "android"))
             let emulation = try await startEmulation(environment, credential: "Fixtures/credentials/uri-tag.json")
             let result = try await emulation.finish()
             #expect(result.status == 0, "\(result.err)")
@@ -215,7 +216,7 @@ extension SharedReader {
             #expect(read.out.contains("> 00 B0 00 02 10\n< D1 01 0C 55 04 65 78 61 6D 70 6C 65 2E 63 6F 6D 90 00\n"), "\(read.out)")
             #expect(served.status == 0, "\(served.err)\n\(served.out)")
             #expect(served.out.contains("  terminal > 00 A4 04 00 07 D2 76 00 00 85 01 01 00\n  host     < 90 00\n"))
-            #expect(try SimulatedReaders.controlA.send("status")["picc"] == "FF")
+            #expect(try SimulatedReaders.controlA.send(.status)["picc"] == "FF")
         }
 
         /// Two `emulate` processes on one reader: the second is refused at once, naming the first's
@@ -235,7 +236,7 @@ extension SharedReader {
             let served = try await emulation.finish()
             #expect(read.out.contains("NDEF record 1: URI https://example.com\n"), "\(read.out)")
             #expect(served.status == 0, "\(served.err)\n\(served.out)")
-            #expect(try SimulatedReaders.controlA.send("status")["picc"] == "FF")
+            #expect(try SimulatedReaders.controlA.send(.status)["picc"] == "FF")
         }
 
         // `read` over PC/SC of a placed Type 4 Tag runs in process:
@@ -246,21 +247,21 @@ extension SharedReader {
         @Test func readFlowReplaysLiveOnB() async throws {
             let environment = try await resetSimulatedReaders()
             let readerB = environment.simulatedReaderB
-            try SimulatedReaders.controlB.send("place-card uid=\"04 A1 B2 C3 D4 E5 F6\" applet=t4t-ndef id=tag")
+            try SimulatedReaders.controlB.send(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6], applet: .t4tNDEF, id: "tag"))
             _ = try await waitForCard(in: readerB, present: true)
             let result = try await runCLI(["replay", "--reader", readerB, try repositoryPath("Fixtures/flows/read-pcsc-t4t.trn")])
             #expect(result.status == 0, "\(result.err)")
             #expect(result.out.contains("every answer matches"), "\(result.out)")
             #expect(result.out.contains("replayed 8 exchanges"), "\(result.out)")
-            try SimulatedReaders.controlB.send("remove peer=tag")
+            try SimulatedReaders.controlB.send(.remove(peer: "tag"))
         }
 
         /// The terminal's side (`tgt <` commands, `tgt >` expected answers) of a recorded flow,
         /// played by an external terminal against a live `secbridge emulate`.
-        @Test(arguments: [("Fixtures/flows/emulate-worked-example.trn", ""), ("Fixtures/flows/demo.trn", " channel=a")])
-        func recordedFlowPlaysAsATerminalAgainstALiveEmulation(_ flow: String, _ channel: String) async throws {
+        @Test(arguments: [("Fixtures/flows/emulate-worked-example.trn", nil), ("Fixtures/flows/demo.trn", "a")])
+        func recordedFlowPlaysAsATerminalAgainstALiveEmulation(_ flow: String, _ channel: String?) async throws {
             let environment = try await resetSimulatedReaders()
-            try SimulatedReaders.controlA.send("place-terminal transcript=\(try repositoryPath(flow))\(channel) id=flow")
+            try SimulatedReaders.controlA.send(.placeTerminal(transcript: try repositoryPath(flow), channel: channel, id: "flow"))
             let emulation = try await startEmulation(environment, credential: "Fixtures/credentials/worked-example-tag.json")
             let result = try await emulation.finish()
             #expect(result.status == 0, "\(result.err)")
@@ -310,7 +311,7 @@ extension SharedReader {
             #expect(result.out.contains("no answer on standard input: declined (use --yes to approve without asking)"), "\(result.out)")
             #expect(result.err.hasPrefix("secbridge: error: userCanceledAuthorization"), "\(result.err)")
             // Declined before the reader was touched for emulation: polling still on.
-            #expect(try SimulatedReaders.controlA.send("status")["picc"] == "FF")
+            #expect(try SimulatedReaders.controlA.send(.status)["picc"] == "FF")
         }
 
         @Test func emulateOnTheVpcdReaderSaysItCannotEmulate() async throws {
@@ -327,8 +328,8 @@ extension SharedReader {
         /// docs/cases.md P09: libccid without ifdDriverOptions 0x0001 refuses escape commands.
         @Test func emulateWithEscapeDisabledNamesIfdDriverOptions_P09() async throws {
             let environment = try await resetSimulatedReaders()
-            try SimulatedReaders.controlA.send("personality name=ccid-escape-disabled")
-            defer { _ = try? SimulatedReaders.controlA.send("personality name=ccid-escape-enabled") }
+            try SimulatedReaders.controlA.send(.personality(name: "ccid-escape-disabled"))
+            defer { _ = try? SimulatedReaders.controlA.send(.personality(name: "ccid-escape-enabled")) }
             let result = try await runCLI(
                 ["emulate", "--credential", try repositoryPath("Fixtures/credentials/uri-tag.json"), "--yes",
                  "--reader", environment.simulatedReaderA])
@@ -361,7 +362,7 @@ extension SharedReader {
                     return false
                 }
             }
-            try SimulatedReaders.controlA.send("place-terminal script=android-t4t-read id=api")
+            try SimulatedReaders.controlA.send(.placeTerminal(id: "api"))
             try await session.enterWiredMode(using: credential)
             try await session.performTransaction(using: credential)
             #expect(await session.state == .cardEmulation(credential: credential))
@@ -387,7 +388,7 @@ extension SharedReader {
             #expect(commands == expectedCommands)
             #expect(responses == expectedResponses)
             #expect(await session.billingLog.count == 1)
-            #expect(try SimulatedReaders.controlA.send("status")["picc"] == "FF")
+            #expect(try SimulatedReaders.controlA.send(.status)["picc"] == "FF")
         }
 
         /// Ctrl-C's equivalent: invalidate during emulation (no terminal) returns within one MCU
@@ -409,7 +410,7 @@ extension SharedReader {
             let events = Task { await collectEvents(session.eventStream) { _ in false } }
             try await session.enterWiredMode(using: credential)
             try await session.performTransaction(using: credential)
-            #expect(try SimulatedReaders.controlA.send("status")["picc"] == "00", "automatic polling off while emulating")
+            #expect(try SimulatedReaders.controlA.send(.status)["picc"] == "00", "automatic polling off while emulating")
             await session.invalidate()
             #expect(await session.state == .invalid)
             let seen = try await value(of: events, within: .seconds(30), "the event stream finishing on invalidate()")
@@ -423,7 +424,7 @@ extension SharedReader {
                 if case .apduExchanged = event { exchangedCount += 1 }
             }
             #expect(exchangedCount == 0)
-            #expect(try SimulatedReaders.controlA.send("status")["picc"] == "FF")
+            #expect(try SimulatedReaders.controlA.send(.status)["picc"] == "FF")
             do {
                 try await session.enterWiredMode(using: credential)
                 Issue.record("an invalid session accepted enterWiredMode")

@@ -3,6 +3,7 @@ import ISO7816
 import NFCTags
 import PCSCSandbox
 import SecureElementCredential
+import SecbridgeTesting
 import Testing
 
 // The terminal models (docs/terminal-models.md) against `secbridge emulate` on reader A, through
@@ -32,7 +33,7 @@ extension SharedReader {
         @Test(arguments: ndefTagCredentials, ["android-t4t-read", "android11-t4t-read", "ios-t4t-read"])
         func modelsReadEveryNDEFTagFixture(_ credential: String, _ script: String) async throws {
             let environment = try await resetSimulatedReaders()
-            try SimulatedReaders.controlA.send("place-terminal script=\(script) id=phone")
+            try SimulatedReaders.controlA.send(.placeTerminal(script: "\(script)", id: "phone"))
             let emulation = try await startEmulation(environment, credential: credential)
             let result = try await emulation.finish()
             #expect(result.status == 0, "\(result.err)\n\(result.out)")
@@ -47,7 +48,7 @@ extension SharedReader {
         /// by default the target would be armed again for another phone until the window ends.)
         @Test func androidRefusesAReservedFileIDAndEmulateExitsOne() async throws {
             let environment = try await resetSimulatedReaders()
-            try SimulatedReaders.controlA.send("place-terminal script=android-t4t-read id=phone")
+            try SimulatedReaders.controlA.send(.placeTerminal(id: "phone"))
             let record = FileManager.default.temporaryDirectory.appendingPathComponent("terminals-\(getpid())-refused.trn").path
             defer { try? FileManager.default.removeItem(atPath: record) }
             let emulation = try await startEmulation(environment, credential: "Fixtures/credentials/refused/reserved-file-id.json", extra: ["--once", "--record", record])
@@ -76,7 +77,7 @@ extension SharedReader {
         @Test(arguments: [("android-t4t-read", "failed"), ("android11-t4t-read", "passed")])
         func libnfcsCapabilityContainer(_ script: String, _ expected: String) async throws {
             let environment = try await resetSimulatedReaders()
-            try SimulatedReaders.controlA.send("place-terminal script=\(script) id=phone")
+            try SimulatedReaders.controlA.send(.placeTerminal(script: "\(script)", id: "phone"))
             let emulation = try await startEmulation(environment, credential: "Fixtures/credentials/refused/libnfc-forum-tag4-cc.json", extra: ["--once"])
             let result = try await emulation.finish()
             #expect(result.status == (expected == "passed" ? 0 : 1), "\(result.err)\n\(result.out)")
@@ -94,7 +95,7 @@ extension SharedReader.TerminalModelEndToEndTests {
     /// debit one (priority 2), GPO with the PDOL data, the AFL's three records.
     @Test func paymentTerminalCompletesAgainstTheTestCard() async throws {
         let environment = try await resetSimulatedReaders()
-        try SimulatedReaders.controlA.send("place-terminal script=emv-payment id=pos")
+        try SimulatedReaders.controlA.send(.placeTerminal(script: "emv-payment", id: "pos"))
         let emulation = try await startEmulation(environment, credential: "Fixtures/credentials/payment-test-card.json")
         let result = try await emulation.finish()
         #expect(result.status == 0, "\(result.err)\n\(result.out)")
@@ -111,7 +112,7 @@ extension SharedReader.TerminalModelEndToEndTests {
     @Test(arguments: [("Fixtures/credentials/door-badge-auth.json", "passed"), ("Fixtures/credentials/access-badge.json", "passed")])
     func accessControlReader(_ credential: String, _ expected: String) async throws {
         let environment = try await resetSimulatedReaders()
-        try SimulatedReaders.controlA.send("place-terminal script=access-control id=door")
+        try SimulatedReaders.controlA.send(.placeTerminal(script: "access-control", id: "door"))
         let emulation = try await startEmulation(environment, credential: credential)
         let result = try await emulation.finish()
         // A declarative applet cannot tell a refusal itself: the simulated terminal's verdict decides.
@@ -136,7 +137,7 @@ extension SharedReader.TerminalModelEndToEndTests {
     @Test(arguments: [("Fixtures/credentials/text-tag.json", "passed"), ("Fixtures/credentials/uri-tag.json", "failed")])
     func androidWritesAWritableTag(_ credential: String, _ expected: String) async throws {
         let environment = try await resetSimulatedReaders()
-        try SimulatedReaders.controlA.send("place-terminal script=android-t4t-write id=writer")
+        try SimulatedReaders.controlA.send(.placeTerminal(script: "android-t4t-write", id: "writer"))
         let emulation = try await startEmulation(environment, credential: credential, extra: ["--once"])
         let result = try await emulation.finish()
         let reply = try await terminalResult("writer")

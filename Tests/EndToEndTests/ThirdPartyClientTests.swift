@@ -1,5 +1,6 @@
 import Foundation
 import PCSCSandbox
+import SecbridgeTesting
 import Testing
 
 // PC/SC clients other than libnfc against the simulated ACR122U through the shared private pcscd:
@@ -72,7 +73,7 @@ extension SharedReader {
             try await placeInSharedField("place-tag uid=\"04 A1 B2 C3\" \(sak) id=tag", environment: environment)
             let result = try await runProgram(
                 URL(fileURLWithPath: "/usr/bin/pcsc_scan"), ["-t", "1"], environment: environment.environmentForSubprocesses)
-            try SimulatedReaders.controlA.send("remove peer=tag")
+            try SimulatedReaders.controlA.send(.remove(peer: "tag"))
             // pcsc_scan colours its output: drop the ANSI escape sequences (ESC [ … m).
             let plain = result.out.replacingOccurrences(of: "\u{1B}\\[[0-9;]*m", with: "", options: .regularExpression)
             #expect(plain.contains(" ATR: \(atr)\n"), "\(plain)\(result.err)")
@@ -91,7 +92,7 @@ extension SharedReader {
             let list = try await runProgram(URL(fileURLWithPath: "/usr/bin/opensc-tool"), ["--list-readers"], environment: subprocessEnvironment)
             let atr = try await runProgram(
                 URL(fileURLWithPath: "/usr/bin/opensc-tool"), ["--reader", environment.simulatedReaderA, "--atr"], environment: subprocessEnvironment)
-            try SimulatedReaders.controlA.send("remove peer=tag")
+            try SimulatedReaders.controlA.send(.remove(peer: "tag"))
             #expect(list.status == 0, "\(list.out)\(list.err)")
             #expect(list.out.contains(environment.simulatedReaderA), "\(list.out)")
             #expect(atr.status == 0, "\(atr.out)\(atr.err)")

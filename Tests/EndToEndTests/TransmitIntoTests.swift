@@ -18,13 +18,13 @@ extension SharedReader {
         /// Places the echo card in reader A and returns the reader's name.
         func placeEchoCard() async throws -> String {
             let environment = try await resetSimulatedReaders()
-            try SimulatedReaders.controlA.send("place-card uid=\"04 A1 B2 C3\" applet=echo id=into-card")
+            try SimulatedReaders.controlA.send(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .echo, id: "into-card"))
             _ = try await waitForCard(in: environment.simulatedReaderA, present: true)
             return environment.simulatedReaderA
         }
 
         func removeEchoCard(_ reader: String) async throws {
-            try SimulatedReaders.controlA.send("remove peer=into-card")
+            try SimulatedReaders.controlA.send(.remove(peer: "into-card"))
             _ = try await waitForCard(in: reader, present: false)
         }
 
@@ -54,7 +54,7 @@ extension SharedReader {
                 + [UInt8](repeating: 0xEE, count: 5))
             #expect(third == Self.select + hex("90 00"))
             #expect(plain == hex("04 A1 B2 C3 90 00"))  // the array-returning call agrees
-            let log = try SimulatedReaders.controlA.send("card-log peer=into-card")
+            let log = try SimulatedReaders.controlA.send(.cardLog(peer: "into-card"))
             #expect(log["count"] == "2")  // the two SELECTs reached the card; Get UID is the reader's
             try await removeEchoCard(reader)
         }
@@ -128,7 +128,7 @@ extension SharedReader {
                 return caught
             }
             #expect(error == .invalidParameter)
-            #expect(try SimulatedReaders.controlA.send("card-log peer=into-card")["count"] == "0")
+            #expect(try SimulatedReaders.controlA.send(.cardLog(peer: "into-card"))["count"] == "0")
             try await removeEchoCard(reader)
         }
     }

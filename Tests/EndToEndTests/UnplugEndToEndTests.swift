@@ -3,6 +3,7 @@ import PCSC
 import PCSCSandbox
 import PN53x
 import SecbridgeCLI
+import SecbridgeTesting
 import SecbridgeTools
 import Testing
 
@@ -79,7 +80,7 @@ final class HeldTarget: @unchecked Sendable {
 /// that a command blocked on simulated time waits for what the test does next (the unplug), not
 /// for a device timeout scaled to a few milliseconds. Nothing waits for those timeouts here.
 func atTimeScaleOne<T>(_ body: () async throws -> T) async throws -> T {
-    try SimulatedReaders.controlA.send("timescale value=1")
+    try SimulatedReaders.controlA.send(.setTimescale(1))
     defer { _ = try? SimulatedReaders.controlA.send("timescale value=\(SimulatedReaders.testTimeScale)") }
     return try await body()
 }
@@ -150,8 +151,8 @@ extension SharedReader {
                     throw error
                 }
                 // B's SCardTransmit waits for A's answer: the cable is pulled now.
-                #expect(try SimulatedReaders.controlB.send("status")["busy"] != "no")
-                #expect(try SimulatedReaders.controlB.send("unplug")["plugged"] == "no")
+                #expect(try SimulatedReaders.controlB.send(.status)["busy"] != "no")
+                #expect(try SimulatedReaders.controlB.send(.unplug)["plugged"] == "no")
                 do {
                     try await command.exit(after: "its reader was unplugged")
                 } catch {
@@ -169,7 +170,7 @@ extension SharedReader {
 
         /// After `replug` reader B reads a card again.
         static func expectBWorksAgain(_ environment: TestEnvironment) async throws {
-            #expect(try SimulatedReaders.controlB.send("replug")["plugged"] == "yes")
+            #expect(try SimulatedReaders.controlB.send(.replug)["plugged"] == "yes")
             try await waitUntilAvailable(environment.simulatedReaderB)
             try await placeInSharedField("place-card uid=\"04 A1 B2 C3\" applet=t4t-ndef id=tag", environment: environment)
             let again = try await runCLI(["read", "--reader", environment.simulatedReaderB])
@@ -191,13 +192,13 @@ extension SharedReader {
 
         @Test func readWithAnAPDUInFlightWhenTheReaderIsUnpluggedSaysItWentAway() async throws {
             let environment = try await replugAndResetSimulatedReaders()
-            defer { _ = try? SimulatedReaders.controlB.send("replug") }
+            defer { _ = try? SimulatedReaders.controlB.send(.replug) }
             try await Self.expectTheReaderGoneDuringTheSelect(["read", "--reader", environment.simulatedReaderB], environment)
         }
 
         @Test func runWithAnAPDUInFlightWhenTheReaderIsUnpluggedSaysItWentAway() async throws {
             let environment = try await replugAndResetSimulatedReaders()
-            defer { _ = try? SimulatedReaders.controlB.send("replug") }
+            defer { _ = try? SimulatedReaders.controlB.send(.replug) }
             let directory = try faultTestDirectory("unplug-run")
             defer { try? FileManager.default.removeItem(atPath: directory) }
             let script = directory + "/select.apdu"
@@ -209,7 +210,7 @@ extension SharedReader {
             let environment = try await replugAndResetSimulatedReaders()
             let readerA = environment.simulatedReaderA
             let readerB = environment.simulatedReaderB
-            defer { _ = try? SimulatedReaders.controlA.send("replug") }
+            defer { _ = try? SimulatedReaders.controlA.send(.replug) }
             // Nobody activates A's target: B's automatic polling is off.
             try await blocking { try stopAutomaticPolling(on: readerB) }
             let emulate = try await atTimeScaleOne { () async throws -> BinaryProcess in
@@ -223,7 +224,7 @@ extension SharedReader {
                     emulate.stop()
                     throw error
                 }
-                #expect(try SimulatedReaders.controlA.send("unplug")["plugged"] == "no")
+                #expect(try SimulatedReaders.controlA.send(.unplug)["plugged"] == "no")
                 try await emulate.exit(after: "its reader was unplugged")
                 return emulate
             }
@@ -233,10 +234,10 @@ extension SharedReader {
             #expect(!errors.contains("security violation"), "\(errors)")
             #expect(!emulate.process.isRunning)
             // Replugged: a fresh unit (polling on at power-up), and an emulation serves a terminal again.
-            #expect(try SimulatedReaders.controlA.send("replug")["plugged"] == "yes")
+            #expect(try SimulatedReaders.controlA.send(.replug)["plugged"] == "yes")
             try await waitUntilAvailable(readerA)
-            #expect(try SimulatedReaders.controlA.send("status")["picc"] == "FF")
-            try SimulatedReaders.controlA.send("place-terminal script=android-t4t-read id=android")
+            #expect(try SimulatedReaders.controlA.send(.status)["picc"] == "FF")
+            try SimulatedReaders.controlA.send(.placeTerminal(id: "android"))
             let again = try await emulateInProcess(readerA)
             #expect(again.0 == 0, "\(again.1)\(again.2)")
             #expect(again.1.contains("terminal: 6 APDUs; the NDEF file was read to the end"), "\(again.1)")
@@ -253,16 +254,16 @@ extension SharedReader {
         func monitorReportsAReaderThatBecomesUnavailableAndAvailableAgain(json: Bool) async throws {
             let environment = try await replugAndResetSimulatedReaders()
             let readerA = environment.simulatedReaderA
-            defer { _ = try? SimulatedReaders.controlA.send("replug") }
+            defer { _ = try? SimulatedReaders.controlA.send(.replug) }
             try await placeInSharedField("place-card uid=\"04 A1 B2 C3\" applet=t4t-ndef id=tag", environment: environment)
             let monitor = try BinaryProcess(["monitor", "--timeout", "60"] + (json ? ["--json"] : []), environment: environment.environmentForSubprocesses)
             defer { monitor.stop() }
             let quoted = json ? "\"reader\":\"\(readerA)\"" : "\"\(readerA)\""
             let inserted = json ? "\"event\":\"card-inserted\",\(quoted)" : "card-inserted \(quoted)"
             let start = try await monitor.wait(for: inserted)
-            #expect(try SimulatedReaders.controlA.send("unplug")["plugged"] == "no")
+            #expect(try SimulatedReaders.controlA.send(.unplug)["plugged"] == "no")
             let gone = try await monitor.wait(for: json ? "\"event\":\"reader-unavailable\",\(quoted)" : "reader-unavailable \(quoted)", after: start)
-            #expect(try SimulatedReaders.controlA.send("replug")["plugged"] == "yes")
+            #expect(try SimulatedReaders.controlA.send(.replug)["plugged"] == "yes")
             let back = try await monitor.wait(for: json ? "\"event\":\"reader-available\",\(quoted)" : "reader-available \(quoted)", after: gone)
             let again = try await monitor.wait(for: inserted, after: back)
             let lines = Array(monitor.output[start...again])

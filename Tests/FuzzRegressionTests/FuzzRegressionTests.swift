@@ -261,12 +261,17 @@ enum PN532UARTReplay {
 }
 
 /// The `control-line` target's replay: one in-process reader (opened as pcscd opens it), its
-/// control socket written one line at a time; the outcome is the first word of each reply.
+/// control socket written one line at a time; the outcome is the first word of each reply. A line
+/// whose typed request does not round-trip (`ControlLineRoundTrip`) fails the replay, as it fails
+/// the fuzz target.
 enum ControlLineReplay {
     static func replies(_ input: [UInt8]) throws -> String {
         try withReader { control in
             var words: [String] = []
             for line in input.split(separator: 0x0A, omittingEmptySubsequences: false) {
+                if let failure = ControlLineRoundTrip.failure(String(decoding: line, as: UTF8.self)) {
+                    throw FuzzReplay.ReplayError(description: failure)
+                }
                 let reply = try control.exchange(String(decoding: line, as: UTF8.self))
                 words.append(String(reply.split(separator: " ").first ?? ""))
             }

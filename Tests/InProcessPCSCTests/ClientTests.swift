@@ -36,7 +36,7 @@ func untilPendingDriverCalls(_ count: Int, on reader: String, of readers: InProc
         let bench = try await Bench.make()
         defer { bench.close() }
         let name = try await bench.addReader()
-        try bench.control().send("place-card uid=\"04 A1 B2 C3\" ats=\"06 75 77 81 02 80\" applet=echo")
+        try bench.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], ats: [0x06, 0x75, 0x77, 0x81, 0x02, 0x80], applet: .echo))
         let (firmware, chipVersion, target, answer) = try await blocking {
             let direct = try bench.readers.connect(to: name, share: .direct, protocols: [])
             let link = try ACR122Link.open(channel: direct, readerName: name)
@@ -59,7 +59,7 @@ func untilPendingDriverCalls(_ count: Int, on reader: String, of readers: InProc
         let bench = try await Bench.make()
         defer { bench.close() }
         let name = try await bench.addReader()
-        try bench.control().send("place-card uid=\"04 A1 B2 C3\" applet=echo")
+        try bench.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .echo))
         let (usesEscape, firmware, uid) = try await blocking {
             let card = try bench.readers.connect(to: name, share: .shared, protocols: .any)
             let link = try ACR122Link.open(channel: card, readerName: name)
@@ -98,7 +98,7 @@ func untilPendingDriverCalls(_ count: Int, on reader: String, of readers: InProc
         let bench = try await Bench.make()
         defer { bench.close() }
         let name = try await bench.addReader()
-        try bench.control().send("place-terminal script=android-t4t-read id=phone")
+        try bench.control(.placeTerminal(id: "phone"))
         let (activation, served, deliveries, end) = try await blocking {
             let direct = try bench.readers.connect(to: name, share: .direct, protocols: [])
             let chip = PN532(link: try ACR122Link.open(channel: direct, readerName: name))
@@ -114,7 +114,7 @@ func untilPendingDriverCalls(_ count: Int, on reader: String, of readers: InProc
         #expect(served == type4FullURIRead.map(\.command))
         #expect(deliveries == Array(repeating: .delivered, count: type4FullURIRead.count))
         #expect(end.map { if case .released(let code) = $0 { code.rawValue == 0x29 } else { false } } == true)
-        let result = try bench.control().send("terminal-result peer=phone wait-ms=5000")
+        let result = try bench.control(.terminalResult(peer: "phone", waitMilliseconds: 5000))
         #expect(result["result"] == "passed")
         #expect(result["exchanges"] == "6")
     }
@@ -154,7 +154,7 @@ func untilPendingDriverCalls(_ count: Int, on reader: String, of readers: InProc
         }
         guard await untilPendingDriverCalls(2, on: name, of: bench.readers, "the second call waits") else { return }
         #expect(order.all.isEmpty)  // neither has reached past the lock's holder
-        try bench.control().send("place-terminal script=android-t4t-read id=phone")
+        try bench.control(.placeTerminal(id: "phone"))
         let rats = try await target.value
         let firmware = try await second.value
         // pcscd's per-reader mutex: the second call stayed blocked (order empty above) until the
@@ -192,7 +192,7 @@ func untilPendingDriverCalls(_ count: Int, on reader: String, of readers: InProc
         }
         #expect(firmware == Array("ACR122U207".utf8))  // TAG_IFD_THREAD_SAFE = 1: a lock per reader
         #expect(bench.readers.pendingDriverCalls(on: blockedName) == 1)  // still blocked
-        try bench.control("a").send("place-terminal script=android-t4t-read id=phone")
+        try bench.control(.placeTerminal(id: "phone"))
         #expect(try await target.value == 0x08)
     }
 }

@@ -34,7 +34,7 @@ import Testing
             #expect(reply.hasPrefix("error bad-argument transcript \(fifo): "), "\(reply)")
             #expect(reply.contains("\(fifo) is a FIFO (named pipe), not a regular file: give the path of a transcript file"), "\(reply)")
         }
-        #expect(try desk.control().send("peers")["count"] == "0", "nothing was placed")
+        #expect(try desk.control(.peers)["count"] == "0", "nothing was placed")
     }
 
     /// `replug` on a reader that is plugged in is refused: it replaced the device (LEDs, PICC
@@ -54,13 +54,13 @@ import Testing
             return try handle.control(code: 0x4200_0001, hex("FF 00 51 00 00"))
         }
         #expect(answer == hex("90 00"))
-        #expect(try desk.control().send("status")["picc"] == "00")
+        #expect(try desk.control(.status)["picc"] == "00")
         let refused = try desk.control().exchange("replug")
         #expect(refused == "error refused the reader is plugged in; send unplug first (personality name=… replaces a plugged-in unit)")
-        #expect(try desk.control().send("status")["picc"] == "00", "the device is the same one")
-        #expect(try desk.control().send("unplug")["plugged"] == "no")
-        #expect(try desk.control().send("replug")["plugged"] == "yes")
-        #expect(try desk.control().send("status")["picc"] == "FF", "a replugged unit starts at its power-up settings")
+        #expect(try desk.control(.status)["picc"] == "00", "the device is the same one")
+        #expect(try desk.control(.unplug)["plugged"] == "no")
+        #expect(try desk.control(.replug)["plugged"] == "yes")
+        #expect(try desk.control(.status)["picc"] == "FF", "a replugged unit starts at its power-up settings")
     }
 
     /// `status` of an unplugged reader reports no card (pcscd hears IFD_NO_SUCH_DEVICE from it):
@@ -68,11 +68,11 @@ import Testing
     @Test func anUnpluggedReaderReportsNoCardInItsStatus() async throws {
         let desk = try await SimulatedDesk.open(readers: 2)
         defer { desk.close() }
-        #expect(try desk.control(0).send("unplug")["plugged"] == "no")
-        try desk.control(1).send("place-card uid=04A1B2C3 applet=t4t-ndef")
-        #expect(try desk.control(1).send("status")["card"] == "present")
-        #expect(try desk.control(0).send("status")["card"] == "absent", "unplugged: no card")
-        #expect(try desk.control(0).send("replug")["plugged"] == "yes")
-        #expect(try desk.control(0).send("status")["card"] == "present", "plugged in again")
+        #expect(try desk.control(.unplug)["plugged"] == "no")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .t4tNDEF), reader: 1)
+        #expect(try desk.control(.status, reader: 1)["card"] == "present")
+        #expect(try desk.control(.status)["card"] == "absent", "unplugged: no card")
+        #expect(try desk.control(.replug)["plugged"] == "yes")
+        #expect(try desk.control(.status)["card"] == "present", "plugged in again")
     }
 }

@@ -122,7 +122,7 @@ import Testing
         let bench = try await Bench.make()
         defer { bench.close() }
         let name = try await bench.addReader()
-        try bench.control().send("place-card uid=\"04 A1 B2 C3\" ats=\"06 75 77 81 02 80\" applet=echo")
+        try bench.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], ats: [0x06, 0x75, 0x77, 0x81, 0x02, 0x80], applet: .echo))
         let (active, status, echoed, uid, readerState) = try await blocking {
             let card = try bench.readers.connect(to: name, share: .shared, protocols: .any)
             return (card.activeProtocol, try card.status(), try card.transmit(selectT4T),
@@ -145,7 +145,7 @@ import Testing
         defer { bench.close() }
         let name = try await bench.addReader()
         let (early, mismatch, late, lateAnswer) = try await blocking {
-            try bench.control().send("place-card uid=\"04 A1 B2 C3\" applet=echo")
+            try bench.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .echo))
             let early = try bench.readers.connect(to: name, share: .direct, protocols: [])
             let shared = try bench.readers.connect(to: name, share: .shared, protocols: .any)
             _ = shared
@@ -192,7 +192,7 @@ import Testing
         let bench = try await Bench.make()
         defer { bench.close() }
         let name = try await bench.addReader("a", options: ":personality=\(vector.personality)")
-        try bench.control().send("place-card uid=\"04 A1 B2 C3\" applet=ok")
+        try bench.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3]))
         let outcome = try await blocking {
             Result { () throws(PCSCError) in try bench.readers.connect(to: name, share: .shared, protocols: vector.protocols).activeProtocol }
         }
@@ -209,7 +209,7 @@ import Testing
         let bench = try await Bench.make()
         defer { bench.close() }
         let name = try await bench.addReader()
-        try bench.control().send("place-card uid=\"04 A1 B2 C3\" applet=echo")
+        try bench.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .echo))
         let (blocked, exclusiveWhileShared, twoShared, answers) = try await blocking {
             let exclusive = try bench.readers.connect(to: name, share: .exclusive, protocols: .any)
             var blocked: [PCSCError?] = []
@@ -234,7 +234,7 @@ import Testing
         let bench = try await Bench.make()
         defer { bench.close() }
         let name = try await bench.addReader()
-        try bench.control().send("place-card uid=\"04 A1 B2 C3\" applet=echo")
+        try bench.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .echo))
         let (whileExclusive, afterShared) = try await blocking {
             let card = try bench.readers.connect(to: name, share: .shared, protocols: .any)
             try card.reconnect(share: .exclusive, protocols: .any)
@@ -253,11 +253,11 @@ import Testing
         let bench = try await Bench.make()
         defer { bench.close() }
         let name = try await bench.addReader()
-        try bench.control().send("place-card uid=\"04 A1 B2 C3\" applet=echo id=card")
+        try bench.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .echo, id: "card"))
         let (removed, status, control, reconnect, connect, counter) = try await blocking {
             let card = try bench.readers.connect(to: name, share: .shared, protocols: .any)
             _ = try card.transmit(selectT4T)
-            try bench.control().send("remove peer=card")
+            try bench.control(.remove(peer: "card"))
             let removed = pcscError { try card.transmit(selectT4T) }
             let status = pcscError { try card.status() }
             // winscard.c SCardControl checks no card event: the reader still answers.
@@ -279,7 +279,7 @@ import Testing
         let bench = try await Bench.make()
         defer { bench.close() }
         let name = try await bench.addReader()
-        try bench.control().send("place-card uid=\"04 A1 B2 C3\" applet=echo")
+        try bench.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .echo))
         let (reset, afterReconnect) = try await blocking {
             let first = try bench.readers.connect(to: name, share: .shared, protocols: .any)
             let second = try bench.readers.connect(to: name, share: .shared, protocols: .any)
@@ -349,7 +349,7 @@ import Testing
             let direct = try bench.readers.connect(to: name, share: .direct, protocols: [])
             let unknownCode = pcscError { try direct.control(code: 0x4200_0DAC, firmwareRequest) }
             let unknownAttribute = pcscError { try direct.attribute(PCSCAttribute(rawValue: 0x0001_0101)) }
-            try bench.control().send("fault late-reply=1")
+            try bench.control(.fault(lateReplies: 1))
             // A Direct Transmit whose answer comes after libccid's timeout: IFD_COMMUNICATION_ERROR.
             let late = pcscError { try direct.control(code: ccidEscape, hex("FF 00 00 00 04 D4 32 01 01")) }
             return (unknownCode, unknownAttribute, late)

@@ -29,7 +29,7 @@ import Testing
         #expect(states[0].eventFlags.contains(.empty))
         states[0].acknowledge()
         #expect(try context.getStatusChange(&states, timeout: .zero) == false)
-        try desk.control().send("place-card uid=04A1B2C3 applet=ok")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3]))
         #expect(try context.getStatusChange(&states, timeout: .seconds(2)))
         #expect(states[0].eventFlags.contains(.present))
         #expect(states[0].eventCounter == states[0].currentCounter + 1, "one insertion")
@@ -39,7 +39,7 @@ import Testing
     func cancelAndTransactionsThroughTheProtocols() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        try desk.control().send("place-card uid=04A1B2C3 applet=ok")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3]))
         let context = try desk.client.establishContext()
         try context.cancel()
         var states = [ReaderState(readerName: desk.names[0])]

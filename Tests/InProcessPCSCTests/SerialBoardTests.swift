@@ -14,7 +14,7 @@ import Testing
     @Test func theBoardAnswersGetFirmwareVersionThroughThePseudoTerminal() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        let reply = try desk.control().send("pn532-serial")
+        let reply = try desk.control(.pn532Serial)
         let path = try #require(reply["path"])
         #expect(path.hasPrefix("/dev/pts/"), "\(path)")
         #expect(reply["board"] == "pn532-1")
@@ -24,7 +24,7 @@ import Testing
             return try link.exchange(.getFirmwareVersion)
         }
         #expect(firmware == [0x32, 0x01, 0x06, 0x07])
-        let list = try desk.control().send("pn532-serial list=yes")
+        let list = try desk.control(.pn532SerialList)
         #expect(list["count"] == "1")
         #expect(list["list"] == "pn532-1: \(path)")
     }
@@ -35,8 +35,8 @@ import Testing
     @Test func theBoardFindsACardPlacedThroughTheReader() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        _ = try desk.control().send("place-card uid=04A1B2C3 applet=ok id=card")
-        let path = try #require(try desk.control().send("pn532-serial")["path"])
+        _ = try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], id: "card"))
+        let path = try #require(try desk.control(.pn532Serial)["path"])
         let answer = try await blocking("serial-board") {
             let link = PN532SerialLink(stream: try PN532TTY(path: path))
             try link.wakeUp()
@@ -56,7 +56,7 @@ import Testing
         defer { desk.close() }
         let reply = try desk.control().exchange("pn532-serial baud=9600")
         #expect(reply.hasPrefix("error "), "\(reply)")
-        for _ in 0..<4 { _ = try desk.control().send("pn532-serial") }
+        for _ in 0..<4 { _ = try desk.control(.pn532Serial) }
         let fifth = try desk.control().exchange("pn532-serial")
         #expect(fifth.hasPrefix("error refused this field already has 4 serial PN532 boards"), "\(fifth)")
     }

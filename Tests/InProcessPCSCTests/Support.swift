@@ -6,6 +6,7 @@ import PCSCSandbox
 import PN53x
 import Synchronization
 import SecbridgeTesting
+import SimulatedACR122IFD
 import Testing
 
 /// Runs blocking work (in-process PC/SC calls) on a dedicated thread of its own, never on Swift's
@@ -66,6 +67,8 @@ final class Bench: Sendable {
     let directory: String
     let readers = InProcessReaders()
     let permits: Int
+    /// The readers' PC/SC names by their directory's last component (`a`, `b`).
+    private let names = Mutex<[String: String]>([:])
 
     /// Makes the directory and reserves `readers` Luns; no reader yet.
     static func make(readers: Int = 1) async throws -> Bench {
@@ -104,7 +107,19 @@ final class Bench: Sendable {
         // A reader on a virtual clock (`clock=`) takes no time scale.
         let scaled = options.contains(":timescale=") || options.contains(":clock=")
             ? options : options + SimulatedReaders.timeScaleOption(Self.timeScale)
-        return try readers.createChannel(deviceName: directory + "/" + sub + scaled, waitingUpTo: .seconds(300))
+        let name = try readers.createChannel(deviceName: directory + "/" + sub + scaled, waitingUpTo: .seconds(300))
+        names.withLock { $0[sub] = name }
+        return name
+    }
+
+    /// Hands a typed request to the reader in `<directory>/<sub>`, in this process (no socket).
+    /// - Throws: `SimulatedReaderError` as the socket replies; `connect` for a reader not added.
+    @discardableResult
+    func control(_ request: SimulatorRequest, _ sub: String = "a") throws(SimulatedReaderError) -> SimulatedReaderReply {
+        guard let name = names.withLock({ $0[sub] }) else {
+            throw SimulatedReaderError(code: "connect", reason: "no reader '\(sub)' on this bench")
+        }
+        return try readers.reply(to: request, reader: name)
     }
 
     /// The control client of the reader in `<directory>/<sub>`.

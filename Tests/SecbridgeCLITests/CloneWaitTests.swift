@@ -32,7 +32,7 @@ import Testing
         #expect(result.status == 1)
         #expect(result.err.contains("no ISO 14443-A card answered InListPassiveTarget on \(desk.names[0]) within 0.3 s (--wait, "), "\(result.err)")
         #expect(result.err.contains("(\(desk.names[0]) is a clone (vendor \"RFCARD\", not ACS)"), "\(result.err)")
-        #expect(try desk.control().send("status")["picc"] == "FF")
+        #expect(try desk.control(.status)["picc"] == "FF")
     }
 
     /// --pn532 --wait on a genuine unit waits the same way (it used to ignore --wait).

@@ -105,6 +105,6 @@ extension WaitForCardTests {
         let picc = try #require(steps.first { ($0["name"] as? String)?.hasPrefix("PICC operating parameter FF") == true }, "\(steps)")
         let exchanges = try #require(picc["exchanges"] as? [[String: String]])
         #expect(exchanges.last?["command"] == "FF0051FF00" && exchanges.last?["reply"] == "90FF", "\(exchanges)")
-        #expect(try desk.control().send("status")["picc"] == "FF")
+        #expect(try desk.control(.status)["picc"] == "FF")
     }
 }

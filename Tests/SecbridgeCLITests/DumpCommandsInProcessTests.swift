@@ -15,8 +15,8 @@ extension InProcessCommandTests {
         @Test func classic4KDumpCoversTheSixteenBlockSectorsAndRestoresABlockThere() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            try desk.control().send("place-tag type=classic4k uid=04A1B2C3 id=mf")
-            defer { _ = try? desk.control().send("remove all=yes") }
+            try desk.control(.placeTag(uid: [0x04, 0xA1, 0xB2, 0xC3], .classic(.classic4K), id: "mf"))
+            defer { _ = try? desk.control(.removeAll) }
             let first = newPath("4k.mfd"), edited = newPath("4ke.mfd"), second = newPath("4kb.mfd")
             defer { for path in [first, edited, second] { try? FileManager.default.removeItem(atPath: path) } }
             let json = try await runTool(["read", "--reader", desk.names[0], "--dump", first, "--json"], on: desk)
@@ -47,8 +47,8 @@ extension InProcessCommandTests {
         @Test func writeDumpJSONNamesTheBlocksWritten() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            try desk.control().send("place-tag type=classic1k uid=04A1B2C3 id=mf")
-            defer { _ = try? desk.control().send("remove all=yes") }
+            try desk.control(.placeTag(uid: [0x04, 0xA1, 0xB2, 0xC3], .classic(.classic1K), id: "mf"))
+            defer { _ = try? desk.control(.removeAll) }
             let first = newPath("1k.mfd"), edited = newPath("1ke.mfd")
             defer { for path in [first, edited] { try? FileManager.default.removeItem(atPath: path) } }
             #expect(try await runTool(["read", "--reader", desk.names[0], "--dump", first], on: desk).status == 0)
@@ -70,8 +70,8 @@ extension InProcessCommandTests {
         @Test func usageErrorsNameWhatIsWrong() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            try desk.control().send("place-tag type=ntag213 uid=04A1B2C3D4E5F6 id=t2")
-            defer { _ = try? desk.control().send("remove all=yes") }
+            try desk.control(.placeTag(uid: [0x04, 0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6], .type2(.ntag213), id: "t2"))
+            defer { _ = try? desk.control(.removeAll) }
             let path = newPath("u.bin")
             defer { try? FileManager.default.removeItem(atPath: path) }
             let noFile = try await runTool(["write-dump", "--reader", desk.names[0]], on: desk)
@@ -89,7 +89,7 @@ extension InProcessCommandTests {
         @Test func keysFromAKeysFileAndADumpOfAnotherTag() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            try desk.control().send("place-tag type=classic1k uid=04A1B2C3 key=A0A1A2A3A4A5 id=mf")
+            try desk.control(.placeTag(uid: [0x04, 0xA1, 0xB2, 0xC3], .classic(.classic1K, key: [0xA0, 0xA1, 0xA2, 0xA3, 0xA4, 0xA5]), id: "mf"))
             let keys = newPath("keys.mfd"), viaKeys = newPath("via.mfd"), t2 = newPath("t2.bin")
             defer { for path in [keys, viaKeys, t2] { try? FileManager.default.removeItem(atPath: path) } }
             // Without a key the transport key fails on sector 0: no file is written.
@@ -102,16 +102,16 @@ extension InProcessCommandTests {
             let fromFile = try await runTool(["read", "--reader", desk.names[0], "--dump", viaKeys, "--keys", keys], on: desk)
             #expect(fromFile.status == 0, "\(fromFile.err)")
             #expect(FileManager.default.contents(atPath: viaKeys) == FileManager.default.contents(atPath: keys))
-            _ = try? desk.control().send("remove all=yes")
+            _ = try? desk.control(.removeAll)
 
             // A Type 2 dump of one tag restored to another (a desk of its own for each tag): the UID
             // pages are never written, and said so.
             let source = try await SimulatedDesk.open()
             defer { source.close() }
-            try source.control().send("place-tag type=ntag213 uid=04A1B2C3D4E5F6 ndef=D1010C55046578616D706C652E636F6D id=t2")
+            try source.control(.placeTag(uid: [0x04, 0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6], .type2(.ntag213, ndef: [0xD1, 0x01, 0x0C, 0x55, 0x04, 0x65, 0x78, 0x61, 0x6D, 0x70, 0x6C, 0x65, 0x2E, 0x63, 0x6F, 0x6D]), id: "t2"))
             #expect(try await runTool(["read", "--reader", source.names[0], "--dump", t2], on: source).status == 0)
-            try desk.control().send("place-tag type=ntag213 uid=04112233445566 id=t2b")
-            defer { _ = try? desk.control().send("remove all=yes") }
+            try desk.control(.placeTag(uid: [0x04, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66], .type2(.ntag213), id: "t2b"))
+            defer { _ = try? desk.control(.removeAll) }
             let other = try await runTool(["write-dump", t2, "--reader", desk.names[0], "--yes"], on: desk)
             #expect(other.status == 0, "\(other.err)")
             #expect(other.out.contains("note: pages 0–2 differ from the tag's and are never written (UID and check bytes, internal byte, PWD, PACK)\n"), "\(other.out)")
@@ -122,8 +122,8 @@ extension InProcessCommandTests {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
             // A MIFARE Ultralight does not know GET_VERSION (MF0ICU1): 16 pages, selected again after asking.
-            try desk.control().send("place-tag type=ultralight uid=04A1B2C3D4E5F6 id=ul")
-            defer { _ = try? desk.control().send("remove all=yes") }
+            try desk.control(.placeTag(uid: [0x04, 0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6], .type2(.ultralight), id: "ul"))
+            defer { _ = try? desk.control(.removeAll) }
             let first = newPath("ul.bin"), edited = newPath("ule.bin"), second = newPath("ulb.bin")
             defer { for path in [first, edited, second] { try? FileManager.default.removeItem(atPath: path) } }
             let dumped = try await runTool(["read", "--reader", desk.names[0], "--dump", first], on: desk)

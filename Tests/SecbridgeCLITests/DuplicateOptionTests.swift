@@ -23,10 +23,10 @@ import Testing
     @Test func sendWithTheReaderGivenTwiceSendsNothing() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        try desk.control().send("place-card uid=04A1B2C3 applet=ok id=card")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], id: "card"))
         let result = try await runTool(["send", "-r", "0", "-r", "1", "00 A4 04 00 00"], on: desk)
         #expect(result.status == 64)
         #expect(result.err.contains("--reader is given twice ('0' and '1'); give it once"), "\(result.err)")
-        #expect(try desk.control().send("card-log peer=card")["count"] == "0")
+        #expect(try desk.control(.cardLog(peer: "card"))["count"] == "0")
     }
 }

@@ -18,12 +18,12 @@ import Testing
     @Test func theWindowEndingDuringAPendingTgInitAsTargetStillRestoresTheReader() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        try desk.control().send("place-terminal script=android-t4t-read id=android")
+        try desk.control(.placeTerminal(id: "android"))
         let result = try await runTool(
             ["emulate", "--credential", Self.credential("uri-tag.json"), "--yes", "--keep", "--reader", desk.names[0]], on: desk)
         #expect(result.status == 0, "\(result.err)\n\(result.out)")
         #expect(result.out.contains("event: cardEmulationTimeout"), "\(result.out)")
-        #expect(try desk.control().send("status")["picc"] == "FF", "\(result.out)")
+        #expect(try desk.control(.status)["picc"] == "FF", "\(result.out)")
     }
 }
 
@@ -35,7 +35,7 @@ extension EmulationExitTests {
     @Test func afterTheTerminalsReleaseTheTargetIsNotArmedAgainAndTheRestoreFollows() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        try desk.control().send("place-terminal script=android-t4t-read id=android")
+        try desk.control(.placeTerminal(id: "android"))
         let record = desk.directory + "/emulate.trn"
         let result = try await runTool(
             ["emulate", "--credential", Self.credential("uri-tag.json"), "--yes", "--record", record, "--reader", desk.names[0]],
@@ -71,7 +71,7 @@ extension EmulationExitTests {
         #expect(lines[first + 1].hasSuffix(" ctl 0x42000001 <"), "\(lines[first + 1])")
         // The transcript says the window ended with no terminal, not only the output.
         #expect(lines.contains { $0.hasSuffix("terminal: no APDUs (no terminal read the credential)") }, "\(lines.suffix(8))")
-        #expect(try desk.control().send("status")["picc"] == "FF")
+        #expect(try desk.control(.status)["picc"] == "FF")
     }
 }
 
@@ -80,7 +80,7 @@ extension EmulationExitTests {
     /// the first of `cards` placed on reader 1 (a field of its own).
     static func relay(on desk: SimulatedDesk, cards: [String]) async throws -> (status: Int32, out: String, err: String) {
         for card in cards { try desk.control(1).send("place-card " + card) }
-        try desk.control(0).send("place-terminal script=android-t4t-read id=android")
+        try desk.control(.placeTerminal(id: "android"))
         let credential = desk.directory + "/relay.json"
         try Data("""
             {"secbridge-credential": 1, "id": "relay", "name": "relay", "pcscCard": {"reader": "\(desk.names[1])"}}
@@ -100,7 +100,7 @@ extension EmulationExitTests {
         #expect(result.out.contains("  terminal > 00 B0 00 00 0F\n  host     < 6F 00\n"), "\(result.out)")
         #expect(result.err.contains("the terminal's transaction could not continue: "), "\(result.err)")
         #expect(result.err.contains("could not be connected again"), "\(result.err)")
-        #expect(try desk.control(0).send("status")["picc"] == "FF")
+        #expect(try desk.control(.status)["picc"] == "FF")
     }
 }
 
@@ -125,16 +125,16 @@ extension EmulationExitTests {
     @Test func emulateAfterACardWasNegotiatedStillUsesTheEscapePath() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        try desk.control().send("place-card uid=04A1B2C3 applet=t4t-ndef id=card")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .t4tNDEF, id: "card"))
         let send = try await runTool(["send", "00 A4 04 00 07 D2 76 00 00 85 01 01 00"], on: desk)
         #expect(send.status == 0, "\(send.err)")
         // The card stays in the field: the reader is still powering it when emulate connects.
-        try desk.control().send("place-terminal script=android-t4t-read id=android")
+        try desk.control(.placeTerminal(id: "android"))
         let result = try await runTool(
             ["emulate", "--credential", Self.credential("worked-example-tag.json"), "--yes", "--reader", desk.names[0]], on: desk)
         #expect(result.status == 0, "\(result.err)\n\(result.out)")
         #expect(!result.out.contains("SCARD_W_REMOVED_CARD"), "\(result.out)")
-        let status = try desk.control().send("status")
+        let status = try desk.control(.status)
         #expect(status["picc"] == "FF", "\(status) \(result.out)")
     }
 
@@ -143,12 +143,12 @@ extension EmulationExitTests {
     @Test func escapeDisabledAfterANegotiatedCardIsRefusedUpFront() async throws {
         let desk = try await SimulatedDesk.open(personality: "ccid-escape-disabled")
         defer { desk.close() }
-        try desk.control().send("place-card uid=04A1B2C3 applet=t4t-ndef id=card")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .t4tNDEF, id: "card"))
         _ = try await runTool(["send", "00 A4 04 00 07 D2 76 00 00 85 01 01 00"], on: desk)
         let result = try await runTool(["emulate", "--credential", Self.credential("uri-tag.json"), "--yes", "--reader", desk.names[0]], on: desk)
         #expect(result.status == 1)
         #expect(result.err.contains("ifdDriverOptions"), "\(result.err)\n\(result.out)")
-        #expect(try desk.control().send("status")["picc"] == "FF")
+        #expect(try desk.control(.status)["picc"] == "FF")
     }
 }
 
@@ -158,11 +158,11 @@ extension EmulationExitTests {
     @Test func theStockReadOnlyURITagIsReadWholeByAndroid() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        try desk.control().send("place-terminal script=android-t4t-read id=android")
+        try desk.control(.placeTerminal(id: "android"))
         let result = try await runTool(["emulate", "--credential", Self.credential("uri-tag.json"), "--yes", "--reader", desk.names[0]], on: desk)
         #expect(result.status == 0, "\(result.err)")
         #expect(result.out.contains("  host     < D1 01 0C 55 04 65 78 61 6D 70 6C 65 2E 63 6F 6D 90 00\n"), "\(result.out)")
-        #expect(try desk.control().send("terminal-result peer=android wait-ms=5000")["result"] == "passed")
+        #expect(try desk.control(.terminalResult(peer: "android", waitMilliseconds: 5000))["result"] == "passed")
     }
 }
 
@@ -175,7 +175,7 @@ extension EmulationExitTests {
     @Test func emulateHasReleasedTheReaderWhenItReturns() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        try desk.control().send("place-terminal script=android-t4t-read id=android")
+        try desk.control(.placeTerminal(id: "android"))
         let result = try await runTool(
             ["emulate", "--credential", Self.credential("text-tag.json"), "--yes", "--reader", desk.names[0]], on: desk)
         #expect(result.status == 0, "\(result.err)\n\(result.out)")
@@ -196,10 +196,10 @@ extension EmulationExitTests {
     {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        try desk.control().send("place-terminal script=android-t4t-read leave-after=\(leaveAfter) return-after-ms=1000 id=phone")
+        try desk.control(.placeTerminal(.init(leaveAfter: leaveAfter, returnAfterMilliseconds: 1000), id: "phone"))
         let result = try await runTool(
             ["emulate", "--credential", credential("worked-example-tag.json"), "--yes", "--reader", desk.names[0]] + options, on: desk)
-        return (result, try desk.control().send("terminal-result peer=phone wait-ms=5000"), try desk.control().send("status")["picc"])
+        return (result, try desk.control(.terminalResult(peer: "phone", waitMilliseconds: 5000)), try desk.control(.status)["picc"])
     }
 
     /// Issue 34 item 3: a phone that slips during detection — it leaves after READ CC — and is
@@ -251,7 +251,7 @@ extension EmulationExitTests {
         #expect(result.out == "")
         #expect(result.err.hasPrefix("secbridge: error: --keep and --once cannot be used together: --keep serves every terminal until the window ends, --once ends after the first; give one of them\n"), "\(result.err)")
         #expect(result.err.contains("USAGE: secbridge emulate --credential FILE [--reader NAME|INDEX | --device tty:PATH] [--yes] [--keep | --once] "), "\(result.err)")
-        #expect(try desk.control().send("status")["picc"] == "FF")
+        #expect(try desk.control(.status)["picc"] == "FF")
     }
 }
 
@@ -273,12 +273,12 @@ extension EmulationExitTests {
             tgt > 63 00
 
             """.write(toFile: script, atomically: true, encoding: .utf8)
-        try desk.control().send("place-terminal transcript=\(script) id=door")
+        try desk.control(.placeTerminal(transcript: "\(script)", id: "door"))
         let result = try await runTool(
             ["emulate", "--credential", Self.credential("door-badge-auth.json"), "--yes", "--reader", desk.names[0]], on: desk)
         #expect(result.status == 1, "\(result.err)\n\(result.out)")
         #expect(result.out.contains("terminal: 2 APDUs; the terminal stopped after 00 82 00 00 08 [REDACTED 8] → 63 00 (warning processing: "), "\(result.out)")
         #expect(result.out.contains("[door]: passed"), "\(result.out)")
-        #expect(try desk.control().send("status")["picc"] == "FF")
+        #expect(try desk.control(.status)["picc"] == "FF")
     }
 }

@@ -32,7 +32,7 @@ import Glibc
     @Test func aRecordingOntoADirectoryAFIFOOrAnEmptyNameIsSaidSo() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        try desk.control().send("place-card uid=04A1B2C3 applet=ok id=card")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], id: "card"))
         let directory = desk.directory + "/recordings"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
         let fifo = desk.directory + "/record.fifo"
@@ -48,6 +48,6 @@ import Glibc
             #expect(result.err.contains(words), "\(path): \(result.err)")
             #expect(!result.err.contains("never overwritten"), "\(path): \(result.err)")
         }
-        #expect(try desk.control().send("card-log peer=card")["count"] == "0", "nothing was sent")
+        #expect(try desk.control(.cardLog(peer: "card"))["count"] == "0", "nothing was sent")
     }
 }

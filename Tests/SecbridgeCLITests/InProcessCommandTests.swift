@@ -29,7 +29,7 @@ func runTool(_ arguments: [String], on desk: SimulatedDesk, input: [String] = []
     @Test func readersListsTheSimulatedReaderAndThePlacedCardsATR() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        try desk.control().send("place-card uid=04A1B2C3 applet=t4t-ndef id=card")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .t4tNDEF, id: "card"))
         let result = try await runTool(["readers", "--json"], on: desk)
         #expect(result.status == 0, "\(result.err)")
         #expect(result.out.contains("\"name\": \"ACS ACR122U PICC Interface 00 00\""), "\(result.out)")
@@ -40,7 +40,7 @@ func runTool(_ arguments: [String], on desk: SimulatedDesk, input: [String] = []
     @Test func sendSelectsTheNDEFApplicationOfAPlacedCard() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        try desk.control().send("place-card uid=04A1B2C3 applet=t4t-ndef id=card")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .t4tNDEF, id: "card"))
         // The NDEF Tag Application SELECT (docs/iso14443-t4t-ndef.md §4).
         let result = try await runTool(["send", "--reader", "0", "00A4040007D276000085010100"], on: desk)
         #expect(result.status == 0, "\(result.err)")
@@ -51,7 +51,7 @@ func runTool(_ arguments: [String], on desk: SimulatedDesk, input: [String] = []
     @Test func sendJSONGivesTheFirmwareStringWholeWithoutASW() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        try desk.control().send("place-card uid=04A1B2C3 applet=t4t-ndef id=card")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .t4tNDEF, id: "card"))
         // FF 00 48 00 00 answers "ACR122U207" alone (ACR122U API v2.04 §6.1): its last bytes 30 37
         // are "07", not a status word.
         let json = try await runTool(["send", "--reader", "0", "--json", "FF00480000"], on: desk)
@@ -68,7 +68,7 @@ func runTool(_ arguments: [String], on desk: SimulatedDesk, input: [String] = []
     @Test func runJSONGivesTheFirmwareStringWithoutASW() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        try desk.control().send("place-card uid=04A1B2C3 applet=t4t-ndef id=card")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .t4tNDEF, id: "card"))
         let dir = try scratchDirectory("run-firmware")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let script = dir + "/firmware.script"
@@ -101,7 +101,7 @@ func runTool(_ arguments: [String], on desk: SimulatedDesk, input: [String] = []
             "MCU timeout one 5 s step: FF 00 41 01 00 → 90 00  ok",
             "reader restored",
         ], "\(result.out)")
-        let status = try desk.control().send("status")
+        let status = try desk.control(.status)
         #expect(status["picc"] == "FF")
         #expect(status["led"] == "01")
         #expect(status["mcu-timeout"] == "01")
@@ -138,7 +138,7 @@ func runTool(_ arguments: [String], on desk: SimulatedDesk, input: [String] = []
         #expect(answers["feature request (CM_IOCTL_GET_FEATURE_REQUEST)"] == "120442330012130442000001")
         #expect(answers["InListPassiveTarget 106 kbit/s Type A"] == "D54B009000")
         #expect(answers["TgInitAsTarget, no terminal: ends at the MCU timeout"] == "6300")
-        #expect(try desk.control().send("status")["picc"] == "FF", "the selftest puts automatic polling back")
+        #expect(try desk.control(.status)["picc"] == "FF", "the selftest puts automatic polling back")
     }
 
     /// `emulate` in process: the session engine, the PN532 backend and the restore on the way out,
@@ -148,12 +148,12 @@ func runTool(_ arguments: [String], on desk: SimulatedDesk, input: [String] = []
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
         let reader = desk.names[0]
-        try desk.control().send("place-terminal script=android-t4t-read id=android")
+        try desk.control(.placeTerminal(id: "android"))
         let credential = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("Fixtures/credentials/worked-example-tag.json").path
         let result = try await runTool(["emulate", "--credential", credential, "--yes", "--reader", reader], on: desk)
         #expect(result.status == 0, "\(result.err)\n\(result.out)")
-        let reply = try desk.control().send("terminal-result peer=android wait-ms=5000")
+        let reply = try desk.control(.terminalResult(peer: "android", waitMilliseconds: 5000))
         #expect(reply["result"] == "passed", "\(reply)")
         #expect(reply["exchanges"] == "6")
         #expect(reply["activations"] == "1")
@@ -161,7 +161,7 @@ func runTool(_ arguments: [String], on desk: SimulatedDesk, input: [String] = []
         #expect(result.out.contains("  host     < D1 01 0C 55 04 65 78 61 6D 70 6C 65 2E 63 6F 6D 90 00\n"), "\(result.out)")
         #expect(result.out.contains("event: fieldStateChanged(fieldAbsent: TgGetData: PN532 status 29 (the initiator released the target))\n"))
         // The reader is restored: automatic PICC polling on again (FF 00 51 FF 00).
-        #expect(try desk.control().send("status")["picc"] == "FF")
+        #expect(try desk.control(.status)["picc"] == "FF")
     }
 
     /// `read` over PC/SC in process: UID and ATS from the ACR122U's Get Data pseudo-APDUs (ACR122U
@@ -171,7 +171,7 @@ func runTool(_ arguments: [String], on desk: SimulatedDesk, input: [String] = []
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
         let reader = desk.names[0]
-        try desk.control().send("place-card uid=\"04 A1 B2 C3 D4 E5 F6\" applet=t4t-ndef id=tag")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6], applet: .t4tNDEF, id: "tag"))
         let read = try await runTool(["read", "--reader", reader], on: desk)
         #expect(read.status == 0, "\(read.err)")
         // The placed card's UID, and its whole ATS (the simulator's default 05 78 80 70 02).

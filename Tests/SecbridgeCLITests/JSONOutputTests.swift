@@ -15,7 +15,7 @@ import Testing
     @Test func writeNDEFJSONNamesTheTagAndWhatWasWritten() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        try desk.control().send("place-tag type=ntag213 uid=04A1B2C3D4E5F6 id=t2")
+        try desk.control(.placeTag(uid: [0x04, 0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6], .type2(.ntag213), id: "t2"))
         let result = try await runTool(["write-ndef", "--reader", desk.names[0], "--text", "Hello", "--yes", "--json"], on: desk)
         #expect(result.status == 0, "\(result.err)\n\(result.out)")
         let json = try Self.object(result.out)
@@ -41,7 +41,7 @@ import Testing
     @Test func writeNDEFJSONFailureIsAnErrorObject() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        try desk.control().send("place-card uid=04A1B2C3 applet=t4t-ndef id=card")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .t4tNDEF, id: "card"))
         let result = try await runTool(["write-ndef", "--reader", desk.names[0], "--uri", "https://example.com", "--yes", "--json"], on: desk)
         #expect(result.status == 1)
         let error = try #require(try Self.object(result.out)["error"] as? String)
@@ -54,7 +54,7 @@ import Testing
     @Test func emulateJSONIsOneLinePerEvent() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        try desk.control().send("place-terminal script=android-t4t-read id=android")
+        try desk.control(.placeTerminal(id: "android"))
         let result = try await runTool(
             ["emulate", "--credential", EmulationExitTests.credential("uri-tag.json"), "--yes", "--json", "--reader", desk.names[0]], on: desk)
         #expect(result.status == 0, "\(result.err)\n\(result.out)")

@@ -25,7 +25,7 @@ import Testing
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
         let reader = desk.names[0]
-        try desk.control().send("place-card uid=04A1B2C3 applet=t4t-ndef id=card")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .t4tNDEF, id: "card"))
         let context = try desk.client.establishContext()
         let holder = try context.connect(to: reader, share: .shared, protocols: .any)
         try holder.beginTransaction()
@@ -48,7 +48,7 @@ import Testing
             #expect(!result.err.contains("unplug"), "\(arguments): the reader is not at fault: \(result.err)")
         }
         // The card never saw a command while the transaction was held.
-        #expect(try desk.control().send("card-log peer=card")["count"] == "0")
+        #expect(try desk.control(.cardLog(peer: "card"))["count"] == "0")
         try holder.endTransaction(.leave)
         let send = try await runTool(["send", "--reader", reader, "00 A4 04 00 07 D2 76 00 00 85 01 01 00"], on: desk)
         #expect(send.status == 0, "\(send.err)")
@@ -64,7 +64,7 @@ import Testing
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
         let reader = desk.names[0]
-        try desk.control().send("place-card uid=04A1B2C3 applet=t4t-ndef id=card")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .t4tNDEF, id: "card"))
         let context = try desk.client.establishContext()
         let holder = try context.connect(to: reader, share: .exclusive, protocols: .any)
         defer { try? holder.disconnect(.leave) }
@@ -81,7 +81,7 @@ import Testing
         #expect(reset.err.contains("\(reader) was not reset: another program holds it"), "\(reset.err)")
         #expect(!reset.err.contains("unplug"), "\(reset.err)")
         // The reader itself was never touched: automatic PICC polling still on.
-        #expect(try desk.control().send("status")["picc"] == "FF")
+        #expect(try desk.control(.status)["picc"] == "FF")
     }
 
     /// `doctor` with the DIRECT connection refused because another program keeps the reader: the

@@ -131,13 +131,13 @@ struct EchoCardDesk {
     init(_ name: String) async throws {
         desk = try await SimulatedDesk.open()
         reader = desk.names[0]
-        try desk.control().send("place-card uid=04A1B2C3 applet=echo id=card")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .echo, id: "card"))
         directory = try scratchDirectory(name)
         transcript = directory + "/\(name).trn"
     }
 
     /// What the card received, oldest first, `; ` between commands.
-    func cardLog() throws -> String? { try desk.control().send("card-log peer=card")["all"] }
+    func cardLog() throws -> String? { try desk.control(.cardLog(peer: "card"))["all"] }
 
     func close() {
         try? FileManager.default.removeItem(atPath: directory)
@@ -254,7 +254,7 @@ struct EchoCardDesk {
         let (desk, reader, file, client) = (setup.desk, setup.reader, setup.transcript, setup.desk.client)
         let lines = ["00 A4 04 00 01 AA", "00 B0 00 00 01 BB"]
         let (status, console, other) = try await runPaused(["run", "--record", file, "-"], lines: lines, pausedBefore: 1, on: desk) {
-            try desk.control().send("remove all=yes")
+            try desk.control(.removeAll)
             // pcscd's presence poll sees it before the pause ends (the in-process one polls on use).
             var states = [ReaderState(readerName: reader)]
             _ = try client.establishContext().getStatusChange(&states, timeout: .zero)
@@ -285,7 +285,7 @@ struct EchoCardDesk {
         let desk = try await SimulatedDesk.open(time: .scaled(SimulatedDesk.defaultTimeScale))
         defer { desk.close() }
         let reader = desk.names[0]
-        try desk.control().send("place-card uid=04A1B2C3 applet=echo id=card")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .echo, id: "card"))
         let script = ["00 A4 04 00 01 A1", "00 A4 04 00 01 A2", "reset", "00 A4 04 00 01 A3"]
         try await whileAnotherProgramSends([0x00, 0xA4, 0x04, 0x00, 0x01, 0xCC], to: reader, on: desk) {
             for _ in 0..<3 {
@@ -296,7 +296,7 @@ struct EchoCardDesk {
                 #expect(console.boundsAsked == Array(repeating: ScriptInterpreter.inputHold, count: script.count + 1))
             }
         }
-        let reply = try desk.control().send("card-log peer=card")
+        let reply = try desk.control(.cardLog(peer: "card"))
         let log = reply["all"]?.components(separatedBy: "; ") ?? []
         let ours = ["00 A4 04 00 01 A1", "00 A4 04 00 01 A2", "00 A4 04 00 01 A3"]
         let starts = log.indices.filter { log[$0] == ours[0] }

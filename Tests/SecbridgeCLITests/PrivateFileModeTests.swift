@@ -28,8 +28,8 @@ extension InProcessCommandTests {
         @Test func readDumpFileIsMode0600() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            try desk.control().send("place-tag type=classic1k uid=04A1B2C3 id=mf")
-            defer { _ = try? desk.control().send("remove all=yes") }
+            try desk.control(.placeTag(uid: [0x04, 0xA1, 0xB2, 0xC3], .classic(.classic1K), id: "mf"))
+            defer { _ = try? desk.control(.removeAll) }
             let path = newPath("1k.mfd")
             defer { try? FileManager.default.removeItem(atPath: path) }
             let result = try await runTool(["read", "--reader", desk.names[0], "--dump", path], on: desk)

@@ -10,7 +10,7 @@ import Testing
         // The Smart Poster RTD layout: U, T (en), act 00, s 1024, t "text/html", an image/png icon.
         let poster = "D1024A5370" + "91010C55046578616D706C652E636F6D" + "11010A5402656E4578616D706C65"
             + "11030161637400" + "1101047300000400" + "11010974746578742F68746D6C" + "520904696D6167652F706E6789504E47"
-        try desk.control().send("place-card uid=04A1B2C3 applet=t4t-ndef ndef=\(poster)")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .t4tNDEF, ndef: hex(poster)))
         let read = try await runTool(["read", "--reader", desk.names[0]], on: desk)
         #expect(read.status == 0, "\(read.err)")
         #expect(read.out.hasSuffix("""
@@ -34,7 +34,7 @@ import Testing
         // A Text record "Hi" (en) in two chunks, then an AAR for com.example.app.
         let message = "B101035402656E" + "1600024869"
             + "540F0F616E64726F69642E636F6D3A706B67636F6D2E6578616D706C652E617070"
-        try desk.control().send("place-card uid=04A1B2C3 applet=t4t-ndef ndef=\(message)")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .t4tNDEF, ndef: hex(message)))
         let read = try await runTool(["read", "--reader", desk.names[0]], on: desk)
         #expect(read.status == 0, "\(read.err)")
         #expect(read.out.hasSuffix("NDEF record 1: text \"Hi\" (en)\nNDEF record 2: Android application \"com.example.app\"\n"), "\(read.out)")
@@ -45,7 +45,7 @@ import Testing
     @Test func readReadsAMappingOneTagThatRefusesP2_0C() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        try desk.control().send("place-card uid=04A1B2C3 applet=t4t-ndef-v1")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .t4tNDEFVersion1))
         let read = try await runTool(["read", "--reader", desk.names[0]], on: desk)
         #expect(read.status == 0, "\(read.out)\n\(read.err)")
         let printed = read.out.split(separator: "\n").map(String.init).filter { $0.hasPrefix("> ") || $0.hasPrefix("< ") }

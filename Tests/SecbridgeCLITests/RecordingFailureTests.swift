@@ -53,8 +53,8 @@ extension InProcessCommandTests {
         @Test func writeDumpOnAFullDiskWritesTheWholeCardAndSaysTheRecordingIsIncomplete() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            try desk.control().send("place-tag type=classic1k uid=04A1B2C3 id=mf")
-            defer { _ = try? desk.control().send("remove all=yes") }
+            try desk.control(.placeTag(uid: [0x04, 0xA1, 0xB2, 0xC3], .classic(.classic1K), id: "mf"))
+            defer { _ = try? desk.control(.removeAll) }
             let edited = newPath("1ke.mfd"), record = newPath("write.trn")
             defer { for path in [edited, record] { try? FileManager.default.removeItem(atPath: path) } }
             try await editedDump(of: desk, to: edited) { UInt8($0) }
@@ -79,8 +79,8 @@ extension InProcessCommandTests {
         @Test func aWholeWriteDumpRecordingFitsTheBoundItsSpaceCheckAsksFor() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            try desk.control().send("place-tag type=classic1k uid=04A1B2C3 id=mf")
-            defer { _ = try? desk.control().send("remove all=yes") }
+            try desk.control(.placeTag(uid: [0x04, 0xA1, 0xB2, 0xC3], .classic(.classic1K), id: "mf"))
+            defer { _ = try? desk.control(.removeAll) }
             let edited = newPath("1ke.mfd"), record = newPath("write.trn")
             defer { for path in [edited, record] { try? FileManager.default.removeItem(atPath: path) } }
             try await editedDump(of: desk, to: edited) { _ in 0xA5 }
@@ -110,8 +110,8 @@ extension InProcessCommandTests {
         @Test func writeDumpRecordOntoAFullFileSystemIsRefusedBeforeTheCardIsTouched() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            try desk.control().send("place-tag type=classic1k uid=04A1B2C3 id=mf")
-            defer { _ = try? desk.control().send("remove all=yes") }
+            try desk.control(.placeTag(uid: [0x04, 0xA1, 0xB2, 0xC3], .classic(.classic1K), id: "mf"))
+            defer { _ = try? desk.control(.removeAll) }
             let edited = newPath("1ke.mfd")
             defer { try? FileManager.default.removeItem(atPath: edited) }
             try await editedDump(of: desk, to: edited) { _ in 0x3C }
@@ -132,7 +132,7 @@ extension InProcessCommandTests {
         func everyOtherWriterFollowsTheRule(_ command: String) async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            try desk.control().send("place-card uid=\"04 A1 B2 C3 D4 E5 F6\" applet=t4t-ndef id=tag")
+            try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6], applet: .t4tNDEF, id: "tag"))
             let record = newPath("\(command).trn"), script = newPath("script.txt")
             defer { for path in [record, script] { try? FileManager.default.removeItem(atPath: path) } }
             try "00A4040007D276000085010100\n".write(toFile: script, atomically: true, encoding: .utf8)
@@ -158,7 +158,7 @@ extension InProcessCommandTests {
         @Test func replayRecordOnAFullDiskIsARecordingFailureNotAReplayFailure() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            try desk.control().send("place-card uid=04A1B2C3 applet=t4t-ndef id=card")
+            try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .t4tNDEF, id: "card"))
             let session = newPath("session.trn"), again = newPath("again.trn")
             defer { for path in [session, again] { try? FileManager.default.removeItem(atPath: path) } }
             let sent = try await runTool(["send", "--reader", "0", "--record", session, "00A4040007D276000085010100"], on: desk)
@@ -180,7 +180,7 @@ extension InProcessCommandTests {
         @Test func sendRecordOnAFullDiskSendsAndSaysTheRecordingIsIncomplete() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            try desk.control().send("place-card uid=04A1B2C3 applet=t4t-ndef id=card")
+            try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .t4tNDEF, id: "card"))
             let record = newPath("send.trn")
             defer { try? FileManager.default.removeItem(atPath: record) }
             // The command line (48 bytes with its offset) fits; its answer does not.
@@ -249,7 +249,7 @@ extension InProcessCommandTests.RecordingFailureTests {
     func theShellsRecordFollowsTheRule(_ form: String) async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        try desk.control().send("place-card uid=04A1B2C3 applet=echo id=card")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .echo, id: "card"))
         let record = newPath("shell-\(form).trn")
         defer { try? FileManager.default.removeItem(atPath: record) }
         TranscriptWriter.injectFullDisk(atPath: record, afterBodyBytes: 0)
@@ -260,7 +260,7 @@ extension InProcessCommandTests.RecordingFailureTests {
         // The device work went on: both APDUs reached the card and were answered.
         #expect(result.out.contains("< 00 A4 04 00 01 AA 90 00\n"), "\(result.out)")
         #expect(result.out.contains("< 00 B0 00 00 01 BB 90 00\n"), "\(result.out)")
-        #expect(try desk.control().send("card-log peer=card")["all"] == "00 A4 04 00 01 AA; 00 B0 00 00 01 BB")
+        #expect(try desk.control(.cardLog(peer: "card"))["all"] == "00 A4 04 00 01 AA; 00 B0 00 00 01 BB")
         if form == "statement" {
             // `record off` does not call the stopped recording complete.
             #expect(result.out.hasSuffix("recorded to \(record) up to where writing it failed (\(enospc)); the file ends with a line saying it is incomplete\n"), "\(result.out)")
@@ -296,7 +296,7 @@ extension InProcessCommandTests.RecordingFailureTests {
     @Test func readersRecordOnAFullDiskListsAndSaysTheRecordingIsIncomplete() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        try desk.control().send("place-card uid=04A1B2C3 applet=t4t-ndef id=card")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .t4tNDEF, id: "card"))
         let record = newPath("readers.trn")
         defer { try? FileManager.default.removeItem(atPath: record) }
         TranscriptWriter.injectFullDisk(atPath: record, afterBodyBytes: 0)
@@ -311,7 +311,7 @@ extension InProcessCommandTests.RecordingFailureTests {
     @Test func writeNDEFRecordOnAFullDiskWritesTheTag() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        try desk.control().send("place-tag type=ntag213 uid=04A1B2C3D4E5F6 id=t2")
+        try desk.control(.placeTag(uid: [0x04, 0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6], .type2(.ntag213), id: "t2"))
         let record = newPath("write-ndef.trn")
         defer { try? FileManager.default.removeItem(atPath: record) }
         TranscriptWriter.injectFullDisk(atPath: record, afterBodyBytes: 0)
@@ -328,7 +328,7 @@ extension InProcessCommandTests.RecordingFailureTests {
     @Test func emulateRecordOnAFullDiskServesTheTerminalAndRestoresTheReader() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        try desk.control().send("place-terminal script=android-t4t-read id=android")
+        try desk.control(.placeTerminal(id: "android"))
         let record = newPath("emulate.trn")
         defer { try? FileManager.default.removeItem(atPath: record) }
         TranscriptWriter.injectFullDisk(atPath: record, afterBodyBytes: 0)
@@ -337,7 +337,7 @@ extension InProcessCommandTests.RecordingFailureTests {
             on: desk)
         #expect(result.status == 1, "\(result.err)\n\(result.out)")
         #expect(result.out.contains("terminal: 6 APDUs; the NDEF file was read to the end"), "\(result.out)")
-        #expect(try desk.control().send("status")["picc"] == "FF")
+        #expect(try desk.control(.status)["picc"] == "FF")
         #expect(result.err.contains("secbridge: error: cannot record to '\(record)': cannot append to \(record): \(enospc)"), "\(result.err)")
         #expect(result.err.contains("the recording stopped, the emulation goes on\n"), "\(result.err)")
         #expect(result.err.contains("secbridge: error: the recording to '\(record)' is incomplete: cannot append to \(record): \(enospc)"), "\(result.err)")

@@ -57,7 +57,7 @@ import Testing
         defer { desk.close() }
         let dir = try Self.scratch("apdu")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        try desk.control().send("place-card uid=04A1B2C3 applet=ok id=card")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], id: "card"))
         var outputs: [(String, String)] = []
         func check(_ arguments: [String], input: [String] = [], expectStatus: Int32? = 0) async throws {
             let result = try await runTool(arguments, on: desk, input: input)
@@ -102,7 +102,7 @@ import Testing
     @Test func showSecretsPrintsTheBytesAsSent() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        try desk.control().send("place-card uid=04A1B2C3 applet=ok id=card")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], id: "card"))
         let shown = try await runTool(["send", "--reader", "0", "--show-secrets", Self.verify], on: desk)
         #expect(shown.status == 0, "\(shown.err)")
         #expect(shown.out.contains("> \(Self.verify)\n"), "\(shown.out)")
@@ -121,7 +121,7 @@ import Testing
         let dir = try Self.scratch("mifare")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let keyHex = Self.hexText(Self.key, separator: "")
-        try desk.control().send("place-tag type=classic1k uid=04A1B2C3 key=\(keyHex) id=mf")
+        try desk.control(.placeTag(uid: [0x04, 0xA1, 0xB2, 0xC3], .classic(.classic1K, key: Self.key), id: "mf"))
         var outputs: [(String, String)] = []
         func check(_ arguments: [String]) async throws {
             let result = try await runTool(arguments, on: desk)
@@ -144,7 +144,7 @@ import Testing
         // read --pn532 (InListPassiveTarget, InDataExchange) of a Type 4 Tag on a desk of its own.
         let t4t = try await SimulatedDesk.open()
         defer { t4t.close() }
-        try t4t.control().send("place-card uid=04A1B2C3 applet=t4t-ndef id=t4t")
+        try t4t.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .t4tNDEF, id: "t4t"))
         for arguments in [["--record", dir + "/read-pn532.trn"], ["--json"]] {
             let result = try await runTool(["read", "--reader", "0", "--pn532"] + arguments, on: t4t)
             #expect(result.status == 0, "\(arguments): \(result.err)\n\(result.out)")
@@ -202,13 +202,13 @@ import Testing
         for json in [false, true] {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            try desk.control().send("place-terminal transcript=\(terminal) id=pin-terminal")
+            try desk.control(.placeTerminal(transcript: "\(terminal)", id: "pin-terminal"))
             let record = dir + "/emulate-\(json ? "json" : "text").trn"
             let result = try await runTool(
                 ["emulate", "--credential", credential, "--yes", "--record", record, "--reader", desk.names[0]] + (json ? ["--json"] : []),
                 on: desk)
             #expect(result.status == 0, "\(result.err)\n\(result.out)")
-            #expect(try desk.control().send("terminal-result peer=pin-terminal wait-ms=5000")["result"] == "passed")
+            #expect(try desk.control(.terminalResult(peer: "pin-terminal", waitMilliseconds: 5000))["result"] == "passed")
             outputs.append(("emulate \(json) stdout", result.out))
             outputs.append(("emulate \(json) stderr", result.err))
             if !json {

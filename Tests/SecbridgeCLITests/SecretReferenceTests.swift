@@ -112,7 +112,7 @@ import Testing
     @Test func sendTakesAnAPDUFromAFileOrStandardInput() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        try desk.control().send("place-card uid=04A1B2C3 applet=t4t-ndef id=card")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .t4tNDEF, id: "card"))
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("secbridge-apdu-\(getpid())").path
         try "00A4040007D276000085010100\n".write(toFile: path, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: path) }
@@ -130,7 +130,7 @@ import Testing
     @Test func readTakesAMifareKeyFromTheEnvironment() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        try desk.control().send("place-tag type=classic1k uid=04A1B2C3 id=mf")
+        try desk.control(.placeTag(uid: [0x04, 0xA1, 0xB2, 0xC3], .classic(.classic1K), id: "mf"))
         let variable = "SECBRIDGE_TEST_MIFARE_KEY_\(getpid())"
         setenv(variable, "FFFFFFFFFFFF", 1)
         defer { unsetenv(variable) }

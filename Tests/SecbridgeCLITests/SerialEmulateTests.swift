@@ -21,8 +21,8 @@ import Testing
     @Test func androidReadsTheURITagTheBoardEmulates() async throws {
         let desk = try await SimulatedDesk.open(time: .scaled(SimulatedDesk.defaultTimeScale))
         defer { desk.close() }
-        let path = try #require(try desk.control().send("pn532-serial")["path"])
-        try desk.control().send("place-terminal script=android-t4t-read id=phone")
+        let path = try #require(try desk.control(.pn532Serial)["path"])
+        try desk.control(.placeTerminal(id: "phone"))
         let result = try await runTool(["emulate", "--credential", Self.credential("uri-tag.json"), "--yes", "--device", "tty:" + path], on: desk)
         #expect(result.status == 0, "\(result.err)\n\(result.out)")
         #expect(result.out.contains("state: cardEmulation(example-uri-tag) on tty:\(path)"), "\(result.out)")
@@ -34,7 +34,7 @@ import Testing
         // Released by the phone (status 29, UM0701-02 §7.1), then the restore: no second arming.
         #expect(result.out.contains("event: fieldStateChanged(fieldAbsent: TgGetData: PN532 status 29"), "\(result.out)")
         #expect(result.out.contains("terminal: 6 APDUs; the NDEF file was read to the end (NLEN 16, 18 bytes)\n"), "\(result.out)")
-        let reply = try desk.control().send("terminal-result peer=phone wait-ms=5000")
+        let reply = try desk.control(.terminalResult(peer: "phone", waitMilliseconds: 5000))
         #expect(reply["result"] == "passed", "\(reply)")
     }
 

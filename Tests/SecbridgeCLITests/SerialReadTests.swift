@@ -20,8 +20,8 @@ import Testing
     @Test func readThroughThePseudoTerminalDecodesTheNDEFURI() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        _ = try desk.control().send("place-card uid=04A1B2C3 applet=t4t-ndef id=card")
-        let path = try #require(try desk.control().send("pn532-serial")["path"])
+        _ = try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .t4tNDEF, id: "card"))
+        let path = try #require(try desk.control(.pn532Serial)["path"])
         let result = try await Self.runOnOwnThread(["read", "--pn532", "--device", "tty:" + path])
         #expect(result.status == 0, "\(result.err)")
         #expect(result.out.hasPrefix("reader: tty:\(path)\nUID 04 A1 B2 C3  ATS "), "\(result.out)")

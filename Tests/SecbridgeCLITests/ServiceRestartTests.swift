@@ -131,12 +131,12 @@ final class RestartingClient: PCSCClient, Sendable {
     ) async throws -> String? {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        try desk.control().send("place-card uid=04A1B2C3 applet=echo id=card")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .echo, id: "card"))
         let client = RestartingClient(desk.client)
         let executor = BlockingExecutor(name: "restart-test")
         defer { executor.shutdown() }
         try await executor.run { try body(desk, client, CapturingConsole()) }
-        return try desk.control().send("card-log peer=card")["all"]
+        return try desk.control(.cardLog(peer: "card"))["all"]
     }
 
     /// pcscd restarted between two lines with the card in place: the next line is answered, once

@@ -56,14 +56,14 @@ func whileAnotherProgramSends<T>(
         let desk = try await SimulatedDesk.open(time: .scaled(SimulatedDesk.defaultTimeScale))
         defer { desk.close() }
         let reader = desk.names[0]
-        try desk.control().send("place-card uid=04A1B2C3 applet=t4t-ndef id=tag")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .t4tNDEF, id: "tag"))
         try await whileAnotherProgramSends([0x00, 0xA4, 0x04, 0x00, 0x05, 0xF0, 0x01, 0x02, 0x03, 0x04], to: reader, on: desk) {
             for _ in 0..<3 {
                 let read = try await runTool(["read", "--reader", reader], on: desk)
                 #expect(read.status == 0, "\(read.err)")
             }
         }
-        let reply = try desk.control().send("card-log peer=tag")
+        let reply = try desk.control(.cardLog(peer: "tag"))
         let log = reply["all"]?.components(separatedBy: "; ") ?? []
         let dropped = Int(reply["dropped"] ?? "") ?? -1
         let ours = ["00 A4 04 00 07 D2 76 00 00 85 01 01 00", "00 A4 00 0C 02 E1 03", "00 B0 00 00 0F",
@@ -84,7 +84,7 @@ func whileAnotherProgramSends<T>(
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
         let reader = desk.names[0]
-        try desk.control().send("place-card uid=04A1B2C3 applet=ok id=card")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], id: "card"))
         let context = try desk.client.establishContext()
         let handle = try context.connect(to: reader, share: .shared, protocols: .any)
         try handle.beginTransaction()
@@ -100,7 +100,7 @@ func whileAnotherProgramSends<T>(
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
         let reader = desk.names[0]
-        try desk.control().send("place-card uid=04A1B2C3 applet=t4t-ndef id=tag")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .t4tNDEF, id: "tag"))
         let context = try desk.client.establishContext()
         let handle = try context.connect(to: reader, share: .exclusive, protocols: .any)
         defer { try? handle.disconnect(.leave) }
@@ -118,14 +118,14 @@ extension SharingCommandTests {
     @Test func aScriptWithAResetLineRunsWholeInsideItsTransaction() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        try desk.control().send("place-card uid=04A1B2C3 applet=echo id=card")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .echo, id: "card"))
         let script = desk.directory + "/script.txt"
         try Data("00 A4 04 00 01 AA\nreset\n00 B0 00 00 01 BB\n".utf8).write(to: URL(fileURLWithPath: script))
         let result = try await runTool(["run", script], on: desk)
         #expect(result.status == 0, "\(result.err)")
         // docs/acr122-pn532.md §3: an ISO 14443-4 card without historical bytes, 3B 80 80 01 01.
         #expect(result.out.contains("reset: ATR 3B 80 80 01 01\n"), "\(result.out)")
-        let reply = try desk.control().send("card-log peer=card")
+        let reply = try desk.control(.cardLog(peer: "card"))
         #expect(reply["all"] == "00 A4 04 00 01 AA; 00 B0 00 00 01 BB", "\(reply["all"] ?? "")")
         // Every APDU is still kept (the ring buffer holds 4096): none dropped.
         #expect(reply["count"] == "2" && reply["dropped"] == "0")
@@ -137,7 +137,7 @@ extension SharingCommandTests {
     @Test func runReadsItsScriptFromStandardInput() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        try desk.control().send("place-card uid=04A1B2C3 applet=echo id=card")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .echo, id: "card"))
         let result = try await runTool(["run", "-"], on: desk, input: ["# from stdin", "00 A4 04 00 01 AA"])
         #expect(result.status == 0, "\(result.err)")
         #expect(result.out.contains("> 00 A4 04 00 01 AA\n< 00 A4 04 00 01 AA 90 00\n"), "\(result.out)")

@@ -21,7 +21,7 @@ import Transcript
     @Test func aShellOnStandardInputPrintsWhatRunPrints() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        try desk.control().send("place-card uid=04A1B2C3 applet=echo id=card")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .echo, id: "card"))
         let lines = ["# select, reset, then another command", "00 A4 04 00 01 AA", "reset", "00B0000001BB // echo"]
         let shell = try await runTool(["shell"], on: desk, input: lines)
         let run = try await runTool(["run", "-"], on: desk, input: lines)
@@ -31,7 +31,7 @@ import Transcript
         #expect(shell.out.hasPrefix("> 00 A4 04 00 01 AA\n< 00 A4 04 00 01 AA 90 00\n  SW 90 00: "), "\(shell.out)")
         // docs/acr122-pn532.md §3: an ISO 14443-4 card without historical bytes, 3B 80 80 01 01.
         #expect(shell.out.contains("\nreset: ATR 3B 80 80 01 01\n> 00 B0 00 00 01 BB\n< 00 B0 00 00 01 BB 90 00\n"), "\(shell.out)")
-        let log = try desk.control().send("card-log peer=card")["all"]
+        let log = try desk.control(.cardLog(peer: "card"))["all"]
         #expect(log == "00 A4 04 00 01 AA; 00 B0 00 00 01 BB; 00 A4 04 00 01 AA; 00 B0 00 00 01 BB", "\(log ?? "")")
     }
 
@@ -63,7 +63,7 @@ import Transcript
     @Test func readerChangesBetweenReaders() async throws {
         let desk = try await SimulatedDesk.open(readers: 2, separateFields: true)
         defer { desk.close() }
-        try desk.control(1).send("place-card uid=04A1B2C3 applet=echo id=card")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .echo, id: "card"), reader: 1)
         let result = try await runTool(
             ["shell", "--reader", "0"], on: desk, input: ["reader", "reader 1", "00 A4 04 00 01 AA", "reader 0", "reset"])
         #expect(result.status == 1)
@@ -81,7 +81,7 @@ import Transcript
     @Test func recordWritesATranscriptThatParses() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        try desk.control().send("place-card uid=04A1B2C3 applet=echo id=card")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .echo, id: "card"))
         let directory = try scratchDirectory("shell-record")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let file = directory + "/session.trn"
@@ -126,7 +126,7 @@ import Transcript
     @Test func runSendsEachLineBeforeReadingTheNext() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        try desk.control().send("place-card uid=04A1B2C3 applet=echo id=card")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .echo, id: "card"))
         let directory = try scratchDirectory("run-streaming")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let script = directory + "/script.txt"
@@ -135,14 +135,14 @@ import Transcript
         #expect(result.status == 1)
         #expect(result.out.hasPrefix("> 00 A4 04 00 01 AA\n< 00 A4 04 00 01 AA 90 00\n"), "\(result.out)")
         #expect(result.err.hasPrefix("secbridge: error: \(script):2: 'not hex' is not an APDU in hex ('n' at character 0 is not a hex digit"), "\(result.err)")
-        #expect(try desk.control().send("card-log peer=card")["all"] == "00 A4 04 00 01 AA")
+        #expect(try desk.control(.cardLog(peer: "card"))["all"] == "00 A4 04 00 01 AA")
     }
 
     /// `run --json` with the shell's statements: one object each.
     @Test func runJSONReportsTheShellStatements() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        try desk.control().send("place-card uid=04A1B2C3 applet=echo id=card")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .echo, id: "card"))
         let result = try await runTool(["run", "--json", "-"], on: desk, input: ["reader", "control FF 00 48 00 00"])
         #expect(result.status == 0, "\(result.err)")
         #expect(result.out.contains(#""reader": "\#(desk.names[0])",\#n    "atr": "3B80800101""#), "\(result.out)")
@@ -156,7 +156,7 @@ extension ShellCommandTests {
     @Test func runJSONShowsTheExchangesBeforeAMalformedLine() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        try desk.control().send("place-card uid=04A1B2C3 applet=echo id=card")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .echo, id: "card"))
         let result = try await runTool(["run", "--json", "-"], on: desk, input: ["00 A4 04 00 01 AA", "nonsense"])
         #expect(result.status == 1)
         let array = try #require(try JSONSerialization.jsonObject(with: Data(result.out.utf8)) as? [[String: Any]], "\(result.out)")
@@ -245,7 +245,7 @@ extension ShellCommandTests {
     @Test func aCardTakenAwayAndPlacedAgainIsFoundByTheNextAPDU() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        try desk.control().send("place-card uid=04A1B2C3 applet=echo id=first")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .echo, id: "first"))
         let executor = BlockingExecutor(name: "interpreter-test")
         defer { executor.shutdown() }
         try await executor.run {
@@ -254,7 +254,7 @@ extension ShellCommandTests {
             defer { interpreter.close() }
             #expect(interpreter.readerDescription == "reader: \(desk.names[0]), card ATR 3B 80 80 01 01")
             #expect(try interpreter.execute(.apdu(Self.select, line: 1)))
-            try desk.control().send("remove peer=first")
+            try desk.control(.remove(peer: "first"))
             do throws(CLIError) {
                 _ = try interpreter.execute(.apdu(Self.select, line: 2))
                 Issue.record("an APDU to a card that left succeeded")
@@ -262,9 +262,9 @@ extension ShellCommandTests {
                 #expect(error.message.hasPrefix("shell:2: 00 A4 04 00 01 AA: the card was removed during the exchange"), "\(error.message)")
             }
             #expect(interpreter.readerDescription.hasSuffix(", no card (a DIRECT connection: pseudo-APDUs FF … and control only)"))
-            try desk.control().send("place-card uid=04A1B2C3 applet=echo id=second")
+            try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .echo, id: "second"))
             #expect(try interpreter.execute(.apdu(Self.select, line: 3)))
-            #expect(try desk.control().send("card-log peer=second")["all"] == "00 A4 04 00 01 AA")
+            #expect(try desk.control(.cardLog(peer: "second"))["all"] == "00 A4 04 00 01 AA")
         }
     }
 }

@@ -14,7 +14,7 @@ private let exampleURIMessage = "D1010C55046578616D706C652E636F6D"
 
 /// What `tag-memory` says a placed tag holds, as bytes.
 func tagMemory(_ peer: String, first: Int, count: Int, on desk: SimulatedDesk) throws -> [UInt8] {
-    let reply = try desk.control().send("tag-memory peer=\(peer) first=\(first) count=\(count)")
+    let reply = try desk.control(.tagMemory(peer: "\(peer)", first: first, count: count))
     return (reply["data"] ?? "").split(separator: " ").compactMap { UInt8($0, radix: 16) }
 }
 
@@ -32,8 +32,8 @@ extension InProcessCommandTests {
         @Test func readShowsTheUIDTheCardNameAndTheNDEFMessageOfAnNTAG213() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            try desk.control().send("place-tag type=ntag213 uid=04A1B2C3D4E5F6 ndef=\(exampleURIMessage) id=t2")
-            defer { _ = try? desk.control().send("remove all=yes") }
+            try desk.control(.placeTag(uid: [0x04, 0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6], .type2(.ntag213, ndef: hex(exampleURIMessage)), id: "t2"))
+            defer { _ = try? desk.control(.removeAll) }
             let state = try await cardState(desk)
             // PC/SC part 3 storage-card ATR, name 00 03 (Ultralight/NTAG), TCK 68 (docs/cases.md P05).
             #expect(state.atr == hex("3B 8F 80 01 80 4F 0C A0 00 00 03 06 03 00 03 00 00 00 00 68"))
@@ -60,7 +60,7 @@ extension InProcessCommandTests {
         @Test func readOnALegacyT0UnitFetchesGetVersionsAnswerWithFFC0() async throws {
             let desk = try await SimulatedDesk.open(personality: "legacy-t0")
             defer { desk.close() }
-            try desk.control().send("place-tag type=ntag213 uid=04A1B2C3D4E5F6 ndef=\(exampleURIMessage) id=t2")
+            try desk.control(.placeTag(uid: [0x04, 0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6], .type2(.ntag213, ndef: hex(exampleURIMessage)), id: "t2"))
             let result = try await runTool(["read", "--reader", desk.names[0]], on: desk)
             #expect(result.status == 0, "\(result.err)")
             #expect(result.out.contains("card: NTAG213 (GET_VERSION 00 04 04 02 01 00 0F 03; PC/SC part 3 name 00 03, ISO/IEC 14443 A, part 3)\n"), "\(result.out)")
@@ -71,8 +71,8 @@ extension InProcessCommandTests {
         @Test func writeNDEFRefusesAnNTAG213WhoseCCClaimsMoreThanItHasAndWritesNothing() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            try desk.control().send("place-tag type=ntag213 uid=04A1B2C3D4E5F6 ndef=\(exampleURIMessage) id=t2")
-            defer { _ = try? desk.control().send("remove all=yes") }
+            try desk.control(.placeTag(uid: [0x04, 0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6], .type2(.ntag213, ndef: hex(exampleURIMessage)), id: "t2"))
+            defer { _ = try? desk.control(.removeAll) }
                         // The CC is one-time programmable: writing E1 10 FF 00 ORs SIZE up to FF (2040 bytes).
             let send = try await runTool(["send", "--reader", desk.names[0], "FF D6 00 03 04 E1 10 FF 00"], on: desk)
             #expect(send.status == 0, "\(send.err)")
@@ -89,8 +89,8 @@ extension InProcessCommandTests {
         @Test func anUltralightWhoseCCClaimsMoreThanItHoldsIsRefusedWithNothingWritten() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            try desk.control().send("place-tag type=ultralight uid=04A1B2C3D4E5F6 ndef=\(exampleURIMessage) id=ul")
-            defer { _ = try? desk.control().send("remove all=yes") }
+            try desk.control(.placeTag(uid: [0x04, 0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6], .type2(.ultralight, ndef: hex(exampleURIMessage)), id: "ul"))
+            defer { _ = try? desk.control(.removeAll) }
                         // The Ultralight's CC E1 10 06 00 (48 bytes), raised to FF: it has pages 0–15 only
             // (NXP MF0ICU1 data sheet) and no GET_VERSION to tell its model.
             let send = try await runTool(["send", "--reader", desk.names[0], "FF D6 00 03 04 00 00 FF 00"], on: desk)
@@ -109,8 +109,8 @@ extension InProcessCommandTests {
         @Test func writeNDEFRefusedByAStaticLockLeavesTheTagAsItWas() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            try desk.control().send("place-tag type=ntag213 uid=04A1B2C3D4E5F6 ndef=\(exampleURIMessage) id=t2")
-            defer { _ = try? desk.control().send("remove all=yes") }
+            try desk.control(.placeTag(uid: [0x04, 0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6], .type2(.ntag213, ndef: hex(exampleURIMessage)), id: "t2"))
+            defer { _ = try? desk.control(.removeAll) }
                         // LOCK1 bit 0 (page 2 byte 3): page 8 read-only for good (NTAG213 data sheet §8.5.2).
             let send = try await runTool(["send", "--reader", desk.names[0], "FF D6 00 02 04 00 00 00 01"], on: desk)
             #expect(send.status == 0, "\(send.err)")
@@ -129,8 +129,8 @@ extension InProcessCommandTests {
         @Test func readOptionsThatDoNotApplyToAStorageCardAreUsageErrors() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            try desk.control().send("place-tag type=ntag213 uid=04A1B2C3D4E5F6 id=t2")
-            defer { _ = try? desk.control().send("remove all=yes") }
+            try desk.control(.placeTag(uid: [0x04, 0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6], .type2(.ntag213), id: "t2"))
+            defer { _ = try? desk.control(.removeAll) }
                         let aid = try await runTool(["read", "--reader", desk.names[0], "--aid", "D2760000850101"], on: desk)
             #expect(aid.status == 64)
             #expect(aid.err.contains("a memory card without applications: read it without --aid"), "\(aid.err)")
@@ -142,8 +142,8 @@ extension InProcessCommandTests {
         @Test func anUltralightIsReadByItsCCWithANoteThatGETVERSIONGotNoAnswer() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            try desk.control().send("place-tag type=ultralight uid=04A1B2C3D4E5F6 ndef=\(exampleURIMessage) id=t2")
-            defer { _ = try? desk.control().send("remove all=yes") }
+            try desk.control(.placeTag(uid: [0x04, 0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6], .type2(.ultralight, ndef: hex(exampleURIMessage)), id: "t2"))
+            defer { _ = try? desk.control(.removeAll) }
                         let result = try await runTool(["read", "--reader", desk.names[0]], on: desk)
             #expect(result.status == 0, "\(result.err)")
             #expect(result.out.contains("card: MIFARE Ultralight (PC/SC part 3 name 00 03, ISO/IEC 14443 A, part 3)\n"))
@@ -154,8 +154,8 @@ extension InProcessCommandTests {
         @Test func keyBUnderTransportAccessConditionsAndBlocksOutsideTheCard() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            try desk.control().send("place-tag type=classic1k uid=04A1B2C3 id=mf")
-            defer { _ = try? desk.control().send("remove all=yes") }
+            try desk.control(.placeTag(uid: [0x04, 0xA1, 0xB2, 0xC3], .classic(.classic1K), id: "mf"))
+            defer { _ = try? desk.control(.removeAll) }
                         let keyB = try await runTool(["read", "--reader", desk.names[0], "--key", "FFFFFFFFFFFF", "--key-b", "--blocks", "4"], on: desk)
             #expect(keyB.status == 1)
             #expect(keyB.err.contains("the card refused the read after authenticating with key B: with the transport access conditions (FF 07 80) key B may not read"), "\(keyB.err)")
@@ -169,8 +169,8 @@ extension InProcessCommandTests {
         @Test func writeNDEFWritesATextRecordPageByPageAndReadsItBack() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            try desk.control().send("place-tag type=ntag213 uid=04A1B2C3D4E5F6 id=t2")
-            defer { _ = try? desk.control().send("remove all=yes") }
+            try desk.control(.placeTag(uid: [0x04, 0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6], .type2(.ntag213), id: "t2"))
+            defer { _ = try? desk.control(.removeAll) }
             // A fresh tag holds the empty NDEF message: 03 00 FE from page 4.
             #expect(try tagMemory("t2", first: 4, count: 1, on: desk) == hex("03 00 FE 00"))
                         let record = temporaryTranscriptPath()
@@ -201,14 +201,14 @@ extension InProcessCommandTests {
         @Test func writeNDEFWhoseTagLeavesDuringAnyCommandLeavesAWellFormedTag() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            defer { _ = try? desk.control().send("remove all=yes") }
+            defer { _ = try? desk.control(.removeAll) }
             // URI https://example.com (prefix 04), as the tag holds it first.
             let old: [UInt8] = [0xD1, 0x01, 0x0C, 0x55, 0x04] + Array("example.com".utf8)
             let rest = "example.org/a/path/long/enough/to/span/many/pages/of/the/tag"
             let new: [UInt8] = [0xD1, 0x01, UInt8(1 + rest.utf8.count), 0x55, 0x04] + Array(rest.utf8)
             let arguments = ["write-ndef", "--reader", desk.names[0], "--uri", "https://" + rest, "--yes"]
             func placeTheOldTag(leavingAfter count: Int?) throws {
-                _ = try desk.control().send("remove all=yes")
+                _ = try desk.control(.removeAll)
                 try desk.control().send(
                     "place-tag type=ntag213 uid=04A1B2C3D4E5F6 ndef=\(old.hexString.replacingOccurrences(of: " ", with: ""))"
                         + " id=ntag" + (count.map { " leave-after=\($0)" } ?? ""))
@@ -236,7 +236,7 @@ extension InProcessCommandTests {
             let whole = try await runTool(arguments, on: desk)
             #expect(whole.status == 0, "\(whole.err)")
             #expect(try message() == new)
-            let commands = Int(try desk.control().send("tag-memory peer=ntag first=0 count=1")["commands"] ?? "") ?? 0
+            let commands = Int(try desk.control(.tagMemory(peer: "ntag", first: 0, count: 1))["commands"] ?? "") ?? 0
             // A 66-byte message (TLV 03 40 … FE: 69 bytes, 18 pages) cannot be written in fewer.
             #expect(commands >= 18, "a whole write sent \(commands) commands on air")
             var seen: [String] = []
@@ -274,8 +274,8 @@ extension InProcessCommandTests {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
             // A MIFARE Ultralight: CC E1 10 06 00, 48 data bytes.
-            try desk.control().send("place-tag type=ultralight uid=04A1B2C3D4E5F6 id=t2")
-            defer { _ = try? desk.control().send("remove all=yes") }
+            try desk.control(.placeTag(uid: [0x04, 0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6], .type2(.ultralight), id: "t2"))
+            defer { _ = try? desk.control(.removeAll) }
                         let long = "https://example.com/" + String(repeating: "a", count: 60)
             let result = try await runTool(["write-ndef", "--reader", desk.names[0], "--uri", long, "--yes"], on: desk)
             #expect(result.status == 1)
@@ -287,8 +287,8 @@ extension InProcessCommandTests {
         @Test func writeNDEFRefusesACardThatIsNotAType2Tag() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            try desk.control().send("place-tag type=classic1k uid=04A1B2C3 id=mf")
-            defer { _ = try? desk.control().send("remove all=yes") }
+            try desk.control(.placeTag(uid: [0x04, 0xA1, 0xB2, 0xC3], .classic(.classic1K), id: "mf"))
+            defer { _ = try? desk.control(.removeAll) }
                         let result = try await runTool(["write-ndef", "--reader", desk.names[0], "--uri", "https://example.com", "--yes"], on: desk)
             #expect(result.status == 1)
             #expect(result.err.contains("MIFARE Classic 1K"), "\(result.err)")
@@ -297,8 +297,8 @@ extension InProcessCommandTests {
         @Test func mifareClassicBlocksAreReadWithTheKeyWhichNeverReachesTheTranscript() async throws {
             let desk = try await SimulatedDesk.open()
             defer { desk.close() }
-            try desk.control().send("place-tag type=classic1k uid=04A1B2C3 key=A0A1A2A3A4A5 id=mf")
-            defer { _ = try? desk.control().send("remove all=yes") }
+            try desk.control(.placeTag(uid: [0x04, 0xA1, 0xB2, 0xC3], .classic(.classic1K, key: [0xA0, 0xA1, 0xA2, 0xA3, 0xA4, 0xA5]), id: "mf"))
+            defer { _ = try? desk.control(.removeAll) }
             let state = try await cardState(desk)
             // Name 00 01 (MIFARE Classic 1K), TCK 6A (docs/cases.md P05).
             #expect(state.atr == hex("3B 8F 80 01 80 4F 0C A0 00 00 03 06 03 00 01 00 00 00 00 6A"))

@@ -112,7 +112,7 @@ extension TransportCommandTests {
         #expect(text.status == 1)
         #expect(text.err.contains("the card was removed during the exchange"), "\(text.err)")
         #expect(text.out.contains("> 00 B0 00 00 0F\n< 00 0F 20 00 7F 00 7F 04 06 E1 04 04 00 00 00 90 00\n"), "\(text.out)")
-        try desk.control().send("place-card uid=04A1B2C3 id=card2 applet=t4t-ndef leave-after=4")
+        try desk.control(.placeCard(uid: [0x04, 0xA1, 0xB2, 0xC3], applet: .t4tNDEF, leaveAfter: 4, id: "card2"))
         let json = try await runTool(["read", "--json"], on: desk)
         #expect(json.status == 1)
         #expect(json.out.contains("\"command\": \"00B000000F\""), "\(json.out)")

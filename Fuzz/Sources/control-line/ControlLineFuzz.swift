@@ -1,4 +1,5 @@
 import FuzzSupport
+import SecbridgeTesting
 import SimulatedACR122IFD
 #if canImport(Glibc)
 import Glibc
@@ -9,7 +10,9 @@ import Glibc
 /// driver's public entry point IFDHCreateChannelByName, as pcscd opens it, every input line is
 /// written to its control socket, and the reader is closed again (IFDHCloseChannel), so no input
 /// sees what an earlier one left (peers, the field's event log). Never traps or hangs; every
-/// request line gets exactly one reply line, `ok …` or `error <code> <reason>`.
+/// request line gets exactly one reply line, `ok …` or `error <code> <reason>`; and every line the
+/// parser accepts round-trips through its typed request (`ControlLineRoundTrip`, SecbridgeTesting):
+/// its text form parses back to the same request.
 ///
 /// Inputs over 4096 bytes are skipped (a longer line is refused and the connection closed, which
 /// is tested elsewhere), and so are inputs naming `wait-ms` (terminal-result waits, bounded, up to
@@ -19,6 +22,12 @@ public func fuzzControlLine(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32
     let input = FuzzInput.bytes(data, size)
     guard input.count <= 4096, !String(decoding: input, as: UTF8.self).contains("wait-ms") else { return 0 }
     let lines = input.split(separator: 0x0A, omittingEmptySubsequences: false)
+    for line in lines {
+        let text = String(decoding: line, as: UTF8.self)
+        if let failure = ControlLineRoundTrip.failure(text) {
+            FuzzInput.require(false, "\(failure) (input \(FuzzInput.hex(input)))")
+        }
+    }
     let connection = ControlConnection()
     defer { connection.close() }
     for reply in connection.exchange(input + [0x0A], lines: lines.count) {
