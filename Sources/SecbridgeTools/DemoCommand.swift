@@ -184,8 +184,13 @@ struct DemoReaderAccess: Sendable {
         let a: String
         let b: String
         do {
-            a = try readers.createChannel(deviceName: base + "/a:field=demo" + SimulatedReaders.timeScaleOption(timeScale))
-            b = try readers.createChannel(deviceName: base + "/b:field=demo" + SimulatedReaders.timeScaleOption(timeScale))
+            // Both Luns at once, waiting (bounded) while a process that holds other in-process
+            // readers (a test run with desks in parallel) has fewer than two free; the secbridge
+            // binary holds none, so it never waits.
+            let names = try readers.createChannels(
+                deviceNames: ["a", "b"].map { base + "/\($0):field=demo" + SimulatedReaders.timeScaleOption(timeScale) },
+                waitingUpTo: .seconds(60))
+            (a, b) = (names[0], names[1])
         } catch {
             throw CLIError.failure("cannot create the in-process simulated readers: \(error)")
         }

@@ -18,9 +18,10 @@ extension SharedReader {
     struct LibnfcSessionTests {
         /// `read --pn532` of nfc-emulate-forum-tag4 on A: strict by default, or `--lenient-cc`.
         private func readForumTag4(_ extra: [String] = []) async throws -> (read: (status: Int32, out: String, err: String), tool: String) {
-            // Its TgInitAsTarget is under way on A (startNfcEmulateForumTag4): `read` finds it at once.
+            // Its TgInitAsTarget has reached A (startNfcEmulateForumTag4); `read --wait` polls until
+            // the target answers, as a user waiting for a card would (at most 20 s).
             let (environment, emulator) = try await startNfcEmulateForumTag4()
-            let read = try await runCLI(["read", "--pn532", "--reader", environment.simulatedReaderB] + extra)
+            let read = try await runCLI(["read", "--pn532", "--wait", "20", "--reader", environment.simulatedReaderB] + extra)
             let executor = BlockingExecutor(name: "e2e5 libnfc wait")
             defer { executor.shutdown() }
             return (read, try await executor.run { emulator.finish(timeout: .seconds(10)).output })

@@ -114,8 +114,9 @@ func stopAutomaticPolling(on reader: String) throws {
 /// nfc-emulate-forum-tag4 started on reader A, after B's automatic polling was turned off (an
 /// auto-polling B would activate A's target itself, docs/acr122-pn532.md §2) and `before` ran.
 /// Starts nfc-emulate-forum-tag4 on reader A, and (unless a peer placed by `before` may take the
-/// target at once) waits until its TgInitAsTarget is under way there: libnfc's set-up takes a
-/// time of its own, longer on a loaded machine, and a reader that polls before it finds nothing.
+/// target at once) waits until its TgInitAsTarget has reached the simulated reader: libnfc's
+/// set-up takes a time of its own, longer on a loaded machine. The target is in the field a
+/// moment after that, so a reader still polls for it with a bound of time, not of polls.
 func startNfcEmulateForumTag4(
     waitForTarget: Bool = true, before: () throws -> Void = {}
 ) async throws -> (environment: TestEnvironment, emulator: Libnfc.RunningTool) {
@@ -189,8 +190,12 @@ extension SharedReader {
             let reading = try await blocking { () throws -> (ISO14443ATarget?, [[UInt8]]) in
                 let direct = try PCSCContext().connect(to: readerB, share: .direct, protocols: [])
                 let chip = PN532(link: try ACR122Link.open(channel: direct, readerName: readerB))
-                // Its TgInitAsTarget is under way (startNfcEmulateForumTag4): one poll finds it.
-                let target = try chip.pollISO14443A(passiveActivationRetries: 0x10)
+                // Polled until the target answers, at most 20 s (startNfcEmulateForumTag4).
+                let deadline = ContinuousClock.now + .seconds(20)
+                var target: ISO14443ATarget?
+                repeat {
+                    target = try chip.pollISO14443A(passiveActivationRetries: 0x10)
+                } while target == nil && ContinuousClock.now < deadline
                 guard let target else { return (nil, []) }
                 let commands = [
                     hex("00 A4 04 00 07 D2 76 00 00 85 01 01 00"),  // SELECT NDEF Tag Application
