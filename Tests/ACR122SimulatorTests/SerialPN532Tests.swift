@@ -5,33 +5,23 @@ import PN53x
 import SecbridgeTesting
 import Testing
 
-/// The simulated PN532 behind the UART framing, on one virtual time (docs/pn532-uart.md §5).
+/// The simulated PN532 behind the UART framing, on one virtual time (docs/pn532-uart.md §5), with
+/// a host link on the line's other end.
 private final class SerialBoard {
-    let time = VirtualTime()
-    let field: SimulatedField
-    let chip: SimulatedPN532
-    let line: PN532InMemorySerialLine
-    let device: PN532SerialDevice
+    let board: SimulatedSerialPN532
     let link: PN532SerialLink
+    var time: VirtualTime { board.time }
+    var chip: SimulatedPN532 { board.chip }
+    var device: PN532SerialDevice { board.device }
 
     init(awake: Bool = false) {
-        let clock = PN532SerialClock(virtualTime: time)
-        field = SimulatedField(clock: SimulationClock(virtualTime: time))
-        chip = SimulatedPN532(field: field)
-        line = PN532InMemorySerialLine(clock: clock)
-        let chip = chip
-        device = PN532SerialDevice(
-            stream: line.device, clock: clock, awake: awake, respond: { chip.respond(to: $0) }, abort: { chip.abortCommand() })
-        link = PN532SerialLink(stream: line.host, clock: clock)
+        board = SimulatedSerialPN532(awake: awake)
+        link = PN532SerialLink(stream: board.line.host, clock: board.clock)
     }
 
     func run<R>(_ body: (PN532SerialLink) throws -> R) rethrows -> R { try time.participate { try body(link) } }
 
-    deinit {
-        line.close()
-        chip.detach()
-        time.close()
-    }
+    deinit { board.close() }
 }
 
 @Suite("Simulated PN532 on a serial line")
