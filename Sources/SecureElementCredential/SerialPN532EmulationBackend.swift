@@ -75,11 +75,11 @@ public final class SerialPN532EmulationBackend: CardEmulationBackend {
     /// Wakes the board at the other end of `stream` (the 55 preamble and SAMConfiguration,
     /// docs/pn532-uart.md §3), on `executor`, with every bound (the ACK's 100 ms, ``activationStep``,
     /// ``commandStep``) measured on `clock`: for a PN532 served in memory, e.g. the simulated
-    /// PN532 behind a ``PN532SerialDevice`` on a ``PN532InMemorySerialLine`` on the test's
+    /// PN532 behind a `PN532SerialDevice` on a `PN532InMemorySerialLine` (PN53x) on the test's
     /// `VirtualTime`, so that a session on it runs without a tty and without waiting in real time.
     /// A board that does not answer gives a backend whose `support` says why.
     /// - Parameters:
-    ///   - stream: the host's end of the line (``PN532InMemorySerialLine/host``).
+    ///   - stream: the host's end of the line (`PN532InMemorySerialLine.host`).
     ///   - clock: the line's clock; on a virtual time, every command's thread takes part in it
     ///     while the command runs.
     ///   - readerName: the name the session gives the reader (``readerName``), e.g. `tty:simulated`.
