@@ -47,8 +47,17 @@ public final class SimulatedField: Sendable {
             world.record(.peerPlaced(peer.peerDescription), reader: nil)
             lock.broadcast()
         }
+        // A reader waiting for a peer (TgInitAsTarget) counts as running before time can move.
+        wakeWaiters()
         // Status waits on the same virtual time poll presence now (VirtualTime.nudge()).
         virtualTime?.nudge()
+    }
+
+    /// On virtual time, wakes every reader waiting on this field through the clock
+    /// (`VirtualTime.wakeWaiters(of:)`), so that time does not jump to another deadline (a host's
+    /// bound on TgInitAsTarget) between a change and the waiters' look at it. Field lock not held.
+    func wakeWaiters() {
+        lock.wakeWaiters(on: virtualTime)
     }
 
     /// Removes a peer. A reader that had activated it loses it (its next exchange fails as with a
@@ -57,6 +66,7 @@ public final class SimulatedField: Sendable {
         lock.withLock { world in
             if world.removePeer(peer) { lock.broadcast() }
         }
+        wakeWaiters()
         virtualTime?.nudge()
     }
 

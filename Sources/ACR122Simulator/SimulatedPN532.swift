@@ -49,6 +49,11 @@ public final class SimulatedPN532: Sendable {
     /// The chip's answer `D5 cmd+1 data` to the host frame `D4 cmd params`, nil when the chip
     /// refuses it (not D4, an unknown command, a parameter syntax error, more than 265 bytes) or
     /// when the command was aborted or passed ``commandBound``.
+    ///
+    /// A frame that comes while another command is under way replaces it: that command is aborted
+    /// and ends (its answer dropped) before this one starts, as the serial endpoint aborts a
+    /// running command when a new one arrives; if it has not ended within ``commandBound`` this
+    /// frame gets nil.
     public func respond(to frame: [UInt8]) -> [UInt8]? {
         // PowerDown `D4 16 WakeUpEnable [GenerateIRQ]` → `D5 17 Status` (UM0701-02 §7.2.11): a bare
         // board takes it (libnfc's pn532_uart sends it when it closes the device); status 00, the
@@ -64,7 +69,16 @@ public final class SimulatedPN532: Sendable {
         if frame.count == 3, frame[0] == 0xD4, frame[1] == 0x10 {
             return frame[2] <= 0x08 ? [0xD5, 0x11] : nil
         }
-        return field.lock.withLock { world in
+        // A command still under way (aborted by the host's ACK, or replaced by this frame) ends
+        // first: it reads the shared abort flag, which this command must not clear under it.
+        let bound = state.clock.deadline(after: commandBound)
+        if requestAbort() { field.wakeWaiters() }
+        let answer = field.lock.withLock { world -> [UInt8]? in
+            while state.commandInFlight != nil {
+                // The earlier command did not end within the bound: this one is refused.
+                if bound.hasPassed { return nil }
+                field.lock.wait(until: bound)
+            }
             state.abortRequested = false
             state.commandInFlight = frame
             defer {
@@ -76,14 +90,25 @@ public final class SimulatedPN532: Sendable {
             if case .frame(let bytes) = outcome { return bytes }
             return nil
         }
+        // A command waiting for this one to end counts as running before time can move on.
+        field.wakeWaiters()
+        return answer
     }
 
-    /// Ends the command under way at once (the host's ACK on the serial line); its answer is dropped.
+    /// Ends the command under way at once (the host's ACK on the serial line); its answer is
+    /// dropped. On virtual time the command's thread is woken through the clock, so time does not
+    /// move before it has seen the abort.
     public func abortCommand() {
+        if requestAbort() { field.wakeWaiters() }
+    }
+
+    /// Marks the command under way aborted; false when none is.
+    private func requestAbort() -> Bool {
         field.lock.withLock { _ in
-            guard state.commandInFlight != nil else { return }
+            guard state.commandInFlight != nil else { return false }
             state.abortRequested = true
             field.lock.broadcast()
+            return true
         }
     }
 
@@ -96,5 +121,6 @@ public final class SimulatedPN532: Sendable {
     /// Takes the board out of its field (unplugged). Idempotent.
     public func detach() {
         field.lock.withLock { world in state.leaveField(world: world, lock: field.lock) }
+        field.wakeWaiters()
     }
 }

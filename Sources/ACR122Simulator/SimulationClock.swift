@@ -161,7 +161,7 @@ final class ConditionLock<State>: @unchecked Sendable {
         if let virtualTime = deadline.virtualTime {
             // The thread waits untimed; the clock's keeper wakes it when virtual time reaches the
             // deadline (VirtualTime.park: this lock, then the clock's).
-            virtualTime.park(until: deadline.monotonicNanoseconds, wake: { [self] in
+            virtualTime.park(until: deadline.monotonicNanoseconds, key: waitKey, wake: { [self] in
                 pthread_mutex_lock(mutex)
                 pthread_cond_broadcast(condition)
                 pthread_mutex_unlock(mutex)
@@ -181,5 +181,16 @@ final class ConditionLock<State>: @unchecked Sendable {
     /// Wakes every waiting thread; call with the mutex held after changing the state.
     func broadcast() {
         pthread_cond_broadcast(condition)
+    }
+
+    /// What a wait on virtual time is registered under (`VirtualTime.wakeWaiters(of:)`).
+    var waitKey: ObjectIdentifier { ObjectIdentifier(self) }
+
+    /// On virtual time, wakes the threads waiting in ``wait(until:)`` through the clock, which
+    /// counts them as running at once (`VirtualTime.wakeWaiters(of:)`): after a change a
+    /// broadcast announced, so that time does not move before they have seen it. Call it with the
+    /// mutex not held.
+    func wakeWaiters(on virtualTime: VirtualTime?) {
+        virtualTime?.wakeWaiters(of: waitKey)
     }
 }

@@ -52,6 +52,8 @@ public final class VirtualTime: @unchecked Sendable {
         /// poll step, the poll's overall bound (nil: none).
         var hard: UInt64?
         var participant: Bool
+        /// What the waiter waits on (its condition lock), for ``wakeWaiters(of:)``; nil: not given.
+        var key: ObjectIdentifier?
         var wake: @Sendable () -> Void
         /// A poll step (its `hard` is not its `deadline`): ``nudge()`` wakes it.
         var isPoll: Bool { hard != deadline }
@@ -232,16 +234,47 @@ public final class VirtualTime: @unchecked Sendable {
     /// `block` must block the thread until it is woken (a `pthread_cond_wait` on the caller's
     /// condition, with the caller's mutex held since before this call); `wake` must wake it (lock
     /// that mutex, broadcast, unlock). Spurious returns happen: callers re-check their condition
-    /// and ``hasPassed(_:)`` in a loop.
-    package func park(until deadline: UInt64?, wake: @escaping @Sendable () -> Void, _ block: () -> Void) {
-        park(until: deadline, advancingTo: deadline, wake: wake, block)
+    /// and ``hasPassed(_:)`` in a loop. `key` (the caller's condition lock) lets
+    /// ``wakeWaiters(of:)`` find the wait.
+    package func park(
+        until deadline: UInt64?, key: ObjectIdentifier? = nil, wake: @escaping @Sendable () -> Void, _ block: () -> Void
+    ) {
+        park(until: deadline, advancingTo: deadline, key: key, wake: wake, block)
+    }
+
+    /// Wakes every thread parked with `key` (``park(until:key:wake:_:)``) and counts each
+    /// participant among them as running from now on, before this call returns: the way to wake a
+    /// waiter whose condition changed (a peer placed in a simulated field, a command aborted),
+    /// so that time cannot jump to another deadline between the change and the moment the woken
+    /// thread looks at it, as it could after a bare broadcast (the woken thread counts as waiting
+    /// until it has taken its lock and this clock's again). Call it with no lock held that a
+    /// waiter's `wake` takes.
+    package func wakeWaiters(of key: ObjectIdentifier) {
+        let wakes = locked { () -> [@Sendable () -> Void] in
+            var wakes: [@Sendable () -> Void] = []
+            var kept: [Waiter] = []
+            for waiter in waiters {
+                if waiter.key == key {
+                    if waiter.participant { running += 1 }
+                    wakes.append(waiter.wake)
+                } else {
+                    kept.append(waiter)
+                }
+            }
+            guard !wakes.isEmpty else { return [] }
+            waiters = kept
+            changed()
+            return wakes
+        }
+        for wake in wakes { wake() }
     }
 
     /// A poll step: like ``park(until:wake:_:)``, but only `bound` (the poll's overall deadline,
     /// nil for none) is a reason for time to advance; `deadline` (the next poll) ends the wait when
     /// time advances past it for another reason, and ``nudge()`` ends it at once.
     package func park(
-        until deadline: UInt64?, advancingTo bound: UInt64?, wake: @escaping @Sendable () -> Void, _ block: () -> Void
+        until deadline: UInt64?, advancingTo bound: UInt64?, key: ObjectIdentifier? = nil,
+        wake: @escaping @Sendable () -> Void, _ block: () -> Void
     ) {
         let thread = UInt(pthread_self())
         let id = locked { () -> UInt64? in
@@ -250,7 +283,7 @@ public final class VirtualTime: @unchecked Sendable {
             let participant = (depth[thread] ?? 0) > 0
             let id = nextID
             nextID += 1
-            waiters.append(Waiter(id: id, deadline: deadline, hard: bound, participant: participant, wake: wake))
+            waiters.append(Waiter(id: id, deadline: deadline, hard: bound, participant: participant, key: key, wake: wake))
             if participant { running -= 1 }
             changed()
             return id

@@ -2,38 +2,30 @@ import ACR122Simulator
 import PCSCCore
 import PN53x
 
-/// A bare PN532 board for tests: ``SimulatedPN532`` behind the UART framing (``PN532SerialDevice``)
-/// on an in-memory serial line, in a field of its own, everything on one ``VirtualTime``
-/// (docs/pn532-uart.md §5). A command the host bounds (TgInitAsTarget's 1 s, an ACK that never
-/// comes) costs no real time.
+/// ``SimulatedSerialPN532`` with a host link on its line, for the package's own tests: a link is
+/// not `Sendable`, so it is kept here rather than in the public board. `run(_:)` makes the
+/// calling thread a participant of the board's time, so its waits on the line move virtual time.
 package final class SimulatedSerialBoard {
-    package let time = VirtualTime()
-    /// The line's clock (``time``).
-    package let clock: PN532SerialClock
-    /// The board's RF field: place cards and terminals in it.
-    package let field: SimulatedField
-    package let chip: SimulatedPN532
-    package let line: PN532InMemorySerialLine
-    /// The device end: what the chip received, how many commands a host aborted.
-    package let device: PN532SerialDevice
+    /// The board itself (time, field, chip, line, device).
+    package let board: SimulatedSerialPN532
     /// A host link on the line, made once; ``link()`` makes another (another program opening the port).
     package let host: PN532SerialLink
 
-    /// - Parameter awake: whether the chip answers before a wake-up (the 55 preamble), as a board
-    ///   just powered up does for nfcpy's 00 preamble (docs/pn532-uart.md §3).
+    package var time: VirtualTime { board.time }
+    package var clock: PN532SerialClock { board.clock }
+    package var field: SimulatedField { board.field }
+    package var chip: SimulatedPN532 { board.chip }
+    package var line: PN532InMemorySerialLine { board.line }
+    package var device: PN532SerialDevice { board.device }
+
+    /// - Parameter awake: as ``SimulatedSerialPN532/init(name:awake:)``.
     package init(awake: Bool = false) {
-        clock = PN532SerialClock(virtualTime: time)
-        field = SimulatedField(clock: SimulationClock(virtualTime: time))
-        chip = SimulatedPN532(field: field)
-        line = PN532InMemorySerialLine(clock: clock)
-        let chip = chip
-        device = PN532SerialDevice(
-            stream: line.device, clock: clock, awake: awake, respond: { chip.respond(to: $0) }, abort: { chip.abortCommand() })
-        host = PN532SerialLink(stream: line.host, clock: clock)
+        board = SimulatedSerialPN532(awake: awake)
+        host = PN532SerialLink(stream: board.line.host, clock: board.clock)
     }
 
     /// A new host link on the line.
-    package func link() -> PN532SerialLink { PN532SerialLink(stream: line.host, clock: clock) }
+    package func link() -> PN532SerialLink { PN532SerialLink(stream: board.line.host, clock: board.clock) }
 
     /// Runs `body` as a participant of ``time`` (its waits on the line move virtual time).
     package func run<R>(_ body: () throws -> R) rethrows -> R { try time.participate { try body() } }
@@ -41,9 +33,5 @@ package final class SimulatedSerialBoard {
     /// Runs `body` with ``host``, as a participant of ``time``.
     package func run<R>(_ body: (PN532SerialLink) throws -> R) rethrows -> R { try time.participate { try body(host) } }
 
-    deinit {
-        line.close()
-        chip.detach()
-        time.close()
-    }
+    deinit { board.close() }
 }

@@ -10,9 +10,12 @@ extension CredentialSession {
     /// Starts a session the way an app on iOS does, with no arguments (Apple's `startSession()`).
     ///
     /// What it uses comes from the process (``SessionDefaults/fromEnvironment(_:standardInputIsTerminal:)``):
-    /// - the reader: `$SECBRIDGE_READER`, else the first reader whose name is an ACR122's, through
-    ///   pcsc-lite (pcscd); no such reader gives a session without card emulation (transactions
-    ///   throw `featureUnavailable`, wired mode works);
+    /// - the reader: `$SECBRIDGE_READER`, else the `reader` of the configuration file
+    ///   `$XDG_CONFIG_HOME/secbridge/config` (``SecbridgeConfiguration``), else the first reader
+    ///   whose name is an ACR122's, through pcsc-lite (pcscd); no such reader gives a session
+    ///   without card emulation (transactions throw `featureUnavailable`, wired mode works). A
+    ///   `tty:` name (`tty:/dev/ttyUSB0`, nfcpy's `tty:USB0`) is a PN532 board on a serial line,
+    ///   driven without pcscd by ``SerialPN532EmulationBackend``;
     /// - the credentials: the credential files (README.md, "Credential files"; Fixtures/credentials/README.md) at
     ///   `$SECBRIDGE_CREDENTIALS` (a file or a directory of `*.json`), else
     ///   `$XDG_CONFIG_HOME/secbridge/credentials/*.json` (`~/.config/…` when XDG_CONFIG_HOME is unset);
@@ -24,9 +27,11 @@ extension CredentialSession {
     /// desk) it uses that client, reader, credentials and authorizer instead. The reader's
     /// connection is released when the session is released.
     /// - Throws: `resourceUnavailable` when pcscd does not answer (SCARD_E_NO_SERVICE) or another
-    ///   session holds the reader; `instanceDoesNotExist` when `$SECBRIDGE_READER` names no reader;
-    ///   `invalidInput` for a credential file that cannot be used (naming the file and the JSON path)
-    ///   and for a `$SECBRIDGE_AUTHORIZE` other than `approve` or `decline`.
+    ///   session holds the reader; `instanceDoesNotExist` when the reader named names no reader
+    ///   (or no device node); `invalidInput` for a credential file that cannot be used (naming the
+    ///   file and the JSON path), a configuration file that cannot be used (naming the file and the
+    ///   line), a `tty:` name that names no device, and a `$SECBRIDGE_AUTHORIZE` other than
+    ///   `approve` or `decline`.
     public static func startSession() async throws(ErrorCode) -> CredentialSession {
         if let override = SessionDefaults.override {
             return try await startSession(
@@ -35,6 +40,7 @@ extension CredentialSession {
         }
         let defaults = SessionDefaults.fromEnvironment()
         try defaults.checkPolicy()
+        try defaults.checkReader()
         return try await startSession(
             on: PCSCLiteClient(), readerName: defaults.readerName, credentials: try defaults.loadCredentials(),
             authorizer: defaults.authorizer)
@@ -45,6 +51,9 @@ extension CredentialSession {
     /// - Parameters:
     ///   - client: where readers are found; the ACR122-class one is opened DIRECT for card emulation.
     ///   - readerName: the reader to emulate on; nil picks the first ACR122-class reader, or none.
+    ///     A `tty:` name (`tty:/dev/ttyUSB0`, `tty:USB0`; `PN532DeviceName`, PN53x) is a PN532 board
+    ///     on a serial line: the session emulates on it with ``SerialPN532EmulationBackend`` (real
+    ///     time), and `client` is not asked.
     ///   - credentials: what `listCredentials()` returns, each with its secure element.
     ///   - authorizer: who approves each transaction (Apple's sheet) before wired mode or card
     ///     emulation starts; without an answer within `timings.authorizationTimeout` (60 s) the
@@ -58,7 +67,56 @@ extension CredentialSession {
         authorizer: any TransactionAuthorizer, clock: any SessionClock = ContinuousSessionClock(),
         timings: SessionTimings = .standard
     ) async throws(ErrorCode) -> CredentialSession {
+        try await startSession(
+            on: client, readerName: readerName, credentials: credentials, authorizer: authorizer, clock: clock,
+            timings: timings, openSerial: openSerialBoard)
+    }
+
+    /// Opens the board `device` names for a session: `instanceDoesNotExist` when its node does
+    /// not exist, else ``SerialPN532EmulationBackend/open(path:executor:activationStep:commandStep:)``
+    /// (a board that cannot be opened or does not answer gives a backend whose `support` says why).
+    @Sendable static func openSerialBoard(
+        _ device: PN532DeviceName, executor: BlockingExecutor
+    ) async throws(ErrorCode) -> SerialPN532EmulationBackend {
+        guard FileManager.default.fileExists(atPath: device.path) else {
+            throw ErrorCode(
+                .instanceDoesNotExist,
+                "no serial device \(device.path) for the PN532 board \(device): is the USB-serial adapter plugged in? (`secbridge doctor --device \(device)` checks it)")
+        }
+        return await SerialPN532EmulationBackend.open(path: device.path, executor: executor)
+    }
+
+    /// ``startSession(on:readerName:credentials:authorizer:clock:timings:)`` with the serial board's
+    /// opener given (tests put an in-memory board in its place).
+    package static func startSession(
+        on client: any PCSCClient, readerName: String?, credentials: [Credential],
+        authorizer: any TransactionAuthorizer, clock: any SessionClock, timings: SessionTimings,
+        openSerial: @Sendable (PN532DeviceName, BlockingExecutor) async throws(ErrorCode) -> SerialPN532EmulationBackend
+    ) async throws(ErrorCode) -> CredentialSession {
         let executor = BlockingExecutor(name: "credential session")
+        if let readerName, PN532DeviceName.isSerial(readerName) {
+            let device: PN532DeviceName
+            let backend: SerialPN532EmulationBackend
+            do {
+                device = try PN532DeviceName(parsing: readerName)
+            } catch {
+                executor.shutdown()
+                throw ErrorCode(.invalidInput, "the reader \(error)")
+            }
+            do {
+                backend = try await openSerial(device, executor)
+            } catch {
+                executor.shutdown()
+                throw error
+            }
+            do {
+                return try startSession(CredentialSessionOptions(
+                    credentials: credentials, emulationBackend: backend, authorizer: authorizer, clock: clock, timings: timings))
+            } catch {
+                await backend.close()
+                throw error
+            }
+        }
         let readers: [String]
         do {
             readers = try await executor.run {
@@ -225,8 +283,40 @@ public struct SessionDefaults: Sendable {
     /// The override in this task's scope, if any (see ``Override``).
     @TaskLocal public static var override: Override?
 
-    /// The reader to emulate on (`$SECBRIDGE_READER`); nil: the first ACR122-class reader.
+    /// The reader to emulate on: `$SECBRIDGE_READER`, else the configuration file's `reader`
+    /// (``SecbridgeConfiguration``); nil: the first ACR122-class reader. A `tty:` name is a PN532
+    /// board on a serial line (``serialDevice``).
     public var readerName: String?
+    /// Where ``readerName`` came from: `SECBRIDGE_READER`, or the configuration file and line
+    /// (`/home/ada/.config/secbridge/config:2`); nil when no reader is named.
+    public var readerOrigin: String? = nil
+    /// Why the configuration file could not be used, which ``checkReader()`` refuses; nil when it
+    /// was read or does not exist.
+    public var configurationError: SecbridgeConfigurationError? = nil
+
+    /// The serial board ``readerName`` names when it is a `tty:` name that `PN532DeviceName` (PN53x)
+    /// takes; nil for a PC/SC reader's name, no name, or a `tty:` name it refuses (``checkReader()``
+    /// says why).
+    public var serialDevice: PN532DeviceName? {
+        guard let readerName, PN532DeviceName.isSerial(readerName) else { return nil }
+        return try? PN532DeviceName(parsing: readerName)
+    }
+
+    /// Refuses a configuration file that could not be used (``configurationError``) and a `tty:`
+    /// reader name that names no device, rather than let a session start on another reader.
+    /// - Throws: `CredentialSession.ErrorCode` `invalidInput` naming the file and line, or where
+    ///   the name came from, and what to write.
+    public func checkReader() throws(CredentialSession.ErrorCode) {
+        if let configurationError {
+            throw CredentialSession.ErrorCode(.invalidInput, configurationError.description)
+        }
+        guard let readerName, PN532DeviceName.isSerial(readerName) else { return }
+        do {
+            _ = try PN532DeviceName(parsing: readerName)
+        } catch {
+            throw CredentialSession.ErrorCode(.invalidInput, "\(readerOrigin ?? "the reader"): \(error)")
+        }
+    }
     /// A credential file or a directory of `*.json` credential files.
     public var credentialsPath: String
     /// Whether `credentialsPath` was named explicitly (`$SECBRIDGE_CREDENTIALS`): then it must exist.
@@ -248,13 +338,37 @@ public struct SessionDefaults: Sendable {
         }
     }
 
-    /// The defaults from environment variables, as ``CredentialSession/startSession()`` documents.
+    /// The defaults from environment variables and the configuration file
+    /// (``SecbridgeConfiguration/load(environment:)``), as ``CredentialSession/startSession()``
+    /// documents. A configuration file that cannot be used gives ``configurationError``.
     /// - Parameters:
     ///   - environment: the variables (default: this process's).
     ///   - standardInputIsTerminal: whether to prompt on the terminal (default: isatty(0)).
     public static func fromEnvironment(
         _ environment: [String: String] = ProcessInfo.processInfo.environment,
         standardInputIsTerminal: Bool = isatty(0) == 1
+    ) -> SessionDefaults {
+        do {
+            return fromEnvironment(
+                environment, standardInputIsTerminal: standardInputIsTerminal,
+                configuration: try SecbridgeConfiguration.load(environment: environment))
+        } catch {
+            var defaults = fromEnvironment(
+                environment, standardInputIsTerminal: standardInputIsTerminal, configuration: SecbridgeConfiguration())
+            defaults.configurationError = error
+            return defaults
+        }
+    }
+
+    /// The defaults from environment variables and `configuration` (the configuration file's
+    /// settings, read by the caller): `$SECBRIDGE_READER`, when set and not empty, wins over
+    /// `configuration.reader`.
+    /// - Parameters:
+    ///   - environment: the variables.
+    ///   - standardInputIsTerminal: whether to prompt on the terminal.
+    ///   - configuration: the configuration file's settings.
+    public static func fromEnvironment(
+        _ environment: [String: String], standardInputIsTerminal: Bool, configuration: SecbridgeConfiguration
     ) -> SessionDefaults {
         let explicit = environment["SECBRIDGE_CREDENTIALS"].flatMap { $0.isEmpty ? nil : $0 }
         let config = environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 }
@@ -263,8 +377,10 @@ public struct SessionDefaults: Sendable {
             ? TerminalAuthorizer()
             : (environment["SECBRIDGE_AUTHORIZE"] == "approve" ? PolicyAuthorizer.approveAll : PolicyAuthorizer.declineAll)
         let policy = environment["SECBRIDGE_AUTHORIZE"].flatMap { $0.isEmpty ? nil : $0 }
+        let variable = environment["SECBRIDGE_READER"].flatMap { $0.isEmpty ? nil : $0 }
         return SessionDefaults(
-            readerName: environment["SECBRIDGE_READER"].flatMap { $0.isEmpty ? nil : $0 },
+            readerName: variable ?? configuration.reader,
+            readerOrigin: variable != nil ? "SECBRIDGE_READER" : (configuration.reader != nil ? configuration.readerOrigin : nil),
             credentialsPath: explicit ?? config + "/secbridge/credentials", credentialsPathIsExplicit: explicit != nil,
             authorizer: authorizer, unknownAuthorizePolicy: policy == "approve" || policy == "decline" ? nil : policy)
     }

@@ -56,8 +56,8 @@ public final class SerialPN532EmulationBackend: CardEmulationBackend {
     }
 
     /// Opens the board on `path` and wakes it (the 55 preamble and SAMConfiguration,
-    /// docs/pn532-uart.md §3), on `executor`. A device that cannot be opened or does not answer
-    /// gives a backend whose `support` says why and what to check.
+    /// docs/pn532-uart.md §3), on `executor`, on real time (CLOCK_MONOTONIC). A device that cannot
+    /// be opened or does not answer gives a backend whose `support` says why and what to check.
     /// - Parameters:
     ///   - path: the device node, e.g. `/dev/ttyUSB0` or a pseudo-terminal.
     ///   - executor: the thread every command runs on.
@@ -66,11 +66,44 @@ public final class SerialPN532EmulationBackend: CardEmulationBackend {
     public static func open(
         path: String, executor: BlockingExecutor, activationStep: Duration = .seconds(1), commandStep: Duration = .seconds(5)
     ) async -> SerialPN532EmulationBackend {
-        let name = "tty:" + path
+        await open(
+            readerName: "tty:" + path, what: "the PN532 board on \(path)", executor: executor,
+            activationStep: activationStep, commandStep: commandStep
+        ) { PN532SerialLink(stream: try PN532TTY(path: path)) }
+    }
+
+    /// Wakes the board at the other end of `stream` (the 55 preamble and SAMConfiguration,
+    /// docs/pn532-uart.md §3), on `executor`, with every bound (the ACK's 100 ms, ``activationStep``,
+    /// ``commandStep``) measured on `clock`: for a PN532 served in memory, e.g. the simulated
+    /// PN532 behind a `PN532SerialDevice` on a `PN532InMemorySerialLine` (PN53x) on the test's
+    /// `VirtualTime`, so that a session on it runs without a tty and without waiting in real time.
+    /// A board that does not answer gives a backend whose `support` says why.
+    /// - Parameters:
+    ///   - stream: the host's end of the line (`PN532InMemorySerialLine.host`).
+    ///   - clock: the line's clock; on a virtual time, every command's thread takes part in it
+    ///     while the command runs.
+    ///   - readerName: the name the session gives the reader (``readerName``), e.g. `tty:simulated`.
+    ///   - executor: the thread every command runs on.
+    ///   - activationStep: see ``activationStep``.
+    ///   - commandStep: see ``commandStep``.
+    public static func open(
+        stream: any PN532ByteStream, clock: PN532SerialClock, readerName: String, executor: BlockingExecutor,
+        activationStep: Duration = .seconds(1), commandStep: Duration = .seconds(5)
+    ) async -> SerialPN532EmulationBackend {
+        await open(
+            readerName: readerName, what: "the PN532 board \(readerName)", executor: executor,
+            activationStep: activationStep, commandStep: commandStep
+        ) { PN532SerialLink(stream: stream, clock: clock) }
+    }
+
+    private static func open(
+        readerName name: String, what: String, executor: BlockingExecutor, activationStep: Duration, commandStep: Duration,
+        link makeLink: @escaping @Sendable () throws -> PN532SerialLink
+    ) async -> SerialPN532EmulationBackend {
         do {
             let link = try await executor.run { () throws -> SerialLinkBox in
-                let link = PN532SerialLink(stream: try PN532TTY(path: path))
-                try link.wakeUp()
+                let link = try makeLink()
+                try link.clock.participate { () throws(PN532SerialError) in try link.wakeUp() }
                 return SerialLinkBox(link: link)
             }
             return SerialPN532EmulationBackend(
@@ -80,12 +113,14 @@ public final class SerialPN532EmulationBackend: CardEmulationBackend {
             return SerialPN532EmulationBackend(
                 readerName: name,
                 support: .unsupported(
-                    reason: "the PN532 board on \(path) could not be opened or did not answer its wake-up: \(error); `secbridge doctor --device \(name)` checks the device",
+                    reason: "\(what) could not be opened or did not answer its wake-up: \(error); `secbridge doctor --device \(name)` checks the device",
                     cause: .other("\(error)")),
                 activationStep: activationStep, commandStep: commandStep, executor: executor, link: nil)
         }
     }
 
+    /// Runs `body` on the executor, the thread taking part in the link's virtual time (if any)
+    /// while it runs.
     private func run<T: Sendable>(_ body: @escaping @Sendable (PN532SerialLink) throws -> T) async throws -> T {
         let box = self.box
         let name = readerName
@@ -93,7 +128,7 @@ public final class SerialPN532EmulationBackend: CardEmulationBackend {
             guard let link = box.link else {
                 throw CredentialSessionError(.featureUnavailable, "\(name) cannot emulate a card")
             }
-            return try body(link)
+            return try link.clock.participate { () throws -> T in try body(link) }
         }
     }
 
@@ -153,7 +188,8 @@ public final class SerialPN532EmulationBackend: CardEmulationBackend {
         let box = self.box
         try await executor.run {
             defer { box.link = nil }
-            _ = try box.link?.send(PN532.InRelease(target: 0))
+            guard let link = box.link else { return }
+            try link.clock.participate { () throws in try link.send(PN532.InRelease(target: 0)) }
         }
     }
 

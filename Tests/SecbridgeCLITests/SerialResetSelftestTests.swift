@@ -27,6 +27,9 @@ import Testing
         let parameters = try PN532.TgInitAsTarget(
             modes: [.passiveOnly, .piccOnly], atqa: ATQA(rawValue: 0x0004), uid: try EmulatedUID([0x08, 0x12, 0x34, 0x56]),
             sak: 0x20, historicalBytes: []).parameters()
+        // No time passes between the interrupted emulation and the reset: held, or virtual time
+        // would run on to the simulated chip's own bound on TgInitAsTarget and end it first.
+        board.time.hold()
         try board.run {
             let emulation = board.link()
             try emulation.wakeUp()
@@ -38,7 +41,10 @@ import Testing
         #expect(board.chip.isRFFieldOn)
         var lines: [String] = []
         var outcomes: [SerialReset.Outcome] = []
-        let restored = board.run { SerialReset.run(on: board.link(), say: { lines.append($0) }, onOutcome: { outcomes.append($0) }) }
+        let restored = board.run { () -> Bool in
+            board.time.release()  // this thread runs as a participant now: time waits for it
+            return SerialReset.run(on: board.link(), say: { lines.append($0) }, onOutcome: { outcomes.append($0) })
+        }
         #expect(restored, "\(lines)")
         #expect(board.device.abortedCommands == 1)
         #expect(board.chip.commandInFlight == nil)
