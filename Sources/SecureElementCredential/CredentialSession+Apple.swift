@@ -172,13 +172,30 @@ extension CredentialSession {
 
     /// Whether a session can start here (Apple's `isEligible`): true when pcsc-lite answers and
     /// lists an ACR122-class reader (card emulation needs one), false when it answers without one.
-    /// Within ``SessionDefaults/override``'s scope it asks that client.
+    /// When the reader named (``SessionDefaults/readerName``: `$SECBRIDGE_READER` or the
+    /// configuration file; an override's `readerName`) is a `tty:` board, it is true when that
+    /// device node is a character device this process may read and write, and pcsc-lite is not
+    /// asked; the board itself is not woken (``startSession()`` does that). Within
+    /// ``SessionDefaults/override``'s scope it asks that client.
     /// - Throws: `resourceUnavailable` when pcscd does not answer (Apple: the system service is
     ///   temporarily unavailable).
     public static var isEligible: Bool {
         get async throws {
-            try await isEligible(on: SessionDefaults.override?.client ?? PCSCLiteClient())
+            let readerName = SessionDefaults.override.map(\.readerName) ?? SessionDefaults.fromEnvironment().readerName
+            if let readerName, PN532DeviceName.isSerial(readerName) {
+                guard let device = try? PN532DeviceName(parsing: readerName) else { return false }
+                return serialDeviceIsUsable(device.path)
+            }
+            return try await isEligible(on: SessionDefaults.override?.client ?? PCSCLiteClient())
         }
+    }
+
+    /// Whether `path` is a character device (a serial port or a pty) open to this process for
+    /// reading and writing (stat(2), access(2) R_OK | W_OK).
+    static func serialDeviceIsUsable(_ path: String) -> Bool {
+        var info = stat()
+        guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFCHR else { return false }
+        return access(path, R_OK | W_OK) == 0
     }
 
     /// Ours: ``isEligible`` on any PC/SC client.

@@ -168,4 +168,23 @@ struct SessionConfigurationTests {
         }
         #expect(client.uses.load(ordering: .relaxed) == 0)
     }
+
+    @Test("isEligible with a tty: reader: the device node decides, and PC/SC is not asked")
+    func eligibilityOfASerialReader() async throws {
+        let client = CountingClient()
+        func eligible(_ reader: String) async throws -> Bool {
+            let override = SessionDefaults.Override(
+                client: client, readerName: reader, credentials: [], authorizer: PolicyAuthorizer.approveAll)
+            return try await SessionDefaults.$override.withValue(override) { try await CredentialSession.isEligible }
+        }
+        // /dev/null is a character device anyone may read and write: it stands for a port here.
+        #expect(try await eligible("tty:/dev/null"))
+        #expect(try await !eligible("tty:/dev/secbridge-no-such-board"))
+        #expect(try await !eligible("tty:/etc/hostname"), "a regular file is no serial port")
+        #expect(try await !eligible("tty:USB0:arygon"), "a name PN532DeviceName refuses")
+        #expect(client.uses.load(ordering: .relaxed) == 0)
+        // A PC/SC reader's name still asks the client (which refuses: no pcscd).
+        await #expect(throws: CredentialSession.ErrorCode.resourceUnavailable) { _ = try await eligible("ACS ACR122U PICC Interface 00 00") }
+        #expect(client.uses.load(ordering: .relaxed) == 1)
+    }
 }
