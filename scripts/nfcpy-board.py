@@ -31,10 +31,12 @@ block number; S(DESELECT) answered and the end). It prints each C-APDU and R-APD
 (`capdu: <hex>`, `rapdu: <hex>`), `deselected` at the end, and exits 0 once the reader deselected
 or released it; 2 when no reader came within S seconds.
 
-Why not `ContactlessFrontend('tty:pts/N:pn532')`: nfcpy 1.0.4 reads the port in a `tty:` path as
-letters, digits and '-' only and looks it up among the names directly in /dev, so a pseudo-terminal
-(/dev/pts/N) cannot be named that way (nfc/clf/transport.py, `TTY.find`). This script opens the
-same transport and driver that nfcpy's device search opens for a path it matched.
+The device is a path (/dev/pts/N) or nfcpy's own device path (`tty:NAME:pn532`). nfcpy 1.0.4 reads
+the port in a `tty:` path as letters, digits and '-' only and looks it up among the names directly
+in /dev (nfc/clf/transport.py, `TTY.find`), so a pseudo-terminal (/dev/pts/N) cannot be named that
+way itself: for a path the script opens the same transport and driver that nfcpy's device search
+opens for a path it matched; for a `tty:` path (a /dev name linked to the pty, say) it calls
+`ContactlessFrontend.open`, nfcpy's device search itself.
 """
 import argparse
 import sys
@@ -50,6 +52,11 @@ import nfc.tag
 
 def open_board(path):
     clf = nfc.ContactlessFrontend()
+    if path.startswith("tty:"):
+        # nfcpy's own device search, as `ContactlessFrontend('tty:USB0:pn532')` does it.
+        if not clf.open(path):
+            raise IOError("nfcpy found no PN532 at %s" % path)
+        return clf
     transport = nfc.clf.transport.TTY(path)
     try:
         device = nfc.clf.pn532.init(transport)

@@ -85,6 +85,29 @@ struct NfcpySerialTests {
         #expect(again.output == "error: the board did not answer nfcpy's opening: [Errno 110] Connection timed out\n", "\(again.output)")
     }
 
+    /// nfcpy's own device search: `ContactlessFrontend.open("tty:NAME:pn532")`, as a user names a
+    /// board on /dev/ttyUSB0 (`tty:USB0:pn532`). nfcpy looks NAME up among the entries of /dev
+    /// (nfc/clf/transport.py `TTY.find`), which a pseudo-terminal under /dev/pts is not, so the test
+    /// links a name in /dev to the board's pty (root only: /dev is the system's), removed after.
+    @Test(.enabled(if: access("/dev", W_OK) == 0, "a link in /dev needs root"))
+    func nfcpysDeviceSearchOpensTheBoardByItsTtyPath() async throws {
+        let desk = try await SimulatedDesk.open()
+        defer { desk.close() }
+        let ndef = Self.message.map { String(format: "%02X", $0) }.joined()
+        _ = try desk.control().send("place-card uid=\"04 A1 B2 C3 D4 E5 F6\" atqa=\"00 44\" applet=t4t-ndef ndef=\(ndef) id=t4t")
+        let path = try #require(try desk.control().send("pn532-serial")["path"])
+        let name = "secbridge-nfcpy-\(getpid())"
+        _ = unlink("/dev/" + name)
+        try #require(symlink(path, "/dev/" + name) == 0, "symlink /dev/\(name): errno \(errno)")
+        defer { _ = unlink("/dev/" + name) }
+        let result = try await blocking { try Nfcpy.board(["read", "tty:\(name):pn532", "--seconds", "10"]) }
+        #expect(result.status == 0, "\(result.output)")
+        #expect(result.output.hasPrefix("device: PN532v1.6 at /dev/\(name)\n"), "\(result.output)")
+        #expect(result.output.contains("uid: 04A1B2C3D4E5F6"), "\(result.output)")
+        #expect(result.output.contains("uri: https://example.com"), "\(result.output)")
+        #expect(result.output.contains("text: hello"), "\(result.output)")
+    }
+
     /// The other way round: nfcpy listens as a Type 4A target on the board (`listen_tta`, SEL_RES
     /// 20, fISO14443-4_PICC off), answers the reader's RATS and each ISO-DEP block itself
     /// (TgInitAsTarget hands over the RATS, then TgResponseToInitiator and TgGetInitiatorCommand),
