@@ -50,6 +50,14 @@ struct NfcpySerialTests {
     static let message: [UInt8] = [0x91, 0x01, 0x0C, 0x55, 0x04] + Array("example.com".utf8)
         + [0x51, 0x01, 0x08, 0x54, 0x02] + Array("enhello".utf8)
 
+    /// A Type 4 Tag holding ``message`` (UID 04 A1 B2 C3 D4 E5 F6, ATQA 00 44) placed in `desk`'s
+    /// field, and a serial board in the same field: the board's pty.
+    static func boardBesideAType4Tag(on desk: SimulatedDesk) throws -> String {
+        let ndef = message.map { String(format: "%02X", $0) }.joined()
+        _ = try desk.control().send("place-card uid=\"04 A1 B2 C3 D4 E5 F6\" atqa=\"00 44\" applet=t4t-ndef ndef=\(ndef) id=t4t")
+        return try #require(try desk.control().send("pn532-serial")["path"])
+    }
+
     /// nfcpy opens the board as a real one (GetFirmwareVersion after its 00 preamble,
     /// SAMConfiguration, SetSerialBaudRate 921 600, Diagnose, SetParameters with automatic RATS
     /// off, the RF settings), finds the Type 4 Tag an ACR122U's control socket placed in the
@@ -59,9 +67,7 @@ struct NfcpySerialTests {
     @Test func nfcpyReadsTheNDEFMessageOfAType4TagInTheSharedField() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        let ndef = Self.message.map { String(format: "%02X", $0) }.joined()
-        _ = try desk.control().send("place-card uid=\"04 A1 B2 C3 D4 E5 F6\" atqa=\"00 44\" applet=t4t-ndef ndef=\(ndef) id=t4t")
-        let path = try #require(try desk.control().send("pn532-serial")["path"])
+        let path = try Self.boardBesideAType4Tag(on: desk)
         let result = try await blocking { try Nfcpy.board(["read", path, "--seconds", "10"]) }
         print("nfcpy on \(path):\n\(result.output)")
         #expect(result.status == 0, "\(result.output)")
@@ -93,9 +99,7 @@ struct NfcpySerialTests {
     func nfcpysDeviceSearchOpensTheBoardByItsTtyPath() async throws {
         let desk = try await SimulatedDesk.open()
         defer { desk.close() }
-        let ndef = Self.message.map { String(format: "%02X", $0) }.joined()
-        _ = try desk.control().send("place-card uid=\"04 A1 B2 C3 D4 E5 F6\" atqa=\"00 44\" applet=t4t-ndef ndef=\(ndef) id=t4t")
-        let path = try #require(try desk.control().send("pn532-serial")["path"])
+        let path = try Self.boardBesideAType4Tag(on: desk)
         let name = "secbridge-nfcpy-\(getpid())"
         _ = unlink("/dev/" + name)
         try #require(symlink(path, "/dev/" + name) == 0, "symlink /dev/\(name): errno \(errno)")
