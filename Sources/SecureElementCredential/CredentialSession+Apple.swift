@@ -388,8 +388,6 @@ public struct SessionDefaults: Sendable {
         _ environment: [String: String], standardInputIsTerminal: Bool, configuration: SecbridgeConfiguration
     ) -> SessionDefaults {
         let explicit = environment["SECBRIDGE_CREDENTIALS"].flatMap { $0.isEmpty ? nil : $0 }
-        let config = environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? ((environment["HOME"] ?? NSHomeDirectory()) + "/.config")
         let authorizer: any TransactionAuthorizer = standardInputIsTerminal
             ? TerminalAuthorizer()
             : (environment["SECBRIDGE_AUTHORIZE"] == "approve" ? PolicyAuthorizer.approveAll : PolicyAuthorizer.declineAll)
@@ -398,7 +396,7 @@ public struct SessionDefaults: Sendable {
         return SessionDefaults(
             readerName: variable ?? configuration.reader,
             readerOrigin: variable != nil ? "SECBRIDGE_READER" : (configuration.reader != nil ? configuration.readerOrigin : nil),
-            credentialsPath: explicit ?? config + "/secbridge/credentials", credentialsPathIsExplicit: explicit != nil,
+            credentialsPath: explicit ?? SecbridgeConfiguration.directory(environment: environment) + "/credentials", credentialsPathIsExplicit: explicit != nil,
             authorizer: authorizer, unknownAuthorizePolicy: policy == "approve" || policy == "decline" ? nil : policy)
     }
 

@@ -44,9 +44,16 @@ public struct SecbridgeConfiguration: Sendable, Hashable {
     /// (the home directory from the password database when HOME is unset too).
     /// - Parameter environment: the variables (default: this process's).
     public static func path(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        directory(environment: environment) + "/config"
+    }
+
+    /// secbridge's configuration directory, which holds this file and the credential files:
+    /// `$XDG_CONFIG_HOME/secbridge`, else `$HOME/.config/secbridge` (the home directory from the
+    /// password database when HOME is unset or empty).
+    static func directory(environment: [String: String]) -> String {
         let base = environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 }
             ?? ((environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()) + "/.config")
-        return base + "/secbridge/config"
+        return base + "/secbridge"
     }
 
     /// Reads the file at ``path(environment:)``; a file that does not exist gives no settings.
