@@ -35,14 +35,12 @@ package final class ReestablishingContext: PCSCClientContext, Sendable {
     ///   - establish: SCardEstablishContext, e.g. bounded by a watchdog.
     ///   - restored: called after a new context was established following a loss (once per loss).
     /// - Throws: ``PCSCError`` from `establish`, e.g. SCARD_E_NO_SERVICE when pcscd is not running.
-    package init(
+    package convenience init(
         establish: @escaping @Sendable () throws(PCSCError) -> any PCSCClientContext,
         restored: @escaping @Sendable () -> Void
     ) throws(PCSCError) {
-        self.establish = establish
-        self.restored = restored
-        let first = try establish()
-        state = Mutex(State(context: first))
+        self.init(establishingAtFirstCall: establish, restored: restored)
+        try establishNow()
     }
 
     /// Establishes the first context at the first call, not now: for a command that may never
@@ -55,6 +53,10 @@ package final class ReestablishingContext: PCSCClientContext, Sendable {
         self.restored = restored
         state = Mutex(State(context: nil))
     }
+
+    /// Establishes the context now if none is live (the first, or the next after a loss).
+    /// - Throws: ``PCSCError`` from `establish`.
+    package func establishNow() throws(PCSCError) { _ = try current() }
 
     /// How many times a context was dropped because pcscd went away.
     package var losses: Int { state.withLock { $0.losses } }

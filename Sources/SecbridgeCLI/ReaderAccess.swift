@@ -20,17 +20,13 @@ package func openContext(_ invocation: Invocation) throws(CLIError) -> any PCSCC
 /// ``openContext(_:)``, and again, bounded by the watchdog, at the first call after pcscd went away
 /// (SCARD_E_NO_SERVICE, SCARD_E_SERVICE_STOPPED), with one line on standard error when it is back.
 package func openReestablishingContext(_ invocation: Invocation) throws(CLIError) -> ReestablishingContext {
-    let client = invocation.client
-    let console = invocation.console
+    let context = deferredReestablishingContext(invocation)
     do {
-        return try ReestablishingContext(
-            establish: { () throws(PCSCError) in
-                try CallWatchdog.shared.guarding("SCardEstablishContext") { () throws(PCSCError) in try client.establishContext() }
-            },
-            restored: { console.err(pcscdCameBackLine) })
+        try context.establishNow()
     } catch {
         throw .failure(describe(error))
     }
+    return context
 }
 
 /// ``openReestablishingContext(_:)``'s context, established at its first call instead of now: a
